@@ -1,0 +1,201 @@
+import Database from 'better-sqlite3';
+import { mkdirSync, openSync, readSync, closeSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import {
+  BackendError,
+  BackendUnavailableError,
+  ConflictError,
+  NotFoundError,
+  StoreOpenError,
+} from '../errors.js';
+import type { LeaseRecord, LeaseStore, VersionedRecord } from './lease-store.js';
+
+/**
+ * Leases in one SQLite file shared by processes on one machine.
+ *
+ * The table is the tutorial's, column for column, so its Python candidates can share the file;
+ * leasehold adds only `acquire_time`, with a default, which those candidates never write.
+ *
+ * Compare-and-swap: the version of a row is a digest of all its values. Every write by any
+ * peer (the Python candidates know nothing of versions) changes `renew_time` or the holder, so
+ * an update made inside BEGIN IMMEDIATE that finds a different digest has lost a race.
+ *
+ * Durability: WAL with synchronous=FULL fsyncs the log before COMMIT returns, so a write that
+ * returned success survives a process crash and a power loss.
+ *
+ * better-sqlite3 is synchronous: a write waits on the busy timeout while another process holds
+ * the write lock, blocking this process's event loop for at most that long (default 1 s).
+ */
+export interface SqliteStoreOptions {
+  /** How long a write waits for another process's write lock before failing. Default 1000 ms. */
+  busyTimeoutMs?: number;
+}
+
+interface LeaseRow {
+  holder_identity: string;
+  fencing_token: number;
+  renew_time: number;
+  lease_duration_seconds: number;
+  acquire_time: number;
+}
+
+const SQLITE_HEADER = 'SQLite format 3\0';
+
+/** Throws StoreOpenError unless `path` is absent, empty, or starts with the SQLite header. Reads only. */
+export function checkSqliteFile(path: string): void {
+  let size: number;
+  try {
+    const st = statSync(path);
+    if (!st.isFile()) throw new StoreOpenError(`--db ${path} is not a regular file`);
+    size = st.size;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    if (err instanceof StoreOpenError) throw err;
+    throw new StoreOpenError(`--db ${path} cannot be read: ${(err as Error).message}`, { cause: err });
+  }
+  if (size === 0) return;
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.alloc(16);
+    readSync(fd, buf, 0, 16, 0);
+    if (buf.toString('latin1') !== SQLITE_HEADER) {
+      throw new StoreOpenError(`--db ${path} is not an SQLite database (its header is not "SQLite format 3")`);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export class SqliteLeaseStore implements LeaseStore {
+  readonly backend = 'sqlite';
+  readonly location: string;
+  private readonly db: Database.Database;
+  private readonly selectRow: Database.Statement<[string], LeaseRow>;
+  private readonly insertRow: Database.Statement;
+  private readonly updateRow: Database.Statement;
+
+  constructor(path: string, options: SqliteStoreOptions = {}) {
+    this.location = path;
+    checkSqliteFile(path);
+    try {
+      mkdirSync(dirname(path), { recursive: true });
+      this.db = new Database(path, { timeout: options.busyTimeoutMs ?? 1000 });
+    } catch (err) {
+      throw new StoreOpenError(`cannot open SQLite lease store ${path}: ${(err as Error).message}`, { cause: err });
+    }
+    try {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = FULL');
+      this.migrate();
+    } catch (err) {
+      this.db.close();
+      throw new StoreOpenError(`cannot prepare SQLite lease store ${path}: ${(err as Error).message}`, { cause: err });
+    }
+    this.selectRow = this.db.prepare(
+      'SELECT holder_identity, fencing_token, renew_time, lease_duration_seconds, acquire_time FROM leases WHERE name = ?',
+    );
+    this.insertRow = this.db.prepare(
+      'INSERT INTO leases (name, holder_identity, fencing_token, renew_time, lease_duration_seconds, acquire_time) VALUES (?, ?, ?, ?, ?, ?)',
+    );
+    this.updateRow = this.db.prepare(
+      'UPDATE leases SET holder_identity = ?, fencing_token = ?, renew_time = ?, lease_duration_seconds = ?, acquire_time = ? WHERE name = ?',
+    );
+  }
+
+  private migrate(): void {
+    this.db
+      .transaction(() => {
+        this.db.exec(`CREATE TABLE IF NOT EXISTS leases (
+          name TEXT PRIMARY KEY,
+          holder_identity TEXT NOT NULL,
+          fencing_token INTEGER NOT NULL,
+          renew_time REAL NOT NULL,
+          lease_duration_seconds REAL NOT NULL
+        )`);
+        const columns = this.db.prepare('PRAGMA table_info(leases)').all() as { name: string }[];
+        if (!columns.some((c) => c.name === 'acquire_time')) {
+          this.db.exec('ALTER TABLE leases ADD COLUMN acquire_time REAL NOT NULL DEFAULT 0');
+        }
+      })
+      .immediate();
+  }
+
+  async get(name: string): Promise<VersionedRecord | null> {
+    const row = this.run('get', () => this.selectRow.get(name));
+    return row ? { record: toRecord(row), version: versionOf(row) } : null;
+  }
+
+  async create(name: string, record: LeaseRecord): Promise<string> {
+    const row = toRow(record);
+    return this.run('create', () =>
+      this.db
+        .transaction(() => {
+          if (this.selectRow.get(name)) throw new ConflictError(`lease ${name} already exists`);
+          this.insertRow.run(name, row.holder_identity, row.fencing_token, row.renew_time, row.lease_duration_seconds, row.acquire_time);
+          return versionOf(row);
+        })
+        .immediate(),
+    );
+  }
+
+  async update(name: string, record: LeaseRecord, expectedVersion: string): Promise<string> {
+    const row = toRow(record);
+    return this.run('update', () =>
+      this.db
+        .transaction(() => {
+          const current = this.selectRow.get(name);
+          if (!current) throw new NotFoundError(`lease ${name} does not exist`);
+          if (versionOf(current) !== expectedVersion) {
+            throw new ConflictError(`lease ${name} changed since it was read`);
+          }
+          this.updateRow.run(row.holder_identity, row.fencing_token, row.renew_time, row.lease_duration_seconds, row.acquire_time, name);
+          return versionOf(row);
+        })
+        .immediate(),
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  /** Runs one statement or transaction, turning SQLite's errors into leasehold's. */
+  private run<T>(op: string, fn: () => T): T {
+    try {
+      return fn();
+    } catch (err) {
+      if (err instanceof ConflictError || err instanceof NotFoundError) throw err;
+      const code = (err as { code?: string }).code ?? '';
+      if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
+        throw new BackendUnavailableError(`SQLite ${op} on ${this.location}: database is locked by another process`, { cause: err });
+      }
+      throw new BackendError(`SQLite ${op} on ${this.location} failed: ${(err as Error).message}`, { cause: err });
+    }
+  }
+}
+
+function toRecord(row: LeaseRow): LeaseRecord {
+  return {
+    holderIdentity: row.holder_identity,
+    leaseDurationSeconds: row.lease_duration_seconds,
+    acquireTime: row.acquire_time > 0 ? new Date(row.acquire_time * 1000) : null,
+    renewTime: new Date(row.renew_time * 1000),
+    leaseTransitions: row.fencing_token,
+  };
+}
+
+function toRow(r: LeaseRecord): LeaseRow {
+  const renew = r.renewTime ?? new Date();
+  return {
+    holder_identity: r.holderIdentity,
+    fencing_token: r.leaseTransitions,
+    renew_time: renew.getTime() / 1000,
+    lease_duration_seconds: r.leaseDurationSeconds,
+    acquire_time: r.acquireTime ? r.acquireTime.getTime() / 1000 : 0,
+  };
+}
+
+/** All of a row's values; any write by any peer changes at least renew_time or the holder. */
+function versionOf(row: LeaseRow): string {
+  return JSON.stringify([row.holder_identity, row.fencing_token, row.renew_time, row.lease_duration_seconds, row.acquire_time]);
+}

@@ -1,0 +1,115 @@
+/**
+ * Every error leasehold raises on purpose is a LeaseholdError with a stable `code`
+ * (`LEASEHOLD_ERR_*`), listed in docs/errors.md. Callers branch on `code`, never on the
+ * message; the original failure (an SQLite or HTTP error) is kept as `cause`.
+ */
+export class LeaseholdError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** A compare-and-swap lost: the record changed (or appeared) since it was read. */
+export class ConflictError extends LeaseholdError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('LEASEHOLD_ERR_CONFLICT', message, options);
+  }
+}
+
+/** An update targeted a lease record that does not exist (deleted under us). */
+export class NotFoundError extends LeaseholdError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('LEASEHOLD_ERR_NOT_FOUND', message, options);
+  }
+}
+
+/** A flag, option or configuration value breaks a rule; the message names the value and the rule. */
+export class InvalidConfigError extends LeaseholdError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('LEASEHOLD_ERR_INVALID_CONFIG', message, options);
+  }
+}
+
+/** The lease store could not be opened (not an SQLite file, unreadable kubeconfig, ...). */
+export class StoreOpenError extends LeaseholdError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('LEASEHOLD_ERR_STORE_OPEN', message, options);
+  }
+}
+
+/** The backend did not answer in time or is temporarily unable to (SQLITE_BUSY, 5xx, 429, timeouts). */
+export class BackendUnavailableError extends LeaseholdError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('LEASEHOLD_ERR_BACKEND_UNAVAILABLE', message, options);
+  }
+}
+
+/** The backend refused the request for lack of credentials (HTTP 401). */
+export class UnauthorizedError extends LeaseholdError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('LEASEHOLD_ERR_UNAUTHORIZED', message, options);
+  }
+}
+
+/** The backend refused the request by policy (HTTP 403, RBAC); the message names verb and resource. */
+export class ForbiddenError extends LeaseholdError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('LEASEHOLD_ERR_FORBIDDEN', message, options);
+  }
+}
+
+/** The backend rejected the record as invalid (HTTP 422, a CHECK constraint). */
+export class InvalidRecordError extends LeaseholdError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('LEASEHOLD_ERR_INVALID_RECORD', message, options);
+  }
+}
+
+/** Any other backend failure; `cause` holds the original error. */
+export class BackendError extends LeaseholdError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('LEASEHOLD_ERR_BACKEND', message, options);
+  }
+}
+
+/** The status directory cannot be created or written. */
+export class StatusDirError extends LeaseholdError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('LEASEHOLD_ERR_STATUS_DIR', message, options);
+  }
+}
+
+/** A fenced write carried a token lower than one the resource already accepted. */
+export class StaleTokenError extends LeaseholdError {
+  readonly presented: number;
+  readonly highest: number;
+  constructor(presented: number, highest: number) {
+    super(
+      'LEASEHOLD_ERR_STALE_TOKEN',
+      `fencing token ${presented} is behind the highest token this resource has accepted (${highest})`,
+    );
+    this.presented = presented;
+    this.highest = highest;
+  }
+}
+
+/** `leasehold run` could not start its command (missing, not executable). */
+export class CommandStartError extends LeaseholdError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('LEASEHOLD_ERR_COMMAND_START', message, options);
+  }
+}
+
+export function isLeaseholdError(err: unknown, code?: string): err is LeaseholdError {
+  return err instanceof LeaseholdError && (code === undefined || err.code === code);
+}
+
+/** One line for logs and CLI output: the message, plus the cause's message when it adds something. */
+export function describeError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause instanceof Error ? err.cause.message : undefined;
+  return cause && !err.message.includes(cause) ? `${err.message}: ${cause}` : err.message;
+}

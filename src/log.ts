@@ -1,0 +1,54 @@
+/**
+ * Structured logs on stderr: one JSON object per line (default) or `time LEVEL msg k=v` text.
+ * stdout stays free for command output (`leasehold status`, and the child of `leasehold run`).
+ * Nothing here ever logs credentials: callers pass identities, lease names and reasons only.
+ */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export type LogFormat = 'json' | 'text';
+export type LogFields = Record<string, string | number | boolean | null | undefined>;
+
+export interface Logger {
+  debug(msg: string, fields?: LogFields): void;
+  info(msg: string, fields?: LogFields): void;
+  warn(msg: string, fields?: LogFields): void;
+  error(msg: string, fields?: LogFields): void;
+}
+
+const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+export interface LoggerOptions {
+  format?: LogFormat;
+  level?: LogLevel;
+  /** Fields added to every line, e.g. the lease and identity. */
+  base?: LogFields;
+  write?: (line: string) => void;
+  now?: () => Date;
+}
+
+export function createLogger(opts: LoggerOptions = {}): Logger {
+  const format = opts.format ?? 'json';
+  const min = ORDER[opts.level ?? 'info'];
+  const write = opts.write ?? ((line: string) => process.stderr.write(line + '\n'));
+  const now = opts.now ?? (() => new Date());
+  const emit = (level: LogLevel, msg: string, fields?: LogFields) => {
+    if (ORDER[level] < min) return;
+    const all = { ...opts.base, ...fields };
+    if (format === 'json') {
+      write(JSON.stringify({ time: now().toISOString(), level, msg, ...all }));
+      return;
+    }
+    const kv = Object.entries(all)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => `${k}=${typeof v === 'string' && /[\s"=]/.test(v) ? JSON.stringify(v) : String(v)}`)
+      .join(' ');
+    write(`${now().toISOString()} ${level.toUpperCase().padEnd(5)} ${msg}${kv ? ' ' + kv : ''}`);
+  };
+  return {
+    debug: (m, f) => emit('debug', m, f),
+    info: (m, f) => emit('info', m, f),
+    warn: (m, f) => emit('warn', m, f),
+    error: (m, f) => emit('error', m, f),
+  };
+}
+
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };

@@ -1,0 +1,405 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { LeaderElector, type ElectorListener } from './elector.js';
+import { FakeClock } from '../testing/fake-clock.js';
+import { MemoryLeaseStore, type StoreOp } from '../testing/memory-store.js';
+import { BackendUnavailableError } from '../errors.js';
+import type { LeaseRecord } from '../backends/lease-store.js';
+
+const LEASE = 'billing';
+const ME = 'me';
+const timings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+
+function record(over: Partial<LeaseRecord> = {}): LeaseRecord {
+  const t = new Date('2026-12-02T08:59:00.000Z');
+  return { holderIdentity: 'other', leaseDurationSeconds: 15, acquireTime: t, renewTime: t, leaseTransitions: 4, ...over };
+}
+
+function setup(opts: { listener?: ElectorListener; random?: () => number; identity?: string; requestTimeoutMs?: number } = {}) {
+  const clock = new FakeClock();
+  const store = new MemoryLeaseStore();
+  const events: string[] = [];
+  const elector = new LeaderElector({
+    ...timings,
+    store,
+    lease: LEASE,
+    identity: opts.identity ?? ME,
+    clock,
+    random: opts.random ?? (() => 0),
+    requestTimeoutMs: opts.requestTimeoutMs,
+    listener: opts.listener ?? {
+      onStartedLeading: (t) => events.push(`started:${t.token}`),
+      onStoppedLeading: (r) => events.push(`stopped:${r}`),
+      onNewLeader: (h) => events.push(`holder:${h}`),
+      onSlowPath: () => events.push('slowpath'),
+    },
+  });
+  return { clock, store, elector, events };
+}
+
+describe('tryAcquireOrRenew: one attempt, exact backend calls', () => {
+  interface Case {
+    name: string;
+    /** Arrange: seed the store and optionally run earlier attempts. */
+    arrange: (s: ReturnType<typeof setup>) => Promise<void> | void;
+    wantLeader: boolean;
+    wantCalls: StoreOp[];
+    wantToken?: number;
+    wantHolder?: string;
+  }
+  const cases: Case[] = [
+    {
+      name: 'absent lease: create it with token 1',
+      arrange: () => {},
+      wantLeader: true,
+      wantCalls: ['get', 'create'],
+      wantToken: 1,
+      wantHolder: ME,
+    },
+    {
+      name: 'held by another, just observed: do not write',
+      arrange: ({ store }) => void store.put(LEASE, record()),
+      wantLeader: false,
+      wantCalls: ['get'],
+      wantHolder: 'other',
+    },
+    {
+      name: 'held by another, unchanged for leaseDurationSeconds: take over, token + 1',
+      arrange: async ({ store, elector, clock }) => {
+        store.put(LEASE, record());
+        await elector.tryAcquireOrRenew();
+        await clock.advance(15_000);
+        store.clearCalls();
+      },
+      wantLeader: true,
+      wantCalls: ['get', 'update'],
+      wantToken: 5,
+      wantHolder: ME,
+    },
+    {
+      name: 'held by another, unchanged for just under leaseDurationSeconds: wait',
+      arrange: async ({ store, elector, clock }) => {
+        store.put(LEASE, record());
+        await elector.tryAcquireOrRenew();
+        await clock.advance(14_999);
+        store.clearCalls();
+      },
+      wantLeader: false,
+      wantCalls: ['get'],
+      wantHolder: 'other',
+    },
+    {
+      name: "the record's leaseDurationSeconds rules, not ours: 30s lease not expired at 20s",
+      arrange: async ({ store, elector, clock }) => {
+        store.put(LEASE, record({ leaseDurationSeconds: 30 }));
+        await elector.tryAcquireOrRenew();
+        await clock.advance(20_000);
+        store.clearCalls();
+      },
+      wantLeader: false,
+      wantCalls: ['get'],
+    },
+    {
+      name: 'the holder kept renewing (record changed): expiry restarts from the change',
+      arrange: async ({ store, elector, clock }) => {
+        store.put(LEASE, record());
+        await elector.tryAcquireOrRenew();
+        await clock.advance(10_000);
+        store.put(LEASE, record({ renewTime: clock.now() }));
+        await elector.tryAcquireOrRenew();
+        await clock.advance(10_000);
+        store.clearCalls();
+      },
+      wantLeader: false,
+      wantCalls: ['get'],
+    },
+    {
+      name: 'a wall-clock jump of an hour does not expire a lease (monotonic judgement)',
+      arrange: async ({ store, elector, clock }) => {
+        store.put(LEASE, record());
+        await elector.tryAcquireOrRenew();
+        clock.jumpWall(3_600_000);
+        store.clearCalls();
+      },
+      wantLeader: false,
+      wantCalls: ['get'],
+    },
+    {
+      name: 'a stale renewTime in a record seen for the first time is not trusted as expired',
+      arrange: ({ store }) => void store.put(LEASE, record({ renewTime: new Date('2020-01-01T00:00:00Z') })),
+      wantLeader: false,
+      wantCalls: ['get'],
+    },
+    {
+      name: 'released lease (holder empty): take it at once, token + 1',
+      arrange: ({ store }) => void store.put(LEASE, record({ holderIdentity: '', leaseDurationSeconds: 1 })),
+      wantLeader: true,
+      wantCalls: ['get', 'update'],
+      wantToken: 5,
+    },
+    {
+      name: 'our own identity left by an earlier process: a new term, token + 1',
+      arrange: ({ store }) => void store.put(LEASE, record({ holderIdentity: ME })),
+      wantLeader: true,
+      wantCalls: ['get', 'update'],
+      wantToken: 5,
+    },
+    {
+      name: 'sitting leader renews from its cache: one update, token unchanged',
+      arrange: async ({ elector, store }) => {
+        await elector.tryAcquireOrRenew();
+        store.clearCalls();
+      },
+      wantLeader: true,
+      wantCalls: ['update'],
+      wantToken: 1,
+    },
+    {
+      name: 'leader whose cached version is stale falls back to get + update, keeps its token',
+      arrange: async ({ elector, store }) => {
+        await elector.tryAcquireOrRenew();
+        store.put(LEASE, { ...store.peek(LEASE)!, renewTime: new Date() }); // a no-op rewrite by someone
+        store.clearCalls();
+      },
+      wantLeader: true,
+      wantCalls: ['update', 'get', 'update'],
+      wantToken: 1,
+    },
+    {
+      name: 'leader finds the lease taken by another: steps down, writes nothing',
+      arrange: async ({ elector, store }) => {
+        await elector.tryAcquireOrRenew();
+        store.put(LEASE, record({ holderIdentity: 'thief', leaseTransitions: 2 }));
+        store.clearCalls();
+      },
+      wantLeader: false,
+      wantCalls: ['update', 'get'],
+      wantHolder: 'thief',
+    },
+    {
+      name: 'lease deleted under the leader: recreated with the next token, never reusing 1',
+      arrange: async ({ elector, store }) => {
+        store.put(LEASE, record({ holderIdentity: '', leaseTransitions: 7 }));
+        await elector.tryAcquireOrRenew();
+        store.delete(LEASE);
+        store.clearCalls();
+      },
+      wantLeader: true,
+      wantCalls: ['update', 'get', 'create'],
+      wantToken: 9,
+    },
+    {
+      name: 'backend error on get: not leader, nothing written',
+      arrange: ({ store }) => store.failNext('get', new BackendUnavailableError('down')),
+      wantLeader: false,
+      wantCalls: ['get'],
+    },
+    {
+      name: 'lost the create race (conflict): not leader',
+      arrange: ({ store }) => {
+        const realCreate = store.create.bind(store);
+        store.create = async (name, rec) => {
+          store.put(name, record({ holderIdentity: 'faster' }));
+          return realCreate(name, rec);
+        };
+      },
+      wantLeader: false,
+      wantCalls: ['get', 'create'],
+    },
+  ];
+
+  for (const c of cases) {
+    it(c.name, async () => {
+      const s = setup();
+      await c.arrange(s);
+      const got = await s.elector.tryAcquireOrRenew();
+      assert.equal(got, c.wantLeader);
+      assert.equal(s.elector.isLeader(), c.wantLeader);
+      assert.deepEqual(s.store.calls, c.wantCalls);
+      const stored = s.store.peek(LEASE);
+      if (c.wantToken !== undefined) {
+        assert.equal(stored?.leaseTransitions, c.wantToken);
+        assert.equal(s.elector.snapshot().fencingToken, c.wantToken);
+      }
+      if (c.wantHolder !== undefined) assert.equal(stored?.holderIdentity, c.wantHolder);
+      if (c.wantLeader) {
+        assert.equal(stored?.holderIdentity, ME);
+        assert.equal(stored?.leaseDurationSeconds, 15);
+      }
+    });
+  }
+});
+
+describe('the campaign loop', () => {
+  it('a standby retries every retryPeriod × (1 + rand × 1.2)', async () => {
+    const s = setup({ random: () => 1 });
+    s.store.put(LEASE, record());
+    s.elector.start();
+    await s.clock.advance(0);
+    assert.deepEqual(s.store.calls, ['get']);
+    await s.clock.advance(4_399);
+    assert.equal(s.store.calls.length, 1, 'no retry before 2.2 × retryPeriod');
+    await s.clock.advance(1);
+    assert.equal(s.store.calls.length, 2);
+    await s.elector.stop();
+  });
+
+  it('a leader renews every retryPeriod, keeping its token', async () => {
+    const s = setup();
+    s.elector.start();
+    await s.clock.advance(0);
+    s.store.clearCalls();
+    await s.clock.advance(6_000);
+    assert.deepEqual(s.store.calls, ['update', 'update', 'update']);
+    assert.equal(s.store.peek(LEASE)?.leaseTransitions, 1);
+    assert.equal(s.store.peek(LEASE)?.renewTime?.getTime(), s.clock.now().getTime());
+    await s.elector.stop();
+  });
+
+  it('steps down at renewDeadline when renewals fail, before the lease could expire for others', async () => {
+    const s = setup();
+    s.elector.start();
+    await s.clock.advance(0);
+    const acquiredAt = s.clock.monotonic();
+    for (let i = 0; i < 20; i++) s.store.failNext('*', new BackendUnavailableError('api down'));
+    await s.clock.advance(9_999);
+    assert.equal(s.elector.isLeader(), true, 'still inside renewDeadline');
+    await s.clock.advance(1);
+    assert.equal(s.elector.isLeader(), false);
+    assert.equal(s.clock.monotonic() - acquiredAt, 10_000);
+    assert.ok(s.clock.monotonic() - acquiredAt < timings.leaseDurationMs);
+    assert.match(s.events.at(-1) ?? '', /^stopped:no successful renewal within renewDeadline/);
+    await s.elector.stop();
+  });
+
+  it('steps down at renewDeadline even when a renewal request hangs forever', async () => {
+    const s = setup();
+    s.elector.start();
+    await s.clock.advance(0);
+    s.store.hangNext('update');
+    s.store.hangNext('get');
+    s.store.hangNext('get');
+    s.store.hangNext('get');
+    await s.clock.advance(10_000);
+    assert.equal(s.elector.isLeader(), false);
+    assert.deepEqual(s.events.filter((e) => e.startsWith('stopped')).length, 1);
+    // stop() waits for the hung request, which the per-request timeout (renewDeadline / 2) ends.
+    const stopped = s.elector.stop();
+    await s.clock.advance(5_000);
+    await stopped;
+  });
+
+  it('a renewal that lands after the step-down does not revive the old term', async () => {
+    const s = setup({ requestTimeoutMs: 60_000 });
+    s.elector.start();
+    await s.clock.advance(0);
+    // The first renewal (at t=2s) is answered only when the test says so.
+    const realUpdate = s.store.update.bind(s.store);
+    let answer: () => void = () => assert.fail('renewal was not sent');
+    s.store.update = (n, r, v) => {
+      s.store.update = realUpdate;
+      return new Promise((resolve, reject) => (answer = () => void realUpdate(n, r, v).then(resolve, reject)));
+    };
+    await s.clock.advance(10_000);
+    assert.equal(s.elector.isLeader(), false, 'stepped down at the deadline');
+    answer(); // the old term's renewal lands now
+    await s.clock.advance(0);
+    assert.equal(s.elector.isLeader(), false, 'a late success does not revive the old term');
+    assert.deepEqual(s.events.filter((e) => e.startsWith('started')), ['started:1']);
+    await s.clock.advance(2_000);
+    assert.equal(s.elector.isLeader(), true);
+    assert.deepEqual(s.events.filter((e) => e.startsWith('started')), ['started:1', 'started:2'], 're-election is a new term with a new token');
+    await s.elector.stop();
+  });
+
+  it('stop(): announces the step-down first, then releases as client-go does', async () => {
+    const order: string[] = [];
+    const s = setup({
+      listener: { onStoppedLeading: (r) => order.push(`stopped:${r}`) },
+    });
+    s.elector.start();
+    await s.clock.advance(0);
+    const realUpdate = s.store.update.bind(s.store);
+    s.store.update = (n, r, v) => {
+      order.push(`update:holder=${r.holderIdentity}`);
+      return realUpdate(n, r, v);
+    };
+    await s.elector.stop();
+    assert.deepEqual(order, ['stopped:shutting down', 'update:holder=']);
+    const rec = s.store.peek(LEASE)!;
+    assert.equal(rec.holderIdentity, '');
+    assert.equal(rec.leaseDurationSeconds, 1);
+    assert.equal(rec.leaseTransitions, 1, 'release keeps the token; the next acquirer bumps it');
+    assert.equal(rec.renewTime?.getTime(), s.clock.now().getTime());
+    assert.equal(s.clock.pendingTimers(), 0, 'no timer left behind');
+  });
+
+  it('release retries on conflict while still the holder, and never overwrites another holder', async () => {
+    const s = setup();
+    await s.elector.tryAcquireOrRenew();
+    s.store.put(LEASE, { ...s.store.peek(LEASE)!, renewTime: new Date(1) }); // version moves, still ours
+    assert.equal(await s.elector.release(), true);
+    assert.equal(s.store.peek(LEASE)?.holderIdentity, '');
+
+    const t = setup();
+    await t.elector.tryAcquireOrRenew();
+    t.store.put(LEASE, record({ holderIdentity: 'newer' }));
+    assert.equal(await t.elector.release(), false);
+    assert.equal(t.store.peek(LEASE)?.holderIdentity, 'newer');
+  });
+
+  it('releaseOnStop: false leaves the record as it was', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryLeaseStore();
+    const elector = new LeaderElector({ ...timings, store, lease: LEASE, identity: ME, clock, releaseOnStop: false });
+    elector.start();
+    await clock.advance(0);
+    await elector.stop();
+    assert.equal(store.peek(LEASE)?.holderIdentity, ME);
+    assert.equal(elector.isLeader(), false);
+  });
+
+  it('tokens strictly increase over handoffs among three candidates', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryLeaseStore();
+    const make = (id: string) => new LeaderElector({ ...timings, store, lease: LEASE, identity: id, clock, random: () => 0 });
+    const electors = ['a', 'b', 'c'].map(make);
+    const tokens: number[] = [];
+    for (let round = 0; round < 12; round++) {
+      const e = electors[round % 3]!;
+      // The last leader crashes (is never called again this round); the others observe the
+      // record, which then stays unchanged for a lease duration.
+      const crashed = electors[(round + 2) % 3]!;
+      for (const x of electors) if (x !== crashed) await x.tryAcquireOrRenew();
+      await clock.advance(15_000);
+      assert.equal(await e.tryAcquireOrRenew(), true, `round ${round}`);
+      tokens.push(e.snapshot().fencingToken!);
+      for (const x of electors) if (x !== e) assert.equal(await x.tryAcquireOrRenew(), false);
+    }
+    for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i]! > tokens[i - 1]!, `tokens ${tokens.join(',')}`);
+  });
+});
+
+describe('configuration is refused with the rule it breaks', () => {
+  const cases: { name: string; over: Partial<typeof timings> & { lease?: string; identity?: string }; message: RegExp }[] = [
+    { name: 'leaseDuration = renewDeadline', over: { leaseDurationMs: 10_000 }, message: /^leaseDuration must be greater than renewDeadline/ },
+    { name: 'leaseDuration < renewDeadline', over: { leaseDurationMs: 5_000 }, message: /^leaseDuration must be greater than renewDeadline/ },
+    { name: 'renewDeadline <= 1.2 × retryPeriod', over: { retryPeriodMs: 9_000 }, message: /^renewDeadline must be greater than retryPeriod\*JitterFactor/ },
+    { name: 'retryPeriod 0', over: { retryPeriodMs: 0 }, message: /^retryPeriod must be greater than zero/ },
+    { name: 'negative retryPeriod', over: { retryPeriodMs: -1 }, message: /^retryPeriod must be greater than zero/ },
+    { name: 'lease name with capitals', over: { lease: 'Billing' }, message: /lease name "Billing" is invalid: it must be a DNS-1123 subdomain/ },
+    { name: 'empty identity', over: { identity: '' }, message: /identity "" is invalid/ },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      assert.throws(
+        () => new LeaderElector({ ...timings, store: new MemoryLeaseStore(), lease: LEASE, identity: ME, ...c.over }),
+        (err: Error & { code?: string }) => {
+          assert.equal(err.code, 'LEASEHOLD_ERR_INVALID_CONFIG');
+          assert.match(err.message, c.message);
+          return true;
+        },
+      );
+    });
+  }
+});

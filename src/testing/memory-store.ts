@@ -1,0 +1,79 @@
+import { ConflictError, NotFoundError } from '../errors.js';
+import type { LeaseRecord, LeaseStore, VersionedRecord } from '../backends/lease-store.js';
+
+export type StoreOp = 'get' | 'create' | 'update';
+
+/**
+ * An in-memory LeaseStore for the elector's unit tests only (every other tier uses a real
+ * SQLite file or a real API server). It records each call so tests can pin the exact backend
+ * traffic, and can be told to fail or hang the next calls.
+ */
+export class MemoryLeaseStore implements LeaseStore {
+  readonly backend = 'memory';
+  readonly location = 'memory';
+  readonly calls: StoreOp[] = [];
+  private rows = new Map<string, VersionedRecord>();
+  private seq = 0;
+  private faults: { op: StoreOp | '*'; error?: Error; hang?: boolean }[] = [];
+
+  /** Seeds or overwrites a record as another writer would; returns its new version. */
+  put(name: string, record: LeaseRecord): string {
+    const version = String(++this.seq);
+    this.rows.set(name, { record: structuredClone(record), version });
+    return version;
+  }
+
+  delete(name: string): void {
+    this.rows.delete(name);
+  }
+
+  peek(name: string): LeaseRecord | undefined {
+    const row = this.rows.get(name);
+    return row ? structuredClone(row.record) : undefined;
+  }
+
+  /** The next call of `op` ('*' = any) rejects with `error`. */
+  failNext(op: StoreOp | '*', error: Error): void {
+    this.faults.push({ op, error });
+  }
+
+  /** The next call of `op` never settles, as a request to a dead server. */
+  hangNext(op: StoreOp | '*'): void {
+    this.faults.push({ op, hang: true });
+  }
+
+  clearCalls(): void {
+    this.calls.length = 0;
+  }
+
+  private async fault(op: StoreOp): Promise<void> {
+    this.calls.push(op);
+    const i = this.faults.findIndex((f) => f.op === op || f.op === '*');
+    if (i < 0) return;
+    const [f] = this.faults.splice(i, 1);
+    if (f?.hang) await new Promise(() => {});
+    if (f?.error) throw f.error;
+  }
+
+  async get(name: string): Promise<VersionedRecord | null> {
+    await this.fault('get');
+    const row = this.rows.get(name);
+    return row ? structuredClone(row) : null;
+  }
+
+  async create(name: string, record: LeaseRecord): Promise<string> {
+    await this.fault('create');
+    if (this.rows.has(name)) throw new ConflictError(`lease ${name} already exists`);
+    return this.put(name, record);
+  }
+
+  async update(name: string, record: LeaseRecord, expectedVersion: string): Promise<string> {
+    await this.fault('update');
+    const row = this.rows.get(name);
+    if (!row) throw new NotFoundError(`lease ${name} does not exist`);
+    if (row.version !== expectedVersion) throw new ConflictError(`lease ${name} changed since it was read`);
+    return this.put(name, record);
+  }
+
+  async close(): Promise<void> {}
+}
