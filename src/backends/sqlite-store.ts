@@ -29,6 +29,8 @@ import type { LeaseRecord, LeaseStore, VersionedRecord } from './lease-store.js'
 export interface SqliteStoreOptions {
   /** How long a write waits for another process's write lock before failing. Default 1000 ms. */
   busyTimeoutMs?: number;
+  /** Open an existing file for reading only (`leasehold status`): nothing is created or migrated. */
+  readonly?: boolean;
 }
 
 interface LeaseRow {
@@ -77,23 +79,35 @@ export class SqliteLeaseStore implements LeaseStore {
   constructor(path: string, options: SqliteStoreOptions = {}) {
     this.location = path;
     checkSqliteFile(path);
+    const readonly = options.readonly ?? false;
     try {
-      mkdirSync(dirname(path), { recursive: true });
-      this.db = new Database(path, { timeout: options.busyTimeoutMs ?? 1000 });
+      if (!readonly) mkdirSync(dirname(path), { recursive: true });
+      this.db = new Database(path, { timeout: options.busyTimeoutMs ?? 1000, readonly, fileMustExist: readonly });
     } catch (err) {
       throw new StoreOpenError(`cannot open SQLite lease store ${path}: ${(err as Error).message}`, { cause: err });
     }
+    let hasAcquireTime = true;
     try {
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma('synchronous = FULL');
-      this.migrate();
+      if (!readonly) {
+        this.db.pragma('journal_mode = WAL');
+        this.db.pragma('synchronous = FULL');
+        this.migrate();
+      } else {
+        const columns = this.db.prepare('PRAGMA table_info(leases)').all() as { name: string }[];
+        if (columns.length === 0) throw new Error('it has no leases table');
+        hasAcquireTime = columns.some((c) => c.name === 'acquire_time');
+      }
     } catch (err) {
       this.db.close();
       throw new StoreOpenError(`cannot prepare SQLite lease store ${path}: ${(err as Error).message}`, { cause: err });
     }
     this.selectRow = this.db.prepare(
-      'SELECT holder_identity, fencing_token, renew_time, lease_duration_seconds, acquire_time FROM leases WHERE name = ?',
+      `SELECT holder_identity, fencing_token, renew_time, lease_duration_seconds, ${hasAcquireTime ? 'acquire_time' : '0 AS acquire_time'} FROM leases WHERE name = ?`,
     );
+    if (readonly) {
+      this.insertRow = this.updateRow = this.db.prepare('SELECT 1');
+      return;
+    }
     this.insertRow = this.db.prepare(
       'INSERT INTO leases (name, holder_identity, fencing_token, renew_time, lease_duration_seconds, acquire_time) VALUES (?, ?, ?, ?, ?, ?)',
     );

@@ -78,8 +78,10 @@ export interface ElectorSnapshot {
   isLeader: boolean;
   /** The holder in the last record seen; null before the first successful read. */
   holder: string | null;
-  /** The token of the current term as last seen (ours when leading). */
+  /** Our term's token while we lead; null otherwise (a follower must have no token to write with). */
   fencingToken: number | null;
+  /** The token in the last record seen, whoever holds it. */
+  observedToken: number | null;
   acquiredAt: Date | null;
   renewedAt: Date | null;
   validUntil: Date | null;
@@ -144,7 +146,8 @@ export class LeaderElector {
       identity: this.identity,
       isLeader: this.leading,
       holder: rec ? rec.holderIdentity : null,
-      fencingToken: this.leading ? (this.term?.token ?? null) : (rec?.leaseTransitions ?? null),
+      fencingToken: this.leading ? (this.term?.token ?? null) : null,
+      observedToken: rec?.leaseTransitions ?? null,
       acquiredAt: this.leading ? (this.term?.acquiredAt ?? null) : (rec?.acquireTime ?? null),
       renewedAt: this.leading ? (this.term?.renewedAt ?? null) : (rec?.renewTime ?? null),
       validUntil: this.leading ? (this.term?.validUntil ?? null) : null,

@@ -1,0 +1,124 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Argv } from 'yargs';
+import { formatDuration, parseDuration } from '../src/config/duration.js';
+import { BACKENDS, type BackendName, type StoreSettings } from '../src/backends/open-store.js';
+import {
+  DEFAULT_LEASE_DURATION_MS,
+  DEFAULT_RENEW_DEADLINE_MS,
+  DEFAULT_RETRY_PERIOD_MS,
+  validateIdentity,
+  validateLeaseName,
+  validateTimings,
+  type Timings,
+} from '../src/sidecar/elector-config.js';
+import { InvalidConfigError } from '../src/errors.js';
+import { badFlag } from './usage-error.js';
+
+/** The flags every command that touches a lease shares. Each is also LEASEHOLD_<FLAG>. */
+export function storeFlags<T>(y: Argv<T>) {
+  return y
+    .option('backend', { type: 'string', default: 'sqlite', describe: `Where leases live: ${BACKENDS.join(' | ')}` })
+    .option('lease', { type: 'string', default: 'leasehold', describe: 'Lease name (a DNS-1123 subdomain)' })
+    .option('db', { type: 'string', default: './.leasehold/leases.db', describe: 'sqlite: the shared database file' })
+    .option('namespace', { type: 'string', describe: "kubernetes: the Lease's namespace (default: the pod's own, else default)" })
+    .option('kubeconfig', { type: 'string', describe: 'kubernetes: kubeconfig file (default: in-cluster, $KUBECONFIG, ~/.kube/config)' });
+}
+
+export function electionFlags<T>(y: Argv<T>) {
+  return storeFlags(y)
+    .option('identity', { type: 'string', describe: 'This candidate\'s unique identity (default: "<hostname>_<random>")' })
+    .option('lease-duration', { type: 'string', default: formatDuration(DEFAULT_LEASE_DURATION_MS), describe: 'How long others wait on an unchanged lease before taking it' })
+    .option('renew-deadline', { type: 'string', default: formatDuration(DEFAULT_RENEW_DEADLINE_MS), describe: 'The leader steps down if it cannot renew within this' })
+    .option('retry-period', { type: 'string', default: formatDuration(DEFAULT_RETRY_PERIOD_MS), describe: 'Interval between attempts (standbys add up to 120% jitter)' })
+    .option('release-on-exit', { type: 'boolean', default: true, describe: 'Release the lease on SIGTERM/SIGINT (--no-release-on-exit to keep it)' })
+    .option('log-format', { type: 'string', default: 'json', describe: 'json | text (logs go to stderr)' })
+    .option('log-level', { type: 'string', default: 'info', describe: 'debug | info | warn | error' });
+}
+
+export interface StoreArgs {
+  backend: string;
+  lease: string;
+  db: string;
+  namespace?: string;
+  kubeconfig?: string;
+}
+
+export interface ElectionArgs extends StoreArgs {
+  identity?: string;
+  'lease-duration': string;
+  'renew-deadline': string;
+  'retry-period': string;
+  'release-on-exit': boolean;
+  'log-format': string;
+  'log-level': string;
+}
+
+export interface ElectionSettings extends Timings {
+  store: StoreSettings;
+  lease: string;
+  identity: string;
+  releaseOnExit: boolean;
+  logFormat: 'json' | 'text';
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+}
+
+export function resolveStore(a: StoreArgs): { store: StoreSettings; lease: string } {
+  if (!(BACKENDS as readonly string[]).includes(a.backend)) throw badFlag('backend', a.backend, `must be one of ${BACKENDS.join(', ')}`);
+  try {
+    validateLeaseName(a.lease);
+  } catch (err) {
+    throw badFlag('lease', a.lease, (err as Error).message.replace(/^lease name "[^"]*" is invalid: /, ''));
+  }
+  if (a.backend === 'sqlite' && a.db.trim() === '') throw badFlag('db', a.db, 'must be a file path');
+  if (a.namespace !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(a.namespace)) {
+    throw badFlag('namespace', a.namespace, 'must be a DNS-1123 label (lowercase letters, digits and -, at most 63 characters)');
+  }
+  return {
+    lease: a.lease,
+    store: { backend: a.backend as BackendName, db: a.db, namespace: a.namespace, kubeconfig: a.kubeconfig },
+  };
+}
+
+function duration(flag: string, text: string): number {
+  const ms = parseDuration(text);
+  if (ms === null) throw badFlag(flag, text, 'expected a duration such as 15s, 500ms or 1m30s');
+  return ms;
+}
+
+/** Turns raw flags into validated settings, or throws one InvalidConfigError naming the flag and rule. */
+export function resolveElection(a: ElectionArgs): ElectionSettings {
+  const { store, lease } = resolveStore(a);
+  const timings: Timings = {
+    leaseDurationMs: duration('lease-duration', a['lease-duration']),
+    renewDeadlineMs: duration('renew-deadline', a['renew-deadline']),
+    retryPeriodMs: duration('retry-period', a['retry-period']),
+  };
+  try {
+    validateTimings(timings);
+  } catch (err) {
+    throw new InvalidConfigError(
+      `invalid timings --lease-duration ${a['lease-duration']} --renew-deadline ${a['renew-deadline']} --retry-period ${a['retry-period']}: ${(err as Error).message}`,
+    );
+  }
+  if (store.backend === 'kubernetes' && timings.leaseDurationMs % 1000 !== 0) {
+    throw badFlag('lease-duration', a['lease-duration'], 'the kubernetes backend stores leaseDurationSeconds as an integer: use whole seconds');
+  }
+  const identity = a.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
+  try {
+    validateIdentity(identity);
+  } catch (err) {
+    throw badFlag('identity', identity, 'must be non-empty and at most 253 characters');
+  }
+  if (a['log-format'] !== 'json' && a['log-format'] !== 'text') throw badFlag('log-format', a['log-format'], 'must be json or text');
+  if (!['debug', 'info', 'warn', 'error'].includes(a['log-level'])) throw badFlag('log-level', a['log-level'], 'must be debug, info, warn or error');
+  return {
+    ...timings,
+    store,
+    lease,
+    identity,
+    releaseOnExit: a['release-on-exit'],
+    logFormat: a['log-format'],
+    logLevel: a['log-level'] as ElectionSettings['logLevel'],
+  };
+}

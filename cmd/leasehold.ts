@@ -1,0 +1,63 @@
+#!/usr/bin/env node
+/**
+ * leasehold: leader election with fencing tokens.
+ *   leasehold sidecar   campaign for a lease and report leadership (status files, HTTP, metrics)
+ *   leasehold status    show who holds a lease, its token and when it expires
+ *   leasehold run -- CMD  run CMD only while leader, with its fencing token in the environment
+ * Every flag can also be set as LEASEHOLD_<FLAG> (e.g. LEASEHOLD_LEASE_DURATION=30s).
+ */
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { describeError, isLeaseholdError } from '../src/errors.js';
+import { runSidecar, sidecarFlags, type SidecarArgs } from './sidecar-command.js';
+import { runStatus, statusFlags, type StatusArgs } from './status-command.js';
+import { runRun, runFlags, type RunArgs } from './run-command.js';
+import { EXIT_USAGE } from './usage-error.js';
+
+const BAD_INPUT = new Set([
+  'LEASEHOLD_ERR_INVALID_CONFIG',
+  'LEASEHOLD_ERR_STORE_OPEN',
+  'LEASEHOLD_ERR_STATUS_DIR',
+  'LEASEHOLD_ERR_COMMAND_START',
+]);
+
+function fail(message: string, code: number): never {
+  process.stderr.write(`leasehold: ${message.replace(/\s*\n\s*/g, ' ').trim()}\n`);
+  process.exit(code);
+}
+
+async function main(): Promise<void> {
+  let result = 0;
+  const run = (fn: () => Promise<number>) => async () => {
+    result = await fn();
+  };
+  await yargs(hideBin(process.argv))
+    .scriptName('leasehold')
+    .env('LEASEHOLD')
+    .parserConfiguration({ 'populate--': true })
+    .command('sidecar', 'Campaign for a lease; publish leadership to files, HTTP and metrics', sidecarFlags, (a) =>
+      run(() => runSidecar(a as unknown as SidecarArgs))(),
+    )
+    .command('status', 'Show who holds a lease, its fencing token and when it expires', statusFlags, (a) =>
+      run(() => runStatus(a as unknown as StatusArgs))(),
+    )
+    .command('run', 'Run a command only while leader: leasehold run [flags] -- CMD [ARGS...]', runFlags, (a) =>
+      run(() => runRun(a as unknown as RunArgs))(),
+    )
+    .demandCommand(1, 'a command is required: sidecar, status or run')
+    .strict()
+    .help()
+    .version()
+    .wrap(Math.min(110, process.stdout.columns || 110))
+    .fail((msg, err) => {
+      if (err) throw err;
+      fail(msg, EXIT_USAGE);
+    })
+    .parseAsync();
+  process.exitCode = result;
+}
+
+main().catch((err: unknown) => {
+  if (isLeaseholdError(err) && BAD_INPUT.has(err.code)) fail(describeError(err), EXIT_USAGE);
+  fail(describeError(err), 1);
+});

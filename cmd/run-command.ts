@@ -1,0 +1,54 @@
+import type { Argv } from 'yargs';
+import { openStore } from '../src/backends/open-store.js';
+import { createLogger } from '../src/log.js';
+import { formatDuration, parseDuration } from '../src/config/duration.js';
+import { resolveExecutable } from '../src/run/child-process-group.js';
+import { LeaderRunner } from '../src/run/leader-runner.js';
+import { resolveSidecar, sidecarFlags, type SidecarArgs } from './sidecar-command.js';
+import { badFlag } from './usage-error.js';
+import { onShutdownSignal } from './signals.js';
+import { CommandStartError } from '../src/errors.js';
+
+export interface RunArgs extends SidecarArgs {
+  once: boolean;
+  'grace-period'?: string;
+  '--'?: (string | number)[];
+}
+
+export function runFlags<T>(y: Argv<T>) {
+  return sidecarFlags(y)
+    .option('once', { type: 'boolean', default: false, describe: 'Run CMD once while leader, then release and exit with its status' })
+    .option('grace-period', {
+      type: 'string',
+      describe: 'SIGTERM→SIGKILL delay when leadership is lost (default and maximum: lease-duration − renew-deadline, at most 5s by default)',
+    })
+    .default('listen', 'off')
+    .usage('leasehold run [flags] -- CMD [ARGS...]');
+}
+
+export async function runRun(a: RunArgs): Promise<number> {
+  const argv = (a['--'] ?? []).map(String);
+  if (argv.length === 0) throw new CommandStartError('no command given: use leasehold run [flags] -- CMD [ARGS...]');
+  const s = resolveSidecar(a);
+  const remaining = s.leaseDurationMs - s.renewDeadlineMs;
+  let gracePeriodMs = Math.min(5_000, remaining);
+  if (a['grace-period'] !== undefined) {
+    const g = parseDuration(a['grace-period']);
+    if (g === null) throw badFlag('grace-period', a['grace-period'], 'expected a duration such as 5s or 500ms');
+    if (g > remaining) {
+      throw badFlag(
+        'grace-period',
+        a['grace-period'],
+        `must be at most lease-duration − renew-deadline (${formatDuration(remaining)}): the command must be gone before another candidate may take over`,
+      );
+    }
+    gracePeriodMs = g;
+  }
+  resolveExecutable(argv[0]!);
+  const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
+  const store = await openStore({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 });
+  const runner = new LeaderRunner({ ...s, store, log, argv, once: a.once, gracePeriodMs });
+  onShutdownSignal((signal) => runner.forwardSignalAndStop(signal));
+  await runner.start();
+  return runner.finished;
+}

@@ -1,0 +1,65 @@
+import type { Argv } from 'yargs';
+import { openStore } from '../src/backends/open-store.js';
+import { checkSqliteFile } from '../src/backends/sqlite-store.js';
+import { createLogger } from '../src/log.js';
+import { Sidecar } from '../src/sidecar/sidecar.js';
+import { checkStatusDir } from '../src/sidecar/status-publisher.js';
+import { parseListen } from '../src/sidecar/http-server.js';
+import type { ReadyWhen } from '../src/sidecar/health.js';
+import { electionFlags, resolveElection, type ElectionArgs } from './election-flags.js';
+import { badFlag } from './usage-error.js';
+import { onShutdownSignal } from './signals.js';
+
+export interface SidecarArgs extends ElectionArgs {
+  'status-dir'?: string;
+  listen: string;
+  'ready-when': string;
+}
+
+export function sidecarFlags<T>(y: Argv<T>) {
+  return electionFlags(y)
+    .option('status-dir', { type: 'string', describe: 'Directory for status.json, is-leader, fencing-token, holder (/leader in a pod)' })
+    .option('listen', { type: 'string', default: '127.0.0.1:4040', describe: 'HTTP address for /healthz /readyz /leader /metrics; "off" disables' })
+    .option('ready-when', { type: 'string', default: 'leader', describe: 'leader | elected-any: when /readyz answers 200' });
+}
+
+/** Validates every sidecar flag and path before anything is created; throws one clear error. */
+export function resolveSidecar(a: SidecarArgs) {
+  const election = resolveElection(a);
+  let listen: { host: string; port: number } | undefined;
+  if (a.listen !== 'off' && a.listen !== '') {
+    try {
+      listen = parseListen(a.listen);
+    } catch (err) {
+      throw badFlag('listen', a.listen, (err as Error).message);
+    }
+  }
+  if (a['ready-when'] !== 'leader' && a['ready-when'] !== 'elected-any') {
+    throw badFlag('ready-when', a['ready-when'], 'must be leader or elected-any');
+  }
+  if (a['status-dir'] !== undefined) checkStatusDir(a['status-dir']);
+  if (election.store.backend === 'sqlite') checkSqliteFile(election.store.db);
+  return { ...election, listen, statusDir: a['status-dir'], readyWhen: a['ready-when'] as ReadyWhen };
+}
+
+export async function runSidecar(a: SidecarArgs): Promise<number> {
+  const s = resolveSidecar(a);
+  const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
+  const store = await openStore({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 });
+  const sidecar = new Sidecar({ ...s, store, log });
+  const stopped = new Promise<void>((resolve) =>
+    onShutdownSignal(async (signal) => {
+      log.info('shutting down', { signal });
+      await sidecar.stop();
+      resolve();
+    }),
+  );
+  try {
+    await sidecar.start();
+  } catch (err) {
+    await sidecar.stop().catch(() => {});
+    throw err;
+  }
+  await stopped;
+  return 0;
+}

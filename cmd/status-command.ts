@@ -1,0 +1,92 @@
+import type { Argv } from 'yargs';
+import { existsSync } from 'node:fs';
+import type { LeaseStore } from '../src/backends/lease-store.js';
+import { openStore } from '../src/backends/open-store.js';
+import { SqliteLeaseStore, checkSqliteFile } from '../src/backends/sqlite-store.js';
+import { formatDuration } from '../src/config/duration.js';
+import { StoreOpenError } from '../src/errors.js';
+import { resolveStore, storeFlags, type StoreArgs } from './election-flags.js';
+
+export interface StatusArgs extends StoreArgs {
+  json: boolean;
+}
+
+export function statusFlags<T>(y: Argv<T>) {
+  return storeFlags(y).option('json', { type: 'boolean', default: false, describe: 'Print one JSON object (for scripts)' });
+}
+
+export interface LeaseReport {
+  lease: string;
+  backend: string;
+  location: string;
+  found: boolean;
+  /** held: a holder renewed within its lease duration by this machine's clock; expired; released. */
+  state?: 'held' | 'released' | 'expired';
+  holder?: string;
+  fencingToken?: number;
+  leaseDurationSeconds?: number;
+  acquiredAt?: string | null;
+  renewedAt?: string | null;
+  /** renewedAt + leaseDurationSeconds: an estimate on this machine's wall clock. */
+  expiresAt?: string | null;
+}
+
+/** Reads the lease once, writing nothing. Exit 0 when found, 1 when there is no such lease. */
+export async function runStatus(a: StatusArgs): Promise<number> {
+  const { store: settings, lease } = resolveStore(a);
+  let store: LeaseStore;
+  if (settings.backend === 'sqlite') {
+    checkSqliteFile(settings.db);
+    if (!existsSync(settings.db)) throw new StoreOpenError(`no lease store at ${settings.db}: no candidate has run with this --db yet`);
+    store = new SqliteLeaseStore(settings.db, { readonly: true });
+  } else {
+    store = await openStore(settings);
+  }
+  try {
+    const report = await readReport(store, lease, new Date());
+    process.stdout.write(a.json ? JSON.stringify(report) + '\n' : formatReport(report, new Date()));
+    return report.found ? 0 : 1;
+  } finally {
+    await store.close();
+  }
+}
+
+export async function readReport(store: LeaseStore, lease: string, now: Date): Promise<LeaseReport> {
+  const base = { lease, backend: store.backend, location: store.location };
+  const got = await store.get(lease);
+  if (!got) return { ...base, found: false };
+  const r = got.record;
+  const expires = r.renewTime ? new Date(r.renewTime.getTime() + r.leaseDurationSeconds * 1000) : null;
+  const state = r.holderIdentity === '' ? 'released' : expires && expires.getTime() <= now.getTime() ? 'expired' : 'held';
+  return {
+    ...base,
+    found: true,
+    state,
+    holder: r.holderIdentity,
+    fencingToken: r.leaseTransitions,
+    leaseDurationSeconds: r.leaseDurationSeconds,
+    acquiredAt: r.acquireTime?.toISOString() ?? null,
+    renewedAt: r.renewTime?.toISOString() ?? null,
+    expiresAt: expires?.toISOString() ?? null,
+  };
+}
+
+export function formatReport(r: LeaseReport, now: Date): string {
+  if (!r.found) return `lease ${r.lease} not found in ${r.backend} store ${r.location}\n`;
+  const rel = (iso: string | null | undefined) => {
+    if (!iso) return '-';
+    const d = new Date(iso).getTime() - now.getTime();
+    const amount = formatDuration(Math.round(Math.abs(d) / 100) * 100);
+    return `${iso} (${d >= 0 ? `in ${amount}` : `${amount} ago`})`;
+  };
+  const rows: [string, string][] = [
+    ['lease', `${r.lease} (${r.backend}: ${r.location})`],
+    ['state', r.state ?? '-'],
+    ['holder', r.holder === '' ? '(none: released)' : (r.holder ?? '-')],
+    ['token', String(r.fencingToken)],
+    ['acquired', rel(r.acquiredAt)],
+    ['renewed', rel(r.renewedAt)],
+    ['expires', r.state === 'released' ? '-' : `${rel(r.expiresAt)}, by this machine's clock`],
+  ];
+  return rows.map(([k, v]) => `${k.padEnd(9)}${v}`).join('\n') + '\n';
+}

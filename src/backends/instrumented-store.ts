@@ -1,0 +1,45 @@
+import type { Histogram } from 'prom-client';
+import type { LeaseRecord, LeaseStore, VersionedRecord } from './lease-store.js';
+
+/** Wraps a store to time every request into a histogram labelled by op and result. */
+export class InstrumentedStore implements LeaseStore {
+  readonly backend: string;
+  readonly location: string;
+
+  constructor(
+    private readonly inner: LeaseStore,
+    private readonly histogram: Histogram<'backend' | 'op' | 'result'>,
+  ) {
+    this.backend = inner.backend;
+    this.location = inner.location;
+  }
+
+  get(name: string): Promise<VersionedRecord | null> {
+    return this.time('get', () => this.inner.get(name));
+  }
+
+  create(name: string, record: LeaseRecord): Promise<string> {
+    return this.time('create', () => this.inner.create(name, record));
+  }
+
+  update(name: string, record: LeaseRecord, expectedVersion: string): Promise<string> {
+    return this.time('update', () => this.inner.update(name, record, expectedVersion));
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  private async time<T>(op: string, fn: () => Promise<T>): Promise<T> {
+    const end = this.histogram.startTimer({ backend: this.backend, op });
+    try {
+      const v = await fn();
+      end({ result: 'ok' });
+      return v;
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      end({ result: code === 'LEASEHOLD_ERR_CONFLICT' ? 'conflict' : code === 'LEASEHOLD_ERR_NOT_FOUND' ? 'not_found' : 'error' });
+      throw err;
+    }
+  }
+}

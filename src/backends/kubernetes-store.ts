@@ -1,0 +1,203 @@
+import { readFileSync } from 'node:fs';
+import { ApiException, CoordinationV1Api, KubeConfig, type V1Lease } from '@kubernetes/client-node';
+import {
+  BackendError,
+  BackendUnavailableError,
+  ConflictError,
+  ForbiddenError,
+  InvalidRecordError,
+  LeaseholdError,
+  NotFoundError,
+  StoreOpenError,
+  UnauthorizedError,
+} from '../errors.js';
+import type { LeaseRecord, LeaseStore, VersionedRecord } from './lease-store.js';
+import { formatMicroTime, parseMicroTime } from './micro-time.js';
+
+const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+export interface KubernetesStoreOptions {
+  namespace?: string;
+  kubeconfig?: string;
+  requestTimeoutMs?: number;
+}
+
+/**
+ * Leases as coordination.k8s.io/v1 Lease objects, written exactly as client-go's LeaseLock
+ * writes them, so a Go controller and leasehold can compete for one Lease:
+ * - compare-and-swap on metadata.resourceVersion: update sends the version read; the API server
+ *   answers 409 Conflict if anyone wrote since (a lost race), never overwriting;
+ * - 404 on read means "absent": the elector creates it; 409 on create means someone was faster;
+ * - acquireTime/renewTime are MicroTime, RFC 3339 with exactly six fractional digits;
+ * - fields this store does not own (labels, annotations, spec.strategy, spec.preferredHolder)
+ *   are carried over from the object last read, as client-go's Update does.
+ * The version is the resourceVersion; the API server changes it on every write.
+ */
+export class KubernetesLeaseStore implements LeaseStore {
+  readonly backend = 'kubernetes';
+  readonly location: string;
+  private readonly api: CoordinationV1Api;
+  /** The last object read or written per lease, to carry fields we do not own. */
+  private readonly objects = new Map<string, V1Lease>();
+
+  constructor(
+    kc: KubeConfig,
+    readonly namespace: string,
+  ) {
+    this.api = kc.makeApiClient(CoordinationV1Api);
+    this.location = `namespace ${namespace} on ${kc.getCurrentCluster()?.server ?? 'the API server'}`;
+  }
+
+  /** Kubeconfig from the flag, else $KUBECONFIG, ~/.kube/config, then in-cluster; namespace from the flag, the pod, or "default". */
+  static fromConfig(opts: KubernetesStoreOptions): KubernetesLeaseStore {
+    const kc = new KubeConfig();
+    try {
+      if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
+      else kc.loadFromDefault();
+    } catch (err) {
+      throw new StoreOpenError(`cannot load kubeconfig${opts.kubeconfig ? ` ${opts.kubeconfig}` : ''}: ${(err as Error).message}`, { cause: err });
+    }
+    if (!kc.getCurrentCluster()) {
+      throw new StoreOpenError('no Kubernetes cluster configured: pass --kubeconfig, set KUBECONFIG, or run in a pod with a service account');
+    }
+    const namespace = opts.namespace ?? podNamespace() ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
+    return new KubernetesLeaseStore(kc, namespace);
+  }
+
+  async get(name: string): Promise<VersionedRecord | null> {
+    try {
+      const lease = await this.api.readNamespacedLease({ name, namespace: this.namespace });
+      return this.remember(name, lease);
+    } catch (err) {
+      if (statusOf(err) === 404) {
+        this.objects.delete(name);
+        return null;
+      }
+      throw this.translate(err, 'get', name);
+    }
+  }
+
+  async create(name: string, record: LeaseRecord): Promise<string> {
+    const body: V1Lease = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name, namespace: this.namespace },
+      spec: toSpec(record, undefined),
+    };
+    try {
+      const created = await this.api.createNamespacedLease({ namespace: this.namespace, body });
+      return this.remember(name, created).version;
+    } catch (err) {
+      throw this.translate(err, 'create', name);
+    }
+  }
+
+  async update(name: string, record: LeaseRecord, expectedVersion: string): Promise<string> {
+    const known = this.objects.get(name);
+    const base: V1Lease = known?.metadata?.resourceVersion === expectedVersion ? known : { metadata: { name, namespace: this.namespace } };
+    const body: V1Lease = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { ...base.metadata, name, namespace: this.namespace, resourceVersion: expectedVersion },
+      spec: toSpec(record, base.spec),
+    };
+    try {
+      const replaced = await this.api.replaceNamespacedLease({ name, namespace: this.namespace, body });
+      return this.remember(name, replaced).version;
+    } catch (err) {
+      throw this.translate(err, 'update', name);
+    }
+  }
+
+  async close(): Promise<void> {}
+
+  private remember(name: string, lease: V1Lease): VersionedRecord {
+    const version = lease.metadata?.resourceVersion;
+    if (!version) throw new BackendError(`Lease ${this.namespace}/${name} came back without a resourceVersion`);
+    this.objects.set(name, lease);
+    return { record: fromSpec(lease.spec), version };
+  }
+
+  /** One typed error per API failure, carrying the API server's own message. */
+  private translate(err: unknown, op: 'get' | 'create' | 'update', name: string): LeaseholdError {
+    const status = statusOf(err);
+    const apiMessage = messageOf(err);
+    const what = `${op} Lease ${this.namespace}/${name}`;
+    const verb = { get: 'get', create: 'create', update: 'update' }[op];
+    switch (status) {
+      case 401:
+        return new UnauthorizedError(`${what}: unauthorized (401): ${apiMessage}`, { cause: err });
+      case 403:
+        return new ForbiddenError(
+          `${what}: forbidden (403): RBAC denies verb "${verb}" on resource "leases" (coordination.k8s.io) in namespace ${this.namespace}: ${apiMessage}`,
+          { cause: err },
+        );
+      case 404:
+        return new NotFoundError(`${what}: not found (404): ${apiMessage}`, { cause: err });
+      case 409:
+        return new ConflictError(`${what}: conflict (409): ${apiMessage}`, { cause: err });
+      case 422:
+        return new InvalidRecordError(`${what}: rejected as invalid (422): ${apiMessage}`, { cause: err });
+      case 429:
+        return new BackendUnavailableError(`${what}: throttled (429): ${apiMessage}`, { cause: err });
+      case undefined:
+        return new BackendUnavailableError(`${what}: ${apiMessage}`, { cause: err });
+      default:
+        if (status >= 500) return new BackendUnavailableError(`${what}: server error (${status}): ${apiMessage}`, { cause: err });
+        return new BackendError(`${what}: HTTP ${status}: ${apiMessage}`, { cause: err });
+    }
+  }
+}
+
+function toSpec(r: LeaseRecord, base: V1Lease['spec']): NonNullable<V1Lease['spec']> {
+  return {
+    ...base,
+    holderIdentity: r.holderIdentity,
+    leaseDurationSeconds: Math.round(r.leaseDurationSeconds),
+    // The generated client passes unknown types through untouched; the API server wants
+    // exactly six fractional digits, which Date#toISOString (three) does not give.
+    acquireTime: (r.acquireTime ? formatMicroTime(r.acquireTime) : undefined) as unknown as Date,
+    renewTime: (r.renewTime ? formatMicroTime(r.renewTime) : undefined) as unknown as Date,
+    leaseTransitions: r.leaseTransitions,
+  };
+}
+
+function fromSpec(spec: V1Lease['spec']): LeaseRecord {
+  return {
+    holderIdentity: spec?.holderIdentity ?? '',
+    leaseDurationSeconds: spec?.leaseDurationSeconds ?? 0,
+    acquireTime: parseMicroTime(spec?.acquireTime),
+    renewTime: parseMicroTime(spec?.renewTime),
+    leaseTransitions: spec?.leaseTransitions ?? 0,
+  };
+}
+
+function statusOf(err: unknown): number | undefined {
+  if (err instanceof ApiException) return err.code;
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+/** The API server's Status message when there is one, else the transport error's. */
+function messageOf(err: unknown): string {
+  if (err instanceof ApiException) {
+    const body: unknown = err.body;
+    try {
+      const parsed = (typeof body === 'string' ? JSON.parse(body) : body) as { message?: string };
+      if (parsed?.message) return parsed.message;
+    } catch {
+      // not JSON: fall through
+    }
+    return typeof body === 'string' && body ? body.slice(0, 300) : err.message.split('\n')[0]!;
+  }
+  const e = err as { message?: string; cause?: { code?: string } };
+  return [e?.message, e?.cause?.code].filter(Boolean).join(': ') || String(err);
+}
+
+function podNamespace(): string | undefined {
+  try {
+    return readFileSync(SERVICE_ACCOUNT_NAMESPACE, 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}

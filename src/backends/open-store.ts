@@ -1,0 +1,32 @@
+import { InvalidConfigError } from '../errors.js';
+import type { LeaseStore } from './lease-store.js';
+import { SqliteLeaseStore } from './sqlite-store.js';
+
+export type BackendName = 'sqlite' | 'kubernetes';
+export const BACKENDS: readonly BackendName[] = ['sqlite', 'kubernetes'];
+
+export interface StoreSettings {
+  backend: BackendName;
+  /** sqlite: the database file. */
+  db: string;
+  /** kubernetes: the Lease's namespace; undefined = the pod's own, else "default". */
+  namespace?: string;
+  /** kubernetes: a kubeconfig path; undefined = in-cluster, then $KUBECONFIG, then ~/.kube/config. */
+  kubeconfig?: string;
+  /** Bound on one API request, ms. */
+  requestTimeoutMs?: number;
+}
+
+/** Opens the configured backend. The kubernetes client is loaded only when asked for. */
+export async function openStore(s: StoreSettings): Promise<LeaseStore> {
+  switch (s.backend) {
+    case 'sqlite':
+      return new SqliteLeaseStore(s.db);
+    case 'kubernetes': {
+      const { KubernetesLeaseStore } = await import('./kubernetes-store.js');
+      return KubernetesLeaseStore.fromConfig({ namespace: s.namespace, kubeconfig: s.kubeconfig, requestTimeoutMs: s.requestTimeoutMs });
+    }
+    default:
+      throw new InvalidConfigError(`--backend ${JSON.stringify(s.backend)} is not supported: use one of ${BACKENDS.join(', ')}`);
+  }
+}

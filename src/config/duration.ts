@@ -1,0 +1,22 @@
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/**
+ * Parses a Go-style duration ("15s", "500ms", "1m30s", "1.5s") into milliseconds.
+ * Returns null when the text is not one; a bare number is refused (is "15" seconds or ms?).
+ */
+export function parseDuration(text: string): number | null {
+  const s = text.trim();
+  if (!/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(s)) return null;
+  let total = 0;
+  for (const m of s.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) total += Number(m[1]) * UNITS[m[2]!]!;
+  return total;
+}
+
+/** 15000 → "15s", 500 → "500ms", 90000 → "1m30s". */
+export function formatDuration(ms: number): string {
+  if (ms < 1000 || ms % 1000 !== 0) return `${ms}ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  return s % 60 === 0 ? `${m}m` : `${m}m${s % 60}s`;
+}

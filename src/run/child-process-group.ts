@@ -1,0 +1,120 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, isAbsolute, join } from 'node:path';
+import { CommandStartError } from '../errors.js';
+
+/**
+ * Runs a command in a process group of its own, so leasehold can stop the command *and
+ * everything it started*, and so nothing outlives leasehold itself.
+ *
+ * The command is started through /bin/sh, which first forks a watcher into the same group,
+ * then execs the command (same pid, stdio passed through untouched). The watcher blocks
+ * reading a pipe whose other end only leasehold holds. When leasehold exits for any reason
+ * (SIGKILL included) the kernel closes that end, the read returns, and the watcher kills the
+ * whole group. No polling, and no orphan keeps running after its leader died.
+ */
+const GUARD = '(trap "" TERM INT HUP; read _ <&3; kill -KILL 0) & exec 3<&-; exec "$@"';
+
+export interface ExitResult {
+  /** Exit code, or null when killed by a signal. */
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** The shell convention: the exit code, or 128 + the signal's number. */
+export function exitStatus(r: ExitResult): number {
+  if (r.code !== null) return r.code;
+  const numbers: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 };
+  return 128 + (numbers[r.signal ?? 'SIGTERM'] ?? 15);
+}
+
+/** Finds `command` as the shell would, or throws CommandStartError with one clear line. */
+export function resolveExecutable(command: string, path = process.env.PATH ?? ''): string {
+  const candidates = command.includes('/') ? [command] : path.split(delimiter).filter(Boolean).map((d) => join(d, command));
+  for (const c of candidates) {
+    try {
+      if (!statSync(c).isFile()) continue;
+      accessSync(c, constants.X_OK);
+      return isAbsolute(c) || command.includes('/') ? c : join(process.cwd(), c);
+    } catch {
+      // try the next one
+    }
+  }
+  if (command.includes('/')) {
+    let why = 'does not exist';
+    try {
+      why = statSync(command).isFile() ? 'is not executable' : 'is not a file';
+    } catch {
+      // stays "does not exist"
+    }
+    throw new CommandStartError(`cannot run ${JSON.stringify(command)}: it ${why}`);
+  }
+  throw new CommandStartError(`cannot run ${JSON.stringify(command)}: not found in PATH`);
+}
+
+export class ChildProcessGroup {
+  private readonly child: ChildProcess;
+  readonly pid: number;
+  readonly exited: Promise<ExitResult>;
+  private done = false;
+
+  constructor(argv: string[], env: NodeJS.ProcessEnv) {
+    const [command, ...args] = argv;
+    if (!command) throw new CommandStartError('no command given: use leasehold run [flags] -- CMD [ARGS...]');
+    this.child = spawn('/bin/sh', ['-c', GUARD, 'leasehold-guard', command, ...args], {
+      detached: true, // setsid: the child leads a new process group (pgid = pid)
+      stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
+      env,
+    });
+    if (this.child.pid === undefined) throw new CommandStartError(`cannot start ${command}`);
+    this.pid = this.child.pid;
+    this.exited = new Promise((resolve) =>
+      this.child.once('exit', (code, signal) => {
+        this.done = true;
+        // Closing our end tells the watcher to kill anything the command left behind.
+        this.child.stdio[3]?.destroy();
+        resolve({ code, signal });
+      }),
+    );
+    // Keep the pipe from holding leasehold's event loop open once the child is gone.
+    (this.child.stdio[3] as unknown as { unref?: () => void })?.unref?.();
+  }
+
+  get running(): boolean {
+    return !this.done;
+  }
+
+  /** Sends `signal` to every process in the group; false when it is already gone. */
+  signal(signal: NodeJS.Signals): boolean {
+    try {
+      process.kill(-this.pid, signal);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * SIGTERM to the group, SIGKILL after `graceMs` if the command has not exited.
+   * Resolves with how it ended and whether SIGKILL was needed.
+   */
+  async terminate(graceMs: number): Promise<ExitResult & { killed: boolean }> {
+    if (this.done) return { ...(await this.exited), killed: false };
+    this.signal('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const killed = await Promise.race([
+      this.exited.then(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => {
+          this.signal('SIGKILL');
+          resolve(true);
+        }, graceMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    const result = await this.exited;
+    // The command is gone; make sure nothing it started survives either.
+    this.signal('SIGKILL');
+    return { ...result, killed };
+  }
+}

@@ -1,0 +1,178 @@
+import { describeError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { Sidecar, type SidecarOptions } from '../sidecar/sidecar.js';
+import type { LeadershipTerm } from '../sidecar/elector.js';
+import { ChildProcessGroup, exitStatus, type ExitResult } from './child-process-group.js';
+
+export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {
+  /** The command and its arguments. */
+  argv: string[];
+  /** Run to completion once while leader, then release and exit with the command's status. */
+  once: boolean;
+  /** SIGTERM → SIGKILL delay when leadership is lost; at most leaseDuration − renewDeadline. */
+  gracePeriodMs: number;
+  /** First restart delay in keep-running mode; doubles per quick exit up to maxBackoffMs. */
+  minBackoffMs?: number;
+  maxBackoffMs?: number;
+}
+
+/** The exit status of `leasehold run --once` when leadership was lost before the command finished. */
+export const EXIT_LOST_LEADERSHIP = 75;
+
+/**
+ * `leasehold run`: the command runs only while this candidate leads.
+ * - elected: start the command with its fencing token in LEASEHOLD_FENCING_TOKEN;
+ * - leadership lost (renewDeadline passed, or the lease taken): SIGTERM its process group,
+ *   SIGKILL after the grace period, which is no longer than what remains of the lease, so
+ *   it is gone before anyone else may be elected;
+ * - the command exits while leading: --once releases and exits with its status; otherwise
+ *   it is restarted with backoff;
+ * - SIGTERM/SIGINT/SIGHUP to leasehold: forwarded to the group; once the command has exited,
+ *   the lease is released.
+ */
+export class LeaderRunner {
+  private readonly sidecar: Sidecar;
+  private child: ChildProcessGroup | null = null;
+  private childStop: Promise<unknown> | null = null;
+  private term: LeadershipTerm | null = null;
+  private shuttingDown = false;
+  private restartTimer: NodeJS.Timeout | null = null;
+  private failures = 0;
+  private lastStatus = 0;
+  private finish!: (code: number) => void;
+  readonly finished = new Promise<number>((resolve) => (this.finish = resolve));
+  private readonly log: Logger;
+
+  constructor(private readonly opts: LeaderRunnerOptions) {
+    this.log = opts.log;
+    this.sidecar = new Sidecar({
+      ...opts,
+      listener: {
+        onStartedLeading: (term) => {
+          this.term = term;
+          this.failures = 0;
+          this.startChild();
+        },
+        onStoppedLeading: (reason) => {
+          this.term = null;
+          this.cancelRestart();
+          if (!this.shuttingDown) void this.onLostLeadership(reason);
+        },
+      },
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.sidecar.start();
+  }
+
+  private startChild(): void {
+    const term = this.term;
+    if (!term || this.shuttingDown || this.child?.running) return;
+    const env = {
+      ...process.env,
+      LEASEHOLD_FENCING_TOKEN: String(term.token),
+      LEASEHOLD_LEASE: this.opts.lease,
+      LEASEHOLD_IDENTITY: this.opts.identity,
+      ...(this.opts.statusDir ? { LEASEHOLD_STATUS_DIR: this.opts.statusDir } : {}),
+    };
+    const started = Date.now();
+    let child: ChildProcessGroup;
+    try {
+      child = new ChildProcessGroup(this.opts.argv, env);
+    } catch (err) {
+      this.log.error('cannot start command', { command: this.opts.argv[0], error: describeError(err) });
+      void this.shutdown(127);
+      return;
+    }
+    this.child = child;
+    this.log.info('started command', { command: this.opts.argv[0], pid: child.pid, token: term.token });
+    void child.exited.then((r) => this.onChildExit(child, r, Date.now() - started));
+  }
+
+  private onChildExit(child: ChildProcessGroup, r: ExitResult, ranMs: number): void {
+    const status = exitStatus(r);
+    this.lastStatus = status;
+    if (this.child === child) this.child = null;
+    if (this.childStop || this.shuttingDown) return; // stopped on purpose; logged there
+    this.log.info('command exited', { code: r.code, signal: r.signal, status, ranMs });
+    if (!this.sidecar.elector.isLeader()) return;
+    if (this.opts.once) {
+      void this.shutdown(status);
+      return;
+    }
+    this.failures = ranMs >= 10_000 ? 0 : this.failures + 1;
+    const delay = Math.min(this.opts.maxBackoffMs ?? 30_000, (this.opts.minBackoffMs ?? 1_000) * 2 ** Math.max(0, this.failures - 1));
+    this.log.info('restarting command while leader', { inMs: delay });
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = null;
+      this.startChild();
+    }, delay);
+  }
+
+  private async onLostLeadership(reason: string): Promise<void> {
+    await this.stopChild(`lost leadership: ${reason}`);
+    if (this.opts.once && !this.shuttingDown) {
+      this.log.error('lost leadership before the command finished', { reason });
+      await this.shutdown(EXIT_LOST_LEADERSHIP);
+    }
+  }
+
+  private async stopChild(reason: string): Promise<void> {
+    const child = this.child;
+    if (!child?.running) return;
+    const stopping = child.terminate(this.opts.gracePeriodMs);
+    this.childStop = stopping;
+    const r = await stopping;
+    this.childStop = null;
+    if (this.child === child) this.child = null;
+    this.log.warn(r.killed ? 'command killed after grace period' : 'command stopped', {
+      reason,
+      pid: child.pid,
+      code: r.code,
+      signal: r.signal,
+      gracePeriodMs: this.opts.gracePeriodMs,
+    });
+  }
+
+  private cancelRestart(): void {
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    this.restartTimer = null;
+  }
+
+  /** A signal to leasehold: pass it to the command, wait for it to exit, then release. */
+  async forwardSignalAndStop(signal: NodeJS.Signals): Promise<void> {
+    const child = this.child;
+    if (this.shuttingDown) return;
+    this.shuttingDown = true;
+    this.cancelRestart();
+    if (child?.running) {
+      this.log.info('forwarding signal to command', { signal, pid: child.pid });
+      child.signal(signal);
+      const exited = await Promise.race([child.exited.then(() => true), delay(this.opts.gracePeriodMs).then(() => false)]);
+      if (!exited) {
+        this.log.warn('command ignored the signal; killing it', { signal, gracePeriodMs: this.opts.gracePeriodMs });
+        child.signal('SIGKILL');
+      }
+      const r = await child.exited;
+      child.signal('SIGKILL'); // leftovers of the group
+      this.lastStatus = exitStatus(r);
+      this.log.info('command exited', { code: r.code, signal: r.signal });
+    }
+    await this.sidecar.stop();
+    this.finish(child ? this.lastStatus : 0);
+  }
+
+  private async shutdown(code: number): Promise<void> {
+    if (this.shuttingDown) return;
+    this.shuttingDown = true;
+    this.cancelRestart();
+    if (this.child?.running) await this.child.terminate(this.opts.gracePeriodMs);
+    await this.sidecar.stop();
+    this.finish(code);
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,45 @@
+import type { Timings } from './elector-config.js';
+import type { ElectorSnapshot } from './elector.js';
+
+export type ReadyWhen = 'leader' | 'elected-any';
+
+export interface Verdict {
+  ok: boolean;
+  reason: string;
+}
+
+/**
+ * Liveness, as client-go's HealthzAdaptor plus a loop check: unhealthy when the loop has
+ * stopped or made no attempt for far longer than it should, or when it still claims
+ * leadership without a renewal for a whole lease duration (it should have stepped down at
+ * renewDeadline: something is stuck). `nowMono` is the elector clock's monotonic time.
+ */
+export function liveness(s: ElectorSnapshot, t: Timings, requestTimeoutMs: number, nowMono: number): Verdict {
+  if (!s.running) return { ok: false, reason: 'election loop is not running' };
+  if (s.isLeader && s.lastRenewMonotonic !== null && nowMono - s.lastRenewMonotonic > t.leaseDurationMs) {
+    return { ok: false, reason: `leader has not renewed for ${Math.round(nowMono - s.lastRenewMonotonic)} ms (lease duration ${t.leaseDurationMs} ms)` };
+  }
+  const maxGap = 2.2 * t.retryPeriodMs + requestTimeoutMs + 5_000;
+  if (s.lastAttemptMonotonic !== null && nowMono - s.lastAttemptMonotonic > maxGap) {
+    return { ok: false, reason: `no election attempt for ${Math.round(nowMono - s.lastAttemptMonotonic)} ms` };
+  }
+  return { ok: true, reason: 'ok' };
+}
+
+/**
+ * Readiness. "leader" (default): ready only while leading, so a Service routes to the leader.
+ * "elected-any": ready once any holder has been seen, and stays so: pods of a rolling update
+ * become ready although the old leader keeps the lease, so the rollout cannot deadlock.
+ */
+export class Readiness {
+  private seenLeader = false;
+  constructor(readonly mode: ReadyWhen) {}
+
+  check(s: ElectorSnapshot): Verdict {
+    if (s.holder) this.seenLeader = true;
+    if (this.mode === 'leader') {
+      return s.isLeader ? { ok: true, reason: 'leader' } : { ok: false, reason: `not leader (holder: ${s.holder || 'none'})` };
+    }
+    return this.seenLeader ? { ok: true, reason: 'a leader has been elected' } : { ok: false, reason: 'no leader seen yet' };
+  }
+}

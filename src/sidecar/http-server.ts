@@ -1,0 +1,80 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+import type { LeaderStatus } from './status-publisher.js';
+import type { Verdict } from './health.js';
+
+export interface HttpHandlers {
+  status(): LeaderStatus;
+  liveness(): Verdict;
+  readiness(): Verdict;
+  registry: Registry;
+}
+
+/** Splits "host:port" (IPv6 in brackets). Throws with the rule on bad input. */
+export function parseListen(value: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(value);
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port > 65535) throw new Error(`expected HOST:PORT with a port from 0 to 65535, such as 127.0.0.1:4040`);
+  return { host: m[1] ?? (m[2] || '0.0.0.0'), port };
+}
+
+/** /healthz, /readyz, /leader and /metrics; GET and HEAD only. */
+export class StatusServer {
+  private server: Server | null = null;
+  constructor(private readonly h: HttpHandlers) {}
+
+  async listen(host: string, port: number): Promise<AddressInfo> {
+    const server = createServer((req, res) => void this.route(req, res));
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    return server.address() as AddressInfo;
+  }
+
+  async close(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    this.server = null;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'method not allowed\n');
+    const path = (req.url ?? '/').split('?')[0];
+    try {
+      switch (path) {
+        case '/healthz':
+        case '/livez':
+          return verdict(res, this.h.liveness());
+        case '/readyz':
+          return verdict(res, this.h.readiness());
+        case '/leader': {
+          const s = this.h.status();
+          return send(res, 200, 'application/json', JSON.stringify({ name: s.holder ?? '', ...s }) + '\n');
+        }
+        case '/metrics':
+          return send(res, 200, this.h.registry.contentType, await this.h.registry.metrics());
+        default:
+          return send(res, 404, 'text/plain', 'not found: try /healthz /readyz /leader /metrics\n');
+      }
+    } catch (err) {
+      return send(res, 500, 'text/plain', `internal error: ${(err as Error).message}\n`);
+    }
+  }
+}
+
+function verdict(res: ServerResponse, v: Verdict): void {
+  send(res, v.ok ? 200 : 503, 'text/plain', `${v.ok ? 'ok' : 'unavailable'}: ${v.reason}\n`);
+}
+
+function send(res: ServerResponse, code: number, type: string, body: string): void {
+  res.writeHead(code, { 'content-type': type, 'cache-control': 'no-store', 'content-length': Buffer.byteLength(body) });
+  res.end(res.req.method === 'HEAD' ? undefined : body);
+}

@@ -1,0 +1,73 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * Prometheus metrics. client-go's two leader-election series keep their names, so dashboards
+ * built for Go controllers work unchanged; everything else is `leasehold_*`.
+ */
+export class ElectionMetrics {
+  readonly registry = new Registry();
+  /** client-go: 1 while this candidate leads, else 0. */
+  readonly masterStatus: Gauge<'name'>;
+  /** client-go: times the leader's optimistic renewal fell back to a read. */
+  readonly slowpath: Counter<'name'>;
+  readonly leadershipChanges: Counter<'lease' | 'event'>;
+  readonly fencingToken: Gauge<'lease'>;
+  readonly observedLeaderChanges: Counter<'lease'>;
+  readonly renewFailures: Counter<'lease'>;
+  readonly validUntil: Gauge<'lease'>;
+  readonly backendRequests: Histogram<'backend' | 'op' | 'result'>;
+
+  constructor() {
+    const registers = [this.registry];
+    this.masterStatus = new Gauge({
+      name: 'leader_election_master_status',
+      help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.',
+      labelNames: ['name'],
+      registers,
+    });
+    this.slowpath = new Counter({
+      name: 'leader_election_slowpath_total',
+      help: 'Total number of slow path exercised in renewing leader leases.',
+      labelNames: ['name'],
+      registers,
+    });
+    this.leadershipChanges = new Counter({
+      name: 'leasehold_leadership_transitions_total',
+      help: 'Times this candidate became leader (event="acquired") or stopped leading (event="lost").',
+      labelNames: ['lease', 'event'],
+      registers,
+    });
+    this.fencingToken = new Gauge({
+      name: 'leasehold_fencing_token',
+      help: "The fencing token (leaseTransitions) of this candidate's current term, or of the last record seen.",
+      labelNames: ['lease'],
+      registers,
+    });
+    this.observedLeaderChanges = new Counter({
+      name: 'leasehold_observed_leader_changes_total',
+      help: 'Times this candidate saw the holder of the lease change (including releases).',
+      labelNames: ['lease'],
+      registers,
+    });
+    this.renewFailures = new Counter({
+      name: 'leasehold_renew_failures_total',
+      help: 'Renewal attempts by the leader that failed (it steps down when they fail for renewDeadline).',
+      labelNames: ['lease'],
+      registers,
+    });
+    this.validUntil = new Gauge({
+      name: 'leasehold_leader_valid_until_seconds',
+      help: 'Unix time until which the current leadership is valid without another renewal; 0 when not leading.',
+      labelNames: ['lease'],
+      registers,
+    });
+    this.backendRequests = new Histogram({
+      name: 'leasehold_backend_request_duration_seconds',
+      help: 'Latency of lease store requests by operation and result (ok, conflict, not_found, error).',
+      labelNames: ['backend', 'op', 'result'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    });
+    collectDefaultMetrics({ register: this.registry, prefix: 'leasehold_' });
+  }
+}

@@ -1,0 +1,146 @@
+import type { AddressInfo } from 'node:net';
+import { realClock, type Clock } from '../clock.js';
+import { describeError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { LeaseStore } from '../backends/lease-store.js';
+import { InstrumentedStore } from '../backends/instrumented-store.js';
+import { LeaderElector, type ElectorListener, type LeadershipTerm } from './elector.js';
+import type { Timings } from './elector-config.js';
+import { ElectionMetrics } from './metrics.js';
+import { StatusPublisher, toLeaderStatus } from './status-publisher.js';
+import { StatusServer } from './http-server.js';
+import { Readiness, liveness, type ReadyWhen } from './health.js';
+
+export interface SidecarOptions extends Timings {
+  store: LeaseStore;
+  lease: string;
+  identity: string;
+  /** Where status.json and friends go; none when undefined. */
+  statusDir?: string;
+  /** HTTP address; no server when undefined. */
+  listen?: { host: string; port: number };
+  readyWhen?: ReadyWhen;
+  releaseOnExit?: boolean;
+  log: Logger;
+  clock?: Clock;
+  /** Extra callbacks (e.g. `leasehold run` starting its child); run after the sidecar's own. */
+  listener?: ElectorListener;
+}
+
+/**
+ * Wires one elector to everything that reports on it: the status volume, metrics, HTTP and
+ * logs. Every leadership change goes to the status files first, so the app hears of a
+ * step-down before the lease is released.
+ */
+export class Sidecar {
+  readonly metrics = new ElectionMetrics();
+  readonly elector: LeaderElector;
+  private readonly publisher: StatusPublisher | null;
+  private readonly server: StatusServer | null;
+  private readonly readiness: Readiness;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: SidecarOptions) {
+    this.clock = opts.clock ?? realClock;
+    this.log = opts.log;
+    this.readiness = new Readiness(opts.readyWhen ?? 'leader');
+    this.publisher = opts.statusDir === undefined ? null : new StatusPublisher(opts.statusDir);
+    const name = opts.lease;
+    const m = this.metrics;
+    const extra = opts.listener ?? {};
+    m.masterStatus.set({ name }, 0);
+    m.validUntil.set({ lease: name }, 0);
+    const listener: ElectorListener = {
+      onStartedLeading: (term) => {
+        m.masterStatus.set({ name }, 1);
+        m.leadershipChanges.inc({ lease: name, event: 'acquired' });
+        this.termMetrics(term);
+        this.publish();
+        extra.onStartedLeading?.(term);
+      },
+      onRenewed: (term) => {
+        this.termMetrics(term);
+        this.publish();
+        extra.onRenewed?.(term);
+      },
+      onStoppedLeading: (reason) => {
+        m.masterStatus.set({ name }, 0);
+        m.validUntil.set({ lease: name }, 0);
+        m.leadershipChanges.inc({ lease: name, event: 'lost' });
+        this.publish();
+        extra.onStoppedLeading?.(reason);
+      },
+      onNewLeader: (holder, record) => {
+        m.observedLeaderChanges.inc({ lease: name });
+        if (!this.elector.isLeader()) m.fencingToken.set({ lease: name }, record.leaseTransitions);
+        this.publish();
+        extra.onNewLeader?.(holder, record);
+      },
+      onRenewFailed: (reason) => {
+        m.renewFailures.inc({ lease: name });
+        extra.onRenewFailed?.(reason);
+      },
+      onSlowPath: () => {
+        m.slowpath.inc({ name });
+        extra.onSlowPath?.();
+      },
+    };
+    this.elector = new LeaderElector({
+      ...opts,
+      store: new InstrumentedStore(opts.store, m.backendRequests),
+      clock: this.clock,
+      releaseOnStop: opts.releaseOnExit ?? true,
+      listener,
+      log: opts.log,
+    });
+    this.server = opts.listen
+      ? new StatusServer({
+          status: () => toLeaderStatus(this.elector.snapshot(), this.clock.now()),
+          liveness: () => liveness(this.elector.snapshot(), opts, opts.renewDeadlineMs / 2, this.clock.monotonic()),
+          readiness: () => this.readiness.check(this.elector.snapshot()),
+          registry: m.registry,
+        })
+      : null;
+  }
+
+  /** Prepares the status dir (writing "not leader"), opens HTTP, starts campaigning. */
+  async start(): Promise<AddressInfo | null> {
+    this.publisher?.prepare();
+    this.publish();
+    const address = this.server && this.opts.listen ? await this.server.listen(this.opts.listen.host, this.opts.listen.port) : null;
+    this.log.info('campaigning', {
+      backend: this.opts.store.backend,
+      store: this.opts.store.location,
+      leaseDuration: this.opts.leaseDurationMs,
+      renewDeadline: this.opts.renewDeadlineMs,
+      retryPeriod: this.opts.retryPeriodMs,
+      listen: address ? `${address.address}:${address.port}` : null,
+      statusDir: this.opts.statusDir ?? null,
+    });
+    this.elector.start();
+    return address;
+  }
+
+  /** Steps down (status files say so first), releases if configured, closes HTTP and the store. */
+  async stop(): Promise<void> {
+    await this.elector.stop();
+    this.publish();
+    await this.server?.close();
+    await this.opts.store.close();
+  }
+
+  private termMetrics(term: LeadershipTerm): void {
+    this.metrics.fencingToken.set({ lease: this.opts.lease }, term.token);
+    this.metrics.validUntil.set({ lease: this.opts.lease }, term.validUntil.getTime() / 1000);
+  }
+
+  private publish(): void {
+    if (!this.publisher) return;
+    try {
+      this.publisher.publish(toLeaderStatus(this.elector.snapshot(), this.clock.now()));
+    } catch (err) {
+      this.log.error('cannot write status files', { dir: this.publisher.dir, error: describeError(err) });
+    }
+  }
+}
