@@ -12,6 +12,7 @@ export class InstrumentedStore implements LeaseStore {
   ) {
     this.backend = inner.backend;
     this.location = inner.location;
+    if (inner.watch) this.watch = inner.watch.bind(inner);
   }
 
   get(name: string): Promise<VersionedRecord | null> {
@@ -25,6 +26,8 @@ export class InstrumentedStore implements LeaseStore {
   update(name: string, record: LeaseRecord, expectedVersion: string): Promise<string> {
     return this.time('update', () => this.inner.update(name, record, expectedVersion));
   }
+
+  watch?: (name: string, onChange: () => void) => () => void;
 
   close(): Promise<void> {
     return this.inner.close();

@@ -43,6 +43,14 @@ export interface LeaseStore {
    */
   update(name: string, record: LeaseRecord, expectedVersion: string): Promise<string>;
 
+  /**
+   * Optional: calls `onChange` soon after the record may have changed (a hint only; it may
+   * fire spuriously or late, and a lost event must never matter for correctness). Returns a
+   * function that stops watching. Standbys use it to act on a release at once instead of at
+   * their next retry.
+   */
+  watch?(name: string, onChange: () => void): () => void;
+
   close(): Promise<void>;
 }
 

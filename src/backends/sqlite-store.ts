@@ -169,6 +169,30 @@ export class SqliteLeaseStore implements LeaseStore {
     );
   }
 
+  /**
+   * Polls `PRAGMA data_version`, which changes when another connection commits to the file.
+   * It reads only the WAL index (no lock, no disk I/O in the common case), so polling every
+   * 50 ms is cheap. Fires on any commit to the file, not only to `name`.
+   */
+  watch(_name: string, onChange: () => void, everyMs = 50): () => void {
+    const stmt = this.db.prepare('PRAGMA data_version').pluck();
+    let last = stmt.get() as number;
+    const timer = setInterval(() => {
+      if (!this.db.open) return;
+      try {
+        const v = stmt.get() as number;
+        if (v !== last) {
+          last = v;
+          onChange();
+        }
+      } catch {
+        // a busy or closed database: the elector's own retries cover it
+      }
+    }, everyMs);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
   async close(): Promise<void> {
     if (this.db.open) this.db.close();
   }

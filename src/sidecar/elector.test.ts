@@ -244,6 +244,19 @@ describe('the campaign loop', () => {
     await s.elector.stop();
   });
 
+  it('a standby that watches the store acts on a release at once, not at its next retry', async () => {
+    const s = setup({ random: () => 1 });
+    s.store.put(LEASE, record());
+    s.elector.start();
+    await s.clock.advance(1_000);
+    assert.equal(s.elector.isLeader(), false);
+    s.store.put(LEASE, record({ holderIdentity: '', leaseDurationSeconds: 1 })); // the holder releases
+    await s.clock.advance(0);
+    assert.equal(s.elector.isLeader(), true, 'acquired without waiting out the 4.4 s retry');
+    assert.equal(s.store.peek(LEASE)?.leaseTransitions, 5);
+    await s.elector.stop();
+  });
+
   it('a leader renews every retryPeriod, keeping its token', async () => {
     const s = setup();
     s.elector.start();

@@ -118,6 +118,9 @@ export class LeaderElector {
 
   private loop: Promise<void> | null = null;
   private readonly abort = new AbortController();
+  /** Ends the current wait between attempts early (a watch saw the record change). */
+  private wake: AbortController | null = null;
+  private unwatch: (() => void) | null = null;
 
   constructor(opts: ElectorOptions) {
     validateTimings(opts);
@@ -163,6 +166,11 @@ export class LeaderElector {
    */
   start(): void {
     if (this.loop) return;
+    // A standby that can watch the store retries as soon as the record changes, so a release
+    // is acted on at once. The watch is only a hint: the timed retries below still run.
+    this.unwatch = this.store.watch?.(this.lease, () => {
+      if (!this.leading) this.wake?.abort();
+    }) ?? null;
     this.loop = this.runLoop();
   }
 
@@ -174,7 +182,9 @@ export class LeaderElector {
       const wait = this.leading
         ? this.timings.retryPeriodMs
         : this.timings.retryPeriodMs * (1 + this.random() * JITTER_FACTOR);
-      await sleep(this.clock, wait, signal);
+      this.wake = new AbortController();
+      await sleep(this.clock, wait, AbortSignal.any([signal, this.wake.signal]));
+      this.wake = null;
     }
   }
 
@@ -185,6 +195,8 @@ export class LeaderElector {
    */
   async stop(): Promise<void> {
     this.abort.abort();
+    this.unwatch?.();
+    this.unwatch = null;
     await this.loop;
     this.loop = null;
     const wasLeading = this.leading;

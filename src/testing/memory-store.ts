@@ -16,11 +16,19 @@ export class MemoryLeaseStore implements LeaseStore {
   private seq = 0;
   private faults: { op: StoreOp | '*'; error?: Error; hang?: boolean }[] = [];
 
+  private watchers = new Set<() => void>();
+
   /** Seeds or overwrites a record as another writer would; returns its new version. */
   put(name: string, record: LeaseRecord): string {
     const version = String(++this.seq);
     this.rows.set(name, { record: structuredClone(record), version });
+    for (const w of this.watchers) w();
     return version;
+  }
+
+  watch(_name: string, onChange: () => void): () => void {
+    this.watchers.add(onChange);
+    return () => this.watchers.delete(onChange);
   }
 
   delete(name: string): void {

@@ -1,0 +1,80 @@
+import Database from 'better-sqlite3';
+import { StaleTokenError } from '../errors.js';
+
+export interface FencedWrite {
+  accepted: boolean;
+  /** The highest token the resource had accepted before this write. */
+  highest: number;
+  reason: string;
+}
+
+export interface ResourceValue {
+  value: string | null;
+  writtenBy: string | null;
+  fencingToken: number;
+}
+
+/**
+ * A protected resource that checks fencing tokens, as in the tutorial's step 6 (same table, so
+ * its Python code can share the file). It remembers the highest token it has accepted and
+ * rejects any lower one; equal is accepted (the same leader writing again in its term). The
+ * check and the write happen in one BEGIN IMMEDIATE transaction, so two writers cannot both
+ * pass the check.
+ *
+ * This is where correctness comes from. The lease only makes it likely that one writer is
+ * active; this check makes a stale writer harmless.
+ */
+export class FencedSqliteResource {
+  private readonly db: Database.Database;
+
+  constructor(path: string) {
+    this.db = new Database(path, { timeout: 5_000 });
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = FULL');
+    this.db
+      .transaction(() => {
+        this.db.exec(
+          'CREATE TABLE IF NOT EXISTS resource (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT, written_by TEXT, fencing_token INTEGER NOT NULL DEFAULT 0)',
+        );
+        this.db.exec('INSERT OR IGNORE INTO resource (id, value, written_by, fencing_token) VALUES (1, NULL, NULL, 0)');
+      })
+      .immediate();
+  }
+
+  /** Writes only if `token` ≥ the highest token accepted so far. */
+  write(value: string, writtenBy: string, token: number): FencedWrite {
+    if (!Number.isSafeInteger(token) || token < 0) throw new RangeError(`fencing token must be a non-negative integer, got ${token}`);
+    return this.db
+      .transaction((): FencedWrite => {
+        const { fencing_token: highest } = this.db.prepare('SELECT fencing_token FROM resource WHERE id = 1').get() as { fencing_token: number };
+        if (token < highest) return { accepted: false, highest, reason: new StaleTokenError(token, highest).message };
+        this.db.prepare('UPDATE resource SET value = ?, written_by = ?, fencing_token = ? WHERE id = 1').run(value, writtenBy, token);
+        return { accepted: true, highest, reason: `accepted with fencing token ${token}` };
+      })
+      .immediate();
+  }
+
+  /** Like write(), but throws StaleTokenError (LEASEHOLD_ERR_STALE_TOKEN) on rejection. */
+  writeOrThrow(value: string, writtenBy: string, token: number): void {
+    const r = this.write(value, writtenBy, token);
+    if (!r.accepted) throw new StaleTokenError(token, r.highest);
+  }
+
+  /** The tutorial's step-5 bug, kept for the demonstration: no token check at all. */
+  writeUnfenced(value: string, writtenBy: string): void {
+    this.db.prepare('UPDATE resource SET value = ?, written_by = ? WHERE id = 1').run(value, writtenBy);
+  }
+
+  read(): ResourceValue {
+    const r = this.db.prepare('SELECT value, written_by, fencing_token FROM resource WHERE id = 1').get() as {
+      value: string | null;
+      written_by: string | null;
+      fencing_token: number;
+    };
+    return { value: r.value, writtenBy: r.written_by, fencingToken: r.fencing_token };
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}

@@ -1,0 +1,84 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+/** Tests run the built CLI, the artifact users get (scripts/test.sh builds it first). */
+export const CLI = join(REPO, 'dist/cmd/leasehold.js');
+
+export function tempDir(prefix = 'leasehold-test-'): { path: string; cleanup: () => void } {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+export interface Proc {
+  child: ChildProcess;
+  pid: number;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  kill: (signal?: NodeJS.Signals) => void;
+}
+
+/** Starts a real OS process and captures its output. */
+export function start(command: string, args: string[], env: NodeJS.ProcessEnv = {}, cwd = REPO): Proc {
+  // NODE_TEST_CONTEXT would make a spawned node process act as a test-runner child.
+  const { NODE_TEST_CONTEXT: _, ...inherited } = process.env;
+  const child = spawn(command, args, { cwd, env: { ...inherited, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
+    child.once('exit', (code, signal) => res({ code, signal })),
+  );
+  return {
+    child,
+    pid: child.pid!,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    kill: (signal = 'SIGTERM') => {
+      try {
+        child.kill(signal);
+      } catch {
+        // already gone
+      }
+    },
+  };
+}
+
+export function startCli(args: string[], env: NodeJS.ProcessEnv = {}, cwd = REPO): Proc {
+  return start(process.execPath, [CLI, ...args], env, cwd);
+}
+
+/** Runs the CLI to completion. */
+export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}, cwd = REPO, timeoutMs = 30_000) {
+  const p = startCli(args, env, cwd);
+  const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+  const r = await p.exited;
+  clearTimeout(timer);
+  return { ...r, stdout: p.stdout(), stderr: p.stderr() };
+}
+
+/** Polls `check` until it returns a value other than undefined/false, or throws after timeoutMs. */
+export async function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs: number, everyMs = 25): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
