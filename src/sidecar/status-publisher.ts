@@ -55,7 +55,7 @@ export function checkStatusDir(dir: string): void {
     } catch (err) {
       if (err instanceof StatusDirError) throw err;
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' && dirname(probe) !== probe) {
+      if ((code === 'ENOENT' || code === 'ENOTDIR') && dirname(probe) !== probe) {
         probe = dirname(probe);
         continue;
       }

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what the tests need on a fresh machine: Debian packages the tests call (python3 for
+# the tutorial-compatibility tier, openssl for test certificates, a C++ toolchain for
+# better-sqlite3) and the npm packages. The control plane is built by the Kubernetes tier
+# itself (test/env/build-control-plane.sh), once, into a cache outside the repo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+for tool in python3 openssl make g++ go; do command -v "$tool" >/dev/null || need+=("$tool"); done
+if ((${#need[@]})); then
+  pkgs=()
+  for t in "${need[@]}"; do
+    case "$t" in
+      g++) pkgs+=(g++) ;; go) pkgs+=(golang-go) ;; *) pkgs+=("$t") ;;
+    esac
+  done
+  echo "==> installing Debian packages: ${pkgs[*]}"
+  if [[ $(id -u) -eq 0 ]]; then apt-get update -qq && apt-get install -y -qq "${pkgs[@]}"; else sudo apt-get update -qq && sudo apt-get install -y -qq "${pkgs[@]}"; fi
+fi
+echo "==> npm ci (better-sqlite3 compiles from source: about a minute)"
+npm ci --no-audit --no-fund

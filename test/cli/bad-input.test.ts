@@ -1,0 +1,66 @@
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runCli, tempDir } from '../helpers/cli.js';
+
+interface Case {
+  name: string;
+  args: string[];
+  env?: Record<string, string>;
+  /** The one line on stderr. */
+  message: RegExp;
+}
+
+const NOT_SQLITE = 'notes.txt';
+const A_FILE = 'a-file';
+
+const cases: Case[] = [
+  { name: 'no command', args: [], message: /a command is required: sidecar, status or run/ },
+  { name: 'unknown flag', args: ['sidecar', '--leese', 'x'], message: /Unknown argument: leese/ },
+  { name: 'unparsable duration', args: ['sidecar', '--lease-duration', 'abc'], message: /invalid --lease-duration "abc": expected a duration such as 15s, 500ms or 1m30s/ },
+  { name: 'bare number duration', args: ['sidecar', '--retry-period', '2'], message: /invalid --retry-period "2": expected a duration/ },
+  { name: 'leaseDuration <= renewDeadline', args: ['sidecar', '--lease-duration', '5s'], message: /leaseDuration must be greater than renewDeadline/ },
+  { name: 'renewDeadline <= 1.2 × retryPeriod', args: ['sidecar', '--renew-deadline', '2s', '--retry-period', '2s', '--lease-duration', '3s'], message: /renewDeadline must be greater than retryPeriod\*JitterFactor/ },
+  { name: 'zero retryPeriod', args: ['sidecar', '--retry-period', '0s'], message: /retryPeriod must be greater than zero/ },
+  { name: 'the same rule through an env var', args: ['sidecar'], env: { LEASEHOLD_LEASE_DURATION: '9s' }, message: /leaseDuration must be greater than renewDeadline \(got leaseDuration 9s, renewDeadline 10s\)/ },
+  { name: 'unknown backend', args: ['sidecar', '--backend', 'etcd'], message: /invalid --backend "etcd": must be one of sqlite, kubernetes/ },
+  { name: 'lease name the store rejects', args: ['sidecar', '--lease', 'Billing_Job!'], message: /invalid --lease "Billing_Job!": it must be a DNS-1123 subdomain/ },
+  { name: 'bad listen address', args: ['sidecar', '--listen', 'localhost'], message: /invalid --listen "localhost": expected HOST:PORT/ },
+  { name: 'bad ready-when', args: ['sidecar', '--ready-when', 'always'], message: /invalid --ready-when "always": must be leader or elected-any/ },
+  { name: 'bad log format', args: ['sidecar', '--log-format', 'xml'], message: /invalid --log-format "xml": must be json or text/ },
+  { name: 'empty identity', args: ['sidecar', '--identity', ''], message: /invalid --identity "": must be non-empty/ },
+  { name: 'fractional seconds on kubernetes', args: ['sidecar', '--backend', 'kubernetes', '--lease-duration', '15500ms'], message: /leaseDurationSeconds as an integer/ },
+  { name: 'status dir under a file', args: ['sidecar', '--status-dir', `${A_FILE}/status`], message: /--status-dir a-file\/status cannot be created: .*a-file is not a directory/ },
+  { name: 'status dir is a file', args: ['sidecar', '--status-dir', A_FILE], message: /--status-dir a-file is not a directory/ },
+  { name: '--db that is not SQLite', args: ['sidecar', '--db', NOT_SQLITE], message: /--db notes.txt is not an SQLite database/ },
+  { name: 'status on a --db that is not SQLite', args: ['status', '--db', NOT_SQLITE], message: /--db notes.txt is not an SQLite database/ },
+  { name: 'status with no store yet', args: ['status'], message: /no lease store at \.\/\.leasehold\/leases\.db/ },
+  { name: 'run without a command', args: ['run'], message: /no command given: use leasehold run \[flags\] -- CMD/ },
+  { name: 'run a missing executable', args: ['run', '--', 'no-such-command-xyz'], message: /cannot run "no-such-command-xyz": not found in PATH/ },
+  { name: 'run a file that is not executable', args: ['run', '--', `./${NOT_SQLITE}`], message: /cannot run "\.\/notes\.txt": it is not executable/ },
+  { name: 'run grace period longer than the lease remainder', args: ['run', '--grace-period', '6s', '--', 'true'], message: /invalid --grace-period "6s": must be at most lease-duration − renew-deadline \(5s\)/ },
+];
+
+describe('bad input: exit 2, one clear line, nothing written', () => {
+  const dir = tempDir();
+  after(dir.cleanup);
+
+  for (const [i, c] of cases.entries()) {
+    it(c.name, async () => {
+      const cwd = join(dir.path, `case-${i}`);
+      mkdirSync(cwd);
+      writeFileSync(join(cwd, NOT_SQLITE), 'these are notes, not a database\n');
+      writeFileSync(join(cwd, A_FILE), '');
+      const r = await runCli(c.args, c.env ?? {}, cwd);
+      assert.equal(r.code, 2, `exit code; stderr: ${r.stderr}`);
+      const lines = r.stderr.split('\n').filter(Boolean);
+      assert.equal(lines.length, 1, `exactly one line on stderr, got:\n${r.stderr}`);
+      assert.match(lines[0]!, /^leasehold: /);
+      assert.match(lines[0]!, c.message);
+      assert.equal(r.stdout, '');
+      assert.deepEqual(readdirSync(cwd).sort(), [A_FILE, NOT_SQLITE].sort(), 'nothing was created');
+      assert.equal(readFileSync(join(cwd, NOT_SQLITE), 'utf8'), 'these are notes, not a database\n', 'nothing was changed');
+    });
+  }
+});
