@@ -13,6 +13,7 @@ import { runSidecar, sidecarFlags, type SidecarArgs } from './sidecar-command.js
 import { runStatus, statusFlags, type StatusArgs } from './status-command.js';
 import { runRun, runFlags, type RunArgs } from './run-command.js';
 import { EXIT_USAGE } from './usage-error.js';
+import { applyEnvFlags } from './env-flags.js';
 
 const BAD_INPUT = new Set([
   'LEASEHOLD_ERR_INVALID_CONFIG',
@@ -31,9 +32,8 @@ async function main(): Promise<void> {
   const run = (fn: () => Promise<number>) => async () => {
     result = await fn();
   };
-  await yargs(hideBin(process.argv))
+  await yargs(applyEnvFlags(hideBin(process.argv), process.env))
     .scriptName('leasehold')
-    .env('LEASEHOLD')
     .parserConfiguration({ 'populate--': true })
     .command('sidecar', 'Campaign for a lease; publish leadership to files, HTTP and metrics', sidecarFlags, (a) =>
       run(() => runSidecar(a as unknown as SidecarArgs))(),
