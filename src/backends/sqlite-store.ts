@@ -89,9 +89,13 @@ export class SqliteLeaseStore implements LeaseStore {
     let hasAcquireTime = true;
     try {
       if (!readonly) {
-        this.db.pragma('journal_mode = WAL');
+        // Many processes may open a new file at once: give set-up more patience than a
+        // lease operation gets, and retry the WAL switch, which can report busy at once.
+        this.db.pragma('busy_timeout = 10000');
+        retryBusy(() => this.db.pragma('journal_mode = WAL'));
         this.db.pragma('synchronous = FULL');
-        this.migrate();
+        retryBusy(() => this.migrate());
+        this.db.pragma(`busy_timeout = ${Math.round(options.busyTimeoutMs ?? 1000)}`);
       } else {
         const columns = this.db.prepare('PRAGMA table_info(leases)').all() as { name: string }[];
         if (columns.length === 0) throw new Error('it has no leases table');
@@ -208,6 +212,20 @@ export class SqliteLeaseStore implements LeaseStore {
         throw new BackendUnavailableError(`SQLite ${op} on ${this.location}: database is locked by another process`, { cause: err });
       }
       throw new BackendError(`SQLite ${op} on ${this.location} failed: ${(err as Error).message}`, { cause: err });
+    }
+  }
+}
+
+/** Runs `fn`, retrying for up to 10 s while SQLite reports the file busy or locked. */
+function retryBusy<T>(fn: () => T): T {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      return fn();
+    } catch (err) {
+      const code = (err as { code?: string }).code ?? '';
+      if (!/^SQLITE_(BUSY|LOCKED)/.test(code) || Date.now() > deadline) throw err;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10 + Math.random() * 40);
     }
   }
 }
