@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ApiException, CoordinationV1Api, KubeConfig, type V1Lease } from '@kubernetes/client-node';
+import { ApiException, CoordinationV1Api, KubeConfig, Watch, type V1Lease } from '@kubernetes/client-node';
 import {
   BackendError,
   BackendUnavailableError,
@@ -40,10 +40,13 @@ export class KubernetesLeaseStore implements LeaseStore {
   /** The last object read or written per lease, to carry fields we do not own. */
   private readonly objects = new Map<string, V1Lease>();
 
+  private readonly kc: KubeConfig;
+
   constructor(
     kc: KubeConfig,
     readonly namespace: string,
   ) {
+    this.kc = kc;
     this.api = kc.makeApiClient(CoordinationV1Api);
     this.location = `namespace ${namespace} on ${kc.getCurrentCluster()?.server ?? 'the API server'}`;
   }
@@ -107,6 +110,53 @@ export class KubernetesLeaseStore implements LeaseStore {
     } catch (err) {
       throw this.translate(err, 'update', name);
     }
+  }
+
+  /**
+   * Watches the one Lease (fieldSelector on its name) and calls `onChange` on every event.
+   * A hint only: when the watch ends (server timeout, 410 Gone, a dropped connection) it is
+   * re-established after a short backoff, without a resourceVersion, so its first event
+   * reports the current state. Events lost in between only delay the next attempt to the
+   * elector's regular retry.
+   */
+  watch(name: string, onChange: () => void): () => void {
+    let stopped = false;
+    let current: AbortController | null = null;
+    let timer: NodeJS.Timeout | null = null;
+    let failures = 0;
+    const path = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(this.namespace)}/leases`;
+    const connect = async () => {
+      if (stopped) return;
+      try {
+        current = await new Watch(this.kc).watch(
+          path,
+          { fieldSelector: `metadata.name=${name}`, allowWatchBookmarks: false },
+          (phase) => {
+            failures = 0;
+            if (phase !== 'BOOKMARK') onChange();
+          },
+          () => reconnect(),
+        );
+      } catch {
+        reconnect();
+      }
+    };
+    const reconnect = () => {
+      current = null;
+      if (stopped || timer) return;
+      failures++;
+      timer = setTimeout(() => {
+        timer = null;
+        void connect();
+      }, Math.min(5_000, 100 * 2 ** Math.min(failures, 6)));
+      timer.unref();
+    };
+    void connect();
+    return () => {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      current?.abort();
+    };
   }
 
   async close(): Promise<void> {}

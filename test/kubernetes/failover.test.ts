@@ -1,0 +1,22 @@
+import { describe, it, after } from 'node:test';
+import { tempDir } from '../helpers/cli.js';
+import type { Candidate } from '../helpers/sidecars.js';
+import { failoverScenario } from '../helpers/failover-scenario.js';
+import { backendArgs, freshNamespace } from '../helpers/kube.js';
+
+describe('three leasehold sidecar processes on one Lease of a real API server', () => {
+  const dir = tempDir();
+  const cands: Candidate[] = [];
+  after(() => {
+    for (const c of cands) c.proc.kill('SIGKILL');
+    dir.cleanup();
+  });
+
+  it('elect exactly one; SIGKILL and SIGTERM hand over within the SQLite tier\'s bounds', { timeout: 120_000 }, async () => {
+    const ns = await freshNamespace('failover');
+    // The Lease stores whole seconds, so the lease is 3 s as on SQLite.
+    const timing = { leaseDuration: '3s', renewDeadline: '2s', retryPeriod: '500ms' };
+    const f = await failoverScenario(dir.path, backendArgs(ns, 'failover'), { timing, leaseMs: 3_000, retryMs: 500, marginMs: 1_500 }, cands);
+    console.log(`kubernetes: SIGKILL failover ${f.killFailoverMs} ms, SIGTERM handoff ${f.termHandoffMs} ms (lease 3 s, retry 500 ms)`);
+  });
+});
