@@ -119,7 +119,7 @@ export class KubernetesLeaseStore implements LeaseStore {
    * reports the current state. Events lost in between only delay the next attempt to the
    * elector's regular retry.
    */
-  watch(name: string, onChange: () => void): () => void {
+  watch(name: string, onChange: (seen?: LeaseRecord) => void): () => void {
     let stopped = false;
     let current: AbortController | null = null;
     let timer: NodeJS.Timeout | null = null;
@@ -131,9 +131,10 @@ export class KubernetesLeaseStore implements LeaseStore {
         current = await new Watch(this.kc).watch(
           path,
           { fieldSelector: `metadata.name=${name}`, allowWatchBookmarks: false },
-          (phase) => {
+          (phase: string, obj: V1Lease | undefined) => {
             failures = 0;
-            if (phase !== 'BOOKMARK') onChange();
+            if (phase === 'BOOKMARK') return;
+            onChange(obj?.spec ? fromSpec(obj.spec) : undefined);
           },
           () => reconnect(),
         );

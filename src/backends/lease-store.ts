@@ -45,11 +45,13 @@ export interface LeaseStore {
 
   /**
    * Optional: calls `onChange` soon after the record may have changed (a hint only; it may
-   * fire spuriously or late, and a lost event must never matter for correctness). Returns a
+   * fire spuriously or late, and a lost event must never matter for correctness), with the
+   * record the event carried when it carried one (a deleted Lease's last state included), so
+   * candidates learn the highest token even of a record they never read. Returns a
    * function that stops watching. Standbys use it to act on a release at once instead of at
    * their next retry.
    */
-  watch?(name: string, onChange: () => void): () => void;
+  watch?(name: string, onChange: (seen?: LeaseRecord) => void): () => void;
 
   close(): Promise<void>;
 }

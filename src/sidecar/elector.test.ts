@@ -189,6 +189,31 @@ describe('tryAcquireOrRenew: one attempt, exact backend calls', () => {
       wantToken: 9,
     },
     {
+      name: 'Lease deleted while another held it: a standby does not recreate it before a lease duration',
+      arrange: async ({ store, elector }) => {
+        store.put(LEASE, record());
+        await elector.tryAcquireOrRenew();
+        store.delete(LEASE);
+        store.clearCalls();
+      },
+      wantLeader: false,
+      wantCalls: ['get'],
+    },
+    {
+      name: 'Lease deleted while another held it and not recreated for a lease duration: recreate with token + 1',
+      arrange: async ({ store, elector, clock }) => {
+        store.put(LEASE, record());
+        await elector.tryAcquireOrRenew();
+        store.delete(LEASE);
+        await elector.tryAcquireOrRenew();
+        await clock.advance(15_000);
+        store.clearCalls();
+      },
+      wantLeader: true,
+      wantCalls: ['get', 'create'],
+      wantToken: 5,
+    },
+    {
       name: 'backend error on get: not leader, nothing written',
       arrange: ({ store }) => store.failNext('get', new BackendUnavailableError('down')),
       wantLeader: false,
@@ -204,7 +229,27 @@ describe('tryAcquireOrRenew: one attempt, exact backend calls', () => {
         };
       },
       wantLeader: false,
+      wantCalls: ['get', 'create', 'get'],
+      wantHolder: 'faster',
+    },
+    {
+      name: 'lost the create race, then the Lease was deleted: recreated with the winner\'s token + 1',
+      arrange: async ({ store, elector, clock }) => {
+        const realCreate = store.create.bind(store);
+        store.create = async (name, rec) => {
+          store.create = realCreate;
+          store.put(name, record({ holderIdentity: 'faster', leaseTransitions: 1 }));
+          return realCreate(name, rec);
+        };
+        await elector.tryAcquireOrRenew();
+        store.delete(LEASE);
+        assert.equal(await elector.tryAcquireOrRenew(), false, 'the winner may still act: wait');
+        await clock.advance(15_000);
+        store.clearCalls();
+      },
+      wantLeader: true,
       wantCalls: ['get', 'create'],
+      wantToken: 2,
     },
   ];
 

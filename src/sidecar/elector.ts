@@ -107,6 +107,8 @@ export class LeaderElector {
   private observed: VersionedRecord | null = null;
   private observedAtMono = 0;
   private highestToken = 0;
+  /** The record vanished (deleted) while another candidate held it: when, and its lease. */
+  private vanished: { atMono: number; leaseDurationSeconds: number } | null = null;
 
   private leading = false;
   /** Bumped on every step-down, so a request that started in an older term cannot revive it. */
@@ -168,7 +170,8 @@ export class LeaderElector {
     if (this.loop) return;
     // A standby that can watch the store retries as soon as the record changes, so a release
     // is acted on at once. The watch is only a hint: the timed retries below still run.
-    this.unwatch = this.store.watch?.(this.lease, () => {
+    this.unwatch = this.store.watch?.(this.lease, (seen) => {
+      if (seen) this.highestToken = Math.max(this.highestToken, seen.leaseTransitions);
       if (!this.leading) this.wake?.abort();
     }) ?? null;
     this.loop = this.runLoop();
@@ -239,6 +242,16 @@ export class LeaderElector {
 
     const current = await this.call('get', this.store.get(this.lease));
     if (current === null) {
+      // A deletion is a change of the record: if another candidate held it, that holder may
+      // still act as leader until its own deadline, so wait out its lease as for an expiry.
+      // (Its holder, at its next renewal, recreates it at once with a new token.)
+      const last = this.observed?.record;
+      if (last && !wasLeading && last.holderIdentity !== '' && last.holderIdentity !== this.identity) {
+        this.vanished = { atMono: this.clock.monotonic(), leaseDurationSeconds: last.leaseDurationSeconds };
+      }
+      this.observed = null;
+      if (this.vanished && this.vanished.atMono + this.vanished.leaseDurationSeconds * 1000 > this.clock.monotonic()) return false;
+      this.vanished = null;
       // Absent: create it. After a deletion the token continues from the highest one seen.
       const record: LeaseRecord = {
         holderIdentity: this.identity,
@@ -248,7 +261,18 @@ export class LeaderElector {
         leaseTransitions: this.highestToken + 1,
       };
       if (wasLeading) this.stepDown('the lease record disappeared');
-      const version = await this.call('create', this.store.create(this.lease, record));
+      let version: string;
+      try {
+        version = await this.call('create', this.store.create(this.lease, record));
+      } catch (err) {
+        // Someone else created it first: read it now, so its token is known to us even if
+        // it is deleted again before our next attempt.
+        if (err instanceof ConflictError) {
+          const winner = await this.safeGet();
+          if (winner) this.observe(winner);
+        }
+        throw err;
+      }
       return this.succeeded({ record, version }, false, this.termSeq, startWall, startMono);
     }
 
@@ -292,6 +316,7 @@ export class LeaderElector {
   }
 
   private observe(got: VersionedRecord): void {
+    this.vanished = null;
     const previous = this.observed;
     if (previous && previous.version === got.version) return;
     this.observed = got;

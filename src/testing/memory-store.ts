@@ -16,17 +16,17 @@ export class MemoryLeaseStore implements LeaseStore {
   private seq = 0;
   private faults: { op: StoreOp | '*'; error?: Error; hang?: boolean }[] = [];
 
-  private watchers = new Set<() => void>();
+  private watchers = new Set<(seen?: LeaseRecord) => void>();
 
   /** Seeds or overwrites a record as another writer would; returns its new version. */
   put(name: string, record: LeaseRecord): string {
     const version = String(++this.seq);
     this.rows.set(name, { record: structuredClone(record), version });
-    for (const w of this.watchers) w();
+    for (const w of this.watchers) w(structuredClone(record));
     return version;
   }
 
-  watch(_name: string, onChange: () => void): () => void {
+  watch(_name: string, onChange: (seen?: LeaseRecord) => void): () => void {
     this.watchers.add(onChange);
     return () => this.watchers.delete(onChange);
   }
