@@ -5,6 +5,8 @@
 //	{"event":"started","t":...}   OnStartedLeading
 //	{"event":"stopped","t":...}   OnStoppedLeading
 //	{"event":"new_leader","holder":"...","t":...}
+//	{"event":"cancelling","t":...} a signal arrived; leadership ends now (ctx cancelled)
+//	{"event":"ctx_done","t":...}   the OnStartedLeading context is done
 //
 // SIGTERM/SIGINT cancel the context; with ReleaseOnCancel the lease is released, as
 // leasehold does.
@@ -62,7 +64,13 @@ func main() {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	go func() { <-sigs; cancel() }()
+	go func() {
+		<-sigs
+		// The moment this candidate's leadership ends from its own point of view: the
+		// context handed to OnStartedLeading is cancelled right after this line.
+		emit(map[string]any{"event": "cancelling"})
+		cancel()
+	}()
 
 	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
 		Lock:            lock,
@@ -72,7 +80,11 @@ func main() {
 		ReleaseOnCancel: true,
 		Name:            *name,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(context.Context) { emit(map[string]any{"event": "started"}) },
+			OnStartedLeading: func(ctx context.Context) {
+				emit(map[string]any{"event": "started"})
+				<-ctx.Done()
+				emit(map[string]any{"event": "ctx_done"})
+			},
 			OnStoppedLeading: func() { emit(map[string]any{"event": "stopped"}) },
 			OnNewLeader:      func(id string) { emit(map[string]any{"event": "new_leader", "holder": id}) },
 		},
