@@ -1,0 +1,20 @@
+import { describe, it, after } from 'node:test';
+import { join } from 'node:path';
+import { tempDir, type Proc } from '../helpers/cli.js';
+import { exclusiveRunScenario } from '../helpers/run-scenario.js';
+import { backendArgs, freshNamespace } from '../helpers/kube.js';
+
+describe('leasehold run on a real API server', () => {
+  const dir = tempDir();
+  const procs: Proc[] = [];
+  after(() => {
+    for (const p of procs) p.kill('SIGKILL');
+    dir.cleanup();
+  });
+
+  it('runs the command only while leader across 3 candidates; SIGKILL of leasehold takes its child down too', { timeout: 120_000 }, async () => {
+    const ns = await freshNamespace('run');
+    const tokens = await exclusiveRunScenario(backendArgs(ns, 'run-excl'), join(dir.path, 'exclusive'), procs);
+    console.log(`kubernetes: tokens handed to children: ${tokens.join(' → ')}`);
+  });
+});

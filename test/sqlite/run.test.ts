@@ -1,0 +1,76 @@
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO, isAlive, runCli, startCli, tempDir, waitFor, type Proc } from '../helpers/cli.js';
+import { current, exclusiveRunScenario } from '../helpers/run-scenario.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+
+const CHILD = join(REPO, 'test/helpers/exclusive_child.py');
+const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '400ms'];
+
+describe('leasehold run -- CMD', () => {
+  const dir = tempDir();
+  const procs: Proc[] = [];
+  after(() => {
+    for (const p of procs) p.kill('SIGKILL');
+    dir.cleanup();
+  });
+  const db = join(dir.path, 'leases.db');
+
+  it('runs the command only while leader across 3 candidates; SIGKILL of leasehold takes its child down too', { timeout: 120_000 }, async () => {
+    const tokens = await exclusiveRunScenario(['--db', db, '--lease', 'run-excl'], join(dir.path, 'exclusive'), procs);
+    console.log(`sqlite: tokens handed to children: ${tokens.join(' → ')}`);
+  });
+
+  it('a child that ignores SIGTERM is killed after the grace period when leadership is lost', { timeout: 60_000 }, async () => {
+    const work = join(dir.path, 'stubborn');
+    await import('node:fs').then((fs) => fs.mkdirSync(work));
+    const p = startCli(['run', '--db', db, '--lease', 'run-stubborn', '--identity', 'stubborn', ...T, '--grace-period', '400ms', '--', 'python3', CHILD, work, '--ignore-term']);
+    procs.push(p);
+    const child = await waitFor('the child', () => current(work), 20_000);
+    // Take the lease away, as another writer would (compare-and-swap on the real file).
+    const store = new SqliteLeaseStore(db);
+    const got = (await store.get('run-stubborn'))!;
+    await store.update('run-stubborn', { ...got.record, holderIdentity: 'intruder', renewTime: new Date(), leaseTransitions: got.record.leaseTransitions + 1 }, got.version);
+    await store.close();
+    await waitFor('the stubborn child to be killed', () => !isAlive(child.pid), 10_000, 10);
+    await waitFor('the kill to be logged', () => p.stderr().includes('command killed after grace period'), 2_000);
+    const lines = p.stderr().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { time: string; msg: string; reason?: string; gracePeriodMs?: number });
+    const lost = lines.find((l) => l.msg === 'stopped leading')!;
+    const killed = lines.find((l) => l.msg === 'command killed after grace period')!;
+    assert.match(lost.reason!, /held by intruder/);
+    assert.match(killed.reason!, /lost leadership/);
+    const waited = Date.parse(killed.time) - Date.parse(lost.time);
+    assert.ok(waited >= 380, `SIGKILL came ${waited} ms after the step-down; the grace is 400 ms`);
+    assert.ok(waited < 400 + 1_000, `SIGKILL came ${waited} ms after the step-down`);
+    assert.equal(isAlive(p.pid), true, 'leasehold itself keeps campaigning');
+  });
+
+  it('--once passes the exit code through and releases the lease', { timeout: 60_000 }, async () => {
+    const r = await runCli(['run', '--once', '--db', db, '--lease', 'once', '--identity', 'one', ...T, '--', 'sh', '-c', 'echo "token=$LEASEHOLD_FENCING_TOKEN lease=$LEASEHOLD_LEASE id=$LEASEHOLD_IDENTITY"; exit 7']);
+    assert.equal(r.code, 7, r.stderr);
+    assert.equal(r.stdout, 'token=1 lease=once id=one\n');
+    const store = new SqliteLeaseStore(db);
+    assert.equal((await store.get('once'))?.record.holderIdentity, '', 'released after the command finished');
+    await store.close();
+    const ok = await runCli(['run', '--once', '--db', db, '--lease', 'once', ...T, '--', 'true']);
+    assert.equal(ok.code, 0);
+  });
+
+  it('signals to leasehold are forwarded to the command; the lease is released after it exits', { timeout: 60_000 }, async () => {
+    const script = 'trap \'echo "got TERM"; exit 0\' TERM; echo started; while true; do sleep 0.05; done';
+    const p = startCli(['run', '--db', db, '--lease', 'forward', '--identity', 'fwd', ...T, '--', 'sh', '-c', script]);
+    procs.push(p);
+    await waitFor('the command to start', () => p.stdout().includes('started'), 20_000);
+    p.kill('SIGTERM');
+    const exit = await p.exited;
+    assert.equal(exit.code, 0, p.stderr());
+    assert.equal(p.stdout(), 'started\ngot TERM\n');
+    const log = p.stderr();
+    assert.ok(log.indexOf('"command exited"') < log.indexOf('"released lease"'), 'release only after the command exited');
+    const store = new SqliteLeaseStore(db);
+    assert.equal((await store.get('forward'))?.record.holderIdentity, '');
+    await store.close();
+  });
+});
