@@ -13,7 +13,7 @@ npm run --silent build
 
 step "unit, SQLite and CLI tiers"
 node --import tsx --test --test-concurrency=1 \
-  "src/**/*.test.ts" "cmd/**/*.test.ts" "test/sqlite/*.test.ts" "test/cli/*.test.ts"
+  "src/**/*.test.ts" "cmd/**/*.test.ts" "examples/**/*.test.ts" "test/sqlite/*.test.ts" "test/cli/*.test.ts"
 
 step "Kubernetes tier (real kube-apiserver + etcd)"
 node --import tsx test/env/with-control-plane.ts -- \

@@ -49,8 +49,12 @@ export class Sidecar {
     const name = opts.lease;
     const m = this.metrics;
     const extra = opts.listener ?? {};
+    // Every series exists from the start, so dashboards and alerts see zeros, not gaps.
     m.masterStatus.set({ name }, 0);
     m.validUntil.set({ lease: name }, 0);
+    m.slowpath.inc({ name }, 0);
+    m.renewFailures.inc({ lease: name }, 0);
+    m.observedLeaderChanges.inc({ lease: name }, 0);
     const listener: ElectorListener = {
       onStartedLeading: (term) => {
         m.masterStatus.set({ name }, 1);

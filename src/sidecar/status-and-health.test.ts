@@ -1,0 +1,85 @@
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { StatusPublisher, checkStatusDir, toLeaderStatus } from './status-publisher.js';
+import { Readiness, liveness } from './health.js';
+import type { ElectorSnapshot } from './elector.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'leasehold-status-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const t = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+const snap = (over: Partial<ElectorSnapshot> = {}): ElectorSnapshot => ({
+  lease: 'l',
+  identity: 'me',
+  isLeader: true,
+  holder: 'me',
+  fencingToken: 3,
+  observedToken: 3,
+  acquiredAt: new Date('2026-12-02T09:00:00Z'),
+  renewedAt: new Date('2026-12-02T09:00:10Z'),
+  validUntil: new Date('2026-12-02T09:00:20Z'),
+  lastRenewMonotonic: 1_000,
+  lastAttemptMonotonic: 1_000,
+  running: true,
+  ...over,
+});
+
+describe('StatusPublisher', () => {
+  it('writes the four files; a follower has no token to write with', () => {
+    const p = new StatusPublisher(join(dir, 'pub'));
+    p.prepare();
+    assert.equal(p.publish(toLeaderStatus(snap(), new Date('2026-12-02T09:00:11Z'))), true);
+    const d = p.dir;
+    assert.equal(readFileSync(join(d, 'is-leader'), 'utf8'), 'true\n');
+    assert.equal(readFileSync(join(d, 'fencing-token'), 'utf8'), '3\n');
+    assert.equal(readFileSync(join(d, 'holder'), 'utf8'), 'me\n');
+    assert.deepEqual(JSON.parse(readFileSync(join(d, 'status.json'), 'utf8')), {
+      lease: 'l', identity: 'me', holder: 'me', isLeader: true, fencingToken: 3,
+      acquiredAt: '2026-12-02T09:00:00.000Z', renewedAt: '2026-12-02T09:00:10.000Z',
+      validUntil: '2026-12-02T09:00:20.000Z', updatedAt: '2026-12-02T09:00:11.000Z',
+    });
+    assert.equal(p.publish(toLeaderStatus(snap(), new Date('2026-12-02T09:00:12Z'))), false, 'nothing but updatedAt changed: no write');
+    p.publish(toLeaderStatus(snap({ isLeader: false, holder: 'other', fencingToken: null, validUntil: null }), new Date()));
+    assert.equal(readFileSync(join(d, 'is-leader'), 'utf8'), 'false\n');
+    assert.equal(readFileSync(join(d, 'fencing-token'), 'utf8'), '');
+    assert.deepEqual(readdirSync(d).sort(), ['fencing-token', 'holder', 'is-leader', 'status.json'], 'no temp files left behind');
+  });
+
+  it('checkStatusDir accepts a creatable path and refuses files in the way, writing nothing', () => {
+    checkStatusDir(join(dir, 'new', 'deeper'));
+    assert.equal(readdirSync(dir).includes('new'), false);
+    writeFileSync(join(dir, 'f'), '');
+    assert.throws(() => checkStatusDir(join(dir, 'f')), /is not a directory/);
+    assert.throws(() => checkStatusDir(join(dir, 'f', 'x')), /cannot be created: .* is not a directory/);
+  });
+});
+
+describe('health', () => {
+  const cases: [string, Partial<ElectorSnapshot>, number, boolean, RegExp][] = [
+    ['healthy leader', {}, 3_000, true, /ok/],
+    ['loop stopped', { running: false }, 3_000, false, /not running/],
+    ['leader not renewed for a whole lease (stuck)', {}, 1_000 + 15_001, false, /has not renewed/],
+    ['follower whose loop stalled', { isLeader: false, lastRenewMonotonic: null }, 1_000 + 2.2 * 2_000 + 5_000 + 5_001, false, /no election attempt/],
+    ['follower, recent attempt', { isLeader: false, lastRenewMonotonic: null }, 5_000, true, /ok/],
+  ];
+  for (const [name, over, now, ok, reason] of cases) {
+    it(`liveness: ${name}`, () => {
+      const v = liveness(snap(over), t, 5_000, now);
+      assert.equal(v.ok, ok);
+      assert.match(v.reason, reason);
+    });
+  }
+
+  it('readiness "leader" follows leadership; "elected-any" latches once a leader is seen', () => {
+    const strict = new Readiness('leader');
+    assert.equal(strict.check(snap()).ok, true);
+    assert.equal(strict.check(snap({ isLeader: false, holder: 'other' })).ok, false);
+    const any = new Readiness('elected-any');
+    assert.equal(any.check(snap({ isLeader: false, holder: null })).ok, false, 'no leader known yet');
+    assert.equal(any.check(snap({ isLeader: false, holder: 'other' })).ok, true);
+    assert.equal(any.check(snap({ isLeader: false, holder: '' })).ok, true, 'stays ready during a handoff');
+  });
+});

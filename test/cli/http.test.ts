@@ -1,0 +1,58 @@
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { startCli, tempDir, waitFor, type Proc } from '../helpers/cli.js';
+
+const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '400ms'];
+
+/** The bound address, from the sidecar's "campaigning" log line (it listens on port 0). */
+async function address(p: Proc): Promise<string> {
+  return waitFor('the listen address', () => /"listen":"([\d.:]+)"/.exec(p.stderr())?.[1], 20_000);
+}
+
+describe('HTTP: /healthz /readyz /leader /metrics', () => {
+  const dir = tempDir();
+  const procs: Proc[] = [];
+  after(() => {
+    for (const p of procs) p.kill('SIGKILL');
+    dir.cleanup();
+  });
+
+  it('answers for a leader and a follower, readiness gated on leadership', { timeout: 60_000 }, async () => {
+    const db = join(dir.path, 'leases.db');
+    const leader = startCli(['sidecar', '--db', db, '--lease', 'web', '--identity', 'lead', '--listen', '127.0.0.1:0', ...T]);
+    procs.push(leader);
+    const la = await address(leader);
+    await waitFor('leader', async () => (await fetch(`http://${la}/readyz`)).status === 200, 20_000);
+    const follower = startCli(['sidecar', '--db', db, '--lease', 'web', '--identity', 'follow', '--listen', '127.0.0.1:0', ...T]);
+    const any = startCli(['sidecar', '--db', db, '--lease', 'web', '--identity', 'any', '--listen', '127.0.0.1:0', '--ready-when', 'elected-any', ...T]);
+    procs.push(follower, any);
+    const fa = await address(follower);
+    const aa = await address(any);
+    await waitFor('the follower to see the leader', async () => ((await (await fetch(`http://${fa}/leader`)).json()) as { name: string }).name === 'lead', 20_000);
+
+    assert.equal((await fetch(`http://${la}/healthz`)).status, 200);
+    assert.equal((await fetch(`http://${fa}/healthz`)).status, 200);
+    assert.equal((await fetch(`http://${fa}/readyz`)).status, 503, 'a follower is not ready by default');
+    await waitFor('elected-any follower ready', async () => (await fetch(`http://${aa}/readyz`)).status === 200, 10_000);
+
+    const body = (await (await fetch(`http://${la}/leader`)).json()) as Record<string, unknown>;
+    assert.equal(body.name, 'lead');
+    assert.equal(body.isLeader, true);
+    assert.equal(typeof body.fencingToken, 'number');
+    assert.ok(Date.parse(body.validUntil as string) > Date.now());
+
+    const metrics = await (await fetch(`http://${la}/metrics`)).text();
+    assert.match(metrics, /^leader_election_master_status\{name="web"\} 1$/m);
+    assert.match(metrics, /^leader_election_slowpath_total\{name="web"\} \d+$/m);
+    assert.match(metrics, /^leasehold_fencing_token\{lease="web"\} \d+$/m);
+    assert.match(metrics, /^leasehold_leadership_transitions_total\{lease="web",event="acquired"\} 1$/m);
+    assert.match(metrics, /^leasehold_backend_request_duration_seconds_count\{backend="sqlite",op="update",result="ok"\} \d+$/m);
+    assert.match(metrics, /^leasehold_process_resident_memory_bytes \d+/m);
+    const fm = await (await fetch(`http://${fa}/metrics`)).text();
+    assert.match(fm, /^leader_election_master_status\{name="web"\} 0$/m);
+
+    assert.equal((await fetch(`http://${la}/nope`)).status, 404);
+    assert.equal((await fetch(`http://${la}/leader`, { method: 'POST' })).status, 405);
+  });
+});
