@@ -1,0 +1,27 @@
+/**
+ * One benchmark process: waits for "go" on stdin, then runs acquire/renew attempts through the
+ * real elector on an SQLite file for `durationMs`, and prints {"ops","leaderOps"}.
+ *   store-worker.ts <db> <lease> <identity> <durationMs>
+ */
+import { createInterface } from 'node:readline';
+import { SqliteLeaseStore } from '../src/backends/sqlite-store.js';
+import { LeaderElector } from '../src/sidecar/elector.js';
+
+const [db, lease, id, duration] = process.argv.slice(2);
+const store = new SqliteLeaseStore(db!, { busyTimeoutMs: 5_000 });
+const elector = new LeaderElector({ store, lease: lease!, identity: id!, leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
+process.stdout.write('ready\n');
+const rl = createInterface({ input: process.stdin });
+rl.once('line', async () => {
+  const end = performance.now() + Number(duration);
+  let ops = 0;
+  let leaderOps = 0;
+  while (performance.now() < end) {
+    if (await elector.tryAcquireOrRenew()) leaderOps++;
+    ops++;
+  }
+  process.stdout.write(JSON.stringify({ ops, leaderOps }) + '\n');
+  rl.close();
+  await store.close();
+  process.exit(0);
+});
