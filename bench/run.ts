@@ -86,8 +86,10 @@ these figures on your machine; nothing here was typed by hand.
 
 ## SQLite store: acquire/renew attempts per second
 
-Each attempt is one \`tryAcquireOrRenew\` through the real elector: a \`BEGIN IMMEDIATE\`
-transaction on the shared file, fsynced (WAL, \`synchronous=FULL\`) when it writes.
+Each attempt is one \`tryAcquireOrRenew\` through the real elector. A renewal or an
+acquisition is a \`BEGIN IMMEDIATE\` transaction on the shared file, fsynced (WAL,
+\`synchronous=FULL\`); a standby that finds the lease held only reads (no lock, no fsync), which
+is why seven contending processes make many more attempts than one writer.
 
 | processes | leases | attempts/s (all processes) | of which succeeded as leader |
 | --- | --- | ---: | ---: |
