@@ -1,0 +1,143 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO, tempDir, waitFor } from '../helpers/cli.js';
+import { startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
+import { env, freshNamespace, kubectl, rawLease } from '../helpers/kube.js';
+import { kubeconfig } from '../env/control-plane.js';
+import { loadAllYaml } from '@kubernetes/client-node';
+
+const CHART = join(REPO, 'deploy/helm/leasehold');
+let helmBin = '';
+
+function helm(args: string[]): { code: number; out: string; err: string } {
+  const r = spawnSync(helmBin, args, { encoding: 'utf8', env: { ...process.env, HELM_CACHE_HOME: join(env().cpDir, 'helm-cache'), HELM_CONFIG_HOME: join(env().cpDir, 'helm-config'), HELM_DATA_HOME: join(env().cpDir, 'helm-data') } });
+  return { code: r.status ?? 1, out: r.stdout, err: r.stderr };
+}
+
+function render(set: string[] = [], kubeVersion = '1.31.0'): Record<string, unknown>[] {
+  const r = helm(['template', 'demo', CHART, '--namespace', 'apps', '--kube-version', kubeVersion, ...set.flatMap((s) => ['--set', s])]);
+  assert.equal(r.code, 0, r.err);
+  return (loadAllYaml(r.out) as (Record<string, unknown> | null)[]).filter((d): d is Record<string, unknown> => d !== null);
+}
+
+type Obj = { kind: string; metadata: { name: string }; spec: Record<string, any>; rules?: any[] };
+const find = (docs: Record<string, unknown>[], kind: string) => docs.filter((d) => d.kind === kind) as unknown as Obj[];
+
+describe('the Helm chart', () => {
+  const dir = tempDir();
+  const cands: Candidate[] = [];
+  before(() => {
+    helmBin = execFileSync('bash', [join(REPO, 'test/env/build-helm.sh')], { stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim();
+  });
+  after(() => {
+    for (const c of cands) c.proc.kill('SIGKILL');
+    dir.cleanup();
+  });
+
+  it('passes helm lint --strict', () => {
+    const r = helm(['lint', '--strict', CHART]);
+    assert.equal(r.code, 0, r.out + r.err);
+  });
+
+  it('renders a native sidecar on 1.29+, a plain container before, identity from the downward API', () => {
+    const modern = find(render(), 'Deployment')[0]!.spec.template.spec;
+    assert.equal(modern.initContainers[0].name, 'leasehold');
+    assert.equal(modern.initContainers[0].restartPolicy, 'Always');
+    assert.deepEqual(modern.containers.map((c: { name: string }) => c.name), ['app']);
+    const identity = modern.initContainers[0].env.find((e: { name: string }) => e.name === 'LEASEHOLD_IDENTITY');
+    assert.equal(identity.valueFrom.fieldRef.fieldPath, 'metadata.name');
+    assert.ok(modern.initContainers[0].args.includes('--ready-when=elected-any'), 'rollout-safe readiness by default');
+    assert.equal(modern.initContainers[0].livenessProbe.httpGet.path, '/healthz');
+    assert.equal(modern.initContainers[0].readinessProbe.httpGet.path, '/readyz');
+    assert.equal(modern.securityContext.runAsNonRoot, true);
+    assert.equal(modern.initContainers[0].securityContext.readOnlyRootFilesystem, true);
+    assert.equal(modern.volumes[0].name, 'leader');
+
+    const old = find(render([], '1.28.0'), 'Deployment')[0]!.spec.template.spec;
+    assert.equal(old.initContainers, undefined);
+    assert.deepEqual(old.containers.map((c: { name: string }) => c.name), ['app', 'leasehold']);
+    assert.equal(old.containers[1].restartPolicy, undefined);
+    const forced = find(render(['leasehold.nativeSidecar=false']), 'Deployment')[0]!.spec.template.spec;
+    assert.equal(forced.initContainers, undefined);
+  });
+
+  it('scopes the Role to the one Lease, with create as its own rule; optional parts follow values', () => {
+    const role = find(render(['leasehold.lease=billing']), 'Role')[0]!;
+    assert.deepEqual(JSON.parse(JSON.stringify(role.rules)), [
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['billing'], verbs: ['get', 'update', 'list', 'watch'] },
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+    ]);
+    assert.equal(find(render(), 'ServiceMonitor').length, 0);
+    assert.equal(find(render(['metrics.serviceMonitor.enabled=true']), 'ServiceMonitor').length, 1);
+    const onlyRbac = render(['app.enabled=false']);
+    assert.equal(find(onlyRbac, 'Deployment').length, 0);
+    assert.equal(find(onlyRbac, 'Role').length, 1);
+    const strict = find(render(['leasehold.readyWhen=leader']), 'Deployment')[0]!.spec.template.spec;
+    assert.ok(strict.initContainers[0].args.includes('--ready-when=leader'));
+  });
+
+  it('rejects values of the wrong type or shape (values.schema.json)', () => {
+    const cases: [string, RegExp][] = [
+      ['replicaCount=three', /replicaCount/],
+      ['leasehold.readyWhen=sometimes', /readyWhen/],
+      ['leasehold.leaseDuration=15', /leaseDuration/],
+      ['leasehold.lease=Bad_Name', /lease/],
+      ['leasehold.port=70000', /port/],
+      ['unknownKey=1', /unknownKey|additional/i],
+    ];
+    for (const [set, field] of cases) {
+      const r = helm(['template', 'demo', CHART, '--set', set]);
+      assert.notEqual(r.code, 0, `${set} should be rejected`);
+      assert.match(r.err, field, `${set}: ${r.err}`);
+    }
+  });
+
+  it("applies to a real API server; the chart's ServiceAccount token elects, renews, releases, and can do nothing more", { timeout: 120_000 }, async () => {
+    const ns = await freshNamespace('chart');
+    const manifests = join(dir.path, 'manifests.yaml');
+    const r = helm(['template', 'demo', CHART, '--namespace', ns, '--kube-version', '1.37.0', '--set', 'leasehold.lease=chart-lease']);
+    assert.equal(r.code, 0, r.err);
+    writeFileSync(manifests, r.out);
+    kubectl(['apply', '-n', ns, '-f', manifests]);
+    const sa = 'demo-leasehold';
+    assert.match(kubectl(['get', 'deployment', sa, '-n', ns, '-o', 'name']), /deployment.apps\/demo-leasehold/);
+
+    // TokenRequest: a short-lived token of the chart's own ServiceAccount.
+    const token = kubectl(['create', 'token', sa, '-n', ns, '--duration', '10m']).trim();
+    const saConfig = join(dir.path, 'sa.kubeconfig');
+    const server = /server: (.*)/.exec(kubectl(['config', 'view', '--minify', '-o', 'yaml']))![1]!.trim();
+    writeFileSync(saConfig, kubeconfig(server, join(env().cpDir, 'ca.crt'), sa, token), { mode: 0o600 });
+
+    const can = (verb: string, resource: string, extra: string[] = []) =>
+      spawnSync(join(env().binDir, 'kubectl'), ['--kubeconfig', saConfig, 'auth', 'can-i', verb, resource, '-n', ns, ...extra], { encoding: 'utf8' }).stdout.trim();
+    assert.equal(can('get', 'leases/chart-lease'), 'yes');
+    assert.equal(can('update', 'leases/chart-lease'), 'yes');
+    assert.equal(can('create', 'leases'), 'yes');
+    assert.equal(can('update', 'leases/someone-elses'), 'no');
+    assert.equal(can('delete', 'leases/chart-lease'), 'no');
+    assert.equal(can('patch', 'leases/chart-lease'), 'no');
+    assert.equal(can('list', 'leases', ['--all-namespaces']), 'no');
+    assert.equal(can('get', 'secrets'), 'no');
+    assert.equal(can('get', 'pods'), 'no');
+    assert.equal(can('list', 'namespaces'), 'no');
+
+    const T = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };
+    const args = ['--backend', 'kubernetes', '--kubeconfig', saConfig, '--namespace', ns, '--lease', 'chart-lease'];
+    const a = startSidecar(dir.path, 'chart-a', args, T);
+    const b = startSidecar(dir.path, 'chart-b', args, T);
+    cands.push(a, b);
+    const first = await waitFor('a leader under the chart RBAC', () => validLeaders([a, b])[0], 20_000);
+    const renewed = rawLease(ns, 'chart-lease').spec.renewTime;
+    await waitFor('a renewal', () => rawLease(ns, 'chart-lease').spec.renewTime !== renewed, 5_000);
+    const t0 = Date.now();
+    first.c.proc.kill('SIGTERM');
+    const next = await waitFor('the other to take over after the release', () => validLeaders([a, b]).find((l) => l.c !== first.c), 10_000);
+    assert.ok(next.token > first.token);
+    assert.ok(Date.now() - t0 < 400 + 1_500, 'the watch works under the chart RBAC: the release is taken over at once');
+    assert.equal((await first.c.proc.exited).code, 0);
+    assert.doesNotMatch(first.c.proc.stderr() + next.c.proc.stderr(), /LEASEHOLD_ERR_FORBIDDEN|forbidden/i);
+  });
+});
