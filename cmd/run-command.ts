@@ -4,7 +4,7 @@ import { createLogger } from '../src/log.js';
 import { formatDuration, parseDuration } from '../src/config/duration.js';
 import { resolveExecutable } from '../src/run/child-process-group.js';
 import { LeaderRunner } from '../src/run/leader-runner.js';
-import { resolveSidecar, sidecarFlags, type SidecarArgs } from './sidecar-command.js';
+import { podLabelerFor, resolveSidecar, sidecarFlags, type SidecarArgs } from './sidecar-command.js';
 import { badFlag } from './usage-error.js';
 import { onShutdownSignal } from './signals.js';
 import { CommandStartError } from '../src/errors.js';
@@ -47,7 +47,8 @@ export async function runRun(a: RunArgs): Promise<number> {
   resolveExecutable(argv[0]!);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
   const store = await openStore({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 });
-  const runner = new LeaderRunner({ ...s, store, log, argv, once: a.once, gracePeriodMs });
+  const podLabeler = s.podLabel ? await podLabelerFor(store, s.identity, log) : undefined;
+  const runner = new LeaderRunner({ ...s, store, log, argv, once: a.once, gracePeriodMs, podLabeler });
   onShutdownSignal((signal) => runner.forwardSignalAndStop(signal));
   await runner.start();
   return runner.finished;

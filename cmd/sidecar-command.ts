@@ -9,18 +9,34 @@ import type { ReadyWhen } from '../src/sidecar/health.js';
 import { electionFlags, resolveElection, type ElectionArgs } from './election-flags.js';
 import { badFlag } from './usage-error.js';
 import { onShutdownSignal } from './signals.js';
+import type { LeaseStore } from '../src/backends/lease-store.js';
+import type { Logger } from '../src/log.js';
+
+/** A PodLabeler for `--pod-label`: the kubernetes store's credentials, the pod named by --identity. */
+export async function podLabelerFor(store: LeaseStore, pod: string, log: Logger) {
+  const { KubernetesLeaseStore } = await import('../src/backends/kubernetes-store.js');
+  const { PodLabeler } = await import('../src/sidecar/pod-labeler.js');
+  if (!(store instanceof KubernetesLeaseStore)) throw new Error('--pod-label needs the kubernetes backend');
+  return new PodLabeler(store.kc, store.namespace, pod, log);
+}
 
 export interface SidecarArgs extends ElectionArgs {
   'status-dir'?: string;
   listen: string;
   'ready-when': string;
+  'pod-label': boolean;
 }
 
 export function sidecarFlags<T>(y: Argv<T>) {
   return electionFlags(y)
     .option('status-dir', { type: 'string', describe: 'Directory for status.json, is-leader, fencing-token, holder (/leader in a pod)' })
     .option('listen', { type: 'string', default: '127.0.0.1:4040', describe: 'HTTP address for /healthz /readyz /leader /metrics; "off" disables' })
-    .option('ready-when', { type: 'string', default: 'leader', describe: 'leader | elected-any: when /readyz answers 200' });
+    .option('ready-when', { type: 'string', default: 'leader', describe: 'leader | elected-any: when /readyz answers 200' })
+    .option('pod-label', {
+      type: 'boolean',
+      default: false,
+      describe: 'kubernetes: keep leasehold.io/role=leader|follower on this pod (the pod named by --identity)',
+    });
 }
 
 /** Validates every sidecar flag and path before anything is created; throws one clear error. */
@@ -37,16 +53,20 @@ export function resolveSidecar(a: SidecarArgs) {
   if (a['ready-when'] !== 'leader' && a['ready-when'] !== 'elected-any') {
     throw badFlag('ready-when', a['ready-when'], 'must be leader or elected-any');
   }
+  if (a['pod-label'] && election.store.backend !== 'kubernetes') {
+    throw badFlag('pod-label', true, 'needs --backend kubernetes (it labels the pod named by --identity)');
+  }
   if (a['status-dir'] !== undefined) checkStatusDir(a['status-dir']);
   if (election.store.backend === 'sqlite') checkSqliteFile(election.store.db);
-  return { ...election, listen, statusDir: a['status-dir'], readyWhen: a['ready-when'] as ReadyWhen };
+  return { ...election, listen, statusDir: a['status-dir'], readyWhen: a['ready-when'] as ReadyWhen, podLabel: a['pod-label'] };
 }
 
 export async function runSidecar(a: SidecarArgs): Promise<number> {
   const s = resolveSidecar(a);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
   const store = await openStore({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 });
-  const sidecar = new Sidecar({ ...s, store, log });
+  const podLabeler = s.podLabel ? await podLabelerFor(store, s.identity, log) : undefined;
+  const sidecar = new Sidecar({ ...s, store, log, podLabeler });
   const stopped = new Promise<void>((resolve) =>
     onShutdownSignal(async (signal) => {
       log.info('shutting down', { signal });

@@ -40,7 +40,8 @@ export class KubernetesLeaseStore implements LeaseStore {
   /** The last object read or written per lease, to carry fields we do not own. */
   private readonly objects = new Map<string, V1Lease>();
 
-  private readonly kc: KubeConfig;
+  /** The client configuration, for other calls a sidecar makes (labelling its pod). */
+  readonly kc: KubeConfig;
 
   constructor(
     kc: KubeConfig,

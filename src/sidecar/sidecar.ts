@@ -10,6 +10,7 @@ import { ElectionMetrics } from './metrics.js';
 import { StatusPublisher, toLeaderStatus } from './status-publisher.js';
 import { StatusServer } from './http-server.js';
 import { Readiness, liveness, type ReadyWhen } from './health.js';
+import type { PodLabeler } from './pod-labeler.js';
 
 export interface SidecarOptions extends Timings {
   store: LeaseStore;
@@ -25,6 +26,8 @@ export interface SidecarOptions extends Timings {
   clock?: Clock;
   /** Extra callbacks (e.g. `leasehold run` starting its child); run after the sidecar's own. */
   listener?: ElectorListener;
+  /** Keeps leasehold.io/role on this candidate's pod (kubernetes only). */
+  podLabeler?: PodLabeler;
 }
 
 /**
@@ -61,6 +64,7 @@ export class Sidecar {
         m.leadershipChanges.inc({ lease: name, event: 'acquired' });
         this.termMetrics(term);
         this.publish();
+        opts.podLabeler?.set('leader');
         extra.onStartedLeading?.(term);
       },
       onRenewed: (term) => {
@@ -73,6 +77,7 @@ export class Sidecar {
         m.validUntil.set({ lease: name }, 0);
         m.leadershipChanges.inc({ lease: name, event: 'lost' });
         this.publish();
+        opts.podLabeler?.set('follower');
         extra.onStoppedLeading?.(reason);
       },
       onNewLeader: (holder, record) => {
@@ -112,6 +117,7 @@ export class Sidecar {
   async start(): Promise<AddressInfo | null> {
     this.publisher?.prepare();
     this.publish();
+    this.opts.podLabeler?.set('follower');
     const address = this.server && this.opts.listen ? await this.server.listen(this.opts.listen.host, this.opts.listen.port) : null;
     this.log.info('campaigning', {
       backend: this.opts.store.backend,
@@ -130,6 +136,7 @@ export class Sidecar {
   async stop(): Promise<void> {
     await this.elector.stop();
     this.publish();
+    await this.opts.podLabeler?.flush(2_000);
     await this.server?.close();
     await this.opts.store.close();
   }

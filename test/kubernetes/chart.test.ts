@@ -75,6 +75,12 @@ describe('the Helm chart', () => {
     const onlyRbac = render(['app.enabled=false']);
     assert.equal(find(onlyRbac, 'Deployment').length, 0);
     assert.equal(find(onlyRbac, 'Role').length, 1);
+    const labelled = render(['podLabel.enabled=true', 'podLabel.leaderService=true']);
+    assert.ok(find(labelled, 'Deployment')[0]!.spec.template.spec.initContainers[0].args.includes('--pod-label'));
+    assert.deepEqual(JSON.parse(JSON.stringify(find(labelled, 'Role')[0]!.rules!.at(-1))), { apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] });
+    const leaderSvc = find(labelled, 'Service').find((svc) => svc.metadata.name === 'demo-leasehold-leader')!;
+    assert.equal(leaderSvc.spec.selector['leasehold.io/role'], 'leader');
+    assert.equal(find(render(), 'Role')[0]!.rules!.length, 2, 'no pod access unless podLabel.enabled');
     const strict = find(render(['leasehold.readyWhen=leader']), 'Deployment')[0]!.spec.template.spec;
     assert.ok(strict.initContainers[0].args.includes('--ready-when=leader'));
   });
@@ -139,5 +145,34 @@ describe('the Helm chart', () => {
     assert.ok(Date.now() - t0 < 400 + 1_500, 'the watch works under the chart RBAC: the release is taken over at once');
     assert.equal((await first.c.proc.exited).code, 0);
     assert.doesNotMatch(first.c.proc.stderr() + next.c.proc.stderr(), /LEASEHOLD_ERR_FORBIDDEN|forbidden/i);
+  });
+});
+
+describe('--pod-label on a real API server', () => {
+  const dir = tempDir();
+  const cands: Candidate[] = [];
+  after(() => {
+    for (const c of cands) c.proc.kill('SIGKILL');
+    dir.cleanup();
+  });
+
+  it('labels the leader pod leader and the others follower, and swaps on a handoff', { timeout: 60_000 }, async () => {
+    const ns = await freshNamespace('label');
+    // No controller-manager here: create the default ServiceAccount the Pod admission needs.
+    kubectl(['create', 'serviceaccount', 'default', '-n', ns]);
+    for (const pod of ['pod-a', 'pod-b']) kubectl(['run', pod, '-n', ns, '--image', 'busybox:1.36', '--restart', 'Never', '--command', '--', 'sleep', '3600']);
+    const role = (pod: string) => kubectl(['get', 'pod', pod, '-n', ns, '-o', 'jsonpath={.metadata.labels.leasehold\\.io/role}']).trim();
+    const T = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };
+    const args = ['--backend', 'kubernetes', '--kubeconfig', env().admin, '--namespace', ns, '--lease', 'labelled', '--pod-label'];
+    const a = startSidecar(dir.path, 'pod-a', args, T);
+    const b = startSidecar(dir.path, 'pod-b', args, T);
+    cands.push(a, b);
+    const first = await waitFor('a leader', () => validLeaders([a, b])[0], 20_000);
+    const other = first.c === a ? 'pod-b' : 'pod-a';
+    await waitFor('labels', () => role(first.c.id) === 'leader' && role(other) === 'follower', 10_000, 200);
+    first.c.proc.kill('SIGTERM');
+    await first.c.proc.exited;
+    assert.equal(role(first.c.id), 'follower', 'relabelled follower before exiting');
+    await waitFor('the new leader labelled', () => role(other) === 'leader', 10_000, 200);
   });
 });

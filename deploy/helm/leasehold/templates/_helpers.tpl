@@ -83,6 +83,9 @@ a ServiceAccount bound to this chart's Role, and the app container mounting /lea
     - --status-dir=/leader
     - --listen=0.0.0.0:{{ $v.port }}
     - --log-format={{ $v.logFormat }}
+    {{- if $root.Values.podLabel.enabled }}
+    - --pod-label
+    {{- end }}
   env:
     - name: LEASEHOLD_IDENTITY
       valueFrom:
