@@ -27,7 +27,7 @@ export class InstrumentedStore implements LeaseStore {
     return this.time('update', () => this.inner.update(name, record, expectedVersion));
   }
 
-  watch?: (name: string, onChange: (seen?: LeaseRecord) => void) => () => void;
+  watch?: LeaseStore['watch'];
 
   close(): Promise<void> {
     return this.inner.close();

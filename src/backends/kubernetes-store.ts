@@ -11,7 +11,7 @@ import {
   StoreOpenError,
   UnauthorizedError,
 } from '../errors.js';
-import type { LeaseRecord, LeaseStore, VersionedRecord } from './lease-store.js';
+import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { formatMicroTime, parseMicroTime } from './micro-time.js';
 
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -39,6 +39,12 @@ export class KubernetesLeaseStore implements LeaseStore {
   private readonly api: CoordinationV1Api;
   /** The last object read or written per lease, to carry fields we do not own. */
   private readonly objects = new Map<string, V1Lease>();
+  /**
+   * The uid of each Lease last seen, kept even after it is deleted. Leases allow create-on-
+   * update: a PUT of a deleted Lease without a uid precondition would silently recreate it,
+   * an unconditional write in disguise. With the uid the API server answers 409.
+   */
+  private readonly uids = new Map<string, string>();
 
   /** The client configuration, for other calls a sidecar makes (labelling its pod). */
   readonly kc: KubeConfig;
@@ -102,7 +108,7 @@ export class KubernetesLeaseStore implements LeaseStore {
     const body: V1Lease = {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
-      metadata: { ...base.metadata, name, namespace: this.namespace, resourceVersion: expectedVersion },
+      metadata: { ...base.metadata, name, namespace: this.namespace, resourceVersion: expectedVersion, uid: base.metadata?.uid ?? this.uids.get(name) },
       spec: toSpec(record, base.spec),
     };
     try {
@@ -114,13 +120,13 @@ export class KubernetesLeaseStore implements LeaseStore {
   }
 
   /**
-   * Watches the one Lease (fieldSelector on its name) and calls `onChange` on every event.
-   * A hint only: when the watch ends (server timeout, 410 Gone, a dropped connection) it is
-   * re-established after a short backoff, without a resourceVersion, so its first event
-   * reports the current state. Events lost in between only delay the next attempt to the
-   * elector's regular retry.
+   * Watches the one Lease (a fieldSelector on its name, which RBAC authorizes against
+   * `resourceNames`) and reports each change with the object's record and resourceVersion, so
+   * standbys observe renewals without reading. When the watch ends (server timeout, 410 Gone,
+   * a dropped connection) it reports unhealthy and reconnects with backoff, without a
+   * resourceVersion, so the first events report the current state again.
    */
-  watch(name: string, onChange: (seen?: LeaseRecord) => void): () => void {
+  watch(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void): () => void {
     let stopped = false;
     let current: AbortController | null = null;
     let timer: NodeJS.Timeout | null = null;
@@ -134,18 +140,26 @@ export class KubernetesLeaseStore implements LeaseStore {
           { fieldSelector: `metadata.name=${name}`, allowWatchBookmarks: false },
           (phase: string, obj: V1Lease | undefined) => {
             failures = 0;
-            if (phase === 'BOOKMARK') return;
-            onChange(obj?.spec ? fromSpec(obj.spec) : undefined);
+            if (phase === 'DELETED') {
+              this.objects.delete(name);
+              onEvent({ record: null, deleted: obj?.spec ? fromSpec(obj.spec) : undefined });
+            } else if ((phase === 'ADDED' || phase === 'MODIFIED') && obj?.metadata?.resourceVersion) {
+              onEvent({ record: this.remember(name, obj) });
+            }
           },
           () => reconnect(),
         );
+        if (stopped) current.abort();
+        else onHealth?.(true);
       } catch {
         reconnect();
       }
     };
     const reconnect = () => {
       current = null;
-      if (stopped || timer) return;
+      if (stopped) return;
+      onHealth?.(false);
+      if (timer) return;
       failures++;
       timer = setTimeout(() => {
         timer = null;
@@ -167,6 +181,7 @@ export class KubernetesLeaseStore implements LeaseStore {
     const version = lease.metadata?.resourceVersion;
     if (!version) throw new BackendError(`Lease ${this.namespace}/${name} came back without a resourceVersion`);
     this.objects.set(name, lease);
+    if (lease.metadata?.uid) this.uids.set(name, lease.metadata.uid);
     return { record: fromSpec(lease.spec), version };
   }
 

@@ -25,6 +25,14 @@ export interface VersionedRecord {
   version: string;
 }
 
+/** What a watch saw. Stores that cannot tell (SQLite) send an empty event: "something changed". */
+export interface WatchEvent {
+  /** The record and its version after the change; null when the record was deleted. */
+  record?: VersionedRecord | null;
+  /** The last state of a deleted record (its token must not be forgotten). */
+  deleted?: LeaseRecord;
+}
+
 export interface LeaseStore {
   /** 'sqlite' or 'kubernetes'; used in logs and metric labels. */
   readonly backend: string;
@@ -44,14 +52,13 @@ export interface LeaseStore {
   update(name: string, record: LeaseRecord, expectedVersion: string): Promise<string>;
 
   /**
-   * Optional: calls `onChange` soon after the record may have changed (a hint only; it may
-   * fire spuriously or late, and a lost event must never matter for correctness), with the
-   * record the event carried when it carried one (a deleted Lease's last state included), so
-   * candidates learn the highest token even of a record they never read. Returns a
-   * function that stops watching. Standbys use it to act on a release at once instead of at
-   * their next retry.
+   * Optional: reports changes of the record as they happen. A hint only: events may be late,
+   * lost or spurious, and correctness must never depend on them (every decision is still made
+   * by a compare-and-swap). `onHealth(true)` means every change from now on will be reported
+   * (a Kubernetes watch is connected); standbys then stop polling and wait for events, with a
+   * periodic safety re-read. Returns a function that stops watching.
    */
-  watch?(name: string, onChange: (seen?: LeaseRecord) => void): () => void;
+  watch?(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void): () => void;
 
   close(): Promise<void>;
 }

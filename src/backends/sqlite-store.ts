@@ -8,7 +8,7 @@ import {
   NotFoundError,
   StoreOpenError,
 } from '../errors.js';
-import type { LeaseRecord, LeaseStore, VersionedRecord } from './lease-store.js';
+import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 
 /**
  * Leases in one SQLite file shared by processes on one machine.
@@ -176,9 +176,10 @@ export class SqliteLeaseStore implements LeaseStore {
   /**
    * Polls `PRAGMA data_version`, which changes when another connection commits to the file.
    * It reads only the WAL index (no lock, no disk I/O in the common case), so polling every
-   * 50 ms is cheap. Fires on any commit to the file, not only to `name`.
+   * 50 ms is cheap. Fires on any commit to the file, not only to `name`, and carries no
+   * record, so standbys keep their timed retries (reads here cost no network).
    */
-  watch(_name: string, onChange: () => void, everyMs = 50): () => void {
+  watch(_name: string, onEvent: (e: WatchEvent) => void, _onHealth?: (healthy: boolean) => void, everyMs = 50): () => void {
     const stmt = this.db.prepare('PRAGMA data_version').pluck();
     let last = stmt.get() as number;
     const timer = setInterval(() => {
@@ -187,7 +188,7 @@ export class SqliteLeaseStore implements LeaseStore {
         const v = stmt.get() as number;
         if (v !== last) {
           last = v;
-          onChange();
+          onEvent({});
         }
       } catch {
         // a busy or closed database: the elector's own retries cover it

@@ -438,6 +438,86 @@ describe('the campaign loop', () => {
   });
 });
 
+describe('standbys with a connected watch (Kubernetes)', () => {
+  function watched() {
+    const s = setup({ random: () => 0 });
+    s.store.eventsCarryRecords = true;
+    s.store.put(LEASE, record());
+    s.elector.start();
+    s.store.setWatchHealth(true);
+    return s;
+  }
+
+  it('send no requests while the holder renews: they observe its renewals from events', async () => {
+    const s = watched();
+    await s.clock.advance(0);
+    assert.deepEqual(s.store.calls, ['get']);
+    s.store.clearCalls();
+    for (let i = 0; i < 29; i++) {
+      await s.clock.advance(2_000);
+      s.store.put(LEASE, record({ renewTime: s.clock.now() })); // the holder renews
+    }
+    assert.deepEqual(s.store.calls, [], '58 s of renewals cost the standby nothing');
+    await s.clock.advance(2_000);
+    assert.deepEqual(s.store.calls, ['get'], 'then its safety re-read, at 60 s');
+    assert.equal(s.elector.isLeader(), false);
+    await s.elector.stop();
+  });
+
+  it('take over when the renewals stop, at the observed change + leaseDuration', async () => {
+    const s = watched();
+    await s.clock.advance(0);
+    await s.clock.advance(5_000);
+    s.store.put(LEASE, record({ renewTime: s.clock.now() })); // last renewal at t=5s, then a crash
+    s.store.clearCalls();
+    await s.clock.advance(14_999);
+    assert.deepEqual(s.store.calls, [], 'nothing before the lease could expire');
+    await s.clock.advance(1);
+    assert.deepEqual(s.store.calls, ['get', 'update']);
+    assert.equal(s.elector.isLeader(), true);
+    assert.equal(s.store.peek(LEASE)?.leaseTransitions, 5);
+    await s.elector.stop();
+  });
+
+  it('take a released lease from the event at once', async () => {
+    const s = watched();
+    await s.clock.advance(0);
+    s.store.clearCalls();
+    s.store.put(LEASE, record({ holderIdentity: '', leaseDurationSeconds: 1 }));
+    await s.clock.advance(0);
+    assert.deepEqual(s.store.calls, ['get', 'update']);
+    assert.equal(s.elector.isLeader(), true);
+    await s.elector.stop();
+  });
+
+  it('still re-read the lease every safety period, and poll again once the watch breaks', async () => {
+    const s = watched();
+    s.store.put(LEASE, record({ leaseDurationSeconds: 600 })); // a long lease: no expiry soon
+    await s.clock.advance(0);
+    s.store.clearCalls();
+    await s.clock.advance(60_000);
+    assert.deepEqual(s.store.calls, ['get'], 'one safety re-read after 60 s');
+    s.store.clearCalls();
+    s.store.setWatchHealth(false);
+    await s.clock.advance(0);
+    assert.deepEqual(s.store.calls, ['get'], 'reads at once when the watch breaks');
+    await s.clock.advance(2_000 * 3);
+    assert.deepEqual(s.store.calls, ['get', 'get', 'get', 'get'], 'then polls every retryPeriod');
+    await s.elector.stop();
+  });
+
+  it('learn the token of a deleted Lease from the event', async () => {
+    const s = watched();
+    await s.clock.advance(0);
+    s.store.delete(LEASE);
+    await s.clock.advance(0);
+    await s.clock.advance(16_000); // the deleted holder may have been acting: wait its lease out
+    assert.equal(s.elector.isLeader(), true);
+    assert.equal(s.store.peek(LEASE)?.leaseTransitions, 5, 'continues from the deleted record\'s token 4');
+    await s.elector.stop();
+  });
+});
+
 describe('configuration is refused with the rule it breaks', () => {
   const cases: { name: string; over: Partial<typeof timings> & { lease?: string; identity?: string }; message: RegExp }[] = [
     { name: 'leaseDuration = renewDeadline', over: { leaseDurationMs: 10_000 }, message: /^leaseDuration must be greater than renewDeadline/ },

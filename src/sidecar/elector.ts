@@ -22,7 +22,7 @@
 import { sleep, realClock, type Clock, type Timer } from '../clock.js';
 import { BackendUnavailableError, ConflictError, NotFoundError, describeError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
-import type { LeaseRecord, LeaseStore, VersionedRecord } from '../backends/lease-store.js';
+import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
 import {
   JITTER_FACTOR,
   validateIdentity,
@@ -68,6 +68,11 @@ export interface ElectorOptions extends Timings {
   releaseOnStop?: boolean;
   /** Bound on one backend call. Default renewDeadline / 2. */
   requestTimeoutMs?: number;
+  /**
+   * A standby relying on a connected watch still reads the lease this often, in case the watch
+   * silently stopped delivering. Default max(30 × retryPeriod, leaseDuration): 60 s.
+   */
+  safetyRereadMs?: number;
   listener?: ElectorListener;
   log?: Logger;
 }
@@ -123,6 +128,9 @@ export class LeaderElector {
   /** Ends the current wait between attempts early (a watch saw the record change). */
   private wake: AbortController | null = null;
   private unwatch: (() => void) | null = null;
+  /** The store's watch is connected: every change will be reported. */
+  private watchHealthy = false;
+  private readonly safetyRereadMs: number;
 
   constructor(opts: ElectorOptions) {
     validateTimings(opts);
@@ -138,6 +146,7 @@ export class LeaderElector {
     this.log = opts.log ?? silentLogger;
     this.releaseOnStop = opts.releaseOnStop ?? true;
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
+    this.safetyRereadMs = opts.safetyRereadMs ?? Math.max(30 * opts.retryPeriodMs, opts.leaseDurationMs);
   }
 
   isLeader(): boolean {
@@ -170,25 +179,72 @@ export class LeaderElector {
     if (this.loop) return;
     // A standby that can watch the store retries as soon as the record changes, so a release
     // is acted on at once. The watch is only a hint: the timed retries below still run.
-    this.unwatch = this.store.watch?.(this.lease, (seen) => {
-      if (seen) this.highestToken = Math.max(this.highestToken, seen.leaseTransitions);
-      if (!this.leading) this.wake?.abort();
-    }) ?? null;
+    this.unwatch =
+      this.store.watch?.(
+        this.lease,
+        (e) => this.onWatchEvent(e),
+        (healthy) => {
+          this.watchHealthy = healthy;
+          if (!healthy) this.wake?.abort(); // back to polling at once
+        },
+      ) ?? null;
     this.loop = this.runLoop();
   }
 
   private async runLoop(): Promise<void> {
     const signal = this.abort.signal;
     while (!signal.aborted) {
-      await this.tryAcquireOrRenew();
+      if (this.dueForAttempt()) await this.tryAcquireOrRenew();
       if (signal.aborted) break;
-      const wait = this.leading
-        ? this.timings.retryPeriodMs
-        : this.timings.retryPeriodMs * (1 + this.random() * JITTER_FACTOR);
       this.wake = new AbortController();
-      await sleep(this.clock, wait, AbortSignal.any([signal, this.wake.signal]));
+      await sleep(this.clock, this.nextWait(), AbortSignal.any([signal, this.wake.signal]));
       this.wake = null;
     }
+  }
+
+  /**
+   * A watch event. Standbys observe the record it carries exactly as if they had read it
+   * (expiry is judged from that moment), and try at once when the lease is released or gone.
+   * The leader ignores events: it renews from its own cache and learns of others through
+   * its compare-and-swap.
+   */
+  private onWatchEvent(e: WatchEvent): void {
+    if (e.deleted) this.highestToken = Math.max(this.highestToken, e.deleted.leaseTransitions);
+    if (this.leading) return;
+    if (e.record === null) this.noteAbsent();
+    if (e.record) {
+      this.observe(e.record);
+      if (e.record.record.holderIdentity !== '') return;
+    }
+    this.wake?.abort();
+  }
+
+  /**
+   * True while a standby can rely on its watch: the watch is connected and the lease, as last
+   * observed, is held by another and not expired. Then it sends no requests at all until the
+   * lease could expire, an event says it was released, or the safety re-read is due.
+   */
+  private waitingOnWatch(): boolean {
+    if (this.leading || !this.watchHealthy || !this.observed) return false;
+    const rec = this.observed.record;
+    return rec.holderIdentity !== '' && rec.holderIdentity !== this.identity && !this.expired(rec);
+  }
+
+  private dueForAttempt(): boolean {
+    if (!this.waitingOnWatch()) return true;
+    return this.lastAttemptMono === null || this.clock.monotonic() - this.lastAttemptMono >= this.safetyRereadMs;
+  }
+
+  private nextWait(): number {
+    const retry = this.timings.retryPeriodMs;
+    if (this.leading) return retry;
+    const jittered = retry * (1 + this.random() * JITTER_FACTOR);
+    if (!this.waitingOnWatch()) return jittered;
+    const now = this.clock.monotonic();
+    const untilExpiry = this.observedAtMono + this.observed!.record.leaseDurationSeconds * 1000 - now;
+    const untilSafety = (this.lastAttemptMono ?? now) + this.safetyRereadMs - now;
+    // Candidates wake at the expiry with jitter, so they do not all race at the same instant.
+    return Math.max(0, Math.min(untilExpiry + this.random() * JITTER_FACTOR * retry, untilSafety));
   }
 
   /**
@@ -245,10 +301,7 @@ export class LeaderElector {
       // A deletion is a change of the record: if another candidate held it, that holder may
       // still act as leader until its own deadline, so wait out its lease as for an expiry.
       // (Its holder, at its next renewal, recreates it at once with a new token.)
-      const last = this.observed?.record;
-      if (last && !wasLeading && last.holderIdentity !== '' && last.holderIdentity !== this.identity) {
-        this.vanished = { atMono: this.clock.monotonic(), leaseDurationSeconds: last.leaseDurationSeconds };
-      }
+      if (!wasLeading) this.noteAbsent();
       this.observed = null;
       if (this.vanished && this.vanished.atMono + this.vanished.leaseDurationSeconds * 1000 > this.clock.monotonic()) return false;
       this.vanished = null;
@@ -298,6 +351,15 @@ export class LeaderElector {
     if (!isRenewal && this.leading) this.stepDown('the lease changed hands');
     const version = await this.call('update', this.store.update(this.lease, record, current.version));
     return this.succeeded({ record, version }, isRenewal, isRenewal ? seq : this.termSeq, startWall, startMono);
+  }
+
+  /** The record is gone: if another candidate held it, remember when, to wait out its lease. */
+  private noteAbsent(): void {
+    const last = this.observed?.record;
+    if (last && last.holderIdentity !== '' && last.holderIdentity !== this.identity) {
+      this.vanished = { atMono: this.clock.monotonic(), leaseDurationSeconds: last.leaseDurationSeconds };
+    }
+    this.observed = null;
   }
 
   private renewalRecord(rec: LeaseRecord, now: Date): LeaseRecord {

@@ -1,5 +1,5 @@
 import { ConflictError, NotFoundError } from '../errors.js';
-import type { LeaseRecord, LeaseStore, VersionedRecord } from '../backends/lease-store.js';
+import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
 
 export type StoreOp = 'get' | 'create' | 'update';
 
@@ -16,23 +16,37 @@ export class MemoryLeaseStore implements LeaseStore {
   private seq = 0;
   private faults: { op: StoreOp | '*'; error?: Error; hang?: boolean }[] = [];
 
-  private watchers = new Set<(seen?: LeaseRecord) => void>();
+  private watchers = new Set<(e: WatchEvent) => void>();
+  private healthWatchers = new Set<(healthy: boolean) => void>();
+  /** Send versioned records in events, as a Kubernetes watch does (default: empty hints). */
+  eventsCarryRecords = false;
 
   /** Seeds or overwrites a record as another writer would; returns its new version. */
   put(name: string, record: LeaseRecord): string {
     const version = String(++this.seq);
     this.rows.set(name, { record: structuredClone(record), version });
-    for (const w of this.watchers) w(structuredClone(record));
+    for (const w of this.watchers) w(this.eventsCarryRecords ? { record: { record: structuredClone(record), version } } : {});
     return version;
   }
 
-  watch(_name: string, onChange: (seen?: LeaseRecord) => void): () => void {
-    this.watchers.add(onChange);
-    return () => this.watchers.delete(onChange);
+  watch(_name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void): () => void {
+    this.watchers.add(onEvent);
+    if (onHealth) this.healthWatchers.add(onHealth);
+    return () => {
+      this.watchers.delete(onEvent);
+      if (onHealth) this.healthWatchers.delete(onHealth);
+    };
+  }
+
+  /** Reports the watch as connected (true) or broken (false). */
+  setWatchHealth(healthy: boolean): void {
+    for (const h of this.healthWatchers) h(healthy);
   }
 
   delete(name: string): void {
+    const row = this.rows.get(name);
     this.rows.delete(name);
+    if (row) for (const w of this.watchers) w(this.eventsCarryRecords ? { record: null, deleted: structuredClone(row.record) } : {});
   }
 
   peek(name: string): LeaseRecord | undefined {

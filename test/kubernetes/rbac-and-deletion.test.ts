@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { tempDir, waitFor } from '../helpers/cli.js';
 import { leadersByStatus, startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
 import { admin, backendArgs, env, freshNamespace, kubectl, rawLease, storeFor } from '../helpers/kube.js';
+import { readLeadership } from '../../src/fencing/status-reader.js';
 
 const T = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };
 
@@ -53,6 +54,9 @@ describe('Kubernetes: RBAC without update, a deleted Lease, takeover after expir
     const b = startSidecar(dir.path, 'del-b', backendArgs(ns, 'doomed'), T);
     cands.push(a, b);
     const first = await waitFor('a leader', () => validLeaders([a, b])[0], 20_000);
+    // Both candidates have seen the Lease (a candidate started after the deletion could not
+    // know its token: see docs/kubernetes.md).
+    await waitFor('both to have seen the holder', () => [a, b].every((c) => readLeadership(c.statusDir).status?.holder === first.c.id), 20_000);
     kubectl(['delete', 'lease', 'doomed', '-n', ns]);
     const next = await waitFor('a leader of a new term', () => validLeaders([a, b]).find((l) => l.token > first.token), 10_000).catch((e: Error) => {
       throw new Error(`${e.message}\n${a.proc.stderr()}\n${b.proc.stderr()}`);

@@ -78,6 +78,15 @@ describe('the kubernetes store on a real kube-apiserver', () => {
     kubectl(['delete', 'lease', 'l4', '-n', ns]);
     assert.ok(['LEASEHOLD_ERR_CONFLICT', 'LEASEHOLD_ERR_NOT_FOUND'].includes(await code(s.update('l4', rec(), read.version))));
     assert.equal(await s.get('l4'), null);
+    // Leases allow create-on-update; the store's uid precondition must still refuse it, even
+    // when its cached object is gone (as after a watch's DELETED event).
+    const fresh = storeFor(ns);
+    await fresh.create('l4', rec());
+    const again = (await fresh.get('l4'))!;
+    kubectl(['delete', 'lease', 'l4', '-n', ns]);
+    await fresh.get('l4'); // reads "absent", dropping the cached object
+    assert.notEqual(await code(fresh.update('l4', rec(), again.version)), 'ok');
+    assert.equal(await fresh.get('l4'), null, 'an update never recreates a deleted Lease');
   });
 
   it('a release is written as client-go writes it', async () => {
