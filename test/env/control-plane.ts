@@ -16,6 +16,13 @@ import { request } from 'node:https';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
+export interface ControlPlaneOptions {
+  /** Write an audit log of every request on leases (Metadata level) to `auditLog`. */
+  audit?: boolean;
+  /** Extra users (system:masters) to create kubeconfigs for, e.g. one per benchmark candidate. */
+  extraUsers?: string[];
+}
+
 export interface ControlPlane {
   dir: string;
   binDir: string;
@@ -24,6 +31,10 @@ export interface ControlPlane {
   adminKubeconfig: string;
   restrictedKubeconfig: string;
   restrictedUser: string;
+  /** Kubeconfig per extra user. */
+  userKubeconfigs: Record<string, string>;
+  /** The audit log (JSON lines), when audit was asked for. */
+  auditLog: string | null;
   etcdUrl: string;
   /** Stops kube-apiserver only (etcd keeps the data), for outage tests. */
   stopApiServer(): Promise<void>;
@@ -126,7 +137,7 @@ async function kill(p: ChildProcess | null): Promise<void> {
   clearTimeout(t);
 }
 
-export async function startControlPlane(): Promise<ControlPlane> {
+export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const binDir = binaries();
   const dir = mkdtempSync(join(tmpdir(), 'leasehold-cp-'));
   const started = Date.now();
@@ -134,7 +145,13 @@ export async function startControlPlane(): Promise<ControlPlane> {
   const adminToken = randomBytes(16).toString('hex');
   const restrictedToken = randomBytes(16).toString('hex');
   const restrictedUser = 'restricted-user';
-  writeFileSync(join(dir, 'tokens.csv'), `${adminToken},admin,admin-uid,"system:masters"\n${restrictedToken},${restrictedUser},restricted-uid\n`, { mode: 0o600 });
+  const extra = (opts.extraUsers ?? []).map((user) => ({ user, token: randomBytes(16).toString('hex') }));
+  writeFileSync(
+    join(dir, 'tokens.csv'),
+    `${adminToken},admin,admin-uid,"system:masters"\n${restrictedToken},${restrictedUser},restricted-uid\n` +
+      extra.map((e) => `${e.token},${e.user},${e.user}-uid,"system:masters"\n`).join(''),
+    { mode: 0o600 },
+  );
 
   const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
   const etcdUrl = `http://127.0.0.1:${etcdPort}`;
@@ -182,6 +199,23 @@ export async function startControlPlane(): Promise<ControlPlane> {
     '--endpoint-reconciler-type', 'none',
     '--v', '1',
   ];
+  const auditLog = opts.audit ? join(dir, 'audit.log') : null;
+  if (auditLog) {
+    writeFileSync(
+      join(dir, 'audit-policy.yaml'),
+      [
+        'apiVersion: audit.k8s.io/v1',
+        'kind: Policy',
+        'omitStages: ["RequestReceived"]',
+        'rules:',
+        '  - level: Metadata',
+        '    resources: [{ group: "coordination.k8s.io", resources: ["leases"] }]',
+        '  - level: None',
+        '',
+      ].join('\n'),
+    );
+    apiArgs.push('--audit-policy-file', join(dir, 'audit-policy.yaml'), '--audit-log-path', auditLog, '--audit-log-format', 'json', '--audit-log-mode', 'blocking');
+  }
   let apiserver: ChildProcess | null = null;
   const startApiServer = async () => {
     apiserver = launch(join(binDir, 'kube-apiserver'), apiArgs, join(dir, 'kube-apiserver.log'));
@@ -199,6 +233,11 @@ export async function startControlPlane(): Promise<ControlPlane> {
   const restrictedKubeconfig = join(dir, 'restricted.kubeconfig');
   writeFileSync(adminKubeconfig, kubeconfig(server, join(dir, 'ca.crt'), 'admin', adminToken), { mode: 0o600 });
   writeFileSync(restrictedKubeconfig, kubeconfig(server, join(dir, 'ca.crt'), restrictedUser, restrictedToken), { mode: 0o600 });
+  const userKubeconfigs: Record<string, string> = {};
+  for (const e of extra) {
+    userKubeconfigs[e.user] = join(dir, `${e.user}.kubeconfig`);
+    writeFileSync(userKubeconfigs[e.user]!, kubeconfig(server, join(dir, 'ca.crt'), e.user, e.token), { mode: 0o600 });
+  }
   log(`ready in ${((Date.now() - started) / 1000).toFixed(1)}s: ${server} (etcd ${etcdUrl}, files in ${dir})`);
 
   return {
@@ -209,6 +248,8 @@ export async function startControlPlane(): Promise<ControlPlane> {
     adminKubeconfig,
     restrictedKubeconfig,
     restrictedUser,
+    userKubeconfigs,
+    auditLog,
     etcdUrl,
     stopApiServer: () => kill(apiserver),
     startApiServer,
