@@ -128,6 +128,8 @@ export class LeaderElector {
   /** Ends the current wait between attempts early (a watch saw the record change). */
   private wake: AbortController | null = null;
   private unwatch: (() => void) | null = null;
+  /** A wake-up event arrived while no wait was in progress (an attempt was in flight). */
+  private wakePending = false;
   /** The store's watch is connected: every change will be reported. */
   private watchHealthy = false;
   private readonly safetyRereadMs: number;
@@ -196,6 +198,12 @@ export class LeaderElector {
     while (!signal.aborted) {
       if (this.dueForAttempt()) await this.tryAcquireOrRenew();
       if (signal.aborted) break;
+      if (this.wakePending) {
+        // An event arrived while that attempt was in flight (its read may predate the
+        // release the event reported): look again now instead of sleeping through it.
+        this.wakePending = false;
+        continue;
+      }
       this.wake = new AbortController();
       await sleep(this.clock, this.nextWait(), AbortSignal.any([signal, this.wake.signal]));
       this.wake = null;
@@ -216,7 +224,8 @@ export class LeaderElector {
       this.observe(e.record);
       if (e.record.record.holderIdentity !== '') return;
     }
-    this.wake?.abort();
+    if (this.wake) this.wake.abort();
+    else this.wakePending = true;
   }
 
   /**
