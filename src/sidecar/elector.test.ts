@@ -476,7 +476,7 @@ describe('standbys with a connected watch (Kubernetes)', () => {
     await s.clock.advance(14_999);
     assert.deepEqual(s.store.calls, [], 'nothing before the lease could expire');
     await s.clock.advance(1);
-    assert.deepEqual(s.store.calls, ['get', 'update']);
+    assert.deepEqual(s.store.calls, ['update'], 'straight from the watched record: no read');
     assert.equal(s.elector.isLeader(), true);
     assert.equal(s.store.peek(LEASE)?.leaseTransitions, 5);
     await s.elector.stop();
@@ -488,8 +488,26 @@ describe('standbys with a connected watch (Kubernetes)', () => {
     s.store.clearCalls();
     s.store.put(LEASE, record({ holderIdentity: '', leaseDurationSeconds: 1 }));
     await s.clock.advance(0);
-    assert.deepEqual(s.store.calls, ['get', 'update']);
+    assert.deepEqual(s.store.calls, ['update']);
     assert.equal(s.elector.isLeader(), true);
+    await s.elector.stop();
+  });
+
+  it('a stale watched record costs one conflict, then a read', async () => {
+    const s = watched();
+    await s.clock.advance(0);
+    s.store.put(LEASE, record({ holderIdentity: '', leaseDurationSeconds: 1 }));
+    const realUpdate = s.store.update.bind(s.store);
+    s.store.update = async (n, r, v) => {
+      s.store.update = realUpdate;
+      s.store.put(LEASE, record({ holderIdentity: 'quicker', leaseTransitions: 5 })); // someone was faster
+      return realUpdate(n, r, v);
+    };
+    s.store.clearCalls();
+    await s.clock.advance(0);
+    assert.deepEqual(s.store.calls, ['update', 'get']);
+    assert.equal(s.elector.isLeader(), false);
+    assert.equal(s.store.peek(LEASE)?.holderIdentity, 'quicker');
     await s.elector.stop();
   });
 

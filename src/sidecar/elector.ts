@@ -252,8 +252,9 @@ export class LeaderElector {
     const now = this.clock.monotonic();
     const untilExpiry = this.observedAtMono + this.observed!.record.leaseDurationSeconds * 1000 - now;
     const untilSafety = (this.lastAttemptMono ?? now) + this.safetyRereadMs - now;
-    // Candidates wake at the expiry with jitter, so they do not all race at the same instant.
-    return Math.max(0, Math.min(untilExpiry + this.random() * JITTER_FACTOR * retry, untilSafety));
+    // Standbys wake at the expiry with a little jitter, so they do not all race at the same
+    // instant (a lost race costs only a 409).
+    return Math.max(0, Math.min(untilExpiry + this.random() * 0.5 * retry, untilSafety));
   }
 
   /**
@@ -305,6 +306,19 @@ export class LeaderElector {
       }
     }
 
+    // A standby whose watch showed the lease released or expired tries straight from what the
+    // watch delivered: one request instead of two. A stale view only costs a 409, then a read.
+    if (!wasLeading && this.watchHealthy && this.observed && this.takeable(this.observed.record)) {
+      const seen = this.observed;
+      const record = this.newTermRecord(seen.record, startWall);
+      try {
+        const version = await this.call('update', this.store.update(this.lease, record, seen.version));
+        return this.succeeded({ record, version }, false, this.termSeq, startWall, startMono);
+      } catch (err) {
+        if (!(err instanceof ConflictError || err instanceof NotFoundError)) throw err;
+      }
+    }
+
     const current = await this.call('get', this.store.get(this.lease));
     if (current === null) {
       // A deletion is a change of the record: if another candidate held it, that holder may
@@ -348,15 +362,7 @@ export class LeaderElector {
 
     // A renewal keeps the term only if we lead and nobody else wrote since our last success.
     const isRenewal = wasLeading && this.leading && rec.holderIdentity === this.identity;
-    const record = isRenewal
-      ? this.renewalRecord(rec, startWall)
-      : {
-          holderIdentity: this.identity,
-          leaseDurationSeconds: this.timings.leaseDurationMs / 1000,
-          acquireTime: startWall,
-          renewTime: startWall,
-          leaseTransitions: Math.max(rec.leaseTransitions, this.highestToken) + 1,
-        };
+    const record = isRenewal ? this.renewalRecord(rec, startWall) : this.newTermRecord(rec, startWall);
     if (!isRenewal && this.leading) this.stepDown('the lease changed hands');
     const version = await this.call('update', this.store.update(this.lease, record, current.version));
     return this.succeeded({ record, version }, isRenewal, isRenewal ? seq : this.termSeq, startWall, startMono);
@@ -369,6 +375,22 @@ export class LeaderElector {
       this.vanished = { atMono: this.clock.monotonic(), leaseDurationSeconds: last.leaseDurationSeconds };
     }
     this.observed = null;
+  }
+
+  /** May a non-leader take this record now? Released, left by us, or expired as observed. */
+  private takeable(rec: LeaseRecord): boolean {
+    return rec.holderIdentity === '' || rec.holderIdentity === this.identity || this.expired(rec);
+  }
+
+  /** The record of a new term: this candidate, now, the next token after any seen. */
+  private newTermRecord(rec: LeaseRecord, now: Date): LeaseRecord {
+    return {
+      holderIdentity: this.identity,
+      leaseDurationSeconds: this.timings.leaseDurationMs / 1000,
+      acquireTime: now,
+      renewTime: now,
+      leaseTransitions: Math.max(rec.leaseTransitions, this.highestToken) + 1,
+    };
   }
 
   private renewalRecord(rec: LeaseRecord, now: Date): LeaseRecord {
