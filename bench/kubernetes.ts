@@ -47,7 +47,7 @@ function launch(impl: Impl, ns: string, lease: string, id: string, t: typeof IDL
   const timing = ['--lease-duration', t.lease, '--renew-deadline', t.deadline, '--retry-period', t.retry];
   const proc =
     impl === 'leasehold'
-      ? startCli(['sidecar', '--backend', 'kubernetes', '--kubeconfig', kubeconfig, '--namespace', ns, '--lease', lease, '--identity', id, '--listen', 'off', ...timing])
+      ? startCli(['sidecar', '--backend', 'kubernetes', '--kubeconfig', kubeconfig, '--namespace', ns, '--lease', lease, '--identity', id, '--listen', 'off', '--log-level', process.env.BENCH_DEBUG ? 'debug' : 'info', ...timing])
       : start(goBin, ['--kubeconfig', kubeconfig, '--namespace', ns, '--lease', lease, '--identity', id, ...timing]);
   return { proc, user };
 }
@@ -153,6 +153,12 @@ async function latency(impl: Impl, signal: 'SIGTERM' | 'SIGKILL'): Promise<numbe
       await waitFor('the standby to hold the Lease', async () => (await holder(ns, 'lat')) === other.id, 30_000, 5);
       out.push(Math.round(performance.now() - t0));
       await leader.proc.exited;
+      if (impl === 'leasehold' && signal === 'SIGTERM' && out.at(-1)! > 2_000) {
+        // An outlier worth reading: keep both processes' logs.
+        const file = join(cp.dir, `..`, `leasehold-bench-outlier-${Date.now()}.log`);
+        writeFileSync(file, `leader ${leader.id}\n${leader.proc.stderr()}\nstandby ${other.id}\n${other.proc.stderr()}`);
+        log(`outlier ${out.at(-1)} ms: logs in ${file}`);
+      }
       cands = [other, mk()];
       log(`${impl} ${signal} trial ${i + 1}/${TRIALS}: ${out.at(-1)} ms`);
     }
