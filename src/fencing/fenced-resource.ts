@@ -37,6 +37,8 @@ export class FencedSqliteResource {
           'CREATE TABLE IF NOT EXISTS resource (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT, written_by TEXT, fencing_token INTEGER NOT NULL DEFAULT 0)',
         );
         this.db.exec('INSERT OR IGNORE INTO resource (id, value, written_by, fencing_token) VALUES (1, NULL, NULL, 0)');
+        // Every accepted write, in order: an audit trail (and what the chaos tests check).
+        this.db.exec('CREATE TABLE IF NOT EXISTS accepted_writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, value TEXT, written_by TEXT, fencing_token INTEGER NOT NULL)');
       })
       .immediate();
   }
@@ -49,6 +51,7 @@ export class FencedSqliteResource {
         const { fencing_token: highest } = this.db.prepare('SELECT fencing_token FROM resource WHERE id = 1').get() as { fencing_token: number };
         if (token < highest) return { accepted: false, highest, reason: new StaleTokenError(token, highest).message };
         this.db.prepare('UPDATE resource SET value = ?, written_by = ?, fencing_token = ? WHERE id = 1').run(value, writtenBy, token);
+        this.db.prepare('INSERT INTO accepted_writes (value, written_by, fencing_token) VALUES (?, ?, ?)').run(value, writtenBy, token);
         return { accepted: true, highest, reason: `accepted with fencing token ${token}` };
       })
       .immediate();
@@ -72,6 +75,15 @@ export class FencedSqliteResource {
       fencing_token: number;
     };
     return { value: r.value, writtenBy: r.written_by, fencingToken: r.fencing_token };
+  }
+
+  /** Every accepted write, oldest first. */
+  history(): { value: string | null; writtenBy: string | null; fencingToken: number }[] {
+    return (this.db.prepare('SELECT value, written_by, fencing_token FROM accepted_writes ORDER BY seq').all() as {
+      value: string | null;
+      written_by: string | null;
+      fencing_token: number;
+    }[]).map((r) => ({ value: r.value, writtenBy: r.written_by, fencingToken: r.fencing_token }));
   }
 
   close(): void {
