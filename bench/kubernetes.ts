@@ -14,15 +14,13 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { numberOption, summary } from './cli-args.js';
 import { CoordinationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { REPO, start, startCli, waitFor, type Proc } from '../test/helpers/cli.js';
 import { startControlPlane } from '../test/env/control-plane.js';
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
+const opt = numberOption;
 const TRIALS = opt('trials', 20);
 const IDLE_S = opt('idle-seconds', 60);
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
@@ -168,11 +166,6 @@ async function latency(impl: Impl, signal: 'SIGTERM' | 'SIGKILL'): Promise<numbe
   return out;
 }
 
-function summary(xs: number[]) {
-  const s = [...xs].sort((a, b) => a - b);
-  const q = (p: number) => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)]!;
-  return { min: s[0]!, median: q(0.5), p95: q(0.95) };
-}
 
 try {
   const idleResults: IdleResult[] = [];

@@ -10,14 +10,12 @@
 import { writeFileSync, readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { numberOption, summary } from './cli-args.js';
 import { REPO, start, tempDir, waitFor, type Proc } from '../test/helpers/cli.js';
 import { startSidecar, validLeaders, type Candidate } from '../test/helpers/sidecars.js';
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
+const opt = numberOption;
 const TRIALS = opt('trials', 20);
 const SECONDS = opt('seconds', 3);
 const WORKER = join(REPO, 'bench/store-worker.ts');
@@ -34,11 +32,6 @@ async function throughput(procs: number, leases: number, dir: string): Promise<{
   return { ops: rs.reduce((a, r) => a + r.ops, 0) / SECONDS, leaderOps: rs.reduce((a, r) => a + r.leaderOps, 0) / SECONDS };
 }
 
-function summary(xs: number[]): { min: number; median: number; p95: number } {
-  const s = [...xs].sort((a, b) => a - b);
-  const q = (p: number) => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)]!;
-  return { min: s[0]!, median: q(0.5), p95: q(0.95) };
-}
 
 async function failover(signal: 'SIGKILL' | 'SIGTERM', dir: string): Promise<number[]> {
   const timing = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };

@@ -4,15 +4,12 @@
  * violation. A failing seed is printed and can be replayed with --seed.
  */
 import { join } from 'node:path';
+import { option } from '../../bench/cli-args.js';
 import { tempDir } from '../helpers/cli.js';
 import { startControlPlane } from '../env/control-plane.js';
 import { formatReport, runChaos, type ChaosReport } from './run-chaos.js';
 
-const args = process.argv.slice(2);
-const opt = (name: string, dflt: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1]! : dflt;
-};
+const opt = option;
 const seed = Number(opt('seed', String(Date.now() % 1_000_000)));
 const seconds = Number(opt('seconds', '120'));
 const which = opt('backend', 'both');
