@@ -8,13 +8,14 @@
  *   - graceful handoff (SIGTERM to the leader) and crash failover (SIGKILL) latency,
  *     min / median / p95 over TRIALS trials, measured from the signal to the Lease naming the
  *     standby (read through client-node every 5 ms).
- * Options: --trials N (default 20), --idle-seconds S (default 60), --no-write.
+ * Options: --trials N (default 20), --idle-seconds S (default 60), --no-write,
+ *   --only IMPL:SIGNAL (one latency row, nothing written; with BENCH_DEBUG=1 for debug logs).
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { numberOption, summary } from './cli-args.js';
+import { numberOption, option, summary } from './cli-args.js';
 import { CoordinationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { REPO, start, startCli, waitFor, type Proc } from '../test/helpers/cli.js';
 import { startControlPlane } from '../test/env/control-plane.js';
@@ -168,6 +169,13 @@ async function latency(impl: Impl, signal: 'SIGTERM' | 'SIGKILL'): Promise<numbe
 
 
 try {
+  const only = option('only', '');
+  if (only) {
+    // e.g. --only leasehold:SIGTERM: one latency row, printed, nothing written (for diagnosis).
+    const [impl, sig] = only.split(':') as [Impl, 'SIGTERM' | 'SIGKILL'];
+    console.log(`${only}: ${JSON.stringify(summary(await latency(impl, sig)))}`);
+    process.exitCode = 0;
+  } else {
   const idleResults: IdleResult[] = [];
   for (const impl of IMPLS) idleResults.push(await idle(impl));
   const lat: Record<string, ReturnType<typeof summary>> = {};
@@ -232,6 +240,7 @@ Targets: graceful handoff p95 ≤ 250 ms; crash failover p95 ≤ leaseDuration +
   if (!args.includes('--no-write')) {
     writeFileSync(join(REPO, 'docs/benchmarks-kubernetes.md'), md);
     log('wrote docs/benchmarks-kubernetes.md');
+  }
   }
 } finally {
   await cp.stop();

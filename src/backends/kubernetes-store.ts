@@ -13,6 +13,7 @@ import {
 } from '../errors.js';
 import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { formatMicroTime, parseMicroTime } from './micro-time.js';
+import { PooledKubeConfig } from './pooled-kube-config.js';
 
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
@@ -60,7 +61,7 @@ export class KubernetesLeaseStore implements LeaseStore {
 
   /** Kubeconfig from the flag, else $KUBECONFIG, ~/.kube/config, then in-cluster; namespace from the flag, the pod, or "default". */
   static fromConfig(opts: KubernetesStoreOptions): KubernetesLeaseStore {
-    const kc = new KubeConfig();
+    const kc = new PooledKubeConfig();
     try {
       if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
       else kc.loadFromDefault();

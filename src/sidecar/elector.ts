@@ -179,8 +179,9 @@ export class LeaderElector {
    */
   start(): void {
     if (this.loop) return;
-    // A standby that can watch the store retries as soon as the record changes, so a release
-    // is acted on at once. The watch is only a hint: the timed retries below still run.
+    // A standby that can watch the store acts as soon as the record is released, and while
+    // its watch is connected it waits for events instead of polling (see waitingOnWatch).
+    // The watch is only a hint: every decision is still a read and a compare-and-swap.
     this.unwatch =
       this.store.watch?.(
         this.lease,
