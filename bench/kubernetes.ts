@@ -16,7 +16,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { numberOption, option, summary } from './cli-args.js';
-import { CoordinationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { PooledKubeConfig } from '../src/backends/pooled-kube-config.js';
 import { REPO, start, startCli, waitFor, type Proc } from '../test/helpers/cli.js';
 import { startControlPlane } from '../test/env/control-plane.js';
 
@@ -34,7 +35,8 @@ const FAST_T = { lease: '4s', deadline: '3s', retry: '1s' };
 const users = Array.from({ length: 12 }, (_, i) => `candidate-${i}`);
 const cp = await startControlPlane({ audit: true, extraUsers: users });
 const goBin = execFileSync('bash', [join(REPO, 'test/env/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim();
-const kc = new KubeConfig();
+// The bench's own poller reuses its connections too, so it does not load the machine.
+const kc = new PooledKubeConfig();
 kc.loadFromFile(cp.adminKubeconfig);
 const core = kc.makeApiClient(CoreV1Api);
 const coord = kc.makeApiClient(CoordinationV1Api);
@@ -128,6 +130,13 @@ async function idle(impl: Impl): Promise<IdleResult> {
   return { impl, leader, standbys: rows.filter((r) => !r.leader) };
 }
 
+/** Has this candidate reported the current leader? (its log or its event stream) */
+function sawLeader(impl: Impl, proc: Proc, leaderId: string): boolean {
+  return impl === 'leasehold'
+    ? proc.stderr().includes(`"holder":"${leaderId}"`)
+    : proc.stdout().includes(`"holder":"${leaderId}"`);
+}
+
 async function latency(impl: Impl, signal: 'SIGTERM' | 'SIGKILL'): Promise<number[]> {
   const ns = `lat-${impl}-${signal.toLowerCase()}`;
   await core.createNamespace({ body: { metadata: { name: ns } } });
@@ -144,9 +153,11 @@ async function latency(impl: Impl, signal: 'SIGTERM' | 'SIGKILL'): Promise<numbe
         const h = await holder(ns, 'lat');
         return cands.some((c) => c.id === h) ? h : undefined;
       }, 30_000);
-      await new Promise((r) => setTimeout(r, 1_500)); // the standby is settled (watch connected)
       const leader = cands.find((c) => c.id === leaderId)!;
       const other = cands.find((c) => c !== leader)!;
+      // The standby must be up and have seen the leader (its first read and watch done).
+      await waitFor('the standby to see the leader', () => sawLeader(impl, other.proc, leaderId), 60_000);
+      await new Promise((r) => setTimeout(r, 500));
       const t0 = performance.now();
       leader.proc.kill(signal);
       await waitFor('the standby to hold the Lease', async () => (await holder(ns, 'lat')) === other.id, 30_000, 5);
