@@ -4,6 +4,7 @@ import { LeaderElector, type ElectorListener } from './elector.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore, type StoreOp } from '../testing/memory-store.js';
 import { BackendUnavailableError } from '../errors.js';
+import { liveness } from './health.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
 
 const LEASE = 'billing';
@@ -461,6 +462,7 @@ describe('standbys with a connected watch (Kubernetes)', () => {
       s.store.put(LEASE, record({ renewTime: s.clock.now() })); // the holder renews
     }
     assert.deepEqual(s.store.calls, [], '58 s of renewals cost the standby nothing');
+    assert.equal(liveness(s.elector.snapshot(), timings, s.clock.monotonic()).ok, true, 'and it is live, though it made no attempt');
     await s.clock.advance(2_000);
     assert.deepEqual(s.store.calls, ['get'], 'then its safety re-read, at 60 s');
     assert.equal(s.elector.isLeader(), false);

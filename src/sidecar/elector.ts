@@ -94,6 +94,11 @@ export interface ElectorSnapshot {
   lastRenewMonotonic: number | null;
   /** Monotonic ms at which the last attempt finished, whatever its result. */
   lastAttemptMonotonic: number | null;
+  /**
+   * Monotonic ms by which the loop should next make progress: the end of its current wait
+   * (which, for a standby relying on its watch, can be a minute away) or of its attempt.
+   */
+  loopDueMonotonic: number | null;
   running: boolean;
 }
 
@@ -128,6 +133,8 @@ export class LeaderElector {
   /** Ends the current wait between attempts early (a watch saw the record change). */
   private wake: AbortController | null = null;
   private unwatch: (() => void) | null = null;
+  /** When the loop should next make progress (end of its wait or of its attempt); for liveness. */
+  private loopDueMono: number | null = null;
   /** A wake-up event arrived while no wait was in progress (an attempt was in flight). */
   private wakePending = false;
   /** The store's watch is connected: every change will be reported. */
@@ -169,6 +176,7 @@ export class LeaderElector {
       validUntil: this.leading ? (this.term?.validUntil ?? null) : null,
       lastRenewMonotonic: this.lastRenewMono,
       lastAttemptMonotonic: this.lastAttemptMono,
+      loopDueMonotonic: this.loopDueMono,
       running: this.loop !== null,
     };
   }
@@ -197,7 +205,11 @@ export class LeaderElector {
   private async runLoop(): Promise<void> {
     const signal = this.abort.signal;
     while (!signal.aborted) {
-      if (this.dueForAttempt()) await this.tryAcquireOrRenew();
+      if (this.dueForAttempt()) {
+        // Each attempt is at most three requests, each bounded by requestTimeout.
+        this.loopDueMono = this.clock.monotonic() + 3 * this.requestTimeoutMs;
+        await this.tryAcquireOrRenew();
+      }
       if (signal.aborted) break;
       if (this.wakePending) {
         // An event arrived while that attempt was in flight (its read may predate the
@@ -206,7 +218,9 @@ export class LeaderElector {
         continue;
       }
       this.wake = new AbortController();
-      await sleep(this.clock, this.nextWait(), AbortSignal.any([signal, this.wake.signal]));
+      const wait = this.nextWait();
+      this.loopDueMono = this.clock.monotonic() + wait;
+      await sleep(this.clock, wait, AbortSignal.any([signal, this.wake.signal]));
       this.wake = null;
     }
   }

@@ -106,7 +106,7 @@ export class Sidecar {
     this.server = opts.listen
       ? new StatusServer({
           status: () => toLeaderStatus(this.elector.snapshot(), this.clock.now()),
-          liveness: () => liveness(this.elector.snapshot(), opts, opts.renewDeadlineMs / 2, this.clock.monotonic()),
+          liveness: () => liveness(this.elector.snapshot(), opts, this.clock.monotonic()),
           readiness: () => this.readiness.check(this.elector.snapshot()),
           registry: m.registry,
         })

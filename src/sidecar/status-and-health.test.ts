@@ -23,6 +23,7 @@ const snap = (over: Partial<ElectorSnapshot> = {}): ElectorSnapshot => ({
   validUntil: new Date('2026-12-02T09:00:20Z'),
   lastRenewMonotonic: 1_000,
   lastAttemptMonotonic: 1_000,
+  loopDueMonotonic: 3_000,
   running: true,
   ...over,
 });
@@ -62,12 +63,13 @@ describe('health', () => {
     ['healthy leader', {}, 3_000, true, /ok/],
     ['loop stopped', { running: false }, 3_000, false, /not running/],
     ['leader not renewed for a whole lease (stuck)', {}, 1_000 + 15_001, false, /has not renewed/],
-    ['follower whose loop stalled', { isLeader: false, lastRenewMonotonic: null }, 1_000 + 2.2 * 2_000 + 5_000 + 5_001, false, /no election attempt/],
-    ['follower, recent attempt', { isLeader: false, lastRenewMonotonic: null }, 5_000, true, /ok/],
+    ['loop more than 5 s behind its schedule', { isLeader: false, lastRenewMonotonic: null }, 3_000 + 5_001, false, /behind its schedule/],
+    ['loop within its slack', { isLeader: false, lastRenewMonotonic: null }, 3_000 + 5_000, true, /ok/],
+    ['standby waiting a minute on its watch', { isLeader: false, lastRenewMonotonic: null, lastAttemptMonotonic: 1_000, loopDueMonotonic: 61_000 }, 55_000, true, /ok/],
   ];
   for (const [name, over, now, ok, reason] of cases) {
     it(`liveness: ${name}`, () => {
-      const v = liveness(snap(over), t, 5_000, now);
+      const v = liveness(snap(over), t, now);
       assert.equal(v.ok, ok);
       assert.match(v.reason, reason);
     });
