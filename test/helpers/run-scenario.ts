@@ -49,7 +49,9 @@ export async function exclusiveRunScenario(backend: string[], work: string, proc
   const violations = existsSync(join(work, 'violations')) ? readFileSync(join(work, 'violations'), 'utf8') : '';
   assert.equal(violations, '', 'two copies ran at once');
   const leader = byId.get(seen.identity)!;
-  assert.match(leader.stdout(), new RegExp(`child running: ${seen.identity} ${seen.pid} ${seen.token}`), "the child's stdout passes through");
+  // The child records itself in a file before printing: give its line time to arrive.
+  const line = `child running: ${seen.identity} ${seen.pid} ${seen.token}`;
+  await waitFor("the child's stdout to pass through", () => leader.stdout().includes(line), 5_000);
   assert.doesNotMatch(leader.stdout(), /"msg"/, "leasehold's own logs stay on stderr");
   assert.match(leader.stderr(), /"msg":"started command".*"token":\d+/);
   return tokens;
