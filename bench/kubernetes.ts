@@ -22,9 +22,8 @@ import { REPO, start, startCli, waitFor, type Proc } from '../test/helpers/cli.j
 import { startControlPlane } from '../test/env/control-plane.js';
 
 const args = process.argv.slice(2);
-const opt = numberOption;
-const TRIALS = opt('trials', 20);
-const IDLE_S = opt('idle-seconds', 60);
+const TRIALS = numberOption('trials', 20);
+const IDLE_S = numberOption('idle-seconds', 60);
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 type Impl = 'leasehold' | 'client-go';
 const IMPLS: Impl[] = ['leasehold', 'client-go'];

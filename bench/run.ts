@@ -15,9 +15,8 @@ import { REPO, start, tempDir, waitFor, type Proc } from '../test/helpers/cli.js
 import { startSidecar, validLeaders, type Candidate } from '../test/helpers/sidecars.js';
 
 const args = process.argv.slice(2);
-const opt = numberOption;
-const TRIALS = opt('trials', 20);
-const SECONDS = opt('seconds', 3);
+const TRIALS = numberOption('trials', 20);
+const SECONDS = numberOption('seconds', 3);
 const WORKER = join(REPO, 'bench/store-worker.ts');
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 

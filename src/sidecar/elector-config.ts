@@ -1,4 +1,5 @@
 import { InvalidConfigError } from '../errors.js';
+import { formatDuration as ms } from '../config/duration.js';
 
 /** client-go's JitterFactor: a standby waits retryPeriod × (1 + rand × 1.2) between attempts. */
 export const JITTER_FACTOR = 1.2;
@@ -55,8 +56,4 @@ export function validateIdentity(identity: string): void {
 
 function flagName(key: string): string {
   return key.replace(/Ms$/, '');
-}
-
-function ms(v: number): string {
-  return v % 1000 === 0 ? `${v / 1000}s` : `${Math.round(v * 1000) / 1000}ms`;
 }

@@ -9,10 +9,9 @@ import { tempDir } from '../helpers/cli.js';
 import { startControlPlane } from '../env/control-plane.js';
 import { formatReport, runChaos, type ChaosReport } from './run-chaos.js';
 
-const opt = option;
-const seed = Number(opt('seed', String(Date.now() % 1_000_000)));
-const seconds = Number(opt('seconds', '120'));
-const which = opt('backend', 'both');
+const seed = Number(option('seed', String(Date.now() % 1_000_000)));
+const seconds = Number(option('seconds', '120'));
+const which = option('backend', 'both');
 const say = (l: string) => process.stderr.write(`[chaos] ${l}\n`);
 const reports: ChaosReport[] = [];
 
