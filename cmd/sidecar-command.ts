@@ -1,6 +1,6 @@
 import type { Argv } from 'yargs';
 import { openStore } from '../src/backends/open-store.js';
-import { checkSqliteFile } from '../src/backends/sqlite-store.js';
+import { checkSqliteFile } from '../src/backends/sqlite-file-check.js';
 import { createLogger } from '../src/log.js';
 import { Sidecar } from '../src/sidecar/sidecar.js';
 import { checkStatusDir } from '../src/sidecar/status-publisher.js';
@@ -17,7 +17,7 @@ export async function podLabelerFor(store: LeaseStore, pod: string, log: Logger)
   const { KubernetesLeaseStore } = await import('../src/backends/kubernetes-store.js');
   const { PodLabeler } = await import('../src/sidecar/pod-labeler.js');
   if (!(store instanceof KubernetesLeaseStore)) throw new Error('--pod-label needs the kubernetes backend');
-  return new PodLabeler(store.kc, store.namespace, pod, log);
+  return new PodLabeler(store.client, store.namespace, pod, log);
 }
 
 export interface SidecarArgs extends ElectionArgs {

@@ -2,7 +2,7 @@ import type { Argv } from 'yargs';
 import { existsSync } from 'node:fs';
 import type { LeaseStore } from '../src/backends/lease-store.js';
 import { openStore } from '../src/backends/open-store.js';
-import { SqliteLeaseStore, checkSqliteFile } from '../src/backends/sqlite-store.js';
+import { checkSqliteFile } from '../src/backends/sqlite-file-check.js';
 import { formatDuration } from '../src/config/duration.js';
 import { StoreOpenError } from '../src/errors.js';
 import { resolveStore, storeFlags, type StoreArgs } from './election-flags.js';
@@ -38,6 +38,7 @@ export async function runStatus(a: StatusArgs): Promise<number> {
   if (settings.backend === 'sqlite') {
     checkSqliteFile(settings.db);
     if (!existsSync(settings.db)) throw new StoreOpenError(`no lease store at ${settings.db}: no candidate has run with this --db yet`);
+    const { SqliteLeaseStore } = await import('../src/backends/sqlite-store.js');
     store = new SqliteLeaseStore(settings.db, { readonly: true });
   } else {
     store = await openStore(settings);

@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { ApiException, CoordinationV1Api, KubeConfig, Watch, type V1Lease } from '@kubernetes/client-node';
+import { KubeApiError, KubeClient } from '../kube/api-client.js';
+import { loadConnection } from '../kube/kubeconfig.js';
 import {
   BackendError,
   BackendUnavailableError,
@@ -13,9 +13,25 @@ import {
 } from '../errors.js';
 import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { formatMicroTime, parseMicroTime } from './micro-time.js';
-import { PooledKubeConfig } from './pooled-kube-config.js';
 
-const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+/** The parts of a coordination.k8s.io/v1 Lease this store reads; every other field is carried as is. */
+interface LeaseSpec {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  acquireTime?: string;
+  renewTime?: string;
+  leaseTransitions?: number;
+  [other: string]: unknown;
+}
+interface Lease {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string; uid?: string; [other: string]: unknown };
+  spec?: LeaseSpec;
+}
+
+/** How long the API server keeps one watch open before ending it (we then reconnect), like client-go's 5–10 minutes. */
+const WATCH_TIMEOUT_SECONDS = 300;
 
 export interface KubernetesStoreOptions {
   namespace?: string;
@@ -37,9 +53,8 @@ export interface KubernetesStoreOptions {
 export class KubernetesLeaseStore implements LeaseStore {
   readonly backend = 'kubernetes';
   readonly location: string;
-  private readonly api: CoordinationV1Api;
   /** The last object read or written per lease, to carry fields we do not own. */
-  private readonly objects = new Map<string, V1Lease>();
+  private readonly objects = new Map<string, Lease>();
   /**
    * The uid of each Lease last seen, kept even after it is deleted. Leases allow create-on-
    * update: a PUT of a deleted Lease without a uid precondition would silently recreate it,
@@ -47,37 +62,37 @@ export class KubernetesLeaseStore implements LeaseStore {
    */
   private readonly uids = new Map<string, string>();
 
-  /** The client configuration, for other calls a sidecar makes (labelling its pod). */
-  readonly kc: KubeConfig;
-
   constructor(
-    kc: KubeConfig,
+    /** The API client, shared with other calls a sidecar makes (labelling its pod). */
+    readonly client: KubeClient,
     readonly namespace: string,
   ) {
-    this.kc = kc;
-    this.api = kc.makeApiClient(CoordinationV1Api);
-    this.location = `namespace ${namespace} on ${kc.getCurrentCluster()?.server ?? 'the API server'}`;
+    this.location = `namespace ${namespace} on ${client.conn.server}`;
   }
 
-  /** Kubeconfig from the flag, else $KUBECONFIG, ~/.kube/config, then in-cluster; namespace from the flag, the pod, or "default". */
+  /**
+   * Kubeconfig from the flag, else $KUBECONFIG, ~/.kube/config, then the pod's service account
+   * (src/kube/kubeconfig.ts); namespace from the flag, the kubeconfig context or the pod, else "default".
+   */
   static fromConfig(opts: KubernetesStoreOptions): KubernetesLeaseStore {
-    const kc = new PooledKubeConfig();
+    let conn;
     try {
-      if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
-      else kc.loadFromDefault();
+      conn = loadConnection(opts.kubeconfig);
     } catch (err) {
+      if (err instanceof LeaseholdError) throw err;
       throw new StoreOpenError(`cannot load kubeconfig${opts.kubeconfig ? ` ${opts.kubeconfig}` : ''}: ${(err as Error).message}`, { cause: err });
     }
-    if (!kc.getCurrentCluster()) {
-      throw new StoreOpenError('no Kubernetes cluster configured: pass --kubeconfig, set KUBECONFIG, or run in a pod with a service account');
-    }
-    const namespace = opts.namespace ?? podNamespace() ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
-    return new KubernetesLeaseStore(kc, namespace);
+    return new KubernetesLeaseStore(new KubeClient(conn, opts.requestTimeoutMs), opts.namespace ?? conn.namespace ?? 'default');
+  }
+
+  private leasePath(name?: string): string {
+    const base = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(this.namespace)}/leases`;
+    return name === undefined ? base : `${base}/${encodeURIComponent(name)}`;
   }
 
   async get(name: string): Promise<VersionedRecord | null> {
     try {
-      const lease = await this.api.readNamespacedLease({ name, namespace: this.namespace });
+      const lease = await this.client.request<Lease>('GET', this.leasePath(name));
       return this.remember(name, lease);
     } catch (err) {
       if (statusOf(err) === 404) {
@@ -89,14 +104,14 @@ export class KubernetesLeaseStore implements LeaseStore {
   }
 
   async create(name: string, record: LeaseRecord): Promise<string> {
-    const body: V1Lease = {
+    const body: Lease = {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       metadata: { name, namespace: this.namespace },
       spec: toSpec(record, undefined),
     };
     try {
-      const created = await this.api.createNamespacedLease({ namespace: this.namespace, body });
+      const created = await this.client.request<Lease>('POST', this.leasePath(), { body });
       return this.remember(name, created).version;
     } catch (err) {
       throw this.translate(err, 'create', name);
@@ -105,15 +120,15 @@ export class KubernetesLeaseStore implements LeaseStore {
 
   async update(name: string, record: LeaseRecord, expectedVersion: string): Promise<string> {
     const known = this.objects.get(name);
-    const base: V1Lease = known?.metadata?.resourceVersion === expectedVersion ? known : { metadata: { name, namespace: this.namespace } };
-    const body: V1Lease = {
+    const base: Lease = known?.metadata?.resourceVersion === expectedVersion ? known : { metadata: { name, namespace: this.namespace } };
+    const body: Lease = {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       metadata: { ...base.metadata, name, namespace: this.namespace, resourceVersion: expectedVersion, uid: base.metadata?.uid ?? this.uids.get(name) },
       spec: toSpec(record, base.spec),
     };
     try {
-      const replaced = await this.api.replaceNamespacedLease({ name, namespace: this.namespace, body });
+      const replaced = await this.client.request<Lease>('PUT', this.leasePath(name), { body });
       return this.remember(name, replaced).version;
     } catch (err) {
       throw this.translate(err, 'update', name);
@@ -129,22 +144,22 @@ export class KubernetesLeaseStore implements LeaseStore {
    */
   watch(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void): () => void {
     let stopped = false;
-    let current: AbortController | null = null;
+    let current: { abort(): void } | null = null;
     let timer: NodeJS.Timeout | null = null;
     let failures = 0;
-    const path = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(this.namespace)}/leases`;
     const connect = async () => {
       if (stopped) return;
       try {
-        current = await new Watch(this.kc).watch(
-          path,
-          { fieldSelector: `metadata.name=${name}`, allowWatchBookmarks: false },
-          (phase: string, obj: V1Lease | undefined) => {
+        current = await this.client.watch(
+          this.leasePath(),
+          { fieldSelector: `metadata.name=${name}`, timeoutSeconds: String(WATCH_TIMEOUT_SECONDS) },
+          ({ type, object }) => {
             failures = 0;
-            if (phase === 'DELETED') {
+            const obj = object as Lease | undefined;
+            if (type === 'DELETED') {
               this.objects.delete(name);
               onEvent({ record: null, deleted: obj?.spec ? fromSpec(obj.spec) : undefined });
-            } else if ((phase === 'ADDED' || phase === 'MODIFIED') && obj?.metadata?.resourceVersion) {
+            } else if ((type === 'ADDED' || type === 'MODIFIED') && obj?.metadata?.resourceVersion) {
               onEvent({ record: this.remember(name, obj) });
             }
           },
@@ -176,9 +191,11 @@ export class KubernetesLeaseStore implements LeaseStore {
     };
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    this.client.close();
+  }
 
-  private remember(name: string, lease: V1Lease): VersionedRecord {
+  private remember(name: string, lease: Lease): VersionedRecord {
     const version = lease.metadata?.resourceVersion;
     if (!version) throw new BackendError(`Lease ${this.namespace}/${name} came back without a resourceVersion`);
     this.objects.set(name, lease);
@@ -217,20 +234,19 @@ export class KubernetesLeaseStore implements LeaseStore {
   }
 }
 
-function toSpec(r: LeaseRecord, base: V1Lease['spec']): NonNullable<V1Lease['spec']> {
+function toSpec(r: LeaseRecord, base: LeaseSpec | undefined): LeaseSpec {
   return {
     ...base,
     holderIdentity: r.holderIdentity,
     leaseDurationSeconds: Math.round(r.leaseDurationSeconds),
-    // The generated client passes unknown types through untouched; the API server wants
-    // exactly six fractional digits, which Date#toISOString (three) does not give.
-    acquireTime: (r.acquireTime ? formatMicroTime(r.acquireTime) : undefined) as unknown as Date,
-    renewTime: (r.renewTime ? formatMicroTime(r.renewTime) : undefined) as unknown as Date,
+    // MicroTime: the API server wants exactly six fractional digits (Date#toISOString gives three).
+    acquireTime: r.acquireTime ? formatMicroTime(r.acquireTime) : undefined,
+    renewTime: r.renewTime ? formatMicroTime(r.renewTime) : undefined,
     leaseTransitions: r.leaseTransitions,
   };
 }
 
-function fromSpec(spec: V1Lease['spec']): LeaseRecord {
+function fromSpec(spec: LeaseSpec | undefined): LeaseRecord {
   return {
     holderIdentity: spec?.holderIdentity ?? '',
     leaseDurationSeconds: spec?.leaseDurationSeconds ?? 0,
@@ -241,31 +257,12 @@ function fromSpec(spec: V1Lease['spec']): LeaseRecord {
 }
 
 function statusOf(err: unknown): number | undefined {
-  if (err instanceof ApiException) return err.code;
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'number' ? code : undefined;
+  return err instanceof KubeApiError ? err.code : undefined;
 }
 
-/** The API server's Status message when there is one, else the transport error's. */
+/** The API server's Status message, else the transport error's message and code (ECONNREFUSED). */
 function messageOf(err: unknown): string {
-  if (err instanceof ApiException) {
-    const body: unknown = err.body;
-    try {
-      const parsed = (typeof body === 'string' ? JSON.parse(body) : body) as { message?: string };
-      if (parsed?.message) return parsed.message;
-    } catch {
-      // not JSON: fall through
-    }
-    return typeof body === 'string' && body ? body.slice(0, 300) : err.message.split('\n')[0]!;
-  }
-  const e = err as { message?: string; cause?: { code?: string } };
-  return [e?.message, e?.cause?.code].filter(Boolean).join(': ') || String(err);
-}
-
-function podNamespace(): string | undefined {
-  try {
-    return readFileSync(SERVICE_ACCOUNT_NAMESPACE, 'utf8').trim() || undefined;
-  } catch {
-    return undefined;
-  }
+  if (err instanceof KubeApiError) return err.message;
+  const e = err as { message?: string; code?: unknown };
+  return [e?.message, typeof e?.code === 'string' && !e.message?.includes(e.code) ? e.code : undefined].filter(Boolean).join(': ') || String(err);
 }

@@ -7,7 +7,7 @@ export function formatMicroTime(d: Date): string {
   return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 
-/** Parses MicroTime or RFC 3339 Time (client-node returns both as strings); null when absent. */
+/** Parses MicroTime or RFC 3339 Time (both arrive as JSON strings); null when absent. */
 export function parseMicroTime(v: unknown): Date | null {
   if (v === undefined || v === null || v === '') return null;
   const d = v instanceof Date ? v : new Date(String(v));

@@ -1,6 +1,5 @@
 import { InvalidConfigError } from '../errors.js';
 import type { LeaseStore } from './lease-store.js';
-import { SqliteLeaseStore } from './sqlite-store.js';
 
 export type BackendName = 'sqlite' | 'kubernetes';
 export const BACKENDS: readonly BackendName[] = ['sqlite', 'kubernetes'];
@@ -17,11 +16,13 @@ export interface StoreSettings {
   requestTimeoutMs?: number;
 }
 
-/** Opens the configured backend. The kubernetes client is loaded only when asked for. */
+/** Opens the configured backend. Each backend's code (and SQLite's native module) is loaded only when asked for. */
 export async function openStore(s: StoreSettings): Promise<LeaseStore> {
   switch (s.backend) {
-    case 'sqlite':
+    case 'sqlite': {
+      const { SqliteLeaseStore } = await import('./sqlite-store.js');
       return new SqliteLeaseStore(s.db);
+    }
     case 'kubernetes': {
       const { KubernetesLeaseStore } = await import('./kubernetes-store.js');
       return KubernetesLeaseStore.fromConfig({ namespace: s.namespace, kubeconfig: s.kubeconfig, requestTimeoutMs: s.requestTimeoutMs });

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync, openSync, readSync, closeSync, statSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
   BackendError,
@@ -9,6 +9,7 @@ import {
   StoreOpenError,
 } from '../errors.js';
 import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
+import { checkSqliteFile } from './sqlite-file-check.js';
 
 /**
  * Leases in one SQLite file shared by processes on one machine.
@@ -39,33 +40,6 @@ interface LeaseRow {
   renew_time: number;
   lease_duration_seconds: number;
   acquire_time: number;
-}
-
-const SQLITE_HEADER = 'SQLite format 3\0';
-
-/** Throws StoreOpenError unless `path` is absent, empty, or starts with the SQLite header. Reads only. */
-export function checkSqliteFile(path: string): void {
-  let size: number;
-  try {
-    const st = statSync(path);
-    if (!st.isFile()) throw new StoreOpenError(`--db ${path} is not a regular file`);
-    size = st.size;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    if (err instanceof StoreOpenError) throw err;
-    throw new StoreOpenError(`--db ${path} cannot be read: ${(err as Error).message}`, { cause: err });
-  }
-  if (size === 0) return;
-  const fd = openSync(path, 'r');
-  try {
-    const buf = Buffer.alloc(16);
-    readSync(fd, buf, 0, 16, 0);
-    if (buf.toString('latin1') !== SQLITE_HEADER) {
-      throw new StoreOpenError(`--db ${path} is not an SQLite database (its header is not "SQLite format 3")`);
-    }
-  } finally {
-    closeSync(fd);
-  }
 }
 
 export class SqliteLeaseStore implements LeaseStore {

@@ -1,5 +1,5 @@
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { describeError } from '../errors.js';
+import type { KubeClient } from '../kube/api-client.js';
 import type { Logger } from '../log.js';
 
 export const ROLE_LABEL = 'leasehold.io/role';
@@ -12,21 +12,18 @@ export type PodRole = 'leader' | 'follower';
  * convenience for routing, never a fencing mechanism: it lags leadership by one API call.
  */
 export class PodLabeler {
-  private readonly api: CoreV1Api;
   private wanted: PodRole | null = null;
   private applied: PodRole | null = null;
   private inFlight: Promise<void> | null = null;
   private retry: NodeJS.Timeout | null = null;
 
   constructor(
-    kc: KubeConfig,
+    private readonly client: KubeClient,
     private readonly namespace: string,
     private readonly pod: string,
     private readonly log: Logger,
     private readonly retryMs = 2_000,
-  ) {
-    this.api = kc.makeApiClient(CoreV1Api);
-  }
+  ) {}
 
   set(role: PodRole): void {
     this.wanted = role;
@@ -47,11 +44,9 @@ export class PodLabeler {
     if (this.inFlight) return this.inFlight;
     const role = this.wanted;
     if (role === null || role === this.applied) return Promise.resolve();
-    this.inFlight = this.api
-      .patchNamespacedPod(
-        { name: this.pod, namespace: this.namespace, body: { metadata: { labels: { [ROLE_LABEL]: role } } } },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-      )
+    const path = `/api/v1/namespaces/${encodeURIComponent(this.namespace)}/pods/${encodeURIComponent(this.pod)}`;
+    this.inFlight = this.client
+      .request('PATCH', path, { body: { metadata: { labels: { [ROLE_LABEL]: role } } }, contentType: 'application/merge-patch+json' })
       .then(
         () => {
           this.applied = role;

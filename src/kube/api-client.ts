@@ -1,0 +1,182 @@
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { ClusterConnection } from './kubeconfig.js';
+
+/**
+ * The API server answered with an HTTP error. `code` is the HTTP status (404, 409, ...), as in
+ * kubernetes-client/javascript, so callers branch on `err.code`; `message` is the server's own
+ * Status message. Transport failures (ECONNREFUSED, timeouts) are plain errors with a string code.
+ */
+export class KubeApiError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly reason?: string,
+  ) {
+    super(message);
+    this.name = 'KubeApiError';
+  }
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  /** Defaults to application/json when there is a body. */
+  contentType?: string;
+  /** Bound on the whole request; the socket is destroyed when it passes. */
+  timeoutMs?: number;
+}
+
+/** One watch event as the API server streams it: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR. */
+export interface RawWatchEvent {
+  type: string;
+  object: unknown;
+}
+
+export interface WatchHandle {
+  abort(): void;
+}
+
+/**
+ * A small JSON client for the few calls leasehold makes (read/create/replace one Lease, watch
+ * it, patch its own pod). It exists instead of @kubernetes/client-node because that library's
+ * generated API surface costs about 70 MB of memory in a sidecar whose whole job is a handful
+ * of requests a minute (docs/benchmarks.md). One keep-alive agent per client: renewals every
+ * retryPeriod and a long-lived watch reuse their TCP + TLS connections.
+ */
+export class KubeClient {
+  private readonly agent: HttpAgent | HttpsAgent;
+  private readonly isHttps: boolean;
+
+  constructor(
+    readonly conn: ClusterConnection,
+    private readonly defaultTimeoutMs = 30_000,
+  ) {
+    this.isHttps = conn.server.startsWith('https:');
+    const options = { keepAlive: true, maxSockets: 8, maxFreeSockets: 2 };
+    this.agent = this.isHttps
+      ? new HttpsAgent({ ...options, ca: conn.ca, cert: conn.cert, key: conn.key, rejectUnauthorized: !conn.insecureSkipTlsVerify, servername: conn.tlsServerName })
+      : new HttpAgent(options);
+  }
+
+  /** Sends one request and parses the JSON answer; a non-2xx answer throws KubeApiError. */
+  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const payload = opts.body === undefined ? undefined : Buffer.from(JSON.stringify(opts.body));
+    const headers: Record<string, string> = { Accept: 'application/json' };
+    if (payload) {
+      headers['Content-Type'] = opts.contentType ?? 'application/json';
+      headers['Content-Length'] = String(payload.length);
+    }
+    const res = await this.send(method, path, headers, payload, opts.timeoutMs ?? this.defaultTimeoutMs);
+    const text = await readAll(res);
+    if (res.statusCode! < 200 || res.statusCode! >= 300) throw this.apiError(res.statusCode!, text);
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new Error(`${method} ${path}: the API server answered ${res.statusCode} with a body that is not JSON`);
+    }
+  }
+
+  /**
+   * Opens a watch (`?watch=true` plus `query`) and resolves once the API server accepted it
+   * (HTTP 200); rejects with KubeApiError or a transport error otherwise. Events are parsed
+   * line by line; `onEnd` is called once when the stream ends for any reason other than
+   * abort() (server timeout, dropped connection, an ERROR event such as 410 Gone).
+   */
+  async watch(path: string, query: Record<string, string>, onEvent: (e: RawWatchEvent) => void, onEnd: (err?: Error) => void): Promise<WatchHandle> {
+    const qs = new URLSearchParams({ ...query, watch: 'true' }).toString();
+    const res = await this.send('GET', `${path}?${qs}`, { Accept: 'application/json' }, undefined, this.defaultTimeoutMs, true);
+    if (res.statusCode !== 200) throw this.apiError(res.statusCode!, await readAll(res));
+    let aborted = false;
+    let ended = false;
+    const end = (err?: Error) => {
+      if (ended || aborted) return;
+      ended = true;
+      res.destroy();
+      onEnd(err);
+    };
+    let pending = '';
+    res.setEncoding('utf8');
+    res.on('data', (chunk: string) => {
+      pending += chunk;
+      let newline: number;
+      while ((newline = pending.indexOf('\n')) >= 0) {
+        const line = pending.slice(0, newline).trim();
+        pending = pending.slice(newline + 1);
+        if (!line) continue;
+        let event: RawWatchEvent;
+        try {
+          event = JSON.parse(line) as RawWatchEvent;
+        } catch {
+          end(new Error('watch stream carried a line that is not JSON'));
+          return;
+        }
+        if (event.type === 'ERROR') {
+          const status = event.object as { code?: number; message?: string; reason?: string };
+          end(new KubeApiError(status?.code ?? 500, status?.message ?? 'watch error', status?.reason));
+          return;
+        }
+        onEvent(event);
+      }
+    });
+    res.on('end', () => end());
+    res.on('close', () => end());
+    res.on('error', (err) => end(err));
+    return {
+      abort() {
+        aborted = true;
+        res.destroy();
+      },
+    };
+  }
+
+  /** Frees the kept-alive sockets. */
+  close(): void {
+    this.agent.destroy();
+  }
+
+  private async send(method: string, path: string, headers: Record<string, string>, payload: Buffer | undefined, timeoutMs: number, streaming = false): Promise<IncomingMessage> {
+    const auth = await this.conn.credentials?.header();
+    if (auth) headers.Authorization = auth;
+    const url = new URL(path, `${this.conn.server}/`);
+    return new Promise<IncomingMessage>((resolve, reject) => {
+      const request = this.isHttps ? httpsRequest : httpRequest;
+      const req: ClientRequest = request(url, { method, headers, agent: this.agent, servername: this.conn.tlsServerName }, (res) => {
+        if (res.statusCode === 401) this.conn.credentials?.invalidate();
+        // A watch may stay open for minutes; only its response headers are bounded.
+        if (streaming) clearTimeout(timer);
+        else res.on('close', () => clearTimeout(timer));
+        resolve(res);
+      });
+      const timer = setTimeout(() => req.destroy(Object.assign(new Error(`${method} ${url.pathname} timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' })), timeoutMs);
+      timer.unref();
+      req.on('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+      req.end(payload);
+    });
+  }
+
+  private apiError(status: number, body: string): KubeApiError {
+    try {
+      const parsed = JSON.parse(body) as { message?: string; reason?: string };
+      if (parsed?.message) return new KubeApiError(status, parsed.message, parsed.reason);
+    } catch {
+      // not a Status object: use the text
+    }
+    return new KubeApiError(status, body.trim().slice(0, 300) || `HTTP ${status}`);
+  }
+}
+
+function readAll(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('error', reject);
+    // A timeout or reset after the headers: without this the promise would never settle.
+    res.on('close', () => {
+      if (!res.complete) reject(new Error('the connection closed before the response ended'));
+    });
+  });
+}
