@@ -14,7 +14,7 @@ step "build"
 npm run --silent build
 
 step "unit, SQLite and CLI tiers"
-mapfile -t local_tests < <(tests src cmd examples test/sqlite test/cli; echo test/kind/e2e-logic.test.ts)
+mapfile -t local_tests < <(tests src cmd examples test/helpers test/sqlite test/cli; echo test/kind/e2e-logic.test.ts)
 node --import tsx --test --test-concurrency=1 --test-reporter=spec "${local_tests[@]}"
 
 step "Kubernetes tier (real kube-apiserver + etcd)"

@@ -459,12 +459,13 @@ export class LeaderElector {
     this.armDeadline(startMono);
     if (isRenewal && this.term) {
       this.term = { ...this.term, renewedAt: startWall, validUntil };
+      this.log.debug('renewed', { token: this.term.token, validUntil: validUntil.toISOString() });
       this.listener.onRenewed?.(this.term);
       return true;
     }
     this.leading = true;
     this.term = { token, acquiredAt: got.record.acquireTime ?? startWall, renewedAt: startWall, validUntil };
-    this.log.info('became leader', { token });
+    this.log.info('became leader', { token, validUntil: validUntil.toISOString() });
     this.listener.onStartedLeading?.(this.term);
     return true;
   }

@@ -30,7 +30,7 @@ if (which === 'kubernetes' || which === 'both') {
   try {
     say(`kubernetes: seed ${seed}, ${seconds} s`);
     const backendArgs = ['--backend', 'kubernetes', '--kubeconfig', cp.adminKubeconfig, '--namespace', 'default', '--lease', 'chaos'];
-    reports.push(await runChaos({ backend: 'kubernetes', backendArgs, dir: dir.path, seed, seconds, apiServer: { stop: cp.stopApiServer, start: cp.startApiServer }, log: say }));
+    reports.push(await runChaos({ backend: 'kubernetes', backendArgs, dir: dir.path, seed, seconds, apiServer: { stop: cp.stopApiServer, start: cp.startApiServer }, etcd: { stop: cp.stopEtcd, start: cp.startEtcd }, log: say }));
   } finally {
     await cp.stop();
     dir.cleanup();

@@ -2,16 +2,23 @@
  * The chaos driver: N candidates (a `leasehold sidecar` and an app writing through a fenced
  * resource with its token), and faults injected at random from a recorded seed: SIGKILL of a
  * sidecar (restarted later), a freeze of a whole candidate (sidecar and app SIGSTOPped) longer
- * than the lease, a graceful restart, and on Kubernetes a kube-apiserver outage longer than
- * renewDeadline. The same seed replays the same fault schedule.
+ * than the lease, a graceful restart, and on Kubernetes a kube-apiserver restart or an etcd
+ * stop, each longer than renewDeadline. The same seed replays the same fault schedule (the
+ * timing of the processes themselves is not replayable; the sequence of faults is).
  *
- * Checked at the end: the resource accepted tokens in non-decreasing order (no stale write
- * landed); no token was written by two identities (never two leaders in one term); every write
- * an app saw accepted is in the resource's history; a leader exists after the last fault.
+ * Checked:
+ * - after every fault, a leader again within RECOVERY_BOUND_MS (from the fault for a killed,
+ *   frozen or restarted candidate; from the end of the outage for the API server and etcd);
+ * - the resource accepted tokens in non-decreasing order (no stale write landed);
+ * - no token was written by two identities (never two leaders in one term);
+ * - the sidecars' own leadership terms [became leader, last validUntil or step-down] never
+ *   overlap across candidates, and their tokens strictly increase (test/helpers/leadership-terms.ts);
+ * - every write an app saw accepted is in the resource's history.
  */
 import { join } from 'node:path';
-import { REPO, start, waitFor, type Proc } from '../helpers/cli.js';
+import { REPO, start, type Proc } from '../helpers/cli.js';
 import { startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
+import { termViolations, termsFromLog, type Term } from '../helpers/leadership-terms.js';
 import { FencedSqliteResource } from '../../src/fencing/fenced-resource.js';
 
 export interface ChaosOptions {
@@ -23,6 +30,8 @@ export interface ChaosOptions {
   candidates?: number;
   /** Kubernetes only: stop and start the API server. */
   apiServer?: { stop(): Promise<void>; start(): Promise<void> };
+  /** Kubernetes only: stop and start etcd under a running API server. */
+  etcd?: { stop(): Promise<void>; start(): Promise<void> };
   log?: (line: string) => void;
 }
 
@@ -31,6 +40,10 @@ export interface ChaosReport {
   seed: number;
   faults: Record<string, number>;
   handoffs: number;
+  /** Leadership terms seen in the sidecars' logs. */
+  terms: number;
+  /** The longest time to a leader again after a fault, ms. */
+  slowestRecoveryMs: number;
   accepted: number;
   rejected: number;
   violations: string[];
@@ -39,6 +52,13 @@ export interface ChaosReport {
 const T = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };
 const LEASE_MS = 2_000;
 const DEADLINE_MS = 1_500;
+const RETRY_MS = 400;
+/**
+ * A leader again within leaseDuration + 2.2 × retryPeriod (an expired lease taken by a standby
+ * on its jittered retry) plus 5 s of slack for process start-up and the API server's reconnect
+ * to etcd on a loaded 2-core machine.
+ */
+export const RECOVERY_BOUND_MS = LEASE_MS + 2.2 * RETRY_MS + 5_000;
 const APP = join(REPO, 'test/chaos/chaos-app.ts');
 
 /** mulberry32: a small seeded PRNG, so a seed replays the same schedule. */
@@ -56,8 +76,9 @@ export function prng(seed: number): () => number {
 interface Member {
   id: string;
   sidecar: Candidate;
+  /** Every incarnation of this member's sidecar, for their logs. */
+  incarnations: Candidate[];
   app: Proc;
-  appLogs: string[];
 }
 
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
@@ -70,54 +91,78 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   new FencedSqliteResource(resourcePath).close();
   const members: Member[] = [];
   const startApp = (m: { id: string; sidecar: Candidate }) => start(process.execPath, ['--import', 'tsx', APP, m.sidecar.statusDir, resourcePath, m.id]);
+  // Debug logs carry each renewal's validUntil, for the term check.
+  const launchSidecar = (id: string) => startSidecar(o.dir, id, o.backendArgs, T, ['--log-level', 'debug']);
   for (let i = 0; i < (o.candidates ?? 5); i++) {
     const id = `c${i}`;
-    const sidecar = startSidecar(o.dir, id, o.backendArgs, T);
-    const m: Member = { id, sidecar, app: null as unknown as Proc, appLogs: [] };
+    const sidecar = launchSidecar(id);
+    const m: Member = { id, sidecar, incarnations: [sidecar], app: null as unknown as Proc };
     m.app = startApp(m);
     members.push(m);
   }
   const restartSidecar = (m: Member) => {
-    m.sidecar = startSidecar(o.dir, m.id, o.backendArgs, T);
+    m.sidecar = launchSidecar(m.id);
+    m.incarnations.push(m.sidecar);
   };
   const faults: Record<string, number> = {};
   const count = (k: string) => (faults[k] = (faults[k] ?? 0) + 1);
-  const kinds = ['kill', 'freeze', 'restart', ...(o.apiServer ? ['apiserver'] : [])];
-  const leaderOf = () => validLeaders(members.map((m) => m.sidecar))[0]?.c.id;
+  const kinds = ['kill', 'freeze', 'restart', ...(o.apiServer ? ['apiserver'] : []), ...(o.etcd ? ['etcd'] : [])];
+  const leaderAmong = (ms: Member[]) => validLeaders(ms.map((m) => m.sidecar))[0]?.c.id;
+  const violations: string[] = [];
+  let slowestRecoveryMs = 0;
+  /** Waits for a leader among `ms`; a violation if none within the bound counted from `since`. */
+  const leaderAgain = async (what: string, ms: Member[], since: number) => {
+    while (!leaderAmong(ms)) {
+      if (Date.now() - since > RECOVERY_BOUND_MS) {
+        violations.push(`no leader within ${RECOVERY_BOUND_MS} ms after ${what}`);
+        return;
+      }
+      await sleep(20);
+    }
+    slowestRecoveryMs = Math.max(slowestRecoveryMs, Date.now() - since);
+  };
 
-  await waitFor('a first leader', () => leaderOf(), 30_000);
+  await leaderAgain('start-up', members, Date.now() + 20_000); // processes start slowly under load
   const deadline = Date.now() + o.seconds * 1000;
   try {
     while (Date.now() < deadline) {
       await sleep(between(1_000, 2_500));
       const kind = pick(kinds);
-      const leader = members.find((m) => m.id === leaderOf());
+      const leader = members.find((m) => m.id === leaderAmong(members));
       const victim = leader && rand() < 0.6 ? leader : pick(members);
+      const others = members.filter((m) => m !== victim);
+      const what = `${kind} of ${['apiserver', 'etcd'].includes(kind) ? kind : victim.id}`;
       count(kind);
-      say(`fault ${kind} on ${kind === 'apiserver' ? 'the API server' : victim.id}`);
+      say(`fault ${what}`);
+      const t0 = Date.now();
       if (kind === 'kill') {
         victim.sidecar.proc.kill('SIGKILL');
         await victim.sidecar.proc.exited;
-        await sleep(between(300, 1_500));
+        const restartAt = t0 + between(300, 1_500);
+        await leaderAgain(what, others, t0);
+        await sleep(restartAt - Date.now());
         restartSidecar(victim);
       } else if (kind === 'freeze') {
         victim.sidecar.proc.kill('SIGSTOP');
         victim.app.child.kill('SIGSTOP');
-        await sleep(LEASE_MS + between(500, 1_500));
+        const thawAt = t0 + LEASE_MS + between(500, 1_500);
+        await leaderAgain(what, others, t0);
+        await sleep(thawAt - Date.now());
         victim.sidecar.proc.kill('SIGCONT');
         victim.app.child.kill('SIGCONT');
       } else if (kind === 'restart') {
         victim.sidecar.proc.kill('SIGTERM');
         await victim.sidecar.proc.exited;
+        await leaderAgain(what, others, t0);
         restartSidecar(victim);
-      } else if (kind === 'apiserver') {
-        await o.apiServer!.stop();
+      } else {
+        const part = kind === 'apiserver' ? o.apiServer! : o.etcd!;
+        await part.stop();
         await sleep(DEADLINE_MS + between(500, 1_500));
-        await o.apiServer!.start();
+        await part.start();
+        await leaderAgain(`the end of the ${what}`, members, Date.now());
       }
     }
-    // After the last fault a leader must appear within a lease plus the jittered retry.
-    await waitFor('a leader after the last fault', () => leaderOf(), LEASE_MS + 2.2 * 400 + 5_000);
   } finally {
     for (const m of members) {
       m.sidecar.proc.kill('SIGCONT');
@@ -140,7 +185,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const resource = new FencedSqliteResource(resourcePath);
   const history = resource.history();
   resource.close();
-  const violations: string[] = [];
+  const terms: Term[] = members.flatMap((m) => m.incarnations.flatMap((c) => termsFromLog(m.id, c.proc.stderr())));
+  violations.push(...termViolations(terms));
   for (let i = 1; i < history.length; i++) {
     if (history[i]!.fencingToken < history[i - 1]!.fencingToken) {
       violations.push(`stale write landed: token ${history[i]!.fencingToken} after ${history[i - 1]!.fencingToken}`);
@@ -159,6 +205,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     seed: o.seed,
     faults,
     handoffs: Math.max(0, writerOf.size - 1),
+    terms: terms.length,
+    slowestRecoveryMs,
     accepted,
     rejected: writes.length - accepted,
     violations,
@@ -167,5 +215,5 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
 
 export function formatReport(r: ChaosReport): string {
   const faults = Object.entries(r.faults).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
-  return `chaos ${r.backend} seed=${r.seed}: faults ${faults}; handoffs ${r.handoffs}; writes accepted ${r.accepted}, rejected ${r.rejected} (stale tokens stopped by the fence); violations ${r.violations.length}${r.violations.length ? ': ' + r.violations.join('; ') : ''}`;
+  return `chaos ${r.backend} seed=${r.seed}: faults ${faults}; handoffs ${r.handoffs}; leadership terms ${r.terms}, slowest recovery ${r.slowestRecoveryMs} ms (bound ${RECOVERY_BOUND_MS}); writes accepted ${r.accepted}, rejected ${r.rejected} (stale tokens stopped by the fence); violations ${r.violations.length}${r.violations.length ? ': ' + r.violations.join('; ') : ''}`;
 }

@@ -39,6 +39,10 @@ export interface ControlPlane {
   /** Stops kube-apiserver only (etcd keeps the data), for outage tests. */
   stopApiServer(): Promise<void>;
   startApiServer(): Promise<void>;
+  /** Stops etcd only (its data directory stays), for outage tests; the API server stays up and fails requests meanwhile. */
+  stopEtcd(): Promise<void>;
+  /** Starts etcd again on the same port and data, and waits until the API server is ready on it again. */
+  startEtcd(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -155,27 +159,28 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
 
   const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
   const etcdUrl = `http://127.0.0.1:${etcdPort}`;
-  const etcd = launch(
-    join(binDir, 'etcd'),
-    [
-      '--data-dir', join(dir, 'etcd'),
-      '--listen-client-urls', etcdUrl,
-      '--advertise-client-urls', etcdUrl,
-      '--listen-peer-urls', `http://127.0.0.1:${peerPort}`,
-      '--initial-advertise-peer-urls', `http://127.0.0.1:${peerPort}`,
-      '--initial-cluster', `default=http://127.0.0.1:${peerPort}`,
-      '--unsafe-no-fsync',
-      '--log-level', 'warn',
-    ],
-    join(dir, 'etcd.log'),
-  );
-  await waitUntil('etcd', async () => {
-    try {
-      return (await fetch(`${etcdUrl}/health`)).ok;
-    } catch {
-      return false;
-    }
-  }, 30_000, etcd);
+  const etcdArgs = [
+    '--data-dir', join(dir, 'etcd'),
+    '--listen-client-urls', etcdUrl,
+    '--advertise-client-urls', etcdUrl,
+    '--listen-peer-urls', `http://127.0.0.1:${peerPort}`,
+    '--initial-advertise-peer-urls', `http://127.0.0.1:${peerPort}`,
+    '--initial-cluster', `default=http://127.0.0.1:${peerPort}`,
+    '--unsafe-no-fsync',
+    '--log-level', 'warn',
+  ];
+  let etcd: ChildProcess | null = null;
+  const startEtcdOnly = async () => {
+    etcd = launch(join(binDir, 'etcd'), etcdArgs, join(dir, 'etcd.log'));
+    await waitUntil('etcd', async () => {
+      try {
+        return (await fetch(`${etcdUrl}/health`)).ok;
+      } catch {
+        return false;
+      }
+    }, 30_000, etcd);
+  };
+  await startEtcdOnly();
 
   const server = `https://127.0.0.1:${apiPort}`;
   const ca = readFileSync(join(dir, 'ca.crt'));
@@ -253,6 +258,11 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     etcdUrl,
     stopApiServer: () => kill(apiserver),
     startApiServer,
+    stopEtcd: () => kill(etcd),
+    async startEtcd() {
+      await startEtcdOnly();
+      await waitUntil('kube-apiserver on etcd again', async () => (await get(`${server}/readyz`, adminToken, ca)) === 200, 60_000, apiserver ?? undefined);
+    },
     async stop() {
       await kill(apiserver);
       await kill(etcd);

@@ -5,21 +5,22 @@ import { startControlPlane } from '../env/control-plane.js';
 import { formatReport, runChaos } from '../chaos/run-chaos.js';
 
 // The short version of `npm run chaos` on Kubernetes. It starts its own control plane, so
-// it can stop and start the API server under the candidates.
+// it can stop and start the API server and etcd under the candidates.
 const SEED = Number(process.env.LEASEHOLD_CHAOS_SEED ?? Date.now() % 1_000_000);
 
 describe('chaos on Kubernetes (short)', () => {
   const dir = tempDir('leasehold-chaos-');
   after(dir.cleanup);
 
-  it(`5 candidates under kills, freezes, restarts and API server outages (seed ${SEED})`, { timeout: 180_000 }, async () => {
+  it(`5 candidates under kills, freezes, restarts, API server and etcd outages: no stale write, no overlapping terms, a leader again after every fault (seed ${SEED})`, { timeout: 180_000 }, async () => {
     const cp = await startControlPlane();
     try {
       const backendArgs = ['--backend', 'kubernetes', '--kubeconfig', cp.adminKubeconfig, '--namespace', 'default', '--lease', 'chaos'];
-      const r = await runChaos({ backend: 'kubernetes', backendArgs, dir: dir.path, seed: SEED, seconds: 25, apiServer: { stop: cp.stopApiServer, start: cp.startApiServer } });
+      const r = await runChaos({ backend: 'kubernetes', backendArgs, dir: dir.path, seed: SEED, seconds: 25, apiServer: { stop: cp.stopApiServer, start: cp.startApiServer }, etcd: { stop: cp.stopEtcd, start: cp.startEtcd } });
       console.log(formatReport(r));
       assert.deepEqual(r.violations, [], `replay with LEASEHOLD_CHAOS_SEED=${SEED}`);
       assert.ok(r.accepted > 0, 'the apps did write');
+      assert.ok(r.terms >= 2, 'leadership changed hands');
     } finally {
       await cp.stop();
     }
