@@ -131,7 +131,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       const leader = members.find((m) => m.id === leaderAmong(members));
       const victim = leader && rand() < 0.6 ? leader : pick(members);
       const others = members.filter((m) => m !== victim);
-      const what = `${kind} of ${['apiserver', 'etcd'].includes(kind) ? kind : victim.id}`;
+      const what = ['apiserver', 'etcd'].includes(kind) ? `${kind} outage` : `${kind} of ${victim.id}`;
       count(kind);
       say(`fault ${what}`);
       const t0 = Date.now();
