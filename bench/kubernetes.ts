@@ -17,12 +17,19 @@ import { join } from 'node:path';
 import { summary } from './cli-args.js';
 import { KubeClient } from '../src/kube/api-client.js';
 import { loadConnection } from '../src/kube/kubeconfig.js';
-import { REPO, start, startCli, waitFor, type Proc } from '../test/helpers/cli.js';
+import { CLI, REPO, start, startCli, waitFor, type Proc } from '../test/helpers/cli.js';
 import { startControlPlane } from '../test/env/control-plane.js';
 
 
-export type Impl = 'leasehold' | 'client-go';
+/**
+ * leasehold runs as the image runs it (node --jitless, test/helpers/cli.ts NODE_FLAGS);
+ * "leasehold-jit" is the same sidecar on plain `node`, measured at idle only, for comparison.
+ */
+export type Impl = 'leasehold' | 'leasehold-jit' | 'client-go';
 const IMPLS: Impl[] = ['leasehold', 'client-go'];
+const IDLE_IMPLS: Impl[] = ['leasehold', 'leasehold-jit', 'client-go'];
+/** Start-up is over (watches connected, first reads and the first major GC done) before the idle window opens. */
+const SETTLE_MS = 20_000;
 // client-go's defaults, for the request-rate window; shorter ones for the latency trials.
 export const IDLE_T = { lease: '15s', deadline: '10s', retry: '2s' };
 export const FAST_T = { lease: '4s', deadline: '3s', retry: '1s' };
@@ -69,10 +76,13 @@ export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log
     const user = users[userSeq++ % users.length]!;
     const kubeconfig = cp.userKubeconfigs[user]!;
     const timing = ['--lease-duration', t.lease, '--renew-deadline', t.deadline, '--retry-period', t.retry];
+    const sidecarArgs = ['sidecar', '--backend', 'kubernetes', '--kubeconfig', kubeconfig, '--namespace', ns, '--lease', lease, '--identity', id, '--listen', '127.0.0.1:0', '--log-level', process.env.BENCH_DEBUG ? 'debug' : 'info', ...timing];
     const proc =
       impl === 'leasehold'
-        ? startCli(['sidecar', '--backend', 'kubernetes', '--kubeconfig', kubeconfig, '--namespace', ns, '--lease', lease, '--identity', id, '--listen', '127.0.0.1:0', '--log-level', process.env.BENCH_DEBUG ? 'debug' : 'info', ...timing])
-        : start(goBin, ['--kubeconfig', kubeconfig, '--namespace', ns, '--lease', lease, '--identity', id, ...timing]);
+        ? startCli(sidecarArgs)
+        : impl === 'leasehold-jit'
+          ? start(process.execPath, [CLI, ...sidecarArgs])
+          : start(goBin, ['--kubeconfig', kubeconfig, '--namespace', ns, '--lease', lease, '--identity', id, ...timing]);
     return { proc, user };
   }
 
@@ -120,7 +130,7 @@ export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log
     await createNamespace(ns);
     const cands = ['a', 'b', 'c'].map((id) => ({ id, ...launch(impl, ns, 'idle', `${impl}-${id}`, IDLE_T) }));
     await waitFor('a leader', async () => (await holder(ns, 'idle')) !== undefined && (await holder(ns, 'idle')) !== '', 30_000);
-    await new Promise((r) => setTimeout(r, 5_000)); // past start-up: watches connected, first reads done
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
     const leaderId = await holder(ns, 'idle');
     const from = auditLines();
     const before = cands.map((c) => procStats(c.proc.pid));
@@ -155,7 +165,7 @@ export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log
 
   /** Has this candidate reported the current leader? (its log or its event stream) */
   function sawLeader(impl: Impl, proc: Proc, leaderId: string): boolean {
-    return impl === 'leasehold'
+    return impl !== 'client-go'
       ? proc.stderr().includes(`"holder":"${leaderId}"`)
       : proc.stdout().includes(`"holder":"${leaderId}"`);
   }
@@ -208,7 +218,7 @@ export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log
       return { markdown: `${only}: ${JSON.stringify(s)}\n`, idle: [], latency: { [`${impl} ${sig}`]: s } };
     }
     const idleResults: IdleResult[] = [];
-    for (const impl of IMPLS) idleResults.push(await idle(impl));
+    for (const impl of IDLE_IMPLS) idleResults.push(await idle(impl));
     const lat: Record<string, ReturnType<typeof summary>> = {};
     for (const impl of IMPLS) {
       lat[`${impl} SIGTERM`] = summary(await latency(impl, 'SIGTERM'));
@@ -237,11 +247,12 @@ function kubernetesMarkdown(idleResults: IdleResult[], lat: Record<string, Retur
   };
   return `### API requests and resources at idle
 
-${idleSeconds} s with 1 leader + 2 standbys per implementation, timings ${IDLE_T.lease} / ${IDLE_T.deadline} / ${IDLE_T.retry}
+${idleSeconds} s with 1 leader + 2 standbys per implementation, opened ${SETTLE_MS / 1000} s after the first leader (start-up over), timings ${IDLE_T.lease} / ${IDLE_T.deadline} / ${IDLE_T.retry}
 (lease / renew deadline / retry; client-go's defaults). Requests per minute on leases come from
 the API server's audit log (each candidate is its own user; a watch counts once, when it
 starts). RSS is sampled from \`/proc\` every second (median / max); CPU is the share of one core
-over the window. leasehold runs with its HTTP listener (probes, metrics) on, as deployed.
+over the window. leasehold runs as the image runs it: \`node --jitless --no-expose-wasm\`, with
+its HTTP listener (probes, metrics) on; \`leasehold-jit\` is the same sidecar on plain \`node\`.
 
 | implementation | role | requests/min | by verb (window) | RSS MB median / max | CPU % |
 | --- | --- | ---: | --- | ---: | ---: |

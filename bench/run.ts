@@ -66,6 +66,7 @@ ${sqlite!.markdown}`;
 function summaryTable(k: KubernetesBenchResult): string {
   const lh = k.idle.find((r) => r.impl === 'leasehold')!;
   const cg = k.idle.find((r) => r.impl === 'client-go')!;
+  const jit = k.idle.find((r) => r.impl === 'leasehold-jit')!;
   const lat = (key: string) => k.latency[key]!;
   const f1 = (n: number) => n.toFixed(1);
   const ratio = (a: number, b: number) => (b > 0 ? `${f1(a / b)}×` : 'n/a');
@@ -73,9 +74,10 @@ function summaryTable(k: KubernetesBenchResult): string {
   const failoverBound = parseDuration(FAST_T.lease)! + parseDuration(FAST_T.retry)!;
   const lhStandby = standbyRequestsPerMin(lh);
   const cgStandby = standbyRequestsPerMin(cg);
-  const lhRss = Math.max(lh.leader.rssMaxMB, ...lh.standbys.map((s) => s.rssMaxMB));
-  const lhRssMedian = Math.max(lh.leader.rssMedianMB, ...lh.standbys.map((s) => s.rssMedianMB));
-  const cgRss = Math.max(cg.leader.rssMaxMB, ...cg.standbys.map((s) => s.rssMaxMB));
+  const rssMax = (r: typeof lh) => Math.max(r.leader.rssMaxMB, ...r.standbys.map((s) => s.rssMaxMB));
+  const rssMedian = (r: typeof lh) => Math.max(r.leader.rssMedianMB, ...r.standbys.map((s) => s.rssMedianMB));
+  const lhRss = rssMax(lh);
+  const cgRss = rssMax(cg);
   const cpu = (r: typeof lh) => Math.max(r.leader.cpuPct, ...r.standbys.map((s) => s.cpuPct));
   const rows = [
     ['graceful handoff p95 (SIGTERM)', `${lat('leasehold SIGTERM').p95} ms`, `${lat('client-go SIGTERM').p95} ms`, `${ratio(lat('client-go SIGTERM').p95, lat('leasehold SIGTERM').p95)} faster`, '≤ 250 ms', met(lat('leasehold SIGTERM').p95 <= 250)],
@@ -83,8 +85,9 @@ function summaryTable(k: KubernetesBenchResult): string {
     ['crash failover p95 (SIGKILL)', `${lat('leasehold SIGKILL').p95} ms`, `${lat('client-go SIGKILL').p95} ms`, `${ratio(lat('client-go SIGKILL').p95, lat('leasehold SIGKILL').p95)}`, `≤ leaseDuration + retryPeriod = ${failoverBound} ms`, met(lat('leasehold SIGKILL').p95 <= failoverBound)],
     ['API requests/min per standby', f1(lhStandby), f1(cgStandby), lhStandby > 0 ? `${ratio(cgStandby, lhStandby)} fewer` : 'none at all', '≥ 10× fewer', met(lhStandby === 0 || cgStandby / lhStandby >= 10)],
     ['API requests/min by the leader', f1(lh.leader.perMin), f1(cg.leader.perMin), ratio(cg.leader.perMin, lh.leader.perMin), '', ''],
-    ['idle RSS per process, max (median)', `${f1(lhRss)} MB (${f1(lhRssMedian)})`, `${f1(cgRss)} MB`, ratio(lhRss, cgRss), '≤ 60 MB', met(lhRss <= 60)],
-    ['idle CPU per process, max', `${f1(cpu(lh))} %`, `${f1(cpu(cg))} %`, '', '', ''],
+    ['idle RSS per process, max (median), as the image runs it (`node --jitless`)', `${f1(lhRss)} MB (${f1(rssMedian(lh))})`, `${f1(cgRss)} MB`, ratio(lhRss, cgRss), '≤ 60 MB', met(lhRss <= 60)],
+    ['idle RSS per process, max (median), plain `node`', `${f1(rssMax(jit))} MB (${f1(rssMedian(jit))})`, '', '', '≤ 60 MB', met(rssMax(jit) <= 60)],
+    ['idle CPU per process, max (`node --jitless`; plain `node`)', `${f1(cpu(lh))} %; ${f1(cpu(jit))} %`, `${f1(cpu(cg))} %`, '', '', ''],
   ];
   return [
     '| measure | leasehold | client-go | ratio | target | |',
@@ -92,6 +95,8 @@ function summaryTable(k: KubernetesBenchResult): string {
     ...rows.map((r) => `| ${r.join(' | ')} |`),
     '',
     'The ratio reads "leasehold is N× better" for latency and requests, and "leasehold uses N× as much" for memory.',
-    'A Node.js process cannot match a Go binary on memory: an empty `node` process is about 42 MB here.',
+    'A Node.js process cannot match a Go binary on memory: an empty `node` process is about 42 MB here, most of it the',
+    "node binary's own pages. Without the JIT (the image's `--jitless`) fewer of them are touched and no compiled code is",
+    'kept; a sidecar making a few requests a minute loses nothing measurable to the interpreter (CPU row).',
   ].join('\n');
 }

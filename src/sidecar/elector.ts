@@ -92,8 +92,6 @@ export interface ElectorSnapshot {
   validUntil: Date | null;
   /** Monotonic ms of the last successful acquire/renew; null if never. */
   lastRenewMonotonic: number | null;
-  /** Monotonic ms at which the last attempt finished, whatever its result. */
-  lastAttemptMonotonic: number | null;
   /**
    * Monotonic ms by which the loop should next make progress: the end of its current wait
    * (which, for a standby relying on its watch, can be a minute away) or of its attempt.
@@ -175,7 +173,6 @@ export class LeaderElector {
       renewedAt: this.leading ? (this.term?.renewedAt ?? null) : (rec?.renewTime ?? null),
       validUntil: this.leading ? (this.term?.validUntil ?? null) : null,
       lastRenewMonotonic: this.lastRenewMono,
-      lastAttemptMonotonic: this.lastAttemptMono,
       loopDueMonotonic: this.loopDueMono,
       running: this.loop !== null,
     };

@@ -22,7 +22,6 @@ const snap = (over: Partial<ElectorSnapshot> = {}): ElectorSnapshot => ({
   renewedAt: new Date('2026-12-02T09:00:10Z'),
   validUntil: new Date('2026-12-02T09:00:20Z'),
   lastRenewMonotonic: 1_000,
-  lastAttemptMonotonic: 1_000,
   loopDueMonotonic: 3_000,
   running: true,
   ...over,
@@ -65,7 +64,7 @@ describe('health', () => {
     ['leader not renewed for a whole lease (stuck)', {}, 1_000 + 15_001, false, /has not renewed/],
     ['loop more than 5 s behind its schedule', { isLeader: false, lastRenewMonotonic: null }, 3_000 + 5_001, false, /behind its schedule/],
     ['loop within its slack', { isLeader: false, lastRenewMonotonic: null }, 3_000 + 5_000, true, /ok/],
-    ['standby waiting a minute on its watch', { isLeader: false, lastRenewMonotonic: null, lastAttemptMonotonic: 1_000, loopDueMonotonic: 61_000 }, 55_000, true, /ok/],
+    ['standby waiting a minute on its watch', { isLeader: false, lastRenewMonotonic: null, loopDueMonotonic: 61_000 }, 55_000, true, /ok/],
   ];
   for (const [name, over, now, ok, reason] of cases) {
     it(`liveness: ${name}`, () => {

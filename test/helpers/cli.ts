@@ -7,6 +7,12 @@ import { fileURLToPath } from 'node:url';
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** Tests run the built CLI, the artifact users get (scripts/test.sh builds it first). */
 export const CLI = join(REPO, 'dist/cmd/leasehold.js');
+/**
+ * Node flags the CLI runs with in tests, the same as the image's ENTRYPOINT (Dockerfile) and
+ * `npm start`: no JIT (about 6 MB less RSS, no writable-and-executable memory; see
+ * docs/benchmarks.md), and no WebAssembly, which --jitless cannot run anyway.
+ */
+export const NODE_FLAGS = ['--jitless', '--no-expose-wasm'];
 
 export function tempDir(prefix = 'leasehold-test-'): { path: string; cleanup: () => void } {
   const path = mkdtempSync(join(tmpdir(), prefix));
@@ -51,7 +57,7 @@ export function start(command: string, args: string[], env: NodeJS.ProcessEnv = 
 }
 
 export function startCli(args: string[], env: NodeJS.ProcessEnv = {}, cwd = REPO): Proc {
-  return start(process.execPath, [CLI, ...args], env, cwd);
+  return start(process.execPath, [...NODE_FLAGS, CLI, ...args], env, cwd);
 }
 
 /** Runs the CLI to completion. */

@@ -1,9 +1,10 @@
-import { describe, it, before, after } from 'node:test';
+import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO, tempDir, waitFor } from '../helpers/cli.js';
+import { REPO, waitFor } from '../helpers/cli.js';
+import { scratchDir } from '../helpers/scratch.js';
 import { startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
 import { env, freshNamespace, kubectl, rawLease } from '../helpers/kube.js';
 import { kubeconfig } from '../env/control-plane.js';
@@ -27,14 +28,10 @@ type Obj = { kind: string; metadata: { name: string }; spec: Record<string, any>
 const find = (docs: Record<string, unknown>[], kind: string) => docs.filter((d) => d.kind === kind) as unknown as Obj[];
 
 describe('the Helm chart', () => {
-  const dir = tempDir();
+  const dir = scratchDir(() => cands);
   const cands: Candidate[] = [];
   before(() => {
     helmBin = execFileSync('bash', [join(REPO, 'test/env/build-helm.sh')], { stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim();
-  });
-  after(() => {
-    for (const c of cands) c.proc.kill('SIGKILL');
-    dir.cleanup();
   });
 
   it('passes helm lint --strict', () => {
@@ -149,12 +146,8 @@ describe('the Helm chart', () => {
 });
 
 describe('--pod-label on a real API server', () => {
-  const dir = tempDir();
+  const dir = scratchDir(() => cands);
   const cands: Candidate[] = [];
-  after(() => {
-    for (const c of cands) c.proc.kill('SIGKILL');
-    dir.cleanup();
-  });
 
   it('labels the leader pod leader and the others follower, and swaps on a handoff', { timeout: 60_000 }, async () => {
     const ns = await freshNamespace('label');

@@ -1,8 +1,9 @@
-import { describe, it, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { REPO, start, startCli, tempDir, waitFor, type Proc } from '../helpers/cli.js';
+import { REPO, start, startCli, waitFor, type Proc } from '../helpers/cli.js';
+import { scratchDir } from '../helpers/scratch.js';
 import { admin, backendArgs, env, freshNamespace } from '../helpers/kube.js';
 
 const HANDOFFS = 20;
@@ -54,12 +55,8 @@ function intervals(inst: Instance, endOfTest: number): Interval[] {
 }
 
 describe("client-go's leader election and leasehold share one Lease", () => {
-  const dir = tempDir();
+  const dir = scratchDir(() => all);
   const all: Instance[] = [];
-  after(() => {
-    for (const i of all) i.proc.kill('SIGKILL');
-    dir.cleanup();
-  });
 
   it(`never two leaders over ${HANDOFFS} handoffs in both directions; the token grows on each`, { timeout: 300_000 }, async () => {
     const goBin = execFileSync('bash', [join(REPO, 'test/env/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim();

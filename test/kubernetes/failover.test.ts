@@ -1,16 +1,13 @@
-import { describe, it, after } from 'node:test';
-import { tempDir } from '../helpers/cli.js';
+import { describe, it } from 'node:test';
+import {} from '../helpers/cli.js';
+import { scratchDir } from '../helpers/scratch.js';
 import type { Candidate } from '../helpers/sidecars.js';
 import { failoverScenario } from '../helpers/failover-scenario.js';
 import { backendArgs, freshNamespace } from '../helpers/kube.js';
 
 describe('three leasehold sidecar processes on one Lease of a real API server', () => {
-  const dir = tempDir();
+  const dir = scratchDir(() => cands);
   const cands: Candidate[] = [];
-  after(() => {
-    for (const c of cands) c.proc.kill('SIGKILL');
-    dir.cleanup();
-  });
 
   it('elect exactly one; SIGKILL and SIGTERM hand over within the SQLite tier\'s bounds', { timeout: 120_000 }, async () => {
     const ns = await freshNamespace('failover');

@@ -1,6 +1,7 @@
-import { describe, it, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { tempDir, waitFor } from '../helpers/cli.js';
+import { waitFor } from '../helpers/cli.js';
+import { scratchDir } from '../helpers/scratch.js';
 import { leadersByStatus, startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
 import { admin, backendArgs, env, freshNamespace, kubectl, rawLease, storeFor } from '../helpers/kube.js';
 import { readLeadership } from '../../src/fencing/status-reader.js';
@@ -8,12 +9,8 @@ import { readLeadership } from '../../src/fencing/status-reader.js';
 const T = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };
 
 describe('Kubernetes: RBAC without update, a deleted Lease, takeover after expiry', () => {
-  const dir = tempDir();
+  const dir = scratchDir(() => cands);
   const cands: Candidate[] = [];
-  after(() => {
-    for (const c of cands) c.proc.kill('SIGKILL');
-    dir.cleanup();
-  });
 
   it('a user whose RBAC lacks update gets one clear error and never believes it leads', { timeout: 60_000 }, async () => {
     const ns = await freshNamespace('rbac');

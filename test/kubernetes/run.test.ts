@@ -1,16 +1,13 @@
-import { describe, it, after } from 'node:test';
+import { describe, it } from 'node:test';
 import { join } from 'node:path';
-import { tempDir, type Proc } from '../helpers/cli.js';
+import { type Proc } from '../helpers/cli.js';
+import { scratchDir } from '../helpers/scratch.js';
 import { exclusiveRunScenario } from '../helpers/run-scenario.js';
 import { backendArgs, freshNamespace } from '../helpers/kube.js';
 
 describe('leasehold run on a real API server', () => {
-  const dir = tempDir();
+  const dir = scratchDir(() => procs);
   const procs: Proc[] = [];
-  after(() => {
-    for (const p of procs) p.kill('SIGKILL');
-    dir.cleanup();
-  });
 
   it('runs the command only while leader across 3 candidates; SIGKILL of leasehold takes its child down too', { timeout: 120_000 }, async () => {
     const ns = await freshNamespace('run');

@@ -1,7 +1,8 @@
-import { describe, it, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { tempDir, waitFor } from '../helpers/cli.js';
+import { waitFor } from '../helpers/cli.js';
+import { scratchDir } from '../helpers/scratch.js';
 import { startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
 
@@ -9,14 +10,10 @@ const T = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' }
 const HANDOFFS = 12;
 
 describe('fencing tokens over many handoffs among three sidecar processes', () => {
-  const dir = tempDir();
+  const dir = scratchDir(() => cands);
   const db = join(dir.path, 'leases.db');
   const backend = ['--db', db, '--lease', 'handoffs'];
   let cands: Candidate[] = [];
-  after(() => {
-    for (const c of cands) c.proc.kill('SIGKILL');
-    dir.cleanup();
-  });
 
   it(`strictly increase over ${HANDOFFS} handoffs (SIGTERM and SIGKILL), and survive every process restarting`, { timeout: 180_000 }, async () => {
     cands = ['a', 'b', 'c'].map((id) => startSidecar(dir.path, id, backend, T));

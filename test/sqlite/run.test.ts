@@ -1,8 +1,9 @@
-import { describe, it, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO, isAlive, runCli, startCli, tempDir, waitFor, type Proc } from '../helpers/cli.js';
+import { REPO, isAlive, runCli, startCli, waitFor, type Proc } from '../helpers/cli.js';
+import { scratchDir } from '../helpers/scratch.js';
 import { current, exclusiveRunScenario } from '../helpers/run-scenario.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
 
@@ -10,12 +11,8 @@ const CHILD = join(REPO, 'test/helpers/exclusive_child.py');
 const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '400ms'];
 
 describe('leasehold run -- CMD', () => {
-  const dir = tempDir();
+  const dir = scratchDir(() => procs);
   const procs: Proc[] = [];
-  after(() => {
-    for (const p of procs) p.kill('SIGKILL');
-    dir.cleanup();
-  });
   const db = join(dir.path, 'leases.db');
 
   it('runs the command only while leader across 3 candidates; SIGKILL of leasehold takes its child down too', { timeout: 120_000 }, async () => {

@@ -1,16 +1,13 @@
-import { describe, it, after } from 'node:test';
+import { describe, it } from 'node:test';
 import { join } from 'node:path';
-import { tempDir } from '../helpers/cli.js';
+import {} from '../helpers/cli.js';
+import { scratchDir } from '../helpers/scratch.js';
 import type { Candidate } from '../helpers/sidecars.js';
 import { failoverScenario } from '../helpers/failover-scenario.js';
 
 describe('three leasehold sidecar processes on one SQLite file', () => {
-  const dir = tempDir();
+  const dir = scratchDir(() => cands);
   const cands: Candidate[] = [];
-  after(() => {
-    for (const c of cands) c.proc.kill('SIGKILL');
-    dir.cleanup();
-  });
 
   it('elect exactly one; SIGKILL and SIGTERM hand over within their bounds with higher tokens', { timeout: 120_000 }, async () => {
     const backend = ['--backend', 'sqlite', '--db', join(dir.path, 'leases.db'), '--lease', 'failover'];

@@ -1,7 +1,8 @@
-import { describe, it, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { tempDir, waitFor } from '../helpers/cli.js';
+import { waitFor } from '../helpers/cli.js';
+import { scratchDir } from '../helpers/scratch.js';
 import { startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
 import { readLeadership } from '../../src/fencing/status-reader.js';
 import { FencedSqliteResource } from '../../src/fencing/fenced-resource.js';
@@ -9,16 +10,9 @@ import { FencedSqliteResource } from '../../src/fencing/fenced-resource.js';
 const T = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };
 
 describe('a leader paused past its lease (SIGSTOP) wakes up stale', () => {
-  const dir = tempDir();
+  const dir = scratchDir(() => cands);
   const db = join(dir.path, 'leases.db');
   const cands: Candidate[] = [];
-  after(() => {
-    for (const c of cands) {
-      c.proc.kill('SIGCONT');
-      c.proc.kill('SIGKILL');
-    }
-    dir.cleanup();
-  });
 
   it('its status says not leader and the fenced resource rejects its old token', { timeout: 60_000 }, async () => {
     const resource = new FencedSqliteResource(join(dir.path, 'resource.db'));

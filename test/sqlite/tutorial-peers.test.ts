@@ -1,7 +1,8 @@
-import { describe, it, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { REPO, start, tempDir, waitFor } from '../helpers/cli.js';
+import { REPO, start, waitFor } from '../helpers/cli.js';
+import { scratchDir } from '../helpers/scratch.js';
 import { startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
 
 const PY = join(REPO, 'test/helpers/tutorial_candidate.py');
@@ -14,13 +15,9 @@ async function python(db: string, id: string, durationS: number) {
 }
 
 describe("the tutorial's Python candidates share one SQLite file with leasehold", () => {
-  const dir = tempDir();
+  const dir = scratchDir(() => cands);
   const db = join(dir.path, 'leases.db');
   const cands: Candidate[] = [];
-  after(() => {
-    for (const c of cands) c.proc.kill('SIGKILL');
-    dir.cleanup();
-  });
 
   it('respect each other, and the token keeps growing across both', { timeout: 60_000 }, async () => {
     // leasehold creates the file (its table is the tutorial's plus a defaulted column).
