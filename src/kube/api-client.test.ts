@@ -53,6 +53,15 @@ describe('KubeClient', () => {
     client.close();
   });
 
+  test('a server URL with a path prefix keeps it', async () => {
+    handler = (_req, _b, res) => res.end('{}');
+    seen.length = 0;
+    const client = new KubeClient({ server: `${base}/k8s/clusters/c-1`, source: 'test' });
+    await client.request('GET', '/apis/coordination.k8s.io/v1/namespaces/a/leases/b');
+    assert.equal(seen[0]!.url, '/k8s/clusters/c-1/apis/coordination.k8s.io/v1/namespaces/a/leases/b');
+    client.close();
+  });
+
   test('an HTTP error becomes KubeApiError with the status as code and the Status message', async () => {
     handler = (_req, _b, res) => {
       res.statusCode = 409;

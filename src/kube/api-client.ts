@@ -137,7 +137,8 @@ export class KubeClient {
   private async send(method: string, path: string, headers: Record<string, string>, payload: Buffer | undefined, timeoutMs: number, streaming = false): Promise<IncomingMessage> {
     const auth = await this.conn.credentials?.header();
     if (auth) headers.Authorization = auth;
-    const url = new URL(path, `${this.conn.server}/`);
+    // Appended, not resolved: a server URL may carry a path prefix (a proxy such as Rancher's).
+    const url = new URL(`${this.conn.server.replace(/\/+$/, '')}${path}`);
     return new Promise<IncomingMessage>((resolve, reject) => {
       const request = this.isHttps ? httpsRequest : httpRequest;
       const req: ClientRequest = request(url, { method, headers, agent: this.agent, servername: this.conn.tlsServerName }, (res) => {
