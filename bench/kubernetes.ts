@@ -12,9 +12,10 @@
  * as deployed, with its HTTP listener (probes and metrics) on.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { summary } from './cli-args.js';
+import { cpuTicks, rssMB } from './proc-stats.js';
 import { KubeClient } from '../src/kube/api-client.js';
 import { loadConnection } from '../src/kube/kubeconfig.js';
 import { CLI, REPO, start, startCli, waitFor, type Proc } from '../test/helpers/cli.js';
@@ -95,23 +96,19 @@ export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log
     }
   }
 
-  function procStats(pid: number): { rssMB: number; cpuTicks: number } {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const rssKB = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { rssMB: rssKB / 1024, cpuTicks: Number(fields[11]) + Number(fields[12]) };
-  }
-
   interface AuditEvent {
     stage: string;
     verb: string;
     user: { username: string };
-    objectRef?: { resource?: string };
   }
 
-  function countRequests(fromLine: number): Map<string, Map<string, number>> {
-    const lines = readFileSync(cp.auditLog!, 'utf8').split('\n').slice(fromLine).filter(Boolean);
+  /** Requests by user and verb in the audit log after byte `from` (the log only grows). */
+  function countRequests(from: number): Map<string, Map<string, number>> {
+    const fd = openSync(cp.auditLog!, 'r');
+    const text = Buffer.alloc(fstatSync(fd).size - from);
+    readSync(fd, text, 0, text.length, from);
+    closeSync(fd);
+    const lines = text.toString('utf8').split('\n').filter(Boolean);
     const byUser = new Map<string, Map<string, number>>();
     for (const line of lines) {
       const e = JSON.parse(line) as AuditEvent;
@@ -123,26 +120,26 @@ export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log
     }
     return byUser;
   }
-  const auditLines = () => readFileSync(cp.auditLog!, 'utf8').split('\n').filter(Boolean).length;
+  const auditBytes = () => statSync(cp.auditLog!).size;
 
   async function idle(impl: Impl): Promise<IdleResult> {
     const ns = `idle-${impl}`;
     await createNamespace(ns);
     const cands = ['a', 'b', 'c'].map((id) => ({ id, ...launch(impl, ns, 'idle', `${impl}-${id}`, IDLE_T) }));
-    await waitFor('a leader', async () => (await holder(ns, 'idle')) !== undefined && (await holder(ns, 'idle')) !== '', 30_000);
+    await waitFor('a leader', async () => (await holder(ns, 'idle')) || undefined, 30_000);
     await new Promise((r) => setTimeout(r, SETTLE_MS));
     const leaderId = await holder(ns, 'idle');
-    const from = auditLines();
-    const before = cands.map((c) => procStats(c.proc.pid));
+    const from = auditBytes();
+    const before = cands.map((c) => cpuTicks(c.proc.pid));
     const t0 = Date.now();
     log(`${impl}: idle window of ${IDLE_S} s`);
     const rssSamples: number[][] = cands.map(() => []);
     while (Date.now() - t0 < IDLE_S * 1000) {
       await new Promise((r) => setTimeout(r, 1_000));
-      cands.forEach((c, i) => rssSamples[i]!.push(procStats(c.proc.pid).rssMB));
+      cands.forEach((c, i) => rssSamples[i]!.push(rssMB(c.proc.pid)));
     }
     const seconds = (Date.now() - t0) / 1000;
-    const after = cands.map((c) => procStats(c.proc.pid));
+    const after = cands.map((c) => cpuTicks(c.proc.pid));
     const counts = countRequests(from);
     const hz = 100; // USER_HZ on Linux
     const rows = cands.map((c, i) => {
@@ -154,7 +151,7 @@ export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log
         verbs: [...verbs.entries()].map(([v, n]) => `${v} ${n}`).join(', ') || 'none',
         rssMedianMB: summary(rssSamples[i]!).median,
         rssMaxMB: Math.max(...rssSamples[i]!),
-        cpuPct: ((after[i]!.cpuTicks - before[i]!.cpuTicks) / hz / seconds) * 100,
+        cpuPct: ((after[i]! - before[i]!) / hz / seconds) * 100,
       };
     });
     for (const c of cands) c.proc.kill('SIGTERM');

@@ -11,10 +11,6 @@ export const ENV_FLAGS = [
   'once', 'grace-period', 'json', 'pod-label',
 ] as const;
 
-export function envToFlag(name: string): string {
-  return name.toLowerCase().replace(/_/g, '-');
-}
-
 /** Returns argv with `--flag=value` inserted after the command word for each variable set. */
 export function applyEnvFlags(argv: string[], env: NodeJS.ProcessEnv): string[] {
   if (argv.length === 0 || argv[0]!.startsWith('-')) return argv;

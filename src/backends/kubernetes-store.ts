@@ -8,7 +8,6 @@ import {
   InvalidRecordError,
   LeaseholdError,
   NotFoundError,
-  StoreOpenError,
   UnauthorizedError,
 } from '../errors.js';
 import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
@@ -75,13 +74,7 @@ export class KubernetesLeaseStore implements LeaseStore {
    * (src/kube/kubeconfig.ts); namespace from the flag, the kubeconfig context or the pod, else "default".
    */
   static fromConfig(opts: KubernetesStoreOptions): KubernetesLeaseStore {
-    let conn;
-    try {
-      conn = loadConnection(opts.kubeconfig);
-    } catch (err) {
-      if (err instanceof LeaseholdError) throw err;
-      throw new StoreOpenError(`cannot load kubeconfig${opts.kubeconfig ? ` ${opts.kubeconfig}` : ''}: ${(err as Error).message}`, { cause: err });
-    }
+    const conn = loadConnection(opts.kubeconfig);
     return new KubernetesLeaseStore(new KubeClient(conn, opts.requestTimeoutMs), opts.namespace ?? conn.namespace ?? 'default');
   }
 

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
+import { StoreOpenError } from '../errors.js';
 
 /**
  * Supplies the Authorization header for each request. Credentials that can change (a rotated
@@ -60,7 +61,7 @@ const EXEC_TIMEOUT_MS = 30_000;
  */
 export function execPlugin(spec: Record<string, unknown>, kubeconfigDir: string, where: string, now: () => number = Date.now): CredentialSource {
   const command = typeof spec.command === 'string' ? spec.command : '';
-  if (!command) throw new Error(`${where}: exec needs a command`);
+  if (!command) throw new StoreOpenError(`${where}: exec needs a command`);
   const apiVersion = typeof spec.apiVersion === 'string' ? spec.apiVersion : 'client.authentication.k8s.io/v1';
   const args = Array.isArray(spec.args) ? spec.args.map(String) : [];
   const extraEnv = Object.fromEntries(

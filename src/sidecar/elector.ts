@@ -115,8 +115,8 @@ export class LeaderElector {
   private observed: VersionedRecord | null = null;
   private observedAtMono = 0;
   private highestToken = 0;
-  /** The record vanished (deleted) while another candidate held it: when, and its lease. */
-  private vanished: { atMono: number; leaseDurationSeconds: number } | null = null;
+  /** The record vanished (deleted) while another candidate held it: wait out its lease until then. */
+  private vanishedUntilMono: number | null = null;
 
   private leading = false;
   /** Bumped on every step-down, so a request that started in an older term cannot revive it. */
@@ -262,7 +262,7 @@ export class LeaderElector {
     const jittered = retry * (1 + this.random() * JITTER_FACTOR);
     if (!this.waitingOnWatch()) return jittered;
     const now = this.clock.monotonic();
-    const untilExpiry = this.observedAtMono + this.observed!.record.leaseDurationSeconds * 1000 - now;
+    const untilExpiry = this.expiresAtMono(this.observed!.record) - now;
     const untilSafety = (this.lastAttemptMono ?? now) + this.safetyRereadMs - now;
     // Standbys wake at the expiry with a little jitter, so they do not all race at the same
     // instant (a lost race costs only a 409).
@@ -336,10 +336,10 @@ export class LeaderElector {
       // A deletion is a change of the record: if another candidate held it, that holder may
       // still act as leader until its own deadline, so wait out its lease as for an expiry.
       // (Its holder, at its next renewal, recreates it at once with a new token.)
-      if (!wasLeading) this.noteAbsent();
-      this.observed = null;
-      if (this.vanished && this.vanished.atMono + this.vanished.leaseDurationSeconds * 1000 > this.clock.monotonic()) return false;
-      this.vanished = null;
+      if (wasLeading) this.observed = null;
+      else this.noteAbsent();
+      if (this.vanishedUntilMono !== null && this.vanishedUntilMono > this.clock.monotonic()) return false;
+      this.vanishedUntilMono = null;
       // Absent: create it. After a deletion the token continues from the highest one seen.
       const record: LeaseRecord = {
         holderIdentity: this.identity,
@@ -384,7 +384,7 @@ export class LeaderElector {
   private noteAbsent(): void {
     const last = this.observed?.record;
     if (last && last.holderIdentity !== '' && last.holderIdentity !== this.identity) {
-      this.vanished = { atMono: this.clock.monotonic(), leaseDurationSeconds: last.leaseDurationSeconds };
+      this.vanishedUntilMono = this.clock.monotonic() + last.leaseDurationSeconds * 1000;
     }
     this.observed = null;
   }
@@ -416,12 +416,17 @@ export class LeaderElector {
   }
 
   /** Has the record gone unchanged, as seen by us, for its own leaseDurationSeconds? */
+  /** An unchanged record expires a lease duration after we observed it (client-go's rule). */
+  private expiresAtMono(rec: LeaseRecord): number {
+    return this.observedAtMono + rec.leaseDurationSeconds * 1000;
+  }
+
   private expired(rec: LeaseRecord): boolean {
-    return this.observedAtMono + rec.leaseDurationSeconds * 1000 <= this.clock.monotonic();
+    return this.expiresAtMono(rec) <= this.clock.monotonic();
   }
 
   private observe(got: VersionedRecord): void {
-    this.vanished = null;
+    this.vanishedUntilMono = null;
     const previous = this.observed;
     if (previous && previous.version === got.version) return;
     this.observed = got;

@@ -16,7 +16,7 @@
  * - every write an app saw accepted is in the resource's history.
  */
 import { join } from 'node:path';
-import { REPO, start, type Proc } from '../helpers/cli.js';
+import { REPO, start, waitFor, type Proc } from '../helpers/cli.js';
 import { startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
 import { termViolations, termsFromLog, type Term } from '../helpers/leadership-terms.js';
 import { FencedSqliteResource } from '../../src/fencing/fenced-resource.js';
@@ -107,7 +107,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const faults: Record<string, number> = {};
   const count = (k: string) => (faults[k] = (faults[k] ?? 0) + 1);
   const kinds = ['kill', 'freeze', 'restart', ...(o.apiServer ? ['apiserver'] : []), ...(o.etcd ? ['etcd'] : [])];
-  const leaderAmong = (ms: Member[]) => validLeaders(ms.map((m) => m.sidecar))[0]?.c.id;
+  const leaderAmong = (ms: Member[]) => ms.find((m) => validLeaders([m.sidecar]).length > 0);
   const violations: string[] = [];
   let slowestRecoveryMs = 0;
   /** Waits for a leader among `ms`; a violation if none within the bound counted from `since`. */
@@ -122,13 +122,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     slowestRecoveryMs = Math.max(slowestRecoveryMs, Date.now() - since);
   };
 
-  await leaderAgain('start-up', members, Date.now() + 20_000); // processes start slowly under load
+  await waitFor('a first leader', () => leaderAmong(members), 30_000); // processes start slowly under load
   const deadline = Date.now() + o.seconds * 1000;
   try {
     while (Date.now() < deadline) {
       await sleep(between(1_000, 2_500));
       const kind = pick(kinds);
-      const leader = members.find((m) => m.id === leaderAmong(members));
+      const leader = leaderAmong(members);
       const victim = leader && rand() < 0.6 ? leader : pick(members);
       const others = members.filter((m) => m !== victim);
       const what = ['apiserver', 'etcd'].includes(kind) ? `${kind} outage` : `${kind} of ${victim.id}`;

@@ -80,8 +80,14 @@ function certificates(dir: string): void {
   openssl(dir, ['rsa', '-in', 'sa.key', '-pubout', '-out', 'sa.pub']);
 }
 
+/** A token user's kubeconfig for this control plane. */
 export function kubeconfig(server: string, caFile: string, user: string, token: string): string {
   const ca = readFileSync(caFile).toString('base64');
+  return kubeconfigYaml(server, [`certificate-authority-data: ${ca}`], user, [`token: ${token}`]);
+}
+
+/** A one-context kubeconfig (namespace default); `cluster` and `userLines` are YAML lines under each entry. */
+export function kubeconfigYaml(server: string, cluster: string[], user: string, userLines: string[]): string {
   return [
     'apiVersion: v1',
     'kind: Config',
@@ -89,11 +95,11 @@ export function kubeconfig(server: string, caFile: string, user: string, token: 
     '- name: test',
     '  cluster:',
     `    server: ${server}`,
-    `    certificate-authority-data: ${ca}`,
+    ...cluster.map((l) => `    ${l}`),
     'users:',
     `- name: ${user}`,
     '  user:',
-    `    token: ${token}`,
+    ...userLines.map((l) => `    ${l}`),
     'contexts:',
     '- name: test',
     '  context:',

@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { env, freshNamespace, rawLease } from '../helpers/kube.js';
+import { kubeconfigYaml } from '../env/control-plane.js';
 import { scratchDir } from '../helpers/scratch.js';
 import { KubernetesLeaseStore } from '../../src/backends/kubernetes-store.js';
 
@@ -11,26 +12,7 @@ import { KubernetesLeaseStore } from '../../src/backends/kubernetes-store.js';
 // certificates (what kind and kubeadm write), exec credential plugins (what cloud providers
 // use), and a CA that does not match (the connection must fail, never fall back to insecure).
 
-function kubeconfig(server: string, cluster: string[], user: string[]): string {
-  return [
-    'apiVersion: v1',
-    'kind: Config',
-    'clusters:',
-    '- name: test',
-    '  cluster:',
-    `    server: ${server}`,
-    ...cluster.map((l) => `    ${l}`),
-    'users:',
-    '- name: u',
-    '  user:',
-    ...user.map((l) => `    ${l}`),
-    'contexts:',
-    '- name: test',
-    '  context: { cluster: test, user: u }',
-    'current-context: test',
-    '',
-  ].join('\n');
-}
+const kubeconfig = (server: string, cluster: string[], user: string[]) => kubeconfigYaml(server, cluster, 'u', user);
 
 describe('kubeconfig credentials on a real kube-apiserver', () => {
   const dir = scratchDir(() => []);
