@@ -25,7 +25,7 @@ RUN ln -s /app/dist/cmd/leasehold.js /usr/local/bin/leasehold && chmod +x /app/d
 USER 1000:1000
 # Nothing is written outside the status volume (/leader) and, for the sqlite backend, --db.
 # No JIT: a sidecar makes a few requests a minute, so an interpreter is plenty; it saves about
-# 6 MB of RSS per pod and leaves no writable-and-executable memory (docs/benchmarks.md).
+# 7 MB of RSS per pod and leaves no writable-and-executable memory (docs/benchmarks.md).
 # Flags on the command line, not NODE_OPTIONS, so `leasehold run` children do not inherit them.
 ENTRYPOINT ["node", "--jitless", "--no-expose-wasm", "/app/dist/cmd/leasehold.js"]
 CMD ["sidecar", "--status-dir", "/leader", "--listen", "0.0.0.0:4040"]

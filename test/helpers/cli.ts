@@ -9,7 +9,7 @@ export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const CLI = join(REPO, 'dist/cmd/leasehold.js');
 /**
  * Node flags the CLI runs with in tests, the same as the image's ENTRYPOINT (Dockerfile) and
- * `npm start`: no JIT (about 6 MB less RSS, no writable-and-executable memory; see
+ * `npm start`: no JIT (about 7 MB less RSS, no writable-and-executable memory; see
  * docs/benchmarks.md), and no WebAssembly, which --jitless cannot run anyway.
  */
 export const NODE_FLAGS = ['--jitless', '--no-expose-wasm'];
