@@ -16,6 +16,18 @@ function record(over: Partial<LeaseRecord> = {}): LeaseRecord {
   return { holderIdentity: 'other', leaseDurationSeconds: 15, acquireTime: t, renewTime: t, leaseTransitions: 4, ...over };
 }
 
+/** The lease as a candidate finds it after a release: anyone may take it at once. */
+function released(over: Partial<LeaseRecord> = {}): LeaseRecord {
+  return record({ holderIdentity: '', leaseDurationSeconds: 1, leaseTransitions: 0, ...over });
+}
+
+/** Makes the elector the leader with token 1 (from a released record), then forgets the calls. */
+async function lead(s: { store: MemoryLeaseStore; elector: LeaderElector }): Promise<void> {
+  if (!s.store.peek(LEASE)) s.store.put(LEASE, released());
+  assert.equal(await s.elector.tryAcquireOrRenew(), true, 'became leader');
+  s.store.clearCalls();
+}
+
 function setup(opts: { listener?: ElectorListener; random?: () => number; identity?: string; requestTimeoutMs?: number } = {}) {
   const clock = new FakeClock();
   const store = new MemoryLeaseStore();
@@ -50,8 +62,18 @@ describe('tryAcquireOrRenew: one attempt, exact backend calls', () => {
   }
   const cases: Case[] = [
     {
-      name: 'absent lease: create it with token 1',
+      name: 'absent lease, first seen: write nothing (a deleted record\'s holder may still act)',
       arrange: () => {},
+      wantLeader: false,
+      wantCalls: ['get'],
+    },
+    {
+      name: 'absent lease for a whole lease duration: create it with token 1',
+      arrange: async ({ store, elector, clock }) => {
+        await elector.tryAcquireOrRenew();
+        await clock.advance(15_000);
+        store.clearCalls();
+      },
       wantLeader: true,
       wantCalls: ['get', 'create'],
       wantToken: 1,
@@ -139,28 +161,37 @@ describe('tryAcquireOrRenew: one attempt, exact backend calls', () => {
       wantToken: 5,
     },
     {
-      name: 'our own identity left by an earlier process: a new term, token + 1',
+      name: 'our identity on a record we did not write (a duplicate identity, or an earlier run): wait as for another',
       arrange: ({ store }) => void store.put(LEASE, record({ holderIdentity: ME })),
+      wantLeader: false,
+      wantCalls: ['get'],
+      wantHolder: ME,
+    },
+    {
+      name: 'our identity on a record we did not write, unchanged for a lease duration: a new term, token + 1',
+      arrange: async ({ store, elector, clock }) => {
+        store.put(LEASE, record({ holderIdentity: ME }));
+        await elector.tryAcquireOrRenew();
+        await clock.advance(15_000);
+        store.clearCalls();
+      },
       wantLeader: true,
       wantCalls: ['get', 'update'],
       wantToken: 5,
     },
     {
       name: 'sitting leader renews from its cache: one update, token unchanged',
-      arrange: async ({ elector, store }) => {
-        await elector.tryAcquireOrRenew();
-        store.clearCalls();
-      },
+      arrange: lead,
       wantLeader: true,
       wantCalls: ['update'],
       wantToken: 1,
     },
     {
-      name: 'leader whose cached version is stale falls back to get + update, keeps its token',
-      arrange: async ({ elector, store }) => {
-        await elector.tryAcquireOrRenew();
-        store.put(LEASE, { ...store.peek(LEASE)!, renewTime: new Date() }); // a no-op rewrite by someone
-        store.clearCalls();
+      name: 'leader whose cached version is stale (a metadata-only rewrite) falls back to get + update, keeps its token',
+      arrange: async (s) => {
+        await lead(s);
+        s.store.put(LEASE, s.store.peek(LEASE)!); // a metadata-only rewrite (someone labels the Lease)
+        s.store.clearCalls();
       },
       wantLeader: true,
       wantCalls: ['update', 'get', 'update'],
@@ -168,8 +199,9 @@ describe('tryAcquireOrRenew: one attempt, exact backend calls', () => {
     },
     {
       name: 'leader finds the lease taken by another: steps down, writes nothing',
-      arrange: async ({ elector, store }) => {
-        await elector.tryAcquireOrRenew();
+      arrange: async (s) => {
+        const { store } = s;
+        await lead(s);
         store.put(LEASE, record({ holderIdentity: 'thief', leaseTransitions: 2 }));
         store.clearCalls();
       },
@@ -222,7 +254,10 @@ describe('tryAcquireOrRenew: one attempt, exact backend calls', () => {
     },
     {
       name: 'lost the create race (conflict): not leader',
-      arrange: ({ store }) => {
+      arrange: async ({ store, elector, clock }) => {
+        await elector.tryAcquireOrRenew();
+        await clock.advance(15_000);
+        store.clearCalls();
         const realCreate = store.create.bind(store);
         store.create = async (name, rec) => {
           store.put(name, record({ holderIdentity: 'faster' }));
@@ -242,6 +277,8 @@ describe('tryAcquireOrRenew: one attempt, exact backend calls', () => {
           store.put(name, record({ holderIdentity: 'faster', leaseTransitions: 1 }));
           return realCreate(name, rec);
         };
+        await elector.tryAcquireOrRenew();
+        await clock.advance(15_000);
         await elector.tryAcquireOrRenew();
         store.delete(LEASE);
         assert.equal(await elector.tryAcquireOrRenew(), false, 'the winner may still act: wait');
@@ -305,6 +342,7 @@ describe('the campaign loop', () => {
 
   it('a leader renews every retryPeriod, keeping its token', async () => {
     const s = setup();
+    s.store.put(LEASE, released());
     s.elector.start();
     await s.clock.advance(0);
     s.store.clearCalls();
@@ -317,6 +355,7 @@ describe('the campaign loop', () => {
 
   it('steps down at renewDeadline when renewals fail, before the lease could expire for others', async () => {
     const s = setup();
+    s.store.put(LEASE, released());
     s.elector.start();
     await s.clock.advance(0);
     const acquiredAt = s.clock.monotonic();
@@ -333,6 +372,7 @@ describe('the campaign loop', () => {
 
   it('steps down at renewDeadline even when a renewal request hangs forever', async () => {
     const s = setup();
+    s.store.put(LEASE, released());
     s.elector.start();
     await s.clock.advance(0);
     s.store.hangNext('update');
@@ -350,6 +390,7 @@ describe('the campaign loop', () => {
 
   it('a renewal that lands after the step-down does not revive the old term', async () => {
     const s = setup({ requestTimeoutMs: 60_000 });
+    s.store.put(LEASE, released());
     s.elector.start();
     await s.clock.advance(0);
     // The first renewal (at t=2s) is answered only when the test says so.
@@ -379,6 +420,7 @@ describe('the campaign loop', () => {
     const s = setup({
       listener: { onStoppedLeading: (r) => order.push(`stopped:${r}`) },
     });
+    s.store.put(LEASE, released());
     s.elector.start();
     await s.clock.advance(0);
     const realUpdate = s.store.update.bind(s.store);
@@ -396,15 +438,15 @@ describe('the campaign loop', () => {
     assert.equal(s.clock.pendingTimers(), 0, 'no timer left behind');
   });
 
-  it('release retries on conflict while still the holder, and never overwrites another holder', async () => {
+  it('release retries on conflict while the record is still ours, and never overwrites another holder', async () => {
     const s = setup();
-    await s.elector.tryAcquireOrRenew();
-    s.store.put(LEASE, { ...s.store.peek(LEASE)!, renewTime: new Date(1) }); // version moves, still ours
+    await lead(s);
+    s.store.put(LEASE, s.store.peek(LEASE)!); // version moves (a label added), still our record
     assert.equal(await s.elector.release(), true);
     assert.equal(s.store.peek(LEASE)?.holderIdentity, '');
 
     const t = setup();
-    await t.elector.tryAcquireOrRenew();
+    await lead(t);
     t.store.put(LEASE, record({ holderIdentity: 'newer' }));
     assert.equal(await t.elector.release(), false);
     assert.equal(t.store.peek(LEASE)?.holderIdentity, 'newer');
@@ -414,6 +456,7 @@ describe('the campaign loop', () => {
     const clock = new FakeClock();
     const store = new MemoryLeaseStore();
     const elector = new LeaderElector({ ...timings, store, lease: LEASE, identity: ME, clock, releaseOnStop: false });
+    store.put(LEASE, released());
     elector.start();
     await clock.advance(0);
     await elector.stop();
@@ -580,4 +623,189 @@ describe('configuration is refused with the rule it breaks', () => {
       );
     });
   }
+});
+
+describe('safety holes found by the randomized simulation (each failed before its fix)', () => {
+  function pair(opts: { identityB?: string; requestTimeoutMs?: number } = {}) {
+    const clock = new FakeClock();
+    const store = new MemoryLeaseStore();
+    const events: string[] = [];
+    const make = (id: string, name: string) =>
+      new LeaderElector({
+        ...timings,
+        store,
+        lease: LEASE,
+        identity: id,
+        clock,
+        random: () => 0,
+        requestTimeoutMs: opts.requestTimeoutMs,
+        listener: {
+          onStartedLeading: (t) => events.push(`${name} started:${t.token}`),
+          onStoppedLeading: (r) => events.push(`${name} stopped:${r}`),
+        },
+      });
+    return { clock, store, events, a: make('a', 'a'), b: make(opts.identityB ?? 'b', 'b') };
+  }
+
+  /** The next store.get answers only when the returned function is called, with the store as it is then. */
+  function holdNextGet(store: MemoryLeaseStore): () => void {
+    const realGet = store.get.bind(store);
+    let answer: () => void = () => assert.fail('the held read was not sent');
+    store.get = (name) => {
+      store.get = realGet;
+      return new Promise((resolve, reject) => (answer = () => void realGet(name).then(resolve, reject)));
+    };
+    return () => answer();
+  }
+
+  it('a leader that stepped down while its read was in flight does not recreate a deleted lease at once', async () => {
+    const { clock, store, a, b } = pair({ requestTimeoutMs: 60_000 });
+    store.put(LEASE, released());
+    assert.equal(await a.tryAcquireOrRenew(), true); // a leads with token 1 from t=0
+    await b.tryAcquireOrRenew(); // b observes a's record at t=0
+    await clock.advance(8_000);
+    store.failNext('update', new BackendUnavailableError('slow API'));
+    const answerA = holdNextGet(store);
+    const aAttempt = a.tryAcquireOrRenew(); // fast path fails; its read hangs
+    await clock.advance(2_000); // t=10s: a's renewDeadline passes while the read is in flight
+    assert.equal(a.isLeader(), false);
+    await clock.advance(5_000); // t=15s: a's record expired as b saw it
+    assert.equal(await b.tryAcquireOrRenew(), true);
+    assert.equal(b.snapshot().fencingToken, 2);
+    store.delete(LEASE);
+    answerA(); // a's read now says "absent"
+    assert.equal(await aAttempt, false, 'a is no longer the sitting leader: it must wait');
+    assert.equal(store.peek(LEASE), undefined, 'nothing created while b still leads with token 2');
+    assert.equal(b.isLeader(), true);
+  });
+
+  for (const lastView of ['its own ended term', 'a released record'] as const) {
+    it(`a candidate whose last view was ${lastView} waits after a deletion instead of reusing the leader's token`, async () => {
+      const { clock, store, a, b } = pair();
+      store.put(LEASE, released());
+      assert.equal(await a.tryAcquireOrRenew(), true); // token 1
+      if (lastView === 'a released record') {
+        assert.equal(await a.release(), true);
+        assert.equal(await b.tryAcquireOrRenew(), true); // takes the released lease at once
+      } else {
+        await b.tryAcquireOrRenew(); // b sees a's record
+        await clock.advance(15_000); // a's term ends at its deadline (it never renews); b's view expires
+        assert.equal(a.isLeader(), false);
+        assert.equal(await b.tryAcquireOrRenew(), true);
+      }
+      assert.equal(b.snapshot().fencingToken, 2);
+      store.delete(LEASE); // a never saw token 2
+      for (let i = 0; i < 3; i++) {
+        assert.equal(await a.tryAcquireOrRenew(), false, `attempt ${i}: a must not create token 2 while b leads`);
+        await clock.advance(2_000);
+      }
+      assert.equal(store.peek(LEASE), undefined);
+    });
+  }
+
+  it('release() called directly ends the term first, and a later attempt never revives it', async () => {
+    const { store, a, events } = pair();
+    store.put(LEASE, released());
+    await a.tryAcquireOrRenew();
+    const realUpdate = store.update.bind(store);
+    store.update = (n, r, v) => {
+      events.push(`update:holder=${r.holderIdentity} leader=${a.isLeader()}`);
+      return realUpdate(n, r, v);
+    };
+    assert.equal(await a.release(), true);
+    assert.equal(a.isLeader(), false);
+    assert.deepEqual(events.slice(1, 3), ['a stopped:releasing the lease', 'update:holder= leader=false']);
+    // Nobody took the released lease: a's next attempt is a new term with a new token.
+    assert.equal(await a.tryAcquireOrRenew(), true);
+    assert.equal(events.at(-1), 'a started:2');
+  });
+
+  it('a term counts from the start of the request that succeeded, not of the attempt', async () => {
+    const { clock, store, a } = pair({ requestTimeoutMs: 60_000 });
+    store.put(LEASE, released());
+    const realGet = store.get.bind(store);
+    store.get = (name) => {
+      store.get = realGet;
+      return new Promise((resolve) => clock.setTimer(() => void realGet(name).then(resolve), 11_000)); // a read slower than renewDeadline
+    };
+    const attempt = a.tryAcquireOrRenew();
+    await clock.advance(11_000);
+    assert.equal(await attempt, true);
+    const validUntil = a.snapshot().validUntil!;
+    assert.equal(validUntil.getTime(), clock.now().getTime() + timings.renewDeadlineMs, 'renewDeadline from the update that won');
+  });
+
+  it('a write answered after renewDeadline is not announced as a term', async () => {
+    const { clock, store, a, events } = pair({ requestTimeoutMs: 60_000 });
+    store.put(LEASE, released());
+    const realUpdate = store.update.bind(store);
+    store.update = (n, r, v) => {
+      store.update = realUpdate;
+      return new Promise((resolve, reject) => clock.setTimer(() => void realUpdate(n, r, v).then(resolve, reject), 10_001));
+    };
+    const attempt = a.tryAcquireOrRenew();
+    await clock.advance(10_001);
+    assert.equal(await attempt, false);
+    assert.equal(a.isLeader(), false);
+    assert.deepEqual(events, []);
+  });
+
+  it('the loop adds nothing to a long-lived signal per iteration (AbortSignal.any leaked ~2 MB a day)', async () => {
+    const s = setup();
+    s.store.put(LEASE, released());
+    const realAny = AbortSignal.any;
+    let combined = 0;
+    AbortSignal.any = (signals) => {
+      combined++;
+      return realAny(signals);
+    };
+    try {
+      s.elector.start();
+      await s.clock.advance(2_000 * 200);
+      assert.equal(s.store.calls.length > 150, true, 'the loop ran');
+      assert.equal(combined, 0);
+    } finally {
+      AbortSignal.any = realAny;
+      await s.elector.stop();
+    }
+  });
+
+  it('two processes with one identity never both lead; the second logs one error line and waits', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryLeaseStore();
+    const errors: string[] = [];
+    const make = (log = false) =>
+      new LeaderElector({
+        ...timings,
+        store,
+        lease: LEASE,
+        identity: 'same',
+        clock,
+        random: () => 0.5,
+        log: {
+          debug() {},
+          info() {},
+          warn() {},
+          error: (m) => void (log && errors.push(m)),
+        },
+      });
+    const parent = make();
+    const child = make(true); // e.g. a leasehold started inside `leasehold run`'s command
+    store.put(LEASE, released());
+    parent.start();
+    await clock.advance(0);
+    assert.equal(parent.isLeader(), true);
+    child.start();
+    for (let i = 0; i < 60; i++) {
+      await clock.advance(1_000);
+      assert.ok(!(parent.isLeader() && child.isLeader()), `both lead at t=${i + 1}s`);
+    }
+    assert.equal(parent.isLeader(), true, 'the parent keeps renewing its own record');
+    assert.equal(child.isLeader(), false);
+    assert.equal(store.peek(LEASE)?.leaseTransitions, 1);
+    assert.equal(errors.length, 1, errors.join('\n'));
+    assert.match(errors[0]!, /did not write/);
+    await child.stop();
+    await parent.stop();
+  });
 });

@@ -20,7 +20,7 @@
  * The record's renewTime is never compared with the local clock.
  */
 import { sleep, realClock, type Clock, type Timer } from '../clock.js';
-import { BackendUnavailableError, ConflictError, NotFoundError, describeError } from '../errors.js';
+import { BackendUnavailableError, ConflictError, InvalidRecordError, NotFoundError, describeError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
 import {
@@ -100,6 +100,20 @@ export interface ElectorSnapshot {
   running: boolean;
 }
 
+/** The current term, while this candidate leads: one object, replaced on every new term. */
+interface Term extends LeadershipTerm {
+  /** Monotonic start of the last successful acquire/renew request. */
+  renewedAtMono: number;
+  /** Steps down at renewedAtMono + renewDeadline unless a renewal re-arms it first. */
+  deadline: Timer;
+}
+
+/** When a write request started, on both clocks: a term counts from here (see succeeded). */
+interface Stamp {
+  wall: Date;
+  mono: number;
+}
+
 export class LeaderElector {
   private readonly store: LeaseStore;
   private readonly clock: Clock;
@@ -111,33 +125,42 @@ export class LeaderElector {
   readonly timings: Readonly<Timings>;
   private readonly releaseOnStop: boolean;
   private readonly requestTimeoutMs: number;
+  private readonly safetyRereadMs: number;
 
+  // What this candidate knows of the record.
   private observed: VersionedRecord | null = null;
   private observedAtMono = 0;
+  /** The highest token ever seen, in any record or deletion: a new term always goes past it. */
   private highestToken = 0;
-  /** The record vanished (deleted) while another candidate held it: wait out its lease until then. */
-  private vanishedUntilMono: number | null = null;
+  /**
+   * The record was last seen absent: nobody but the sitting leader may create it before this
+   * (a deleted record's holder, or a leader on a replaced store, may still be acting).
+   */
+  private absentUntilMono: number | null = null;
+  /** The version our last successful write returned, and the record we last tried to write. */
+  private ownVersion: string | null = null;
+  private lastWrite: LeaseRecord | null = null;
+  /** The foreign record under our identity that was last reported, so it is logged once. */
+  private reportedImpostor: string | null = null;
 
-  private leading = false;
-  /** Bumped on every step-down, so a request that started in an older term cannot revive it. */
-  private termSeq = 0;
-  private term: LeadershipTerm | null = null;
-  private lastRenewMono: number | null = null;
-  private lastAttemptMono: number | null = null;
-  private deadlineTimer: Timer | null = null;
+  /** Non-null exactly while this candidate leads. */
+  private term: Term | null = null;
 
+  // The loop.
   private loop: Promise<void> | null = null;
-  private readonly abort = new AbortController();
-  /** Ends the current wait between attempts early (a watch saw the record change). */
+  private stopped = false;
+  /** Ends the current wait between attempts early (a watch event, or stop()). */
   private wake: AbortController | null = null;
-  private unwatch: (() => void) | null = null;
-  /** When the loop should next make progress (end of its wait or of its attempt); for liveness. */
-  private loopDueMono: number | null = null;
   /** A wake-up event arrived while no wait was in progress (an attempt was in flight). */
   private wakePending = false;
+  private unwatch: (() => void) | null = null;
   /** The store's watch is connected: every change will be reported. */
   private watchHealthy = false;
-  private readonly safetyRereadMs: number;
+  private lastAttemptMono: number | null = null;
+  /** When the loop should next make progress (end of its wait or of its attempt); for liveness. */
+  private loopDueMono: number | null = null;
+  /** Monotonic start of the last successful acquire/renew, kept after a step-down; for liveness. */
+  private lastRenewMono: number | null = null;
 
   constructor(opts: ElectorOptions) {
     validateTimings(opts);
@@ -157,21 +180,22 @@ export class LeaderElector {
   }
 
   isLeader(): boolean {
-    return this.leading;
+    return this.term !== null;
   }
 
   snapshot(): ElectorSnapshot {
     const rec = this.observed?.record ?? null;
+    const t = this.term;
     return {
       lease: this.lease,
       identity: this.identity,
-      isLeader: this.leading,
+      isLeader: t !== null,
       holder: rec ? rec.holderIdentity : null,
-      fencingToken: this.leading ? (this.term?.token ?? null) : null,
+      fencingToken: t?.token ?? null,
       observedToken: rec?.leaseTransitions ?? null,
-      acquiredAt: this.leading ? (this.term?.acquiredAt ?? null) : (rec?.acquireTime ?? null),
-      renewedAt: this.leading ? (this.term?.renewedAt ?? null) : (rec?.renewTime ?? null),
-      validUntil: this.leading ? (this.term?.validUntil ?? null) : null,
+      acquiredAt: t ? t.acquiredAt : (rec?.acquireTime ?? null),
+      renewedAt: t ? t.renewedAt : (rec?.renewTime ?? null),
+      validUntil: t?.validUntil ?? null,
       lastRenewMonotonic: this.lastRenewMono,
       loopDueMonotonic: this.loopDueMono,
       running: this.loop !== null,
@@ -184,6 +208,7 @@ export class LeaderElector {
    */
   start(): void {
     if (this.loop) return;
+    this.stopped = false;
     // A standby that can watch the store acts as soon as the record is released, and while
     // its watch is connected it waits for events instead of polling (see waitingOnWatch).
     // The watch is only a hint: every decision is still a read and a compare-and-swap.
@@ -193,33 +218,40 @@ export class LeaderElector {
         (e) => this.onWatchEvent(e),
         (healthy) => {
           this.watchHealthy = healthy;
-          if (!healthy) this.wake?.abort(); // back to polling at once
+          if (!healthy) this.wakeUp(); // back to polling at once
         },
       ) ?? null;
     this.loop = this.runLoop();
   }
 
   private async runLoop(): Promise<void> {
-    const signal = this.abort.signal;
-    while (!signal.aborted) {
+    while (!this.stopped) {
       if (this.dueForAttempt()) {
         // Each attempt is at most three requests, each bounded by requestTimeout.
         this.loopDueMono = this.clock.monotonic() + 3 * this.requestTimeoutMs;
         await this.tryAcquireOrRenew();
       }
-      if (signal.aborted) break;
+      if (this.stopped) break;
       if (this.wakePending) {
         // An event arrived while that attempt was in flight (its read may predate the
         // release the event reported): look again now instead of sleeping through it.
         this.wakePending = false;
         continue;
       }
-      this.wake = new AbortController();
+      // One controller per wait, aborted by an event or by stop(); nothing long-lived gains a
+      // listener per iteration (AbortSignal.any on a loop-long signal did, and leaked).
+      const wake = new AbortController();
+      this.wake = wake;
       const wait = this.nextWait();
       this.loopDueMono = this.clock.monotonic() + wait;
-      await sleep(this.clock, wait, AbortSignal.any([signal, this.wake.signal]));
+      await sleep(this.clock, wait, wake.signal);
       this.wake = null;
     }
+  }
+
+  private wakeUp(): void {
+    if (this.wake) this.wake.abort();
+    else this.wakePending = true;
   }
 
   /**
@@ -230,14 +262,13 @@ export class LeaderElector {
    */
   private onWatchEvent(e: WatchEvent): void {
     if (e.deleted) this.highestToken = Math.max(this.highestToken, e.deleted.leaseTransitions);
-    if (this.leading) return;
+    if (this.term) return;
     if (e.record === null) this.noteAbsent();
     if (e.record) {
       this.observe(e.record);
       if (e.record.record.holderIdentity !== '') return;
     }
-    if (this.wake) this.wake.abort();
-    else this.wakePending = true;
+    this.wakeUp();
   }
 
   /**
@@ -246,9 +277,9 @@ export class LeaderElector {
    * lease could expire, an event says it was released, or the safety re-read is due.
    */
   private waitingOnWatch(): boolean {
-    if (this.leading || !this.watchHealthy || !this.observed) return false;
-    const rec = this.observed.record;
-    return rec.holderIdentity !== '' && rec.holderIdentity !== this.identity && !this.expired(rec);
+    if (this.term || !this.watchHealthy || !this.observed) return false;
+    const seen = this.observed;
+    return seen.record.holderIdentity !== '' && !this.isOwn(seen) && !this.expired(seen.record);
   }
 
   private dueForAttempt(): boolean {
@@ -258,7 +289,7 @@ export class LeaderElector {
 
   private nextWait(): number {
     const retry = this.timings.retryPeriodMs;
-    if (this.leading) return retry;
+    if (this.term) return retry;
     const jittered = retry * (1 + this.random() * JITTER_FACTOR);
     if (!this.waitingOnWatch()) return jittered;
     const now = this.clock.monotonic();
@@ -275,13 +306,14 @@ export class LeaderElector {
    * stops acting as leader before anyone else can start.
    */
   async stop(): Promise<void> {
-    this.abort.abort();
+    this.stopped = true;
+    this.wake?.abort();
     this.unwatch?.();
     this.unwatch = null;
     await this.loop;
     this.loop = null;
-    const wasLeading = this.leading;
-    if (wasLeading) this.stepDown('shutting down');
+    const wasLeading = this.term !== null;
+    this.stepDown('shutting down');
     if (wasLeading && this.releaseOnStop) await this.release();
   }
 
@@ -300,58 +332,57 @@ export class LeaderElector {
     }
   }
 
+  /**
+   * The algorithm, over one observed record:
+   *   1. The leader renews from its cached record: one request (client-go's fast path).
+   *   2. A standby whose watch showed the lease released or expired takes it from what the
+   *      watch delivered: one request. A stale view costs a conflict, then step 3.
+   *   3. Read the record.
+   *   4. Absent: the sitting leader recreates it at once as a new term; anyone else first
+   *      waits a lease duration from the moment it found it absent, because the holder of a
+   *      deleted record (or a leader on a replaced store) may still be acting.
+   *   5. Held by another (or under our identity by a write that is not ours) and not expired:
+   *      wait; a leader that finds this has lost the lease and steps down.
+   *   6. Ours and leading: renew, keeping the token. Otherwise (released, expired, or ours from
+   *      an ended term): a new term with the next token after any seen.
+   */
   private async attempt(): Promise<boolean> {
-    const startWall = this.clock.now();
-    const startMono = this.clock.monotonic();
-    const seq = this.termSeq;
-    const wasLeading = this.leading;
+    const term = this.term;
 
-    // Fast path (client-go ≥1.29): the leader renews from its cached record, one request.
-    if (wasLeading && this.observed && this.term) {
-      const renewal = this.renewalRecord(this.observed.record, startWall);
+    // 1. Fast path.
+    if (term && this.observed) {
       try {
-        const version = await this.call('update', this.store.update(this.lease, renewal, this.observed.version));
-        return this.succeeded({ record: renewal, version }, true, seq, startWall, startMono);
+        return await this.write('update', term, (now) => this.renewalRecord(this.observed!.record, now), this.observed.version);
       } catch (err) {
         this.listener.onSlowPath?.();
         this.log.debug('optimistic renewal failed; reading the lease', { error: describeError(err) });
       }
     }
 
-    // A standby whose watch showed the lease released or expired tries straight from what the
-    // watch delivered: one request instead of two. A stale view only costs a 409, then a read.
-    if (!wasLeading && this.watchHealthy && this.observed && this.takeable(this.observed.record)) {
+    // 2. Straight from the watched record.
+    if (!this.term && this.watchHealthy && this.observed && this.takeable(this.observed)) {
       const seen = this.observed;
-      const record = this.newTermRecord(seen.record, startWall);
       try {
-        const version = await this.call('update', this.store.update(this.lease, record, seen.version));
-        return this.succeeded({ record, version }, false, this.termSeq, startWall, startMono);
+        return await this.write('update', null, (now) => this.newTermRecord(seen.record, now), seen.version);
       } catch (err) {
         if (!(err instanceof ConflictError || err instanceof NotFoundError)) throw err;
       }
     }
 
-    const current = await this.call('get', this.store.get(this.lease));
+    // 3. Read.
+    const current = await this.call('get', () => this.store.get(this.lease));
+
+    // 4. Absent. Leadership is judged now, not at the start of the attempt: a candidate that
+    // stepped down while its read was in flight is no longer the sitting leader.
     if (current === null) {
-      // A deletion is a change of the record: if another candidate held it, that holder may
-      // still act as leader until its own deadline, so wait out its lease as for an expiry.
-      // (Its holder, at its next renewal, recreates it at once with a new token.)
-      if (wasLeading) this.observed = null;
-      else this.noteAbsent();
-      if (this.vanishedUntilMono !== null && this.vanishedUntilMono > this.clock.monotonic()) return false;
-      this.vanishedUntilMono = null;
-      // Absent: create it. After a deletion the token continues from the highest one seen.
-      const record: LeaseRecord = {
-        holderIdentity: this.identity,
-        leaseDurationSeconds: this.timings.leaseDurationMs / 1000,
-        acquireTime: startWall,
-        renewTime: startWall,
-        leaseTransitions: this.highestToken + 1,
-      };
-      if (wasLeading) this.stepDown('the lease record disappeared');
-      let version: string;
+      if (this.term) {
+        this.stepDown('the lease record disappeared');
+      } else {
+        this.noteAbsent();
+        if (this.absentUntilMono! > this.clock.monotonic()) return false;
+      }
       try {
-        version = await this.call('create', this.store.create(this.lease, record));
+        return await this.write('create', null, (now) => this.freshRecord(now));
       } catch (err) {
         // Someone else created it first: read it now, so its token is known to us even if
         // it is deleted again before our next attempt.
@@ -361,47 +392,97 @@ export class LeaderElector {
         }
         throw err;
       }
-      return this.succeeded({ record, version }, false, this.termSeq, startWall, startMono);
     }
 
+    // 5. Held by another.
     this.observe(current);
-    const rec = current.record;
-    const heldByOther = rec.holderIdentity !== '' && rec.holderIdentity !== this.identity;
-    if (heldByOther && !this.expired(rec)) {
-      if (this.leading) this.stepDown(`the lease is held by ${rec.holderIdentity}`);
+    const own = this.isOwn(current);
+    if (!own && current.record.holderIdentity !== '' && !this.expired(current.record)) {
+      this.stepDown(`the lease is held by ${current.record.holderIdentity}${current.record.holderIdentity === this.identity ? ' (another process with this identity)' : ''}`);
       return false;
     }
 
-    // A renewal keeps the term only if we lead and nobody else wrote since our last success.
-    const isRenewal = wasLeading && this.leading && rec.holderIdentity === this.identity;
-    const record = isRenewal ? this.renewalRecord(rec, startWall) : this.newTermRecord(rec, startWall);
-    if (!isRenewal && this.leading) this.stepDown('the lease changed hands');
-    const version = await this.call('update', this.store.update(this.lease, record, current.version));
-    return this.succeeded({ record, version }, isRenewal, isRenewal ? seq : this.termSeq, startWall, startMono);
+    // 6. Renew, or open a new term.
+    if (own && this.term) {
+      return this.write('update', this.term, (now) => this.renewalRecord(current.record, now), current.version);
+    }
+    this.stepDown('the lease changed hands');
+    return this.write('update', null, (now) => this.newTermRecord(current.record, now), current.version);
   }
 
-  /** The record is gone: if another candidate held it, remember when, to wait out its lease. */
+  /**
+   * One write: builds the record at the moment the request starts, sends it, and on success
+   * renews `renewing` or opens a new term (null). Both count from the request's start.
+   */
+  private async write(
+    op: 'create' | 'update',
+    renewing: Term | null,
+    build: (now: Date) => LeaseRecord,
+    expectedVersion?: string,
+  ): Promise<boolean> {
+    const start: Stamp = { wall: this.clock.now(), mono: this.clock.monotonic() };
+    const record = build(start.wall);
+    this.lastWrite = record;
+    const version = await this.call(op, () =>
+      op === 'create' ? this.store.create(this.lease, record) : this.store.update(this.lease, record, expectedVersion!),
+    );
+    return this.succeeded({ record, version }, renewing, start);
+  }
+
+  /** The record is gone: nobody but the sitting leader creates it before a lease duration. */
   private noteAbsent(): void {
-    const last = this.observed?.record;
-    if (last && last.holderIdentity !== '' && last.holderIdentity !== this.identity) {
-      this.vanishedUntilMono = this.clock.monotonic() + last.leaseDurationSeconds * 1000;
+    if (this.absentUntilMono === null) {
+      const last = this.observed?.record;
+      const waitMs = Math.max(this.timings.leaseDurationMs, last ? last.leaseDurationSeconds * 1000 : 0);
+      this.absentUntilMono = this.clock.monotonic() + waitMs;
+      this.log.info('lease absent: creating it after a lease duration unless it reappears', { waitMs, highestTokenSeen: this.highestToken });
     }
     this.observed = null;
   }
 
-  /** May a non-leader take this record now? Released, left by us, or expired as observed. */
-  private takeable(rec: LeaseRecord): boolean {
-    return rec.holderIdentity === '' || rec.holderIdentity === this.identity || this.expired(rec);
+  /**
+   * Did this candidate write this record? Its identity alone does not say: another process
+   * may run with the same --identity (or be a leasehold started inside `leasehold run`'s
+   * command). A record under our identity that we did not write is another holder's.
+   */
+  private isOwn(seen: VersionedRecord): boolean {
+    const rec = seen.record;
+    if (rec.holderIdentity !== this.identity) return false;
+    // A write whose answer was lost (a timeout) may still have landed: recognise it by content.
+    if (seen.version === this.ownVersion || (this.lastWrite !== null && sameRecord(rec, this.lastWrite))) return true;
+    const key = `${rec.leaseTransitions}/${rec.acquireTime?.getTime() ?? ''}`;
+    if (this.reportedImpostor !== key) {
+      this.reportedImpostor = key;
+      this.log.error('the lease is held under this identity by a record this process did not write', {
+        holder: rec.holderIdentity,
+        token: rec.leaseTransitions,
+        rule: 'another process runs with the same --identity (or this one restarted): treated as another holder until it expires',
+      });
+    }
+    return false;
+  }
+
+  /** May a non-leader take this record now? Released, ours from an ended term, or expired as observed. */
+  private takeable(seen: VersionedRecord): boolean {
+    return seen.record.holderIdentity === '' || this.isOwn(seen) || this.expired(seen.record);
   }
 
   /** The record of a new term: this candidate, now, the next token after any seen. */
   private newTermRecord(rec: LeaseRecord, now: Date): LeaseRecord {
+    return this.freshRecord(now, Math.max(rec.leaseTransitions, this.highestToken) + 1);
+  }
+
+  /** A record created from nothing continues from the highest token ever seen (after a deletion). */
+  private freshRecord(now: Date, token = this.highestToken + 1): LeaseRecord {
+    if (token > Number.MAX_SAFE_INTEGER) {
+      throw new InvalidRecordError(`the fencing token would pass ${Number.MAX_SAFE_INTEGER} (2^53 − 1), past which tokens can no longer be told apart`);
+    }
     return {
       holderIdentity: this.identity,
       leaseDurationSeconds: this.timings.leaseDurationMs / 1000,
       acquireTime: now,
       renewTime: now,
-      leaseTransitions: Math.max(rec.leaseTransitions, this.highestToken) + 1,
+      leaseTransitions: token,
     };
   }
 
@@ -415,7 +496,6 @@ export class LeaderElector {
     };
   }
 
-  /** Has the record gone unchanged, as seen by us, for its own leaseDurationSeconds? */
   /** An unchanged record expires a lease duration after we observed it (client-go's rule). */
   private expiresAtMono(rec: LeaseRecord): number {
     return this.observedAtMono + rec.leaseDurationSeconds * 1000;
@@ -425,86 +505,90 @@ export class LeaderElector {
     return this.expiresAtMono(rec) <= this.clock.monotonic();
   }
 
-  private observe(got: VersionedRecord): void {
-    this.vanishedUntilMono = null;
+  /** Takes in a record read or watched (own = we just wrote it). */
+  private observe(got: VersionedRecord, own = false): void {
+    this.absentUntilMono = null;
     const previous = this.observed;
     if (previous && previous.version === got.version) return;
     this.observed = got;
     this.observedAtMono = this.clock.monotonic();
     this.highestToken = Math.max(this.highestToken, got.record.leaseTransitions);
+    if (own) this.ownVersion = got.version;
     if (!previous || previous.record.holderIdentity !== got.record.holderIdentity) {
-      this.announceHolder(got.record);
+      if (!own && got.record.holderIdentity !== this.identity) {
+        this.log.info(got.record.holderIdentity === '' ? 'lease released' : 'new leader observed', {
+          holder: got.record.holderIdentity,
+          token: got.record.leaseTransitions,
+        });
+      }
+      this.listener.onNewLeader?.(got.record.holderIdentity, got.record);
     }
   }
 
-  private announceHolder(rec: LeaseRecord): void {
-    if (rec.holderIdentity !== this.identity) {
-      this.log.info(rec.holderIdentity === '' ? 'lease released' : 'new leader observed', {
-        holder: rec.holderIdentity,
-        token: rec.leaseTransitions,
-      });
-    }
-    this.listener.onNewLeader?.(rec.holderIdentity, rec);
-  }
-
-  private succeeded(got: VersionedRecord, isRenewal: boolean, seq: number, startWall: Date, startMono: number): boolean {
-    if (seq !== this.termSeq) {
-      // We stepped down (renew deadline) while this request was in flight. Its write may have
-      // landed, but the app was already told to stop: the next attempt opens a new term.
-      this.observeOwnWrite(got);
+  /**
+   * A write landed. It renews `renewing` only if that term is still the current one (we may
+   * have stepped down at the deadline while it was in flight: a late success never revives a
+   * term), and it counts from the start of the request: others can have seen the write only
+   * after that instant, so renewDeadline from there is still before any of them may take over.
+   */
+  private succeeded(got: VersionedRecord, renewing: Term | null, start: Stamp): boolean {
+    this.observe(got, true);
+    if (renewing !== null && renewing !== this.term) return false;
+    const validUntil = new Date(start.wall.getTime() + this.timings.renewDeadlineMs);
+    if (start.mono + this.timings.renewDeadlineMs <= this.clock.monotonic()) {
+      // The answer came after the deadline it would have set: never announce a term already past.
+      this.stepDown(`the renewal was answered after renewDeadline (${this.timings.renewDeadlineMs} ms)`);
       return false;
     }
-    this.observeOwnWrite(got);
-    const token = got.record.leaseTransitions;
-    const validUntil = new Date(startWall.getTime() + this.timings.renewDeadlineMs);
-    this.lastRenewMono = startMono;
-    this.armDeadline(startMono);
-    if (isRenewal && this.term) {
-      this.term = { ...this.term, renewedAt: startWall, validUntil };
-      this.log.debug('renewed', { token: this.term.token, validUntil: validUntil.toISOString() });
-      this.listener.onRenewed?.(this.term);
+    this.lastRenewMono = start.mono;
+    if (renewing) {
+      renewing.deadline.cancel();
+      Object.assign(renewing, { renewedAt: start.wall, validUntil, renewedAtMono: start.mono, deadline: this.armDeadline(start.mono) });
+      this.log.debug('renewed', { token: renewing.token, validUntil: validUntil.toISOString() });
+      this.listener.onRenewed?.(this.publicTerm(renewing));
       return true;
     }
-    this.leading = true;
-    this.term = { token, acquiredAt: got.record.acquireTime ?? startWall, renewedAt: startWall, validUntil };
+    const token = got.record.leaseTransitions;
+    this.term = {
+      token,
+      acquiredAt: got.record.acquireTime ?? start.wall,
+      renewedAt: start.wall,
+      validUntil,
+      renewedAtMono: start.mono,
+      deadline: this.armDeadline(start.mono),
+    };
     this.log.info('became leader', { token, validUntil: validUntil.toISOString() });
-    this.listener.onStartedLeading?.(this.term);
+    this.listener.onStartedLeading?.(this.publicTerm(this.term));
     return true;
   }
 
-  private observeOwnWrite(got: VersionedRecord): void {
-    const holderChanged = this.observed?.record.holderIdentity !== got.record.holderIdentity;
-    this.observed = got;
-    this.observedAtMono = this.clock.monotonic();
-    this.highestToken = Math.max(this.highestToken, got.record.leaseTransitions);
-    if (holderChanged) this.listener.onNewLeader?.(got.record.holderIdentity, got.record);
+  private publicTerm(t: Term): LeadershipTerm {
+    return { token: t.token, acquiredAt: t.acquiredAt, renewedAt: t.renewedAt, validUntil: t.validUntil };
   }
 
   /** Steps down at startMono + renewDeadline unless a later renewal re-arms it first. */
-  private armDeadline(startMono: number): void {
-    this.deadlineTimer?.cancel();
+  private armDeadline(startMono: number): Timer {
     const due = startMono + this.timings.renewDeadlineMs - this.clock.monotonic();
-    this.deadlineTimer = this.clock.setTimer(() => {
-      if (this.leading && this.lastRenewMono === startMono) {
+    return this.clock.setTimer(() => {
+      if (this.term?.renewedAtMono === startMono) {
         this.stepDown(`no successful renewal within renewDeadline (${this.timings.renewDeadlineMs} ms)`);
       }
     }, due);
   }
 
+  /** Ends the current term, if any; the listener hears it before anything else happens. */
   private stepDown(reason: string): void {
-    if (!this.leading) return;
-    this.leading = false;
-    this.termSeq++;
-    this.deadlineTimer?.cancel();
-    this.deadlineTimer = null;
-    this.log.warn('stopped leading', { token: this.term?.token ?? null, reason });
+    const t = this.term;
+    if (!t) return;
     this.term = null;
+    t.deadline.cancel();
+    this.log.warn('stopped leading', { token: t.token, reason });
     this.listener.onStoppedLeading?.(reason);
   }
 
   private attemptFailed(err: unknown): void {
     const reason = err instanceof ConflictError ? 'lost a write race (conflict)' : describeError(err);
-    if (this.leading) {
+    if (this.term) {
       this.log.warn('renewal failed', { reason });
       this.listener.onRenewFailed?.(reason);
     } else {
@@ -515,13 +599,18 @@ export class LeaderElector {
 
   /**
    * Gives the lease up as client-go does: holder '', leaseDurationSeconds 1, times = now, the
-   * token unchanged (the next acquirer bumps it). Retries on conflict while we are still the
-   * holder; never overwrites someone else's record.
+   * token unchanged (the next acquirer bumps it). The term ends first, so nobody is told to
+   * lead while another may already hold the released lease. Only a record this candidate
+   * wrote is released: never another holder's, nor one written under our identity by another
+   * process. A conflict or an unanswered request is retried after a fresh read.
    */
   async release(): Promise<boolean> {
+    this.stepDown('releasing the lease');
+    let sent: LeaseRecord | null = null;
     for (let attempt = 0; attempt < 5; attempt++) {
       const current = attempt === 0 && this.observed ? this.observed : await this.safeGet();
-      if (!current || current.record.holderIdentity !== this.identity) return false;
+      if (current && sent && sameRecord(current.record, sent)) return true; // an unanswered release landed
+      if (!current || !this.isOwn(current)) return false;
       const now = this.clock.now();
       const released: LeaseRecord = {
         holderIdentity: '',
@@ -530,9 +619,10 @@ export class LeaderElector {
         renewTime: now,
         leaseTransitions: current.record.leaseTransitions,
       };
+      sent = released;
       try {
-        const version = await this.call('update', this.store.update(this.lease, released, current.version));
-        this.observeOwnWrite({ record: released, version });
+        const version = await this.call('update', () => this.store.update(this.lease, released, current.version));
+        this.observe({ record: released, version }, true);
         this.log.info('released lease', { token: released.leaseTransitions });
         return true;
       } catch (err) {
@@ -547,20 +637,20 @@ export class LeaderElector {
 
   private async safeGet(): Promise<VersionedRecord | null> {
     try {
-      return await this.call('get', this.store.get(this.lease));
+      return await this.call('get', () => this.store.get(this.lease));
     } catch {
       return null;
     }
   }
 
   /** Bounds one backend call so a hung request cannot hold the loop past its deadlines. */
-  private call<T>(op: string, p: Promise<T>): Promise<T> {
+  private call<T>(op: string, send: () => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const timer = this.clock.setTimer(
         () => reject(new BackendUnavailableError(`${this.store.backend} ${op} timed out after ${this.requestTimeoutMs} ms`)),
         this.requestTimeoutMs,
       );
-      p.then(
+      send().then(
         (v) => {
           timer.cancel();
           resolve(v);
@@ -572,4 +662,14 @@ export class LeaderElector {
       );
     });
   }
+}
+
+/** Same holder, token and times (to the millisecond): the record we wrote, whatever its version. */
+function sameRecord(a: LeaseRecord, b: LeaseRecord): boolean {
+  return (
+    a.holderIdentity === b.holderIdentity &&
+    a.leaseTransitions === b.leaseTransitions &&
+    a.renewTime?.getTime() === b.renewTime?.getTime() &&
+    a.acquireTime?.getTime() === b.acquireTime?.getTime()
+  );
 }

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Provides etcd, kube-apiserver and kubectl for the Kubernetes test tier, and prints the
 # directory that holds them (envtest's layout: one folder with the three binaries).
+# With --node it also provides kubelet, kube-controller-manager and kube-scheduler for the
+# cluster tier (test/cluster), built from the same throwaway module so they share its build cache.
+#
+# Every Kubernetes binary is version-stamped (-X .../version.gitVersion=vX.Y.Z): unstamped, the
+# API server reports v0.0.0-master+$Format:%H$, which kubectl cannot parse and helm refuses.
 #
 #   1. KUBEBUILDER_ASSETS, when set and complete, wins: nothing is built.
 #   2. Otherwise the versioned cache (outside the repo) is used when complete.
@@ -15,10 +20,17 @@ set -euo pipefail
 K8S_VERSION="${LEASEHOLD_K8S_VERSION:-1.37.2}"
 ETCD_VERSION="${LEASEHOLD_ETCD_VERSION:-3.7.3}"
 CACHE_ROOT="${LEASEHOLD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/leasehold}"
-DEST="$CACHE_ROOT/control-plane/k8s-v${K8S_VERSION}_etcd-v${ETCD_VERSION}"
+# "-stamped": earlier caches held unstamped binaries under the plain name.
+DEST="$CACHE_ROOT/control-plane/k8s-v${K8S_VERSION}-stamped_etcd-v${ETCD_VERSION}"
+WITH_NODE=false
+[[ "${1:-}" == "--node" ]] && WITH_NODE=true
 
 log() { printf '[control-plane] %s\n' "$*" >&2; }
-complete() { [[ -x "$1/etcd" && -x "$1/kube-apiserver" && -x "$1/kubectl" ]]; }
+NODE_BINS=(kubelet kube-controller-manager kube-scheduler)
+complete() {
+  [[ -x "$1/etcd" && -x "$1/kube-apiserver" && -x "$1/kubectl" ]] || return 1
+  if $WITH_NODE; then for b in "${NODE_BINS[@]}"; do [[ -x "$1/$b" ]] || return 1; done; fi
+}
 
 if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
   if complete "$KUBEBUILDER_ASSETS"; then
@@ -56,15 +68,22 @@ build_k8s() {
       | awk -v v="v$minor" '{print "\t" $1 " => " $1 " " v}'
     echo ")"
   } >>go.mod
-  printf 'package tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubectl/pkg/cmd"\n)\n' >tools.go
+  printf 'package tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kubelet"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n\t_ "k8s.io/kubernetes/cmd/kube-scheduler"\n\t_ "k8s.io/kubectl/pkg/cmd"\n)\n' >tools.go
   log "downloading modules (go mod tidy)"
   go mod tidy >&2
-  log "compiling kube-apiserver (the long step; about 10 minutes on 2 cores)"
-  go build -trimpath -ldflags "-s -w" -o "$DEST/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-  mv "$DEST/kube-apiserver.tmp" "$DEST/kube-apiserver"
-  log "compiling kubectl ($((SECONDS - started))s so far)"
-  go build -trimpath -ldflags "-s -w" -o "$DEST/kubectl.tmp" k8s.io/kubernetes/cmd/kubectl
-  mv "$DEST/kubectl.tmp" "$DEST/kubectl"
+  local minor_only="${K8S_VERSION#*.}"; minor_only="${minor_only%%.*}"
+  local stamp="" pkg
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    stamp+=" -X $pkg.gitVersion=v$K8S_VERSION -X $pkg.gitMajor=${K8S_VERSION%%.*} -X $pkg.gitMinor=$minor_only -X $pkg.gitTreeState=clean"
+  done
+  local bins=(kube-apiserver kubectl) b
+  $WITH_NODE && bins+=("${NODE_BINS[@]}")
+  for b in "${bins[@]}"; do
+    [[ -x "$DEST/$b" ]] && continue
+    log "compiling $b ($((SECONDS - started))s so far; kube-apiserver and kubelet take about 10 minutes each on 2 cores when nothing is cached)"
+    go build -trimpath -ldflags "-s -w$stamp" -o "$DEST/$b.tmp" "k8s.io/kubernetes/cmd/$b"
+    mv "$DEST/$b.tmp" "$DEST/$b"
+  done
 }
 
 build_etcd() {
@@ -81,7 +100,7 @@ build_etcd() {
 }
 
 [[ -x "$DEST/etcd" ]] || build_etcd
-[[ -x "$DEST/kube-apiserver" && -x "$DEST/kubectl" ]] || build_k8s
+complete "$DEST" || build_k8s
 complete "$DEST" || { log "build finished but binaries are missing in $DEST"; exit 1; }
 log "built in $((SECONDS - started))s: $DEST"
 echo "$DEST"
