@@ -46,7 +46,7 @@ export async function runRun(a: RunArgs): Promise<number> {
   }
   resolveExecutable(argv[0]!);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
-  const store = await openStore({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 });
+  const store = await openStore({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2, log });
   const podLabeler = s.podLabel ? await podLabelerFor(store, s.identity, log) : undefined;
   const runner = new LeaderRunner({ ...s, store, log, argv, once: a.once, gracePeriodMs, podLabeler });
   onShutdownSignal((signal) => runner.forwardSignalAndStop(signal));

@@ -64,7 +64,7 @@ export function resolveSidecar(a: SidecarArgs) {
 export async function runSidecar(a: SidecarArgs): Promise<number> {
   const s = resolveSidecar(a);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
-  const store = await openStore({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 });
+  const store = await openStore({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2, log });
   const podLabeler = s.podLabel ? await podLabelerFor(store, s.identity, log) : undefined;
   const sidecar = new Sidecar({ ...s, store, log, podLabeler });
   const stopped = new Promise<void>((resolve) =>

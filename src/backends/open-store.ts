@@ -1,5 +1,6 @@
 import { InvalidConfigError } from '../errors.js';
 import type { LeaseStore } from './lease-store.js';
+import type { Logger } from '../log.js';
 
 export type BackendName = 'sqlite' | 'kubernetes';
 export const BACKENDS: readonly BackendName[] = ['sqlite', 'kubernetes'];
@@ -14,6 +15,8 @@ export interface StoreSettings {
   kubeconfig?: string;
   /** Bound on one API request, ms. */
   requestTimeoutMs?: number;
+  /** Where the store reports what it does on its own (sqlite: reopening a replaced file). */
+  log?: Logger;
 }
 
 /** Opens the configured backend. Each backend's code (and SQLite's native module) is loaded only when asked for. */
@@ -21,7 +24,7 @@ export async function openStore(s: StoreSettings): Promise<LeaseStore> {
   switch (s.backend) {
     case 'sqlite': {
       const { SqliteLeaseStore } = await import('./sqlite-store.js');
-      return new SqliteLeaseStore(s.db);
+      return new SqliteLeaseStore(s.db, { onReopen: (message) => s.log?.warn(message) });
     }
     case 'kubernetes': {
       const { KubernetesLeaseStore } = await import('./kubernetes-store.js');

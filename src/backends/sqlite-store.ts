@@ -1,12 +1,14 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
   BackendError,
   BackendUnavailableError,
   ConflictError,
+  InvalidRecordError,
   NotFoundError,
   StoreOpenError,
+  describeError,
 } from '../errors.js';
 import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { checkSqliteFile } from './sqlite-file-check.js';
@@ -32,6 +34,8 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
   /** Open an existing file for reading only (`leasehold status`): nothing is created or migrated. */
   readonly?: boolean;
+  /** Told, in one line, when the file was found replaced or deleted and the store reopened it. */
+  onReopen?: (message: string) => void;
 }
 
 interface LeaseRow {
@@ -45,53 +49,87 @@ interface LeaseRow {
 export class SqliteLeaseStore implements LeaseStore {
   readonly backend = 'sqlite';
   readonly location: string;
-  private readonly db: Database.Database;
-  private readonly selectRow: Database.Statement<[string], LeaseRow>;
-  private readonly insertRow: Database.Statement;
-  private readonly updateRow: Database.Statement;
+  private readonly options: SqliteStoreOptions;
+  private db!: Database.Database;
+  private selectRow!: Database.Statement<[string], LeaseRow>;
+  private insertRow!: Database.Statement;
+  private updateRow!: Database.Statement;
+  /** Device and inode of the database file and its -shm, as opened. */
+  private fileIdentity = '';
+  /** Bumped on every reopen, so a watch re-prepares its statements. */
+  private generation = 0;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     this.location = path;
+    this.options = options;
     checkSqliteFile(path);
-    const readonly = options.readonly ?? false;
+    this.open();
+  }
+
+  private open(): void {
+    const path = this.location;
+    const readonly = this.options.readonly ?? false;
+    let db: Database.Database;
     try {
       if (!readonly) mkdirSync(dirname(path), { recursive: true });
-      this.db = new Database(path, { timeout: options.busyTimeoutMs ?? 1000, readonly, fileMustExist: readonly });
+      db = new Database(path, { timeout: this.options.busyTimeoutMs ?? 1000, readonly, fileMustExist: readonly });
     } catch (err) {
-      throw new StoreOpenError(`cannot open SQLite lease store ${path}: ${(err as Error).message}`, { cause: err });
+      throw new StoreOpenError(`cannot open SQLite lease store ${path}: ${describeError(err)}`, { cause: err });
     }
+    this.db = db;
     let hasAcquireTime = true;
     try {
       if (!readonly) {
         // Many processes may open a new file at once: give set-up more patience than a
         // lease operation gets, and retry the WAL switch, which can report busy at once.
-        this.db.pragma('busy_timeout = 10000');
-        retryBusy(() => this.db.pragma('journal_mode = WAL'));
-        this.db.pragma('synchronous = FULL');
+        db.pragma('busy_timeout = 10000');
+        retryBusy(() => db.pragma('journal_mode = WAL'));
+        db.pragma('synchronous = FULL');
         retryBusy(() => this.migrate());
-        this.db.pragma(`busy_timeout = ${Math.round(options.busyTimeoutMs ?? 1000)}`);
+        db.pragma(`busy_timeout = ${Math.round(this.options.busyTimeoutMs ?? 1000)}`);
+        // A read-only file (or directory) opens fine and fails only at the first write: find
+        // out now, so a candidate that can never lead does not report itself healthy.
+        retryBusy(() => db.exec('BEGIN IMMEDIATE; ROLLBACK'));
       } else {
-        const columns = this.db.prepare('PRAGMA table_info(leases)').all() as { name: string }[];
+        const columns = db.prepare('PRAGMA table_info(leases)').all() as { name: string }[];
         if (columns.length === 0) throw new Error('it has no leases table');
         hasAcquireTime = columns.some((c) => c.name === 'acquire_time');
       }
     } catch (err) {
-      this.db.close();
-      throw new StoreOpenError(`cannot prepare SQLite lease store ${path}: ${(err as Error).message}`, { cause: err });
+      db.close();
+      throw new StoreOpenError(`cannot prepare SQLite lease store ${path}: ${describeError(err)}`, { cause: err });
     }
-    this.selectRow = this.db.prepare(
+    this.fileIdentity = identityOf(path);
+    this.generation++;
+    this.selectRow = db.prepare(
       `SELECT holder_identity, fencing_token, renew_time, lease_duration_seconds, ${hasAcquireTime ? 'acquire_time' : '0 AS acquire_time'} FROM leases WHERE name = ?`,
     );
     if (readonly) {
-      this.insertRow = this.updateRow = this.db.prepare('SELECT 1');
+      this.insertRow = this.updateRow = db.prepare('SELECT 1');
       return;
     }
-    this.insertRow = this.db.prepare(
+    this.insertRow = db.prepare(
       'INSERT INTO leases (name, holder_identity, fencing_token, renew_time, lease_duration_seconds, acquire_time) VALUES (?, ?, ?, ?, ?, ?)',
     );
-    this.updateRow = this.db.prepare(
+    this.updateRow = db.prepare(
       'UPDATE leases SET holder_identity = ?, fencing_token = ?, renew_time = ?, lease_duration_seconds = ?, acquire_time = ? WHERE name = ?',
     );
+  }
+
+  /**
+   * Deleting or replacing the database file (or its -shm) under a running process leaves that
+   * process on the old, unlinked file while newcomers use a new one: two histories, two
+   * leaders. Before every operation the path is checked against what was opened; when it
+   * names another file (or none) the store reopens the path, so this process sees what
+   * newcomers see. To the elector that is a record that vanished: the sitting leader steps
+   * down and recreates it at once with its next token, anyone else waits a lease duration.
+   */
+  private followReplacement(): void {
+    if (this.options.readonly || identityOf(this.location) === this.fileIdentity) return;
+    const was = this.fileIdentity;
+    this.db.close();
+    this.open();
+    this.options.onReopen?.(`the database file ${this.location} was replaced or deleted (${was} is now ${this.fileIdentity || 'absent'}): reopened it`);
   }
 
   private migrate(): void {
@@ -150,20 +188,32 @@ export class SqliteLeaseStore implements LeaseStore {
   /**
    * Polls `PRAGMA data_version`, which changes when another connection commits to the file.
    * It reads only the WAL index (no lock, no disk I/O in the common case), so polling every
-   * 50 ms is cheap. Fires on any commit to the file, not only to `name`, and carries no
-   * record, so standbys keep their timed retries (reads here cost no network).
+   * 50 ms is cheap. On a change it reads the one row and reports it when its version moved
+   * (a deletion as `record: null`), so a candidate sees every state the row passes through
+   * that lasts longer than the poll. It never reports itself healthy: standbys keep their
+   * timed reads (which cost no network here) and notice a replaced file through them.
    */
-  watch(_name: string, onEvent: (e: WatchEvent) => void, _onHealth?: (healthy: boolean) => void, everyMs = 50): () => void {
-    const stmt = this.db.prepare('PRAGMA data_version').pluck();
-    let last = stmt.get() as number;
+  watch(name: string, onEvent: (e: WatchEvent) => void, _onHealth?: (healthy: boolean) => void, everyMs = 50): () => void {
+    let generation = this.generation;
+    let stmt = this.db.prepare('PRAGMA data_version').pluck();
+    let lastData = stmt.get() as number;
+    let lastRow: string | null = versionOrNull(this.selectRow.get(name));
     const timer = setInterval(() => {
       if (!this.db.open) return;
       try {
-        const v = stmt.get() as number;
-        if (v !== last) {
-          last = v;
-          onEvent({});
+        if (generation !== this.generation) {
+          generation = this.generation;
+          stmt = this.db.prepare('PRAGMA data_version').pluck();
+          lastData = NaN;
         }
+        const v = stmt.get() as number;
+        if (v === lastData) return;
+        lastData = v;
+        const row = this.selectRow.get(name);
+        const version = versionOrNull(row);
+        if (version === lastRow) return;
+        lastRow = version;
+        onEvent({ record: row ? { record: toRecord(row), version: version! } : null });
       } catch {
         // a busy or closed database: the elector's own retries cover it
       }
@@ -179,9 +229,10 @@ export class SqliteLeaseStore implements LeaseStore {
   /** Runs one statement or transaction, turning SQLite's errors into leasehold's. */
   private run<T>(op: string, fn: () => T): T {
     try {
+      this.followReplacement();
       return fn();
     } catch (err) {
-      if (err instanceof ConflictError || err instanceof NotFoundError) throw err;
+      if (err instanceof ConflictError || err instanceof NotFoundError || err instanceof StoreOpenError || err instanceof InvalidRecordError) throw err;
       const code = (err as { code?: string }).code ?? '';
       if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
         throw new BackendUnavailableError(`SQLite ${op} on ${this.location}: database is locked by another process`, { cause: err });
@@ -205,7 +256,24 @@ function retryBusy<T>(fn: () => T): T {
   }
 }
 
+/** "dev:ino" of the file and of its -shm ('' when the file is gone): what a path names now. */
+function identityOf(path: string): string {
+  const one = (p: string) => {
+    try {
+      const st = statSync(p);
+      return `${st.dev}:${st.ino}`;
+    } catch {
+      return '-';
+    }
+  };
+  const main = one(path);
+  return main === '-' ? '' : `${main}/${one(`${path}-shm`)}`;
+}
+
 function toRecord(row: LeaseRow): LeaseRecord {
+  if (!Number.isSafeInteger(row.fencing_token) || row.fencing_token < 0) {
+    throw new InvalidRecordError(`the stored fencing token ${row.fencing_token} is not an integer from 0 to ${Number.MAX_SAFE_INTEGER}`);
+  }
   return {
     holderIdentity: row.holder_identity,
     leaseDurationSeconds: row.lease_duration_seconds,
@@ -224,6 +292,10 @@ function toRow(r: LeaseRecord): LeaseRow {
     lease_duration_seconds: r.leaseDurationSeconds,
     acquire_time: r.acquireTime ? r.acquireTime.getTime() / 1000 : 0,
   };
+}
+
+function versionOrNull(row: LeaseRow | undefined): string | null {
+  return row ? versionOf(row) : null;
 }
 
 /** All of a row's values; any write by any peer changes at least renew_time or the holder. */

@@ -87,6 +87,8 @@ export interface ElectorSnapshot {
   fencingToken: number | null;
   /** The token in the last record seen, whoever holds it. */
   observedToken: number | null;
+  /** The highest token this candidate has seen in any record or deletion (0 if none): its next term goes past it. */
+  highestToken: number;
   acquiredAt: Date | null;
   renewedAt: Date | null;
   validUntil: Date | null;
@@ -137,9 +139,13 @@ export class LeaderElector {
    * (a deleted record's holder, or a leader on a replaced store, may still be acting).
    */
   private absentUntilMono: number | null = null;
-  /** The version our last successful write returned, and the record we last tried to write. */
+  /** When this candidate last learnt the record's state (a read, an event, its own write). */
+  private lastViewMono: number | null = null;
+  /** A change was hinted (an event without a record) during an absence: it may not have been continuous. */
+  private absenceInterrupted = false;
+  /** The version our last successful write returned, and the writes sent since (their answers may be lost). */
   private ownVersion: string | null = null;
-  private lastWrite: LeaseRecord | null = null;
+  private unconfirmedWrites: LeaseRecord[] = [];
   /** The foreign record under our identity that was last reported, so it is logged once. */
   private reportedImpostor: string | null = null;
 
@@ -193,6 +199,7 @@ export class LeaderElector {
       holder: rec ? rec.holderIdentity : null,
       fencingToken: t?.token ?? null,
       observedToken: rec?.leaseTransitions ?? null,
+      highestToken: this.highestToken,
       acquiredAt: t ? t.acquiredAt : (rec?.acquireTime ?? null),
       renewedAt: t ? t.renewedAt : (rec?.renewTime ?? null),
       validUntil: t?.validUntil ?? null,
@@ -263,6 +270,7 @@ export class LeaderElector {
   private onWatchEvent(e: WatchEvent): void {
     if (e.deleted) this.highestToken = Math.max(this.highestToken, e.deleted.leaseTransitions);
     if (this.term) return;
+    if (e.record === undefined && this.absentUntilMono !== null) this.absenceInterrupted = true;
     if (e.record === null) this.noteAbsent();
     if (e.record) {
       this.observe(e.record);
@@ -422,20 +430,32 @@ export class LeaderElector {
   ): Promise<boolean> {
     const start: Stamp = { wall: this.clock.now(), mono: this.clock.monotonic() };
     const record = build(start.wall);
-    this.lastWrite = record;
+    this.unconfirmedWrites = [...this.unconfirmedWrites.slice(-7), record];
     const version = await this.call(op, () =>
       op === 'create' ? this.store.create(this.lease, record) : this.store.update(this.lease, record, expectedVersion!),
     );
     return this.succeeded({ record, version }, renewing, start);
   }
 
-  /** The record is gone: nobody but the sitting leader creates it before a lease duration. */
+  /**
+   * The record is gone: nobody but the sitting leader creates it before a lease duration. The
+   * wait continues across absences seen one poll apart; after a longer gap in this candidate's
+   * view (hung requests, a pause) the record may have been recreated and deleted again unseen,
+   * with its holder still acting, so the wait starts over.
+   */
   private noteAbsent(): void {
-    if (this.absentUntilMono === null) {
+    const now = this.clock.monotonic();
+    const pollGap = this.timings.retryPeriodMs * (2 + JITTER_FACTOR); // one jittered wait plus a quick read
+    const continuous =
+      this.absentUntilMono !== null && !this.absenceInterrupted && this.lastViewMono !== null && now - this.lastViewMono <= pollGap;
+    this.lastViewMono = now;
+    this.absenceInterrupted = false;
+    if (!continuous) {
       const last = this.observed?.record;
       const waitMs = Math.max(this.timings.leaseDurationMs, last ? last.leaseDurationSeconds * 1000 : 0);
-      this.absentUntilMono = this.clock.monotonic() + waitMs;
-      this.log.info('lease absent: creating it after a lease duration unless it reappears', { waitMs, highestTokenSeen: this.highestToken });
+      const restarted = this.absentUntilMono !== null;
+      this.absentUntilMono = now + waitMs;
+      this.log.info('lease absent: creating it after a lease duration unless it reappears', { waitMs, highestTokenSeen: this.highestToken, restarted });
     }
     this.observed = null;
   }
@@ -449,7 +469,7 @@ export class LeaderElector {
     const rec = seen.record;
     if (rec.holderIdentity !== this.identity) return false;
     // A write whose answer was lost (a timeout) may still have landed: recognise it by content.
-    if (seen.version === this.ownVersion || (this.lastWrite !== null && sameRecord(rec, this.lastWrite))) return true;
+    if (seen.version === this.ownVersion || this.unconfirmedWrites.some((w) => sameRecord(rec, w))) return true;
     const key = `${rec.leaseTransitions}/${rec.acquireTime?.getTime() ?? ''}`;
     if (this.reportedImpostor !== key) {
       this.reportedImpostor = key;
@@ -508,12 +528,16 @@ export class LeaderElector {
   /** Takes in a record read or watched (own = we just wrote it). */
   private observe(got: VersionedRecord, own = false): void {
     this.absentUntilMono = null;
+    this.lastViewMono = this.clock.monotonic();
     const previous = this.observed;
     if (previous && previous.version === got.version) return;
     this.observed = got;
     this.observedAtMono = this.clock.monotonic();
     this.highestToken = Math.max(this.highestToken, got.record.leaseTransitions);
-    if (own) this.ownVersion = got.version;
+    if (own) {
+      this.ownVersion = got.version;
+      this.unconfirmedWrites = [];
+    }
     if (!previous || previous.record.holderIdentity !== got.record.holderIdentity) {
       if (!own && got.record.holderIdentity !== this.identity) {
         this.log.info(got.record.holderIdentity === '' ? 'lease released' : 'new leader observed', {

@@ -21,6 +21,7 @@ const snap = (over: Partial<ElectorSnapshot> = {}): ElectorSnapshot => ({
   acquiredAt: new Date('2026-12-02T09:00:00Z'),
   renewedAt: new Date('2026-12-02T09:00:10Z'),
   validUntil: new Date('2026-12-02T09:00:20Z'),
+  highestToken: 7,
   lastRenewMonotonic: 1_000,
   loopDueMonotonic: 3_000,
   running: true,

@@ -49,6 +49,12 @@ export class MemoryLeaseStore implements LeaseStore {
     if (row) for (const w of this.watchers) w(this.eventsCarryRecords ? { record: null, deleted: structuredClone(row.record) } : {});
   }
 
+  /** The record and its version as they are now, without counting a call; null when absent. */
+  peekVersioned(name: string): VersionedRecord | null {
+    const row = this.rows.get(name);
+    return row ? structuredClone(row) : null;
+  }
+
   peek(name: string): LeaseRecord | undefined {
     const row = this.rows.get(name);
     return row ? structuredClone(row.record) : undefined;

@@ -1,0 +1,315 @@
+/**
+ * A seeded randomized simulation of 2-5 electors campaigning for one lease in one in-memory
+ * store, with faults on the store (latency, hangs, lost answers, late writes, deletions), on the
+ * watch (lost and late events, disconnects), and on the processes (pauses, clock-rate drift,
+ * crashes, restarts under the same identity, graceful stops). Time is a FakeClock: nothing
+ * sleeps, and a seed replays exactly.
+ *
+ * After every step it checks the elector's safety contract:
+ *   - at most one valid leader at a time (a leader is valid until its term's validUntil);
+ *   - every term's token is unique and greater than every earlier term's;
+ *   - a leader that is not paused steps down by its renewDeadline;
+ *   - nobody starts a term while another candidate's term is still valid (no takeover before
+ *     the observed expiry).
+ * Used by the unit tier (a few hundred seeds) and `npm run chaos -- --backend elector`.
+ */
+import { BackendUnavailableError } from '../errors.js';
+import type { Clock, Timer } from '../clock.js';
+import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
+import { LeaderElector, type LeadershipTerm } from '../sidecar/elector.js';
+import { FakeClock } from './fake-clock.js';
+import { createLogger } from '../log.js';
+import { MemoryLeaseStore } from './memory-store.js';
+
+const LEASE = 'sim';
+const TIMINGS = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+/** Clock rates differ by at most this much between candidates (client-go assumes they agree). */
+const MAX_DRIFT = 0.01;
+
+export interface SimulationResult {
+  seed: number;
+  violations: string[];
+  terms: number;
+  faults: Record<string, number>;
+  /** What happened, in order: faults, terms, step-downs (to read a failing seed). */
+  events: string[];
+}
+
+/** mulberry32: small, fast, and the same on every machine. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** One OS process as the simulation sees it: its own clock rate, and it can be frozen or killed. */
+class SimProcess implements Clock {
+  paused = false;
+  dead = false;
+  private deferred: (() => void)[] = [];
+  constructor(
+    private readonly base: FakeClock,
+    readonly rate: number,
+  ) {}
+
+  now(): Date {
+    return this.base.now();
+  }
+  monotonic(): number {
+    return this.base.monotonic() * this.rate;
+  }
+  setTimer(fn: () => void, ms: number): Timer {
+    // Whole milliseconds, as real timers: a sub-ms float step could otherwise leave time unmoved.
+    return this.base.setTimer(() => this.run(fn), Math.ceil(Math.max(0, ms) / this.rate));
+  }
+  /** Runs `fn` now, or when the process resumes; never once it is dead. */
+  run(fn: () => void): void {
+    if (this.dead) return;
+    if (this.paused) this.deferred.push(fn);
+    else fn();
+  }
+  resume(): void {
+    this.paused = false;
+    const queued = this.deferred;
+    this.deferred = [];
+    for (const fn of queued) this.run(fn);
+  }
+}
+
+/** The network between one process and the store: every fault happens here. */
+class FaultyLink implements LeaseStore {
+  readonly backend = 'memory';
+  readonly location = 'sim';
+  constructor(
+    private readonly mem: MemoryLeaseStore,
+    private readonly proc: SimProcess,
+    private readonly base: FakeClock,
+    private readonly rand: () => number,
+    private readonly count: (fault: string) => void,
+  ) {}
+
+  get(name: string): Promise<VersionedRecord | null> {
+    return this.send('get', () => this.mem.get(name));
+  }
+  create(name: string, record: LeaseRecord): Promise<string> {
+    return this.send('create', () => this.mem.create(name, record));
+  }
+  update(name: string, record: LeaseRecord, expectedVersion: string): Promise<string> {
+    return this.send('update', () => this.mem.update(name, record, expectedVersion));
+  }
+
+  /**
+   * A watch as the backends give it: events arrive in order, a little late, and none is lost
+   * while the watch is connected; a disconnect loses what happens until it reconnects, and
+   * says so (onHealth false).
+   */
+  watch(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void): () => void {
+    let closed = false;
+    let connected = true;
+    let lastDue = 0;
+    const stop = this.mem.watch(
+      name,
+      (e) => {
+        if (closed || !connected) return;
+        // Hints (SQLite's change detection polls every 50 ms) come at most 50 ms late; record
+        // events at most a second, in order.
+        const late = this.rand() * (e.record === undefined ? 50 : 1_000);
+        const due = Math.max(lastDue, this.base.monotonic() + late);
+        lastDue = due;
+        this.base.setTimer(() => !closed && this.proc.run(() => onEvent(e)), due - this.base.monotonic());
+      },
+      (healthy) => {
+        if (closed) return;
+        connected = healthy;
+        this.proc.run(() => onHealth?.(healthy));
+        // A reconnected watch starts from the current state, as a Kubernetes watch without a
+        // resourceVersion does.
+        if (healthy && this.mem.eventsCarryRecords) {
+          const row = this.mem.peekVersioned(name);
+          this.base.setTimer(() => !closed && this.proc.run(() => onEvent({ record: row })), 0);
+        }
+      },
+    );
+    return () => {
+      closed = true;
+      stop();
+    };
+  }
+
+  async close(): Promise<void> {}
+
+  /** Sends one request: it may be slow, hang, fail, lose its answer, or land late. */
+  private send<T>(op: string, apply: () => Promise<T>): Promise<T> {
+    const r = this.rand();
+    return new Promise<T>((resolve, reject) => {
+      const answer = (fn: () => void) => this.proc.run(fn);
+      if (r < 0.03) {
+        this.count('request hangs');
+        return;
+      }
+      if (r < 0.08) {
+        this.count('request fails');
+        this.base.setTimer(() => answer(() => reject(new BackendUnavailableError('sim: connection refused'))), this.rand() * 500);
+        return;
+      }
+      const lostAnswer = r < 0.12 && op !== 'get';
+      const late = r >= 0.12 && r < 0.17;
+      const delay = late ? 2_000 + this.rand() * 8_000 : this.rand() * 300;
+      if (lostAnswer) this.count('write applied, answer lost');
+      if (late) this.count('request late');
+      // The server applies the request after half the delay and answers after the rest.
+      this.base.setTimer(() => {
+        apply().then(
+          (v) =>
+            this.base.setTimer(
+              () => answer(() => (lostAnswer ? reject(new BackendUnavailableError('sim: connection reset')) : resolve(v))),
+              delay / 2,
+            ),
+          (e: unknown) => this.base.setTimer(() => answer(() => reject(e)), delay / 2),
+        );
+      }, delay / 2);
+    });
+  }
+}
+
+interface Candidate {
+  name: string;
+  identity: string;
+  proc: SimProcess;
+  elector: LeaderElector;
+  term: LeadershipTerm | null;
+  /** The highest token this candidate had seen at the end of the last step. */
+  knew: number;
+}
+
+export async function runSimulation(seed: number, steps = 300, trace = false): Promise<SimulationResult> {
+  const rand = prng(seed);
+  const base = new FakeClock();
+  const mem = new MemoryLeaseStore();
+  mem.eventsCarryRecords = rand() < 0.5; // Kubernetes-like watches, or SQLite-like hints
+  const violations: string[] = [];
+  const faults: Record<string, number> = {};
+  const events: string[] = [];
+  const count = (f: string, who = '') => {
+    faults[f] = (faults[f] ?? 0) + 1;
+    events.push(`${t()} ${f}${who ? ` ${who}` : ''}`);
+  };
+  const tokens: number[] = [];
+  const candidates: Candidate[] = [];
+  const stopping = new Set<Candidate>();
+  let deletedSinceHighest = false;
+  const t = () => `t=${base.monotonic()}ms`;
+
+  const validLeaders = (except?: Candidate) =>
+    candidates.filter((c) => c !== except && !c.proc.dead && c.term && base.now().getTime() < c.term.validUntil.getTime());
+
+  const spawn = (identity: string): Candidate => {
+    const proc = new SimProcess(base, 1 + (rand() * 2 - 1) * MAX_DRIFT);
+    const c = { name: `${identity}#${candidates.length}`, identity, proc, term: null, knew: 0 } as Candidate;
+    c.elector = new LeaderElector({
+      ...TIMINGS,
+      store: new FaultyLink(mem, proc, base, rand, (f) => count(f, identity)),
+      lease: LEASE,
+      identity,
+      clock: proc,
+      random: rand,
+      log: trace ? createLogger({ level: 'debug', write: (line) => events.push(`${t()} ${c.name} ${line}`) }) : undefined,
+      listener: {
+        onStartedLeading: (term) => {
+          const others = validLeaders(c);
+          if (others.length) violations.push(`${t()}: ${c.name} started token ${term.token} while ${others.map((o) => `${o.name} (token ${o.term!.token})`).join(', ')} still valid`);
+          const highest = tokens.length ? Math.max(...tokens) : 0;
+          // (Equal is allowed here: a write whose answer came late may have been seen first.)
+          if (term.token < c.knew) {
+            violations.push(`${t()}: ${c.name} started token ${term.token} although it had seen token ${c.knew}`);
+          } else if (term.token <= highest) {
+            // The documented limit: once the record is deleted, a candidate that never saw the
+            // latest token cannot go past it. Anything else is a violation.
+            if (deletedSinceHighest) {
+              count('token reissued after a deletion (documented limit)', c.name);
+              tokens.length = 0;
+            } else violations.push(`${t()}: ${c.name} started token ${term.token}, not above ${highest}`);
+          }
+          if (term.token > highest) deletedSinceHighest = false;
+          tokens.push(term.token);
+          events.push(`${t()} ${c.name} started token ${term.token}`);
+          c.term = term;
+        },
+        onRenewed: (term) => void (c.term = term),
+        onStoppedLeading: (reason) => {
+          events.push(`${t()} ${c.name} stopped: ${reason}`);
+          c.term = null;
+        },
+      },
+    });
+    candidates.push(c);
+    c.elector.start();
+    return c;
+  };
+
+  const n = 2 + Math.floor(rand() * 4);
+  for (let i = 0; i < n; i++) spawn(`c${i}`);
+  if (rand() < 0.5) mem.put(LEASE, { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: null, renewTime: null, leaseTransitions: 0 });
+
+  let recordSince = 0;
+  let hadRecord = false;
+  for (let step = 0; step < steps && violations.length === 0; step++) {
+    await base.advance(1 + Math.floor(rand() * 1_500));
+    const has = mem.peek(LEASE) !== undefined;
+    if (has && !hadRecord) recordSince = base.monotonic();
+    hadRecord = has;
+    const live = candidates.filter((c) => !c.proc.dead && !stopping.has(c));
+    const pick = live[Math.floor(rand() * live.length)];
+    const r = rand();
+    if (pick && r < 0.04 && !pick.proc.paused) {
+      count('pause', pick.name);
+      pick.proc.paused = true;
+      base.setTimer(() => pick.proc.resume(), rand() * 30_000);
+    } else if (pick && r < 0.06) {
+      count('crash and restart', pick.name);
+      pick.proc.dead = true;
+      pick.term = null;
+      base.setTimer(() => void spawn(pick.identity), rand() * 20_000);
+    } else if (pick && r < 0.07 && !pick.proc.paused && !stopping.has(pick)) {
+      count('graceful restart', pick.name);
+      stopping.add(pick);
+      void pick.elector.stop().then(() => {
+        pick.proc.dead = true;
+        base.setTimer(() => void spawn(pick.identity), rand() * 5_000);
+      });
+    } else if (r < 0.085 && base.monotonic() - recordSince >= 5_000) {
+      // An operator deletes the record (never within 5 s of its creation: see docs/kubernetes.md
+      // for what a deletion faster than a candidate's view can do).
+      count('lease deleted');
+      mem.delete(LEASE);
+      hadRecord = false;
+      deletedSinceHighest = true;
+    } else if (pick && r < 0.1) {
+      count('watch disconnect');
+      mem.setWatchHealth(false);
+      base.setTimer(() => mem.setWatchHealth(true), rand() * 10_000);
+    }
+
+    for (const c of candidates) if (!c.proc.dead) c.knew = c.elector.snapshot().highestToken;
+
+    // Invariants after the step.
+    const valid = validLeaders();
+    if (valid.length > 1) violations.push(`${t()}: ${valid.length} valid leaders: ${valid.map((c) => `${c.name}/${c.term!.token}`).join(', ')}`);
+    const slack = TIMINGS.renewDeadlineMs * MAX_DRIFT * 1.1 + 1;
+    for (const c of candidates) {
+      if (c.proc.dead || c.proc.paused || !c.elector.isLeader() || !c.term) continue;
+      if (base.now().getTime() > c.term.validUntil.getTime() + slack) {
+        violations.push(`${t()}: ${c.name} still leads ${base.now().getTime() - c.term.validUntil.getTime()} ms past its validUntil`);
+      }
+    }
+  }
+  for (const c of candidates) {
+    c.proc.dead = true;
+  }
+  return { seed, violations, terms: tokens.length, faults, events };
+}
