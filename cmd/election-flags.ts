@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Argv } from 'yargs';
-import { formatDuration, parseDuration } from '../src/config/duration.js';
+import { durationRangeError, formatDuration, parseDuration } from '../src/config/duration.js';
 import { BACKENDS, type BackendName, type StoreSettings } from '../src/backends/open-store.js';
 import {
   DEFAULT_LEASE_DURATION_MS,
@@ -22,11 +22,16 @@ export function storeFlags<T>(y: Argv<T>) {
     .option('lease', { type: 'string', default: 'leasehold', describe: 'Lease name (a DNS-1123 subdomain)' })
     .option('db', { type: 'string', default: './.leasehold/leases.db', describe: 'sqlite: the shared database file' })
     .option('namespace', { type: 'string', describe: "kubernetes: the Lease's namespace (default: the pod's own, else default)" })
-    .option('kubeconfig', { type: 'string', describe: 'kubernetes: kubeconfig file (default: in-cluster, $KUBECONFIG, ~/.kube/config)' });
+    .option('kubeconfig', { type: 'string', describe: 'kubernetes: kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)' });
 }
 
 export function electionFlags<T>(y: Argv<T>) {
   return storeFlags(y)
+    .option('allow-network-filesystem', {
+      type: 'boolean',
+      default: false,
+      describe: 'sqlite: accept a --db on NFS/SMB/FUSE (only if every candidate runs on this one machine)',
+    })
     .option('identity', { type: 'string', describe: 'This candidate\'s unique identity (default: "<hostname>_<random>")' })
     .option('lease-duration', { type: 'string', default: formatDuration(DEFAULT_LEASE_DURATION_MS), describe: 'How long others wait on an unchanged lease before taking it' })
     .option('renew-deadline', { type: 'string', default: formatDuration(DEFAULT_RENEW_DEADLINE_MS), describe: 'The leader steps down if it cannot renew within this' })
@@ -46,6 +51,7 @@ export interface StoreArgs {
 
 export interface ElectionArgs extends StoreArgs {
   identity?: string;
+  'allow-network-filesystem': boolean;
   'lease-duration': string;
   'renew-deadline': string;
   'retry-period': string;
@@ -80,9 +86,12 @@ export function resolveStore(a: StoreArgs): { store: StoreSettings; lease: strin
   };
 }
 
-function duration(flag: string, text: string): number {
+/** A duration flag: parsed, whole milliseconds, and within what a timer can wait. */
+export function duration(flag: string, text: string, min = 1): number {
   const ms = parseDuration(text);
   if (ms === null) throw badFlag(flag, text, 'expected a duration such as 15s, 500ms or 1m30s');
+  const range = durationRangeError(ms, min);
+  if (range) throw badFlag(flag, text, range);
   return ms;
 }
 
@@ -108,7 +117,7 @@ export function resolveElection(a: ElectionArgs): ElectionSettings {
   try {
     validateIdentity(identity);
   } catch (err) {
-    throw badFlag('identity', identity, 'must be non-empty and at most 253 characters');
+    throw badFlag('identity', identity, 'must be non-empty, at most 253 characters, with no control characters (newlines, tabs, escapes)');
   }
   if (a['log-format'] !== 'json' && a['log-format'] !== 'text') throw badFlag('log-format', a['log-format'], 'must be json or text');
   if (!['debug', 'info', 'warn', 'error'].includes(a['log-level'])) throw badFlag('log-level', a['log-level'], 'must be debug, info, warn or error');

@@ -1,20 +1,46 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyEnvFlags } from './env-flags.js';
+import { applyEnvFlags, childEnvironment, flagsOf } from './env-flags.js';
+import { sidecarFlags } from './sidecar-command.js';
+import { statusFlags } from './status-command.js';
+import { runFlags } from './run-command.js';
+
+const COMMANDS = { sidecar: flagsOf(sidecarFlags), status: flagsOf(statusFlags), run: flagsOf(runFlags) };
 
 it('maps LEASEHOLD_<FLAG> to --flag after the command word', () => {
-  assert.deepEqual(applyEnvFlags(['sidecar', '--lease', 'x'], { LEASEHOLD_LEASE_DURATION: '30s' }), ['sidecar', '--lease-duration=30s', '--lease', 'x']);
+  assert.deepEqual(applyEnvFlags(['sidecar', '--lease', 'x'], { LEASEHOLD_LEASE_DURATION: '30s' }, COMMANDS), ['sidecar', '--lease-duration=30s', '--lease', 'x']);
 });
 
 it('lets the command line win', () => {
-  assert.deepEqual(applyEnvFlags(['sidecar', '--lease=x'], { LEASEHOLD_LEASE: 'y' }), ['sidecar', '--lease=x']);
-  assert.deepEqual(applyEnvFlags(['sidecar', '--no-release-on-exit'], { LEASEHOLD_RELEASE_ON_EXIT: 'true' }), ['sidecar', '--no-release-on-exit']);
+  assert.deepEqual(applyEnvFlags(['sidecar', '--lease=x'], { LEASEHOLD_LEASE: 'y' }, COMMANDS), ['sidecar', '--lease=x']);
+  assert.deepEqual(applyEnvFlags(['sidecar', '--no-release-on-exit'], { LEASEHOLD_RELEASE_ON_EXIT: 'true' }, COMMANDS), ['sidecar', '--no-release-on-exit']);
 });
 
 it('ignores variables that are not flags, such as the token handed to a child', () => {
-  assert.deepEqual(applyEnvFlags(['status'], { LEASEHOLD_FENCING_TOKEN: '7', LEASEHOLD_TEST_X: '1' }), ['status']);
+  assert.deepEqual(applyEnvFlags(['status'], { LEASEHOLD_FENCING_TOKEN: '7', LEASEHOLD_TEST_X: '1' }, COMMANDS), ['status']);
+});
+
+it('reads only the variables of the command\'s own flags', () => {
+  const env = { LEASEHOLD_IDENTITY: 'x', LEASEHOLD_LISTEN: ':1', LEASEHOLD_STATUS_DIR: '/s', LEASEHOLD_ONCE: 'true', LEASEHOLD_JSON: 'true' };
+  assert.deepEqual(applyEnvFlags(['status'], env, COMMANDS), ['status', '--json=true']);
+  assert.deepEqual(applyEnvFlags(['sidecar'], env, COMMANDS), ['sidecar', '--identity=x', '--status-dir=/s', '--listen=:1']);
+});
+
+it('inside `leasehold run` (LEASEHOLD_FENCING_TOKEN set) the parent\'s lease, identity and status dir are not flags', () => {
+  const env = { LEASEHOLD_FENCING_TOKEN: '3', LEASEHOLD_LEASE: 'billing', LEASEHOLD_IDENTITY: 'parent', LEASEHOLD_STATUS_DIR: '/s', LEASEHOLD_DB: '/x.db' };
+  assert.deepEqual(applyEnvFlags(['run', '--', 'true'], env, COMMANDS), ['run', '--db=/x.db', '--', 'true']);
 });
 
 it('does not look past "--" (those are the child command\'s arguments)', () => {
-  assert.deepEqual(applyEnvFlags(['run', '--', 'cmd', '--lease', 'z'], { LEASEHOLD_LEASE: 'y' }), ['run', '--lease=y', '--', 'cmd', '--lease', 'z']);
+  assert.deepEqual(applyEnvFlags(['run', '--', 'cmd', '--lease', 'z'], { LEASEHOLD_LEASE: 'y' }, COMMANDS), ['run', '--lease=y', '--', 'cmd', '--lease', 'z']);
+});
+
+it("the command's environment drops the parent's configuration and carries the term", () => {
+  const env = childEnvironment({ PATH: '/bin', LEASEHOLD_LISTEN: ':4040', LEASEHOLD_DB: '/x.db', LEASEHOLD_FENCING_TOKEN: '1', LEASEHOLD_OTHER: 'kept' }, COMMANDS.run, {
+    LEASEHOLD_FENCING_TOKEN: '9',
+    LEASEHOLD_LEASE: 'billing',
+    LEASEHOLD_IDENTITY: 'me',
+    LEASEHOLD_STATUS_DIR: undefined,
+  });
+  assert.deepEqual(env, { PATH: '/bin', LEASEHOLD_OTHER: 'kept', LEASEHOLD_FENCING_TOKEN: '9', LEASEHOLD_LEASE: 'billing', LEASEHOLD_IDENTITY: 'me' });
 });

@@ -1,26 +1,60 @@
 /**
  * LEASEHOLD_<FLAG> environment variables, e.g. LEASEHOLD_LEASE_DURATION=30s for
  * --lease-duration. Done here rather than with yargs' .env(), which under .strict() rejects
- * every unrelated LEASEHOLD_* variable, including the LEASEHOLD_FENCING_TOKEN that
- * `leasehold run` hands its child. A flag given on the command line wins over the variable.
+ * every unrelated LEASEHOLD_* variable. A flag given on the command line wins over the variable.
+ *
+ * Each command reads only the variables of its own flags (derived from its yargs builder, the
+ * one source of each flag), so a variable meant for another command (LEASEHOLD_ONCE for `run`)
+ * never breaks this one.
+ *
+ * `leasehold run` hands its command the description of the parent's term:
+ * LEASEHOLD_FENCING_TOKEN, LEASEHOLD_LEASE, LEASEHOLD_IDENTITY, LEASEHOLD_STATUS_DIR. A leasehold
+ * started inside that command must not campaign as its parent (same lease, same identity: two
+ * leaders), so when LEASEHOLD_FENCING_TOKEN is set those three are not read as flags. The
+ * parent also strips its own LEASEHOLD_<FLAG> configuration from the command's environment
+ * (childEnvironment), so nothing else of its campaign is inherited either.
  */
-export const ENV_FLAGS = [
-  'backend', 'lease', 'db', 'namespace', 'kubeconfig', 'identity',
-  'lease-duration', 'renew-deadline', 'retry-period', 'release-on-exit',
-  'log-format', 'log-level', 'status-dir', 'listen', 'ready-when',
-  'once', 'grace-period', 'json', 'pod-label',
-] as const;
+import yargs, { type Argv } from 'yargs';
 
-/** Returns argv with `--flag=value` inserted after the command word for each variable set. */
-export function applyEnvFlags(argv: string[], env: NodeJS.ProcessEnv): string[] {
-  if (argv.length === 0 || argv[0]!.startsWith('-')) return argv;
+/** The variables `leasehold run` sets for its command; they describe the parent's term. */
+export const TERM_VARIABLES = ['LEASEHOLD_FENCING_TOKEN', 'LEASEHOLD_LEASE', 'LEASEHOLD_IDENTITY', 'LEASEHOLD_STATUS_DIR'] as const;
+
+export function envName(flag: string): string {
+  return `LEASEHOLD_${flag.toUpperCase().replace(/-/g, '_')}`;
+}
+
+/** The flags a command's builder defines, less yargs' own --help and --version. */
+export function flagsOf(builder: (y: Argv) => Argv<unknown>): string[] {
+  const built = builder(yargs([])) as unknown as { getOptions(): { key: Record<string, unknown> } };
+  return Object.keys(built.getOptions().key).filter((k) => k !== 'help' && k !== 'version');
+}
+
+/**
+ * Returns argv with `--flag=value` inserted after the command word for each variable of that
+ * command's flags that is set. `commands` maps each command word to its flags.
+ */
+export function applyEnvFlags(argv: string[], env: NodeJS.ProcessEnv, commands: Record<string, readonly string[]>): string[] {
+  const flags = argv.length > 0 ? commands[argv[0]!] : undefined;
+  if (!flags) return argv;
+  const insideRun = env.LEASEHOLD_FENCING_TOKEN !== undefined;
   const sep = argv.indexOf('--');
   const own = sep >= 0 ? argv.slice(0, sep) : argv;
   const given = new Set(own.filter((a) => a.startsWith('--')).map((a) => a.slice(2).split('=')[0]!.replace(/^no-/, '')));
   const extra: string[] = [];
-  for (const flag of ENV_FLAGS) {
-    const value = env[`LEASEHOLD_${flag.toUpperCase().replace(/-/g, '_')}`];
+  for (const flag of flags) {
+    const name = envName(flag);
+    if (insideRun && (TERM_VARIABLES as readonly string[]).includes(name)) continue;
+    const value = env[name];
     if (value !== undefined && !given.has(flag)) extra.push(`--${flag}=${value}`);
   }
   return [argv[0]!, ...extra, ...argv.slice(1)];
+}
+
+/** The environment for `leasehold run`'s command: the parent's, less its LEASEHOLD_<FLAG> configuration, plus the term. */
+export function childEnvironment(env: NodeJS.ProcessEnv, flags: readonly string[], term: Record<(typeof TERM_VARIABLES)[number], string | undefined>): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = { ...env };
+  for (const flag of flags) delete out[envName(flag)];
+  for (const name of TERM_VARIABLES) delete out[name];
+  for (const [name, value] of Object.entries(term)) if (value !== undefined) out[name] = value;
+  return out;
 }

@@ -12,8 +12,8 @@ import { describeError, isLeaseholdError } from '../src/errors.js';
 import { runSidecar, sidecarFlags, type SidecarArgs } from './sidecar-command.js';
 import { runStatus, statusFlags, type StatusArgs } from './status-command.js';
 import { runRun, runFlags, type RunArgs } from './run-command.js';
-import { EXIT_USAGE } from './usage-error.js';
-import { applyEnvFlags } from './env-flags.js';
+import { EXIT_USAGE, rejectRepeated } from './usage-error.js';
+import { applyEnvFlags, flagsOf } from './env-flags.js';
 
 const BAD_INPUT = new Set([
   'LEASEHOLD_ERR_INVALID_CONFIG',
@@ -27,22 +27,25 @@ function fail(message: string, code: number): never {
   process.exit(code);
 }
 
+/** Each command's flags, from its builder: the env variables it reads and the flags it checks. */
+const COMMAND_FLAGS = { sidecar: flagsOf(sidecarFlags), status: flagsOf(statusFlags), run: flagsOf(runFlags) };
+
 async function main(): Promise<void> {
   let result = 0;
   const run = (fn: () => Promise<number>) => async () => {
     result = await fn();
   };
-  await yargs(applyEnvFlags(hideBin(process.argv), process.env))
+  await yargs(applyEnvFlags(hideBin(process.argv), process.env, COMMAND_FLAGS))
     .scriptName('leasehold')
     .parserConfiguration({ 'populate--': true })
     .command('sidecar', 'Campaign for a lease; publish leadership to files, HTTP and metrics', sidecarFlags, (a) =>
-      run(() => runSidecar(a as unknown as SidecarArgs))(),
+      run(() => runSidecar(rejectRepeated(a, COMMAND_FLAGS.sidecar) as unknown as SidecarArgs))(),
     )
     .command('status', 'Show who holds a lease, its fencing token and when it expires', statusFlags, (a) =>
-      run(() => runStatus(a as unknown as StatusArgs))(),
+      run(() => runStatus(rejectRepeated(a, COMMAND_FLAGS.status) as unknown as StatusArgs))(),
     )
     .command('run', 'Run a command only while leader: leasehold run [flags] -- CMD [ARGS...]', runFlags, (a) =>
-      run(() => runRun(a as unknown as RunArgs))(),
+      run(() => runRun(rejectRepeated(a, COMMAND_FLAGS.run) as unknown as RunArgs, COMMAND_FLAGS.run))(),
     )
     .demandCommand(1, 'a command is required: sidecar, status or run')
     .strict()

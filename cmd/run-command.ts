@@ -1,13 +1,15 @@
 import type { Argv } from 'yargs';
 import { openStore } from '../src/backends/open-store.js';
 import { createLogger } from '../src/log.js';
-import { formatDuration, parseDuration } from '../src/config/duration.js';
+import { formatDuration } from '../src/config/duration.js';
+import { duration } from './election-flags.js';
 import { resolveExecutable } from '../src/run/child-process-group.js';
 import { LeaderRunner } from '../src/run/leader-runner.js';
-import { podLabelerFor, resolveSidecar, sidecarFlags, type SidecarArgs } from './sidecar-command.js';
+import { checkListenHost, podLabelerFor, resolveSidecar, sidecarFlags, type SidecarArgs } from './sidecar-command.js';
 import { badFlag } from './usage-error.js';
 import { onShutdownSignal } from './signals.js';
 import { CommandStartError } from '../src/errors.js';
+import { childEnvironment } from './env-flags.js';
 
 export interface RunArgs extends SidecarArgs {
   once: boolean;
@@ -26,15 +28,14 @@ export function runFlags<T>(y: Argv<T>) {
     .usage('leasehold run [flags] -- CMD [ARGS...]');
 }
 
-export async function runRun(a: RunArgs): Promise<number> {
+export async function runRun(a: RunArgs, flags: readonly string[]): Promise<number> {
   const argv = (a['--'] ?? []).map(String);
   if (argv.length === 0) throw new CommandStartError('no command given: use leasehold run [flags] -- CMD [ARGS...]');
   const s = resolveSidecar(a);
   const remaining = s.leaseDurationMs - s.renewDeadlineMs;
   let gracePeriodMs = Math.min(5_000, remaining);
   if (a['grace-period'] !== undefined) {
-    const g = parseDuration(a['grace-period']);
-    if (g === null) throw badFlag('grace-period', a['grace-period'], 'expected a duration such as 5s or 500ms');
+    const g = duration('grace-period', a['grace-period'], 0);
     if (g > remaining) {
       throw badFlag(
         'grace-period',
@@ -45,10 +46,26 @@ export async function runRun(a: RunArgs): Promise<number> {
     gracePeriodMs = g;
   }
   resolveExecutable(argv[0]!);
+  await checkListenHost(s.listen, a.listen);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
   const store = await openStore({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2, log });
   const podLabeler = s.podLabel ? await podLabelerFor(store, s.identity, log) : undefined;
-  const runner = new LeaderRunner({ ...s, store, log, argv, once: a.once, gracePeriodMs, podLabeler });
+  const runner = new LeaderRunner({
+    ...s,
+    store,
+    log,
+    argv,
+    once: a.once,
+    gracePeriodMs,
+    podLabeler,
+    childEnv: (term) =>
+      childEnvironment(process.env, flags, {
+        LEASEHOLD_FENCING_TOKEN: String(term.token),
+        LEASEHOLD_LEASE: s.lease,
+        LEASEHOLD_IDENTITY: s.identity,
+        LEASEHOLD_STATUS_DIR: s.statusDir,
+      }),
+  });
   onShutdownSignal((signal) => runner.forwardSignalAndStop(signal));
   await runner.start();
   return runner.finished;

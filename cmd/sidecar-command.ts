@@ -1,6 +1,7 @@
 import type { Argv } from 'yargs';
+import { lookup } from 'node:dns/promises';
 import { openStore } from '../src/backends/open-store.js';
-import { checkSqliteFile } from '../src/backends/sqlite-file-check.js';
+import { checkLocalFilesystem, checkSqliteFile } from '../src/backends/sqlite-file-check.js';
 import { createLogger } from '../src/log.js';
 import { Sidecar } from '../src/sidecar/sidecar.js';
 import { checkStatusDir } from '../src/sidecar/status-publisher.js';
@@ -30,7 +31,11 @@ export interface SidecarArgs extends ElectionArgs {
 export function sidecarFlags<T>(y: Argv<T>) {
   return electionFlags(y)
     .option('status-dir', { type: 'string', describe: 'Directory for status.json, is-leader, fencing-token, holder (/leader in a pod)' })
-    .option('listen', { type: 'string', default: '127.0.0.1:4040', describe: 'HTTP address for /healthz /readyz /leader /metrics; "off" disables' })
+    .option('listen', {
+      type: 'string',
+      default: '127.0.0.1:4040',
+      describe: 'HTTP address for /healthz /readyz /leader /metrics; ":PORT" binds every interface; "off" disables',
+    })
     .option('ready-when', { type: 'string', default: 'leader', describe: 'leader | elected-any: when /readyz answers 200' })
     .option('pod-label', {
       type: 'boolean',
@@ -57,12 +62,26 @@ export function resolveSidecar(a: SidecarArgs) {
     throw badFlag('pod-label', true, 'needs --backend kubernetes (it labels the pod named by --identity)');
   }
   if (a['status-dir'] !== undefined) checkStatusDir(a['status-dir']);
-  if (election.store.backend === 'sqlite') checkSqliteFile(election.store.db);
+  if (election.store.backend === 'sqlite') {
+    checkSqliteFile(election.store.db);
+    checkLocalFilesystem(election.store.db, a['allow-network-filesystem']);
+  }
   return { ...election, listen, statusDir: a['status-dir'], readyWhen: a['ready-when'] as ReadyWhen, podLabel: a['pod-label'] };
+}
+
+/** A --listen host that does not resolve is bad input: found before anything is written. */
+export async function checkListenHost(listen: { host: string } | undefined, raw: string): Promise<void> {
+  if (!listen) return;
+  try {
+    await lookup(listen.host);
+  } catch (err) {
+    throw badFlag('listen', raw, `the host ${JSON.stringify(listen.host)} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'lookup failed'})`);
+  }
 }
 
 export async function runSidecar(a: SidecarArgs): Promise<number> {
   const s = resolveSidecar(a);
+  await checkListenHost(s.listen, a.listen);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
   const store = await openStore({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2, log });
   const podLabeler = s.podLabel ? await podLabelerFor(store, s.identity, log) : undefined;

@@ -1,13 +1,14 @@
+import { constants } from 'node:os';
+
 /**
  * Runs `handler` once on the first SIGTERM, SIGINT or SIGHUP. A second signal while it runs
  * exits at once with 128 + signal number, for an operator who really means it.
  */
 export function onShutdownSignal(handler: (signal: NodeJS.Signals) => Promise<void>): void {
   let running = false;
-  const codes: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 };
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
     process.on(signal, () => {
-      if (running) process.exit(128 + (codes[signal] ?? 0));
+      if (running) process.exit(128 + constants.signals[signal]);
       running = true;
       void handler(signal);
     });

@@ -5,6 +5,8 @@
  *   expiry or deadlines, so an NTP step cannot make a lease look fresh or stale.
  * Tests pass a FakeClock (src/testing/fake-clock.ts) and never sleep.
  */
+import { MAX_TIMER_MS } from './config/duration.js';
+
 export interface Timer {
   cancel(): void;
 }
@@ -19,7 +21,9 @@ export const realClock: Clock = {
   now: () => new Date(),
   monotonic: () => performance.now(),
   setTimer(fn, ms) {
-    const handle = setTimeout(fn, Math.max(0, ms));
+    // Node fires a timer longer than 2^31 − 1 ms at once (with a warning): clamp it, so a huge
+    // leaseDurationSeconds written by another candidate only means a long wait, never a busy loop.
+    const handle = setTimeout(fn, Math.min(Math.max(0, ms), MAX_TIMER_MS));
     return { cancel: () => clearTimeout(handle) };
   },
 };

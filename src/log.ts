@@ -25,10 +25,29 @@ export interface LoggerOptions {
   now?: () => Date;
 }
 
+/**
+ * Writes to stderr, never throwing and never crashing the process: when the reader goes away
+ * (a closed pipe: EPIPE), logging stops and the elector carries on, so it can still step down,
+ * write "not leader" and release. A write error is reported by the stream as an 'error' event,
+ * which would kill the process if nothing listened.
+ */
+function stderrWriter(): (line: string) => void {
+  let broken = false;
+  if (process.stderr.listenerCount('error') === 0) process.stderr.on('error', () => void (broken = true));
+  return (line) => {
+    if (broken || process.stderr.destroyed) return;
+    try {
+      process.stderr.write(line + '\n');
+    } catch {
+      broken = true;
+    }
+  };
+}
+
 export function createLogger(opts: LoggerOptions = {}): Logger {
   const format = opts.format ?? 'json';
   const min = ORDER[opts.level ?? 'info'];
-  const write = opts.write ?? ((line: string) => process.stderr.write(line + '\n'));
+  const write = opts.write ?? stderrWriter();
   const now = opts.now ?? (() => new Date());
   const emit = (level: LogLevel, msg: string, fields?: LogFields) => {
     if (ORDER[level] < min) return;
@@ -39,7 +58,8 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     }
     const kv = Object.entries(all)
       .filter(([, v]) => v !== undefined)
-      .map(([k, v]) => `${k}=${typeof v === 'string' && /[\s"=]/.test(v) ? JSON.stringify(v) : String(v)}`)
+      // Quoted (and so escaped) when it holds spaces, quotes or control characters: one line, no terminal escapes.
+      .map(([k, v]) => `${k}=${typeof v === 'string' && /[\s"=\p{Cc}\u2028\u2029]/u.test(v) ? JSON.stringify(v) : String(v)}`)
       .join(' ');
     write(`${now().toISOString()} ${level.toUpperCase().padEnd(5)} ${msg}${kv ? ' ' + kv : ''}`);
   };

@@ -240,12 +240,16 @@ function toSpec(r: LeaseRecord, base: LeaseSpec | undefined): LeaseSpec {
 }
 
 function fromSpec(spec: LeaseSpec | undefined): LeaseRecord {
+  const token = spec?.leaseTransitions ?? 0;
+  if (!Number.isSafeInteger(token) || token < 0) {
+    throw new InvalidRecordError(`the Lease's leaseTransitions ${token} is not an integer from 0 to ${Number.MAX_SAFE_INTEGER}`);
+  }
   return {
     holderIdentity: spec?.holderIdentity ?? '',
     leaseDurationSeconds: spec?.leaseDurationSeconds ?? 0,
     acquireTime: parseMicroTime(spec?.acquireTime),
     renewTime: parseMicroTime(spec?.renewTime),
-    leaseTransitions: spec?.leaseTransitions ?? 0,
+    leaseTransitions: token,
   };
 }
 

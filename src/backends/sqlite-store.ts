@@ -277,10 +277,16 @@ function toRecord(row: LeaseRow): LeaseRecord {
   return {
     holderIdentity: row.holder_identity,
     leaseDurationSeconds: row.lease_duration_seconds,
-    acquireTime: row.acquire_time > 0 ? new Date(row.acquire_time * 1000) : null,
-    renewTime: new Date(row.renew_time * 1000),
+    acquireTime: row.acquire_time > 0 ? dateOrNull(row.acquire_time) : null,
+    renewTime: dateOrNull(row.renew_time),
     leaseTransitions: row.fencing_token,
   };
+}
+
+/** Seconds since the epoch as a Date; null when a peer wrote something no Date can hold. */
+function dateOrNull(seconds: number): Date | null {
+  const d = new Date(seconds * 1000);
+  return Number.isNaN(d.getTime()) ? null : d;
 }
 
 function toRow(r: LeaseRecord): LeaseRow {

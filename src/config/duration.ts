@@ -12,6 +12,16 @@ export function parseDuration(text: string): number | null {
   return total;
 }
 
+/** The longest a Node timer can wait (2^31 − 1 ms, about 24.8 days); longer ones fire at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Why `ms` cannot be a duration here, or null when it can: whole milliseconds, at most MAX_TIMER_MS. */
+export function durationRangeError(ms: number, min = 1): string | null {
+  if (!Number.isInteger(ms)) return 'must be a whole number of milliseconds (no finer than 1ms)';
+  if (ms < min || ms > MAX_TIMER_MS) return `must be from ${formatDuration(min)} to ${formatDuration(MAX_TIMER_MS)} (2^31 − 1 ms, the longest a timer can wait)`;
+  return null;
+}
+
 /** 15000 → "15s", 500 → "500ms", 90000 → "1m30s". */
 export function formatDuration(ms: number): string {
   if (ms < 1000 || ms % 1000 !== 0) return `${ms}ms`;

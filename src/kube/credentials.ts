@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
-import { StoreOpenError } from '../errors.js';
+import { StoreOpenError, UnauthorizedError, describeError } from '../errors.js';
+import { resolveExecutable } from '../run/child-process-group.js';
 
 /**
  * Supplies the Authorization header for each request. Credentials that can change (a rotated
@@ -48,6 +49,15 @@ export function tokenFile(path: string, now: () => number = Date.now): Credentia
   };
 }
 
+/** What a plugin with provideClusterInfo: true is told of the cluster (client-go's ExecCredential spec.cluster). */
+export interface ExecClusterInfo {
+  server: string;
+  'tls-server-name'?: string;
+  'insecure-skip-tls-verify'?: boolean;
+  'certificate-authority-data'?: string;
+  config?: unknown;
+}
+
 /** Refresh an exec plugin's token this long before its stated expiry. */
 const EXEC_EXPIRY_MARGIN_MS = 10_000;
 const EXEC_TIMEOUT_MS = 30_000;
@@ -59,9 +69,18 @@ const EXEC_TIMEOUT_MS = 30_000;
  * requests wait for it. Plugins that answer with client certificates are refused with a
  * message, since the connection's certificate is fixed for the process.
  */
-export function execPlugin(spec: Record<string, unknown>, kubeconfigDir: string, where: string, now: () => number = Date.now): CredentialSource {
+export function execPlugin(
+  spec: Record<string, unknown>,
+  kubeconfigDir: string,
+  where: string,
+  now: () => number = Date.now,
+  cluster?: ExecClusterInfo,
+): CredentialSource {
   const command = typeof spec.command === 'string' ? spec.command : '';
   if (!command) throw new StoreOpenError(`${where}: exec needs a command`);
+  if (spec.interactiveMode === 'Always') {
+    throw new StoreOpenError(`${where}: exec plugin ${command} sets interactiveMode: Always, but a sidecar has no terminal to answer it: use a plugin that runs without input`);
+  }
   const apiVersion = typeof spec.apiVersion === 'string' ? spec.apiVersion : 'client.authentication.k8s.io/v1';
   const args = Array.isArray(spec.args) ? spec.args.map(String) : [];
   const extraEnv = Object.fromEntries(
@@ -72,6 +91,17 @@ export function execPlugin(spec: Record<string, unknown>, kubeconfigDir: string,
   // client-go resolves a relative command that contains a path separator against the kubeconfig's folder.
   const file = !isAbsolute(command) && command.includes('/') ? join(kubeconfigDir, command) : command;
   const installHint = typeof spec.installHint === 'string' ? ` (${spec.installHint.trim()})` : '';
+  // A plugin that is not there is a configuration error, found at start, not an outage retried forever.
+  try {
+    resolveExecutable(file);
+  } catch (err) {
+    throw new StoreOpenError(`${where}: exec credential plugin ${command} ${describeError(err).replace(/^cannot run "[^"]*": (it )?/, '')}${installHint}`, { cause: err });
+  }
+  const execInfo = JSON.stringify({
+    apiVersion,
+    kind: 'ExecCredential',
+    spec: { interactive: false, ...(spec.provideClusterInfo === true && cluster ? { cluster } : {}) },
+  });
   let cached: { value: string; expiresAt: number } | null = null;
   let running: Promise<string> | null = null;
 
@@ -80,24 +110,27 @@ export function execPlugin(spec: Record<string, unknown>, kubeconfigDir: string,
       const env = {
         ...process.env,
         ...extraEnv,
-        KUBERNETES_EXEC_INFO: JSON.stringify({ apiVersion, kind: 'ExecCredential', spec: { interactive: false } }),
+        KUBERNETES_EXEC_INFO: execInfo,
       };
       execFile(file, args, { env, timeout: EXEC_TIMEOUT_MS, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
         if (err) {
-          const detail = (err as NodeJS.ErrnoException).code === 'ENOENT' ? `not found${installHint}` : stderr.trim().split('\n')[0] || err.message;
-          reject(new Error(`exec credential plugin ${command} failed: ${detail}`));
+          // Never err.message: it quotes the whole command line, and arguments can be secrets.
+          const e = err as NodeJS.ErrnoException & { killed?: boolean; signal?: string | null; code?: string | number };
+          const how = e.code === 'ENOENT' ? `not found${installHint}` : e.killed ? `timed out after ${EXEC_TIMEOUT_MS} ms` : e.signal ? `killed by ${e.signal}` : `exited with status ${String(e.code)}`;
+          const said = stderr.trim().split('\n')[0];
+          reject(new UnauthorizedError(`exec credential plugin ${command} failed: ${said ? `${how}: ${said}` : how}`));
           return;
         }
         let status: { token?: unknown; expirationTimestamp?: unknown; clientCertificateData?: unknown } | undefined;
         try {
           status = (JSON.parse(stdout) as { status?: typeof status }).status;
         } catch {
-          reject(new Error(`exec credential plugin ${command} did not print an ExecCredential (JSON)`));
+          reject(new UnauthorizedError(`exec credential plugin ${command} did not print an ExecCredential (JSON)`));
           return;
         }
         if (typeof status?.token !== 'string' || !status.token) {
           const why = status?.clientCertificateData ? 'returned a client certificate, which leasehold does not support' : 'returned no status.token';
-          reject(new Error(`exec credential plugin ${command} ${why}`));
+          reject(new UnauthorizedError(`exec credential plugin ${command} ${why}`));
           return;
         }
         const expiry = typeof status.expirationTimestamp === 'string' ? Date.parse(status.expirationTimestamp) : NaN;

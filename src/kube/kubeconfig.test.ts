@@ -104,6 +104,10 @@ describe('loadConnection', () => {
     { name: 'a YAML list', text: '- a\n- b\n', error: /is not a mapping/ },
     { name: 'KUBECONFIG names no file', env: { HOME: dir, KUBECONFIG: join(dir, 'none-1') }, error: /KUBECONFIG names no existing file/ },
     { name: 'nothing configured', env: { HOME: join(dir, 'empty-home') }, error: /no Kubernetes cluster configured: pass --kubeconfig/ },
+    { name: 'impersonation (as)', text: config({ user: ['token: abc', 'as: admin'] }), error: /sets as \(impersonation\), which leasehold does not support/ },
+    { name: 'impersonation (as-groups, as-uid)', text: config({ user: ['token: abc', 'as-groups: [system:masters]', 'as-uid: "1"'] }), error: /sets as-uid, as-groups \(impersonation\)/ },
+    { name: 'a bearer token over http://', text: config({ cluster: ['server: http://127.0.0.1:8080'] }), error: /plain http:\/\/ but user "u" has credentials, which would cross the network unencrypted/ },
+    { name: 'a missing exec plugin', text: config({ user: ['exec:', '  apiVersion: client.authentication.k8s.io/v1', '  command: leasehold-no-such-plugin'] }), error: /exec credential plugin leasehold-no-such-plugin not found in PATH/ },
   ];
   for (const c of refusals) {
     test(`refuses: ${c.name}`, () => {
@@ -184,8 +188,14 @@ describe('credentials', () => {
   });
 
   test('exec plugin failures say which plugin and why', async () => {
-    const missing = execPlugin({ command: 'leasehold-no-such-plugin', installHint: 'install it from the vendor' }, dir, 'test');
-    await assert.rejects(missing.header(), /exec credential plugin leasehold-no-such-plugin failed: not found \(install it from the vendor\)/);
+    assert.throws(
+      () => execPlugin({ command: 'leasehold-no-such-plugin', installHint: 'install it from the vendor' }, dir, 'test'),
+      (err: Error & { code?: string }) => {
+        assert.equal(err.code, 'LEASEHOLD_ERR_STORE_OPEN', 'a missing plugin is a configuration error, found at start');
+        assert.match(err.message, /exec credential plugin leasehold-no-such-plugin not found in PATH \(install it from the vendor\)/);
+        return true;
+      },
+    );
     const garbage = write(`garbage${seq++}`, '#!/bin/sh\necho hello\n');
     chmodSync(garbage, 0o755);
     await assert.rejects(execPlugin({ command: garbage }, dir, 'test').header(), /did not print an ExecCredential/);
@@ -193,5 +203,25 @@ describe('credentials', () => {
     chmodSync(certs, 0o755);
     await assert.rejects(execPlugin({ command: certs }, dir, 'test').header(), /returned a client certificate, which leasehold does not support/);
     assert.throws(() => execPlugin({}, dir, 'user "u"'), /user "u": exec needs a command/);
+  });
+
+  test('a failing plugin with nothing on stderr never shows its arguments (they can be secrets)', async () => {
+    const quiet = write(`quiet${seq++}`, '#!/bin/sh\nexit 3\n');
+    chmodSync(quiet, 0o755);
+    const source = execPlugin({ command: quiet, args: ['--client-secret', 's3cr3t-value'] }, dir, 'test');
+    await assert.rejects(source.header(), (err: Error) => {
+      assert.doesNotMatch(err.message, /s3cr3t/);
+      assert.match(err.message, /failed: exited with status 3$/);
+      return true;
+    });
+  });
+
+  test('provideClusterInfo hands the plugin the cluster; interactiveMode Always is refused', async () => {
+    const plugin = write(`info${seq++}`, `#!/bin/sh\nprintf '%s' "$KUBERNETES_EXEC_INFO" > "$0.info"\necho '{"status":{"token":"t"}}'\n`);
+    chmodSync(plugin, 0o755);
+    const cluster = { server: 'https://10.0.0.1:6443', 'certificate-authority-data': 'Q0E=', config: { audience: 'x' } };
+    await execPlugin({ command: plugin, provideClusterInfo: true }, dir, 'test', Date.now, cluster).header();
+    assert.deepEqual((JSON.parse(readFileSync(`${plugin}.info`, 'utf8')) as { spec: unknown }).spec, { interactive: false, cluster });
+    assert.throws(() => execPlugin({ command: plugin, interactiveMode: 'Always' }, dir, 'user "u"'), /interactiveMode: Always, but a sidecar has no terminal/);
   });
 });

@@ -3,7 +3,7 @@ import { homedir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { load as parseYaml } from 'js-yaml';
 import { StoreOpenError } from '../errors.js';
-import { type CredentialSource, basicAuth, execPlugin, staticToken, tokenFile } from './credentials.js';
+import { type CredentialSource, type ExecClusterInfo, basicAuth, execPlugin, staticToken, tokenFile } from './credentials.js';
 
 /** Where the service account's files are mounted in every pod. */
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -130,7 +130,25 @@ function fromFiles(files: KubeconfigFile[]): ClusterConnection {
     namespace: str(context.value.namespace),
     source: `kubeconfig ${names} (context ${currentContext})`,
   };
-  if (user) Object.assign(conn, userAuth(user, userName!));
+  if (user) {
+    const extensions = Array.isArray(cluster.value.extensions) ? (cluster.value.extensions as NamedEntry<Dict>[]) : [];
+    const execConfig = extensions.find((e) => e?.name === 'client.authentication.k8s.io/exec') as { extension?: unknown } | undefined;
+    Object.assign(
+      conn,
+      userAuth(user, userName!, {
+        server: conn.server,
+        ...(conn.tlsServerName ? { 'tls-server-name': conn.tlsServerName } : {}),
+        ...(conn.insecureSkipTlsVerify ? { 'insecure-skip-tls-verify': true } : {}),
+        ...(conn.ca ? { 'certificate-authority-data': Buffer.from(conn.ca).toString('base64') } : {}),
+        ...(execConfig?.extension !== undefined ? { config: execConfig.extension } : {}),
+      }),
+    );
+  }
+  if (conn.credentials && conn.server.startsWith('http://')) {
+    throw new StoreOpenError(
+      `kubeconfig ${names}: cluster "${clusterName}" is plain http:// but user "${userName}" has credentials, which would cross the network unencrypted: use https://`,
+    );
+  }
   return conn;
 }
 
@@ -150,9 +168,18 @@ function lookup(files: KubeconfigFile[], list: string, field: 'cluster' | 'user'
   return undefined;
 }
 
-function userAuth(user: Found, name: string): Partial<ClusterConnection> {
+/** Impersonation fields: leasehold does not send Impersonate-* headers, so it refuses them rather than act as another user. */
+const IMPERSONATION = ['as', 'as-uid', 'as-groups', 'as-user-extra'];
+
+function userAuth(user: Found, name: string, cluster: ExecClusterInfo): Partial<ClusterConnection> {
   const u = user.value;
   const where = `kubeconfig ${user.file.path}: user "${name}"`;
+  const impersonating = IMPERSONATION.filter((f) => u[f] !== undefined && u[f] !== null && u[f] !== '');
+  if (impersonating.length > 0) {
+    throw new StoreOpenError(
+      `${where} sets ${impersonating.join(', ')} (impersonation), which leasehold does not support: it would act as the un-impersonated user. Give the sidecar its own user with the Lease RBAC instead`,
+    );
+  }
   if (u['auth-provider']) {
     const provider = str((u['auth-provider'] as Dict)?.name) ?? 'unknown';
     throw new StoreOpenError(`${where} uses auth-provider "${provider}", which leasehold does not support: use an exec credential plugin (users[].user.exec)`);
@@ -164,7 +191,7 @@ function userAuth(user: Found, name: string): Partial<ClusterConnection> {
   const username = str(u.username);
   if (token) out.credentials = staticToken(token);
   else if (tokenPath) out.credentials = tokenFile(relativeTo(user.file, tokenPath));
-  else if (u.exec) out.credentials = execPlugin(u.exec as Dict, dirname(user.file.path), where);
+  else if (u.exec) out.credentials = execPlugin(u.exec as Dict, dirname(user.file.path), where, Date.now, cluster);
   else if (username !== undefined) out.credentials = basicAuth(username, str(u.password) ?? '');
   return out;
 }

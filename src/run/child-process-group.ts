@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants as fsConstants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
+import { constants } from 'node:os';
 import { CommandStartError } from '../errors.js';
 
 /**
@@ -21,11 +22,10 @@ export interface ExitResult {
   signal: NodeJS.Signals | null;
 }
 
-/** The shell convention: the exit code, or 128 + the signal's number. */
+/** The shell convention: the exit code, or 128 + the signal's number (SIGSEGV gives 139, as in a shell). */
 export function exitStatus(r: ExitResult): number {
   if (r.code !== null) return r.code;
-  const numbers: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 };
-  return 128 + (numbers[r.signal ?? 'SIGTERM'] ?? 15);
+  return 128 + (r.signal ? (constants.signals[r.signal] ?? constants.signals.SIGTERM) : constants.signals.SIGTERM);
 }
 
 /** Finds `command` as the shell would, or throws CommandStartError with one clear line. */
@@ -34,7 +34,7 @@ export function resolveExecutable(command: string, path = process.env.PATH ?? ''
   for (const c of candidates) {
     try {
       if (!statSync(c).isFile()) continue;
-      accessSync(c, constants.X_OK);
+      accessSync(c, fsConstants.X_OK);
       return isAbsolute(c) || command.includes('/') ? c : join(process.cwd(), c);
     } catch {
       // try the next one

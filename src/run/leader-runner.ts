@@ -14,6 +14,8 @@ export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {
   /** First restart delay in keep-running mode; doubles per quick exit up to maxBackoffMs. */
   minBackoffMs?: number;
   maxBackoffMs?: number;
+  /** The command's environment for a term (the CLI strips its own configuration and adds the term). */
+  childEnv?: (term: LeadershipTerm) => NodeJS.ProcessEnv;
 }
 
 /** The exit status of `leasehold run --once` when leadership was lost before the command finished. */
@@ -69,7 +71,7 @@ export class LeaderRunner {
   private startChild(): void {
     const term = this.term;
     if (!term || this.shuttingDown || this.child?.running) return;
-    const env = {
+    const env = this.opts.childEnv?.(term) ?? {
       ...process.env,
       LEASEHOLD_FENCING_TOKEN: String(term.token),
       LEASEHOLD_LEASE: this.opts.lease,
@@ -115,7 +117,11 @@ export class LeaderRunner {
     if (this.opts.once && !this.shuttingDown) {
       this.log.error('lost leadership before the command finished', { reason });
       await this.shutdown(EXIT_LOST_LEADERSHIP);
+      return;
     }
+    // Re-elected while the old command was still inside its grace period: onStartedLeading
+    // could not start it then (one command at a time), so start it for the new term now.
+    if (this.term && !this.shuttingDown) this.startChild();
   }
 
   private async stopChild(reason: string): Promise<void> {

@@ -1,5 +1,5 @@
 import { InvalidConfigError } from '../errors.js';
-import { formatDuration as ms } from '../config/duration.js';
+import { MAX_TIMER_MS, formatDuration as ms } from '../config/duration.js';
 
 /** client-go's JitterFactor: a standby waits retryPeriod × (1 + rand × 1.2) between attempts. */
 export const JITTER_FACTOR = 1.2;
@@ -26,6 +26,7 @@ export interface Timings {
 export function validateTimings(t: Timings): void {
   for (const key of ['leaseDurationMs', 'renewDeadlineMs', 'retryPeriodMs'] as const) {
     if (!Number.isFinite(t[key])) throw new InvalidConfigError(`${flagName(key)} must be a finite duration, got ${t[key]}`);
+    if (t[key] > MAX_TIMER_MS) throw new InvalidConfigError(`${flagName(key)} must be at most ${MAX_TIMER_MS} ms (2^31 − 1, the longest a timer can wait), got ${t[key]}`);
   }
   if (t.retryPeriodMs <= 0) throw new InvalidConfigError(`retryPeriod must be greater than zero (got ${ms(t.retryPeriodMs)})`);
   if (t.leaseDurationMs <= t.renewDeadlineMs) {
@@ -48,9 +49,14 @@ export function validateLeaseName(name: string): void {
   }
 }
 
+/** Control characters (C0, DEL, C1) and the Unicode line separators: an identity is written into files and logs. */
+const CONTROL = /[\p{Cc}\u2028\u2029]/u;
+
 export function validateIdentity(identity: string): void {
-  if (identity.trim() === '' || identity.length > 253) {
-    throw new InvalidConfigError(`identity ${JSON.stringify(identity)} is invalid: it must be non-empty and at most 253 characters`);
+  if (identity.trim() === '' || identity.length > 253 || CONTROL.test(identity)) {
+    throw new InvalidConfigError(
+      `identity ${JSON.stringify(identity)} is invalid: it must be non-empty, at most 253 characters, with no control characters (newlines, tabs, escapes)`,
+    );
   }
 }
 

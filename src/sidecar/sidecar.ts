@@ -113,12 +113,15 @@ export class Sidecar {
       : null;
   }
 
-  /** Prepares the status dir (writing "not leader"), opens HTTP, starts campaigning. */
+  /**
+   * Opens HTTP, prepares the status dir (writing "not leader"), starts campaigning. HTTP
+   * first: an address that cannot be bound fails before any file is written.
+   */
   async start(): Promise<AddressInfo | null> {
+    const address = this.server && this.opts.listen ? await this.server.listen(this.opts.listen.host, this.opts.listen.port) : null;
     this.publisher?.prepare();
     this.publish();
     this.opts.podLabeler?.set('follower');
-    const address = this.server && this.opts.listen ? await this.server.listen(this.opts.listen.host, this.opts.listen.port) : null;
     this.log.info('campaigning', {
       backend: this.opts.store.backend,
       store: this.opts.store.location,

@@ -95,9 +95,17 @@ export class StatusPublisher {
     writeFileAtomic(this.dir, 'is-leader', status.isLeader ? 'true\n' : 'false\n');
     writeFileAtomic(this.dir, 'status.json', JSON.stringify(status, null, 2) + '\n');
     writeFileAtomic(this.dir, 'fencing-token', status.fencingToken === null ? '' : `${status.fencingToken}\n`);
-    writeFileAtomic(this.dir, 'holder', status.holder ? `${status.holder}\n` : '');
+    writeFileAtomic(this.dir, 'holder', status.holder ? `${escapeControl(status.holder)}\n` : '');
     fsyncDir(this.dir);
     this.last = key;
     return true;
   }
+}
+
+/**
+ * Another candidate's identity comes from the store and may hold control characters (only
+ * leasehold refuses them in its own): escaped, it stays one line in the plain-text file.
+ */
+function escapeControl(text: string): string {
+  return text.replace(/[\p{Cc}\u2028\u2029]/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

@@ -1,18 +1,24 @@
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 
-let counter = 0;
+/** Create only; fail if the name exists (as a file or a link, even a dangling one); never follow a link. */
+const CREATE_EXCLUSIVE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 /**
  * Replaces `dir/name` atomically: a reader sees the old content or the new, never a torn file.
- * Writes a temp file in the same directory (rename is atomic only within one filesystem),
- * fsyncs it, then renames it over the target. Mode 0644 so an app container running as
- * another user can read it.
+ *
+ * The temp file is in the same directory (rename is atomic only within one filesystem), has
+ * an unguessable name, and is created exclusively: anyone who can write the directory (the
+ * app container shares it) cannot make this process, often root, write through a link they
+ * planted. rename() then replaces `name` itself, even if `name` is a link, never its target.
+ * Mode 0644 whatever the umask, so an app running as another user can read it.
  */
 export function writeFileAtomic(dir: string, name: string, content: string): void {
-  const tmp = join(dir, `.${name}.${process.pid}.${counter++}.tmp`);
-  const fd = openSync(tmp, 'w', 0o644);
+  const tmp = join(dir, `.${name}.${randomBytes(12).toString('hex')}.tmp`);
+  const fd = openSync(tmp, CREATE_EXCLUSIVE, 0o644);
   try {
+    fchmodSync(fd, 0o644);
     writeSync(fd, content);
     fsyncSync(fd);
   } catch (err) {
@@ -31,7 +37,7 @@ export function writeFileAtomic(dir: string, name: string, content: string): voi
 
 /** Makes renames in `dir` durable (they live in the directory's own data). */
 export function fsyncDir(dir: string): void {
-  const fd = openSync(dir, 'r');
+  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
   try {
     fsyncSync(fd);
   } finally {

@@ -42,7 +42,16 @@ describe('HTTP: /healthz /readyz /leader /metrics', () => {
     assert.equal(typeof body.fencingToken, 'number');
     assert.ok(Date.parse(body.validUntil as string) > Date.now());
 
-    const metrics = await (await fetch(`http://${la}/metrics`)).text();
+    // The leader acquired with a create; an update series exists only after its first renewal.
+    // Wait for that condition, not for time (this raced on a loaded machine).
+    const metrics = await waitFor(
+      'a renewal in the metrics',
+      async () => {
+        const text = await (await fetch(`http://${la}/metrics`)).text();
+        return /op="update",result="ok"/.test(text) && text;
+      },
+      20_000,
+    );
     assert.match(metrics, /^leader_election_master_status\{name="web"\} 1$/m);
     assert.match(metrics, /^leader_election_slowpath_total\{name="web"\} \d+$/m);
     assert.match(metrics, /^leasehold_fencing_token\{lease="web"\} \d+$/m);

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO, isAlive, runCli, startCli, waitFor, type Proc } from '../helpers/cli.js';
 import { scratchDir } from '../helpers/scratch.js';
@@ -68,6 +68,60 @@ describe('leasehold run -- CMD', () => {
     assert.ok(log.indexOf('"command exited"') < log.indexOf('"released lease"'), 'release only after the command exited');
     const store = new SqliteLeaseStore(db);
     assert.equal((await store.get('forward'))?.record.holderIdentity, '');
+    await store.close();
+  });
+
+  it('re-elected while the old command is inside its grace period: the command runs again for the new term', { timeout: 60_000 }, async () => {
+    const work = join(dir.path, 'regrace');
+    mkdirSync(work);
+    const T3 = ['--lease-duration', '3s', '--renew-deadline', '1s', '--retry-period', '300ms'];
+    const p = startCli(['run', '--db', db, '--lease', 'run-regrace', '--identity', 'regrace', ...T3, '--grace-period', '1500ms', '--', 'python3', CHILD, work, '--ignore-term']);
+    procs.push(p);
+    const first = await waitFor('the first command', () => current(work), 20_000);
+    const store = new SqliteLeaseStore(db);
+    const got = (await store.get('run-regrace'))!;
+    const stolen = { ...got.record, holderIdentity: 'intruder', renewTime: new Date(), leaseTransitions: got.record.leaseTransitions + 1 };
+    const v = await store.update('run-regrace', stolen, got.version);
+    await waitFor('the step-down', () => p.stderr().includes('"stopped leading"'), 10_000, 10);
+    // The intruder releases at once: leasehold takes the lease again while the ignored SIGTERM's grace runs.
+    await store.update('run-regrace', { ...stolen, holderIdentity: '', leaseDurationSeconds: 1, renewTime: new Date() }, v);
+    await store.close();
+    const second = await waitFor('the command for the new term', () => {
+      const c = current(work);
+      return c && c.pid !== first.pid ? c : undefined;
+    }, 15_000);
+    assert.ok(second.token > first.token + 1, `new term token ${second.token} after ${first.token} and the intruder's`);
+    assert.equal(isAlive(first.pid), false, 'the old command was killed first');
+    assert.equal(existsSync(join(work, 'violations')), false, 'never two copies at once');
+    p.kill('SIGTERM');
+    await p.exited;
+  });
+
+  it('a command killed by a signal gives 128 + its number, as a shell does (SIGSEGV: 139)', { timeout: 30_000 }, async () => {
+    const r = await runCli(['run', '--once', '--db', db, '--lease', 'segv', ...T, '--', 'sh', '-c', 'kill -SEGV $$']);
+    assert.equal(r.code, 139, r.stderr);
+  });
+
+  it('a leasehold started inside the command does not campaign as its parent (no second leader on the parent\'s lease)', { timeout: 60_000 }, async () => {
+    const cli = `${JSON.stringify(process.execPath)} --jitless ${JSON.stringify(join(REPO, 'dist/cmd/leasehold.js'))}`;
+    const nested = [
+      `${cli} status --json --db ${JSON.stringify(db)} --lease "$LEASEHOLD_LEASE"`,
+      // A sidecar inside the command, with the inherited LEASEHOLD_LEASE/IDENTITY in its environment.
+      `(${cli} sidecar --db ${JSON.stringify(db)} --lease-duration 2s --renew-deadline 1500ms --retry-period 400ms --log-format json & pid=$!; sleep 3; kill -TERM $pid; wait $pid)`,
+    ].join(' && ');
+    const r = await runCli(['run', '--once', '--db', db, '--lease', 'nested', '--identity', 'parent', ...T, '--', 'sh', '-c', nested], {
+      LEASEHOLD_LISTEN: '127.0.0.1:0',
+      LEASEHOLD_ONCE: 'true',
+    });
+    assert.equal(r.code, 0, r.stderr);
+    const report = JSON.parse(r.stdout.trim().split('\n')[0]!) as { holder: string; fencingToken: number };
+    assert.equal(report.holder, 'parent', 'status inside the command works despite the inherited variables');
+    const innerLines = r.stderr.split('\n').filter((l) => l.includes('"msg":"campaigning"')).map((l) => JSON.parse(l) as { lease: string; identity: string });
+    const inner = innerLines.find((l) => l.identity !== 'parent' || l.lease !== 'nested');
+    assert.ok(inner, `the nested sidecar campaigned on its own lease and identity: ${JSON.stringify(innerLines)}`);
+    assert.equal(innerLines.filter((l) => l.identity === 'parent' && l.lease === 'nested').length, 1, 'only the parent campaigns for "nested" as "parent"');
+    const store = new SqliteLeaseStore(db);
+    assert.equal((await store.get('nested'))?.record.leaseTransitions, 1, 'no second term on the parent\'s lease');
     await store.close();
   });
 });

@@ -1,0 +1,33 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { checkLocalFilesystem } from './sqlite-file-check.js';
+
+describe('--db on a network filesystem', () => {
+  const fake = (type: number) => () => ({ type });
+  for (const [name, type] of [['nfs', 0x6969], ['cifs', 0xff534d42], ['smb2', 0xfe534d42], ['fuse', 0x65735546], ['9p', 0x01021997]] as const) {
+    it(`refuses ${name}, naming it and the way out`, () => {
+      assert.throws(
+        () => checkLocalFilesystem('/shared/leases.db', false, fake(type)),
+        (err: Error & { code?: string }) => {
+          assert.equal(err.code, 'LEASEHOLD_ERR_STORE_OPEN');
+          assert.match(err.message, new RegExp(`is on a network filesystem \\(${name}\\).*Local mode is one machine.*--allow-network-filesystem`));
+          return true;
+        },
+      );
+    });
+  }
+
+  it('accepts it when told every candidate runs on this machine', () => {
+    checkLocalFilesystem('/shared/leases.db', true, fake(0x6969));
+  });
+
+  it('accepts local filesystems (ext4, tmpfs, overlay, xfs, btrfs)', () => {
+    for (const type of [0xef53, 0x01021994, 0x794c7630, 0x58465342, 0x9123683e]) checkLocalFilesystem('/x/leases.db', false, fake(type));
+  });
+
+  it('looks at the nearest existing directory when the file does not exist yet', () => {
+    checkLocalFilesystem(join(tmpdir(), 'no', 'such', 'dir', 'leases.db'), false);
+  });
+});
