@@ -35,7 +35,9 @@ async function scenario(dir: string, fenced: boolean, say: (line: string) => voi
   const a = new LeaderElector({ ...timings, store, lease: 'resource-writer', identity: 'candidate-a', clock });
   const b = new LeaderElector({ ...timings, store, lease: 'resource-writer', identity: 'candidate-b', clock });
 
-  await a.tryAcquireOrRenew();
+  // A new lease is created only after it has been seen absent for a lease duration (a deleted
+  // lease's holder could still be acting), so A keeps looking, every retry period.
+  while (!(await a.tryAcquireOrRenew())) await clock.advance(timings.retryPeriodMs);
   const tokenA = a.snapshot().fencingToken!;
   say(`A becomes leader with fencing token ${tokenA}`);
   await b.tryAcquireOrRenew(); // B sees A's fresh lease and waits

@@ -28,6 +28,14 @@ async function lead(s: { store: MemoryLeaseStore; elector: LeaderElector }): Pro
   s.store.clearCalls();
 }
 
+/** Keeps looking, as the loop would (every retryPeriod), while `ms` pass: an absence is then seen continuously. */
+async function keepLooking(s: { elector: LeaderElector; clock: FakeClock }, ms: number): Promise<void> {
+  for (let t = 0; t < ms; t += 2_000) {
+    await s.elector.tryAcquireOrRenew();
+    await s.clock.advance(Math.min(2_000, ms - t));
+  }
+}
+
 function setup(opts: { listener?: ElectorListener; random?: () => number; identity?: string; requestTimeoutMs?: number } = {}) {
   const clock = new FakeClock();
   const store = new MemoryLeaseStore();
@@ -62,6 +70,16 @@ describe('tryAcquireOrRenew: one attempt, exact backend calls', () => {
   }
   const cases: Case[] = [
     {
+      name: 'absent for a lease duration but with a gap in the view (a pause, hung reads): the wait starts over',
+      arrange: async ({ store, elector, clock }) => {
+        await elector.tryAcquireOrRenew();
+        await clock.advance(15_000); // not looking meanwhile: the record may have come and gone
+        store.clearCalls();
+      },
+      wantLeader: false,
+      wantCalls: ['get'],
+    },
+    {
       name: 'absent lease, first seen: write nothing (a deleted record\'s holder may still act)',
       arrange: () => {},
       wantLeader: false,
@@ -69,10 +87,9 @@ describe('tryAcquireOrRenew: one attempt, exact backend calls', () => {
     },
     {
       name: 'absent lease for a whole lease duration: create it with token 1',
-      arrange: async ({ store, elector, clock }) => {
-        await elector.tryAcquireOrRenew();
-        await clock.advance(15_000);
-        store.clearCalls();
+      arrange: async (s) => {
+        await keepLooking(s, 15_000);
+        s.store.clearCalls();
       },
       wantLeader: true,
       wantCalls: ['get', 'create'],
@@ -238,8 +255,7 @@ describe('tryAcquireOrRenew: one attempt, exact backend calls', () => {
         store.put(LEASE, record());
         await elector.tryAcquireOrRenew();
         store.delete(LEASE);
-        await elector.tryAcquireOrRenew();
-        await clock.advance(15_000);
+        await keepLooking({ elector, clock }, 15_000);
         store.clearCalls();
       },
       wantLeader: true,
@@ -255,8 +271,7 @@ describe('tryAcquireOrRenew: one attempt, exact backend calls', () => {
     {
       name: 'lost the create race (conflict): not leader',
       arrange: async ({ store, elector, clock }) => {
-        await elector.tryAcquireOrRenew();
-        await clock.advance(15_000);
+        await keepLooking({ elector, clock }, 15_000);
         store.clearCalls();
         const realCreate = store.create.bind(store);
         store.create = async (name, rec) => {
@@ -277,12 +292,11 @@ describe('tryAcquireOrRenew: one attempt, exact backend calls', () => {
           store.put(name, record({ holderIdentity: 'faster', leaseTransitions: 1 }));
           return realCreate(name, rec);
         };
-        await elector.tryAcquireOrRenew();
-        await clock.advance(15_000);
+        await keepLooking({ elector, clock }, 15_000);
         await elector.tryAcquireOrRenew();
         store.delete(LEASE);
         assert.equal(await elector.tryAcquireOrRenew(), false, 'the winner may still act: wait');
-        await clock.advance(15_000);
+        await keepLooking({ elector, clock }, 15_000);
         store.clearCalls();
       },
       wantLeader: true,
@@ -469,6 +483,7 @@ describe('the campaign loop', () => {
     const store = new MemoryLeaseStore();
     const make = (id: string) => new LeaderElector({ ...timings, store, lease: LEASE, identity: id, clock, random: () => 0 });
     const electors = ['a', 'b', 'c'].map(make);
+    store.put(LEASE, released());
     const tokens: number[] = [];
     for (let round = 0; round < 12; round++) {
       const e = electors[round % 3]!;

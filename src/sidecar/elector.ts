@@ -143,9 +143,13 @@ export class LeaderElector {
   private lastViewMono: number | null = null;
   /** A change was hinted (an event without a record) during an absence: it may not have been continuous. */
   private absenceInterrupted = false;
-  /** The version our last successful write returned, and the writes sent since (their answers may be lost). */
+  /**
+   * The version our last successful write returned, and our last few writes by content: a
+   * write whose answer was lost may have landed, and a metadata-only change (a label added to
+   * the Lease) moves the version but keeps our content.
+   */
   private ownVersion: string | null = null;
-  private unconfirmedWrites: LeaseRecord[] = [];
+  private recentWrites: LeaseRecord[] = [];
   /** The foreign record under our identity that was last reported, so it is logged once. */
   private reportedImpostor: string | null = null;
 
@@ -430,7 +434,7 @@ export class LeaderElector {
   ): Promise<boolean> {
     const start: Stamp = { wall: this.clock.now(), mono: this.clock.monotonic() };
     const record = build(start.wall);
-    this.unconfirmedWrites = [...this.unconfirmedWrites.slice(-7), record];
+    this.recentWrites = [...this.recentWrites.slice(-7), record];
     const version = await this.call(op, () =>
       op === 'create' ? this.store.create(this.lease, record) : this.store.update(this.lease, record, expectedVersion!),
     );
@@ -469,7 +473,7 @@ export class LeaderElector {
     const rec = seen.record;
     if (rec.holderIdentity !== this.identity) return false;
     // A write whose answer was lost (a timeout) may still have landed: recognise it by content.
-    if (seen.version === this.ownVersion || this.unconfirmedWrites.some((w) => sameRecord(rec, w))) return true;
+    if (seen.version === this.ownVersion || this.recentWrites.some((w) => sameRecord(rec, w))) return true;
     const key = `${rec.leaseTransitions}/${rec.acquireTime?.getTime() ?? ''}`;
     if (this.reportedImpostor !== key) {
       this.reportedImpostor = key;
@@ -534,10 +538,7 @@ export class LeaderElector {
     this.observed = got;
     this.observedAtMono = this.clock.monotonic();
     this.highestToken = Math.max(this.highestToken, got.record.leaseTransitions);
-    if (own) {
-      this.ownVersion = got.version;
-      this.unconfirmedWrites = [];
-    }
+    if (own) this.ownVersion = got.version;
     if (!previous || previous.record.holderIdentity !== got.record.holderIdentity) {
       if (!own && got.record.holderIdentity !== this.identity) {
         this.log.info(got.record.holderIdentity === '' ? 'lease released' : 'new leader observed', {
