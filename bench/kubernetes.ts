@@ -248,7 +248,7 @@ ${idleSeconds} s with 1 leader + 2 standbys per implementation, opened ${SETTLE_
 (lease / renew deadline / retry; client-go's defaults). Requests per minute on leases come from
 the API server's audit log (each candidate is its own user; a watch counts once, when it
 starts). RSS is sampled from \`/proc\` every second (median / max); CPU is the share of one core
-over the window. leasehold runs as the image runs it: \`node --jitless --no-expose-wasm\`, with
+over the window. leasehold runs as the image runs it: \`node --jitless\`, with
 its HTTP listener (probes, metrics) on; \`leasehold-jit\` is the same sidecar on plain \`node\`.
 
 | implementation | role | requests/min | by verb (window) | RSS MB median / max | CPU % |

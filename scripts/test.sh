@@ -2,7 +2,10 @@
 # The whole test suite, every tier, as the README and CI run it (after `npm ci`):
 #   1. build the CLI (the tests run the built artifact, as users do)
 #   2. unit tests (fake clock, no sleeps) and the SQLite/CLI tier (real processes, real files)
-#   3. the Kubernetes tier on a real kube-apiserver + etcd (built once, cached; see test/env/)
+#   3. the same local tiers on the Node version the image ships (the Dockerfile's NODE_IMAGE),
+#      with better-sqlite3 built for it (scripts/test-on-node.sh; both cached)
+#   4. the Kubernetes tier on a real kube-apiserver + etcd (built once, cached; see test/env/),
+#      including the image built from the Dockerfile, run by a private Docker daemon
 # Node 20's test runner takes no globs, so the files are listed with find.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +20,11 @@ step "unit, SQLite and CLI tiers"
 mapfile -t local_tests < <(tests src cmd examples test/helpers test/sqlite test/cli; echo test/kind/e2e-logic.test.ts)
 node --import tsx --test --test-concurrency=1 --test-reporter=spec "${local_tests[@]}"
 
-step "Kubernetes tier (real kube-apiserver + etcd)"
+image_node="$(sed -n 's/^ARG NODE_IMAGE=node:\([0-9.]*\)-.*/\1/p' Dockerfile)"
+step "unit, SQLite and CLI tiers on Node $image_node (the image's)"
+bash scripts/test-on-node.sh "$image_node"
+
+step "Kubernetes tier (real kube-apiserver + etcd; the image from the Dockerfile)"
 mapfile -t kube_tests < <(tests test/kubernetes)
 node --import tsx test/env/with-control-plane.ts -- \
   node --import tsx --test --test-concurrency=1 --test-reporter=spec "${kube_tests[@]}"

@@ -2,6 +2,11 @@
  * npm run chaos [-- --seed N] [--seconds S] [--backend sqlite|kubernetes|both]
  * Runs the chaos driver (test/chaos/run-chaos.ts) and prints its report; exits 1 on any
  * violation. A failing seed is printed and can be replayed with --seed.
+ *
+ * npm run chaos -- --backend elector [--seeds N] [--seed FIRST]
+ * Runs the elector's seeded simulation (src/testing/elector-sim.ts) over N seeds (default
+ * 20000; the unit tier runs 200), printing progress; a failing seed prints its violations and
+ * the events before them, and replays with LEASEHOLD_SIM_SEED=N in the unit test.
  */
 import { join } from 'node:path';
 import { option } from '../../bench/cli-args.js';
@@ -14,6 +19,29 @@ const seconds = Number(option('seconds', '120'));
 const which = option('backend', 'both');
 const say = (l: string) => process.stderr.write(`[chaos] ${l}\n`);
 const reports: ChaosReport[] = [];
+
+if (which === 'elector') {
+  const { runSimulation } = await import('../../src/testing/elector-sim.js');
+  const count = Number(option('seeds', '20000'));
+  const first = Number(option('seed', '1'));
+  const t0 = Date.now();
+  let terms = 0;
+  for (let i = 0; i < count; i++) {
+    const r = await runSimulation(first + i);
+    terms += r.terms;
+    if (r.violations.length > 0) {
+      say(`seed ${r.seed}: ${r.violations.join('; ')}`);
+      for (const e of r.events.slice(-40)) say(`  ${e}`);
+      process.exit(1);
+    }
+    if ((i + 1) % 1000 === 0) {
+      const rate = (i + 1) / ((Date.now() - t0) / 1000);
+      say(`${i + 1}/${count} seeds, ${terms} terms, no violation; about ${Math.round((count - i - 1) / rate)} s left`);
+    }
+  }
+  console.log(`elector simulation: ${count} seeds from ${first}, ${terms} terms, 0 violations, ${Math.round((Date.now() - t0) / 1000)} s`);
+  process.exit(0);
+}
 
 if (which === 'sqlite' || which === 'both') {
   const dir = tempDir('leasehold-chaos-');

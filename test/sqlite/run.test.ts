@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO, isAlive, runCli, startCli, waitFor, type Proc } from '../helpers/cli.js';
+import { NODE_FLAGS, REPO, isAlive, runCli, startCli, waitFor, type Proc } from '../helpers/cli.js';
 import { scratchDir } from '../helpers/scratch.js';
 import { current, exclusiveRunScenario } from '../helpers/run-scenario.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
@@ -103,7 +103,7 @@ describe('leasehold run -- CMD', () => {
   });
 
   it('a leasehold started inside the command does not campaign as its parent (no second leader on the parent\'s lease)', { timeout: 60_000 }, async () => {
-    const cli = `${JSON.stringify(process.execPath)} --jitless ${JSON.stringify(join(REPO, 'dist/cmd/leasehold.js'))}`;
+    const cli = [process.execPath, ...NODE_FLAGS, join(REPO, 'dist/cmd/leasehold.js')].map((a) => JSON.stringify(a)).join(' ');
     const nested = [
       `${cli} status --json --db ${JSON.stringify(db)} --lease "$LEASEHOLD_LEASE"`,
       // A sidecar inside the command, with the inherited LEASEHOLD_LEASE/IDENTITY in its environment.
