@@ -35,5 +35,6 @@ DOCKER_BUILDKIT=0 "$docker_cli" build --network host --build-arg "NODE_IMAGE=lea
 log "built in $((SECONDS - started))s; saving $tag"
 mkdir -p "$cache"
 "$docker_cli" save -o "$out.tmp" "$tag"
+rm -f "$cache"/leasehold-node*.tar # one image at a time: each is about 400 MB
 mv "$out.tmp" "$out"
 echo "$out"

@@ -56,6 +56,7 @@ registry="$(npm config get registry)"
   echo "CMD [\"node\"]"
 } >"$out.changes"
 tar -C "$work/rootfs" -cf "$out.tmp" .
+rm -f "$cache/node-base-$version"-*.tar # earlier recipes
 mv "$out.tmp" "$out"
 log "built in $((SECONDS - started))s: $out"
 echo "$out"
