@@ -2,18 +2,21 @@
 # Installs what the tests need on a fresh machine: Debian packages the tests call (python3 for
 # the tutorial-compatibility tier, openssl for test certificates, a C++ toolchain for
 # better-sqlite3, Docker's daemon and mmdebstrap to build and run the image without a
-# registry) and the npm packages. The control plane is built by the Kubernetes tier
+# registry; containerd, runc, the CNI plugins, busybox and iptables for the single-node cluster
+# tier) and the npm packages. The control plane is built by the Kubernetes tier
 # itself (test/env/build-control-plane.sh), once, into a cache outside the repo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for tool in python3 openssl make g++ go dockerd mmdebstrap; do command -v "$tool" >/dev/null || need+=("$tool"); done
+for tool in python3 openssl make g++ go dockerd mmdebstrap containerd runc busybox iptables; do command -v "$tool" >/dev/null || need+=("$tool"); done
+[[ -x /usr/lib/cni/bridge ]] || need+=(cni)
 if ((${#need[@]})); then
   pkgs=()
   for t in "${need[@]}"; do
     case "$t" in
-      g++) pkgs+=(g++) ;; go) pkgs+=(golang-go) ;; dockerd) pkgs+=(docker.io) ;; *) pkgs+=("$t") ;;
+      g++) pkgs+=(g++) ;; go) pkgs+=(golang-go) ;; dockerd) pkgs+=(docker.io) ;; busybox) pkgs+=(busybox-static) ;;
+      cni) pkgs+=(containernetworking-plugins) ;; *) pkgs+=("$t") ;;
     esac
   done
   echo "==> installing Debian packages: ${pkgs[*]}"

@@ -6,6 +6,8 @@
 #      with better-sqlite3 built for it (scripts/test-on-node.sh; both cached)
 #   4. the Kubernetes tier on a real kube-apiserver + etcd (built once, cached; see test/env/),
 #      including the image built from the Dockerfile, run by a private Docker daemon
+#   5. the cluster tier: that image and the chart, installed by helm on a real single-node
+#      Kubernetes that test/cluster/cluster.sh brings up and tears down (root needed)
 # Node 20's test runner takes no globs, so the files are listed with find.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,3 +30,6 @@ step "Kubernetes tier (real kube-apiserver + etcd; the image from the Dockerfile
 mapfile -t kube_tests < <(tests test/kubernetes)
 node --import tsx test/env/with-control-plane.ts -- \
   node --import tsx --test --test-concurrency=1 --test-reporter=spec "${kube_tests[@]}"
+
+step "cluster tier (a real single-node Kubernetes: the chart and the image in pods)"
+node --import tsx --test --test-concurrency=1 --test-reporter=spec test/cluster/cluster.test.ts
