@@ -39,26 +39,27 @@ describe('the Helm chart', () => {
     assert.equal(r.code, 0, r.out + r.err);
   });
 
-  it('renders a native sidecar on 1.29+, a plain container before, identity from the downward API', () => {
-    const modern = find(render(), 'Deployment')[0]!.spec.template.spec;
-    assert.equal(modern.initContainers[0].name, 'leasehold');
-    assert.equal(modern.initContainers[0].restartPolicy, 'Always');
-    assert.deepEqual(modern.containers.map((c: { name: string }) => c.name), ['app']);
-    const identity = modern.initContainers[0].env.find((e: { name: string }) => e.name === 'LEASEHOLD_IDENTITY');
+  it('renders a plain sidecar container by default (released at SIGTERM with the app), native on request; identity from the downward API', () => {
+    const plain = find(render(), 'Deployment')[0]!.spec.template.spec;
+    assert.equal(plain.initContainers, undefined);
+    assert.deepEqual(plain.containers.map((c: { name: string }) => c.name), ['app', 'leasehold']);
+    const sidecar = plain.containers[1];
+    assert.equal(sidecar.restartPolicy, undefined);
+    const identity = sidecar.env.find((e: { name: string }) => e.name === 'LEASEHOLD_IDENTITY');
     assert.equal(identity.valueFrom.fieldRef.fieldPath, 'metadata.name');
-    assert.ok(modern.initContainers[0].args.includes('--ready-when=elected-any'), 'rollout-safe readiness by default');
-    assert.equal(modern.initContainers[0].livenessProbe.httpGet.path, '/healthz');
-    assert.equal(modern.initContainers[0].readinessProbe.httpGet.path, '/readyz');
-    assert.equal(modern.securityContext.runAsNonRoot, true);
-    assert.equal(modern.initContainers[0].securityContext.readOnlyRootFilesystem, true);
-    assert.equal(modern.volumes[0].name, 'leader');
+    assert.ok(sidecar.args.includes('--ready-when=elected-any'), 'rollout-safe readiness by default');
+    assert.equal(sidecar.livenessProbe.httpGet.path, '/healthz');
+    assert.equal(sidecar.readinessProbe.httpGet.path, '/readyz');
+    assert.equal(plain.securityContext.runAsNonRoot, true);
+    assert.equal(sidecar.securityContext.readOnlyRootFilesystem, true);
+    assert.equal(plain.volumes[0].name, 'leader');
 
-    const old = find(render([], '1.28.0'), 'Deployment')[0]!.spec.template.spec;
-    assert.equal(old.initContainers, undefined);
-    assert.deepEqual(old.containers.map((c: { name: string }) => c.name), ['app', 'leasehold']);
-    assert.equal(old.containers[1].restartPolicy, undefined);
-    const forced = find(render(['leasehold.nativeSidecar=false']), 'Deployment')[0]!.spec.template.spec;
-    assert.equal(forced.initContainers, undefined);
+    const native = find(render(['leasehold.nativeSidecar=true']), 'Deployment')[0]!.spec.template.spec;
+    assert.equal(native.initContainers[0].name, 'leasehold');
+    assert.equal(native.initContainers[0].restartPolicy, 'Always');
+    assert.deepEqual(native.containers.map((c: { name: string }) => c.name), ['app']);
+    const auto = find(render(['leasehold.nativeSidecar=auto'], '1.28.0'), 'Deployment')[0]!.spec.template.spec;
+    assert.equal(auto.initContainers, undefined, '"auto" is native only on 1.29+');
   });
 
   it('scopes the Role to the one Lease, with create as its own rule; optional parts follow values', () => {
@@ -73,13 +74,13 @@ describe('the Helm chart', () => {
     assert.equal(find(onlyRbac, 'Deployment').length, 0);
     assert.equal(find(onlyRbac, 'Role').length, 1);
     const labelled = render(['podLabel.enabled=true', 'podLabel.leaderService=true']);
-    assert.ok(find(labelled, 'Deployment')[0]!.spec.template.spec.initContainers[0].args.includes('--pod-label'));
+    assert.ok(find(labelled, 'Deployment')[0]!.spec.template.spec.containers[1].args.includes('--pod-label'));
     assert.deepEqual(JSON.parse(JSON.stringify(find(labelled, 'Role')[0]!.rules!.at(-1))), { apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] });
     const leaderSvc = find(labelled, 'Service').find((svc) => svc.metadata.name === 'demo-leasehold-leader')!;
     assert.equal(leaderSvc.spec.selector['leasehold.io/role'], 'leader');
     assert.equal(find(render(), 'Role')[0]!.rules!.length, 2, 'no pod access unless podLabel.enabled');
     const strict = find(render(['leasehold.readyWhen=leader']), 'Deployment')[0]!.spec.template.spec;
-    assert.ok(strict.initContainers[0].args.includes('--ready-when=leader'));
+    assert.ok(strict.containers[1].args.includes('--ready-when=leader'));
   });
 
   it('rejects values of the wrong type or shape (values.schema.json)', () => {
