@@ -694,6 +694,33 @@ describe('safety holes found by the randomized simulation (each failed before it
     assert.equal(b.isLeader(), true);
   });
 
+  it('a leader paused past its deadline does not recreate a deleted lease when a read answer beats its overdue timer', async () => {
+    const base = new FakeClock();
+    let paused = false;
+    const deferred: (() => void)[] = [];
+    const clock = {
+      now: () => base.now(),
+      monotonic: () => base.monotonic(),
+      setTimer: (fn: () => void, ms: number) => base.setTimer(() => (paused ? deferred.push(fn) : fn()), ms),
+    };
+    const store = new MemoryLeaseStore();
+    store.put(LEASE, released());
+    const a = new LeaderElector({ ...timings, store, lease: LEASE, identity: 'a', clock, requestTimeoutMs: 60_000 });
+    assert.equal(await a.tryAcquireOrRenew(), true);
+    store.failNext('update', new BackendUnavailableError('slow API'));
+    const answer = holdNextGet(store);
+    const attempt = a.tryAcquireOrRenew();
+    paused = true; // the process freezes: its deadline timer cannot run
+    await base.advance(12_000);
+    store.delete(LEASE);
+    answer(); // the read's answer is handled first, before the overdue timer
+    assert.equal(await attempt, false);
+    assert.equal(store.peek(LEASE), undefined, 'not the sitting leader any more: it must wait like anyone else');
+    assert.equal(a.isLeader(), false);
+    paused = false;
+    for (const fn of deferred) fn();
+  });
+
   for (const lastView of ['its own ended term', 'a released record'] as const) {
     it(`a candidate whose last view was ${lastView} waits after a deletion instead of reusing the leader's token`, async () => {
       const { clock, store, a, b } = pair();

@@ -387,9 +387,10 @@ export class LeaderElector {
     // 4. Absent. Leadership is judged now, not at the start of the attempt: a candidate that
     // stepped down while its read was in flight is no longer the sitting leader.
     if (current === null) {
-      if (this.term) {
+      if (this.sittingLeader()) {
         this.stepDown('the lease record disappeared');
       } else {
+        this.stepDown(`no successful renewal within renewDeadline (${this.timings.renewDeadlineMs} ms)`);
         this.noteAbsent();
         if (this.absentUntilMono! > this.clock.monotonic()) return false;
       }
@@ -439,6 +440,14 @@ export class LeaderElector {
       op === 'create' ? this.store.create(this.lease, record) : this.store.update(this.lease, record, expectedVersion!),
     );
     return this.succeeded({ record, version }, renewing, start);
+  }
+
+  /**
+   * Leading, and still inside renewDeadline by the clock, not only by the deadline timer: after
+   * a pause the answer to a read can be handled before the overdue timer has run.
+   */
+  private sittingLeader(): boolean {
+    return this.term !== null && this.clock.monotonic() < this.term.renewedAtMono + this.timings.renewDeadlineMs;
   }
 
   /**
