@@ -20,6 +20,7 @@ import { LeaderElector, type LeadershipTerm } from '../sidecar/elector.js';
 import { FakeClock } from './fake-clock.js';
 import { createLogger } from '../log.js';
 import { MemoryLeaseStore } from './memory-store.js';
+import { prng } from './prng.js';
 
 const LEASE = 'sim';
 const TIMINGS = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
@@ -35,17 +36,6 @@ export interface SimulationResult {
   events: string[];
 }
 
-/** mulberry32: small, fast, and the same on every machine. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** One OS process as the simulation sees it: its own clock rate, and it can be frozen or killed. */
 class SimProcess implements Clock {

@@ -20,6 +20,7 @@ import { REPO, start, waitFor, type Proc } from '../helpers/cli.js';
 import { startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
 import { termViolations, termsFromLog, type Term } from '../helpers/leadership-terms.js';
 import { FencedSqliteResource } from '../../src/fencing/fenced-resource.js';
+import { prng } from '../../src/testing/prng.js';
 
 export interface ChaosOptions {
   backend: 'sqlite' | 'kubernetes';
@@ -61,17 +62,6 @@ const RETRY_MS = 400;
 export const RECOVERY_BOUND_MS = LEASE_MS + 2.2 * RETRY_MS + 5_000;
 const APP = join(REPO, 'test/chaos/chaos-app.ts');
 
-/** mulberry32: a small seeded PRNG, so a seed replays the same schedule. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Member {
   id: string;

@@ -112,4 +112,66 @@ describe('the chart on a real node', () => {
     assert.match(root.stderr, /Read-only file system/);
     kubectl('exec', pod, '-c', 'leasehold', '--', 'touch', '/leader/.probe-by-test');
   });
+
+  it("killing the sidecar's process: the kubelet restarts it alone, leadership returns, and the volume never claims a passed term", { timeout: 180_000 }, async () => {
+    const pod = holder();
+    const tokenBefore = transitions();
+    const statusOfPod = JSON.parse(kubectl('get', 'pod', pod, '-o', 'json')) as { status: { containerStatuses: { name: string; containerID: string; restartCount: number }[] } };
+    const sidecar = statusOfPod.status.containerStatuses.find((c) => c.name === 'leasehold')!;
+    const app = statusOfPod.status.containerStatuses.find((c) => c.name === 'app')!;
+    const id = sidecar.containerID.replace(/^containerd:\/\//, '');
+    execFileSync('ctr', ['-a', join(dir, 'containerd', 'containerd.sock'), '-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', id]);
+    const stale: string[] = [];
+    const back = await waitFor('leadership back', () => {
+      try {
+        const s = JSON.parse(kubectl('exec', pod, '-c', 'app', '--', 'cat', '/leader/status.json')) as { isLeader: boolean; validUntil: string | null };
+        if (s.isLeader && s.validUntil && Date.parse(s.validUntil) < Date.now() - 1_000) stale.push(s.validUntil);
+      } catch {
+        // the file is being replaced: read again
+      }
+      // The restarted sidecar does not trust a record it did not write itself, even under its
+      // own identity: leadership returns as a new term, by it or by another pod.
+      const h = holder();
+      return h !== '' && transitions() > tokenBefore && h;
+    }, 120_000, 300);
+    const after = (JSON.parse(kubectl('get', 'pod', pod, '-o', 'json')) as typeof statusOfPod).status.containerStatuses;
+    assert.equal(after.find((c) => c.name === 'leasehold')!.restartCount, sidecar.restartCount + 1, 'the sidecar was restarted');
+    assert.equal(after.find((c) => c.name === 'app')!.restartCount, app.restartCount, 'the app was not');
+    assert.deepEqual(stale, [], 'the status volume claimed leadership after its validUntil');
+    console.log(`cluster: sidecar of ${pod} killed; ${back} leads (token ${tokenBefore} before, ${transitions()} after)`);
+  });
+
+  it('the sidecar fits the chart\'s memory limit with margin (working set from the pod\'s cgroup)', { timeout: 120_000 }, async () => {
+    const pod = holder();
+    // Let it run a while as deployed (probes, renewals), then read its memory cgroup.
+    await new Promise((r) => setTimeout(r, 20_000));
+    const read = (f: string) => kubectl('exec', pod, '-c', 'leasehold', '--', 'cat', f).trim();
+    let workingSet: number;
+    try {
+      const usage = Number(read('/sys/fs/cgroup/memory/memory.usage_in_bytes'));
+      const inactive = Number(/^total_inactive_file (\d+)$/m.exec(read('/sys/fs/cgroup/memory/memory.stat'))![1]);
+      workingSet = usage - inactive;
+    } catch {
+      const usage = Number(read('/sys/fs/cgroup/memory.current'));
+      const inactive = Number(/^inactive_file (\d+)$/m.exec(read('/sys/fs/cgroup/memory.stat'))![1]);
+      workingSet = usage - inactive;
+    }
+    const limit = 160 * 1024 * 1024;
+    const mb = (b: number) => (b / 1024 / 1024).toFixed(1);
+    console.log(`cluster: sidecar working set ${mb(workingSet)} MB (cgroup), limit ${mb(limit)} MB`);
+    assert.ok(workingSet < limit / 2, `working set ${mb(workingSet)} MB is not under half the ${mb(limit)} MB limit`);
+  });
+
+  it('helm upgrade to elected-any rolls every pod and all become Ready; helm test passes', { timeout: 300_000 }, async () => {
+    helm('upgrade', RELEASE, join(REPO, 'deploy/helm/leasehold'), '--reuse-values', '--set', 'leasehold.readyWhen=elected-any', '--wait', '--timeout', '240s');
+    kubectl('rollout', 'status', `deployment/${LEASE}`, '--timeout=120s');
+    const all = await waitFor('3 Ready pods', () => {
+      const p = pods();
+      return p.length === 3 && p.every(ready) && p;
+    }, 120_000, 500);
+    assert.equal(all.length, 3);
+    assert.notEqual(holder(), '');
+    const test = helm('test', RELEASE, '--logs');
+    assert.match(test, /Phase:\s+Succeeded/);
+  });
 });
