@@ -8,15 +8,19 @@ export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** Tests run the built CLI, the artifact users get (scripts/test.sh builds it first). */
 export const CLI = join(REPO, 'dist/cmd/leasehold.js');
 /**
- * Node flags the CLI runs with in tests: the image's ENTRYPOINT flags (Dockerfile), `--jitless`
- * (no JIT: less memory, no writable-and-executable pages), on every Node it works on. Node 22
- * is the exception: there --jitless also turns off WebAssembly, and `import 'node:http'` loads
- * undici's WebAssembly parser, so the CLI runs without it.
+ * Node flags the CLI runs with in tests: the image's ENTRYPOINT flag (Dockerfile), `--jitless`
+ * (no JIT: less memory, no writable-and-executable pages), as each Node version takes it:
+ * - 24 and later (the image's): `--jitless` alone (they reject `--no-expose-wasm`);
+ * - 22: none. There --jitless also turns off WebAssembly, and `import 'node:http'` loads
+ *   undici's WebAssembly parser, so the CLI would crash;
+ * - 20 (the engines floor): with `--no-expose-wasm`, or Node prints a warning on stderr.
  */
-export const NODE_FLAGS = jitlessWorks(process.versions.node) ? ['--jitless'] : [];
+export const NODE_FLAGS = jitlessFlags(process.versions.node);
 
-export function jitlessWorks(nodeVersion: string): boolean {
-  return Number(nodeVersion.split('.')[0]) !== 22;
+export function jitlessFlags(nodeVersion: string): string[] {
+  const major = Number(nodeVersion.split('.')[0]);
+  if (major === 22) return [];
+  return major < 22 ? ['--jitless', '--no-expose-wasm'] : ['--jitless'];
 }
 
 export function tempDir(prefix = 'leasehold-test-'): { path: string; cleanup: () => void } {
