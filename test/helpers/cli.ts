@@ -38,10 +38,10 @@ export interface Proc {
 }
 
 /** Starts a real OS process and captures its output. */
-export function start(command: string, args: string[], env: NodeJS.ProcessEnv = {}, cwd = REPO, as: { uid?: number; gid?: number } = {}): Proc {
+export function start(command: string, args: string[], env: NodeJS.ProcessEnv = {}, cwd = REPO): Proc {
   // NODE_TEST_CONTEXT would make a spawned node process act as a test-runner child.
   const { NODE_TEST_CONTEXT: _, ...inherited } = process.env;
-  const child = spawn(command, args, { cwd, env: { ...inherited, ...env }, stdio: ['pipe', 'pipe', 'pipe'], ...as });
+  const child = spawn(command, args, { cwd, env: { ...inherited, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -65,8 +65,8 @@ export function start(command: string, args: string[], env: NodeJS.ProcessEnv = 
   };
 }
 
-export function startCli(args: string[], env: NodeJS.ProcessEnv = {}, cwd = REPO, as: { uid?: number; gid?: number } = {}): Proc {
-  return start(process.execPath, [...NODE_FLAGS, CLI, ...args], env, cwd, as);
+export function startCli(args: string[], env: NodeJS.ProcessEnv = {}, cwd = REPO): Proc {
+  return start(process.execPath, [...NODE_FLAGS, CLI, ...args], env, cwd);
 }
 
 /** Runs the CLI to completion. */

@@ -5,7 +5,8 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, chownSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { runCli, startCli, waitFor, type Proc } from '../helpers/cli.js';
@@ -97,20 +98,26 @@ describe('hostile and careless use of local mode', () => {
     mkdirSync(work);
     const db = join(work, 'leases.db');
     new Database(db).close(); // an existing, valid database
-    chmodSync(db, 0o444);
-    chmodSync(work, 0o555);
-    // Root ignores permission bits: run as nobody then, so the test means the same everywhere.
-    const asUser = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
-    if ('uid' in asUser) {
-      chownSync(work, 0, 0);
-      chmodSync(dir.path, 0o755); // mkdtemp made it 0700: let nobody reach the database
+    // Root ignores permission bits, so as root the folder becomes a read-only bind mount;
+    // otherwise the permission bits do it. Either way the sidecar can read but never write.
+    const root = process.getuid?.() === 0;
+    if (root) {
+      execFileSync('mount', ['--bind', work, work]);
+      execFileSync('mount', ['-o', 'remount,bind,ro', work]);
+    } else {
+      chmodSync(db, 0o444);
+      chmodSync(work, 0o555);
     }
-    const p = startCli(['sidecar', '--db', db, '--listen', 'off'], {}, undefined, asUser);
-    procs.push(p);
-    const exit = await p.exited;
-    chmodSync(work, 0o755);
-    assert.equal(exit.code, 2, p.stderr());
-    assert.match(p.stderr(), /^leasehold: cannot (open|prepare) SQLite lease store .*(readonly|read-only|permission)/im);
+    try {
+      const p = startCli(['sidecar', '--db', db, '--listen', 'off']);
+      procs.push(p);
+      const exit = await p.exited;
+      assert.equal(exit.code, 2, p.stderr());
+      assert.match(p.stderr(), /^leasehold: cannot (open|prepare) SQLite lease store .*(readonly|read-only|permission)/im);
+    } finally {
+      if (root) execFileSync('umount', [work]);
+      else chmodSync(work, 0o755);
+    }
   });
 
   it('status reads a row with out-of-range times and a huge token without crashing', { timeout: 30_000 }, async () => {
