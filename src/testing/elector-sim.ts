@@ -225,7 +225,9 @@ export async function runSimulation(seed: number, steps = 300, trace = false): P
               tokens.length = 0;
             } else violations.push(`${t()}: ${c.name} started token ${term.token}, not above ${highest}`);
           }
-          if (term.token > highest) deletedSinceHighest = false;
+          // A term is announced when its write's answer arrives; the record may have been deleted
+          // meanwhile, and then the deletion still counts against this token.
+          if (term.token > highest && mem.peek(LEASE)?.leaseTransitions === term.token) deletedSinceHighest = false;
           tokens.push(term.token);
           events.push(`${t()} ${c.name} started token ${term.token}`);
           c.term = term;
