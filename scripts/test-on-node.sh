@@ -30,5 +30,5 @@ trap restore EXIT
 cp "$addon" "$current"
 
 echo "[node $version] unit, SQLite and CLI tiers on $("$node_bin" --version)" >&2
-mapfile -t local_tests < <(find src cmd examples test/helpers test/sqlite test/cli -name '*.test.ts' | sort; echo test/kind/e2e-logic.test.ts)
+mapfile -t local_tests < <(bash scripts/local-tests.sh)
 PATH="$nodedir/bin:$PATH" "$node_bin" --import tsx --test --test-concurrency=1 --test-reporter=spec "${local_tests[@]}"

@@ -19,7 +19,7 @@ step "build"
 npm run --silent build
 
 step "unit, SQLite and CLI tiers"
-mapfile -t local_tests < <(tests src cmd examples test/helpers test/sqlite test/cli; echo test/kind/e2e-logic.test.ts)
+mapfile -t local_tests < <(bash scripts/local-tests.sh)
 node --import tsx --test --test-concurrency=1 --test-reporter=spec "${local_tests[@]}"
 
 image_node="$(sed -n 's/^ARG NODE_IMAGE=node:\([0-9.]*\)-.*/\1/p' Dockerfile)"
