@@ -4,4 +4,3 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 find src cmd examples test/helpers test/sqlite test/cli -name '*.test.ts' | sort
-echo test/kind/e2e-logic.test.ts

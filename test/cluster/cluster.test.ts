@@ -5,14 +5,18 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO, waitFor } from '../helpers/cli.js';
+import { allReady, onlyEndpointIs, onlyLeaderReady, readPods, readServiceEndpoints, singleLeader, type LeaseView } from '../helpers/cluster-views.js';
 
 const RELEASE = 'lh';
 const LEASE = 'lh-leasehold';
 const NS = 'default';
+const LEADER_SERVICE = `${LEASE}-leader`;
+/** The example app's command (values.yaml) ignores SIGTERM; this variant exits on it. */
+const APP_EXITING_ON_SIGTERM = ['sh', '-c', "trap 'exit 0' TERM; while true; do cat /leader/status.json; echo; sleep 10 & wait $!; done"];
 
 describe('the chart on a real node', () => {
   const parent = mkdtempSync('/tmp/leasehold-cluster-');
@@ -27,12 +31,49 @@ describe('the chart on a real node', () => {
   const helm = (...args: string[]) => execFileSync(helmBin, ['--kubeconfig', kubeconfig, '-n', NS, ...args], { encoding: 'utf8', timeout: 300_000 });
   const holder = () => kubectl('get', 'lease', LEASE, '-o', 'jsonpath={.spec.holderIdentity}').trim();
   const transitions = () => Number(kubectl('get', 'lease', LEASE, '-o', 'jsonpath={.spec.leaseTransitions}'));
-  const pods = () =>
-    (JSON.parse(kubectl('get', 'pods', '-l', `app.kubernetes.io/instance=${RELEASE}`, '-o', 'json')) as {
-      items: { metadata: { name: string; deletionTimestamp?: string }; status: { conditions?: { type: string; status: string }[] } }[];
-    }).items.filter((p) => !p.metadata.deletionTimestamp);
-  const ready = (p: ReturnType<typeof pods>[number]) => p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-  const statusOf = (pod: string) => JSON.parse(kubectl('exec', pod, '-c', 'app', '--', 'cat', '/leader/status.json')) as { isLeader: boolean; fencingToken: number | null; holder: string };
+  const lease = (): LeaseView => JSON.parse(kubectl('get', 'lease', LEASE, '-o', 'jsonpath={.spec}') || '{}') as LeaseView;
+  /**
+   * Waits until every view agrees on one leader: the Lease, each pod's status file and /leader,
+   * the role labels, and the leader Service's only endpoint; with readyWhen=leader also that only
+   * the leader is Ready, else that all 3 are. Fails with the last disagreement.
+   */
+  const agreed = async (readyWhen: 'leader' | 'elected-any', timeoutMs = 60_000) => {
+    let last = '';
+    try {
+      return await waitFor('every view to agree on one leader', () => {
+        let lv: LeaseView;
+        try {
+          lv = lease();
+        } catch {
+          last = 'no Lease yet';
+          return undefined;
+        }
+        const p = readPods(kubectl, RELEASE, { http: true });
+        if (p.filter((x) => !x.deleting).length !== 3) return void (last = `${p.length} pods`);
+        const v = singleLeader(p, lv, new Date(), { podLabel: true, everyViewNamesHolder: true });
+        if (!v.leader) return void (last = v.problem!);
+        if (readyWhen === 'leader' ? !onlyLeaderReady(p, v.leader) : !allReady(p, 3)) return void (last = `readiness (${readyWhen}) not yet as expected`);
+        const ep = onlyEndpointIs(readServiceEndpoints(kubectl, LEADER_SERVICE), v.leader);
+        if (!ep.ok) return void (last = `leader Service: ${ep.problem!}`);
+        return { leader: v.leader, token: v.token! };
+      }, timeoutMs, 500);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}; last seen: ${last}`);
+    }
+  };
+  /** The sidecar's log of a pod, followed from now until the container ends (the pod may vanish). */
+  const followLog = (pod: string) => {
+    const child = spawn(join(dir, 'bin', 'kubectl'), ['--kubeconfig', kubeconfig, '-n', NS, 'logs', '-f', pod, '-c', 'leasehold'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const ended = new Promise<string>((res) => child.once('close', () => res(out)));
+    return { ended, stop: () => child.kill() };
+  };
+  const at = (log: string, msg: string) => {
+    const line = log.split('\n').find((l) => l.includes(`"msg":"${msg}"`));
+    assert.ok(line, `no "${msg}" in the log`);
+    return Date.parse((JSON.parse(line) as { time: string }).time);
+  };
 
   before(() => {
     kubeconfig = execFileSync('bash', [join(REPO, 'test/cluster/cluster.sh'), 'up', dir], { stdio: ['ignore', 'pipe', 'inherit'], timeout: 1_800_000 }).toString().trim().split('\n').at(-1)!;
@@ -53,40 +94,22 @@ describe('the chart on a real node', () => {
       'install', RELEASE, join(REPO, 'deploy/helm/leasehold'),
       '--set', 'leasehold.image.repository=leasehold', '--set', 'leasehold.image.tag=dev', '--set', 'leasehold.image.pullPolicy=Never',
       '--set', 'app.image.repository=localhost/busybox', '--set', 'app.image.tag=local', '--set', 'app.image.pullPolicy=Never',
-      '--set', 'leasehold.readyWhen=leader', '--wait=false',
+      '--set', 'leasehold.readyWhen=leader', '--set', 'podLabel.enabled=true', '--set', 'podLabel.leaderService=true', '--wait=false',
     );
-    // A new Lease is created a lease duration (15 s) after it is first seen absent.
-    const leader = await waitFor(
-      'a leader',
-      () => {
-        try {
-          return holder() || undefined;
-        } catch {
-          return undefined; // the Lease does not exist yet
-        }
-      },
-      120_000,
-      500,
-    );
-    const all = await waitFor('3 running pods, one of them Ready', () => {
-      const p = pods();
-      return p.length === 3 && p.filter(ready).length === 1 && p;
-    }, 120_000, 500);
-    assert.deepEqual(all.filter(ready).map((p) => p.metadata.name), [leader], 'only the leader is Ready (readyWhen=leader)');
-    const token = transitions();
-    for (const p of all) {
-      const s = statusOf(p.metadata.name);
-      assert.equal(s.isLeader, p.metadata.name === leader, `${p.metadata.name}'s status volume`);
-      assert.equal(s.holder, leader);
-      if (s.isLeader) assert.equal(s.fencingToken, token, 'the token equals leaseTransitions');
-      const http = JSON.parse(kubectl('exec', p.metadata.name, '-c', 'app', '--', 'wget', '-qO-', 'http://127.0.0.1:4040/leader')) as { name: string };
-      assert.equal(http.name, leader, `${p.metadata.name}'s /leader`);
-    }
+    // A new Lease is created a lease duration (15 s) after it is first seen absent; then the
+    // Lease, every status file and /leader, the labels, readiness and the leader Service agree.
+    const { leader, token } = await agreed('leader', 180_000);
+    console.log(`cluster: ${leader} leads with token ${token}; labels, readiness and the leader Service agree`);
   });
 
-  it('deleting the leader pod hands over within 2 s, though the example app ignores SIGTERM; the old leader steps down first', { timeout: 120_000 }, async () => {
+  /**
+   * Deletes the leader pod and measures the handover; the old sidecar must say "stopped
+   * leading" (and write not-leader) before the new one says "became leader".
+   */
+  const deleteLeader = async () => {
     const old = holder();
     const tokenBefore = transitions();
+    const oldLog = followLog(old);
     const t0 = Date.now();
     kubectl('delete', 'pod', old, '--wait=false');
     const next = await waitFor('a new holder', () => {
@@ -94,14 +117,22 @@ describe('the chart on a real node', () => {
       return h !== '' && h !== old && h;
     }, 60_000, 50);
     const handoverMs = Date.now() - t0;
-    console.log(`cluster: leader pod deleted, ${next} leads after ${handoverMs} ms (kubectl polling included)`);
+    assert.ok(transitions() > tokenBefore, 'the new term has a higher token');
+    return { old, next, handoverMs, t0, oldLog };
+  };
+
+  it('deleting the leader pod hands over within 2 s, though the example app ignores SIGTERM; the old leader steps down first', { timeout: 180_000 }, async () => {
+    const { old, next, handoverMs, oldLog } = await deleteLeader();
+    console.log(`cluster: leader pod deleted (app ignores SIGTERM), ${next} leads after ${handoverMs} ms (kubectl polling included)`);
     assert.ok(handoverMs < 2_000, `handover took ${handoverMs} ms`);
-    assert.ok(transitions() > tokenBefore);
-    // The old sidecar wrote "not leader" before it released; the new one became leader after that.
-    const oldLog = kubectl('logs', old, '-c', 'leasehold');
+    // The old pod lingers for its grace period (the app ignores SIGTERM): read its log while it does.
+    await waitFor("the old sidecar's log to show its step-down", () => kubectl('logs', old, '-c', 'leasehold').includes('"msg":"stopped leading"'), 10_000, 200);
+    oldLog.stop();
     const newLog = kubectl('logs', next, '-c', 'leasehold');
-    const at = (log: string, msg: string) => Date.parse((JSON.parse(log.split('\n').find((l) => l.includes(`"msg":"${msg}"`))!) as { time: string }).time);
-    assert.ok(at(oldLog, 'stopped leading') <= at(newLog, 'became leader'), 'the old leader stepped down before the new one was elected');
+    assert.ok(at(kubectl('logs', old, '-c', 'leasehold'), 'stopped leading') <= at(newLog, 'became leader'), 'the old leader stepped down before the new one was elected');
+    // The replacement pod joins; the label and the leader Service follow the new leader.
+    const now = await agreed('leader', 120_000);
+    assert.equal(now.leader, next);
   });
 
   it('the security context holds: non-root, read-only root filesystem, only /leader writable', { timeout: 60_000 }, () => {
@@ -143,8 +174,11 @@ describe('the chart on a real node', () => {
 
   it('the sidecar fits the chart\'s memory limit with margin (working set from the pod\'s cgroup)', { timeout: 120_000 }, async () => {
     const pod = holder();
-    // Let it run a while as deployed (probes, renewals), then read its memory cgroup.
-    await new Promise((r) => setTimeout(r, 20_000));
+    // Read its memory cgroup once the sidecar has run 60 s as deployed (probes, renewals).
+    const started = (JSON.parse(kubectl('get', 'pod', pod, '-o', 'json')) as { status: { containerStatuses: { name: string; state: { running?: { startedAt: string } } }[] } })
+      .status.containerStatuses.find((c) => c.name === 'leasehold')!.state.running!.startedAt;
+    const waitMs = Date.parse(started) + 60_000 - Date.now();
+    if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
     const read = (f: string) => kubectl('exec', pod, '-c', 'leasehold', '--', 'cat', f).trim();
     let workingSet: number;
     try {
@@ -158,21 +192,36 @@ describe('the chart on a real node', () => {
     }
     const limit = 160 * 1024 * 1024;
     const mb = (b: number) => (b / 1024 / 1024).toFixed(1);
-    console.log(`cluster: sidecar working set ${mb(workingSet)} MB (cgroup), limit ${mb(limit)} MB`);
+    console.log(`cluster: sidecar working set ${mb(workingSet)} MB (cgroup, ${Math.round((Date.now() - Date.parse(started)) / 1000)} s after it started), limit ${mb(limit)} MB`);
     assert.ok(workingSet < limit / 2, `working set ${mb(workingSet)} MB is not under half the ${mb(limit)} MB limit`);
   });
 
-  it('helm upgrade to elected-any rolls every pod and all become Ready; helm test passes', { timeout: 300_000 }, async () => {
-    helm('upgrade', RELEASE, join(REPO, 'deploy/helm/leasehold'), '--reuse-values', '--set', 'leasehold.readyWhen=elected-any', '--wait', '--timeout', '240s');
+  it('helm upgrade to elected-any and an app that exits on SIGTERM: the rollout completes, helm test passes, the leader Service follows', { timeout: 360_000 }, async () => {
+    helm('upgrade', RELEASE, join(REPO, 'deploy/helm/leasehold'), '--reuse-values', '--set', 'leasehold.readyWhen=elected-any',
+      '--set-json', `app.command=${JSON.stringify(APP_EXITING_ON_SIGTERM)}`, '--wait', '--timeout', '240s');
     kubectl('rollout', 'status', `deployment/${LEASE}`, '--timeout=120s');
-    const all = await waitFor('3 Ready pods', () => {
-      const p = pods();
-      return p.length === 3 && p.every(ready) && p;
-    }, 120_000, 500);
-    assert.equal(all.length, 3);
-    assert.notEqual(holder(), '');
+    // Every pod Ready now, so only the role label keeps followers out of the leader Service.
+    const { leader } = await agreed('elected-any', 120_000);
+    const spec = JSON.parse(kubectl('get', 'pod', leader, '-o', 'json')) as { spec: { containers: { name: string; command: string[] }[] } };
+    assert.deepEqual(spec.spec.containers.find((c) => c.name === 'app')!.command, APP_EXITING_ON_SIGTERM);
     // No --logs: the chart's test pod is deleted once it succeeds (hook-delete-policy).
     const test = helm('test', RELEASE);
     assert.match(test, /Phase:\s+Succeeded/);
+  });
+
+  it('deleting the leader pod hands over within 2 s with the app that exits on SIGTERM too; the pod is gone long before its grace period', { timeout: 180_000 }, async () => {
+    const { old, next, handoverMs, t0, oldLog } = await deleteLeader();
+    console.log(`cluster: leader pod deleted (app exits on SIGTERM), ${next} leads after ${handoverMs} ms (kubectl polling included)`);
+    assert.ok(handoverMs < 2_000, `handover took ${handoverMs} ms`);
+    // Both containers exit at SIGTERM, so the pod goes at once, not after 30 s; its log is read
+    // from the stream followed before the deletion.
+    await waitFor('the old pod to be gone', () => !kubectl('get', 'pods', '-o', 'name').includes(`pod/${old}\n`), 20_000, 200);
+    const goneMs = Date.now() - t0;
+    console.log(`cluster: the old pod was gone ${goneMs} ms after its deletion`);
+    assert.ok(goneMs < 15_000, `the pod took ${goneMs} ms to go: the app did not exit on SIGTERM`);
+    const log = await oldLog.ended;
+    assert.ok(at(log, 'stopped leading') <= at(kubectl('logs', next, '-c', 'leasehold'), 'became leader'), 'the old leader stepped down before the new one was elected');
+    const now = await agreed('elected-any', 120_000);
+    assert.equal(now.leader, next);
   });
 });

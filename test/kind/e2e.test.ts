@@ -1,15 +1,17 @@
 /**
  * End-to-end on a real cluster: kind, the image built from the Dockerfile, the chart with 3
  * replicas. Run with `npm run test:kind` wherever a Docker engine, kind, kubectl and helm are
- * on PATH; it creates and deletes its own cluster. (It cannot run on the project's CI machines,
- * which have no Docker engine: the decisions it makes are unit-tested in e2e-logic.test.ts.)
+ * on PATH; it creates and deletes its own cluster. It cannot run on the project's CI machines,
+ * which reach no image registry for kind's node image; there the single-node cluster tier
+ * (test/cluster) runs the same judgements, which live in test/helpers/cluster-views.ts and are
+ * unit-tested beside it.
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { REPO, waitFor } from '../helpers/cli.js';
-import { allReady, failoverBoundMs, singleLeader, type LeaseView, type PodView } from './e2e-logic.js';
+import { allReady, failoverBoundMs, readPods, singleLeader, type LeaseView, type PodView } from '../helpers/cluster-views.js';
 
 const CLUSTER = process.env.LEASEHOLD_KIND_CLUSTER ?? 'leasehold-e2e';
 const IMAGE = 'leasehold:e2e';
@@ -19,25 +21,7 @@ const REPLICAS = 3;
 const sh = (cmd: string, args: string[], input?: string) => execFileSync(cmd, args, { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'inherit'] });
 const kubectl = (...args: string[]) => sh('kubectl', ['--context', `kind-${CLUSTER}`, '-n', NS, ...args]);
 
-function pods(): PodView[] {
-  const list = JSON.parse(kubectl('get', 'pods', '-l', `app.kubernetes.io/instance=${RELEASE}`, '-o', 'json')) as {
-    items: { metadata: { name: string; deletionTimestamp?: string }; status: { conditions?: { type: string; status: string }[] } }[];
-  };
-  return list.items.map((p) => {
-    let status: PodView['status'] = null;
-    try {
-      status = JSON.parse(kubectl('exec', p.metadata.name, '-c', 'app', '--', 'cat', '/leader/status.json'));
-    } catch {
-      // not running yet
-    }
-    return {
-      name: p.metadata.name,
-      deleting: Boolean(p.metadata.deletionTimestamp),
-      ready: p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
-      status,
-    };
-  });
-}
+const pods = (): PodView[] => readPods(kubectl, RELEASE);
 
 const lease = (): LeaseView => JSON.parse(kubectl('get', 'lease', `${RELEASE}-leasehold`, '-o', 'jsonpath={.spec}') || '{}');
 
