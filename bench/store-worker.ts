@@ -5,7 +5,7 @@
  */
 import { createInterface } from 'node:readline';
 import { SqliteLeaseStore } from '../src/backends/sqlite-store.js';
-import { LeaderElector } from '../src/sidecar/elector.js';
+import { LeaderElector } from '../src/election/elector.js';
 
 const [db, lease, id, duration] = process.argv.slice(2);
 const store = new SqliteLeaseStore(db!, { busyTimeoutMs: 5_000 });

@@ -11,7 +11,7 @@ import {
   validateLeaseName,
   validateTimings,
   type Timings,
-} from '../src/sidecar/elector-config.js';
+} from '../src/election/elector-config.js';
 import { InvalidConfigError } from '../src/errors.js';
 import { badFlag } from './usage-error.js';
 

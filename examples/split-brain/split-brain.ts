@@ -15,7 +15,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
-import { LeaderElector } from '../../src/sidecar/elector.js';
+import { LeaderElector } from '../../src/election/elector.js';
 import { FencedSqliteResource } from '../../src/fencing/fenced-resource.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 

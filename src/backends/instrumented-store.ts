@@ -1,5 +1,5 @@
 import type { Histogram } from 'prom-client';
-import type { LeaseRecord, LeaseStore, VersionedRecord } from './lease-store.js';
+import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord } from './lease-store.js';
 
 /** Wraps a store to time every request into a histogram labelled by op and result. */
 export class InstrumentedStore implements LeaseStore {
@@ -15,16 +15,16 @@ export class InstrumentedStore implements LeaseStore {
     if (inner.watch) this.watch = inner.watch.bind(inner);
   }
 
-  get(name: string): Promise<VersionedRecord | null> {
-    return this.time('get', () => this.inner.get(name));
+  get(name: string, opts?: CallOptions): Promise<VersionedRecord | null> {
+    return this.time('get', () => this.inner.get(name, opts));
   }
 
-  create(name: string, record: LeaseRecord): Promise<string> {
-    return this.time('create', () => this.inner.create(name, record));
+  create(name: string, record: LeaseRecord, opts?: CallOptions): Promise<string> {
+    return this.time('create', () => this.inner.create(name, record, opts));
   }
 
-  update(name: string, record: LeaseRecord, expectedVersion: string): Promise<string> {
-    return this.time('update', () => this.inner.update(name, record, expectedVersion));
+  update(name: string, record: LeaseRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    return this.time('update', () => this.inner.update(name, record, expectedVersion, opts));
   }
 
   watch?: LeaseStore['watch'];

@@ -10,7 +10,7 @@ import {
   NotFoundError,
   UnauthorizedError,
 } from '../errors.js';
-import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
+import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { formatMicroTime, parseMicroTime } from './micro-time.js';
 
 /** The parts of a coordination.k8s.io/v1 Lease this store reads; every other field is carried as is. */
@@ -83,9 +83,9 @@ export class KubernetesLeaseStore implements LeaseStore {
     return name === undefined ? base : `${base}/${encodeURIComponent(name)}`;
   }
 
-  async get(name: string): Promise<VersionedRecord | null> {
+  async get(name: string, opts?: CallOptions): Promise<VersionedRecord | null> {
     try {
-      const lease = await this.client.request<Lease>('GET', this.leasePath(name));
+      const lease = await this.client.request<Lease>('GET', this.leasePath(name), { signal: opts?.signal });
       return this.remember(name, lease);
     } catch (err) {
       if (statusOf(err) === 404) {
@@ -96,7 +96,7 @@ export class KubernetesLeaseStore implements LeaseStore {
     }
   }
 
-  async create(name: string, record: LeaseRecord): Promise<string> {
+  async create(name: string, record: LeaseRecord, opts?: CallOptions): Promise<string> {
     const body: Lease = {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
@@ -104,14 +104,21 @@ export class KubernetesLeaseStore implements LeaseStore {
       spec: toSpec(record, undefined),
     };
     try {
-      const created = await this.client.request<Lease>('POST', this.leasePath(), { body });
+      const created = await this.client.request<Lease>('POST', this.leasePath(), { body, signal: opts?.signal });
       return this.remember(name, created).version;
     } catch (err) {
       throw this.translate(err, 'create', name);
     }
   }
 
-  async update(name: string, record: LeaseRecord, expectedVersion: string): Promise<string> {
+  async update(name: string, record: LeaseRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    if (!this.uids.has(name)) {
+      // A version this store never read (another store's, or made up). Without the Lease's uid
+      // as a precondition the API server would create a missing Lease on update, so learn it
+      // first; an absent or changed Lease is a conflict, as the contract says.
+      const current = await this.get(name, opts);
+      if (current?.version !== expectedVersion) throw new ConflictError(`update Lease ${this.namespace}/${name}: version ${expectedVersion} is not current`);
+    }
     const known = this.objects.get(name);
     const base: Lease = known?.metadata?.resourceVersion === expectedVersion ? known : { metadata: { name, namespace: this.namespace } };
     const body: Lease = {
@@ -121,7 +128,7 @@ export class KubernetesLeaseStore implements LeaseStore {
       spec: toSpec(record, base.spec),
     };
     try {
-      const replaced = await this.client.request<Lease>('PUT', this.leasePath(name), { body });
+      const replaced = await this.client.request<Lease>('PUT', this.leasePath(name), { body, signal: opts?.signal });
       return this.remember(name, replaced).version;
     } catch (err) {
       throw this.translate(err, 'update', name);
@@ -198,6 +205,7 @@ export class KubernetesLeaseStore implements LeaseStore {
 
   /** One typed error per API failure, carrying the API server's own message. */
   private translate(err: unknown, op: 'get' | 'create' | 'update', name: string): LeaseholdError {
+    if (err instanceof LeaseholdError) return err; // a cancellation's reason, or already classified
     const status = statusOf(err);
     const apiMessage = messageOf(err);
     const what = `${op} Lease ${this.namespace}/${name}`;
@@ -211,6 +219,9 @@ export class KubernetesLeaseStore implements LeaseStore {
           { cause: err },
         );
       case 404:
+        // An update's Lease is gone: its version is no longer current, a conflict by the store
+        // contract. Otherwise the namespace itself is missing.
+        if (op === 'update') return new ConflictError(`${what}: the Lease no longer exists (404): ${apiMessage}`, { cause: err });
         return new NotFoundError(`${what}: not found (404): ${apiMessage}`, { cause: err });
       case 409:
         return new ConflictError(`${what}: conflict (409): ${apiMessage}`, { cause: err });

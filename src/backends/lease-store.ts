@@ -1,7 +1,7 @@
 /**
  * The storage half of leader election, as client-go's resourcelock: a LeaseStore stores and
  * returns lease records with compare-and-swap, and makes no election decision. The one
- * algorithm lives in src/sidecar/elector.ts.
+ * algorithm lives in src/election/elector.ts.
  */
 
 /** The Lease spec's fields. `leaseTransitions` is the fencing token. */
@@ -33,6 +33,20 @@ export interface WatchEvent {
   deleted?: LeaseRecord;
 }
 
+/**
+ * Per-call options, as client-go passes a `ctx`. When `signal` aborts, a call still in flight
+ * is cancelled (its request destroyed) and rejects with the signal's reason; a call started on
+ * an aborted signal rejects without touching the store. A write cancelled after it was sent may
+ * still have been applied: callers treat the outcome as unknown, never as "not written".
+ */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+/**
+ * The contract every store keeps, stated once as a suite and run against each of them
+ * (src/testing/lease-store-contract.ts): the in-memory store, SQLite and Kubernetes.
+ */
 export interface LeaseStore {
   /** 'sqlite' or 'kubernetes'; used in logs and metric labels. */
   readonly backend: string;
@@ -40,16 +54,18 @@ export interface LeaseStore {
   readonly location: string;
 
   /** The record and its version, or null when no record of that name exists. */
-  get(name: string): Promise<VersionedRecord | null>;
+  get(name: string, opts?: CallOptions): Promise<VersionedRecord | null>;
 
   /** Creates the record; ConflictError when one already exists. Returns the new version. */
-  create(name: string, record: LeaseRecord): Promise<string>;
+  create(name: string, record: LeaseRecord, opts?: CallOptions): Promise<string>;
 
   /**
-   * Replaces the record only if its version is still `expectedVersion`; ConflictError when it
-   * changed, NotFoundError when it is gone. Never an unconditional write. Returns the new version.
+   * Replaces the record only if its version is still `expectedVersion`. ConflictError when
+   * that version is no longer current: the record changed, or it was deleted (a deleted record
+   * is never recreated by an update), as the Kubernetes API answers a stale resourceVersion.
+   * Never an unconditional write. Returns the new version.
    */
-  update(name: string, record: LeaseRecord, expectedVersion: string): Promise<string>;
+  update(name: string, record: LeaseRecord, expectedVersion: string, opts?: CallOptions): Promise<string>;
 
   /**
    * Optional: reports changes of the record as they happen. A hint only: events may be late,

@@ -54,7 +54,7 @@ describe('SqliteLeaseStore on a real file', () => {
     assert.notEqual(v1, v2);
     assert.equal(await code(s.update('x', rec({ holderIdentity: 'b' }), v1)), 'LEASEHOLD_ERR_CONFLICT', 'a stale version never overwrites');
     assert.equal((await s.get('x'))?.record.holderIdentity, 'a');
-    assert.equal(await code(s.update('nope', rec(), v2)), 'LEASEHOLD_ERR_NOT_FOUND');
+    assert.equal(await code(s.update('nope', rec(), v2)), 'LEASEHOLD_ERR_CONFLICT');
     const got = (await s.get('x'))!;
     assert.deepEqual(got.record, rec({ renewTime: new Date(t.getTime() + 1000) }));
     assert.equal(got.version, v2);

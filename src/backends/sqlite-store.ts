@@ -6,11 +6,11 @@ import {
   BackendUnavailableError,
   ConflictError,
   InvalidRecordError,
-  NotFoundError,
   StoreOpenError,
   describeError,
 } from '../errors.js';
-import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
+import { throwIfAborted } from '../abort.js';
+import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { checkSqliteFile } from './sqlite-file-check.js';
 
 /**
@@ -150,12 +150,16 @@ export class SqliteLeaseStore implements LeaseStore {
       .immediate();
   }
 
-  async get(name: string): Promise<VersionedRecord | null> {
+  // better-sqlite3 is synchronous: a call either has not started (an aborted signal refuses
+  // it, nothing written) or completes before anything else runs, so there is nothing to cancel.
+  async get(name: string, opts?: CallOptions): Promise<VersionedRecord | null> {
+    throwIfAborted(opts);
     const row = this.run('get', () => this.selectRow.get(name));
     return row ? { record: toRecord(row), version: versionOf(row) } : null;
   }
 
-  async create(name: string, record: LeaseRecord): Promise<string> {
+  async create(name: string, record: LeaseRecord, opts?: CallOptions): Promise<string> {
+    throwIfAborted(opts);
     const row = toRow(record);
     return this.run('create', () =>
       this.db
@@ -168,13 +172,14 @@ export class SqliteLeaseStore implements LeaseStore {
     );
   }
 
-  async update(name: string, record: LeaseRecord, expectedVersion: string): Promise<string> {
+  async update(name: string, record: LeaseRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    throwIfAborted(opts);
     const row = toRow(record);
     return this.run('update', () =>
       this.db
         .transaction(() => {
           const current = this.selectRow.get(name);
-          if (!current) throw new NotFoundError(`lease ${name} does not exist`);
+          if (!current) throw new ConflictError(`lease ${name} was deleted since it was read`);
           if (versionOf(current) !== expectedVersion) {
             throw new ConflictError(`lease ${name} changed since it was read`);
           }
@@ -232,7 +237,7 @@ export class SqliteLeaseStore implements LeaseStore {
       this.followReplacement();
       return fn();
     } catch (err) {
-      if (err instanceof ConflictError || err instanceof NotFoundError || err instanceof StoreOpenError || err instanceof InvalidRecordError) throw err;
+      if (err instanceof ConflictError || err instanceof StoreOpenError || err instanceof InvalidRecordError) throw err;
       const code = (err as { code?: string }).code ?? '';
       if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
         throw new BackendUnavailableError(`SQLite ${op} on ${this.location}: database is locked by another process`, { cause: err });

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { LeaderStatus } from '../sidecar/status-publisher.js';
+import type { LeaderStatus } from '../status/leader-status.js';
 
 export interface LeadershipView {
   /** True only if status.json says leader AND its validUntil has not passed. */

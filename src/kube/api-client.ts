@@ -1,5 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { abortReason, throwIfAborted } from '../abort.js';
 import type { ClusterConnection } from './kubeconfig.js';
 
 /**
@@ -22,8 +23,13 @@ export interface RequestOptions {
   body?: unknown;
   /** Defaults to application/json when there is a body. */
   contentType?: string;
-  /** Bound on the whole request; the socket is destroyed when it passes. */
+  /** Bound on the whole request; the socket is destroyed when it passes. Unused with `signal`. */
   timeoutMs?: number;
+  /**
+   * Cancels the request: it is destroyed and rejects with the signal's reason. A caller that
+   * passes a signal owns the deadline, so the client adds no timeout of its own.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 /** One watch event as the API server streams it: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR. */
@@ -66,8 +72,8 @@ export class KubeClient {
       headers['Content-Type'] = opts.contentType ?? 'application/json';
       headers['Content-Length'] = String(payload.length);
     }
-    const res = await this.send(method, path, headers, payload, opts.timeoutMs ?? this.defaultTimeoutMs);
-    const text = await readAll(res);
+    const res = await this.send(method, path, headers, payload, opts.signal ? undefined : (opts.timeoutMs ?? this.defaultTimeoutMs), false, opts.signal);
+    const text = await readAll(res, opts.signal);
     if (res.statusCode! < 200 || res.statusCode! >= 300) throw this.apiError(res.statusCode!, text);
     try {
       return JSON.parse(text) as T;
@@ -134,24 +140,43 @@ export class KubeClient {
     this.agent.destroy();
   }
 
-  private async send(method: string, path: string, headers: Record<string, string>, payload: Buffer | undefined, timeoutMs: number, streaming = false): Promise<IncomingMessage> {
+  private async send(
+    method: string,
+    path: string,
+    headers: Record<string, string>,
+    payload: Buffer | undefined,
+    timeoutMs: number | undefined,
+    streaming = false,
+    signal?: AbortSignal,
+  ): Promise<IncomingMessage> {
+    throwIfAborted({ signal });
     const auth = await this.conn.credentials?.header();
+    throwIfAborted({ signal });
     if (auth) headers.Authorization = auth;
     // Appended, not resolved: a server URL may carry a path prefix (a proxy such as Rancher's).
     const url = new URL(`${this.conn.server.replace(/\/+$/, '')}${path}`);
     return new Promise<IncomingMessage>((resolve, reject) => {
       const request = this.isHttps ? httpsRequest : httpRequest;
+      const onAbort = () => req.destroy(abortReason(signal!));
+      const done = () => {
+        if (timer) clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
       const req: ClientRequest = request(url, { method, headers, agent: this.agent, servername: this.conn.tlsServerName }, (res) => {
         if (res.statusCode === 401) this.conn.credentials?.invalidate();
         // A watch may stay open for minutes; only its response headers are bounded.
-        if (streaming) clearTimeout(timer);
-        else res.on('close', () => clearTimeout(timer));
+        if (streaming) done();
+        else res.on('close', done);
         resolve(res);
       });
-      const timer = setTimeout(() => req.destroy(Object.assign(new Error(`${method} ${url.pathname} timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' })), timeoutMs);
-      timer.unref();
+      const timer =
+        timeoutMs === undefined
+          ? undefined
+          : setTimeout(() => req.destroy(Object.assign(new Error(`${method} ${url.pathname} timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' })), timeoutMs);
+      timer?.unref();
+      signal?.addEventListener('abort', onAbort, { once: true });
       req.on('error', (err) => {
-        clearTimeout(timer);
+        done();
         reject(err);
       });
       req.end(payload);
@@ -169,7 +194,7 @@ export class KubeClient {
   }
 }
 
-function readAll(res: IncomingMessage): Promise<string> {
+function readAll(res: IncomingMessage, signal?: AbortSignal): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     res.on('data', (c: Buffer) => chunks.push(c));
@@ -177,7 +202,7 @@ function readAll(res: IncomingMessage): Promise<string> {
     res.on('error', reject);
     // A timeout or reset after the headers: without this the promise would never settle.
     res.on('close', () => {
-      if (!res.complete) reject(new Error('the connection closed before the response ended'));
+      if (!res.complete) reject(signal?.aborted ? abortReason(signal) : new Error('the connection closed before the response ended'));
     });
   });
 }

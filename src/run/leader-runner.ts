@@ -1,7 +1,7 @@
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { Sidecar, type SidecarOptions } from '../sidecar/sidecar.js';
-import type { LeadershipTerm } from '../sidecar/elector.js';
+import type { LeadershipTerm } from '../election/elector.js';
 import { ChildProcessGroup, exitStatus, type ExitResult } from './child-process-group.js';
 
 export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {

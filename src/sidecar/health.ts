@@ -1,5 +1,5 @@
-import type { Timings } from './elector-config.js';
-import type { ElectorSnapshot } from './elector.js';
+import type { Timings } from '../election/elector-config.js';
+import type { ElectorSnapshot } from '../election/elector.js';
 
 export type ReadyWhen = 'leader' | 'elected-any';
 

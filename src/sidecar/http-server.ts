@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import type { LeaderStatus } from './status-publisher.js';
+import type { LeaderStatus } from '../status/leader-status.js';
 import type { Verdict } from './health.js';
 
 export interface HttpHandlers {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StatusPublisher, checkStatusDir, toLeaderStatus } from './status-publisher.js';
 import { Readiness, liveness } from './health.js';
-import type { ElectorSnapshot } from './elector.js';
+import type { ElectorSnapshot } from '../election/elector.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-status-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

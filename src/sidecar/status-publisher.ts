@@ -2,23 +2,8 @@ import { accessSync, constants, mkdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { StatusDirError } from '../errors.js';
 import { fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
-import type { ElectorSnapshot } from './elector.js';
-
-/** The content of status.json; the contract apps read (docs/status-files.md). */
-export interface LeaderStatus {
-  lease: string;
-  identity: string;
-  /** The holder in the record last seen; '' when released, null before the first read. */
-  holder: string | null;
-  isLeader: boolean;
-  /** This sidecar's token while it leads; null otherwise. */
-  fencingToken: number | null;
-  acquiredAt: string | null;
-  renewedAt: string | null;
-  /** Treat the status as "not leader" once this has passed: the sidecar may be frozen. */
-  validUntil: string | null;
-  updatedAt: string;
-}
+import type { ElectorSnapshot } from '../election/elector.js';
+import type { LeaderStatus } from '../status/leader-status.js';
 
 export function toLeaderStatus(s: ElectorSnapshot, now: Date): LeaderStatus {
   return {

@@ -16,7 +16,7 @@
 import { BackendUnavailableError } from '../errors.js';
 import type { Clock, Timer } from '../clock.js';
 import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
-import { LeaderElector, type LeadershipTerm } from '../sidecar/elector.js';
+import { LeaderElector, type LeadershipTerm } from '../election/elector.js';
 import { FakeClock } from './fake-clock.js';
 import { createLogger } from '../log.js';
 import { MemoryLeaseStore } from './memory-store.js';
@@ -71,7 +71,11 @@ class SimProcess implements Clock {
   }
 }
 
-/** The network between one process and the store: every fault happens here. */
+/**
+ * The network between one process and the store: every fault happens here. It ignores the
+ * calls' abort signals on purpose, as a request already on the wire may still land: the
+ * elector must stay safe when a cancelled write is applied late.
+ */
 class FaultyLink implements LeaseStore {
   readonly backend = 'memory';
   readonly location = 'sim';

@@ -1,5 +1,6 @@
-import { ConflictError, NotFoundError } from '../errors.js';
-import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
+import { ConflictError } from '../errors.js';
+import { abortReason, throwIfAborted } from '../abort.js';
+import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
 
 export type StoreOp = 'get' | 'create' | 'update';
 
@@ -74,31 +75,46 @@ export class MemoryLeaseStore implements LeaseStore {
     this.calls.length = 0;
   }
 
-  private async fault(op: StoreOp): Promise<void> {
+  /** Calls that hang until their signal aborts (as a destroyed request would). */
+  get hanging(): number {
+    return this.hangingCalls;
+  }
+  private hangingCalls = 0;
+
+  private async fault(op: StoreOp, opts: CallOptions | undefined): Promise<void> {
     this.calls.push(op);
+    throwIfAborted(opts);
     const i = this.faults.findIndex((f) => f.op === op || f.op === '*');
     if (i < 0) return;
     const [f] = this.faults.splice(i, 1);
-    if (f?.hang) await new Promise(() => {});
+    if (f?.hang) {
+      const signal = opts?.signal;
+      this.hangingCalls++;
+      try {
+        await new Promise<never>((_, reject) => signal?.addEventListener('abort', () => reject(abortReason(signal)), { once: true }));
+      } finally {
+        this.hangingCalls--;
+      }
+    }
     if (f?.error) throw f.error;
   }
 
-  async get(name: string): Promise<VersionedRecord | null> {
-    await this.fault('get');
+  async get(name: string, opts?: CallOptions): Promise<VersionedRecord | null> {
+    await this.fault('get', opts);
     const row = this.rows.get(name);
     return row ? structuredClone(row) : null;
   }
 
-  async create(name: string, record: LeaseRecord): Promise<string> {
-    await this.fault('create');
+  async create(name: string, record: LeaseRecord, opts?: CallOptions): Promise<string> {
+    await this.fault('create', opts);
     if (this.rows.has(name)) throw new ConflictError(`lease ${name} already exists`);
     return this.put(name, record);
   }
 
-  async update(name: string, record: LeaseRecord, expectedVersion: string): Promise<string> {
-    await this.fault('update');
+  async update(name: string, record: LeaseRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    await this.fault('update', opts);
     const row = this.rows.get(name);
-    if (!row) throw new NotFoundError(`lease ${name} does not exist`);
+    if (!row) throw new ConflictError(`lease ${name} was deleted since it was read`);
     if (row.version !== expectedVersion) throw new ConflictError(`lease ${name} changed since it was read`);
     return this.put(name, record);
   }

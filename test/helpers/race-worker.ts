@@ -14,7 +14,7 @@
 import { createInterface } from 'node:readline';
 import { openStore, type StoreSettings } from '../../src/backends/open-store.js';
 import type { LeaseStore } from '../../src/backends/lease-store.js';
-import { LeaderElector } from '../../src/sidecar/elector.js';
+import { LeaderElector } from '../../src/election/elector.js';
 import { ConflictError } from '../../src/errors.js';
 
 const [id, leaseMs] = process.argv.slice(2);

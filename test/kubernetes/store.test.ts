@@ -71,12 +71,12 @@ describe('the kubernetes store on a real kube-apiserver', () => {
     assert.equal((raw.metadata.annotations as Record<string, string>).someone, 'else');
   });
 
-  it('update of a deleted Lease fails and recreates nothing (the API server answers 409 for a stale resourceVersion)', async () => {
+  it('update of a deleted Lease is a conflict and recreates nothing (the API server answers 409 for a stale resourceVersion)', async () => {
     const s = storeFor(ns);
     await s.create('l4', rec());
     const read = (await s.get('l4'))!;
     kubectl(['delete', 'lease', 'l4', '-n', ns]);
-    assert.ok(['LEASEHOLD_ERR_CONFLICT', 'LEASEHOLD_ERR_NOT_FOUND'].includes(await code(s.update('l4', rec(), read.version))));
+    assert.equal(await code(s.update('l4', rec(), read.version)), 'LEASEHOLD_ERR_CONFLICT');
     assert.equal(await s.get('l4'), null);
     // Leases allow create-on-update; the store's uid precondition must still refuse it, even
     // when its cached object is gone (as after a watch's DELETED event).
@@ -85,7 +85,7 @@ describe('the kubernetes store on a real kube-apiserver', () => {
     const again = (await fresh.get('l4'))!;
     kubectl(['delete', 'lease', 'l4', '-n', ns]);
     await fresh.get('l4'); // reads "absent", dropping the cached object
-    assert.notEqual(await code(fresh.update('l4', rec(), again.version)), 'ok');
+    assert.equal(await code(fresh.update('l4', rec(), again.version)), 'LEASEHOLD_ERR_CONFLICT');
     assert.equal(await fresh.get('l4'), null, 'an update never recreates a deleted Lease');
   });
 

@@ -4,7 +4,7 @@ import { LeaderElector, type ElectorListener } from './elector.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore, type StoreOp } from '../testing/memory-store.js';
 import { BackendUnavailableError } from '../errors.js';
-import { liveness } from './health.js';
+import { liveness } from '../sidecar/health.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
 
 const LEASE = 'billing';
@@ -400,6 +400,19 @@ describe('the campaign loop', () => {
     const stopped = s.elector.stop();
     await s.clock.advance(5_000);
     await stopped;
+  });
+
+  it('a request still hanging at its bound is cancelled through its signal, not abandoned', async () => {
+    const s = setup();
+    s.store.put(LEASE, released());
+    s.elector.start();
+    await s.clock.advance(0);
+    s.store.hangNext('update');
+    await s.clock.advance(2_000 * 2.2); // the first renewal is sent and hangs
+    assert.equal(s.store.hanging, 1);
+    await s.clock.advance(5_000); // requestTimeout = renewDeadline / 2
+    assert.equal(s.store.hanging, 0, 'the store saw the abort and let the request go');
+    await s.elector.stop();
   });
 
   it('a renewal that lands after the step-down does not revive the old term', async () => {

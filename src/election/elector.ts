@@ -20,9 +20,9 @@
  * The record's renewTime is never compared with the local clock.
  */
 import { sleep, realClock, type Clock, type Timer } from '../clock.js';
-import { BackendUnavailableError, ConflictError, InvalidRecordError, NotFoundError, describeError } from '../errors.js';
+import { BackendUnavailableError, ConflictError, InvalidRecordError, describeError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
-import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
+import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
 import {
   JITTER_FACTOR,
   validateIdentity,
@@ -377,12 +377,12 @@ export class LeaderElector {
       try {
         return await this.write('update', null, (now) => this.newTermRecord(seen.record, now), seen.version);
       } catch (err) {
-        if (!(err instanceof ConflictError || err instanceof NotFoundError)) throw err;
+        if (!(err instanceof ConflictError)) throw err;
       }
     }
 
     // 3. Read.
-    const current = await this.call('get', () => this.store.get(this.lease));
+    const current = await this.call('get', (o) => this.store.get(this.lease, o));
 
     // 4. Absent. Leadership is judged now, not at the start of the attempt: a candidate that
     // stepped down while its read was in flight is no longer the sitting leader.
@@ -436,8 +436,8 @@ export class LeaderElector {
     const start: Stamp = { wall: this.clock.now(), mono: this.clock.monotonic() };
     const record = build(start.wall);
     this.recentWrites = [...this.recentWrites.slice(-7), record];
-    const version = await this.call(op, () =>
-      op === 'create' ? this.store.create(this.lease, record) : this.store.update(this.lease, record, expectedVersion!),
+    const version = await this.call(op, (o) =>
+      op === 'create' ? this.store.create(this.lease, record, o) : this.store.update(this.lease, record, expectedVersion!, o),
     );
     return this.succeeded({ record, version }, renewing, start);
   }
@@ -626,7 +626,7 @@ export class LeaderElector {
       this.log.warn('renewal failed', { reason });
       this.listener.onRenewFailed?.(reason);
     } else {
-      const level = err instanceof ConflictError || err instanceof NotFoundError ? 'debug' : 'warn';
+      const level = err instanceof ConflictError ? 'debug' : 'warn';
       this.log[level]('acquire attempt failed', { reason });
     }
   }
@@ -655,7 +655,7 @@ export class LeaderElector {
       };
       sent = released;
       try {
-        const version = await this.call('update', () => this.store.update(this.lease, released, current.version));
+        const version = await this.call('update', (o) => this.store.update(this.lease, released, current.version, o));
         this.observe({ record: released, version }, true);
         this.log.info('released lease', { token: released.leaseTransitions });
         return true;
@@ -671,20 +671,26 @@ export class LeaderElector {
 
   private async safeGet(): Promise<VersionedRecord | null> {
     try {
-      return await this.call('get', () => this.store.get(this.lease));
+      return await this.call('get', (o) => this.store.get(this.lease, o));
     } catch {
       return null;
     }
   }
 
-  /** Bounds one backend call so a hung request cannot hold the loop past its deadlines. */
-  private call<T>(op: string, send: () => Promise<T>): Promise<T> {
+  /**
+   * Bounds one backend call so a hung request cannot hold the loop past its deadlines. At the
+   * bound the call's signal aborts, so the store cancels the request (a Kubernetes request is
+   * destroyed) rather than abandoning it; the call rejects then even if a store ignores it.
+   */
+  private call<T>(op: string, send: (opts: CallOptions) => Promise<T>): Promise<T> {
+    const cancel = new AbortController();
     return new Promise<T>((resolve, reject) => {
-      const timer = this.clock.setTimer(
-        () => reject(new BackendUnavailableError(`${this.store.backend} ${op} timed out after ${this.requestTimeoutMs} ms`)),
-        this.requestTimeoutMs,
-      );
-      send().then(
+      const timer = this.clock.setTimer(() => {
+        const err = new BackendUnavailableError(`${this.store.backend} ${op} timed out after ${this.requestTimeoutMs} ms`);
+        cancel.abort(err);
+        reject(err);
+      }, this.requestTimeoutMs);
+      send({ signal: cancel.signal }).then(
         (v) => {
           timer.cancel();
           resolve(v);

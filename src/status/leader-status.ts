@@ -1,0 +1,19 @@
+/**
+ * The status-file contract between the sidecar, which writes it (src/sidecar/status-publisher.ts),
+ * and the app, which reads it (src/fencing/status-reader.ts): the content of status.json, as
+ * docs/status-files.md describes it. Only types live here, so either side can import it.
+ */
+export interface LeaderStatus {
+  lease: string;
+  identity: string;
+  /** The holder in the record last seen; '' when released, null before the first read. */
+  holder: string | null;
+  isLeader: boolean;
+  /** This sidecar's token while it leads; null otherwise. */
+  fencingToken: number | null;
+  acquiredAt: string | null;
+  renewedAt: string | null;
+  /** Treat the status as "not leader" once this has passed: the sidecar may be frozen. */
+  validUntil: string | null;
+  updatedAt: string;
+}

@@ -1,0 +1,218 @@
+/**
+ * The LeaseStore contract (src/backends/lease-store.ts) as one suite, run against every store
+ * the way apiserver's storage/testing runs one suite against every storage backend:
+ * - the in-memory store: src/testing/memory-store.contract.test.ts;
+ * - SQLite, on a real file: src/backends/sqlite-store.contract.test.ts;
+ * - Kubernetes, on a real API server: test/kubernetes/store-contract.test.ts.
+ * A store that breaks a promise here breaks the elector, which relies on nothing else.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { LeaseRecord, LeaseStore, WatchEvent } from '../backends/lease-store.js';
+
+/** One store under test, plus a second writer that reaches the same leases another way. */
+export interface ContractSubject {
+  store: LeaseStore;
+  /** Another writer replaces the record (not through `store`), as a peer would. */
+  writeElsewhere(name: string, record: LeaseRecord): Promise<void>;
+  /** Another writer deletes the record (a `kubectl delete`, a `DELETE FROM`). */
+  deleteElsewhere(name: string): Promise<void>;
+  /** Frees what the subject opened (files, clients). */
+  close(): Promise<void>;
+}
+
+const at = new Date('2026-12-02T09:15:24.123Z');
+const later = new Date('2026-12-02T09:15:26.456Z');
+export const contractRecord = (over: Partial<LeaseRecord> = {}): LeaseRecord => ({
+  holderIdentity: 'a',
+  leaseDurationSeconds: 15,
+  acquireTime: at,
+  renewTime: at,
+  leaseTransitions: 1,
+  ...over,
+});
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return 'ok';
+  } catch (err) {
+    return (err as { code?: string }).code ?? `uncoded: ${String(err)}`;
+  }
+}
+
+/** Waits for a condition, not for time: polls every 10 ms up to `ms`. */
+async function until<T>(what: string, check: () => T | undefined | Promise<T | undefined>, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+export function leaseStoreContract(storeName: string, open: () => Promise<ContractSubject>): void {
+  describe(`LeaseStore contract: ${storeName}`, () => {
+    let subject: ContractSubject;
+    let s: LeaseStore;
+    let n = 0;
+    /** A lease name no other case uses, so cases share one store without meeting. */
+    const fresh = () => `contract-${Date.now().toString(36)}-${n++}`;
+
+    before(async () => {
+      subject = await open();
+      s = subject.store;
+    });
+    after(async () => {
+      await subject.close();
+    });
+
+    it('get of a lease never written is null', async () => {
+      assert.equal(await s.get(fresh()), null);
+    });
+
+    it('create, then get returns the record field for field (times to the millisecond) with the version create returned', async () => {
+      const name = fresh();
+      const version = await s.create(name, contractRecord());
+      assert.equal(typeof version, 'string');
+      assert.notEqual(version, '');
+      const got = await s.get(name);
+      assert.deepEqual(got, { record: contractRecord(), version });
+    });
+
+    it('a released record round-trips: empty holder, null acquireTime', async () => {
+      const name = fresh();
+      const released = contractRecord({ holderIdentity: '', leaseDurationSeconds: 1, acquireTime: null, leaseTransitions: 7 });
+      await s.create(name, released);
+      assert.deepEqual((await s.get(name))!.record, released);
+    });
+
+    it('the largest safe token round-trips', async () => {
+      const name = fresh();
+      await s.create(name, contractRecord({ leaseTransitions: Number.MAX_SAFE_INTEGER }));
+      assert.equal((await s.get(name))!.record.leaseTransitions, Number.MAX_SAFE_INTEGER);
+    });
+
+    it('create of an existing lease is a ConflictError and changes nothing', async () => {
+      const name = fresh();
+      const version = await s.create(name, contractRecord());
+      assert.equal(await codeOf(s.create(name, contractRecord({ holderIdentity: 'b' }))), 'LEASEHOLD_ERR_CONFLICT');
+      assert.deepEqual(await s.get(name), { record: contractRecord(), version });
+    });
+
+    it('update from the current version replaces the record and returns a new version', async () => {
+      const name = fresh();
+      const v1 = await s.create(name, contractRecord());
+      const next = contractRecord({ renewTime: later });
+      const v2 = await s.update(name, next, v1);
+      assert.notEqual(v2, v1);
+      assert.deepEqual(await s.get(name), { record: next, version: v2 });
+    });
+
+    it('update from a version another writer has replaced is a ConflictError; the other write is kept', async () => {
+      const name = fresh();
+      const v1 = await s.create(name, contractRecord());
+      const theirs = contractRecord({ holderIdentity: 'b', renewTime: later, leaseTransitions: 2 });
+      await subject.writeElsewhere(name, theirs);
+      assert.equal(await codeOf(s.update(name, contractRecord({ holderIdentity: 'c' }), v1)), 'LEASEHOLD_ERR_CONFLICT');
+      assert.deepEqual((await s.get(name))!.record, theirs);
+    });
+
+    it('update of a record deleted since it was read is a ConflictError, and recreates nothing', async () => {
+      const name = fresh();
+      const v1 = await s.create(name, contractRecord());
+      await subject.deleteElsewhere(name);
+      assert.equal(await codeOf(s.update(name, contractRecord({ renewTime: later }), v1)), 'LEASEHOLD_ERR_CONFLICT');
+      assert.equal(await s.get(name), null);
+    });
+
+    it('update of a deleted record that the store has since read as absent is a ConflictError too', async () => {
+      const name = fresh();
+      const v1 = await s.create(name, contractRecord());
+      await subject.deleteElsewhere(name);
+      assert.equal(await s.get(name), null);
+      assert.equal(await codeOf(s.update(name, contractRecord({ renewTime: later }), v1)), 'LEASEHOLD_ERR_CONFLICT');
+      assert.equal(await s.get(name), null);
+    });
+
+    it('update of a lease that never existed, with a version from another lease, is a ConflictError and creates nothing', async () => {
+      const other = fresh();
+      const foreign = await s.create(other, contractRecord());
+      const name = fresh();
+      assert.equal(await codeOf(s.update(name, contractRecord(), foreign)), 'LEASEHOLD_ERR_CONFLICT');
+      assert.equal(await s.get(name), null);
+    });
+
+    it('leases are independent: writing one leaves the other and its version alone', async () => {
+      const a = fresh();
+      const b = fresh();
+      await s.create(a, contractRecord());
+      const vb = await s.create(b, contractRecord({ holderIdentity: 'b' }));
+      const va = (await s.get(a))!.version;
+      await s.update(a, contractRecord({ renewTime: later }), va);
+      assert.deepEqual(await s.get(b), { record: contractRecord({ holderIdentity: 'b' }), version: vb });
+    });
+
+    it('a call on an aborted signal rejects and writes nothing', async () => {
+      const name = fresh();
+      const aborted = AbortSignal.abort(new Error('cancelled by the test'));
+      await assert.rejects(s.create(name, contractRecord(), { signal: aborted }));
+      assert.equal(await s.get(name), null);
+      const v1 = await s.create(name, contractRecord());
+      await assert.rejects(s.update(name, contractRecord({ renewTime: later }), v1, { signal: aborted }));
+      await assert.rejects(s.get(name, { signal: aborted }));
+      assert.deepEqual(await s.get(name), { record: contractRecord(), version: v1 });
+    });
+
+    it('watch, where a store has one, reports another writer\'s change and a deletion, and stops when told', async (t) => {
+      if (!s.watch) {
+        t.skip(`${storeName} has no watch`);
+        return;
+      }
+      const name = fresh();
+      await s.create(name, contractRecord());
+      const events: WatchEvent[] = [];
+      let healthy = false;
+      const stop = s.watch(name, (e) => events.push(e), (h) => (healthy = h));
+      try {
+        // A store that reports health is connected once it says so; changes before that may be lost.
+        await until('the watch to connect', () => (healthy || s.backend !== 'kubernetes' ? true : undefined));
+        const theirs = contractRecord({ holderIdentity: 'b', renewTime: later, leaseTransitions: 2 });
+        await subject.writeElsewhere(name, theirs);
+        const seen = await until('an event for the change', () =>
+          events.find((e) => e.record === undefined || (e.record !== null && e.record.record.holderIdentity === 'b')),
+        );
+        if (seen.record) assert.deepEqual(seen.record.record, theirs, 'a record carried by an event is the record as written');
+        const before = events.length;
+        await subject.deleteElsewhere(name);
+        const gone = await until('an event for the deletion', () => events.slice(before).find((e) => e.record === null || e.record === undefined));
+        if (gone.deleted) assert.equal(gone.deleted.leaseTransitions, 2, 'a deletion carries the last token when it carries a record');
+      } finally {
+        stop();
+      }
+      // A stopped watch stays silent: a second watch, opened before the next write, sees that
+      // write; the first, had it still been running, would have seen it as well.
+      const stoppedAt = events.length;
+      const witness: WatchEvent[] = [];
+      let witnessHealthy = false;
+      const stopWitness = s.watch(name, (e) => witness.push(e), (h) => (witnessHealthy = h));
+      try {
+        await until('the second watch to connect', () => (witnessHealthy || s.backend !== 'kubernetes' ? true : undefined));
+        const mark = witness.length;
+        await subject.writeElsewhere(name, contractRecord({ holderIdentity: 'c', leaseTransitions: 3 }));
+        await until('the second watch to see the write', () => (witness.length > mark ? true : undefined));
+      } finally {
+        stopWitness();
+      }
+      assert.equal(events.length, stoppedAt, 'no events after stop');
+    });
+  });
+}
+
+/** writeElsewhere through a second store on the same leases (another process's connection). */
+export async function upsertThrough(other: LeaseStore, name: string, record: LeaseRecord): Promise<void> {
+  const current = await other.get(name);
+  if (current) await other.update(name, record, current.version);
+  else await other.create(name, record);
+}
