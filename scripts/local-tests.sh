@@ -3,4 +3,4 @@
 # scripts/test.sh and scripts/test-on-node.sh both run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-find src cmd examples test/helpers test/sqlite test/cli -name '*.test.ts' | sort
+find src cmd examples test/helpers test/sqlite test/cli test/package -name '*.test.ts' | sort

@@ -1,0 +1,101 @@
+/**
+ * The package as an app uses it: a script outside the repository imports `leasehold` and
+ * `leasehold/fencing` by name, through node_modules (package.json `exports`), and runs
+ * in-process elections on a real SQLite file; a TypeScript app type-checks against the
+ * published types. Runs the built package (scripts/test.sh builds first).
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { NODE_FLAGS, REPO, tempDir } from '../helpers/cli.js';
+
+describe('the package, imported by name', () => {
+  const app = tempDir('leasehold-app-');
+  before(() => {
+    mkdirSync(join(app.path, 'node_modules'));
+    symlinkSync(REPO, join(app.path, 'node_modules', 'leasehold'), 'dir');
+    writeFileSync(join(app.path, 'package.json'), JSON.stringify({ name: 'app', type: 'module', private: true }));
+  });
+  after(() => app.cleanup());
+
+  const runApp = (file: string, source: string) => {
+    writeFileSync(join(app.path, file), source);
+    return spawnSync(process.execPath, [...NODE_FLAGS, file], { cwd: app.path, encoding: 'utf8', timeout: 60_000 });
+  };
+
+  it('two in-process elections on one SQLite file: callbacks in order, the signal aborts at step-down, tokens grow', () => {
+    const r = runApp(
+      'elect.mjs',
+      `
+import { LeaderElection, InvalidConfigError } from 'leasehold';
+import { FencedSqliteResource, readLeadership } from 'leasehold/fencing';
+const events = [];
+const store = { backend: 'sqlite', db: 'leases.db' };
+const timings = { leaseDurationMs: 600, renewDeadlineMs: 400, retryPeriodMs: 100 };
+let aSignal;
+const started = (name) => new Promise((resolve) => {
+  const e = LeaderElection.start({ store, lease: 'jobs', identity: name, ...timings, callbacks: {
+    onStartedLeading: ({ token, signal }) => { events.push(name + ' leads ' + token); if (name === 'a') aSignal = signal; resolve(token); },
+    onStoppedLeading: (reason) => events.push(name + ' stopped (signal aborted: ' + (name === 'a' ? aSignal.aborted : '-') + ')'),
+    onNewLeader: (who) => events.push(name + ' sees ' + (who || '(none)')),
+  } });
+  e.then((el) => (elections[name] = el));
+});
+const elections = {};
+const tokenA = await started('a');
+const bLeads = started('b');
+while (!elections.b) await new Promise((r) => setTimeout(r, 10));
+await elections.a.stop();
+const tokenB = await bLeads;
+const isLeaderA = elections.a.isLeader();
+await elections.b.stop();
+let refused = '';
+try { await LeaderElection.start({ store, lease: 'jobs', identity: 'c', leaseDurationMs: 100, renewDeadlineMs: 200, retryPeriodMs: 10, callbacks: { onStartedLeading() {} } }); }
+catch (err) { refused = (err instanceof InvalidConfigError) + ' ' + err.message; }
+console.log(JSON.stringify({ tokenA, tokenB, isLeaderA, events, refused,
+  fencing: typeof FencedSqliteResource, status: readLeadership('nowhere').isLeader }));
+`,
+    );
+    assert.equal(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as { tokenA: number; tokenB: number; isLeaderA: boolean; events: string[]; refused: string; fencing: string; status: boolean };
+    assert.ok(out.tokenB > out.tokenA, `tokens ${out.tokenA} then ${out.tokenB}`);
+    assert.equal(out.isLeaderA, false);
+    assert.ok(out.events.includes('a stopped (signal aborted: true)'), out.events.join('; '));
+    assert.ok(out.events.indexOf('a stopped (signal aborted: true)') < out.events.indexOf(`b leads ${out.tokenB}`), out.events.join('; '));
+    assert.ok(out.events.includes('b sees a'), 'onNewLeader reports the holder');
+    assert.match(out.refused, /^true leaseDuration must be greater than renewDeadline/);
+    assert.equal(out.fencing, 'function');
+    assert.equal(out.status, false);
+  });
+
+  it('only what exports names is importable: no path into dist/', () => {
+    const r = runApp('deep.mjs', "await import('leasehold/dist/src/fencing/index.js');");
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /ERR_PACKAGE_PATH_NOT_EXPORTED/);
+  });
+
+  it('a TypeScript app type-checks against the published types', () => {
+    writeFileSync(
+      join(app.path, 'app.ts'),
+      `
+import { LeaderElection, type Leadership, type LeaderStatus, ConflictError } from 'leasehold';
+import { FencedSqliteResource } from 'leasehold/fencing';
+const work = async ({ token, signal }: Leadership): Promise<void> => { if (!signal.aborted) console.log(token); };
+export const start = () => LeaderElection.start({ store: { backend: 'kubernetes' }, lease: 'x', identity: 'y', callbacks: { onStartedLeading: work } });
+export const s: LeaderStatus | null = null;
+export const c = ConflictError;
+export const f = FencedSqliteResource;
+// @ts-expect-error: an unknown callback name is refused by the types
+LeaderElection.start({ store: { backend: 'sqlite', db: 'x' }, lease: 'x', identity: 'y', callbacks: { onStartedLeadin() {} } });
+`,
+    );
+    writeFileSync(
+      join(app.path, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'ES2023', strict: true, noEmit: true, skipLibCheck: false, types: ['node'], typeRoots: [join(REPO, 'node_modules/@types')] }, files: ['app.ts'] }),
+    );
+    const r = spawnSync(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: app.path, encoding: 'utf8', timeout: 120_000 });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+  });
+});
