@@ -21,7 +21,6 @@ import { loadConnection } from '../src/kube/kubeconfig.js';
 import { CLI, REPO, start, startCli, waitFor, type Proc } from '../test/helpers/cli.js';
 import { startControlPlane } from '../test/env/control-plane.js';
 
-
 /**
  * leasehold runs as the image runs it (node --jitless, test/helpers/cli.ts NODE_FLAGS);
  * "leasehold-jit" is the same sidecar on plain `node`, measured at idle only, for comparison.
@@ -67,7 +66,9 @@ export interface KubernetesBenchResult {
 export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log, only }: KubernetesBenchOptions): Promise<KubernetesBenchResult> {
   const users = Array.from({ length: 12 }, (_, i) => `candidate-${i}`);
   const cp = await startControlPlane({ audit: true, extraUsers: users });
-  const goBin = execFileSync('bash', [join(REPO, 'test/env/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim();
+  const goBin = execFileSync('bash', [join(REPO, 'test/env/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
+    .toString()
+    .trim();
   // The bench's own poller reuses its connections too, so it does not load the machine.
   const admin = new KubeClient(loadConnection(cp.adminKubeconfig));
   const createNamespace = (name: string) => admin.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name } } });
@@ -77,7 +78,24 @@ export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log
     const user = users[userSeq++ % users.length]!;
     const kubeconfig = cp.userKubeconfigs[user]!;
     const timing = ['--lease-duration', t.lease, '--renew-deadline', t.deadline, '--retry-period', t.retry];
-    const sidecarArgs = ['sidecar', '--backend', 'kubernetes', '--kubeconfig', kubeconfig, '--namespace', ns, '--lease', lease, '--identity', id, '--listen', '127.0.0.1:0', '--log-level', process.env.BENCH_DEBUG ? 'debug' : 'info', ...timing];
+    const sidecarArgs = [
+      'sidecar',
+      '--backend',
+      'kubernetes',
+      '--kubeconfig',
+      kubeconfig,
+      '--namespace',
+      ns,
+      '--lease',
+      lease,
+      '--identity',
+      id,
+      '--listen',
+      '127.0.0.1:0',
+      '--log-level',
+      process.env.BENCH_DEBUG ? 'debug' : 'info',
+      ...timing,
+    ];
     const proc =
       impl === 'leasehold'
         ? startCli(sidecarArgs)
@@ -162,9 +180,7 @@ export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log
 
   /** Has this candidate reported the current leader? (its log or its event stream) */
   function sawLeader(impl: Impl, proc: Proc, leaderId: string): boolean {
-    return impl !== 'client-go'
-      ? proc.stderr().includes(`"holder":"${leaderId}"`)
-      : proc.stdout().includes(`"holder":"${leaderId}"`);
+    return impl !== 'client-go' ? proc.stderr().includes(`"holder":"${leaderId}"`) : proc.stdout().includes(`"holder":"${leaderId}"`);
   }
 
   async function latency(impl: Impl, signal: 'SIGTERM' | 'SIGKILL'): Promise<number[]> {
@@ -179,10 +195,14 @@ export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log
     const out: number[] = [];
     try {
       for (let i = 0; i < TRIALS; i++) {
-        const leaderId = await waitFor('a leader', async () => {
-          const h = await holder(ns, 'lat');
-          return cands.some((c) => c.id === h) ? h : undefined;
-        }, 30_000);
+        const leaderId = await waitFor(
+          'a leader',
+          async () => {
+            const h = await holder(ns, 'lat');
+            return cands.some((c) => c.id === h) ? h : undefined;
+          },
+          30_000,
+        );
         const leader = cands.find((c) => c.id === leaderId)!;
         const other = cands.find((c) => c !== leader)!;
         // The standby must be up and have seen the leader (its first read and watch done).
@@ -233,10 +253,11 @@ export const standbyRequestsPerMin = (r: IdleResult) => r.standbys.reduce((a, s)
 function kubernetesMarkdown(idleResults: IdleResult[], lat: Record<string, ReturnType<typeof summary>>, trials: number, idleSeconds: number): string {
   const f1 = (n: number) => n.toFixed(1);
   const idleRows = idleResults
-    .flatMap((r) => [
-      { role: 'leader', p: r.leader },
-      ...r.standbys.map((p, i) => ({ role: `standby ${i + 1}`, p })),
-    ].map(({ role, p }) => `| ${r.impl} | ${role} | ${f1(p.perMin)} | ${p.verbs} | ${f1(p.rssMedianMB)} / ${f1(p.rssMaxMB)} | ${f1(p.cpuPct)} |`))
+    .flatMap((r) =>
+      [{ role: 'leader', p: r.leader }, ...r.standbys.map((p, i) => ({ role: `standby ${i + 1}`, p }))].map(
+        ({ role, p }) => `| ${r.impl} | ${role} | ${f1(p.perMin)} | ${p.verbs} | ${f1(p.rssMedianMB)} / ${f1(p.rssMaxMB)} | ${f1(p.cpuPct)} |`,
+      ),
+    )
     .join('\n');
   const latRow = (impl: Impl, sig: string) => {
     const s = lat[`${impl} ${sig}`]!;

@@ -91,12 +91,47 @@ function summaryTable(k: KubernetesBenchResult, emptyNodeMB: number): string {
   const cgRss = rssMax(cg);
   const cpu = (r: typeof lh) => Math.max(r.leader.cpuPct, ...r.standbys.map((s) => s.cpuPct));
   const rows = [
-    ['graceful handoff p95 (SIGTERM)', `${lat('leasehold SIGTERM').p95} ms`, `${lat('client-go SIGTERM').p95} ms`, `${ratio(lat('client-go SIGTERM').p95, lat('leasehold SIGTERM').p95)} faster`, '≤ 250 ms', met(lat('leasehold SIGTERM').p95 <= 250)],
-    ['graceful handoff median', `${lat('leasehold SIGTERM').median} ms`, `${lat('client-go SIGTERM').median} ms`, `${ratio(lat('client-go SIGTERM').median, lat('leasehold SIGTERM').median)} faster`, '', ''],
-    ['crash failover p95 (SIGKILL)', `${lat('leasehold SIGKILL').p95} ms`, `${lat('client-go SIGKILL').p95} ms`, `${ratio(lat('client-go SIGKILL').p95, lat('leasehold SIGKILL').p95)}`, `≤ leaseDuration + retryPeriod = ${failoverBound} ms`, met(lat('leasehold SIGKILL').p95 <= failoverBound)],
-    ['API requests/min per standby', f1(lhStandby), f1(cgStandby), lhStandby > 0 ? `${ratio(cgStandby, lhStandby)} fewer` : 'none at all', '≥ 10× fewer', met(lhStandby === 0 || cgStandby / lhStandby >= 10)],
+    [
+      'graceful handoff p95 (SIGTERM)',
+      `${lat('leasehold SIGTERM').p95} ms`,
+      `${lat('client-go SIGTERM').p95} ms`,
+      `${ratio(lat('client-go SIGTERM').p95, lat('leasehold SIGTERM').p95)} faster`,
+      '≤ 250 ms',
+      met(lat('leasehold SIGTERM').p95 <= 250),
+    ],
+    [
+      'graceful handoff median',
+      `${lat('leasehold SIGTERM').median} ms`,
+      `${lat('client-go SIGTERM').median} ms`,
+      `${ratio(lat('client-go SIGTERM').median, lat('leasehold SIGTERM').median)} faster`,
+      '',
+      '',
+    ],
+    [
+      'crash failover p95 (SIGKILL)',
+      `${lat('leasehold SIGKILL').p95} ms`,
+      `${lat('client-go SIGKILL').p95} ms`,
+      `${ratio(lat('client-go SIGKILL').p95, lat('leasehold SIGKILL').p95)}`,
+      `≤ leaseDuration + retryPeriod = ${failoverBound} ms`,
+      met(lat('leasehold SIGKILL').p95 <= failoverBound),
+    ],
+    [
+      'API requests/min per standby',
+      f1(lhStandby),
+      f1(cgStandby),
+      lhStandby > 0 ? `${ratio(cgStandby, lhStandby)} fewer` : 'none at all',
+      '≥ 10× fewer',
+      met(lhStandby === 0 || cgStandby / lhStandby >= 10),
+    ],
     ['API requests/min by the leader', f1(lh.leader.perMin), f1(cg.leader.perMin), ratio(cg.leader.perMin, lh.leader.perMin), '', ''],
-    ['idle RSS per process, max (median), as the image runs it (`node --jitless`)', `${f1(lhRss)} MB (${f1(rssMedian(lh))})`, `${f1(cgRss)} MB`, ratio(lhRss, cgRss), '≤ 60 MB', met(lhRss <= 60)],
+    [
+      'idle RSS per process, max (median), as the image runs it (`node --jitless`)',
+      `${f1(lhRss)} MB (${f1(rssMedian(lh))})`,
+      `${f1(cgRss)} MB`,
+      ratio(lhRss, cgRss),
+      '≤ 60 MB',
+      met(lhRss <= 60),
+    ],
     ['idle RSS per process, max (median), plain `node`', `${f1(rssMax(jit))} MB (${f1(rssMedian(jit))})`, '', '', '≤ 60 MB', met(rssMax(jit) <= 60)],
     ['idle CPU per process, max (`node --jitless`; plain `node`)', `${f1(cpu(lh))} %; ${f1(cpu(jit))} %`, `${f1(cpu(cg))} %`, '', '', ''],
   ];

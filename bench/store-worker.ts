@@ -12,7 +12,9 @@ const store = new SqliteLeaseStore(db!, { busyTimeoutMs: 5_000 });
 const elector = new LeaderElector({ store, lease: lease!, identity: id!, leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
 process.stdout.write('ready\n');
 const rl = createInterface({ input: process.stdin });
-rl.once('line', async () => {
+rl.once('line', () => void measure());
+
+async function measure(): Promise<void> {
   const end = performance.now() + Number(duration);
   let ops = 0;
   let leaderOps = 0;
@@ -24,4 +26,4 @@ rl.once('line', async () => {
   rl.close();
   await store.close();
   process.exit(0);
-});
+}

@@ -14,6 +14,7 @@ import {
 } from '../src/election/elector-config.js';
 import { InvalidConfigError } from '../src/errors.js';
 import { badFlag } from './usage-error.js';
+import type { FlagsOf } from './env-flags.js';
 
 /** The flags every command that touches a lease shares. Each is also LEASEHOLD_<FLAG>. */
 export function storeFlags<T>(y: Argv<T>) {
@@ -33,32 +34,28 @@ export function electionFlags<T>(y: Argv<T>) {
       describe: 'sqlite: accept a --db on NFS/SMB/FUSE (only if every candidate runs on this one machine)',
     })
     .option('identity', { type: 'string', describe: 'This candidate\'s unique identity (default: "<hostname>_<random>")' })
-    .option('lease-duration', { type: 'string', default: formatDuration(DEFAULT_LEASE_DURATION_MS), describe: 'How long others wait on an unchanged lease before taking it' })
-    .option('renew-deadline', { type: 'string', default: formatDuration(DEFAULT_RENEW_DEADLINE_MS), describe: 'The leader steps down if it cannot renew within this' })
-    .option('retry-period', { type: 'string', default: formatDuration(DEFAULT_RETRY_PERIOD_MS), describe: 'Interval between attempts (standbys add up to 120% jitter)' })
+    .option('lease-duration', {
+      type: 'string',
+      default: formatDuration(DEFAULT_LEASE_DURATION_MS),
+      describe: 'How long others wait on an unchanged lease before taking it',
+    })
+    .option('renew-deadline', {
+      type: 'string',
+      default: formatDuration(DEFAULT_RENEW_DEADLINE_MS),
+      describe: 'The leader steps down if it cannot renew within this',
+    })
+    .option('retry-period', {
+      type: 'string',
+      default: formatDuration(DEFAULT_RETRY_PERIOD_MS),
+      describe: 'Interval between attempts (standbys add up to 120% jitter)',
+    })
     .option('release-on-exit', { type: 'boolean', default: true, describe: 'Release the lease on SIGTERM/SIGINT (--no-release-on-exit to keep it)' })
     .option('log-format', { type: 'string', default: 'json', describe: 'json | text (logs go to stderr)' })
     .option('log-level', { type: 'string', default: 'info', describe: 'debug | info | warn | error' });
 }
 
-export interface StoreArgs {
-  backend: string;
-  lease: string;
-  db: string;
-  namespace?: string;
-  kubeconfig?: string;
-}
-
-export interface ElectionArgs extends StoreArgs {
-  identity?: string;
-  'allow-network-filesystem': boolean;
-  'lease-duration': string;
-  'renew-deadline': string;
-  'retry-period': string;
-  'release-on-exit': boolean;
-  'log-format': string;
-  'log-level': string;
-}
+export type StoreArgs = FlagsOf<typeof storeFlags>;
+export type ElectionArgs = FlagsOf<typeof electionFlags>;
 
 export interface ElectionSettings extends Timings {
   store: StoreSettings;
@@ -116,7 +113,7 @@ export function resolveElection(a: ElectionArgs): ElectionSettings {
   const identity = a.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
   try {
     validateIdentity(identity);
-  } catch (err) {
+  } catch {
     throw badFlag('identity', identity, 'must be non-empty, at most 253 characters, with no control characters (newlines, tabs, escapes)');
   }
   if (a['log-format'] !== 'json' && a['log-format'] !== 'text') throw badFlag('log-format', a['log-format'], 'must be json or text');

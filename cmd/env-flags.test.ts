@@ -8,7 +8,12 @@ import { runFlags } from './run-command.js';
 const COMMANDS = { sidecar: flagsOf(sidecarFlags), status: flagsOf(statusFlags), run: flagsOf(runFlags) };
 
 it('maps LEASEHOLD_<FLAG> to --flag after the command word', () => {
-  assert.deepEqual(applyEnvFlags(['sidecar', '--lease', 'x'], { LEASEHOLD_LEASE_DURATION: '30s' }, COMMANDS), ['sidecar', '--lease-duration=30s', '--lease', 'x']);
+  assert.deepEqual(applyEnvFlags(['sidecar', '--lease', 'x'], { LEASEHOLD_LEASE_DURATION: '30s' }, COMMANDS), [
+    'sidecar',
+    '--lease-duration=30s',
+    '--lease',
+    'x',
+  ]);
 });
 
 it('lets the command line win', () => {
@@ -20,13 +25,13 @@ it('ignores variables that are not flags, such as the token handed to a child', 
   assert.deepEqual(applyEnvFlags(['status'], { LEASEHOLD_FENCING_TOKEN: '7', LEASEHOLD_TEST_X: '1' }, COMMANDS), ['status']);
 });
 
-it('reads only the variables of the command\'s own flags', () => {
+it("reads only the variables of the command's own flags", () => {
   const env = { LEASEHOLD_IDENTITY: 'x', LEASEHOLD_LISTEN: ':1', LEASEHOLD_STATUS_DIR: '/s', LEASEHOLD_ONCE: 'true', LEASEHOLD_JSON: 'true' };
   assert.deepEqual(applyEnvFlags(['status'], env, COMMANDS), ['status', '--json=true']);
   assert.deepEqual(applyEnvFlags(['sidecar'], env, COMMANDS), ['sidecar', '--identity=x', '--status-dir=/s', '--listen=:1']);
 });
 
-it('inside `leasehold run` (LEASEHOLD_FENCING_TOKEN set) the parent\'s lease, identity and status dir are not flags', () => {
+it("inside `leasehold run` (LEASEHOLD_FENCING_TOKEN set) the parent's lease, identity and status dir are not flags", () => {
   const env = { LEASEHOLD_FENCING_TOKEN: '3', LEASEHOLD_LEASE: 'billing', LEASEHOLD_IDENTITY: 'parent', LEASEHOLD_STATUS_DIR: '/s', LEASEHOLD_DB: '/x.db' };
   assert.deepEqual(applyEnvFlags(['run', '--', 'true'], env, COMMANDS), ['run', '--db=/x.db', '--', 'true']);
 });
@@ -36,11 +41,15 @@ it('does not look past "--" (those are the child command\'s arguments)', () => {
 });
 
 it("the command's environment drops the parent's configuration and carries the term", () => {
-  const env = childEnvironment({ PATH: '/bin', LEASEHOLD_LISTEN: ':4040', LEASEHOLD_DB: '/x.db', LEASEHOLD_FENCING_TOKEN: '1', LEASEHOLD_OTHER: 'kept' }, COMMANDS.run, {
-    LEASEHOLD_FENCING_TOKEN: '9',
-    LEASEHOLD_LEASE: 'billing',
-    LEASEHOLD_IDENTITY: 'me',
-    LEASEHOLD_STATUS_DIR: undefined,
-  });
+  const env = childEnvironment(
+    { PATH: '/bin', LEASEHOLD_LISTEN: ':4040', LEASEHOLD_DB: '/x.db', LEASEHOLD_FENCING_TOKEN: '1', LEASEHOLD_OTHER: 'kept' },
+    COMMANDS.run,
+    {
+      LEASEHOLD_FENCING_TOKEN: '9',
+      LEASEHOLD_LEASE: 'billing',
+      LEASEHOLD_IDENTITY: 'me',
+      LEASEHOLD_STATUS_DIR: undefined,
+    },
+  );
   assert.deepEqual(env, { PATH: '/bin', LEASEHOLD_OTHER: 'kept', LEASEHOLD_FENCING_TOKEN: '9', LEASEHOLD_LEASE: 'billing', LEASEHOLD_IDENTITY: 'me' });
 });

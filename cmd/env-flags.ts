@@ -19,6 +19,12 @@ import yargs, { type Argv } from 'yargs';
 /** The variables `leasehold run` sets for its command; they describe the parent's term. */
 export const TERM_VARIABLES = ['LEASEHOLD_FENCING_TOKEN', 'LEASEHOLD_LEASE', 'LEASEHOLD_IDENTITY', 'LEASEHOLD_STATUS_DIR'] as const;
 
+/**
+ * The parsed flags of a command, typed from its yargs builder: each flag is written once, in
+ * the builder, and its type, its LEASEHOLD_<FLAG> variable and its checks all follow from there.
+ */
+export type FlagsOf<B extends (y: Argv) => Argv<unknown>> = ReturnType<B> extends Argv<infer T> ? T : never;
+
 export function envName(flag: string): string {
   return `LEASEHOLD_${flag.toUpperCase().replace(/-/g, '_')}`;
 }
@@ -51,7 +57,11 @@ export function applyEnvFlags(argv: string[], env: NodeJS.ProcessEnv, commands: 
 }
 
 /** The environment for `leasehold run`'s command: the parent's, less its LEASEHOLD_<FLAG> configuration, plus the term. */
-export function childEnvironment(env: NodeJS.ProcessEnv, flags: readonly string[], term: Record<(typeof TERM_VARIABLES)[number], string | undefined>): NodeJS.ProcessEnv {
+export function childEnvironment(
+  env: NodeJS.ProcessEnv,
+  flags: readonly string[],
+  term: Record<(typeof TERM_VARIABLES)[number], string | undefined>,
+): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = { ...env };
   for (const flag of flags) delete out[envName(flag)];
   for (const name of TERM_VARIABLES) delete out[name];

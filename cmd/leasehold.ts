@@ -9,18 +9,13 @@
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { describeError, isLeaseholdError } from '../src/errors.js';
-import { runSidecar, sidecarFlags, type SidecarArgs } from './sidecar-command.js';
-import { runStatus, statusFlags, type StatusArgs } from './status-command.js';
-import { runRun, runFlags, type RunArgs } from './run-command.js';
+import { runSidecar, sidecarFlags } from './sidecar-command.js';
+import { runStatus, statusFlags } from './status-command.js';
+import { runRun, runFlags } from './run-command.js';
 import { EXIT_USAGE, rejectRepeated } from './usage-error.js';
 import { applyEnvFlags, flagsOf } from './env-flags.js';
 
-const BAD_INPUT = new Set([
-  'LEASEHOLD_ERR_INVALID_CONFIG',
-  'LEASEHOLD_ERR_STORE_OPEN',
-  'LEASEHOLD_ERR_STATUS_DIR',
-  'LEASEHOLD_ERR_COMMAND_START',
-]);
+const BAD_INPUT = new Set(['LEASEHOLD_ERR_INVALID_CONFIG', 'LEASEHOLD_ERR_STORE_OPEN', 'LEASEHOLD_ERR_STATUS_DIR', 'LEASEHOLD_ERR_COMMAND_START']);
 
 function fail(message: string, code: number): never {
   process.stderr.write(`leasehold: ${message.replace(/\s*\n\s*/g, ' ').trim()}\n`);
@@ -39,13 +34,13 @@ async function main(): Promise<void> {
     .scriptName('leasehold')
     .parserConfiguration({ 'populate--': true })
     .command('sidecar', 'Campaign for a lease; publish leadership to files, HTTP and metrics', sidecarFlags, (a) =>
-      run(() => runSidecar(rejectRepeated(a, COMMAND_FLAGS.sidecar) as unknown as SidecarArgs))(),
+      run(() => runSidecar(rejectRepeated(a, COMMAND_FLAGS.sidecar)))(),
     )
     .command('status', 'Show who holds a lease, its fencing token and when it expires', statusFlags, (a) =>
-      run(() => runStatus(rejectRepeated(a, COMMAND_FLAGS.status) as unknown as StatusArgs))(),
+      run(() => runStatus(rejectRepeated(a, COMMAND_FLAGS.status)))(),
     )
     .command('run', 'Run a command only while leader: leasehold run [flags] -- CMD [ARGS...]', runFlags, (a) =>
-      run(() => runRun(rejectRepeated(a, COMMAND_FLAGS.run) as unknown as RunArgs, COMMAND_FLAGS.run))(),
+      run(() => runRun(rejectRepeated(a, COMMAND_FLAGS.run), COMMAND_FLAGS.run))(),
     )
     .demandCommand(1, 'a command is required: sidecar, status or run')
     .strict()

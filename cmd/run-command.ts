@@ -1,21 +1,17 @@
 import type { Argv } from 'yargs';
-import { openStore } from '../src/backends/open-store.js';
 import { createLogger } from '../src/log.js';
 import { formatDuration } from '../src/config/duration.js';
 import { duration } from './election-flags.js';
 import { resolveExecutable } from '../src/run/child-process-group.js';
 import { LeaderRunner } from '../src/run/leader-runner.js';
-import { checkListenHost, podLabelerFor, resolveSidecar, sidecarFlags, type SidecarArgs } from './sidecar-command.js';
+import { checkListenHost, openStoreAndLabeler, resolveSidecar, sidecarFlags } from './sidecar-command.js';
 import { badFlag } from './usage-error.js';
 import { onShutdownSignal } from './signals.js';
 import { CommandStartError } from '../src/errors.js';
-import { childEnvironment } from './env-flags.js';
+import { childEnvironment, type FlagsOf } from './env-flags.js';
 
-export interface RunArgs extends SidecarArgs {
-  once: boolean;
-  'grace-period'?: string;
-  '--'?: (string | number)[];
-}
+/** The flags, plus what follows `--` (yargs' populate--). */
+export type RunArgs = FlagsOf<typeof runFlags> & { '--'?: (string | number)[] };
 
 export function runFlags<T>(y: Argv<T>) {
   return sidecarFlags(y)
@@ -48,8 +44,7 @@ export async function runRun(a: RunArgs, flags: readonly string[]): Promise<numb
   resolveExecutable(argv[0]!);
   await checkListenHost(s.listen, a.listen);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
-  const store = await openStore({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2, log });
-  const podLabeler = s.podLabel ? await podLabelerFor(store, s.identity, log) : undefined;
+  const { store, podLabeler } = await openStoreAndLabeler({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 }, s.podLabel, s.identity, log);
   const runner = new LeaderRunner({
     ...s,
     store,

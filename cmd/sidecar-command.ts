@@ -1,32 +1,31 @@
 import type { Argv } from 'yargs';
 import { lookup } from 'node:dns/promises';
-import { openStore } from '../src/backends/open-store.js';
+import { connectKubernetes, openStore, type StoreSettings } from '../src/backends/open-store.js';
 import { checkLocalFilesystem, checkSqliteFile } from '../src/backends/sqlite-file-check.js';
 import { createLogger } from '../src/log.js';
 import { Sidecar } from '../src/sidecar/sidecar.js';
 import { checkStatusDir } from '../src/sidecar/status-publisher.js';
 import { parseListen } from '../src/sidecar/http-server.js';
-import type { ReadyWhen } from '../src/sidecar/health.js';
-import { electionFlags, resolveElection, type ElectionArgs } from './election-flags.js';
+import { isReadyWhen } from '../src/sidecar/health.js';
+import { electionFlags, resolveElection } from './election-flags.js';
+import type { FlagsOf } from './env-flags.js';
 import { badFlag } from './usage-error.js';
 import { onShutdownSignal } from './signals.js';
-import type { LeaseStore } from '../src/backends/lease-store.js';
 import type { Logger } from '../src/log.js';
 
-/** A PodLabeler for `--pod-label`: the kubernetes store's credentials, the pod named by --identity. */
-export async function podLabelerFor(store: LeaseStore, pod: string, log: Logger) {
-  const { KubernetesLeaseStore } = await import('../src/backends/kubernetes-store.js');
+/**
+ * The store, and for `--pod-label` a PodLabeler for the pod named by --identity; both use one
+ * API connection (its credentials, its keep-alive sockets).
+ */
+export async function openStoreAndLabeler(settings: StoreSettings, podLabel: boolean, pod: string, log: Logger) {
+  const kube = settings.backend === 'kubernetes' ? await connectKubernetes(settings) : undefined;
+  const store = await openStore({ ...settings, kube, log });
+  if (!podLabel || !kube) return { store, podLabeler: undefined };
   const { PodLabeler } = await import('../src/sidecar/pod-labeler.js');
-  if (!(store instanceof KubernetesLeaseStore)) throw new Error('--pod-label needs the kubernetes backend');
-  return new PodLabeler(store.client, store.namespace, pod, log);
+  return { store, podLabeler: new PodLabeler(kube.client, kube.namespace, pod, log) };
 }
 
-export interface SidecarArgs extends ElectionArgs {
-  'status-dir'?: string;
-  listen: string;
-  'ready-when': string;
-  'pod-label': boolean;
-}
+export type SidecarArgs = FlagsOf<typeof sidecarFlags>;
 
 export function sidecarFlags<T>(y: Argv<T>) {
   return electionFlags(y)
@@ -55,9 +54,8 @@ export function resolveSidecar(a: SidecarArgs) {
       throw badFlag('listen', a.listen, (err as Error).message);
     }
   }
-  if (a['ready-when'] !== 'leader' && a['ready-when'] !== 'elected-any') {
-    throw badFlag('ready-when', a['ready-when'], 'must be leader or elected-any');
-  }
+  const readyWhen = a['ready-when'];
+  if (!isReadyWhen(readyWhen)) throw badFlag('ready-when', readyWhen, 'must be leader or elected-any');
   if (a['pod-label'] && election.store.backend !== 'kubernetes') {
     throw badFlag('pod-label', true, 'needs --backend kubernetes (it labels the pod named by --identity)');
   }
@@ -66,7 +64,7 @@ export function resolveSidecar(a: SidecarArgs) {
     checkSqliteFile(election.store.db);
     checkLocalFilesystem(election.store.db, a['allow-network-filesystem']);
   }
-  return { ...election, listen, statusDir: a['status-dir'], readyWhen: a['ready-when'] as ReadyWhen, podLabel: a['pod-label'] };
+  return { ...election, listen, statusDir: a['status-dir'], readyWhen, podLabel: a['pod-label'] };
 }
 
 /** A --listen host that does not resolve is bad input: found before anything is written. */
@@ -83,8 +81,7 @@ export async function runSidecar(a: SidecarArgs): Promise<number> {
   const s = resolveSidecar(a);
   await checkListenHost(s.listen, a.listen);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
-  const store = await openStore({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2, log });
-  const podLabeler = s.podLabel ? await podLabelerFor(store, s.identity, log) : undefined;
+  const { store, podLabeler } = await openStoreAndLabeler({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 }, s.podLabel, s.identity, log);
   const sidecar = new Sidecar({ ...s, store, log, podLabeler });
   const stopped = new Promise<void>((resolve) =>
     onShutdownSignal(async (signal) => {

@@ -1,15 +1,11 @@
 import type { Argv } from 'yargs';
-import { existsSync } from 'node:fs';
 import type { LeaseStore } from '../src/backends/lease-store.js';
 import { openStore } from '../src/backends/open-store.js';
-import { checkSqliteFile } from '../src/backends/sqlite-file-check.js';
 import { formatDuration } from '../src/config/duration.js';
-import { StoreOpenError } from '../src/errors.js';
-import { resolveStore, storeFlags, type StoreArgs } from './election-flags.js';
+import { resolveStore, storeFlags } from './election-flags.js';
+import type { FlagsOf } from './env-flags.js';
 
-export interface StatusArgs extends StoreArgs {
-  json: boolean;
-}
+export type StatusArgs = FlagsOf<typeof statusFlags>;
 
 export function statusFlags<T>(y: Argv<T>) {
   return storeFlags(y).option('json', { type: 'boolean', default: false, describe: 'Print one JSON object (for scripts)' });
@@ -34,15 +30,7 @@ export interface LeaseReport {
 /** Reads the lease once, writing nothing. Exit 0 when found, 1 when there is no such lease. */
 export async function runStatus(a: StatusArgs): Promise<number> {
   const { store: settings, lease } = resolveStore(a);
-  let store: LeaseStore;
-  if (settings.backend === 'sqlite') {
-    checkSqliteFile(settings.db);
-    if (!existsSync(settings.db)) throw new StoreOpenError(`no lease store at ${settings.db}: no candidate has run with this --db yet`);
-    const { SqliteLeaseStore } = await import('../src/backends/sqlite-store.js');
-    store = new SqliteLeaseStore(settings.db, { readonly: true });
-  } else {
-    store = await openStore(settings);
-  }
+  const store = await openStore({ ...settings, readonly: true });
   try {
     const report = await readReport(store, lease, new Date());
     process.stdout.write(a.json ? JSON.stringify(report) + '\n' : formatReport(report, new Date()));

@@ -87,10 +87,7 @@ export class StaleTokenError extends LeaseholdError {
   readonly presented: number;
   readonly highest: number;
   constructor(presented: number, highest: number) {
-    super(
-      'LEASEHOLD_ERR_STALE_TOKEN',
-      `fencing token ${presented} is behind the highest token this resource has accepted (${highest})`,
-    );
+    super('LEASEHOLD_ERR_STALE_TOKEN', `fencing token ${presented} is behind the highest token this resource has accepted (${highest})`);
     this.presented = presented;
     this.highest = highest;
   }

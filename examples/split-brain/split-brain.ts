@@ -51,7 +51,7 @@ async function scenario(dir: string, fenced: boolean, say: (line: string) => voi
   else resource.writeUnfenced("B's fresh value", 'candidate-b');
   say(`B writes: ${JSON.stringify(resource.read())}`);
 
-  say("A wakes up; in its own memory it still leads, so it finishes the write it started");
+  say('A wakes up; in its own memory it still leads, so it finishes the write it started');
   let result = { accepted: true, reason: 'no check' };
   if (fenced) result = resource.write("A's STALE value", 'candidate-a', tokenA);
   else resource.writeUnfenced("A's STALE value", 'candidate-a');

@@ -1,5 +1,5 @@
 import { KubeApiError, KubeClient } from '../kube/api-client.js';
-import { loadConnection } from '../kube/kubeconfig.js';
+import { connect } from '../kube/connect.js';
 import {
   BackendError,
   BackendUnavailableError,
@@ -69,13 +69,10 @@ export class KubernetesLeaseStore implements LeaseStore {
     this.location = `namespace ${namespace} on ${client.conn.server}`;
   }
 
-  /**
-   * Kubeconfig from the flag, else $KUBECONFIG, ~/.kube/config, then the pod's service account
-   * (src/kube/kubeconfig.ts); namespace from the flag, the kubeconfig context or the pod, else "default".
-   */
+  /** A store on a connection of its own (src/kube/connect.ts): for tests and tools. */
   static fromConfig(opts: KubernetesStoreOptions): KubernetesLeaseStore {
-    const conn = loadConnection(opts.kubeconfig);
-    return new KubernetesLeaseStore(new KubeClient(conn, opts.requestTimeoutMs), opts.namespace ?? conn.namespace ?? 'default');
+    const { client, namespace } = connect(opts);
+    return new KubernetesLeaseStore(client, namespace);
   }
 
   private leasePath(name?: string): string {
@@ -177,10 +174,13 @@ export class KubernetesLeaseStore implements LeaseStore {
       onHealth?.(false);
       if (timer) return;
       failures++;
-      timer = setTimeout(() => {
-        timer = null;
-        void connect();
-      }, Math.min(5_000, 100 * 2 ** Math.min(failures, 6)));
+      timer = setTimeout(
+        () => {
+          timer = null;
+          void connect();
+        },
+        Math.min(5_000, 100 * 2 ** Math.min(failures, 6)),
+      );
       timer.unref();
     };
     void connect();

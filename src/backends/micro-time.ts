@@ -10,6 +10,6 @@ export function formatMicroTime(d: Date): string {
 /** Parses MicroTime or RFC 3339 Time (both arrive as JSON strings); null when absent. */
 export function parseMicroTime(v: unknown): Date | null {
   if (v === undefined || v === null || v === '') return null;
-  const d = v instanceof Date ? v : new Date(String(v));
+  const d = v instanceof Date ? v : typeof v === 'string' || typeof v === 'number' ? new Date(v) : new Date(NaN);
   return Number.isNaN(d.getTime()) ? null : d;
 }

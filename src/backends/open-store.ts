@@ -1,6 +1,10 @@
-import { InvalidConfigError } from '../errors.js';
+import { existsSync } from 'node:fs';
+import { InvalidConfigError, StoreOpenError } from '../errors.js';
 import type { LeaseStore } from './lease-store.js';
 import type { Logger } from '../log.js';
+import type { KubeConnection } from '../kube/connect.js';
+
+export type { KubeConnection };
 
 export type BackendName = 'sqlite' | 'kubernetes';
 export const BACKENDS: readonly BackendName[] = ['sqlite', 'kubernetes'];
@@ -9,14 +13,27 @@ export interface StoreSettings {
   backend: BackendName;
   /** sqlite: the database file. */
   db: string;
-  /** kubernetes: the Lease's namespace; undefined = the pod's own, else "default". */
-  namespace?: string;
-  /** kubernetes: a kubeconfig path; undefined = in-cluster, then $KUBECONFIG, then ~/.kube/config. */
-  kubeconfig?: string;
-  /** Bound on one API request, ms. */
-  requestTimeoutMs?: number;
+  /** kubernetes: the Lease's namespace; undefined = the kubeconfig context's, the pod's own, else "default". */
+  namespace?: string | undefined;
+  /** kubernetes: a kubeconfig path; undefined = $KUBECONFIG, ~/.kube/config, then in-cluster. */
+  kubeconfig?: string | undefined;
+  /** Bound on one API request that carries no signal of its own, ms. */
+  requestTimeoutMs?: number | undefined;
   /** Where the store reports what it does on its own (sqlite: reopening a replaced file). */
-  log?: Logger;
+  log?: Logger | undefined;
+  /**
+   * Only read (`leasehold status`): SQLite opens the file read-only and refuses a missing one
+   * rather than create it; nothing is ever written.
+   */
+  readonly?: boolean | undefined;
+  /** kubernetes: an API connection made by connectKubernetes, shared with other callers (the pod labeller). */
+  kube?: KubeConnection | undefined;
+}
+
+/** Connects to the cluster (src/kube/connect.ts), loading the Kubernetes code only when asked for. */
+export async function connectKubernetes(s: Pick<StoreSettings, 'namespace' | 'kubeconfig' | 'requestTimeoutMs'>): Promise<KubeConnection> {
+  const { connect } = await import('../kube/connect.js');
+  return connect(s);
 }
 
 /** Opens the configured backend. Each backend's code (and SQLite's native module) is loaded only when asked for. */
@@ -24,11 +41,18 @@ export async function openStore(s: StoreSettings): Promise<LeaseStore> {
   switch (s.backend) {
     case 'sqlite': {
       const { SqliteLeaseStore } = await import('./sqlite-store.js');
+      if (s.readonly) {
+        const { checkSqliteFile } = await import('./sqlite-file-check.js');
+        checkSqliteFile(s.db);
+        if (!existsSync(s.db)) throw new StoreOpenError(`no lease store at ${s.db}: no candidate has run with this --db yet`);
+        return new SqliteLeaseStore(s.db, { readonly: true });
+      }
       return new SqliteLeaseStore(s.db, { onReopen: (message) => s.log?.warn(message) });
     }
     case 'kubernetes': {
       const { KubernetesLeaseStore } = await import('./kubernetes-store.js');
-      return KubernetesLeaseStore.fromConfig({ namespace: s.namespace, kubeconfig: s.kubeconfig, requestTimeoutMs: s.requestTimeoutMs });
+      const kube = s.kube ?? (await connectKubernetes(s));
+      return new KubernetesLeaseStore(kube.client, kube.namespace);
     }
     default:
       throw new InvalidConfigError(`--backend ${JSON.stringify(s.backend)} is not supported: use one of ${BACKENDS.join(', ')}`);

@@ -6,7 +6,13 @@ import { checkLocalFilesystem } from './sqlite-file-check.js';
 
 describe('--db on a network filesystem', () => {
   const fake = (type: number) => () => ({ type });
-  for (const [name, type] of [['nfs', 0x6969], ['cifs', 0xff534d42], ['smb2', 0xfe534d42], ['fuse', 0x65735546], ['9p', 0x01021997]] as const) {
+  for (const [name, type] of [
+    ['nfs', 0x6969],
+    ['cifs', 0xff534d42],
+    ['smb2', 0xfe534d42],
+    ['fuse', 0x65735546],
+    ['9p', 0x01021997],
+  ] as const) {
     it(`refuses ${name}, naming it and the way out`, () => {
       assert.throws(
         () => checkLocalFilesystem('/shared/leases.db', false, fake(type)),

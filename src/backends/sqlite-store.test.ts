@@ -12,8 +12,19 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 let n = 0;
 const fresh = () => join(dir, `t${n++}.db`);
 const t = new Date('2026-12-02T09:15:24.123Z');
-const rec = (over: Partial<LeaseRecord> = {}): LeaseRecord => ({ holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: t, renewTime: t, leaseTransitions: 1, ...over });
-const code = async (p: Promise<unknown>) => p.then(() => 'ok', (e: { code: string }) => e.code);
+const rec = (over: Partial<LeaseRecord> = {}): LeaseRecord => ({
+  holderIdentity: 'a',
+  leaseDurationSeconds: 15,
+  acquireTime: t,
+  renewTime: t,
+  leaseTransitions: 1,
+  ...over,
+});
+const code = async (p: Promise<unknown>) =>
+  p.then(
+    () => 'ok',
+    (e: { code: string }) => e.code,
+  );
 
 describe('SqliteLeaseStore on a real file', () => {
   it('creates the tutorial table, column for column, plus a defaulted acquire_time', async () => {
@@ -75,7 +86,9 @@ describe('SqliteLeaseStore on a real file', () => {
   it('reads rows written without acquire_time (tutorial peers) and survives reopening', async () => {
     const path = fresh();
     const db = new Database(path);
-    db.exec('CREATE TABLE leases (name TEXT PRIMARY KEY, holder_identity TEXT NOT NULL, fencing_token INTEGER NOT NULL, renew_time REAL NOT NULL, lease_duration_seconds REAL NOT NULL)');
+    db.exec(
+      'CREATE TABLE leases (name TEXT PRIMARY KEY, holder_identity TEXT NOT NULL, fencing_token INTEGER NOT NULL, renew_time REAL NOT NULL, lease_duration_seconds REAL NOT NULL)',
+    );
     db.prepare('INSERT INTO leases VALUES (?, ?, ?, ?, ?)').run('job', 'py', 7, 1_700_000_000.25, 5);
     db.close();
     const ro = new SqliteLeaseStore(path, { readonly: true });
@@ -83,14 +96,23 @@ describe('SqliteLeaseStore on a real file', () => {
     await ro.close();
     const s = new SqliteLeaseStore(path);
     const got = (await s.get('job'))!;
-    assert.deepEqual(got.record, { holderIdentity: 'py', leaseDurationSeconds: 5, acquireTime: null, renewTime: new Date(1_700_000_000_250), leaseTransitions: 7 });
+    assert.deepEqual(got.record, {
+      holderIdentity: 'py',
+      leaseDurationSeconds: 5,
+      acquireTime: null,
+      renewTime: new Date(1_700_000_000_250),
+      leaseTransitions: 7,
+    });
     await s.close();
   });
 
   it('refuses a file that is not SQLite, without changing it', () => {
     const path = join(dir, 'notes.txt');
     writeFileSync(path, 'not a database\n');
-    assert.throws(() => new SqliteLeaseStore(path), (e: { code: string; message: string }) => e.code === 'LEASEHOLD_ERR_STORE_OPEN' && /is not an SQLite database/.test(e.message));
+    assert.throws(
+      () => new SqliteLeaseStore(path),
+      (e: { code: string; message: string }) => e.code === 'LEASEHOLD_ERR_STORE_OPEN' && /is not an SQLite database/.test(e.message),
+    );
     assert.equal(readFileSync(path, 'utf8'), 'not a database\n');
   });
 

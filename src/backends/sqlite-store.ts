@@ -1,14 +1,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import {
-  BackendError,
-  BackendUnavailableError,
-  ConflictError,
-  InvalidRecordError,
-  StoreOpenError,
-  describeError,
-} from '../errors.js';
+import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordError, StoreOpenError, describeError } from '../errors.js';
 import { throwIfAborted } from '../abort.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { checkSqliteFile } from './sqlite-file-check.js';

@@ -18,7 +18,8 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Why `ms` cannot be a duration here, or null when it can: whole milliseconds, at most MAX_TIMER_MS. */
 export function durationRangeError(ms: number, min = 1): string | null {
   if (!Number.isInteger(ms)) return 'must be a whole number of milliseconds (no finer than 1ms)';
-  if (ms < min || ms > MAX_TIMER_MS) return `must be from ${formatDuration(min)} to ${formatDuration(MAX_TIMER_MS)} (2^31 − 1 ms, the longest a timer can wait)`;
+  if (ms < min || ms > MAX_TIMER_MS)
+    return `must be from ${formatDuration(min)} to ${formatDuration(MAX_TIMER_MS)} (2^31 − 1 ms, the longest a timer can wait)`;
   return null;
 }
 

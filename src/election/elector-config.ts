@@ -26,7 +26,8 @@ export interface Timings {
 export function validateTimings(t: Timings): void {
   for (const key of ['leaseDurationMs', 'renewDeadlineMs', 'retryPeriodMs'] as const) {
     if (!Number.isFinite(t[key])) throw new InvalidConfigError(`${flagName(key)} must be a finite duration, got ${t[key]}`);
-    if (t[key] > MAX_TIMER_MS) throw new InvalidConfigError(`${flagName(key)} must be at most ${MAX_TIMER_MS} ms (2^31 − 1, the longest a timer can wait), got ${t[key]}`);
+    if (t[key] > MAX_TIMER_MS)
+      throw new InvalidConfigError(`${flagName(key)} must be at most ${MAX_TIMER_MS} ms (2^31 − 1, the longest a timer can wait), got ${t[key]}`);
   }
   if (t.retryPeriodMs <= 0) throw new InvalidConfigError(`retryPeriod must be greater than zero (got ${ms(t.retryPeriodMs)})`);
   if (t.leaseDurationMs <= t.renewDeadlineMs) {

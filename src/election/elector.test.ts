@@ -80,7 +80,7 @@ describe('tryAcquireOrRenew: one attempt, exact backend calls', () => {
       wantCalls: ['get'],
     },
     {
-      name: 'absent lease, first seen: write nothing (a deleted record\'s holder may still act)',
+      name: "absent lease, first seen: write nothing (a deleted record's holder may still act)",
       arrange: () => {},
       wantLeader: false,
       wantCalls: ['get'],
@@ -284,7 +284,7 @@ describe('tryAcquireOrRenew: one attempt, exact backend calls', () => {
       wantHolder: 'faster',
     },
     {
-      name: 'lost the create race, then the Lease was deleted: recreated with the winner\'s token + 1',
+      name: "lost the create race, then the Lease was deleted: recreated with the winner's token + 1",
       arrange: async ({ store, elector, clock }) => {
         const realCreate = store.create.bind(store);
         store.create = async (name, rec) => {
@@ -624,7 +624,7 @@ describe('standbys with a connected watch (Kubernetes)', () => {
     await s.clock.advance(0);
     await s.clock.advance(16_000); // the deleted holder may have been acting: wait its lease out
     assert.equal(s.elector.isLeader(), true);
-    assert.equal(s.store.peek(LEASE)?.leaseTransitions, 5, 'continues from the deleted record\'s token 4');
+    assert.equal(s.store.peek(LEASE)?.leaseTransitions, 5, "continues from the deleted record's token 4");
     await s.elector.stop();
   });
 });
@@ -808,7 +808,7 @@ describe('safety holes found by the randomized simulation (each failed before it
   it('the loop adds nothing to a long-lived signal per iteration (AbortSignal.any leaked ~2 MB a day)', async () => {
     const s = setup();
     s.store.put(LEASE, released());
-    const realAny = AbortSignal.any;
+    const realAny = AbortSignal.any.bind(AbortSignal);
     let combined = 0;
     AbortSignal.any = (signals) => {
       combined++;

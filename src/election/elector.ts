@@ -23,13 +23,7 @@ import { sleep, realClock, type Clock, type Timer } from '../clock.js';
 import { BackendUnavailableError, ConflictError, InvalidRecordError, describeError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
-import {
-  JITTER_FACTOR,
-  validateIdentity,
-  validateLeaseName,
-  validateTimings,
-  type Timings,
-} from './elector-config.js';
+import { JITTER_FACTOR, validateIdentity, validateLeaseName, validateTimings, type Timings } from './elector-config.js';
 
 export interface LeadershipTerm {
   token: number;
@@ -411,7 +405,9 @@ export class LeaderElector {
     this.observe(current);
     const own = this.isOwn(current);
     if (!own && current.record.holderIdentity !== '' && !this.expired(current.record)) {
-      this.stepDown(`the lease is held by ${current.record.holderIdentity}${current.record.holderIdentity === this.identity ? ' (another process with this identity)' : ''}`);
+      this.stepDown(
+        `the lease is held by ${current.record.holderIdentity}${current.record.holderIdentity === this.identity ? ' (another process with this identity)' : ''}`,
+      );
       return false;
     }
 
@@ -427,12 +423,7 @@ export class LeaderElector {
    * One write: builds the record at the moment the request starts, sends it, and on success
    * renews `renewing` or opens a new term (null). Both count from the request's start.
    */
-  private async write(
-    op: 'create' | 'update',
-    renewing: Term | null,
-    build: (now: Date) => LeaseRecord,
-    expectedVersion?: string,
-  ): Promise<boolean> {
+  private async write(op: 'create' | 'update', renewing: Term | null, build: (now: Date) => LeaseRecord, expectedVersion?: string): Promise<boolean> {
     const start: Stamp = { wall: this.clock.now(), mono: this.clock.monotonic() };
     const record = build(start.wall);
     this.recentWrites = [...this.recentWrites.slice(-7), record];
@@ -459,8 +450,7 @@ export class LeaderElector {
   private noteAbsent(): void {
     const now = this.clock.monotonic();
     const pollGap = this.timings.retryPeriodMs * (2 + JITTER_FACTOR); // one jittered wait plus a quick read
-    const continuous =
-      this.absentUntilMono !== null && !this.absenceInterrupted && this.lastViewMono !== null && now - this.lastViewMono <= pollGap;
+    const continuous = this.absentUntilMono !== null && !this.absenceInterrupted && this.lastViewMono !== null && now - this.lastViewMono <= pollGap;
     this.lastViewMono = now;
     this.absenceInterrupted = false;
     if (!continuous) {

@@ -38,7 +38,9 @@ export class FencedSqliteResource {
         );
         this.db.exec('INSERT OR IGNORE INTO resource (id, value, written_by, fencing_token) VALUES (1, NULL, NULL, 0)');
         // Every accepted write, in order: an audit trail (and what the chaos tests check).
-        this.db.exec('CREATE TABLE IF NOT EXISTS accepted_writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, value TEXT, written_by TEXT, fencing_token INTEGER NOT NULL)');
+        this.db.exec(
+          'CREATE TABLE IF NOT EXISTS accepted_writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, value TEXT, written_by TEXT, fencing_token INTEGER NOT NULL)',
+        );
       })
       .immediate();
   }
@@ -79,11 +81,13 @@ export class FencedSqliteResource {
 
   /** Every accepted write, oldest first. */
   history(): { value: string | null; writtenBy: string | null; fencingToken: number }[] {
-    return (this.db.prepare('SELECT value, written_by, fencing_token FROM accepted_writes ORDER BY seq').all() as {
-      value: string | null;
-      written_by: string | null;
-      fencing_token: number;
-    }[]).map((r) => ({ value: r.value, writtenBy: r.written_by, fencingToken: r.fencing_token }));
+    return (
+      this.db.prepare('SELECT value, written_by, fencing_token FROM accepted_writes ORDER BY seq').all() as {
+        value: string | null;
+        written_by: string | null;
+        fencing_token: number;
+      }[]
+    ).map((r) => ({ value: r.value, writtenBy: r.written_by, fencingToken: r.fencing_token }));
   }
 
   close(): void {

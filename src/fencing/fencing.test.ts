@@ -20,7 +20,10 @@ describe('FencedSqliteResource', () => {
     r.close();
     const again = new FencedSqliteResource(path);
     assert.equal(again.write('still stale', 'old', 4).accepted, false);
-    assert.throws(() => again.writeOrThrow('x', 'old', 4), (e: { code: string }) => e.code === 'LEASEHOLD_ERR_STALE_TOKEN');
+    assert.throws(
+      () => again.writeOrThrow('x', 'old', 4),
+      (e: { code: string }) => e.code === 'LEASEHOLD_ERR_STALE_TOKEN',
+    );
     assert.equal(again.write('v6', 'b', 6).accepted, true);
     assert.deepEqual(again.read(), { value: 'v6', writtenBy: 'b', fencingToken: 6 });
     assert.throws(() => again.write('x', 'b', -1), RangeError);

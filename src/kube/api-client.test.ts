@@ -14,7 +14,14 @@ const server = createServer((req, res) => {
   let body = '';
   req.on('data', (c: Buffer) => (body += c.toString()));
   req.on('end', () => {
-    seen.push({ method: req.method!, url: req.url!, auth: req.headers.authorization, contentType: req.headers['content-type'], body, socket: `${req.socket.remotePort}` });
+    seen.push({
+      method: req.method!,
+      url: req.url!,
+      auth: req.headers.authorization,
+      contentType: req.headers['content-type'],
+      body,
+      socket: `${req.socket.remotePort}`,
+    });
     handler(req, body, res);
   });
 });
@@ -40,7 +47,7 @@ function counting(): CredentialSource & { invalidations: number } {
 
 describe('KubeClient', () => {
   test('sends JSON with credentials and parses the answer; connections are reused', async () => {
-    handler = (_req, body, res) => res.end(JSON.stringify({ echoed: JSON.parse(body || 'null') }));
+    handler = (_req, body, res) => res.end(JSON.stringify({ echoed: JSON.parse(body || 'null') as unknown }));
     seen.length = 0;
     const client = new KubeClient({ server: base, credentials: counting(), source: 'test' });
     const got = await client.request<{ echoed: unknown }>('PUT', '/apis/x/y', { body: { a: 1 } });
@@ -68,7 +75,10 @@ describe('KubeClient', () => {
       res.end(JSON.stringify({ kind: 'Status', message: 'the object has been modified', reason: 'Conflict', code: 409 }));
     };
     const client = new KubeClient({ server: base, source: 'test' });
-    await assert.rejects(client.request('PUT', '/x', { body: {} }), (err: KubeApiError) => err instanceof KubeApiError && err.code === 409 && err.message === 'the object has been modified' && err.reason === 'Conflict');
+    await assert.rejects(
+      client.request('PUT', '/x', { body: {} }),
+      (err: KubeApiError) => err instanceof KubeApiError && err.code === 409 && err.message === 'the object has been modified' && err.reason === 'Conflict',
+    );
     handler = (_req, _b, res) => {
       res.statusCode = 502;
       res.end('bad gateway');
@@ -93,7 +103,10 @@ describe('KubeClient', () => {
   test('a request that gets no answer is destroyed after its timeout', async () => {
     handler = () => {}; // never answers
     const client = new KubeClient({ server: base, source: 'test' }, 150);
-    await assert.rejects(client.request('GET', '/slow'), (err: Error & { code?: string }) => err.code === 'ETIMEDOUT' && /timed out after 150 ms/.test(err.message));
+    await assert.rejects(
+      client.request('GET', '/slow'),
+      (err: Error & { code?: string }) => err.code === 'ETIMEDOUT' && /timed out after 150 ms/.test(err.message),
+    );
     client.close();
   });
 
@@ -111,7 +124,9 @@ describe('KubeClient', () => {
     seen.length = 0;
     const client = new KubeClient({ server: base, source: 'test' });
     const events: RawWatchEvent[] = [];
-    const ended = new Promise<Error | undefined>((resolve) => void client.watch('/apis/l', { fieldSelector: 'metadata.name=x' }, (e) => events.push(e), resolve));
+    const ended = new Promise<Error | undefined>(
+      (resolve) => void client.watch('/apis/l', { fieldSelector: 'metadata.name=x' }, (e) => events.push(e), resolve),
+    );
     const err = (await ended) as KubeApiError;
     assert.deepEqual(
       events.map((e) => e.type),
@@ -129,12 +144,22 @@ describe('KubeClient', () => {
     };
     const client = new KubeClient({ server: base, source: 'test' });
     await assert.rejects(
-      client.watch('/apis/l', {}, () => {}, () => {}),
+      client.watch(
+        '/apis/l',
+        {},
+        () => {},
+        () => {},
+      ),
       (err: KubeApiError) => err.code === 403 && err.message === 'leases is forbidden',
     );
     handler = (_req, _b, res) => res.writeHead(200).flushHeaders();
     let endCalls = 0;
-    const handle = await client.watch('/apis/l', {}, () => {}, () => endCalls++);
+    const handle = await client.watch(
+      '/apis/l',
+      {},
+      () => {},
+      () => endCalls++,
+    );
     handle.abort();
     await new Promise((r) => setImmediate(r));
     assert.equal(endCalls, 0);

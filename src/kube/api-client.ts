@@ -60,7 +60,14 @@ export class KubeClient {
     this.isHttps = conn.server.startsWith('https:');
     const options = { keepAlive: true, maxSockets: 8, maxFreeSockets: 2 };
     this.agent = this.isHttps
-      ? new HttpsAgent({ ...options, ca: conn.ca, cert: conn.cert, key: conn.key, rejectUnauthorized: !conn.insecureSkipTlsVerify, servername: conn.tlsServerName })
+      ? new HttpsAgent({
+          ...options,
+          ca: conn.ca,
+          cert: conn.cert,
+          key: conn.key,
+          rejectUnauthorized: !conn.insecureSkipTlsVerify,
+          servername: conn.tlsServerName,
+        })
       : new HttpAgent(options);
   }
 
@@ -172,7 +179,10 @@ export class KubeClient {
       const timer =
         timeoutMs === undefined
           ? undefined
-          : setTimeout(() => req.destroy(Object.assign(new Error(`${method} ${url.pathname} timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' })), timeoutMs);
+          : setTimeout(
+              () => req.destroy(Object.assign(new Error(`${method} ${url.pathname} timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' })),
+              timeoutMs,
+            );
       timer?.unref();
       signal?.addEventListener('abort', onAbort, { once: true });
       req.on('error', (err) => {

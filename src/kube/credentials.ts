@@ -79,14 +79,16 @@ export function execPlugin(
   const command = typeof spec.command === 'string' ? spec.command : '';
   if (!command) throw new StoreOpenError(`${where}: exec needs a command`);
   if (spec.interactiveMode === 'Always') {
-    throw new StoreOpenError(`${where}: exec plugin ${command} sets interactiveMode: Always, but a sidecar has no terminal to answer it: use a plugin that runs without input`);
+    throw new StoreOpenError(
+      `${where}: exec plugin ${command} sets interactiveMode: Always, but a sidecar has no terminal to answer it: use a plugin that runs without input`,
+    );
   }
   const apiVersion = typeof spec.apiVersion === 'string' ? spec.apiVersion : 'client.authentication.k8s.io/v1';
   const args = Array.isArray(spec.args) ? spec.args.map(String) : [];
   const extraEnv = Object.fromEntries(
     (Array.isArray(spec.env) ? spec.env : [])
-      .filter((e): e is { name: string; value: unknown } => typeof e?.name === 'string')
-      .map((e) => [e.name, String(e.value ?? '')]),
+      .filter((e: unknown): e is { name: string; value: unknown } => typeof (e as { name?: unknown } | null)?.name === 'string')
+      .map((e) => [e.name, typeof e.value === 'string' ? e.value : '']),
   );
   // client-go resolves a relative command that contains a path separator against the kubeconfig's folder.
   const file = !isAbsolute(command) && command.includes('/') ? join(kubeconfigDir, command) : command;
@@ -95,7 +97,9 @@ export function execPlugin(
   try {
     resolveExecutable(file);
   } catch (err) {
-    throw new StoreOpenError(`${where}: exec credential plugin ${command} ${describeError(err).replace(/^cannot run "[^"]*": (it )?/, '')}${installHint}`, { cause: err });
+    throw new StoreOpenError(`${where}: exec credential plugin ${command} ${describeError(err).replace(/^cannot run "[^"]*": (it )?/, '')}${installHint}`, {
+      cause: err,
+    });
   }
   const execInfo = JSON.stringify({
     apiVersion,
@@ -116,7 +120,14 @@ export function execPlugin(
         if (err) {
           // Never err.message: it quotes the whole command line, and arguments can be secrets.
           const e = err as NodeJS.ErrnoException & { killed?: boolean; signal?: string | null; code?: string | number };
-          const how = e.code === 'ENOENT' ? `not found${installHint}` : e.killed ? `timed out after ${EXEC_TIMEOUT_MS} ms` : e.signal ? `killed by ${e.signal}` : `exited with status ${String(e.code)}`;
+          const how =
+            e.code === 'ENOENT'
+              ? `not found${installHint}`
+              : e.killed
+                ? `timed out after ${EXEC_TIMEOUT_MS} ms`
+                : e.signal
+                  ? `killed by ${e.signal}`
+                  : `exited with status ${String(e.code)}`;
           const said = stderr.trim().split('\n')[0];
           reject(new UnauthorizedError(`exec credential plugin ${command} failed: ${said ? `${how}: ${said}` : how}`));
           return;

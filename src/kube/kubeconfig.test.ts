@@ -17,7 +17,9 @@ function write(name: string, text: string): string {
 }
 
 /** A kubeconfig with one context; `user` and `cluster` are YAML lines under their maps. */
-function config(opts: { cluster?: string[]; user?: string[]; context?: string; current?: string; namespace?: string; clusterName?: string; userName?: string } = {}): string {
+function config(
+  opts: { cluster?: string[]; user?: string[]; context?: string; current?: string; namespace?: string; clusterName?: string; userName?: string } = {},
+): string {
   const clusterName = opts.clusterName ?? 'c';
   const userName = opts.userName ?? 'u';
   return [
@@ -47,7 +49,13 @@ const noEnv = { HOME: dir } as NodeJS.ProcessEnv;
 describe('loadConnection', () => {
   test('a token user with inline CA data and a context namespace', async () => {
     const ca = Buffer.from('-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n');
-    const path = write(`k${seq++}`, config({ cluster: ['server: https://10.0.0.1:6443/', `certificate-authority-data: ${ca.toString('base64')}`, 'tls-server-name: api.internal'], namespace: 'jobs' }));
+    const path = write(
+      `k${seq++}`,
+      config({
+        cluster: ['server: https://10.0.0.1:6443/', `certificate-authority-data: ${ca.toString('base64')}`, 'tls-server-name: api.internal'],
+        namespace: 'jobs',
+      }),
+    );
     const conn = loadConnection(path, noEnv);
     assert.equal(conn.server, 'https://10.0.0.1:6443', 'trailing slash removed');
     assert.deepEqual(conn.ca, ca);
@@ -63,7 +71,13 @@ describe('loadConnection', () => {
     writeFileSync(join(sub, 'pki', 'client.crt'), 'CERT');
     writeFileSync(join(sub, 'pki', 'client.key'), 'KEY');
     writeFileSync(join(sub, 'pki', 'ca.crt'), 'CA');
-    writeFileSync(join(sub, 'config'), config({ cluster: ['server: https://h:1', 'certificate-authority: pki/ca.crt'], user: ['client-certificate: pki/client.crt', 'client-key: pki/client.key'] }));
+    writeFileSync(
+      join(sub, 'config'),
+      config({
+        cluster: ['server: https://h:1', 'certificate-authority: pki/ca.crt'],
+        user: ['client-certificate: pki/client.crt', 'client-key: pki/client.key'],
+      }),
+    );
     const conn = loadConnection(join(sub, 'config'), noEnv);
     assert.equal(conn.cert?.toString(), 'CERT');
     assert.equal(conn.key?.toString(), 'KEY');
@@ -96,18 +110,42 @@ describe('loadConnection', () => {
     { name: 'no current-context', text: 'apiVersion: v1\nkind: Config\n', error: /has no current-context/ },
     { name: 'current-context not defined', text: config({ current: 'nope' }), error: /current-context "nope" is not among its contexts/ },
     { name: 'server without a scheme', text: config({ cluster: ['server: 10.0.0.1:6443'] }), error: /needs a server URL starting with https:\/\// },
-    { name: 'legacy auth-provider', text: config({ user: ['auth-provider:', '  name: gcp'] }), error: /auth-provider "gcp", which leasehold does not support: use an exec credential plugin/ },
-    { name: 'proxy-url', text: config({ cluster: ['server: https://h:1', 'proxy-url: http://proxy:3128'] }), error: /proxy-url, which leasehold does not support/ },
+    {
+      name: 'legacy auth-provider',
+      text: config({ user: ['auth-provider:', '  name: gcp'] }),
+      error: /auth-provider "gcp", which leasehold does not support: use an exec credential plugin/,
+    },
+    {
+      name: 'proxy-url',
+      text: config({ cluster: ['server: https://h:1', 'proxy-url: http://proxy:3128'] }),
+      error: /proxy-url, which leasehold does not support/,
+    },
     { name: 'certificate without key', text: config({ user: ['client-certificate-data: Q0VSVA=='] }), error: /client certificate without its key/ },
-    { name: 'CA file missing', text: config({ cluster: ['server: https://h:1', 'certificate-authority: nowhere.crt'] }), error: /cannot read certificate-authority .*nowhere\.crt/ },
+    {
+      name: 'CA file missing',
+      text: config({ cluster: ['server: https://h:1', 'certificate-authority: nowhere.crt'] }),
+      error: /cannot read certificate-authority .*nowhere\.crt/,
+    },
     { name: 'not YAML', text: 'clusters: [\n', error: /is not valid YAML/ },
     { name: 'a YAML list', text: '- a\n- b\n', error: /is not a mapping/ },
     { name: 'KUBECONFIG names no file', env: { HOME: dir, KUBECONFIG: join(dir, 'none-1') }, error: /KUBECONFIG names no existing file/ },
     { name: 'nothing configured', env: { HOME: join(dir, 'empty-home') }, error: /no Kubernetes cluster configured: pass --kubeconfig/ },
     { name: 'impersonation (as)', text: config({ user: ['token: abc', 'as: admin'] }), error: /sets as \(impersonation\), which leasehold does not support/ },
-    { name: 'impersonation (as-groups, as-uid)', text: config({ user: ['token: abc', 'as-groups: [system:masters]', 'as-uid: "1"'] }), error: /sets as-uid, as-groups \(impersonation\)/ },
-    { name: 'a bearer token over http://', text: config({ cluster: ['server: http://127.0.0.1:8080'] }), error: /plain http:\/\/ but user "u" has credentials, which would cross the network unencrypted/ },
-    { name: 'a missing exec plugin', text: config({ user: ['exec:', '  apiVersion: client.authentication.k8s.io/v1', '  command: leasehold-no-such-plugin'] }), error: /exec credential plugin leasehold-no-such-plugin not found in PATH/ },
+    {
+      name: 'impersonation (as-groups, as-uid)',
+      text: config({ user: ['token: abc', 'as-groups: [system:masters]', 'as-uid: "1"'] }),
+      error: /sets as-uid, as-groups \(impersonation\)/,
+    },
+    {
+      name: 'a bearer token over http://',
+      text: config({ cluster: ['server: http://127.0.0.1:8080'] }),
+      error: /plain http:\/\/ but user "u" has credentials, which would cross the network unencrypted/,
+    },
+    {
+      name: 'a missing exec plugin',
+      text: config({ user: ['exec:', '  apiVersion: client.authentication.k8s.io/v1', '  command: leasehold-no-such-plugin'] }),
+      error: /exec credential plugin leasehold-no-such-plugin not found in PATH/,
+    },
   ];
   for (const c of refusals) {
     test(`refuses: ${c.name}`, () => {
@@ -135,7 +173,10 @@ describe('in-cluster service account', () => {
   });
 
   test('refuses when the token is not mounted', () => {
-    assert.throws(() => inCluster({ KUBERNETES_SERVICE_HOST: 'h', KUBERNETES_SERVICE_PORT: '1' }, join(dir, 'no-sa')), /token does not exist \(is automountServiceAccountToken disabled\?\)/);
+    assert.throws(
+      () => inCluster({ KUBERNETES_SERVICE_HOST: 'h', KUBERNETES_SERVICE_PORT: '1' }, join(dir, 'no-sa')),
+      /token does not exist \(is automountServiceAccountToken disabled\?\)/,
+    );
   });
 });
 

@@ -65,7 +65,9 @@ export function loadConnection(explicitPath?: string, env: NodeJS.ProcessEnv = p
   const home = join(env.HOME ?? homedir(), '.kube', 'config');
   if (existsSync(home)) return fromFiles([readKubeconfig(home)]);
   if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT) return inCluster(env);
-  throw new StoreOpenError('no Kubernetes cluster configured: pass --kubeconfig, set KUBECONFIG, create ~/.kube/config, or run in a pod with a service account');
+  throw new StoreOpenError(
+    'no Kubernetes cluster configured: pass --kubeconfig, set KUBECONFIG, create ~/.kube/config, or run in a pod with a service account',
+  );
 }
 
 /** The pod's own service account; the token file is re-read as the kubelet rotates it. */
@@ -163,7 +165,7 @@ function lookup(files: KubeconfigFile[], list: string, field: 'cluster' | 'user'
     const entries = file.doc[list];
     if (!Array.isArray(entries)) continue;
     const hit = (entries as NamedEntry<Dict>[]).find((e) => e?.name === name);
-    if (hit) return { value: (hit[field] ?? {}) as Dict, file };
+    if (hit) return { value: hit[field] ?? {}, file };
   }
   return undefined;
 }

@@ -30,7 +30,12 @@ export function exitStatus(r: ExitResult): number {
 
 /** Finds `command` as the shell would, or throws CommandStartError with one clear line. */
 export function resolveExecutable(command: string, path = process.env.PATH ?? ''): string {
-  const candidates = command.includes('/') ? [command] : path.split(delimiter).filter(Boolean).map((d) => join(d, command));
+  const candidates = command.includes('/')
+    ? [command]
+    : path
+        .split(delimiter)
+        .filter(Boolean)
+        .map((d) => join(d, command));
   for (const c of candidates) {
     try {
       if (!statSync(c).isFile()) continue;

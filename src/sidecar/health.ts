@@ -1,7 +1,12 @@
 import type { Timings } from '../election/elector-config.js';
 import type { ElectorSnapshot } from '../election/elector.js';
 
-export type ReadyWhen = 'leader' | 'elected-any';
+export const READY_WHEN = ['leader', 'elected-any'] as const;
+export type ReadyWhen = (typeof READY_WHEN)[number];
+
+export function isReadyWhen(v: string): v is ReadyWhen {
+  return (READY_WHEN as readonly string[]).includes(v);
+}
 
 export interface Verdict {
   ok: boolean;

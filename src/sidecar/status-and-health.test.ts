@@ -38,9 +38,15 @@ describe('StatusPublisher', () => {
     assert.equal(readFileSync(join(d, 'fencing-token'), 'utf8'), '3\n');
     assert.equal(readFileSync(join(d, 'holder'), 'utf8'), 'me\n');
     assert.deepEqual(JSON.parse(readFileSync(join(d, 'status.json'), 'utf8')), {
-      lease: 'l', identity: 'me', holder: 'me', isLeader: true, fencingToken: 3,
-      acquiredAt: '2026-12-02T09:00:00.000Z', renewedAt: '2026-12-02T09:00:10.000Z',
-      validUntil: '2026-12-02T09:00:20.000Z', updatedAt: '2026-12-02T09:00:11.000Z',
+      lease: 'l',
+      identity: 'me',
+      holder: 'me',
+      isLeader: true,
+      fencingToken: 3,
+      acquiredAt: '2026-12-02T09:00:00.000Z',
+      renewedAt: '2026-12-02T09:00:10.000Z',
+      validUntil: '2026-12-02T09:00:20.000Z',
+      updatedAt: '2026-12-02T09:00:11.000Z',
     });
     assert.equal(p.publish(toLeaderStatus(snap(), new Date('2026-12-02T09:00:12Z'))), false, 'nothing but updatedAt changed: no write');
     p.publish(toLeaderStatus(snap({ isLeader: false, holder: 'other', fencingToken: null, validUntil: null }), new Date()));

@@ -30,9 +30,7 @@ export function checkStatusDir(dir: string): void {
       const st = statSync(probe);
       if (!st.isDirectory()) {
         throw new StatusDirError(
-          probe === resolve(dir)
-            ? `--status-dir ${dir} is not a directory`
-            : `--status-dir ${dir} cannot be created: ${probe} is not a directory`,
+          probe === resolve(dir) ? `--status-dir ${dir} is not a directory` : `--status-dir ${dir} cannot be created: ${probe} is not a directory`,
         );
       }
       accessSync(probe, constants.W_OK | constants.X_OK);

@@ -36,7 +36,6 @@ export interface SimulationResult {
   events: string[];
 }
 
-
 /** One OS process as the simulation sees it: its own clock rate, and it can be frozen or killed. */
 class SimProcess implements Clock {
   paused = false;
@@ -159,11 +158,7 @@ class FaultyLink implements LeaseStore {
       // The server applies the request after half the delay and answers after the rest.
       this.base.setTimer(() => {
         apply().then(
-          (v) =>
-            this.base.setTimer(
-              () => answer(() => (lostAnswer ? reject(new BackendUnavailableError('sim: connection reset')) : resolve(v))),
-              delay / 2,
-            ),
+          (v) => this.base.setTimer(() => answer(() => (lostAnswer ? reject(new BackendUnavailableError('sim: connection reset')) : resolve(v))), delay / 2),
           (e: unknown) => this.base.setTimer(() => answer(() => reject(e)), delay / 2),
         );
       }, delay / 2);
@@ -216,7 +211,10 @@ export async function runSimulation(seed: number, steps = 300, trace = false): P
       listener: {
         onStartedLeading: (term) => {
           const others = validLeaders(c);
-          if (others.length) violations.push(`${t()}: ${c.name} started token ${term.token} while ${others.map((o) => `${o.name} (token ${o.term!.token})`).join(', ')} still valid`);
+          if (others.length)
+            violations.push(
+              `${t()}: ${c.name} started token ${term.token} while ${others.map((o) => `${o.name} (token ${o.term!.token})`).join(', ')} still valid`,
+            );
           const highest = tokens.length ? Math.max(...tokens) : 0;
           // (Equal is allowed here: a write whose answer came late may have been seen first.)
           if (term.token < c.knew) {

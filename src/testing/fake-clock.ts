@@ -50,9 +50,7 @@ export class FakeClock implements Clock {
     const target = this.mono + ms;
     await settle();
     for (;;) {
-      const next = this.timers
-        .filter((t) => !t.cancelled && t.at <= target)
-        .sort((a, b) => a.at - b.at || a.seq - b.seq)[0];
+      const next = this.timers.filter((t) => !t.cancelled && t.at <= target).sort((a, b) => a.at - b.at || a.seq - b.seq)[0];
       if (!next) break;
       this.wall += next.at - this.mono;
       this.mono = next.at;

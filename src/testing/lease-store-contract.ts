@@ -165,7 +165,7 @@ export function leaseStoreContract(storeName: string, open: () => Promise<Contra
       assert.deepEqual(await s.get(name), { record: contractRecord(), version: v1 });
     });
 
-    it('watch, where a store has one, reports another writer\'s change and a deletion, and stops when told', async (t) => {
+    it("watch, where a store has one, reports another writer's change and a deletion, and stops when told", async (t) => {
       if (!s.watch) {
         t.skip(`${storeName} has no watch`);
         return;
@@ -174,7 +174,11 @@ export function leaseStoreContract(storeName: string, open: () => Promise<Contra
       await s.create(name, contractRecord());
       const events: WatchEvent[] = [];
       let healthy = false;
-      const stop = s.watch(name, (e) => events.push(e), (h) => (healthy = h));
+      const stop = s.watch(
+        name,
+        (e) => events.push(e),
+        (h) => (healthy = h),
+      );
       try {
         // A store that reports health is connected once it says so; changes before that may be lost.
         await until('the watch to connect', () => (healthy || s.backend !== 'kubernetes' ? true : undefined));
@@ -196,7 +200,11 @@ export function leaseStoreContract(storeName: string, open: () => Promise<Contra
       const stoppedAt = events.length;
       const witness: WatchEvent[] = [];
       let witnessHealthy = false;
-      const stopWitness = s.watch(name, (e) => witness.push(e), (h) => (witnessHealthy = h));
+      const stopWitness = s.watch(
+        name,
+        (e) => witness.push(e),
+        (h) => (witnessHealthy = h),
+      );
       try {
         await until('the second watch to connect', () => (witnessHealthy || s.backend !== 'kubernetes' ? true : undefined));
         const mark = witness.length;

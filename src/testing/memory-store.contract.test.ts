@@ -1,7 +1,7 @@
 import { leaseStoreContract } from './lease-store-contract.js';
 import { MemoryLeaseStore } from './memory-store.js';
 
-leaseStoreContract('in-memory (the elector unit tests\' store)', async () => {
+leaseStoreContract("in-memory (the elector unit tests' store)", async () => {
   const store = new MemoryLeaseStore();
   return {
     store,

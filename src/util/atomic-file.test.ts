@@ -40,6 +40,9 @@ describe('writeFileAtomic in a directory others can write', () => {
       process.umask(old);
     }
     assert.equal(statSync(join(dir, 'holder')).mode & 0o777, 0o644);
-    assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith('.holder.')), []);
+    assert.deepEqual(
+      readdirSync(dir).filter((f) => f.startsWith('.holder.')),
+      [],
+    );
   });
 });

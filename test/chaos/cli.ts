@@ -47,7 +47,9 @@ if (which === 'sqlite' || which === 'both') {
   const dir = tempDir('leasehold-chaos-');
   try {
     say(`sqlite: seed ${seed}, ${seconds} s`);
-    reports.push(await runChaos({ backend: 'sqlite', backendArgs: ['--db', join(dir.path, 'leases.db'), '--lease', 'chaos'], dir: dir.path, seed, seconds, log: say }));
+    reports.push(
+      await runChaos({ backend: 'sqlite', backendArgs: ['--db', join(dir.path, 'leases.db'), '--lease', 'chaos'], dir: dir.path, seed, seconds, log: say }),
+    );
   } finally {
     dir.cleanup();
   }
@@ -58,7 +60,18 @@ if (which === 'kubernetes' || which === 'both') {
   try {
     say(`kubernetes: seed ${seed}, ${seconds} s`);
     const backendArgs = ['--backend', 'kubernetes', '--kubeconfig', cp.adminKubeconfig, '--namespace', 'default', '--lease', 'chaos'];
-    reports.push(await runChaos({ backend: 'kubernetes', backendArgs, dir: dir.path, seed, seconds, apiServer: { stop: cp.stopApiServer, start: cp.startApiServer }, etcd: { stop: cp.stopEtcd, start: cp.startEtcd }, log: say }));
+    reports.push(
+      await runChaos({
+        backend: 'kubernetes',
+        backendArgs,
+        dir: dir.path,
+        seed,
+        seconds,
+        apiServer: { stop: cp.stopApiServer, start: cp.startApiServer },
+        etcd: { stop: cp.stopEtcd, start: cp.startEtcd },
+        log: say,
+      }),
+    );
   } finally {
     await cp.stop();
     dir.cleanup();

@@ -62,7 +62,6 @@ const RETRY_MS = 400;
 export const RECOVERY_BOUND_MS = LEASE_MS + 2.2 * RETRY_MS + 5_000;
 const APP = join(REPO, 'test/chaos/chaos-app.ts');
 
-
 interface Member {
   id: string;
   sidecar: Candidate;
@@ -204,6 +203,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
 }
 
 export function formatReport(r: ChaosReport): string {
-  const faults = Object.entries(r.faults).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
+  const faults =
+    Object.entries(r.faults)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ') || 'none';
   return `chaos ${r.backend} seed=${r.seed}: faults ${faults}; handoffs ${r.handoffs}; leadership terms ${r.terms}, slowest recovery ${r.slowestRecoveryMs} ms (bound ${RECOVERY_BOUND_MS}); writes accepted ${r.accepted}, rejected ${r.rejected} (stale tokens stopped by the fence); violations ${r.violations.length}${r.violations.length ? ': ' + r.violations.join('; ') : ''}`;
 }

@@ -29,7 +29,11 @@ describe('HTTP: /healthz /readyz /leader /metrics', () => {
     procs.push(follower, any);
     const fa = await address(follower);
     const aa = await address(any);
-    await waitFor('the follower to see the leader', async () => ((await (await fetch(`http://${fa}/leader`)).json()) as { name: string }).name === 'lead', 20_000);
+    await waitFor(
+      'the follower to see the leader',
+      async () => ((await (await fetch(`http://${fa}/leader`)).json()) as { name: string }).name === 'lead',
+      20_000,
+    );
 
     assert.equal((await fetch(`http://${la}/healthz`)).status, 200);
     assert.equal((await fetch(`http://${fa}/healthz`)).status, 200);

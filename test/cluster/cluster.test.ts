@@ -40,30 +40,37 @@ describe('the chart on a real node', () => {
   const agreed = async (readyWhen: 'leader' | 'elected-any', timeoutMs = 60_000) => {
     let last = '';
     try {
-      return await waitFor('every view to agree on one leader', () => {
-        let lv: LeaseView;
-        try {
-          lv = lease();
-        } catch {
-          last = 'no Lease yet';
-          return undefined;
-        }
-        const p = readPods(kubectl, RELEASE, { http: true });
-        if (p.filter((x) => !x.deleting).length !== 3) return void (last = `${p.length} pods`);
-        const v = singleLeader(p, lv, new Date(), { podLabel: true, everyViewNamesHolder: true });
-        if (!v.leader) return void (last = v.problem!);
-        if (readyWhen === 'leader' ? !onlyLeaderReady(p, v.leader) : !allReady(p, 3)) return void (last = `readiness (${readyWhen}) not yet as expected`);
-        const ep = onlyEndpointIs(readServiceEndpoints(kubectl, LEADER_SERVICE), v.leader);
-        if (!ep.ok) return void (last = `leader Service: ${ep.problem!}`);
-        return { leader: v.leader, token: v.token! };
-      }, timeoutMs, 500);
+      return await waitFor(
+        'every view to agree on one leader',
+        () => {
+          let lv: LeaseView;
+          try {
+            lv = lease();
+          } catch {
+            last = 'no Lease yet';
+            return undefined;
+          }
+          const p = readPods(kubectl, RELEASE, { http: true });
+          if (p.filter((x) => !x.deleting).length !== 3) return void (last = `${p.length} pods`);
+          const v = singleLeader(p, lv, new Date(), { podLabel: true, everyViewNamesHolder: true });
+          if (!v.leader) return void (last = v.problem!);
+          if (readyWhen === 'leader' ? !onlyLeaderReady(p, v.leader) : !allReady(p, 3)) return void (last = `readiness (${readyWhen}) not yet as expected`);
+          const ep = onlyEndpointIs(readServiceEndpoints(kubectl, LEADER_SERVICE), v.leader);
+          if (!ep.ok) return void (last = `leader Service: ${ep.problem!}`);
+          return { leader: v.leader, token: v.token! };
+        },
+        timeoutMs,
+        500,
+      );
     } catch (err) {
-      throw new Error(`${(err as Error).message}; last seen: ${last}`);
+      throw new Error(`${(err as Error).message}; last seen: ${last}`, { cause: err });
     }
   };
   /** The sidecar's log of a pod, followed from now until the container ends (the pod may vanish). */
   const followLog = (pod: string) => {
-    const child = spawn(join(dir, 'bin', 'kubectl'), ['--kubeconfig', kubeconfig, '-n', NS, 'logs', '-f', pod, '-c', 'leasehold'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn(join(dir, 'bin', 'kubectl'), ['--kubeconfig', kubeconfig, '-n', NS, 'logs', '-f', pod, '-c', 'leasehold'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const ended = new Promise<string>((res) => child.once('close', () => res(out)));
@@ -76,8 +83,16 @@ describe('the chart on a real node', () => {
   };
 
   before(() => {
-    kubeconfig = execFileSync('bash', [join(REPO, 'test/cluster/cluster.sh'), 'up', dir], { stdio: ['ignore', 'pipe', 'inherit'], timeout: 1_800_000 }).toString().trim().split('\n').at(-1)!;
-    helmBin = execFileSync('bash', [join(REPO, 'test/env/build-helm.sh')], { stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim().split('\n').at(-1)!;
+    kubeconfig = execFileSync('bash', [join(REPO, 'test/cluster/cluster.sh'), 'up', dir], { stdio: ['ignore', 'pipe', 'inherit'], timeout: 1_800_000 })
+      .toString()
+      .trim()
+      .split('\n')
+      .at(-1)!;
+    helmBin = execFileSync('bash', [join(REPO, 'test/env/build-helm.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
+      .toString()
+      .trim()
+      .split('\n')
+      .at(-1)!;
   });
 
   after(() => {
@@ -91,10 +106,28 @@ describe('the chart on a real node', () => {
   it('helm install against the version-stamped API server: exactly one leader, and every view agrees', { timeout: 240_000 }, async () => {
     assert.match(kubectl('version', '-o', 'json'), /"gitVersion": "v1\.37\.2"/);
     helm(
-      'install', RELEASE, join(REPO, 'deploy/helm/leasehold'),
-      '--set', 'leasehold.image.repository=leasehold', '--set', 'leasehold.image.tag=dev', '--set', 'leasehold.image.pullPolicy=Never',
-      '--set', 'app.image.repository=localhost/busybox', '--set', 'app.image.tag=local', '--set', 'app.image.pullPolicy=Never',
-      '--set', 'leasehold.readyWhen=leader', '--set', 'podLabel.enabled=true', '--set', 'podLabel.leaderService=true', '--wait=false',
+      'install',
+      RELEASE,
+      join(REPO, 'deploy/helm/leasehold'),
+      '--set',
+      'leasehold.image.repository=leasehold',
+      '--set',
+      'leasehold.image.tag=dev',
+      '--set',
+      'leasehold.image.pullPolicy=Never',
+      '--set',
+      'app.image.repository=localhost/busybox',
+      '--set',
+      'app.image.tag=local',
+      '--set',
+      'app.image.pullPolicy=Never',
+      '--set',
+      'leasehold.readyWhen=leader',
+      '--set',
+      'podLabel.enabled=true',
+      '--set',
+      'podLabel.leaderService=true',
+      '--wait=false',
     );
     // A new Lease is created a lease duration (15 s) after it is first seen absent; then the
     // Lease, every status file and /leader, the labels, readiness and the leader Service agree.
@@ -112,71 +145,102 @@ describe('the chart on a real node', () => {
     const oldLog = followLog(old);
     const t0 = Date.now();
     kubectl('delete', 'pod', old, '--wait=false');
-    const next = await waitFor('a new holder', () => {
-      const h = holder();
-      return h !== '' && h !== old && h;
-    }, 60_000, 50);
+    const next = await waitFor(
+      'a new holder',
+      () => {
+        const h = holder();
+        return h !== '' && h !== old && h;
+      },
+      60_000,
+      50,
+    );
     const handoverMs = Date.now() - t0;
     assert.ok(transitions() > tokenBefore, 'the new term has a higher token');
     return { old, next, handoverMs, t0, oldLog };
   };
 
-  it('deleting the leader pod hands over within 2 s, though the example app ignores SIGTERM; the old leader steps down first', { timeout: 180_000 }, async () => {
-    const { old, next, handoverMs, oldLog } = await deleteLeader();
-    console.log(`cluster: leader pod deleted (app ignores SIGTERM), ${next} leads after ${handoverMs} ms (kubectl polling included)`);
-    assert.ok(handoverMs < 2_000, `handover took ${handoverMs} ms`);
-    // The old pod lingers for its grace period (the app ignores SIGTERM): read its log while it does.
-    await waitFor("the old sidecar's log to show its step-down", () => kubectl('logs', old, '-c', 'leasehold').includes('"msg":"stopped leading"'), 10_000, 200);
-    oldLog.stop();
-    const newLog = kubectl('logs', next, '-c', 'leasehold');
-    assert.ok(at(kubectl('logs', old, '-c', 'leasehold'), 'stopped leading') <= at(newLog, 'became leader'), 'the old leader stepped down before the new one was elected');
-    // The replacement pod joins; the label and the leader Service follow the new leader.
-    const now = await agreed('leader', 120_000);
-    assert.equal(now.leader, next);
-  });
+  it(
+    'deleting the leader pod hands over within 2 s, though the example app ignores SIGTERM; the old leader steps down first',
+    { timeout: 180_000 },
+    async () => {
+      const { old, next, handoverMs, oldLog } = await deleteLeader();
+      console.log(`cluster: leader pod deleted (app ignores SIGTERM), ${next} leads after ${handoverMs} ms (kubectl polling included)`);
+      assert.ok(handoverMs < 2_000, `handover took ${handoverMs} ms`);
+      // The old pod lingers for its grace period (the app ignores SIGTERM): read its log while it does.
+      await waitFor(
+        "the old sidecar's log to show its step-down",
+        () => kubectl('logs', old, '-c', 'leasehold').includes('"msg":"stopped leading"'),
+        10_000,
+        200,
+      );
+      oldLog.stop();
+      const newLog = kubectl('logs', next, '-c', 'leasehold');
+      assert.ok(
+        at(kubectl('logs', old, '-c', 'leasehold'), 'stopped leading') <= at(newLog, 'became leader'),
+        'the old leader stepped down before the new one was elected',
+      );
+      // The replacement pod joins; the label and the leader Service follow the new leader.
+      const now = await agreed('leader', 120_000);
+      assert.equal(now.leader, next);
+    },
+  );
 
   it('the security context holds: non-root, read-only root filesystem, only /leader writable', { timeout: 60_000 }, () => {
     const pod = holder();
     assert.equal(kubectl('exec', pod, '-c', 'leasehold', '--', 'id', '-u').trim(), '1000');
-    const root = spawnSync(join(dir, 'bin', 'kubectl'), ['--kubeconfig', kubeconfig, '-n', NS, 'exec', pod, '-c', 'leasehold', '--', 'touch', '/app/x'], { encoding: 'utf8' });
+    const root = spawnSync(join(dir, 'bin', 'kubectl'), ['--kubeconfig', kubeconfig, '-n', NS, 'exec', pod, '-c', 'leasehold', '--', 'touch', '/app/x'], {
+      encoding: 'utf8',
+    });
     assert.notEqual(root.status, 0);
     assert.match(root.stderr, /Read-only file system/);
     kubectl('exec', pod, '-c', 'leasehold', '--', 'touch', '/leader/.probe-by-test');
   });
 
-  it("killing the sidecar's process: the kubelet restarts it alone, leadership returns, and the volume never claims a passed term", { timeout: 180_000 }, async () => {
-    const pod = holder();
-    const tokenBefore = transitions();
-    const statusOfPod = JSON.parse(kubectl('get', 'pod', pod, '-o', 'json')) as { status: { containerStatuses: { name: string; containerID: string; restartCount: number }[] } };
-    const sidecar = statusOfPod.status.containerStatuses.find((c) => c.name === 'leasehold')!;
-    const app = statusOfPod.status.containerStatuses.find((c) => c.name === 'app')!;
-    const id = sidecar.containerID.replace(/^containerd:\/\//, '');
-    execFileSync('ctr', ['-a', join(dir, 'containerd', 'containerd.sock'), '-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', id]);
-    const stale: string[] = [];
-    const back = await waitFor('leadership back', () => {
-      try {
-        const s = JSON.parse(kubectl('exec', pod, '-c', 'app', '--', 'cat', '/leader/status.json')) as { isLeader: boolean; validUntil: string | null };
-        if (s.isLeader && s.validUntil && Date.parse(s.validUntil) < Date.now() - 1_000) stale.push(s.validUntil);
-      } catch {
-        // the file is being replaced: read again
-      }
-      // The restarted sidecar does not trust a record it did not write itself, even under its
-      // own identity: leadership returns as a new term, by it or by another pod.
-      const h = holder();
-      return h !== '' && transitions() > tokenBefore && h;
-    }, 120_000, 300);
-    const after = (JSON.parse(kubectl('get', 'pod', pod, '-o', 'json')) as typeof statusOfPod).status.containerStatuses;
-    assert.equal(after.find((c) => c.name === 'leasehold')!.restartCount, sidecar.restartCount + 1, 'the sidecar was restarted');
-    assert.equal(after.find((c) => c.name === 'app')!.restartCount, app.restartCount, 'the app was not');
-    assert.deepEqual(stale, [], 'the status volume claimed leadership after its validUntil');
-    console.log(`cluster: sidecar of ${pod} killed; ${back} leads (token ${tokenBefore} before, ${transitions()} after)`);
-  });
+  it(
+    "killing the sidecar's process: the kubelet restarts it alone, leadership returns, and the volume never claims a passed term",
+    { timeout: 180_000 },
+    async () => {
+      const pod = holder();
+      const tokenBefore = transitions();
+      const statusOfPod = JSON.parse(kubectl('get', 'pod', pod, '-o', 'json')) as {
+        status: { containerStatuses: { name: string; containerID: string; restartCount: number }[] };
+      };
+      const sidecar = statusOfPod.status.containerStatuses.find((c) => c.name === 'leasehold')!;
+      const app = statusOfPod.status.containerStatuses.find((c) => c.name === 'app')!;
+      const id = sidecar.containerID.replace(/^containerd:\/\//, '');
+      execFileSync('ctr', ['-a', join(dir, 'containerd', 'containerd.sock'), '-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', id]);
+      const stale: string[] = [];
+      const back = await waitFor(
+        'leadership back',
+        () => {
+          try {
+            const s = JSON.parse(kubectl('exec', pod, '-c', 'app', '--', 'cat', '/leader/status.json')) as { isLeader: boolean; validUntil: string | null };
+            if (s.isLeader && s.validUntil && Date.parse(s.validUntil) < Date.now() - 1_000) stale.push(s.validUntil);
+          } catch {
+            // the file is being replaced: read again
+          }
+          // The restarted sidecar does not trust a record it did not write itself, even under its
+          // own identity: leadership returns as a new term, by it or by another pod.
+          const h = holder();
+          return h !== '' && transitions() > tokenBefore && h;
+        },
+        120_000,
+        300,
+      );
+      const after = (JSON.parse(kubectl('get', 'pod', pod, '-o', 'json')) as typeof statusOfPod).status.containerStatuses;
+      assert.equal(after.find((c) => c.name === 'leasehold')!.restartCount, sidecar.restartCount + 1, 'the sidecar was restarted');
+      assert.equal(after.find((c) => c.name === 'app')!.restartCount, app.restartCount, 'the app was not');
+      assert.deepEqual(stale, [], 'the status volume claimed leadership after its validUntil');
+      console.log(`cluster: sidecar of ${pod} killed; ${back} leads (token ${tokenBefore} before, ${transitions()} after)`);
+    },
+  );
 
-  it('the sidecar fits the chart\'s memory limit with margin (working set from the pod\'s cgroup)', { timeout: 120_000 }, async () => {
+  it("the sidecar fits the chart's memory limit with margin (working set from the pod's cgroup)", { timeout: 120_000 }, async () => {
     const pod = holder();
     // Read its memory cgroup once the sidecar has run 60 s as deployed (probes, renewals).
-    const started = (JSON.parse(kubectl('get', 'pod', pod, '-o', 'json')) as { status: { containerStatuses: { name: string; state: { running?: { startedAt: string } } }[] } })
-      .status.containerStatuses.find((c) => c.name === 'leasehold')!.state.running!.startedAt;
+    const started = (
+      JSON.parse(kubectl('get', 'pod', pod, '-o', 'json')) as { status: { containerStatuses: { name: string; state: { running?: { startedAt: string } } }[] } }
+    ).status.containerStatuses.find((c) => c.name === 'leasehold')!.state.running!.startedAt;
     const waitMs = Date.parse(started) + 60_000 - Date.now();
     if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
     const read = (f: string) => kubectl('exec', pod, '-c', 'leasehold', '--', 'cat', f).trim();
@@ -192,36 +256,60 @@ describe('the chart on a real node', () => {
     }
     const limit = 160 * 1024 * 1024;
     const mb = (b: number) => (b / 1024 / 1024).toFixed(1);
-    console.log(`cluster: sidecar working set ${mb(workingSet)} MB (cgroup, ${Math.round((Date.now() - Date.parse(started)) / 1000)} s after it started), limit ${mb(limit)} MB`);
+    console.log(
+      `cluster: sidecar working set ${mb(workingSet)} MB (cgroup, ${Math.round((Date.now() - Date.parse(started)) / 1000)} s after it started), limit ${mb(limit)} MB`,
+    );
     assert.ok(workingSet < limit / 2, `working set ${mb(workingSet)} MB is not under half the ${mb(limit)} MB limit`);
   });
 
-  it('helm upgrade to elected-any and an app that exits on SIGTERM: the rollout completes, helm test passes, the leader Service follows', { timeout: 360_000 }, async () => {
-    helm('upgrade', RELEASE, join(REPO, 'deploy/helm/leasehold'), '--reuse-values', '--set', 'leasehold.readyWhen=elected-any',
-      '--set-json', `app.command=${JSON.stringify(APP_EXITING_ON_SIGTERM)}`, '--wait', '--timeout', '240s');
-    kubectl('rollout', 'status', `deployment/${LEASE}`, '--timeout=120s');
-    // Every pod Ready now, so only the role label keeps followers out of the leader Service.
-    const { leader } = await agreed('elected-any', 120_000);
-    const spec = JSON.parse(kubectl('get', 'pod', leader, '-o', 'json')) as { spec: { containers: { name: string; command: string[] }[] } };
-    assert.deepEqual(spec.spec.containers.find((c) => c.name === 'app')!.command, APP_EXITING_ON_SIGTERM);
-    // No --logs: the chart's test pod is deleted once it succeeds (hook-delete-policy).
-    const test = helm('test', RELEASE);
-    assert.match(test, /Phase:\s+Succeeded/);
-  });
+  it(
+    'helm upgrade to elected-any and an app that exits on SIGTERM: the rollout completes, helm test passes, the leader Service follows',
+    { timeout: 360_000 },
+    async () => {
+      helm(
+        'upgrade',
+        RELEASE,
+        join(REPO, 'deploy/helm/leasehold'),
+        '--reuse-values',
+        '--set',
+        'leasehold.readyWhen=elected-any',
+        '--set-json',
+        `app.command=${JSON.stringify(APP_EXITING_ON_SIGTERM)}`,
+        '--wait',
+        '--timeout',
+        '240s',
+      );
+      kubectl('rollout', 'status', `deployment/${LEASE}`, '--timeout=120s');
+      // Every pod Ready now, so only the role label keeps followers out of the leader Service.
+      const { leader } = await agreed('elected-any', 120_000);
+      const spec = JSON.parse(kubectl('get', 'pod', leader, '-o', 'json')) as { spec: { containers: { name: string; command: string[] }[] } };
+      assert.deepEqual(spec.spec.containers.find((c) => c.name === 'app')!.command, APP_EXITING_ON_SIGTERM);
+      // No --logs: the chart's test pod is deleted once it succeeds (hook-delete-policy).
+      const test = helm('test', RELEASE);
+      assert.match(test, /Phase:\s+Succeeded/);
+    },
+  );
 
-  it('deleting the leader pod hands over within 2 s with the app that exits on SIGTERM too; the pod is gone long before its grace period', { timeout: 180_000 }, async () => {
-    const { old, next, handoverMs, t0, oldLog } = await deleteLeader();
-    console.log(`cluster: leader pod deleted (app exits on SIGTERM), ${next} leads after ${handoverMs} ms (kubectl polling included)`);
-    assert.ok(handoverMs < 2_000, `handover took ${handoverMs} ms`);
-    // Both containers exit at SIGTERM, so the pod goes at once, not after 30 s; its log is read
-    // from the stream followed before the deletion.
-    await waitFor('the old pod to be gone', () => !kubectl('get', 'pods', '-o', 'name').includes(`pod/${old}\n`), 20_000, 200);
-    const goneMs = Date.now() - t0;
-    console.log(`cluster: the old pod was gone ${goneMs} ms after its deletion`);
-    assert.ok(goneMs < 15_000, `the pod took ${goneMs} ms to go: the app did not exit on SIGTERM`);
-    const log = await oldLog.ended;
-    assert.ok(at(log, 'stopped leading') <= at(kubectl('logs', next, '-c', 'leasehold'), 'became leader'), 'the old leader stepped down before the new one was elected');
-    const now = await agreed('elected-any', 120_000);
-    assert.equal(now.leader, next);
-  });
+  it(
+    'deleting the leader pod hands over within 2 s with the app that exits on SIGTERM too; the pod is gone long before its grace period',
+    { timeout: 180_000 },
+    async () => {
+      const { old, next, handoverMs, t0, oldLog } = await deleteLeader();
+      console.log(`cluster: leader pod deleted (app exits on SIGTERM), ${next} leads after ${handoverMs} ms (kubectl polling included)`);
+      assert.ok(handoverMs < 2_000, `handover took ${handoverMs} ms`);
+      // Both containers exit at SIGTERM, so the pod goes at once, not after 30 s; its log is read
+      // from the stream followed before the deletion.
+      await waitFor('the old pod to be gone', () => !kubectl('get', 'pods', '-o', 'name').includes(`pod/${old}\n`), 20_000, 200);
+      const goneMs = Date.now() - t0;
+      console.log(`cluster: the old pod was gone ${goneMs} ms after its deletion`);
+      assert.ok(goneMs < 15_000, `the pod took ${goneMs} ms to go: the app did not exit on SIGTERM`);
+      const log = await oldLog.ended;
+      assert.ok(
+        at(log, 'stopped leading') <= at(kubectl('logs', next, '-c', 'leasehold'), 'became leader'),
+        'the old leader stepped down before the new one was elected',
+      );
+      const now = await agreed('elected-any', 120_000);
+      assert.equal(now.leader, next);
+    },
+  );
 });

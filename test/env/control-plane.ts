@@ -37,12 +37,12 @@ export interface ControlPlane {
   auditLog: string | null;
   etcdUrl: string;
   /** Stops kube-apiserver only (etcd keeps the data), for outage tests. */
-  stopApiServer(): Promise<void>;
-  startApiServer(): Promise<void>;
+  stopApiServer: () => Promise<void>;
+  startApiServer: () => Promise<void>;
   /** Stops etcd only (its data directory stays), for outage tests; the API server stays up and fails requests meanwhile. */
-  stopEtcd(): Promise<void>;
+  stopEtcd: () => Promise<void>;
   /** Starts etcd again on the same port and data, and waits until the API server is ready on it again. */
-  startEtcd(): Promise<void>;
+  startEtcd: () => Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -75,7 +75,23 @@ function certificates(dir: string): void {
   openssl(dir, ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=leasehold-test-ca']);
   openssl(dir, ['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'apiserver.key', '-out', 'apiserver.csr', '-subj', '/CN=kube-apiserver']);
   writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n');
-  openssl(dir, ['x509', '-req', '-in', 'apiserver.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'apiserver.crt', '-days', '2', '-extfile', 'san.ext']);
+  openssl(dir, [
+    'x509',
+    '-req',
+    '-in',
+    'apiserver.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'apiserver.crt',
+    '-days',
+    '2',
+    '-extfile',
+    'san.ext',
+  ]);
   openssl(dir, ['genrsa', '-out', 'sa.key', '2048']);
   openssl(dir, ['rsa', '-in', 'sa.key', '-pubout', '-out', 'sa.pub']);
 }
@@ -166,49 +182,77 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
   const etcdUrl = `http://127.0.0.1:${etcdPort}`;
   const etcdArgs = [
-    '--data-dir', join(dir, 'etcd'),
-    '--listen-client-urls', etcdUrl,
-    '--advertise-client-urls', etcdUrl,
-    '--listen-peer-urls', `http://127.0.0.1:${peerPort}`,
-    '--initial-advertise-peer-urls', `http://127.0.0.1:${peerPort}`,
-    '--initial-cluster', `default=http://127.0.0.1:${peerPort}`,
+    '--data-dir',
+    join(dir, 'etcd'),
+    '--listen-client-urls',
+    etcdUrl,
+    '--advertise-client-urls',
+    etcdUrl,
+    '--listen-peer-urls',
+    `http://127.0.0.1:${peerPort}`,
+    '--initial-advertise-peer-urls',
+    `http://127.0.0.1:${peerPort}`,
+    '--initial-cluster',
+    `default=http://127.0.0.1:${peerPort}`,
     '--unsafe-no-fsync',
-    '--log-level', 'warn',
+    '--log-level',
+    'warn',
   ];
   let etcd: ChildProcess | null = null;
   const startEtcdOnly = async () => {
     etcd = launch(join(binDir, 'etcd'), etcdArgs, join(dir, 'etcd.log'));
-    await waitUntil('etcd', async () => {
-      try {
-        return (await fetch(`${etcdUrl}/health`)).ok;
-      } catch {
-        return false;
-      }
-    }, 30_000, etcd);
+    await waitUntil(
+      'etcd',
+      async () => {
+        try {
+          return (await fetch(`${etcdUrl}/health`)).ok;
+        } catch {
+          return false;
+        }
+      },
+      30_000,
+      etcd,
+    );
   };
   await startEtcdOnly();
 
   const server = `https://127.0.0.1:${apiPort}`;
   const ca = readFileSync(join(dir, 'ca.crt'));
   const apiArgs = [
-    '--etcd-servers', etcdUrl,
-    '--bind-address', '127.0.0.1',
-    '--advertise-address', '127.0.0.1',
-    '--secure-port', String(apiPort),
-    '--cert-dir', join(dir, 'certs'),
-    '--tls-cert-file', join(dir, 'apiserver.crt'),
-    '--tls-private-key-file', join(dir, 'apiserver.key'),
-    '--client-ca-file', join(dir, 'ca.crt'),
-    '--token-auth-file', join(dir, 'tokens.csv'),
-    '--authorization-mode', 'RBAC',
-    '--service-account-issuer', 'https://kubernetes.default.svc',
-    '--service-account-key-file', join(dir, 'sa.pub'),
-    '--service-account-signing-key-file', join(dir, 'sa.key'),
-    '--service-cluster-ip-range', '10.96.0.0/24',
+    '--etcd-servers',
+    etcdUrl,
+    '--bind-address',
+    '127.0.0.1',
+    '--advertise-address',
+    '127.0.0.1',
+    '--secure-port',
+    String(apiPort),
+    '--cert-dir',
+    join(dir, 'certs'),
+    '--tls-cert-file',
+    join(dir, 'apiserver.crt'),
+    '--tls-private-key-file',
+    join(dir, 'apiserver.key'),
+    '--client-ca-file',
+    join(dir, 'ca.crt'),
+    '--token-auth-file',
+    join(dir, 'tokens.csv'),
+    '--authorization-mode',
+    'RBAC',
+    '--service-account-issuer',
+    'https://kubernetes.default.svc',
+    '--service-account-key-file',
+    join(dir, 'sa.pub'),
+    '--service-account-signing-key-file',
+    join(dir, 'sa.key'),
+    '--service-cluster-ip-range',
+    '10.96.0.0/24',
     '--allow-privileged',
     // The kubernetes Service endpoint may not be a loopback address; nothing here needs it.
-    '--endpoint-reconciler-type', 'none',
-    '--v', '1',
+    '--endpoint-reconciler-type',
+    'none',
+    '--v',
+    '1',
   ];
   const auditLog = opts.audit ? join(dir, 'audit.log') : null;
   if (auditLog) {
@@ -225,7 +269,16 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         '',
       ].join('\n'),
     );
-    apiArgs.push('--audit-policy-file', join(dir, 'audit-policy.yaml'), '--audit-log-path', auditLog, '--audit-log-format', 'json', '--audit-log-mode', 'blocking');
+    apiArgs.push(
+      '--audit-policy-file',
+      join(dir, 'audit-policy.yaml'),
+      '--audit-log-path',
+      auditLog,
+      '--audit-log-format',
+      'json',
+      '--audit-log-mode',
+      'blocking',
+    );
   }
   let apiserver: ChildProcess | null = null;
   const startApiServer = async () => {
@@ -238,7 +291,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     await kill(apiserver);
     await kill(etcd);
     const tail = readFileSync(join(dir, 'kube-apiserver.log'), 'utf8').split('\n').slice(-15).join('\n');
-    throw new Error(`${(err as Error).message}\n${tail}`);
+    throw new Error(`${(err as Error).message}\n${tail}`, { cause: err });
   }
   const adminKubeconfig = join(dir, 'admin.kubeconfig');
   const restrictedKubeconfig = join(dir, 'restricted.kubeconfig');

@@ -44,11 +44,9 @@ export function start(command: string, args: string[], env: NodeJS.ProcessEnv = 
   const child = spawn(command, args, { cwd, env: { ...inherited, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
-    child.once('exit', (code, signal) => res({ code, signal })),
-  );
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.once('exit', (code, signal) => res({ code, signal })));
   return {
     child,
     pid: child.pid!,
@@ -79,7 +77,12 @@ export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}, cwd = 
 }
 
 /** Polls `check` until it returns a value other than undefined/false, or throws after timeoutMs. */
-export async function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs: number, everyMs = 25): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs: number,
+  everyMs = 25,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();

@@ -43,7 +43,11 @@ it('singleLeader: podLabel mode needs exactly the holder labelled leader and the
   assert.match(singleLeader([pod('a', true, { role: 'follower' }), pod('b', false)], lease, now, every).problem!, /labelled leader: none/);
   const { role: _, ...noLabel } = pod('b', false);
   assert.match(singleLeader([pod('a', true), noLabel], lease, now, every).problem!, /not labelled follower: b/);
-  assert.equal(singleLeader([pod('a', true), pod('b', false, { role: 'leader', deleting: true })], lease, now, every).leader, 'a', 'a deleting pod is not judged');
+  assert.equal(
+    singleLeader([pod('a', true), pod('b', false, { role: 'leader', deleting: true })], lease, now, every).leader,
+    'a',
+    'a deleting pod is not judged',
+  );
 });
 
 it('onlyEndpointIs: exactly the leader, ready; terminating endpoints ignored', () => {

@@ -109,7 +109,7 @@ export function singleLeader(
     const unlabelled = live.filter((p) => p.name !== holder.name && p.role !== 'follower');
     if (unlabelled.length > 0) return { problem: `not labelled follower: ${unlabelled.map((p) => p.name).join(', ')}` };
   }
-  return { leader: holder.name, token: lease.leaseTransitions! };
+  return { leader: holder.name, token: lease.leaseTransitions };
 }
 
 /**

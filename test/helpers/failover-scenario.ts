@@ -53,7 +53,7 @@ export async function failoverScenario(dir: string, backend: string[], b: Bounds
   assert.ok(third.token > second.token);
   const exit = await second.c.proc.exited;
   assert.equal(exit.code, 0, second.c.proc.stderr());
-  const status = JSON.parse(readFileSync(join(second.c.statusDir, 'status.json'), 'utf8'));
+  const status = JSON.parse(readFileSync(join(second.c.statusDir, 'status.json'), 'utf8')) as { isLeader: boolean };
   assert.equal(status.isLeader, false);
   assert.equal(readFileSync(join(second.c.statusDir, 'is-leader'), 'utf8'), 'false\n');
   assert.equal(readFileSync(join(second.c.statusDir, 'fencing-token'), 'utf8'), '');

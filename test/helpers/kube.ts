@@ -49,7 +49,7 @@ export function kubectl(args: string[], kubeconfig = env().admin): string {
 
 /** The Lease exactly as stored, through kubectl (not through the code under test). */
 export function rawLease(namespace: string, name: string): { metadata: Record<string, unknown>; spec: Record<string, unknown> } {
-  return JSON.parse(kubectl(['get', 'lease', name, '-n', namespace, '-o', 'json']));
+  return JSON.parse(kubectl(['get', 'lease', name, '-n', namespace, '-o', 'json'])) as { metadata: Record<string, unknown>; spec: Record<string, unknown> };
 }
 
 export function backendArgs(namespace: string, lease: string, kubeconfig = env().admin): string[] {

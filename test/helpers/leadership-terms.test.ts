@@ -3,7 +3,8 @@ import { describe, test } from 'node:test';
 import { termViolations, termsFromLog } from './leadership-terms.js';
 
 // The chaos suite's overlap check must be able to fail: these logs are written by hand.
-const line = (time: string, msg: string, fields: Record<string, unknown> = {}) => JSON.stringify({ time: `2026-12-02T10:00:${time}Z`, level: 'info', msg, ...fields });
+const line = (time: string, msg: string, fields: Record<string, unknown> = {}) =>
+  JSON.stringify({ time: `2026-12-02T10:00:${time}Z`, level: 'info', msg, ...fields });
 
 describe('leadership terms from sidecar logs', () => {
   test('a term ends at its latest validUntil, or earlier at a step-down', () => {
@@ -24,8 +25,16 @@ describe('leadership terms from sidecar logs', () => {
   const t = (id: string, token: number, start: number, end: number) => ({ id, token, start, end });
   const cases = [
     { name: 'back-to-back terms are fine', terms: [t('a', 1, 0, 100), t('b', 2, 100, 200)], violations: [] },
-    { name: 'a frozen leader whose validity outlives the next start', terms: [t('a', 1, 0, 150), t('b', 2, 100, 200)], violations: [/overlapping leadership: a token 1 .* and b token 2/] },
-    { name: 'a term inside another', terms: [t('a', 1, 0, 500), t('b', 2, 100, 200), t('c', 3, 300, 600)], violations: [/a token 1 .* and b token 2/, /a token 1 .* and c token 3/] },
+    {
+      name: 'a frozen leader whose validity outlives the next start',
+      terms: [t('a', 1, 0, 150), t('b', 2, 100, 200)],
+      violations: [/overlapping leadership: a token 1 .* and b token 2/],
+    },
+    {
+      name: 'a term inside another',
+      terms: [t('a', 1, 0, 500), t('b', 2, 100, 200), t('c', 3, 300, 600)],
+      violations: [/a token 1 .* and b token 2/, /a token 1 .* and c token 3/],
+    },
     { name: 'a token that did not grow', terms: [t('a', 4, 0, 100), t('b', 4, 200, 300)], violations: [/tokens did not increase/] },
     { name: 'one candidate re-acquiring is not an overlap with itself', terms: [t('a', 1, 0, 100), t('a', 2, 50, 150)], violations: [] },
   ];

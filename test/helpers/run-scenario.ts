@@ -37,10 +37,14 @@ export async function exclusiveRunScenario(backend: string[], work: string, proc
     byId.get(seen.identity)!.kill('SIGKILL');
     await waitFor(`child ${seen.pid} to die with its leasehold`, () => !isAlive(seen.pid), 1_500, 10);
     const prev = seen;
-    seen = await waitFor('a new child under a new leader', () => {
-      const c = current(work);
-      return c && c.pid !== prev.pid ? c : undefined;
-    }, 15_000);
+    seen = await waitFor(
+      'a new child under a new leader',
+      () => {
+        const c = current(work);
+        return c && c.pid !== prev.pid ? c : undefined;
+      },
+      15_000,
+    );
     assert.ok(seen.token > prev.token, 'the new child got a higher fencing token');
     assert.notEqual(seen.identity, prev.identity);
     tokens.push(seen.token);

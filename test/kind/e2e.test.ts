@@ -23,15 +23,34 @@ const kubectl = (...args: string[]) => sh('kubectl', ['--context', `kind-${CLUST
 
 const pods = (): PodView[] => readPods(kubectl, RELEASE);
 
-const lease = (): LeaseView => JSON.parse(kubectl('get', 'lease', `${RELEASE}-leasehold`, '-o', 'jsonpath={.spec}') || '{}');
+const lease = (): LeaseView => JSON.parse(kubectl('get', 'lease', `${RELEASE}-leasehold`, '-o', 'jsonpath={.spec}') || '{}') as LeaseView;
 
 describe('kind: the chart with 3 replicas', () => {
   before(() => {
     sh('docker', ['build', '-t', IMAGE, REPO]);
     sh('kind', ['create', 'cluster', '--name', CLUSTER, '--wait', '120s']);
     sh('kind', ['load', 'docker-image', IMAGE, '--name', CLUSTER]);
-    sh('helm', ['--kube-context', `kind-${CLUSTER}`, 'install', RELEASE, join(REPO, 'deploy/helm/leasehold'), '--namespace', NS, '--create-namespace',
-      '--set', `replicaCount=${REPLICAS}`, '--set', 'leasehold.image.repository=leasehold', '--set', 'leasehold.image.tag=e2e', '--set', 'leasehold.image.pullPolicy=Never', '--wait', '--timeout', '5m']);
+    sh('helm', [
+      '--kube-context',
+      `kind-${CLUSTER}`,
+      'install',
+      RELEASE,
+      join(REPO, 'deploy/helm/leasehold'),
+      '--namespace',
+      NS,
+      '--create-namespace',
+      '--set',
+      `replicaCount=${REPLICAS}`,
+      '--set',
+      'leasehold.image.repository=leasehold',
+      '--set',
+      'leasehold.image.tag=e2e',
+      '--set',
+      'leasehold.image.pullPolicy=Never',
+      '--wait',
+      '--timeout',
+      '5m',
+    ]);
   });
   after(() => {
     if (!process.env.LEASEHOLD_KIND_KEEP) sh('kind', ['delete', 'cluster', '--name', CLUSTER]);
@@ -47,11 +66,16 @@ describe('kind: the chart with 3 replicas', () => {
     const before = singleLeader(pods(), lease(), new Date());
     assert.ok(before.leader, before.problem);
     const t0 = Date.now();
-    kubectl('delete', 'pod', before.leader!, '--wait=false');
-    const after = await waitFor('a new leader', () => {
-      const v = singleLeader(pods(), lease(), new Date());
-      return v.leader && v.leader !== before.leader ? v : undefined;
-    }, failoverBoundMs(15_000, 2_000), 500);
+    kubectl('delete', 'pod', before.leader, '--wait=false');
+    const after = await waitFor(
+      'a new leader',
+      () => {
+        const v = singleLeader(pods(), lease(), new Date());
+        return v.leader && v.leader !== before.leader ? v : undefined;
+      },
+      failoverBoundMs(15_000, 2_000),
+      500,
+    );
     assert.ok(after.token! > before.token!);
     console.log(`leader pod deleted: new leader in ${Date.now() - t0} ms`);
   });

@@ -12,17 +12,29 @@ describe('chaos on Kubernetes (short)', () => {
   const dir = tempDir('leasehold-chaos-');
   after(dir.cleanup);
 
-  it(`5 candidates under kills, freezes, restarts, API server and etcd outages: no stale write, no overlapping terms, a leader again after every fault (seed ${SEED})`, { timeout: 180_000 }, async () => {
-    const cp = await startControlPlane();
-    try {
-      const backendArgs = ['--backend', 'kubernetes', '--kubeconfig', cp.adminKubeconfig, '--namespace', 'default', '--lease', 'chaos'];
-      const r = await runChaos({ backend: 'kubernetes', backendArgs, dir: dir.path, seed: SEED, seconds: 25, apiServer: { stop: cp.stopApiServer, start: cp.startApiServer }, etcd: { stop: cp.stopEtcd, start: cp.startEtcd } });
-      console.log(formatReport(r));
-      assert.deepEqual(r.violations, [], `replay with LEASEHOLD_CHAOS_SEED=${SEED}`);
-      assert.ok(r.accepted > 0, 'the apps did write');
-      assert.ok(r.terms >= 2, 'leadership changed hands');
-    } finally {
-      await cp.stop();
-    }
-  });
+  it(
+    `5 candidates under kills, freezes, restarts, API server and etcd outages: no stale write, no overlapping terms, a leader again after every fault (seed ${SEED})`,
+    { timeout: 180_000 },
+    async () => {
+      const cp = await startControlPlane();
+      try {
+        const backendArgs = ['--backend', 'kubernetes', '--kubeconfig', cp.adminKubeconfig, '--namespace', 'default', '--lease', 'chaos'];
+        const r = await runChaos({
+          backend: 'kubernetes',
+          backendArgs,
+          dir: dir.path,
+          seed: SEED,
+          seconds: 25,
+          apiServer: { stop: cp.stopApiServer, start: cp.startApiServer },
+          etcd: { stop: cp.stopEtcd, start: cp.startEtcd },
+        });
+        console.log(formatReport(r));
+        assert.deepEqual(r.violations, [], `replay with LEASEHOLD_CHAOS_SEED=${SEED}`);
+        assert.ok(r.accepted > 0, 'the apps did write');
+        assert.ok(r.terms >= 2, 'leadership changed hands');
+      } finally {
+        await cp.stop();
+      }
+    },
+  );
 });

@@ -14,7 +14,15 @@ const CHART = join(REPO, 'deploy/helm/leasehold');
 let helmBin = '';
 
 function helm(args: string[]): { code: number; out: string; err: string } {
-  const r = spawnSync(helmBin, args, { encoding: 'utf8', env: { ...process.env, HELM_CACHE_HOME: join(env().cpDir, 'helm-cache'), HELM_CONFIG_HOME: join(env().cpDir, 'helm-config'), HELM_DATA_HOME: join(env().cpDir, 'helm-data') } });
+  const r = spawnSync(helmBin, args, {
+    encoding: 'utf8',
+    env: {
+      ...process.env,
+      HELM_CACHE_HOME: join(env().cpDir, 'helm-cache'),
+      HELM_CONFIG_HOME: join(env().cpDir, 'helm-config'),
+      HELM_DATA_HOME: join(env().cpDir, 'helm-data'),
+    },
+  });
   return { code: r.status ?? 1, out: r.stdout, err: r.stderr };
 }
 
@@ -24,6 +32,9 @@ function render(set: string[] = [], kubeVersion = '1.31.0'): Record<string, unkn
   return (loadAllYaml(r.out) as (Record<string, unknown> | null)[]).filter((d): d is Record<string, unknown> => d !== null);
 }
 
+// Rendered manifests are walked as the untyped YAML they are; a wrong path fails the assertion.
+/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment */
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-call */
 type Obj = { kind: string; metadata: { name: string }; spec: Record<string, any>; rules?: any[] };
 const find = (docs: Record<string, unknown>[], kind: string) => docs.filter((d) => d.kind === kind) as unknown as Obj[];
 
@@ -31,7 +42,9 @@ describe('the Helm chart', () => {
   const dir = scratchDir(() => cands);
   const cands: Candidate[] = [];
   before(() => {
-    helmBin = execFileSync('bash', [join(REPO, 'test/env/build-helm.sh')], { stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim();
+    helmBin = execFileSync('bash', [join(REPO, 'test/env/build-helm.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
+      .toString()
+      .trim();
   });
 
   it('passes helm lint --strict', () => {
@@ -42,7 +55,10 @@ describe('the Helm chart', () => {
   it('renders a plain sidecar container by default (released at SIGTERM with the app), native on request; identity from the downward API', () => {
     const plain = find(render(), 'Deployment')[0]!.spec.template.spec;
     assert.equal(plain.initContainers, undefined);
-    assert.deepEqual(plain.containers.map((c: { name: string }) => c.name), ['app', 'leasehold']);
+    assert.deepEqual(
+      plain.containers.map((c: { name: string }) => c.name),
+      ['app', 'leasehold'],
+    );
     const sidecar = plain.containers[1];
     assert.equal(sidecar.restartPolicy, undefined);
     const identity = sidecar.env.find((e: { name: string }) => e.name === 'LEASEHOLD_IDENTITY');
@@ -57,7 +73,10 @@ describe('the Helm chart', () => {
     const native = find(render(['leasehold.nativeSidecar=true']), 'Deployment')[0]!.spec.template.spec;
     assert.equal(native.initContainers[0].name, 'leasehold');
     assert.equal(native.initContainers[0].restartPolicy, 'Always');
-    assert.deepEqual(native.containers.map((c: { name: string }) => c.name), ['app']);
+    assert.deepEqual(
+      native.containers.map((c: { name: string }) => c.name),
+      ['app'],
+    );
     const auto = find(render(['leasehold.nativeSidecar=auto'], '1.28.0'), 'Deployment')[0]!.spec.template.spec;
     assert.equal(auto.initContainers, undefined, '"auto" is native only on 1.29+');
   });
@@ -116,7 +135,9 @@ describe('the Helm chart', () => {
     writeFileSync(saConfig, kubeconfig(server, join(env().cpDir, 'ca.crt'), sa, token), { mode: 0o600 });
 
     const can = (verb: string, resource: string, extra: string[] = []) =>
-      spawnSync(join(env().binDir, 'kubectl'), ['--kubeconfig', saConfig, 'auth', 'can-i', verb, resource, '-n', ns, ...extra], { encoding: 'utf8' }).stdout.trim();
+      spawnSync(join(env().binDir, 'kubectl'), ['--kubeconfig', saConfig, 'auth', 'can-i', verb, resource, '-n', ns, ...extra], {
+        encoding: 'utf8',
+      }).stdout.trim();
     assert.equal(can('get', 'leases/chart-lease'), 'yes');
     assert.equal(can('update', 'leases/chart-lease'), 'yes');
     assert.equal(can('create', 'leases'), 'yes');

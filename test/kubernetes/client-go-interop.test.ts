@@ -55,11 +55,13 @@ function intervals(inst: Instance, endOfTest: number): Interval[] {
 }
 
 describe("client-go's leader election and leasehold share one Lease", () => {
-  const dir = scratchDir(() => all);
+  scratchDir(() => all);
   const all: Instance[] = [];
 
   it(`never two leaders over ${HANDOFFS} handoffs in both directions; the token grows on each`, { timeout: 300_000 }, async () => {
-    const goBin = execFileSync('bash', [join(REPO, 'test/env/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim();
+    const goBin = execFileSync('bash', [join(REPO, 'test/env/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
+      .toString()
+      .trim();
     const ns = await freshNamespace('interop');
     const lease = 'interop';
     let generation = 0;
@@ -67,8 +69,36 @@ describe("client-go's leader election and leasehold share one Lease", () => {
       const id = `${kind}-${generation++}`;
       const proc =
         kind === 'leasehold'
-          ? startCli(['sidecar', ...backendArgs(ns, lease), '--identity', id, '--listen', 'off', '--lease-duration', T.leaseDuration, '--renew-deadline', T.renewDeadline, '--retry-period', T.retryPeriod])
-          : start(goBin, ['--kubeconfig', env().admin, '--namespace', ns, '--lease', lease, '--identity', id, '--lease-duration', T.leaseDuration, '--renew-deadline', T.renewDeadline, '--retry-period', T.retryPeriod]);
+          ? startCli([
+              'sidecar',
+              ...backendArgs(ns, lease),
+              '--identity',
+              id,
+              '--listen',
+              'off',
+              '--lease-duration',
+              T.leaseDuration,
+              '--renew-deadline',
+              T.renewDeadline,
+              '--retry-period',
+              T.retryPeriod,
+            ])
+          : start(goBin, [
+              '--kubeconfig',
+              env().admin,
+              '--namespace',
+              ns,
+              '--lease',
+              lease,
+              '--identity',
+              id,
+              '--lease-duration',
+              T.leaseDuration,
+              '--renew-deadline',
+              T.renewDeadline,
+              '--retry-period',
+              T.retryPeriod,
+            ]);
       const inst = { kind, id, proc };
       all.push(inst);
       return inst;
@@ -126,7 +156,10 @@ describe("client-go's leader election and leasehold share one Lease", () => {
     for (let i = 1; i < ivs.length; i++) {
       const prev = ivs[i - 1]!;
       const cur = ivs[i]!;
-      assert.ok(prev.end <= cur.start, `overlap: ${prev.id} led until ${new Date(prev.end).toISOString()}, ${cur.id} from ${new Date(cur.start).toISOString()}`);
+      assert.ok(
+        prev.end <= cur.start,
+        `overlap: ${prev.id} led until ${new Date(prev.end).toISOString()}, ${cur.id} from ${new Date(cur.start).toISOString()}`,
+      );
     }
     const dirs = (from: string, to: string) => handoffs.filter((h) => h.from === from && h.to === to);
     assert.ok(dirs('leasehold', 'client-go').length >= 5 && dirs('client-go', 'leasehold').length >= 5, 'handoffs went both ways');

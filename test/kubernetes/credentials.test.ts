@@ -24,7 +24,13 @@ describe('kubeconfig credentials on a real kube-apiserver', () => {
     server = /server: (\S+)/.exec(readFileSync(env().admin, 'utf8'))![1]!;
   });
 
-  const record = (holder: string) => ({ holderIdentity: holder, leaseDurationSeconds: 15, acquireTime: new Date(), renewTime: new Date(), leaseTransitions: 1 });
+  const record = (holder: string) => ({
+    holderIdentity: holder,
+    leaseDurationSeconds: 15,
+    acquireTime: new Date(),
+    renewTime: new Date(),
+    leaseTransitions: 1,
+  });
 
   it('a client certificate signed by the cluster CA (files relative to the kubeconfig)', async () => {
     const ca = join(env().cpDir, 'ca');
@@ -52,7 +58,17 @@ describe('kubeconfig credentials on a real kube-apiserver', () => {
     const path = join(dir.path, 'exec.kubeconfig');
     writeFileSync(
       path,
-      kubeconfig(server, [`certificate-authority-data: ${ca}`], ['exec:', '  apiVersion: client.authentication.k8s.io/v1', `  command: ./plugin.sh`, '  env: [{ name: TOKEN, value: "' + token + '" }]', '  interactiveMode: Never']),
+      kubeconfig(
+        server,
+        [`certificate-authority-data: ${ca}`],
+        [
+          'exec:',
+          '  apiVersion: client.authentication.k8s.io/v1',
+          `  command: ./plugin.sh`,
+          '  env: [{ name: TOKEN, value: "' + token + '" }]',
+          '  interactiveMode: Never',
+        ],
+      ),
     );
     const store = KubernetesLeaseStore.fromConfig({ kubeconfig: path, namespace: ns });
     const version = await store.create('by-exec', record('exec-holder'));

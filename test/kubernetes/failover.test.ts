@@ -9,7 +9,7 @@ describe('three leasehold sidecar processes on one Lease of a real API server', 
   const dir = scratchDir(() => cands);
   const cands: Candidate[] = [];
 
-  it('elect exactly one; SIGKILL and SIGTERM hand over within the SQLite tier\'s bounds', { timeout: 120_000 }, async () => {
+  it("elect exactly one; SIGKILL and SIGTERM hand over within the SQLite tier's bounds", { timeout: 120_000 }, async () => {
     const ns = await freshNamespace('failover');
     // The Lease stores whole seconds, so the lease is 3 s as on SQLite.
     const timing = { leaseDuration: '3s', renewDeadline: '2s', retryPeriod: '500ms' };

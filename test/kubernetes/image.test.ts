@@ -32,7 +32,9 @@ describe('the image built from the Dockerfile, run as the chart runs it', () => 
       .split('\n')
       .at(-1)!;
     work = mkdtempSync('/tmp/leasehold-image-test-');
-    dockerHost = execFileSync('bash', [join(REPO, 'test/image/dockerd.sh'), 'start', join(work, 'docker')]).toString().trim();
+    dockerHost = execFileSync('bash', [join(REPO, 'test/image/dockerd.sh'), 'start', join(work, 'docker')])
+      .toString()
+      .trim();
     const load = docker(['load', '-i', image], 300_000);
     assert.equal(load.code, 0, load.err);
   });
@@ -61,13 +63,37 @@ describe('the image built from the Dockerfile, run as the chart runs it', () => 
     writeFileSync(kubeconfig, readFileSync(env().admin));
     chmodSync(kubeconfig, 0o644);
     const run = docker([
-      'run', '-d', '--network', 'host', ...SECURE,
-      '--tmpfs', '/leader:uid=1000,gid=1000,mode=0755',
-      '-v', `${kubeconfig}:/kube/config:ro`,
+      'run',
+      '-d',
+      '--network',
+      'host',
+      ...SECURE,
+      '--tmpfs',
+      '/leader:uid=1000,gid=1000,mode=0755',
+      '-v',
+      `${kubeconfig}:/kube/config:ro`,
       'leasehold:dev',
-      'sidecar', '--backend', 'kubernetes', '--kubeconfig', '/kube/config', '--namespace', ns, '--lease', 'image-check',
-      '--identity', 'in-the-image', '--status-dir', '/leader', '--listen', 'off',
-      '--lease-duration', '3s', '--renew-deadline', '2s', '--retry-period', '500ms',
+      'sidecar',
+      '--backend',
+      'kubernetes',
+      '--kubeconfig',
+      '/kube/config',
+      '--namespace',
+      ns,
+      '--lease',
+      'image-check',
+      '--identity',
+      'in-the-image',
+      '--status-dir',
+      '/leader',
+      '--listen',
+      'off',
+      '--lease-duration',
+      '3s',
+      '--renew-deadline',
+      '2s',
+      '--retry-period',
+      '500ms',
     ]);
     assert.equal(run.code, 0, run.err);
     const id = run.out.trim();
@@ -89,18 +115,37 @@ describe('the image built from the Dockerfile, run as the chart runs it', () => 
 
   it('local mode in the image: nothing written outside the status volume', { timeout: 120_000 }, async () => {
     const run = docker([
-      'run', '-d', '--network', 'none', ...SECURE,
-      '--tmpfs', '/leader:uid=1000,gid=1000,mode=0755',
+      'run',
+      '-d',
+      '--network',
+      'none',
+      ...SECURE,
+      '--tmpfs',
+      '/leader:uid=1000,gid=1000,mode=0755',
       'leasehold:dev',
-      'sidecar', '--db', '/leader/leases.db', '--status-dir', '/leader', '--listen', '127.0.0.1:4040',
-      '--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '400ms',
+      'sidecar',
+      '--db',
+      '/leader/leases.db',
+      '--status-dir',
+      '/leader',
+      '--listen',
+      '127.0.0.1:4040',
+      '--lease-duration',
+      '2s',
+      '--renew-deadline',
+      '1500ms',
+      '--retry-period',
+      '400ms',
     ]);
     assert.equal(run.code, 0, run.err);
     const id = run.out.trim();
     started.push(id);
     await waitFor('leadership', () => docker(['exec', id, 'cat', '/leader/is-leader']).out === 'true\n', 60_000, 200);
     // The root filesystem is read-only, and nothing but the mount point of the volume differs.
-    const diff = docker(['diff', id]).out.trim().split('\n').filter((l) => l && l !== 'A /leader');
+    const diff = docker(['diff', id])
+      .out.trim()
+      .split('\n')
+      .filter((l) => l && l !== 'A /leader');
     assert.deepEqual(diff, [], 'the root filesystem is unchanged');
     const write = docker(['exec', id, 'node', '-e', 'require("fs").writeFileSync("/app/x", "")']);
     assert.notEqual(write.code, 0, 'the root filesystem refuses writes');

@@ -17,7 +17,10 @@ describe('Kubernetes: RBAC without update, a deleted Lease, takeover after expir
     // get/list/watch/create but no update: it can see the Lease, never take it.
     await admin.rbac().createNamespacedRole({
       namespace: ns,
-      body: { metadata: { name: 'no-update' }, rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'create'] }] },
+      body: {
+        metadata: { name: 'no-update' },
+        rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch', 'create'] }],
+      },
     });
     await admin.rbac().createNamespacedRoleBinding({
       namespace: ns,

@@ -112,7 +112,10 @@ describe('the kubernetes store on a real kube-apiserver', () => {
       return true;
     });
     assert.equal(await code(s.create('denied', rec())), 'LEASEHOLD_ERR_FORBIDDEN');
-    assert.equal((await admin.coordination().listNamespacedLease({ namespace: ns })).items.some((l) => l.metadata?.name === 'denied'), false);
+    assert.equal(
+      (await admin.coordination().listNamespacedLease({ namespace: ns })).items.some((l) => l.metadata?.name === 'denied'),
+      false,
+    );
   });
 
   it('a bad token is unauthorized (401); an unreachable server is unavailable', async () => {

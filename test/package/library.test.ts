@@ -59,7 +59,15 @@ console.log(JSON.stringify({ tokenA, tokenB, isLeaderA, events, refused,
 `,
     );
     assert.equal(r.status, 0, r.stderr);
-    const out = JSON.parse(r.stdout) as { tokenA: number; tokenB: number; isLeaderA: boolean; events: string[]; refused: string; fencing: string; status: boolean };
+    const out = JSON.parse(r.stdout) as {
+      tokenA: number;
+      tokenB: number;
+      isLeaderA: boolean;
+      events: string[];
+      refused: string;
+      fencing: string;
+      status: boolean;
+    };
     assert.ok(out.tokenB > out.tokenA, `tokens ${out.tokenA} then ${out.tokenB}`);
     assert.equal(out.isLeaderA, false);
     assert.ok(out.events.includes('a stopped (signal aborted: true)'), out.events.join('; '));
@@ -93,9 +101,25 @@ LeaderElection.start({ store: { backend: 'sqlite', db: 'x' }, lease: 'x', identi
     );
     writeFileSync(
       join(app.path, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'ES2023', strict: true, noEmit: true, skipLibCheck: false, types: ['node'], typeRoots: [join(REPO, 'node_modules/@types')] }, files: ['app.ts'] }),
+      JSON.stringify({
+        compilerOptions: {
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'ES2023',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: false,
+          types: ['node'],
+          typeRoots: [join(REPO, 'node_modules/@types')],
+        },
+        files: ['app.ts'],
+      }),
     );
-    const r = spawnSync(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: app.path, encoding: 'utf8', timeout: 120_000 });
+    const r = spawnSync(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], {
+      cwd: app.path,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     assert.equal(r.status, 0, r.stdout + r.stderr);
   });
 });

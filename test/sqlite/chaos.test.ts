@@ -11,12 +11,22 @@ describe('chaos on SQLite (short)', () => {
   const dir = tempDir('leasehold-chaos-');
   after(dir.cleanup);
 
-  it(`5 candidates under kills, freezes and restarts: no stale write, no overlapping terms, a leader again after every fault (seed ${SEED})`, { timeout: 120_000 }, async () => {
-    const r = await runChaos({ backend: 'sqlite', backendArgs: ['--db', join(dir.path, 'leases.db'), '--lease', 'chaos'], dir: dir.path, seed: SEED, seconds: 20 });
-    console.log(formatReport(r));
-    assert.deepEqual(r.violations, [], `replay with LEASEHOLD_CHAOS_SEED=${SEED}`);
-    assert.ok(r.accepted > 0, 'the apps did write');
-    assert.ok(r.terms >= 2, 'leadership changed hands');
-    assert.ok(Object.values(r.faults).reduce((a, b) => a + b, 0) >= 5, 'faults were injected');
-  });
+  it(
+    `5 candidates under kills, freezes and restarts: no stale write, no overlapping terms, a leader again after every fault (seed ${SEED})`,
+    { timeout: 120_000 },
+    async () => {
+      const r = await runChaos({
+        backend: 'sqlite',
+        backendArgs: ['--db', join(dir.path, 'leases.db'), '--lease', 'chaos'],
+        dir: dir.path,
+        seed: SEED,
+        seconds: 20,
+      });
+      console.log(formatReport(r));
+      assert.deepEqual(r.violations, [], `replay with LEASEHOLD_CHAOS_SEED=${SEED}`);
+      assert.ok(r.accepted > 0, 'the apps did write');
+      assert.ok(r.terms >= 2, 'leadership changed hands');
+      assert.ok(Object.values(r.faults).reduce((a, b) => a + b, 0) >= 5, 'faults were injected');
+    },
+  );
 });

@@ -63,7 +63,8 @@ describe('hostile and careless use of local mode', () => {
       assert.ok(leaders.length <= 1, `two valid leaders: ${leaders.map((l) => `${l.c.id}/${l.token}`).join(', ')}`);
       for (const l of leaders) seen.add(`${l.c.id}/${l.token}`);
       const rec = await holderOf(db, 'r').catch(() => undefined);
-      if (rec && rec.holderIdentity !== '' && leaders.length === 1 && leaders[0]!.token > first.token) next = { id: leaders[0]!.c.id, token: leaders[0]!.token };
+      if (rec && rec.holderIdentity !== '' && leaders.length === 1 && leaders[0]!.token > first.token)
+        next = { id: leaders[0]!.c.id, token: leaders[0]!.token };
       if (next) break;
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -88,7 +89,10 @@ describe('hostile and careless use of local mode', () => {
       await new Promise((r) => setTimeout(r, 25));
     }
     assert.equal(leadersByStatus([one]).length, 1, 'the first keeps its term');
-    const errors = two.proc.stderr().split('\n').filter((l) => l.includes('"level":"error"'));
+    const errors = two.proc
+      .stderr()
+      .split('\n')
+      .filter((l) => l.includes('"level":"error"'));
     assert.equal(errors.length, 1, two.proc.stderr());
     assert.match(errors[0]!, /did not write/);
   });
@@ -124,8 +128,12 @@ describe('hostile and careless use of local mode', () => {
     const db = join(dir.path, 'odd.db');
     await new SqliteLeaseStore(db).close();
     const raw = new Database(db);
-    raw.prepare('INSERT INTO leases (name, holder_identity, fencing_token, renew_time, lease_duration_seconds) VALUES (?, ?, ?, ?, ?)').run('odd', 'peer', 3, 1e300, 15);
-    raw.prepare('INSERT INTO leases (name, holder_identity, fencing_token, renew_time, lease_duration_seconds) VALUES (?, ?, ?, ?, ?)').run('huge', 'peer', 2 ** 60, 1, 15);
+    raw
+      .prepare('INSERT INTO leases (name, holder_identity, fencing_token, renew_time, lease_duration_seconds) VALUES (?, ?, ?, ?, ?)')
+      .run('odd', 'peer', 3, 1e300, 15);
+    raw
+      .prepare('INSERT INTO leases (name, holder_identity, fencing_token, renew_time, lease_duration_seconds) VALUES (?, ?, ?, ?, ?)')
+      .run('huge', 'peer', 2 ** 60, 1, 15);
     raw.close();
     const odd = await runCli(['status', '--db', db, '--lease', 'odd']);
     assert.equal(odd.code, 0, odd.stderr);

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { NODE_FLAGS, REPO, isAlive, runCli, startCli, waitFor, type Proc } from '../helpers/cli.js';
 import { scratchDir } from '../helpers/scratch.js';
@@ -23,17 +23,41 @@ describe('leasehold run -- CMD', () => {
   it('a child that ignores SIGTERM is killed after the grace period when leadership is lost', { timeout: 60_000 }, async () => {
     const work = join(dir.path, 'stubborn');
     await import('node:fs').then((fs) => fs.mkdirSync(work));
-    const p = startCli(['run', '--db', db, '--lease', 'run-stubborn', '--identity', 'stubborn', ...T, '--grace-period', '400ms', '--', 'python3', CHILD, work, '--ignore-term']);
+    const p = startCli([
+      'run',
+      '--db',
+      db,
+      '--lease',
+      'run-stubborn',
+      '--identity',
+      'stubborn',
+      ...T,
+      '--grace-period',
+      '400ms',
+      '--',
+      'python3',
+      CHILD,
+      work,
+      '--ignore-term',
+    ]);
     procs.push(p);
     const child = await waitFor('the child', () => current(work), 20_000);
     // Take the lease away, as another writer would (compare-and-swap on the real file).
     const store = new SqliteLeaseStore(db);
     const got = (await store.get('run-stubborn'))!;
-    await store.update('run-stubborn', { ...got.record, holderIdentity: 'intruder', renewTime: new Date(), leaseTransitions: got.record.leaseTransitions + 1 }, got.version);
+    await store.update(
+      'run-stubborn',
+      { ...got.record, holderIdentity: 'intruder', renewTime: new Date(), leaseTransitions: got.record.leaseTransitions + 1 },
+      got.version,
+    );
     await store.close();
     await waitFor('the stubborn child to be killed', () => !isAlive(child.pid), 10_000, 10);
     await waitFor('the kill to be logged', () => p.stderr().includes('command killed after grace period'), 2_000);
-    const lines = p.stderr().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { time: string; msg: string; reason?: string; gracePeriodMs?: number });
+    const lines = p
+      .stderr()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { time: string; msg: string; reason?: string; gracePeriodMs?: number });
     const lost = lines.find((l) => l.msg === 'stopped leading')!;
     const killed = lines.find((l) => l.msg === 'command killed after grace period')!;
     assert.match(lost.reason!, /held by intruder/);
@@ -45,7 +69,21 @@ describe('leasehold run -- CMD', () => {
   });
 
   it('--once passes the exit code through and releases the lease', { timeout: 60_000 }, async () => {
-    const r = await runCli(['run', '--once', '--db', db, '--lease', 'once', '--identity', 'one', ...T, '--', 'sh', '-c', 'echo "token=$LEASEHOLD_FENCING_TOKEN lease=$LEASEHOLD_LEASE id=$LEASEHOLD_IDENTITY"; exit 7']);
+    const r = await runCli([
+      'run',
+      '--once',
+      '--db',
+      db,
+      '--lease',
+      'once',
+      '--identity',
+      'one',
+      ...T,
+      '--',
+      'sh',
+      '-c',
+      'echo "token=$LEASEHOLD_FENCING_TOKEN lease=$LEASEHOLD_LEASE id=$LEASEHOLD_IDENTITY"; exit 7',
+    ]);
     assert.equal(r.code, 7, r.stderr);
     assert.equal(r.stdout, 'token=1 lease=once id=one\n');
     const store = new SqliteLeaseStore(db);
@@ -75,7 +113,23 @@ describe('leasehold run -- CMD', () => {
     const work = join(dir.path, 'regrace');
     mkdirSync(work);
     const T3 = ['--lease-duration', '3s', '--renew-deadline', '1s', '--retry-period', '300ms'];
-    const p = startCli(['run', '--db', db, '--lease', 'run-regrace', '--identity', 'regrace', ...T3, '--grace-period', '1500ms', '--', 'python3', CHILD, work, '--ignore-term']);
+    const p = startCli([
+      'run',
+      '--db',
+      db,
+      '--lease',
+      'run-regrace',
+      '--identity',
+      'regrace',
+      ...T3,
+      '--grace-period',
+      '1500ms',
+      '--',
+      'python3',
+      CHILD,
+      work,
+      '--ignore-term',
+    ]);
     procs.push(p);
     const first = await waitFor('the first command', () => current(work), 20_000);
     const store = new SqliteLeaseStore(db);
@@ -86,10 +140,14 @@ describe('leasehold run -- CMD', () => {
     // The intruder releases at once: leasehold takes the lease again while the ignored SIGTERM's grace runs.
     await store.update('run-regrace', { ...stolen, holderIdentity: '', leaseDurationSeconds: 1, renewTime: new Date() }, v);
     await store.close();
-    const second = await waitFor('the command for the new term', () => {
-      const c = current(work);
-      return c && c.pid !== first.pid ? c : undefined;
-    }, 15_000);
+    const second = await waitFor(
+      'the command for the new term',
+      () => {
+        const c = current(work);
+        return c && c.pid !== first.pid ? c : undefined;
+      },
+      15_000,
+    );
     assert.ok(second.token > first.token + 1, `new term token ${second.token} after ${first.token} and the intruder's`);
     assert.equal(isAlive(first.pid), false, 'the old command was killed first');
     assert.equal(existsSync(join(work, 'violations')), false, 'never two copies at once');
@@ -102,7 +160,7 @@ describe('leasehold run -- CMD', () => {
     assert.equal(r.code, 139, r.stderr);
   });
 
-  it('a leasehold started inside the command does not campaign as its parent (no second leader on the parent\'s lease)', { timeout: 60_000 }, async () => {
+  it("a leasehold started inside the command does not campaign as its parent (no second leader on the parent's lease)", { timeout: 60_000 }, async () => {
     const cli = [process.execPath, ...NODE_FLAGS, join(REPO, 'dist/cmd/leasehold.js')].map((a) => JSON.stringify(a)).join(' ');
     const nested = [
       `${cli} status --json --db ${JSON.stringify(db)} --lease "$LEASEHOLD_LEASE"`,
@@ -116,12 +174,15 @@ describe('leasehold run -- CMD', () => {
     assert.equal(r.code, 0, r.stderr);
     const report = JSON.parse(r.stdout.trim().split('\n')[0]!) as { holder: string; fencingToken: number };
     assert.equal(report.holder, 'parent', 'status inside the command works despite the inherited variables');
-    const innerLines = r.stderr.split('\n').filter((l) => l.includes('"msg":"campaigning"')).map((l) => JSON.parse(l) as { lease: string; identity: string });
+    const innerLines = r.stderr
+      .split('\n')
+      .filter((l) => l.includes('"msg":"campaigning"'))
+      .map((l) => JSON.parse(l) as { lease: string; identity: string });
     const inner = innerLines.find((l) => l.identity !== 'parent' || l.lease !== 'nested');
     assert.ok(inner, `the nested sidecar campaigned on its own lease and identity: ${JSON.stringify(innerLines)}`);
     assert.equal(innerLines.filter((l) => l.identity === 'parent' && l.lease === 'nested').length, 1, 'only the parent campaigns for "nested" as "parent"');
     const store = new SqliteLeaseStore(db);
-    assert.equal((await store.get('nested'))?.record.leaseTransitions, 1, 'no second term on the parent\'s lease');
+    assert.equal((await store.get('nested'))?.record.leaseTransitions, 1, "no second term on the parent's lease");
     await store.close();
   });
 });

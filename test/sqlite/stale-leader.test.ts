@@ -27,7 +27,7 @@ describe('a leader paused past its lease (SIGSTOP) wakes up stale', () => {
     old.c.proc.kill('SIGSTOP');
     const next = await waitFor('another leader', () => validLeaders(cands).find((l) => l.c !== old.c), 15_000);
     assert.ok(next.token > oldView.fencingToken!);
-    const fresh = resource.write("B: fresh value", next.c.id, next.token);
+    const fresh = resource.write('B: fresh value', next.c.id, next.token);
     assert.equal(fresh.accepted, true);
 
     old.c.proc.kill('SIGCONT');
@@ -40,10 +40,14 @@ describe('a leader paused past its lease (SIGSTOP) wakes up stale', () => {
     assert.match(stale.reason, new RegExp(`fencing token ${oldView.fencingToken} is behind the highest token this resource has accepted \\(${next.token}\\)`));
     assert.deepEqual(resource.read(), { value: 'B: fresh value', writtenBy: next.c.id, fencingToken: next.token });
     // And the sidecar itself notices and says so explicitly.
-    await waitFor('old leader to write isLeader false', () => {
-      const v = readLeadership(old.c.statusDir);
-      return v.status?.isLeader === false;
-    }, 10_000);
+    await waitFor(
+      'old leader to write isLeader false',
+      () => {
+        const v = readLeadership(old.c.statusDir);
+        return v.status?.isLeader === false;
+      },
+      10_000,
+    );
     assert.equal(validLeaders(cands).length, 1);
     resource.close();
   });
