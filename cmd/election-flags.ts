@@ -12,7 +12,7 @@ import {
   validateTimings,
   type Timings,
 } from '../src/election/elector-config.js';
-import { InvalidConfigError } from '../src/errors.js';
+import { InvalidConfigError, describeError } from '../src/errors.js';
 import { badFlag } from './usage-error.js';
 import type { FlagsOf } from './env-flags.js';
 
@@ -71,7 +71,7 @@ export function resolveStore(a: StoreArgs): { store: StoreSettings; lease: strin
   try {
     validateLeaseName(a.lease);
   } catch (err) {
-    throw badFlag('lease', a.lease, (err as Error).message.replace(/^lease name "[^"]*" is invalid: /, ''));
+    throw badFlag('lease', a.lease, describeError(err).replace(/^lease name "[^"]*" is invalid: /, ''));
   }
   if (a.backend === 'sqlite' && a.db.trim() === '') throw badFlag('db', a.db, 'must be a file path');
   if (a.namespace !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(a.namespace)) {
@@ -104,7 +104,7 @@ export function resolveElection(a: ElectionArgs): ElectionSettings {
     validateTimings(timings);
   } catch (err) {
     throw new InvalidConfigError(
-      `invalid timings --lease-duration ${a['lease-duration']} --renew-deadline ${a['renew-deadline']} --retry-period ${a['retry-period']}: ${(err as Error).message}`,
+      `invalid timings --lease-duration ${a['lease-duration']} --renew-deadline ${a['renew-deadline']} --retry-period ${a['retry-period']}: ${describeError(err)}`,
     );
   }
   if (store.backend === 'kubernetes' && timings.leaseDurationMs % 1000 !== 0) {

@@ -1,3 +1,4 @@
+import { describeError } from '../src/errors.js';
 import type { Argv } from 'yargs';
 import { lookup } from 'node:dns/promises';
 import { connectKubernetes, openStore, type StoreSettings } from '../src/backends/open-store.js';
@@ -51,7 +52,7 @@ export function resolveSidecar(a: SidecarArgs) {
     try {
       listen = parseListen(a.listen);
     } catch (err) {
-      throw badFlag('listen', a.listen, (err as Error).message);
+      throw badFlag('listen', a.listen, describeError(err));
     }
   }
   const readyWhen = a['ready-when'];

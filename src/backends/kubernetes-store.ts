@@ -1,15 +1,7 @@
-import { KubeApiError, KubeClient } from '../kube/api-client.js';
+import type { KubeClient } from '../kube/api-client.js';
+import { httpStatus } from '../kube/api-errors.js';
 import { connect } from '../kube/connect.js';
-import {
-  BackendError,
-  BackendUnavailableError,
-  ConflictError,
-  ForbiddenError,
-  InvalidRecordError,
-  LeaseholdError,
-  NotFoundError,
-  UnauthorizedError,
-} from '../errors.js';
+import { BackendError, ConflictError, ForbiddenError, InvalidRecordError, LeaseholdError, NotFoundError } from '../errors.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { formatMicroTime, parseMicroTime } from './micro-time.js';
 
@@ -85,7 +77,7 @@ export class KubernetesLeaseStore implements LeaseStore {
       const lease = await this.client.request<Lease>('GET', this.leasePath(name), { signal: opts?.signal });
       return this.remember(name, lease);
     } catch (err) {
-      if (statusOf(err) === 404) {
+      if (httpStatus(err) === 404) {
         this.objects.delete(name);
         return null;
       }
@@ -203,39 +195,37 @@ export class KubernetesLeaseStore implements LeaseStore {
     return { record: fromSpec(lease.spec), version };
   }
 
-  /** One typed error per API failure, carrying the API server's own message. */
+  /**
+   * The client's coded error (src/kube/api-errors.ts), said again with what was being done:
+   * the same class, the original as `cause`. A 403 names the RBAC rule that is missing; a 404
+   * on update is a conflict by the store contract (the Lease is gone).
+   */
   private translate(err: unknown, op: 'get' | 'create' | 'update', name: string): LeaseholdError {
-    if (err instanceof LeaseholdError) return err; // a cancellation's reason, or already classified
-    const status = statusOf(err);
-    const apiMessage = messageOf(err);
     const what = `${op} Lease ${this.namespace}/${name}`;
-    const verb = { get: 'get', create: 'create', update: 'update' }[op];
+    if (!(err instanceof LeaseholdError)) return new BackendError(`${what}: ${String(err)}`, { cause: err });
+    const status = httpStatus(err);
+    const Same = err.constructor as new (message: string, options?: { cause?: unknown }) => LeaseholdError;
+    if (status === undefined) return new Same(`${what}: ${err.message}`, { cause: err }); // transport, cancellation
     switch (status) {
-      case 401:
-        return new UnauthorizedError(`${what}: unauthorized (401): ${apiMessage}`, { cause: err });
       case 403:
         return new ForbiddenError(
-          `${what}: forbidden (403): RBAC denies verb "${verb}" on resource "leases" (coordination.k8s.io) in namespace ${this.namespace}: ${apiMessage}`,
-          { cause: err },
+          `${what}: forbidden (403): RBAC denies verb "${op}" on resource "leases" (coordination.k8s.io) in namespace ${this.namespace}: ${err.message}`,
+          {
+            cause: err,
+          },
         );
       case 404:
-        // An update's Lease is gone: its version is no longer current, a conflict by the store
-        // contract. Otherwise the namespace itself is missing.
-        if (op === 'update') return new ConflictError(`${what}: the Lease no longer exists (404): ${apiMessage}`, { cause: err });
-        return new NotFoundError(`${what}: not found (404): ${apiMessage}`, { cause: err });
-      case 409:
-        return new ConflictError(`${what}: conflict (409): ${apiMessage}`, { cause: err });
-      case 422:
-        return new InvalidRecordError(`${what}: rejected as invalid (422): ${apiMessage}`, { cause: err });
-      case 429:
-        return new BackendUnavailableError(`${what}: throttled (429): ${apiMessage}`, { cause: err });
-      case undefined:
-        return new BackendUnavailableError(`${what}: ${apiMessage}`, { cause: err });
+        if (op === 'update') return new ConflictError(`${what}: the Lease no longer exists (404): ${err.message}`, { cause: err });
+        return new NotFoundError(`${what}: not found (404): ${err.message}`, { cause: err });
       default:
-        if (status >= 500) return new BackendUnavailableError(`${what}: server error (${status}): ${apiMessage}`, { cause: err });
-        return new BackendError(`${what}: HTTP ${status}: ${apiMessage}`, { cause: err });
+        return new Same(`${what}: ${describeStatus(status)} (${status}): ${err.message}`, { cause: err });
     }
   }
+}
+
+function describeStatus(status: number): string {
+  const known: Record<number, string> = { 401: 'unauthorized', 409: 'conflict', 422: 'rejected as invalid', 429: 'throttled' };
+  return known[status] ?? (status >= 500 ? 'server error' : 'HTTP error');
 }
 
 function toSpec(r: LeaseRecord, base: LeaseSpec | undefined): LeaseSpec {
@@ -262,15 +252,4 @@ function fromSpec(spec: LeaseSpec | undefined): LeaseRecord {
     renewTime: parseMicroTime(spec?.renewTime),
     leaseTransitions: token,
   };
-}
-
-function statusOf(err: unknown): number | undefined {
-  return err instanceof KubeApiError ? err.code : undefined;
-}
-
-/** The API server's Status message, else the transport error's message and code (ECONNREFUSED). */
-function messageOf(err: unknown): string {
-  if (err instanceof KubeApiError) return err.message;
-  const e = err as { message?: string; code?: unknown };
-  return [e?.message, typeof e?.code === 'string' && !e.message?.includes(e.code) ? e.code : undefined].filter(Boolean).join(': ') || String(err);
 }

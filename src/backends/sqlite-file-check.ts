@@ -1,6 +1,6 @@
 import { closeSync, openSync, readSync, statSync, statfsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { StoreOpenError } from '../errors.js';
+import { StoreOpenError, describeError } from '../errors.js';
 
 // Kept apart from sqlite-store.ts so the CLI can check --db before loading the native module
 // (and a kubernetes sidecar never loads it at all).
@@ -17,7 +17,7 @@ export function checkSqliteFile(path: string): void {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     if (err instanceof StoreOpenError) throw err;
-    throw new StoreOpenError(`--db ${path} cannot be read: ${(err as Error).message}`, { cause: err });
+    throw new StoreOpenError(`--db ${path} cannot be read: ${describeError(err)}`, { cause: err });
   }
   if (size === 0) return;
   const fd = openSync(path, 'r');

@@ -235,7 +235,7 @@ export class SqliteLeaseStore implements LeaseStore {
       if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
         throw new BackendUnavailableError(`SQLite ${op} on ${this.location}: database is locked by another process`, { cause: err });
       }
-      throw new BackendError(`SQLite ${op} on ${this.location} failed: ${(err as Error).message}`, { cause: err });
+      throw new BackendError(`SQLite ${op} on ${this.location} failed: ${describeError(err)}`, { cause: err });
     }
   }
 }

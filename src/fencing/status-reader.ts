@@ -1,3 +1,4 @@
+import { describeError } from '../errors.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LeaderStatus } from '../status/leader-status.js';
@@ -24,7 +25,7 @@ export function readLeadership(statusDir: string, now: Date = new Date()): Leade
   try {
     status = JSON.parse(readFileSync(join(statusDir, 'status.json'), 'utf8')) as LeaderStatus;
   } catch (err) {
-    return { isLeader: false, fencingToken: null, reason: `cannot read status: ${(err as Error).message}`, status: null };
+    return { isLeader: false, fencingToken: null, reason: `cannot read status: ${describeError(err)}`, status: null };
   }
   if (!status.isLeader) return { isLeader: false, fencingToken: null, reason: `not leader (holder: ${status.holder || 'none'})`, status };
   const validUntil = status.validUntil ? Date.parse(status.validUntil) : NaN;

@@ -2,7 +2,8 @@ import { strict as assert } from 'node:assert';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { KubeApiError, KubeClient, type RawWatchEvent } from './api-client.js';
+import { KubeClient, type RawWatchEvent } from './api-client.js';
+import { httpReason, httpStatus } from './api-errors.js';
 import type { CredentialSource } from './credentials.js';
 
 // A real HTTP server on loopback standing in for the API server's wire behaviour; the real
@@ -69,7 +70,7 @@ describe('KubeClient', () => {
     client.close();
   });
 
-  test('an HTTP error becomes KubeApiError with the status as code and the Status message', async () => {
+  test('an HTTP error is raised as its coded class, with the status, the reason and the Status message', async () => {
     handler = (_req, _b, res) => {
       res.statusCode = 409;
       res.end(JSON.stringify({ kind: 'Status', message: 'the object has been modified', reason: 'Conflict', code: 409 }));
@@ -77,13 +78,17 @@ describe('KubeClient', () => {
     const client = new KubeClient({ server: base, source: 'test' });
     await assert.rejects(
       client.request('PUT', '/x', { body: {} }),
-      (err: KubeApiError) => err instanceof KubeApiError && err.code === 409 && err.message === 'the object has been modified' && err.reason === 'Conflict',
+      (err: Error & { code: string }) =>
+        err.code === 'LEASEHOLD_ERR_CONFLICT' && httpStatus(err) === 409 && err.message === 'the object has been modified' && httpReason(err) === 'Conflict',
     );
     handler = (_req, _b, res) => {
       res.statusCode = 502;
       res.end('bad gateway');
     };
-    await assert.rejects(client.request('GET', '/x'), (err: KubeApiError) => err.code === 502 && err.message === 'bad gateway');
+    await assert.rejects(
+      client.request('GET', '/x'),
+      (err: Error & { code: string }) => err.code === 'LEASEHOLD_ERR_BACKEND_UNAVAILABLE' && httpStatus(err) === 502 && err.message === 'bad gateway',
+    );
     client.close();
   });
 
@@ -94,7 +99,7 @@ describe('KubeClient', () => {
     };
     const creds = counting();
     const client = new KubeClient({ server: base, credentials: creds, source: 'test' });
-    await assert.rejects(client.request('GET', '/x'), (err: KubeApiError) => err.code === 401);
+    await assert.rejects(client.request('GET', '/x'), (err: Error & { code: string }) => err.code === 'LEASEHOLD_ERR_UNAUTHORIZED' && httpStatus(err) === 401);
     assert.equal(creds.invalidations, 1);
     assert.deepEqual(await client.request('GET', '/x'), {});
     client.close();
@@ -105,7 +110,8 @@ describe('KubeClient', () => {
     const client = new KubeClient({ server: base, source: 'test' }, 150);
     await assert.rejects(
       client.request('GET', '/slow'),
-      (err: Error & { code?: string }) => err.code === 'ETIMEDOUT' && /timed out after 150 ms/.test(err.message),
+      (err: Error & { code?: string; cause?: { code?: string } }) =>
+        err.code === 'LEASEHOLD_ERR_BACKEND_UNAVAILABLE' && err.cause?.code === 'ETIMEDOUT' && /^GET \/slow: timed out after 150 ms/.test(err.message),
     );
     client.close();
   });
@@ -127,12 +133,13 @@ describe('KubeClient', () => {
     const ended = new Promise<Error | undefined>(
       (resolve) => void client.watch('/apis/l', { fieldSelector: 'metadata.name=x' }, (e) => events.push(e), resolve),
     );
-    const err = (await ended) as KubeApiError;
+    const err = await ended;
     assert.deepEqual(
       events.map((e) => e.type),
       ['ADDED', 'MODIFIED'],
     );
-    assert.equal(err.code, 410);
+    assert.equal(httpStatus(err), 410);
+    assert.equal(httpReason(err), 'Expired');
     assert.equal(seen[0]!.url, '/apis/l?fieldSelector=metadata.name%3Dx&watch=true');
     client.close();
   });
@@ -150,7 +157,7 @@ describe('KubeClient', () => {
         () => {},
         () => {},
       ),
-      (err: KubeApiError) => err.code === 403 && err.message === 'leases is forbidden',
+      (err: Error & { code: string }) => err.code === 'LEASEHOLD_ERR_FORBIDDEN' && httpStatus(err) === 403 && err.message === 'leases is forbidden',
     );
     handler = (_req, _b, res) => res.writeHead(200).flushHeaders();
     let endCalls = 0;

@@ -1,23 +1,9 @@
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { abortReason, throwIfAborted } from '../abort.js';
+import { BackendError, BackendUnavailableError } from '../errors.js';
+import { apiError, transportError } from './api-errors.js';
 import type { ClusterConnection } from './kubeconfig.js';
-
-/**
- * The API server answered with an HTTP error. `code` is the HTTP status (404, 409, ...), as in
- * kubernetes-client/javascript, so callers branch on `err.code`; `message` is the server's own
- * Status message. Transport failures (ECONNREFUSED, timeouts) are plain errors with a string code.
- */
-export class KubeApiError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-    readonly reason?: string,
-  ) {
-    super(message);
-    this.name = 'KubeApiError';
-  }
-}
 
 export interface RequestOptions {
   body?: unknown;
@@ -71,7 +57,11 @@ export class KubeClient {
       : new HttpAgent(options);
   }
 
-  /** Sends one request and parses the JSON answer; a non-2xx answer throws KubeApiError. */
+  /**
+   * Sends one request and parses the JSON answer. Every failure is a coded error raised here
+   * (src/kube/api-errors.ts): a non-2xx answer by its status, a refused certificate as a
+   * misconfiguration, any other transport failure as the backend being unavailable.
+   */
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     const payload = opts.body === undefined ? undefined : Buffer.from(JSON.stringify(opts.body));
     const headers: Record<string, string> = { Accept: 'application/json' };
@@ -79,26 +69,37 @@ export class KubeClient {
       headers['Content-Type'] = opts.contentType ?? 'application/json';
       headers['Content-Length'] = String(payload.length);
     }
-    const res = await this.send(method, path, headers, payload, opts.signal ? undefined : (opts.timeoutMs ?? this.defaultTimeoutMs), false, opts.signal);
-    const text = await readAll(res, opts.signal);
+    let res: IncomingMessage;
+    let text: string;
+    try {
+      res = await this.send(method, path, headers, payload, opts.signal ? undefined : (opts.timeoutMs ?? this.defaultTimeoutMs), false, opts.signal);
+      text = await readAll(res, opts.signal);
+    } catch (err) {
+      throw transportError(`${method} ${path}`, err);
+    }
     if (res.statusCode! < 200 || res.statusCode! >= 300) throw this.apiError(res.statusCode!, text);
     try {
       return JSON.parse(text) as T;
-    } catch {
-      throw new Error(`${method} ${path}: the API server answered ${res.statusCode} with a body that is not JSON`);
+    } catch (err) {
+      throw new BackendError(`${method} ${path}: the API server answered ${res.statusCode} with a body that is not JSON`, { cause: err });
     }
   }
 
   /**
    * Opens a watch (`?watch=true` plus `query`) and resolves once the API server accepted it
-   * (HTTP 200); rejects with KubeApiError or a transport error otherwise. Events are parsed
+   * (HTTP 200); rejects with the coded error of api-errors.ts otherwise. Events are parsed
    * line by line; `onEnd` is called once when the stream ends for any reason other than
    * abort() (server timeout, dropped connection, an ERROR event such as 410 Gone).
    */
   async watch(path: string, query: Record<string, string>, onEvent: (e: RawWatchEvent) => void, onEnd: (err?: Error) => void): Promise<WatchHandle> {
     const qs = new URLSearchParams({ ...query, watch: 'true' }).toString();
-    const res = await this.send('GET', `${path}?${qs}`, { Accept: 'application/json' }, undefined, this.defaultTimeoutMs, true);
-    if (res.statusCode !== 200) throw this.apiError(res.statusCode!, await readAll(res));
+    let res: IncomingMessage;
+    try {
+      res = await this.send('GET', `${path}?${qs}`, { Accept: 'application/json' }, undefined, this.defaultTimeoutMs, true);
+    } catch (err) {
+      throw transportError(`watch ${path}`, err);
+    }
+    if (res.statusCode !== 200) throw this.apiError(res.statusCode!, await readAll(res).catch(() => ''));
     let aborted = false;
     let ended = false;
     const end = (err?: Error) => {
@@ -120,12 +121,12 @@ export class KubeClient {
         try {
           event = JSON.parse(line) as RawWatchEvent;
         } catch {
-          end(new Error('watch stream carried a line that is not JSON'));
+          end(new BackendError(`watch ${path}: the stream carried a line that is not JSON`));
           return;
         }
         if (event.type === 'ERROR') {
           const status = event.object as { code?: number; message?: string; reason?: string };
-          end(new KubeApiError(status?.code ?? 500, status?.message ?? 'watch error', status?.reason));
+          end(apiError(status?.code ?? 500, status?.message ?? 'watch error', status?.reason));
           return;
         }
         onEvent(event);
@@ -133,7 +134,7 @@ export class KubeClient {
     });
     res.on('end', () => end());
     res.on('close', () => end());
-    res.on('error', (err) => end(err));
+    res.on('error', (err) => end(transportError(`watch ${path}`, err)));
     return {
       abort() {
         aborted = true;
@@ -179,10 +180,7 @@ export class KubeClient {
       const timer =
         timeoutMs === undefined
           ? undefined
-          : setTimeout(
-              () => req.destroy(Object.assign(new Error(`${method} ${url.pathname} timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' })),
-              timeoutMs,
-            );
+          : setTimeout(() => req.destroy(Object.assign(new Error(`timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' })), timeoutMs);
       timer?.unref();
       signal?.addEventListener('abort', onAbort, { once: true });
       req.on('error', (err) => {
@@ -193,14 +191,14 @@ export class KubeClient {
     });
   }
 
-  private apiError(status: number, body: string): KubeApiError {
+  private apiError(status: number, body: string) {
     try {
       const parsed = JSON.parse(body) as { message?: string; reason?: string };
-      if (parsed?.message) return new KubeApiError(status, parsed.message, parsed.reason);
+      if (parsed?.message) return apiError(status, parsed.message, parsed.reason);
     } catch {
       // not a Status object: use the text
     }
-    return new KubeApiError(status, body.trim().slice(0, 300) || `HTTP ${status}`);
+    return apiError(status, body.trim().slice(0, 300) || `HTTP ${status}`);
   }
 }
 
@@ -212,7 +210,7 @@ function readAll(res: IncomingMessage, signal?: AbortSignal): Promise<string> {
     res.on('error', reject);
     // A timeout or reset after the headers: without this the promise would never settle.
     res.on('close', () => {
-      if (!res.complete) reject(signal?.aborted ? abortReason(signal) : new Error('the connection closed before the response ended'));
+      if (!res.complete) reject(signal?.aborted ? abortReason(signal) : new BackendUnavailableError('the connection closed before the response ended'));
     });
   });
 }

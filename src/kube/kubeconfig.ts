@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { load as parseYaml } from 'js-yaml';
-import { StoreOpenError } from '../errors.js';
+import { StoreOpenError, describeError } from '../errors.js';
 import { type CredentialSource, type ExecClusterInfo, basicAuth, execPlugin, staticToken, tokenFile } from './credentials.js';
 
 /** Where the service account's files are mounted in every pod. */
@@ -92,13 +92,13 @@ function readKubeconfig(path: string): KubeconfigFile {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new StoreOpenError(`cannot read kubeconfig ${path}: ${(err as Error).message}`, { cause: err });
+    throw new StoreOpenError(`cannot read kubeconfig ${path}: ${describeError(err)}`, { cause: err });
   }
   let doc: unknown;
   try {
     doc = parseYaml(text);
   } catch (err) {
-    throw new StoreOpenError(`kubeconfig ${path} is not valid YAML: ${(err as Error).message.split('\n')[0]}`, { cause: err });
+    throw new StoreOpenError(`kubeconfig ${path} is not valid YAML: ${describeError(err).split('\n')[0]}`, { cause: err });
   }
   if (doc === null || doc === undefined) doc = {};
   if (typeof doc !== 'object' || Array.isArray(doc)) throw new StoreOpenError(`kubeconfig ${path} is not a mapping (kind: Config)`);
@@ -208,7 +208,7 @@ function dataOrFile(entry: Found, field: string): Buffer | undefined {
   try {
     return readFileSync(full);
   } catch (err) {
-    throw new StoreOpenError(`kubeconfig ${entry.file.path}: cannot read ${field} ${full}: ${(err as Error).message}`, { cause: err });
+    throw new StoreOpenError(`kubeconfig ${entry.file.path}: cannot read ${field} ${full}: ${describeError(err)}`, { cause: err });
   }
 }
 

@@ -1,3 +1,4 @@
+import { describeError } from '../errors.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
@@ -65,7 +66,7 @@ export class StatusServer {
           return send(res, 404, 'text/plain', 'not found: try /healthz /readyz /leader /metrics\n');
       }
     } catch (err) {
-      return send(res, 500, 'text/plain', `internal error: ${(err as Error).message}\n`);
+      return send(res, 500, 'text/plain', `internal error: ${describeError(err)}\n`);
     }
   }
 }

@@ -1,6 +1,6 @@
 import { accessSync, constants, mkdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { StatusDirError } from '../errors.js';
+import { StatusDirError, describeError } from '../errors.js';
 import { fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
 import type { ElectorSnapshot } from '../election/elector.js';
 import type { LeaderStatus } from '../status/leader-status.js';
@@ -42,7 +42,7 @@ export function checkStatusDir(dir: string): void {
         probe = dirname(probe);
         continue;
       }
-      throw new StatusDirError(`--status-dir ${dir} is not writable: ${(err as Error).message}`, { cause: err });
+      throw new StatusDirError(`--status-dir ${dir} is not writable: ${describeError(err)}`, { cause: err });
     }
   }
 }
@@ -67,7 +67,7 @@ export class StatusPublisher {
       writeFileAtomic(this.dir, '.probe', '');
       rmSync(join(this.dir, '.probe'));
     } catch (err) {
-      throw new StatusDirError(`--status-dir ${this.dir} is not writable: ${(err as Error).message}`, { cause: err });
+      throw new StatusDirError(`--status-dir ${this.dir} is not writable: ${describeError(err)}`, { cause: err });
     }
   }
 
