@@ -9,6 +9,7 @@ import type { LeaseRecord } from '../backends/lease-store.js';
 
 const LEASE = 'billing';
 const ME = 'me';
+const T0 = new Date('2026-12-02T09:00:00.000Z');
 const timings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 
 function record(over: Partial<LeaseRecord> = {}): LeaseRecord {
@@ -400,6 +401,18 @@ describe('the campaign loop', () => {
     const stopped = s.elector.stop();
     await s.clock.advance(5_000);
     await stopped;
+  });
+
+  it('a follower hears of a new term by the same holder (a new token), not only of a new holder', async () => {
+    const s = setup();
+    s.store.put(LEASE, { holderIdentity: 'other', leaseDurationSeconds: 15, acquireTime: T0, renewTime: T0, leaseTransitions: 4 });
+    await s.elector.tryAcquireOrRenew();
+    s.store.put(LEASE, { holderIdentity: 'other', leaseDurationSeconds: 15, acquireTime: T0, renewTime: new Date(T0.getTime() + 2_000), leaseTransitions: 4 });
+    await s.elector.tryAcquireOrRenew(); // a renewal: same term, nothing new
+    s.store.put(LEASE, { holderIdentity: 'other', leaseDurationSeconds: 15, acquireTime: T0, renewTime: new Date(T0.getTime() + 4_000), leaseTransitions: 5 });
+    await s.elector.tryAcquireOrRenew();
+    assert.deepEqual(s.events, ['holder:other', 'holder:other']);
+    assert.equal(s.elector.snapshot().observedToken, 5);
   });
 
   it('a request still hanging at its bound is cancelled through its signal, not abandoned', async () => {

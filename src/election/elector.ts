@@ -41,7 +41,7 @@ export interface ElectorListener {
   onRenewed?(term: LeadershipTerm): void;
   /** This candidate is no longer leader; called before anything else happens. */
   onStoppedLeading?(reason: string): void;
-  /** The holder seen in the record changed ('' = released). */
+  /** The holder seen in the record changed ('' = released), or the same holder began a new term (a new token). */
   onNewLeader?(holder: string, record: LeaseRecord): void;
   /** A renewal by the leader failed (it may still be inside its deadline). */
   onRenewFailed?(reason: string): void;
@@ -538,7 +538,9 @@ export class LeaderElector {
     this.observedAtMono = this.clock.monotonic();
     this.highestToken = Math.max(this.highestToken, got.record.leaseTransitions);
     if (own) this.ownVersion = got.version;
-    if (!previous || previous.record.holderIdentity !== got.record.holderIdentity) {
+    // A new holder, or the same holder in a new term (it lost the lease and took it again):
+    // either way a different leader, whose token a follower must report.
+    if (!previous || previous.record.holderIdentity !== got.record.holderIdentity || previous.record.leaseTransitions !== got.record.leaseTransitions) {
       if (!own && got.record.holderIdentity !== this.identity) {
         this.log.info(got.record.holderIdentity === '' ? 'lease released' : 'new leader observed', {
           holder: got.record.holderIdentity,

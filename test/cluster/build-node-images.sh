@@ -10,7 +10,10 @@ repo="$(cd "$(dirname "$0")/../.." && pwd)"
 k8s="${LEASEHOLD_K8S_VERSION:-1.37.2}"
 cache="${LEASEHOLD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/leasehold}/images"
 pause_tar="$cache/pause-k8s-v$k8s.tar"
-busybox_tar="$cache/busybox-local.tar"
+# The example app's applets (httpd serves the status volume on the app's port); the cache key
+# follows the list, so adding one rebuilds the image.
+applets="sh cat echo sleep ls wget trap true false date grep httpd"
+busybox_tar="$cache/busybox-local-$(printf '%s' "$applets" | sha256sum | cut -c1-8).tar"
 log() { printf '[node-images] %s\n' "$*" >&2; }
 if [[ -f "$pause_tar" && -f "$busybox_tar" ]]; then printf '%s\n%s\n' "$pause_tar" "$busybox_tar"; exit 0; fi
 mkdir -p "$cache"
@@ -27,7 +30,7 @@ log "busybox from busybox-static"
 command -v busybox >/dev/null || { log "busybox is missing: run scripts/setup.sh (Debian busybox-static)"; exit 1; }
 mkdir -p "$work/busybox-root/bin" "$work/busybox-root/tmp"
 cp "$(command -v busybox)" "$work/busybox-root/bin/busybox"
-for applet in sh cat echo sleep ls wget trap true false date grep; do ln -sf busybox "$work/busybox-root/bin/$applet"; done
+for applet in $applets; do ln -sf busybox "$work/busybox-root/bin/$applet"; done
 
 DOCKER_HOST="$(bash "$repo/test/image/dockerd.sh" start "$work/docker")"
 export DOCKER_HOST

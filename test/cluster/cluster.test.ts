@@ -16,7 +16,11 @@ const LEASE = 'lh-leasehold';
 const NS = 'default';
 const LEADER_SERVICE = `${LEASE}-leader`;
 /** The example app's command (values.yaml) ignores SIGTERM; this variant exits on it. */
-const APP_EXITING_ON_SIGTERM = ['sh', '-c', "trap 'exit 0' TERM; while true; do cat /leader/status.json; echo; sleep 10 & wait $!; done"];
+const APP_EXITING_ON_SIGTERM = [
+  'sh',
+  '-c',
+  "trap 'exit 0' TERM; httpd -p 8080 -h /leader; while true; do cat /leader/status.json; echo; sleep 10 & wait $!; done",
+];
 
 describe('the chart on a real node', () => {
   const parent = mkdtempSync('/tmp/leasehold-cluster-');

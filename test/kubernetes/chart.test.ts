@@ -92,11 +92,32 @@ describe('the Helm chart', () => {
     const onlyRbac = render(['app.enabled=false']);
     assert.equal(find(onlyRbac, 'Deployment').length, 0);
     assert.equal(find(onlyRbac, 'Role').length, 1);
+    assert.deepEqual(find(onlyRbac, 'Service'), [], 'app.enabled=false renders only the ServiceAccount and RBAC (and the test pod)');
     const labelled = render(['podLabel.enabled=true', 'podLabel.leaderService=true']);
     assert.ok(find(labelled, 'Deployment')[0]!.spec.template.spec.containers[1].args.includes('--pod-label'));
     assert.deepEqual(JSON.parse(JSON.stringify(find(labelled, 'Role')[0]!.rules!.at(-1))), { apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] });
     const leaderSvc = find(labelled, 'Service').find((svc) => svc.metadata.name === 'demo-leasehold-leader')!;
     assert.equal(leaderSvc.spec.selector['leasehold.io/role'], 'leader');
+    assert.deepEqual(leaderSvc.spec.ports[0], { name: 'app', port: 80, targetPort: 'http', protocol: 'TCP' }, "the leader Service routes to the app's port");
+    const tuned = find(
+      render([
+        'imagePullSecrets[0].name=pull',
+        'podLabels.team=billing',
+        'leasehold.extraArgs[0]=--log-level=debug',
+        'leasehold.extraEnv[0].name=EXTRA',
+        'leasehold.extraEnv[0].value=1',
+        'leasehold.readinessProbe.periodSeconds=5',
+        'leasehold.livenessProbe.failureThreshold=6',
+      ]),
+      'Deployment',
+    )[0]!.spec.template;
+    assert.deepEqual(tuned.spec.imagePullSecrets, [{ name: 'pull' }]);
+    assert.equal(tuned.metadata.labels.team, 'billing');
+    const side = tuned.spec.containers[1];
+    assert.equal(side.args.at(-1), '--log-level=debug');
+    assert.deepEqual(side.env.at(-1), { name: 'EXTRA', value: '1' });
+    assert.equal(side.readinessProbe.periodSeconds, 5);
+    assert.equal(side.livenessProbe.failureThreshold, 6);
     assert.equal(find(render(), 'Role')[0]!.rules!.length, 2, 'no pod access unless podLabel.enabled');
     const strict = find(render(['leasehold.readyWhen=leader']), 'Deployment')[0]!.spec.template.spec;
     assert.ok(strict.containers[1].args.includes('--ready-when=leader'));

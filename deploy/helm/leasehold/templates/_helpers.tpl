@@ -86,6 +86,9 @@ a ServiceAccount bound to this chart's Role, and the app container mounting /lea
     {{- if $root.Values.podLabel.enabled }}
     - --pod-label
     {{- end }}
+    {{- range $v.extraArgs }}
+    - {{ . | quote }}
+    {{- end }}
   env:
     - name: LEASEHOLD_IDENTITY
       valueFrom:
@@ -95,6 +98,9 @@ a ServiceAccount bound to this chart's Role, and the app container mounting /lea
       valueFrom:
         fieldRef:
           fieldPath: metadata.namespace
+    {{- with $v.extraEnv }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
   ports:
     - name: leasehold
       containerPort: {{ $v.port }}
@@ -103,14 +109,12 @@ a ServiceAccount bound to this chart's Role, and the app container mounting /lea
     httpGet:
       path: /healthz
       port: leasehold
-    periodSeconds: 10
-    failureThreshold: 3
+    {{- toYaml $v.livenessProbe | nindent 4 }}
   readinessProbe:
     httpGet:
       path: /readyz
       port: leasehold
-    periodSeconds: 2
-    failureThreshold: 1
+    {{- toYaml $v.readinessProbe | nindent 4 }}
   volumeMounts:
     - name: leader
       mountPath: /leader

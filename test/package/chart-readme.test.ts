@@ -1,0 +1,35 @@
+import { it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { load } from 'js-yaml';
+import { REPO } from '../helpers/cli.js';
+import { documentedKeys, renderReadme } from '../../scripts/chart-readme.js';
+
+const valuesYaml = readFileSync(join(REPO, 'deploy/helm/leasehold/values.yaml'), 'utf8');
+
+it('documentedKeys: a `# --` comment (and its continuation lines) documents the next key, by its dotted path', () => {
+  const rows = documentedKeys(['# -- top', 'a: 1', 'b:', '  # -- nested', '  # more', '  c: 2', '  d: 3', '# plain comment', 'e: 4'].join('\n'));
+  assert.deepEqual(rows, [
+    { key: 'a', description: 'top' },
+    { key: 'b.c', description: 'nested more' },
+  ]);
+});
+
+it('every value in values.yaml is documented, itself or by its parent', () => {
+  const documented = new Set(documentedKeys(valuesYaml).map((r) => r.key));
+  const missing: string[] = [];
+  const walk = (v: unknown, path: string[]) => {
+    const key = path.join('.');
+    if (path.length > 0 && documented.has(key)) return;
+    if (v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length > 0) {
+      for (const [k, child] of Object.entries(v)) walk(child, [...path, k]);
+    } else if (path.length > 0) missing.push(key);
+  };
+  walk(load(valuesYaml), []);
+  assert.deepEqual(missing, []);
+});
+
+it('the chart README is the generated one (npm run chart:readme)', () => {
+  assert.equal(readFileSync(join(REPO, 'deploy/helm/leasehold/README.md'), 'utf8'), renderReadme());
+});
