@@ -243,15 +243,22 @@ export class LeaderElector {
         this.wakePending = false;
         continue;
       }
-      // One controller per wait, aborted by an event or by stop(); nothing long-lived gains a
-      // listener per iteration (AbortSignal.any on a loop-long signal did, and leaked).
-      const wake = new AbortController();
-      this.wake = wake;
-      const wait = this.nextWait();
-      this.loopDueMono = this.clock.monotonic() + wait;
-      await sleep(this.clock, wait, wake.signal);
-      this.wake = null;
+      await this.waitBetweenAttempts();
     }
+  }
+
+  /**
+   * Sleeps until the next attempt is due (nextWait), or until a watch event or stop() wakes
+   * the loop. One controller per wait: nothing long-lived gains a listener per iteration
+   * (AbortSignal.any on a loop-long signal did, and leaked).
+   */
+  private async waitBetweenAttempts(): Promise<void> {
+    const wake = new AbortController();
+    this.wake = wake;
+    const wait = this.nextWait();
+    this.loopDueMono = this.clock.monotonic() + wait;
+    await sleep(this.clock, wait, wake.signal);
+    this.wake = null;
   }
 
   private wakeUp(): void {
