@@ -18,12 +18,14 @@ import { summary } from './cli-args.js';
 import { cpuTicks, rssMB } from './proc-stats.js';
 import { KubeClient } from '../src/kube/api-client.js';
 import { loadConnection } from '../src/kube/kubeconfig.js';
-import { CLI, REPO, start, startCli, waitFor, type Proc } from '../test/helpers/cli.js';
+import { CLI, REPO, start, waitFor, type Proc } from '../test/helpers/cli.js';
+import { imageNode } from './image-node.js';
 import { startControlPlane } from '../test/env/control-plane.js';
 
 /**
- * leasehold runs as the image runs it (node --jitless, test/helpers/cli.ts NODE_FLAGS);
- * "leasehold-jit" is the same sidecar on plain `node`, measured at idle only, for comparison.
+ * leasehold runs as the image runs it: the image's Node version with its ENTRYPOINT flags
+ * (bench/image-node.ts); "leasehold-jit" is the same sidecar on that Node without them,
+ * measured at idle only, for comparison.
  */
 export type Impl = 'leasehold' | 'leasehold-jit' | 'client-go';
 const IMPLS: Impl[] = ['leasehold', 'client-go'];
@@ -64,6 +66,7 @@ export interface KubernetesBenchResult {
 }
 
 export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log, only }: KubernetesBenchOptions): Promise<KubernetesBenchResult> {
+  const node = imageNode();
   const users = Array.from({ length: 12 }, (_, i) => `candidate-${i}`);
   const cp = await startControlPlane({ audit: true, extraUsers: users });
   const goBin = execFileSync('bash', [join(REPO, 'test/env/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
@@ -98,9 +101,9 @@ export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log
     ];
     const proc =
       impl === 'leasehold'
-        ? startCli(sidecarArgs)
+        ? start(node.bin, [...node.flags, CLI, ...sidecarArgs])
         : impl === 'leasehold-jit'
-          ? start(process.execPath, [CLI, ...sidecarArgs])
+          ? start(node.bin, [CLI, ...sidecarArgs])
           : start(goBin, ['--kubeconfig', kubeconfig, '--namespace', ns, '--lease', lease, '--identity', id, ...timing]);
     return { proc, user };
   }
@@ -241,7 +244,7 @@ export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log
       lat[`${impl} SIGTERM`] = summary(await latency(impl, 'SIGTERM'));
       lat[`${impl} SIGKILL`] = summary(await latency(impl, 'SIGKILL'));
     }
-    return { markdown: kubernetesMarkdown(idleResults, lat, TRIALS, IDLE_S), idle: idleResults, latency: lat };
+    return { markdown: kubernetesMarkdown(idleResults, lat, TRIALS, IDLE_S, node.version, node.flags.join(' ')), idle: idleResults, latency: lat };
   } finally {
     admin.close();
     await cp.stop();
@@ -250,7 +253,14 @@ export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log
 
 export const standbyRequestsPerMin = (r: IdleResult) => r.standbys.reduce((a, s) => a + s.perMin, 0) / r.standbys.length;
 
-function kubernetesMarkdown(idleResults: IdleResult[], lat: Record<string, ReturnType<typeof summary>>, trials: number, idleSeconds: number): string {
+function kubernetesMarkdown(
+  idleResults: IdleResult[],
+  lat: Record<string, ReturnType<typeof summary>>,
+  trials: number,
+  idleSeconds: number,
+  nodeVersion: string,
+  nodeFlags: string,
+): string {
   const f1 = (n: number) => n.toFixed(1);
   const idleRows = idleResults
     .flatMap((r) =>
@@ -269,8 +279,8 @@ ${idleSeconds} s with 1 leader + 2 standbys per implementation, opened ${SETTLE_
 (lease / renew deadline / retry; client-go's defaults). Requests per minute on leases come from
 the API server's audit log (each candidate is its own user; a watch counts once, when it
 starts). RSS is sampled from \`/proc\` every second (median / max); CPU is the share of one core
-over the window. leasehold runs as the image runs it: \`node --jitless\`, with
-its HTTP listener (probes, metrics) on; \`leasehold-jit\` is the same sidecar on plain \`node\`.
+over the window. leasehold runs as the image runs it: Node ${nodeVersion} \`node ${nodeFlags}\`, with
+its HTTP listener (probes, metrics) on; \`leasehold-jit\` is the same sidecar on that Node without flags.
 
 | implementation | role | requests/min | by verb (window) | RSS MB median / max | CPU % |
 | --- | --- | ---: | --- | ---: | ---: |

@@ -6,9 +6,9 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO, waitFor } from '../helpers/cli.js';
+import { waitFor } from '../helpers/cli.js';
+import { CHART, ClusterSession, LOCAL_IMAGES } from './cluster-session.js';
 import { allReady, onlyEndpointIs, onlyLeaderReady, readPods, readServiceEndpoints, singleLeader, type LeaseView } from '../helpers/cluster-views.js';
 
 const RELEASE = 'lh';
@@ -23,19 +23,11 @@ const APP_EXITING_ON_SIGTERM = [
 ];
 
 describe('the chart on a real node', () => {
-  const parent = mkdtempSync('/tmp/leasehold-cluster-');
-  const dir = join(parent, 'cluster');
-  let kubeconfig = '';
-  let helmBin = '';
-  const kubectl = (...args: string[]) => {
-    const r = spawnSync(join(dir, 'bin', 'kubectl'), ['--kubeconfig', kubeconfig, '-n', NS, ...args], { encoding: 'utf8', timeout: 120_000 });
-    if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-    return r.stdout;
-  };
-  const helm = (...args: string[]) => execFileSync(helmBin, ['--kubeconfig', kubeconfig, '-n', NS, ...args], { encoding: 'utf8', timeout: 300_000 });
-  const holder = () => kubectl('get', 'lease', LEASE, '-o', 'jsonpath={.spec.holderIdentity}').trim();
-  const transitions = () => Number(kubectl('get', 'lease', LEASE, '-o', 'jsonpath={.spec.leaseTransitions}'));
+  const cluster = new ClusterSession(NS);
+  const { kubectl, helm } = cluster;
   const lease = (): LeaseView => JSON.parse(kubectl('get', 'lease', LEASE, '-o', 'jsonpath={.spec}') || '{}') as LeaseView;
+  const holder = () => lease().holderIdentity ?? '';
+  const transitions = () => lease().leaseTransitions ?? 0;
   /**
    * Waits until every view agrees on one leader: the Lease, each pod's status file and /leader,
    * the role labels, and the leader Service's only endpoint; with readyWhen=leader also that only
@@ -72,7 +64,7 @@ describe('the chart on a real node', () => {
   };
   /** The sidecar's log of a pod, followed from now until the container ends (the pod may vanish). */
   const followLog = (pod: string) => {
-    const child = spawn(join(dir, 'bin', 'kubectl'), ['--kubeconfig', kubeconfig, '-n', NS, 'logs', '-f', pod, '-c', 'leasehold'], {
+    const child = spawn(cluster.kubectlPath, ['--kubeconfig', cluster.kubeconfig, '-n', NS, 'logs', '-f', pod, '-c', 'leasehold'], {
       stdio: ['ignore', 'pipe', 'ignore'],
     });
     let out = '';
@@ -86,45 +78,16 @@ describe('the chart on a real node', () => {
     return Date.parse((JSON.parse(line) as { time: string }).time);
   };
 
-  before(() => {
-    kubeconfig = execFileSync('bash', [join(REPO, 'test/cluster/cluster.sh'), 'up', dir], { stdio: ['ignore', 'pipe', 'inherit'], timeout: 1_800_000 })
-      .toString()
-      .trim()
-      .split('\n')
-      .at(-1)!;
-    helmBin = execFileSync('bash', [join(REPO, 'test/env/build-helm.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
-      .toString()
-      .trim()
-      .split('\n')
-      .at(-1)!;
-  });
-
-  after(() => {
-    try {
-      execFileSync('bash', [join(REPO, 'test/cluster/cluster.sh'), 'down', dir], { stdio: 'inherit', timeout: 300_000 });
-    } finally {
-      rmSync(parent, { recursive: true, force: true });
-    }
-  });
+  before(() => cluster.up());
+  after(() => cluster.down());
 
   it('helm install against the version-stamped API server: exactly one leader, and every view agrees', { timeout: 240_000 }, async () => {
     assert.match(kubectl('version', '-o', 'json'), /"gitVersion": "v1\.37\.2"/);
     helm(
       'install',
       RELEASE,
-      join(REPO, 'deploy/helm/leasehold'),
-      '--set',
-      'leasehold.image.repository=leasehold',
-      '--set',
-      'leasehold.image.tag=dev',
-      '--set',
-      'leasehold.image.pullPolicy=Never',
-      '--set',
-      'app.image.repository=localhost/busybox',
-      '--set',
-      'app.image.tag=local',
-      '--set',
-      'app.image.pullPolicy=Never',
+      CHART,
+      ...LOCAL_IMAGES,
       '--set',
       'leasehold.readyWhen=leader',
       '--set',
@@ -192,7 +155,7 @@ describe('the chart on a real node', () => {
   it('the security context holds: non-root, read-only root filesystem, only /leader writable', { timeout: 60_000 }, () => {
     const pod = holder();
     assert.equal(kubectl('exec', pod, '-c', 'leasehold', '--', 'id', '-u').trim(), '1000');
-    const root = spawnSync(join(dir, 'bin', 'kubectl'), ['--kubeconfig', kubeconfig, '-n', NS, 'exec', pod, '-c', 'leasehold', '--', 'touch', '/app/x'], {
+    const root = spawnSync(cluster.kubectlPath, ['--kubeconfig', cluster.kubeconfig, '-n', NS, 'exec', pod, '-c', 'leasehold', '--', 'touch', '/app/x'], {
       encoding: 'utf8',
     });
     assert.notEqual(root.status, 0);
@@ -212,7 +175,7 @@ describe('the chart on a real node', () => {
       const sidecar = statusOfPod.status.containerStatuses.find((c) => c.name === 'leasehold')!;
       const app = statusOfPod.status.containerStatuses.find((c) => c.name === 'app')!;
       const id = sidecar.containerID.replace(/^containerd:\/\//, '');
-      execFileSync('ctr', ['-a', join(dir, 'containerd', 'containerd.sock'), '-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', id]);
+      execFileSync('ctr', ['-a', join(cluster.dir, 'containerd', 'containerd.sock'), '-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', id]);
       const stale: string[] = [];
       const back = await waitFor(
         'leadership back',
@@ -242,26 +205,14 @@ describe('the chart on a real node', () => {
   it("the sidecar fits the chart's memory limit with margin (working set from the pod's cgroup)", { timeout: 120_000 }, async () => {
     const pod = holder();
     // Read its memory cgroup once the sidecar has run 60 s as deployed (probes, renewals).
-    const started = (
-      JSON.parse(kubectl('get', 'pod', pod, '-o', 'json')) as { status: { containerStatuses: { name: string; state: { running?: { startedAt: string } } }[] } }
-    ).status.containerStatuses.find((c) => c.name === 'leasehold')!.state.running!.startedAt;
-    const waitMs = Date.parse(started) + 60_000 - Date.now();
+    const started = cluster.containerStartedAt(pod, 'leasehold');
+    const waitMs = started + 60_000 - Date.now();
     if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
-    const read = (f: string) => kubectl('exec', pod, '-c', 'leasehold', '--', 'cat', f).trim();
-    let workingSet: number;
-    try {
-      const usage = Number(read('/sys/fs/cgroup/memory/memory.usage_in_bytes'));
-      const inactive = Number(/^total_inactive_file (\d+)$/m.exec(read('/sys/fs/cgroup/memory/memory.stat'))![1]);
-      workingSet = usage - inactive;
-    } catch {
-      const usage = Number(read('/sys/fs/cgroup/memory.current'));
-      const inactive = Number(/^inactive_file (\d+)$/m.exec(read('/sys/fs/cgroup/memory.stat'))![1]);
-      workingSet = usage - inactive;
-    }
+    const workingSet = cluster.workingSetBytes(pod, 'leasehold');
     const limit = 160 * 1024 * 1024;
     const mb = (b: number) => (b / 1024 / 1024).toFixed(1);
     console.log(
-      `cluster: sidecar working set ${mb(workingSet)} MB (cgroup, ${Math.round((Date.now() - Date.parse(started)) / 1000)} s after it started), limit ${mb(limit)} MB`,
+      `cluster: sidecar working set ${mb(workingSet)} MB (cgroup, ${Math.round((Date.now() - started) / 1000)} s after it started), limit ${mb(limit)} MB`,
     );
     assert.ok(workingSet < limit / 2, `working set ${mb(workingSet)} MB is not under half the ${mb(limit)} MB limit`);
   });
@@ -273,7 +224,7 @@ describe('the chart on a real node', () => {
       helm(
         'upgrade',
         RELEASE,
-        join(REPO, 'deploy/helm/leasehold'),
+        CHART,
         '--reuse-values',
         '--set',
         'leasehold.readyWhen=elected-any',

@@ -1,0 +1,92 @@
+/**
+ * A real single-node Kubernetes for one test run or benchmark (test/cluster/cluster.sh): brought
+ * up with the image and the node images, torn down by `down()` whatever happened, with kubectl
+ * and helm pointed at it. Shared by the cluster tier (cluster.test.ts) and `npm run bench`
+ * (bench/pod-memory.ts).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO } from '../helpers/cli.js';
+
+export const CHART = join(REPO, 'deploy/helm/leasehold');
+
+/** The `--set` flags that point the chart at the locally built images (no registry here). */
+export const LOCAL_IMAGES = [
+  'leasehold.image.repository=leasehold',
+  'leasehold.image.tag=dev',
+  'leasehold.image.pullPolicy=Never',
+  'app.image.repository=localhost/busybox',
+  'app.image.tag=local',
+  'app.image.pullPolicy=Never',
+].flatMap((s) => ['--set', s]);
+
+export class ClusterSession {
+  readonly dir: string;
+  private readonly parent: string;
+  kubeconfig = '';
+  private helmBin = '';
+
+  constructor(readonly namespace = 'default') {
+    this.parent = mkdtempSync('/tmp/leasehold-cluster-');
+    this.dir = join(this.parent, 'cluster');
+  }
+
+  /** Brings the cluster up (cached binaries and images are reused) and finds helm. */
+  up(): void {
+    this.kubeconfig = lastLine(
+      execFileSync('bash', [join(REPO, 'test/cluster/cluster.sh'), 'up', this.dir], { stdio: ['ignore', 'pipe', 'inherit'], timeout: 1_800_000 }),
+    );
+    this.helmBin = lastLine(execFileSync('bash', [join(REPO, 'test/env/build-helm.sh')], { stdio: ['ignore', 'pipe', 'inherit'] }));
+  }
+
+  /** Tears everything down (pods, daemons, mounts, network, sysctls) and removes the folder. */
+  down(): void {
+    try {
+      execFileSync('bash', [join(REPO, 'test/cluster/cluster.sh'), 'down', this.dir], { stdio: 'inherit', timeout: 300_000 });
+    } finally {
+      rmSync(this.parent, { recursive: true, force: true });
+    }
+  }
+
+  get kubectlPath(): string {
+    return join(this.dir, 'bin', 'kubectl');
+  }
+
+  /** kubectl in the session's namespace; throws with its stderr when it fails. */
+  kubectl = (...args: string[]): string => {
+    const r = spawnSync(this.kubectlPath, ['--kubeconfig', this.kubeconfig, '-n', this.namespace, ...args], { encoding: 'utf8', timeout: 120_000 });
+    if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  };
+
+  helm = (...args: string[]): string =>
+    execFileSync(this.helmBin, ['--kubeconfig', this.kubeconfig, '-n', this.namespace, ...args], { encoding: 'utf8', timeout: 300_000 });
+
+  /**
+   * The working set of one container, from its memory cgroup as the kubelet computes it:
+   * usage minus inactive file pages (cgroup v1 or v2).
+   */
+  workingSetBytes(pod: string, container: string): number {
+    const read = (f: string) => this.kubectl('exec', pod, '-c', container, '--', 'cat', f).trim();
+    try {
+      const usage = Number(read('/sys/fs/cgroup/memory/memory.usage_in_bytes'));
+      return usage - Number(/^total_inactive_file (\d+)$/m.exec(read('/sys/fs/cgroup/memory/memory.stat'))![1]);
+    } catch {
+      const usage = Number(read('/sys/fs/cgroup/memory.current'));
+      return usage - Number(/^inactive_file (\d+)$/m.exec(read('/sys/fs/cgroup/memory.stat'))![1]);
+    }
+  }
+
+  /** When a container of a pod last started (its running state), as epoch ms. */
+  containerStartedAt(pod: string, container: string): number {
+    const status = JSON.parse(this.kubectl('get', 'pod', pod, '-o', 'json')) as {
+      status: { containerStatuses: { name: string; state: { running?: { startedAt: string } } }[] };
+    };
+    return Date.parse(status.status.containerStatuses.find((c) => c.name === container)!.state.running!.startedAt);
+  }
+}
+
+function lastLine(out: Buffer): string {
+  return out.toString().trim().split('\n').at(-1)!;
+}
