@@ -13,6 +13,7 @@ import {
   type Timings,
 } from '../src/election/elector-config.js';
 import { InvalidConfigError, describeError } from '../src/errors.js';
+import { clientConfig, parseTableName } from '../src/backends/postgres-config.js';
 import { badFlag } from './usage-error.js';
 import type { FlagsOf } from './env-flags.js';
 
@@ -23,6 +24,15 @@ export function storeFlags<T>(y: Argv<T>) {
     .option('lease', { type: 'string', default: 'leasehold', describe: 'Lease name (a DNS-1123 subdomain)' })
     .option('db', { type: 'string', default: './.leasehold/leases.db', describe: 'sqlite: the shared database file' })
     .option('namespace', { type: 'string', describe: "kubernetes: the Lease's namespace (default: the pod's own, else default)" })
+    .option('postgres-url', {
+      type: 'string',
+      describe: 'postgres: postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=...] (default: the PG* variables and ~/.pgpass); never logged',
+    })
+    .option('postgres-table', {
+      type: 'string',
+      default: 'public.leases',
+      describe: 'postgres: the lease table, schema.table (created on first use if the role may)',
+    })
     .option('kubeconfig', { type: 'string', describe: 'kubernetes: kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)' });
 }
 
@@ -74,12 +84,23 @@ export function resolveStore(a: StoreArgs): { store: StoreSettings; lease: strin
     throw badFlag('lease', a.lease, describeError(err).replace(/^lease name "[^"]*" is invalid: /, ''));
   }
   if (a.backend === 'sqlite' && a.db.trim() === '') throw badFlag('db', a.db, 'must be a file path');
+  if (a.backend === 'postgres') {
+    parseTableName(a['postgres-table']);
+    clientConfig(a['postgres-url'], 5_000);
+  }
   if (a.namespace !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(a.namespace)) {
     throw badFlag('namespace', a.namespace, 'must be a DNS-1123 label (lowercase letters, digits and -, at most 63 characters)');
   }
   return {
     lease: a.lease,
-    store: { backend: a.backend as BackendName, db: a.db, namespace: a.namespace, kubeconfig: a.kubeconfig },
+    store: {
+      backend: a.backend as BackendName,
+      db: a.db,
+      namespace: a.namespace,
+      kubeconfig: a.kubeconfig,
+      postgresUrl: a['postgres-url'],
+      postgresTable: a['postgres-table'],
+    },
   };
 }
 

@@ -3,7 +3,7 @@
 # the tutorial-compatibility tier, openssl for test certificates, a C++ toolchain for
 # better-sqlite3, Docker's daemon and mmdebstrap to build and run the image without a
 # registry; containerd, runc, the CNI plugins, busybox and iptables for the single-node cluster
-# tier) and the npm packages. The control plane is built by the Kubernetes tier
+# tier; the PostgreSQL server for the PostgreSQL tier) and the npm packages. The control plane is built by the Kubernetes tier
 # itself (test/env/build-control-plane.sh), once, into a cache outside the repo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 need=()
 for tool in python3 openssl make g++ go dockerd mmdebstrap containerd runc busybox iptables; do command -v "$tool" >/dev/null || need+=("$tool"); done
 [[ -x /usr/lib/cni/bridge ]] || need+=(cni)
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql)
 if ((${#need[@]})); then
   pkgs=()
   for t in "${need[@]}"; do

@@ -4,9 +4,11 @@
 #   2. unit tests (fake clock, no sleeps) and the SQLite/CLI tier (real processes, real files)
 #   3. the same local tiers on the Node version the image ships (the Dockerfile's NODE_IMAGE),
 #      with better-sqlite3 built for it (scripts/test-on-node.sh; both cached)
-#   4. the Kubernetes tier on a real kube-apiserver + etcd (built once, cached; see test/env/),
+#   4. the PostgreSQL tier on a real PostgreSQL server (Debian's, started in a temporary
+#      directory on a loopback port and removed after)
+#   5. the Kubernetes tier on a real kube-apiserver + etcd (built once, cached; see test/env/),
 #      including the image built from the Dockerfile, run by a private Docker daemon
-#   5. the cluster tier: that image and the chart, installed by helm on a real single-node
+#   6. the cluster tier: that image and the chart, installed by helm on a real single-node
 #      Kubernetes that test/cluster/cluster.sh brings up and tears down (root needed)
 # Node 20's test runner takes no globs, so the files are listed with find.
 set -euo pipefail
@@ -25,6 +27,10 @@ node --import tsx --test --test-concurrency=1 --test-reporter=spec "${local_test
 image_node="$(sed -n 's/^ARG NODE_IMAGE=node:\([0-9.]*\)-.*/\1/p' Dockerfile)"
 step "unit, SQLite and CLI tiers on Node $image_node (the image's)"
 bash scripts/test-on-node.sh "$image_node"
+
+step "PostgreSQL tier (a real PostgreSQL server)"
+mapfile -t pg_tests < <(tests test/postgres)
+node --import tsx --test --test-concurrency=1 --test-reporter=spec "${pg_tests[@]}"
 
 step "Kubernetes tier (real kube-apiserver + etcd; the image from the Dockerfile)"
 mapfile -t kube_tests < <(tests test/kubernetes)

@@ -6,8 +6,8 @@ import type { KubeConnection } from '../kube/connect.js';
 
 export type { KubeConnection };
 
-export type BackendName = 'sqlite' | 'kubernetes';
-export const BACKENDS: readonly BackendName[] = ['sqlite', 'kubernetes'];
+export type BackendName = 'sqlite' | 'kubernetes' | 'postgres';
+export const BACKENDS: readonly BackendName[] = ['sqlite', 'kubernetes', 'postgres'];
 
 export interface StoreSettings {
   backend: BackendName;
@@ -17,6 +17,10 @@ export interface StoreSettings {
   namespace?: string | undefined;
   /** kubernetes: a kubeconfig path; undefined = $KUBECONFIG, ~/.kube/config, then in-cluster. */
   kubeconfig?: string | undefined;
+  /** postgres: a postgres:// URL; undefined = the PG* variables and ~/.pgpass. Never logged. */
+  postgresUrl?: string | undefined;
+  /** postgres: the table, `schema.table` (default public.leases). */
+  postgresTable?: string | undefined;
   /** Bound on one API request that carries no signal of its own, ms. */
   requestTimeoutMs?: number | undefined;
   /** Where the store reports what it does on its own (sqlite: reopening a replaced file). */
@@ -48,6 +52,10 @@ export async function openStore(s: StoreSettings): Promise<LeaseStore> {
         return new SqliteLeaseStore(s.db, { readonly: true });
       }
       return new SqliteLeaseStore(s.db, { onReopen: (message) => s.log?.warn(message) });
+    }
+    case 'postgres': {
+      const { PostgresLeaseStore } = await import('./postgres-store.js');
+      return PostgresLeaseStore.open({ url: s.postgresUrl, table: s.postgresTable, log: s.log, readonly: s.readonly });
     }
     case 'kubernetes': {
       const { KubernetesLeaseStore } = await import('./kubernetes-store.js');

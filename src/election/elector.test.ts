@@ -403,6 +403,22 @@ describe('the campaign loop', () => {
     await stopped;
   });
 
+  it('a record-less watch hint makes a standby waiting on its watch read at once: a release is taken then, not at expiry', async () => {
+    const s = setup();
+    s.store.put(LEASE, { holderIdentity: 'other', leaseDurationSeconds: 15, acquireTime: T0, renewTime: T0, leaseTransitions: 4 });
+    s.elector.start();
+    s.store.setWatchHealth(true);
+    await s.clock.advance(0);
+    await s.clock.advance(1_000); // read once; now it waits on the watch until the expiry
+    s.store.clearCalls();
+    s.store.put(LEASE, { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: T0, renewTime: T0, leaseTransitions: 4 }); // a hint: {}
+    await s.clock.advance(0);
+    assert.equal(s.elector.isLeader(), true, 'took the released lease on the hint');
+    assert.equal(s.elector.snapshot().fencingToken, 5);
+    assert.deepEqual(s.store.calls.slice(0, 2), ['get', 'update'], 'one read, then the new term');
+    await s.elector.stop();
+  });
+
   it('a follower hears of a new term by the same holder (a new token), not only of a new holder', async () => {
     const s = setup();
     s.store.put(LEASE, { holderIdentity: 'other', leaseDurationSeconds: 15, acquireTime: T0, renewTime: T0, leaseTransitions: 4 });

@@ -158,6 +158,8 @@ export class LeaderElector {
   /** A wake-up event arrived while no wait was in progress (an attempt was in flight). */
   private wakePending = false;
   private unwatch: (() => void) | null = null;
+  /** A record-less watch event arrived: the next loop turn reads, whatever it was waiting for. */
+  private hintPending = false;
   /** The store's watch is connected: every change will be reported. */
   private watchHealthy = false;
   private lastAttemptMono: number | null = null;
@@ -276,6 +278,9 @@ export class LeaderElector {
     if (e.deleted) this.highestToken = Math.max(this.highestToken, e.deleted.leaseTransitions);
     if (this.term) return;
     if (e.record === undefined && this.absentUntilMono !== null) this.absenceInterrupted = true;
+    // A hint without a record says only "it changed": read it, even while waiting on the watch
+    // (otherwise a release would be noticed only at the expiry of the record last seen).
+    if (e.record === undefined) this.hintPending = true;
     if (e.record === null) this.noteAbsent();
     if (e.record) {
       this.observe(e.record);
@@ -296,6 +301,10 @@ export class LeaderElector {
   }
 
   private dueForAttempt(): boolean {
+    if (this.hintPending) {
+      this.hintPending = false;
+      return true;
+    }
     if (!this.waitingOnWatch()) return true;
     return this.lastAttemptMono === null || this.clock.monotonic() - this.lastAttemptMono >= this.safetyRereadMs;
   }

@@ -1,5 +1,5 @@
 /**
- * npm run chaos [-- --seed N] [--seconds S] [--backend sqlite|kubernetes|both]
+ * npm run chaos [-- --seed N] [--seconds S] [--backend sqlite|kubernetes|postgres|both|all]
  * Runs the chaos driver (test/chaos/run-chaos.ts) and prints its report; exits 1 on any
  * violation. A failing seed is printed and can be replayed with --seed.
  *
@@ -43,7 +43,7 @@ if (which === 'elector') {
   process.exit(0);
 }
 
-if (which === 'sqlite' || which === 'both') {
+if (which === 'sqlite' || which === 'both' || which === 'all') {
   const dir = tempDir('leasehold-chaos-');
   try {
     say(`sqlite: seed ${seed}, ${seconds} s`);
@@ -54,7 +54,22 @@ if (which === 'sqlite' || which === 'both') {
     dir.cleanup();
   }
 }
-if (which === 'kubernetes' || which === 'both') {
+if (which === 'postgres' || which === 'all') {
+  const dir = tempDir('leasehold-chaos-');
+  const { startPostgres } = await import('../env/postgres.js');
+  const pg = await startPostgres();
+  try {
+    say(`postgres: seed ${seed}, ${seconds} s`);
+    const backendArgs = ['--backend', 'postgres', '--postgres-url', pg.url(), '--lease', 'chaos'];
+    reports.push(
+      await runChaos({ backend: 'postgres', backendArgs, dir: dir.path, seed, seconds, database: { stop: pg.stopServer, start: pg.startServer }, log: say }),
+    );
+  } finally {
+    await pg.stop();
+    dir.cleanup();
+  }
+}
+if (which === 'kubernetes' || which === 'both' || which === 'all') {
   const dir = tempDir('leasehold-chaos-');
   const cp = await startControlPlane();
   try {

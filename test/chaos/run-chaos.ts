@@ -23,7 +23,7 @@ import { FencedSqliteResource } from '../../src/fencing/fenced-resource.js';
 import { prng } from '../../src/testing/prng.js';
 
 export interface ChaosOptions {
-  backend: 'sqlite' | 'kubernetes';
+  backend: 'sqlite' | 'kubernetes' | 'postgres';
   backendArgs: string[];
   dir: string;
   seed: number;
@@ -33,6 +33,8 @@ export interface ChaosOptions {
   apiServer?: { stop(): Promise<void>; start(): Promise<void> };
   /** Kubernetes only: stop and start etcd under a running API server. */
   etcd?: { stop(): Promise<void>; start(): Promise<void> };
+  /** PostgreSQL only: stop the database server (every connection cut) and start it again. */
+  database?: { stop(): Promise<void>; start(): Promise<void> };
   log?: (line: string) => void;
 }
 
@@ -95,7 +97,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   };
   const faults: Record<string, number> = {};
   const count = (k: string) => (faults[k] = (faults[k] ?? 0) + 1);
-  const kinds = ['kill', 'freeze', 'restart', ...(o.apiServer ? ['apiserver'] : []), ...(o.etcd ? ['etcd'] : [])];
+  const kinds = ['kill', 'freeze', 'restart', ...(o.apiServer ? ['apiserver'] : []), ...(o.etcd ? ['etcd'] : []), ...(o.database ? ['database'] : [])];
   const leaderAmong = (ms: Member[]) => ms.find((m) => validLeaders([m.sidecar]).length > 0);
   const violations: string[] = [];
   let slowestRecoveryMs = 0;
@@ -120,7 +122,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       const leader = leaderAmong(members);
       const victim = leader && rand() < 0.6 ? leader : pick(members);
       const others = members.filter((m) => m !== victim);
-      const what = ['apiserver', 'etcd'].includes(kind) ? `${kind} outage` : `${kind} of ${victim.id}`;
+      const what = ['apiserver', 'etcd', 'database'].includes(kind) ? `${kind} outage` : `${kind} of ${victim.id}`;
       count(kind);
       say(`fault ${what}`);
       const t0 = Date.now();
@@ -145,7 +147,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         await leaderAgain(what, others, t0);
         restartSidecar(victim);
       } else {
-        const part = kind === 'apiserver' ? o.apiServer! : o.etcd!;
+        const part = kind === 'apiserver' ? o.apiServer! : kind === 'etcd' ? o.etcd! : o.database!;
         await part.stop();
         await sleep(DEADLINE_MS + between(500, 1_500));
         await part.start();

@@ -98,7 +98,11 @@ describe('the Helm chart', () => {
     assert.deepEqual(JSON.parse(JSON.stringify(find(labelled, 'Role')[0]!.rules!.at(-1))), { apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] });
     const leaderSvc = find(labelled, 'Service').find((svc) => svc.metadata.name === 'demo-leasehold-leader')!;
     assert.equal(leaderSvc.spec.selector['leasehold.io/role'], 'leader');
-    assert.deepEqual(leaderSvc.spec.ports[0], { name: 'app', port: 80, targetPort: 'http', protocol: 'TCP' }, "the leader Service routes to the app's port");
+    assert.deepEqual(
+      JSON.parse(JSON.stringify(leaderSvc.spec.ports[0])),
+      { name: 'app', port: 80, targetPort: 'http', protocol: 'TCP' },
+      "the leader Service routes to the app's port",
+    );
     const tuned = find(
       render([
         'imagePullSecrets[0].name=pull',

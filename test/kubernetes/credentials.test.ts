@@ -78,14 +78,14 @@ describe('kubeconfig credentials on a real kube-apiserver', () => {
     await store.close();
   });
 
-  it('a CA that did not sign the server certificate fails the connection, with the reason', async () => {
+  it('a CA that did not sign the server certificate is a misconfiguration, not an outage, with the reason', async () => {
     openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'other-ca.key', '-out', 'other-ca.crt', '-days', '1', '-subj', '/CN=other-ca']);
     const path = join(dir.path, 'wrong-ca.kubeconfig');
     writeFileSync(path, kubeconfig(server, ['certificate-authority: other-ca.crt'], ['token: irrelevant']));
     const store = KubernetesLeaseStore.fromConfig({ kubeconfig: path, namespace: ns });
     await assert.rejects(store.get('x'), (err: Error & { code: string }) => {
-      assert.equal(err.code, 'LEASEHOLD_ERR_BACKEND_UNAVAILABLE');
-      assert.match(err.message, /certificate/i);
+      assert.equal(err.code, 'LEASEHOLD_ERR_STORE_OPEN');
+      assert.match(err.message, /certificate was refused .*check the kubeconfig's certificate-authority/i);
       return true;
     });
     await store.close();

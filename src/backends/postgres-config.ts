@@ -1,0 +1,62 @@
+/**
+ * The PostgreSQL store's settings, checked without loading the driver (the CLI checks them
+ * before anything else): the table name, the URL, and how to name the target in messages
+ * without its password.
+ */
+import type { ClientConfig } from 'pg';
+import { InvalidConfigError } from '../errors.js';
+
+export const DEFAULT_POSTGRES_TABLE = 'public.leases';
+
+const IDENT = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** Parses `schema.table` (lowercase SQL identifiers); InvalidConfigError naming the rule. */
+export function parseTableName(text: string): { schema: string; table: string } {
+  const parts = text.split('.');
+  const [schema, table] = parts.length === 1 ? ['public', parts[0]!] : parts.length === 2 ? [parts[0]!, parts[1]!] : ['', ''];
+  if (!IDENT.test(schema) || !IDENT.test(table)) {
+    throw new InvalidConfigError(
+      `invalid --postgres-table ${JSON.stringify(text)}: must be table or schema.table, each a lowercase SQL identifier (letters, digits, _; at most 63 characters)`,
+    );
+  }
+  return { schema, table };
+}
+
+/** What a connection is for, without its password: user@host:port/database. */
+export function describeTarget(config: ClientConfig): string {
+  let fromUrl: { user?: string; host?: string; port?: number; database?: string } = {};
+  if (config.connectionString) {
+    try {
+      const u = new URL(config.connectionString);
+      fromUrl = {
+        user: u.username ? decodeURIComponent(u.username) : undefined,
+        host: u.hostname || undefined,
+        port: u.port ? Number(u.port) : undefined,
+        database: u.pathname.length > 1 ? decodeURIComponent(u.pathname.slice(1)) : undefined,
+      };
+    } catch {
+      // checked by clientConfig already
+    }
+  }
+  const host = fromUrl.host ?? config.host ?? process.env.PGHOST ?? 'localhost';
+  const port = fromUrl.port ?? config.port ?? (process.env.PGPORT ? Number(process.env.PGPORT) : 5432);
+  const user = fromUrl.user ?? config.user ?? process.env.PGUSER ?? process.env.USER ?? 'root';
+  const db = fromUrl.database ?? config.database ?? process.env.PGDATABASE ?? user;
+  return `${user}@${host}:${port}/${db}`;
+}
+
+/** The client settings from a URL, refusing a malformed one without echoing it (it may hold a password). */
+export function clientConfig(url: string | undefined, connectTimeoutMs: number): ClientConfig {
+  const base: ClientConfig = { connectionTimeoutMillis: connectTimeoutMs, application_name: 'leasehold' };
+  if (url === undefined || url === '') return base;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new InvalidConfigError('invalid --postgres-url: not a URL; expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=...]');
+  }
+  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
+    throw new InvalidConfigError(`invalid --postgres-url: the scheme must be postgres:// or postgresql://, got ${parsed.protocol}//`);
+  }
+  return { ...base, connectionString: url };
+}

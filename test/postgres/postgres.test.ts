@@ -1,0 +1,207 @@
+/**
+ * The PostgreSQL store on a real PostgreSQL server (test/env/postgres.ts: Debian's server in a
+ * temporary directory on a loopback port, always stopped and removed): the store contract,
+ * real processes racing, failover, tokens, a handoff through NOTIFY, the database restarted
+ * under a leader, and every kind of bad input.
+ */
+import { describe, it, after, beforeEach } from 'node:test';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import assert from 'node:assert/strict';
+import { leaseStoreContract, upsertThrough } from '../../src/testing/lease-store-contract.js';
+import { PostgresLeaseStore } from '../../src/backends/postgres-store.js';
+import { PASSWORDS, startPostgres } from '../env/postgres.js';
+import { runCli, waitFor } from '../helpers/cli.js';
+import { raceRounds } from '../helpers/race.js';
+import { scratchDir } from '../helpers/scratch.js';
+import { leadersByStatus, startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
+import { failoverScenario } from '../helpers/failover-scenario.js';
+
+const server = startPostgres();
+after(async () => (await server).stop());
+
+leaseStoreContract('PostgreSQL, on a real server', async () => {
+  const pg = await server;
+  const store = await PostgresLeaseStore.open({ url: pg.url(), table: 'public.contract' });
+  const other = await PostgresLeaseStore.open({ url: pg.url(), table: 'public.contract' });
+  return {
+    store,
+    writeElsewhere: (name, record) => upsertThrough(other, name, record),
+    deleteElsewhere: async (name) => void pg.sql(`DELETE FROM public.contract WHERE name = '${name}'`, 'leases'),
+    close: async () => {
+      await other.close();
+      await store.close();
+    },
+  };
+});
+
+describe('leasehold on PostgreSQL', () => {
+  const scratch = scratchDir(() => cands);
+  // Each case gets its own folder: a killed sidecar's status file claims leadership until its
+  // validUntil, and must not be read as the next case's leader.
+  let n = 0;
+  const dir = {
+    get path() {
+      return join(scratch.path, `case-${n}`);
+    },
+  };
+  beforeEach(() => {
+    n++;
+    mkdirSync(dir.path);
+  });
+  let cands: Candidate[] = [];
+  const args = async (lease: string, table = 'public.leases') => [
+    '--backend',
+    'postgres',
+    '--postgres-url',
+    (await server).url(),
+    '--postgres-table',
+    table,
+    '--lease',
+    lease,
+  ];
+  const stopAll = async () => {
+    for (const c of cands) c.proc.kill('SIGKILL');
+    await Promise.all(cands.map((c) => c.proc.exited));
+    cands = [];
+  };
+
+  it('8 real processes race for a released lease in each of 20 rounds: exactly one wins, with token 1', { timeout: 300_000 }, async () => {
+    const pg = await server;
+    const winners = await raceRounds(
+      8,
+      20,
+      (round) => ({ backend: 'postgres', db: '', postgresUrl: pg.url(), postgresTable: 'public.race', lease: `race-${round}` }),
+      async (round) => {
+        const store = await PostgresLeaseStore.open({ url: pg.url(), table: 'public.race' });
+        const holder = (await store.get(`race-${round}`))?.record.holderIdentity;
+        await store.close();
+        return holder;
+      },
+    );
+    console.log(`postgres: winners over 20 rounds: ${JSON.stringify(Object.fromEntries(winners))}`);
+  });
+
+  it('three sidecars: exactly one leads; SIGKILL and SIGTERM hand over within the bounds of the other backends', { timeout: 120_000 }, async () => {
+    const timing = { leaseDuration: '3s', renewDeadline: '2s', retryPeriod: '500ms' };
+    const f = await failoverScenario(dir.path, await args('failover'), { timing, leaseMs: 3_000, retryMs: 500, marginMs: 1_500 }, cands);
+    console.log(`postgres: SIGKILL failover ${f.killFailoverMs} ms, SIGTERM handoff ${f.termHandoffMs} ms (lease 3 s, retry 500 ms)`);
+    await stopAll();
+  });
+
+  it('tokens strictly increase over 12 handoffs and after every process restarts', { timeout: 180_000 }, async () => {
+    const T = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };
+    const backend = await args('handoffs');
+    cands = ['a', 'b', 'c'].map((id) => startSidecar(dir.path, id, backend, T));
+    const tokens: number[] = [];
+    let leader = await waitFor('first leader', () => validLeaders(cands)[0], 20_000);
+    tokens.push(leader.token);
+    for (let i = 0; i < 12; i++) {
+      const signal = i % 3 === 0 ? 'SIGKILL' : 'SIGTERM';
+      const prev = leader;
+      prev.c.proc.kill(signal);
+      await prev.c.proc.exited;
+      leader = await waitFor(`leader after ${signal} #${i}`, () => validLeaders(cands).find((l) => l.c !== prev.c), 15_000);
+      assert.ok(leader.token > prev.token, `after ${signal}: token ${leader.token} must exceed ${prev.token}`);
+      tokens.push(leader.token);
+      cands = cands.map((c) => (c === prev.c ? startSidecar(dir.path, c.id, backend, T) : c));
+    }
+    for (const c of cands) c.proc.kill('SIGTERM');
+    await Promise.all(cands.map((c) => c.proc.exited));
+    cands = ['d', 'e'].map((id) => startSidecar(dir.path, id, backend, T));
+    const fresh = await waitFor('leader after every process restarted', () => validLeaders(cands)[0], 20_000);
+    assert.equal(fresh.token, tokens.at(-1)! + 1, 'never reused after a release and a restart of every process');
+    console.log(`postgres tokens: ${tokens.join(' → ')} → ${fresh.token}`);
+    await stopAll();
+  });
+
+  it('a graceful handoff goes through NOTIFY: the standby leads long before its next poll', { timeout: 120_000 }, async () => {
+    // Standbys poll every 5-11 s here; a handoff well under that came from the notification.
+    const T = { leaseDuration: '10s', renewDeadline: '7s', retryPeriod: '5s' };
+    const backend = await args('notify');
+    cands = ['a', 'b'].map((id) => startSidecar(dir.path, id, backend, T));
+    const first = await waitFor('a leader', () => validLeaders(cands)[0], 30_000);
+    await new Promise((r) => setTimeout(r, 1_000)); // the standby has read the lease and waits
+    const t0 = Date.now();
+    first.c.proc.kill('SIGTERM');
+    const next = await waitFor('the standby leads', () => validLeaders(cands).find((l) => l.c !== first.c), 15_000, 5);
+    const ms = Date.now() - t0;
+    console.log(`postgres: SIGTERM handoff through NOTIFY in ${ms} ms (retry period 5 s)`);
+    assert.ok(ms < 2_000, `handoff took ${ms} ms: the standby waited for its poll, not the notification`);
+    assert.ok(next.token > first.token);
+    await stopAll();
+  });
+
+  it('the database restarted under a leader: it steps down within renewDeadline, and a leader returns with a higher token', { timeout: 120_000 }, async () => {
+    const pg = await server;
+    const T = { leaseDuration: '3s', renewDeadline: '2s', retryPeriod: '500ms' };
+    const backend = await args('restart');
+    cands = ['a', 'b'].map((id) => startSidecar(dir.path, id, backend, T));
+    const first = await waitFor('a leader', () => validLeaders(cands)[0], 30_000);
+    const down = Date.now();
+    await pg.stopServer();
+    await waitFor('no sidecar says leader', () => (leadersByStatus(cands).length === 0 ? true : undefined), 2_000 + 1_500, 20);
+    const steppedDownMs = Date.now() - down;
+    await new Promise((r) => setTimeout(r, 3_000 - (Date.now() - down))); // down for a whole lease duration
+    await pg.startServer();
+    const back = await waitFor('a leader again', () => validLeaders(cands)[0], 30_000);
+    assert.ok(back.token > first.token, `token ${back.token} after the restart, ${first.token} before`);
+    console.log(`postgres: database stopped under the leader; stepped down after ${steppedDownMs} ms; leader again with token ${back.token}`);
+    await stopAll();
+  });
+});
+
+describe('bad PostgreSQL input: one line, exit 2, nothing written, no password shown', () => {
+  const status = async (extra: string[], env: NodeJS.ProcessEnv = {}) => runCli(['status', '--backend', 'postgres', '--lease', 'x', ...extra], env);
+  const sidecar = async (extra: string[]) => runCli(['sidecar', '--backend', 'postgres', '--lease', 'x', '--listen', 'off', ...extra]);
+  const oneLine = (r: { code: number | null; stderr: string }, pattern: RegExp) => {
+    assert.equal(r.code, 2, r.stderr);
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+    assert.match(r.stderr, pattern);
+    for (const p of Object.values(PASSWORDS)) assert.ok(!r.stderr.includes(p), 'a password appeared in the message');
+  };
+
+  it('a malformed URL or table name', async () => {
+    oneLine(await sidecar(['--postgres-url', `postgres://leasehold:${PASSWORDS.leasehold}@[not-a-host`]), /invalid --postgres-url: not a URL/);
+    oneLine(await sidecar(['--postgres-url', `mysql://leasehold:${PASSWORDS.leasehold}@h/db`]), /scheme must be postgres/);
+    oneLine(await sidecar(['--postgres-url', (await server).url(), '--postgres-table', 'Bad-Name']), /invalid --postgres-table "Bad-Name"/);
+  });
+
+  it('a wrong password, also through LEASEHOLD_POSTGRES_URL', async () => {
+    const pg = await server;
+    oneLine(await sidecar(['--postgres-url', pg.url('leasehold', 'wrong-password-1')]), /authentication failed/);
+    oneLine(await status([], { LEASEHOLD_POSTGRES_URL: pg.url('leasehold', 'wrong-password-1') }), /authentication failed/);
+  });
+
+  it('no permission: a role that may not create the table is told the SQL to run; one that may not use it, the GRANT', async () => {
+    const pg = await server;
+    oneLine(
+      await sidecar(['--postgres-url', pg.url('reader'), '--postgres-table', 'public.not_yet']),
+      /may not create it .*CREATE TABLE IF NOT EXISTS "public"."not_yet"/,
+    );
+    pg.sql(
+      'CREATE TABLE IF NOT EXISTS public.owned (name TEXT PRIMARY KEY, holder_identity TEXT NOT NULL, fencing_token BIGINT NOT NULL, renew_time DOUBLE PRECISION NOT NULL, lease_duration_seconds DOUBLE PRECISION NOT NULL, acquire_time DOUBLE PRECISION NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 1)',
+      'leases',
+    );
+    oneLine(
+      await sidecar(['--postgres-url', pg.url('reader'), '--postgres-table', 'public.owned']),
+      /no permission on the table .*GRANT SELECT, INSERT, UPDATE ON public.owned/,
+    );
+    assert.equal(pg.sql('SELECT count(*) FROM public.owned', 'leases').trim(), '0', 'nothing written');
+  });
+
+  it('a table with the wrong columns', async () => {
+    const pg = await server;
+    pg.sql('CREATE TABLE public.wrong (name TEXT PRIMARY KEY, holder TEXT)', 'leases');
+    pg.sql('GRANT ALL ON public.wrong TO leasehold', 'leases');
+    oneLine(await sidecar(['--postgres-url', pg.url(), '--postgres-table', 'public.wrong']), /has the wrong columns: missing holder_identity, fencing_token/);
+    assert.equal(pg.sql('SELECT count(*) FROM public.wrong', 'leases').trim(), '0');
+  });
+
+  it('status on a table no candidate has created is exit 2; on a lease that does not exist, exit 1', async () => {
+    const pg = await server;
+    oneLine(await status(['--postgres-url', pg.url(), '--postgres-table', 'public.nothing_here']), /no lease table public.nothing_here/);
+    const r = await runCli(['status', '--backend', 'postgres', '--postgres-url', pg.url(), '--postgres-table', 'public.contract', '--lease', 'no-such-lease']);
+    assert.equal(r.code, 1, r.stderr);
+  });
+});
