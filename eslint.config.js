@@ -4,7 +4,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'test/interop/go-candidate/', '.leasehold/'] },
+  { ignores: ['dist/', 'node_modules/', 'test/interop/go-candidate/', '.leasehold/', '.scratch/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
