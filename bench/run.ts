@@ -1,5 +1,5 @@
 /**
- * npm run bench [-- --trials N] [--seconds S] [--idle-seconds S] [--only sqlite|kubernetes|pod|IMPL:SIGNAL] [--no-write]
+ * npm run bench [-- --trials N] [--seconds S] [--idle-seconds S] [--only sqlite|postgres|kubernetes|pod|IMPL:SIGNAL] [--no-write]
  *
  * Runs every benchmark and rewrites docs/benchmarks.md: a summary of leasehold against
  * client-go's leader election with the ratios and the issue's targets, then the Kubernetes
@@ -18,6 +18,7 @@ import { rssMB } from './proc-stats.js';
 import { FAST_T, benchKubernetes, standbyRequestsPerMin, type KubernetesBenchResult } from './kubernetes.js';
 import { benchSqlite } from './sqlite.js';
 import { benchPodMemory, type PodMemoryResult } from './pod-memory.js';
+import { benchPostgres } from './postgres.js';
 import { imageNode, type ImageNode } from './image-node.js';
 import { REPO } from '../test/helpers/cli.js';
 import { parseDuration } from '../src/config/duration.js';
@@ -35,12 +36,14 @@ const kube = wantKube
   ? await benchKubernetes({ trials, idleSeconds: numberOption('idle-seconds', 60), log, only: only.includes(':') ? only : undefined })
   : null;
 const sqlite = wantSqlite ? await benchSqlite({ trials, seconds: numberOption('seconds', 3), log }) : null;
+const wantPostgres = only === '' || only === 'postgres';
+const postgres = wantPostgres ? await benchPostgres({ trials, seconds: numberOption('seconds', 3), log }) : null;
 const wantPod = only === '' || only === 'pod';
 // The pod phase needs root (it brings up a kubelet and a CNI bridge), as the cluster tier does.
 const pod = wantPod && process.getuid?.() === 0 ? await benchPodMemory(log) : null;
 
 if (!write) {
-  process.stdout.write([kube?.markdown, sqlite?.markdown, pod?.markdown].filter(Boolean).join('\n'));
+  process.stdout.write([kube?.markdown, sqlite?.markdown, postgres?.markdown, pod?.markdown].filter(Boolean).join('\n'));
 } else {
   const version = (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
   const md = `# Benchmarks
@@ -66,6 +69,9 @@ ${kube!.markdown}
 ## SQLite (local mode)
 
 ${sqlite!.markdown}
+## PostgreSQL
+
+${postgres!.markdown}
 ## Memory in a pod
 
 ${pod ? pod.markdown : 'Not measured in this run: the pod phase needs root (it brings up a kubelet and a CNI bridge).\n'}`;

@@ -1,14 +1,18 @@
 /**
  * One benchmark process: waits for "go" on stdin, then runs acquire/renew attempts through the
- * real elector on an SQLite file for `durationMs`, and prints {"ops","leaderOps"}.
- *   store-worker.ts <db> <lease> <identity> <durationMs>
+ * real elector on an SQLite file (or a PostgreSQL table, given a postgres:// URL) for
+ * `durationMs`, and prints {"ops","leaderOps"}.
+ *   store-worker.ts <db|url> <lease> <identity> <durationMs>
  */
 import { createInterface } from 'node:readline';
 import { SqliteLeaseStore } from '../src/backends/sqlite-store.js';
+import { PostgresLeaseStore } from '../src/backends/postgres-store.js';
 import { LeaderElector } from '../src/election/elector.js';
 
 const [db, lease, id, duration] = process.argv.slice(2);
-const store = new SqliteLeaseStore(db!, { busyTimeoutMs: 5_000 });
+const store = db!.startsWith('postgres://')
+  ? await PostgresLeaseStore.open({ url: db!, table: 'public.bench' })
+  : new SqliteLeaseStore(db!, { busyTimeoutMs: 5_000 });
 const elector = new LeaderElector({ store, lease: lease!, identity: id!, leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
 process.stdout.write('ready\n');
 const rl = createInterface({ input: process.stdin });

@@ -98,6 +98,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const faults: Record<string, number> = {};
   const count = (k: string) => (faults[k] = (faults[k] ?? 0) + 1);
   const kinds = ['kill', 'freeze', 'restart', ...(o.apiServer ? ['apiserver'] : []), ...(o.etcd ? ['etcd'] : []), ...(o.database ? ['database'] : [])];
+  const firstRound = [...kinds].sort(() => rand() - 0.5);
   const leaderAmong = (ms: Member[]) => ms.find((m) => validLeaders([m.sidecar]).length > 0);
   const violations: string[] = [];
   let slowestRecoveryMs = 0;
@@ -118,7 +119,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   try {
     while (Date.now() < deadline) {
       await sleep(between(1_000, 2_500));
-      const kind = pick(kinds);
+      // Every kind once first, in a seeded order, so even a short run has each fault; then at random.
+      const kind = firstRound.length > 0 ? firstRound.shift()! : pick(kinds);
       const leader = leaderAmong(members);
       const victim = leader && rand() < 0.6 ? leader : pick(members);
       const others = members.filter((m) => m !== victim);

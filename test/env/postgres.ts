@@ -14,6 +14,8 @@ import { join } from 'node:path';
 
 export interface PostgresServer {
   port: number;
+  /** The server's version, e.g. "15.14". */
+  version: string;
   dir: string;
   /** postgres://USER:PASSWORD@127.0.0.1:PORT/leases for a role. */
   url: (role?: 'leasehold' | 'reader' | 'postgres', password?: string) => string;
@@ -138,8 +140,10 @@ export async function startPostgres(): Promise<PostgresServer> {
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }
+  const version = /(\d+\.\d+)/.exec(execFileSync(join(bin, 'postgres'), ['--version'], { encoding: 'utf8' }))?.[1] ?? '?';
   return {
     port,
+    version,
     dir,
     url: (role = 'leasehold', password) => `postgres://${role}:${encodeURIComponent(password ?? PASSWORDS[role])}@127.0.0.1:${port}/leases`,
     sql,
