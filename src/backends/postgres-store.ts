@@ -344,6 +344,16 @@ CREATE OR REPLACE TRIGGER leasehold_notify AFTER INSERT OR UPDATE OR DELETE ON $
     if (code === '3D000') return new StoreOpenError(`${what}: ${describeError(err)}`, { cause: err });
     if (code === '42501') return new StoreOpenError(`${what}: no permission (${describeError(err)})`, { cause: err });
     if (code === '22003') return new InvalidRecordError(`${what}: ${describeError(err)}`, { cause: err });
+    // A server certificate the client refuses is a misconfiguration (sslmode, sslrootcert), not an outage.
+    if (
+      /^(UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|CERT_\w+|ERR_TLS_CERT_ALTNAME_INVALID)$/.test(
+        code,
+      )
+    ) {
+      return new StoreOpenError(`${what}: the server's certificate was refused (${describeError(err)}): check sslmode and sslrootcert`, { cause: err });
+    }
+    if (/server does not support SSL/i.test(describeError(err)))
+      return new StoreOpenError(`${what}: ${describeError(err)} (sslmode asks for TLS)`, { cause: err });
     // Connection-level failures (refused, reset, timed out, the server shutting down): retry later.
     if (/^(08|57P)/.test(code) || /^E[A-Z]+$/.test(code) || /timeout|terminated|Connection/i.test(describeError(err))) {
       return new BackendUnavailableError(`${what}: ${describeError(err)}`, { cause: err });

@@ -5,7 +5,7 @@
  * under a leader, and every kind of bad input.
  */
 import { describe, it, after, beforeEach } from 'node:test';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { leaseStoreContract, upsertThrough } from '../../src/testing/lease-store-contract.js';
@@ -148,6 +148,33 @@ describe('leasehold on PostgreSQL', () => {
     assert.ok(back.token > first.token, `token ${back.token} after the restart, ${first.token} before`);
     console.log(`postgres: database stopped under the leader; stepped down after ${steppedDownMs} ms; leader again with token ${back.token}`);
     await stopAll();
+  });
+});
+
+describe('leasehold status and the connection settings on PostgreSQL', () => {
+  const scratch = scratchDir(() => cands);
+  let cands: Candidate[] = [];
+  after(async () => {
+    for (const c of cands) c.proc.kill('SIGTERM');
+    await Promise.all(cands.map((c) => c.proc.exited));
+  });
+
+  it('status reads a held lease (exit 0) with the connection from the PG* variables and ~/.pgpass, no URL given', async () => {
+    const pg = await server;
+    const T = { leaseDuration: '3s', renewDeadline: '2s', retryPeriod: '500ms' };
+    cands = [startSidecar(scratch.path, 'a', ['--backend', 'postgres', '--postgres-url', pg.url(), '--lease', 'status'], T)];
+    const leader = await waitFor('a leader', () => validLeaders(cands)[0], 30_000);
+    // ~/.pgpass format, found through PGPASSFILE; node-postgres refuses one others may read.
+    const pgpass = join(scratch.path, 'pgpass');
+    writeFileSync(pgpass, `127.0.0.1:${pg.port}:leases:leasehold:${PASSWORDS.leasehold}\n`, { mode: 0o600 });
+    const env = { PGHOST: '127.0.0.1', PGPORT: String(pg.port), PGUSER: 'leasehold', PGDATABASE: 'leases', PGPASSFILE: pgpass };
+    const r = await runCli(['status', '--backend', 'postgres', '--lease', 'status', '--json'], env);
+    assert.equal(r.code, 0, r.stderr);
+    const report = JSON.parse(r.stdout) as { state: string; holder: string; fencingToken: number; location: string };
+    assert.equal(report.state, 'held');
+    assert.equal(report.holder, 'a');
+    assert.equal(report.fencingToken, leader.token);
+    assert.match(report.location, /^table public.leases on leasehold@127.0.0.1:\d+\/leases$/);
   });
 });
 
