@@ -17,7 +17,7 @@
 import yargs, { type Argv } from 'yargs';
 
 /** The variables `leasehold run` sets for its command; they describe the parent's term. */
-export const TERM_VARIABLES = ['LEASEHOLD_FENCING_TOKEN', 'LEASEHOLD_LEASE', 'LEASEHOLD_IDENTITY', 'LEASEHOLD_STATUS_DIR'] as const;
+const TERM_VARIABLES = ['LEASEHOLD_FENCING_TOKEN', 'LEASEHOLD_LEASE', 'LEASEHOLD_IDENTITY', 'LEASEHOLD_STATUS_DIR'] as const;
 
 /**
  * The parsed flags of a command, typed from its yargs builder: each flag is written once, in
@@ -25,7 +25,7 @@ export const TERM_VARIABLES = ['LEASEHOLD_FENCING_TOKEN', 'LEASEHOLD_LEASE', 'LE
  */
 export type FlagsOf<B extends (y: Argv) => Argv<unknown>> = ReturnType<B> extends Argv<infer T> ? T : never;
 
-export function envName(flag: string): string {
+function envName(flag: string): string {
   return `LEASEHOLD_${flag.toUpperCase().replace(/-/g, '_')}`;
 }
 

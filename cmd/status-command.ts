@@ -40,7 +40,7 @@ export async function runStatus(a: StatusArgs): Promise<number> {
   }
 }
 
-export async function readReport(store: LeaseStore, lease: string, now: Date): Promise<LeaseReport> {
+async function readReport(store: LeaseStore, lease: string, now: Date): Promise<LeaseReport> {
   const base = { lease, backend: store.backend, location: store.location };
   const got = await store.get(lease);
   if (!got) return { ...base, found: false };

@@ -78,9 +78,3 @@ export interface LeaseStore {
 
   close(): Promise<void>;
 }
-
-/** A record as one line of text, for logs and error messages. */
-export function formatRecord(r: LeaseRecord): string {
-  const holder = r.holderIdentity === '' ? '(none)' : r.holderIdentity;
-  return `holder=${holder} token=${r.leaseTransitions} duration=${r.leaseDurationSeconds}s renewed=${r.renewTime?.toISOString() ?? '-'}`;
-}

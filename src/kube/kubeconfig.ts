@@ -6,7 +6,7 @@ import { StoreOpenError, describeError } from '../errors.js';
 import { type CredentialSource, type ExecClusterInfo, basicAuth, execPlugin, staticToken, tokenFile } from './credentials.js';
 
 /** Where the service account's files are mounted in every pod. */
-export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 /** Everything needed to talk to one API server as one user; what a kubeconfig context resolves to. */
 export interface ClusterConnection {

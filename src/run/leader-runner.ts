@@ -19,7 +19,7 @@ export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {
 }
 
 /** The exit status of `leasehold run --once` when leadership was lost before the command finished. */
-export const EXIT_LOST_LEADERSHIP = 75;
+const EXIT_LOST_LEADERSHIP = 75;
 
 /**
  * `leasehold run`: the command runs only while this candidate leads.

@@ -1,7 +1,7 @@
 import type { Timings } from '../election/elector-config.js';
 import type { ElectorSnapshot } from '../election/elector.js';
 
-export const READY_WHEN = ['leader', 'elected-any'] as const;
+const READY_WHEN = ['leader', 'elected-any'] as const;
 export type ReadyWhen = (typeof READY_WHEN)[number];
 
 export function isReadyWhen(v: string): v is ReadyWhen {
@@ -14,7 +14,7 @@ export interface Verdict {
 }
 
 /** How late the loop may be past its own schedule before it counts as stuck. */
-export const LOOP_SLACK_MS = 5_000;
+const LOOP_SLACK_MS = 5_000;
 
 /**
  * Liveness, as client-go's HealthzAdaptor plus a loop check: unhealthy when the loop has

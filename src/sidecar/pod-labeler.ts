@@ -2,7 +2,7 @@ import { describeError } from '../errors.js';
 import type { KubeClient } from '../kube/api-client.js';
 import type { Logger } from '../log.js';
 
-export const ROLE_LABEL = 'leasehold.io/role';
+const ROLE_LABEL = 'leasehold.io/role';
 export type PodRole = 'leader' | 'follower';
 
 /**

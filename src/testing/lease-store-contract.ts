@@ -23,7 +23,7 @@ export interface ContractSubject {
 
 const at = new Date('2026-12-02T09:15:24.123Z');
 const later = new Date('2026-12-02T09:15:26.456Z');
-export const contractRecord = (over: Partial<LeaseRecord> = {}): LeaseRecord => ({
+const contractRecord = (over: Partial<LeaseRecord> = {}): LeaseRecord => ({
   holderIdentity: 'a',
   leaseDurationSeconds: 15,
   acquireTime: at,

@@ -61,7 +61,7 @@ const RETRY_MS = 400;
  * on its jittered retry) plus 5 s of slack for process start-up and the API server's reconnect
  * to etcd on a loaded 2-core machine.
  */
-export const RECOVERY_BOUND_MS = LEASE_MS + 2.2 * RETRY_MS + 5_000;
+const RECOVERY_BOUND_MS = LEASE_MS + 2.2 * RETRY_MS + 5_000;
 const APP = join(REPO, 'test/chaos/chaos-app.ts');
 
 interface Member {

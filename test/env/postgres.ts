@@ -32,7 +32,7 @@ export interface PostgresServer {
 export const PASSWORDS = { postgres: 'su-secret-7', leasehold: 'lh-secret-42', reader: 'rd-secret-9' } as const;
 
 /** The server binaries: Debian puts them under /usr/lib/postgresql/<major>/bin. */
-export function postgresBin(): string {
+function postgresBin(): string {
   const root = '/usr/lib/postgresql';
   const majors = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : [];
   for (const m of majors) if (existsSync(join(root, m, 'bin', 'postgres'))) return join(root, m, 'bin');

@@ -19,7 +19,7 @@ export function env() {
   };
 }
 
-export function adminConfig(): KubeConfig {
+function adminConfig(): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromFile(env().admin);
   return kc;

@@ -1,5 +1,4 @@
 import { describe, it } from 'node:test';
-import {} from '../helpers/cli.js';
 import { scratchDir } from '../helpers/scratch.js';
 import type { Candidate } from '../helpers/sidecars.js';
 import { failoverScenario } from '../helpers/failover-scenario.js';

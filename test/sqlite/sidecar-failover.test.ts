@@ -1,6 +1,5 @@
 import { describe, it } from 'node:test';
 import { join } from 'node:path';
-import {} from '../helpers/cli.js';
 import { scratchDir } from '../helpers/scratch.js';
 import type { Candidate } from '../helpers/sidecars.js';
 import { failoverScenario } from '../helpers/failover-scenario.js';
