@@ -23,7 +23,10 @@ export function storeFlags<T>(y: Argv<T>) {
     .option('backend', { type: 'string', default: 'sqlite', describe: `Where leases live: ${BACKENDS.join(' | ')}` })
     .option('lease', { type: 'string', default: 'leasehold', describe: 'Lease name (a DNS-1123 subdomain)' })
     .option('db', { type: 'string', default: './.leasehold/leases.db', describe: 'sqlite: the shared database file' })
-    .option('namespace', { type: 'string', describe: "kubernetes: the Lease's namespace (default: the kubeconfig context's, in a pod the pod's own, else default)" })
+    .option('namespace', {
+      type: 'string',
+      describe: "kubernetes: the Lease's namespace (default: the kubeconfig context's, in a pod the pod's own, else default)",
+    })
     .option('postgres-url', {
       type: 'string',
       describe: 'postgres: postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=...] (default: the PG* variables and ~/.pgpass); never logged',
