@@ -86,6 +86,8 @@ describe('leasehold on PostgreSQL', () => {
     const timing = { leaseDuration: '3s', renewDeadline: '2s', retryPeriod: '500ms' };
     const f = await failoverScenario(dir.path, await args('failover'), { timing, leaseMs: 3_000, retryMs: 500, marginMs: 1_500 }, cands);
     console.log(`postgres: SIGKILL failover ${f.killFailoverMs} ms, SIGTERM handoff ${f.termHandoffMs} ms (lease 3 s, retry 500 ms)`);
+    for (const c of cands) assert.ok(!c.proc.stderr().includes(PASSWORDS.leasehold), `the password appeared in ${c.id}'s log`);
+    assert.match(cands[0]!.proc.stderr(), /store="table public.leases on leasehold@127.0.0.1:\d+\/leases"/, 'the log names the store without its password');
     await stopAll();
   });
 
