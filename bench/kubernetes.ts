@@ -295,6 +295,8 @@ released; client-go's standby reads every retryPeriod.
 ${trials} trials per row, timings ${FAST_T.lease} / ${FAST_T.deadline} / ${FAST_T.retry}, two candidates; from the signal to the Lease
 naming the standby (read every 5 ms).
 
+![Each trial of the four rows below on a logarithmic axis](benchmarks-latency.svg)
+
 | implementation | signal | min | median | p95 |
 | --- | --- | ---: | ---: | ---: |
 ${latRow('leasehold', 'SIGTERM')}

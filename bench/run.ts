@@ -20,6 +20,7 @@ import { benchSqlite } from './sqlite.js';
 import { benchPodMemory, type PodMemoryResult } from './pod-memory.js';
 import { benchPostgres } from './postgres.js';
 import { imageNode, type ImageNode } from './image-node.js';
+import { latencyChart } from './latency-chart.js';
 import { REPO } from '../test/helpers/cli.js';
 import { parseDuration } from '../src/config/duration.js';
 
@@ -32,15 +33,39 @@ const started = Date.now();
 
 const wantKube = only === '' || only === 'kubernetes' || only.includes(':');
 const wantSqlite = only === '' || only === 'sqlite';
+const wantPostgres = only === '' || only === 'postgres';
+const wantPod = (only === '' || only === 'pod') && process.getuid?.() === 0;
+
+// One progress line per phase, with what it measures and an estimate of the time left.
+const idleS = numberOption('idle-seconds', 60);
+const phases: { name: string; what: string; estimateS: number; on: boolean }[] = [
+  {
+    name: 'kubernetes',
+    what: 'leasehold and client-go on one API server: idle requests, RSS, CPU; handoff and failover latency',
+    estimateS: 60 + 3 * (idleS + 45) + 4 * trials * 6,
+    on: wantKube,
+  },
+  { name: 'sqlite', what: "SQLite attempts per second, the disk's fsync rate, local failover", estimateS: 30 + 2 * trials * 3, on: wantSqlite },
+  { name: 'postgres', what: 'PostgreSQL attempts per second and failover', estimateS: 30 + 2 * trials * 3, on: wantPostgres },
+  { name: 'pod', what: "the sidecar's working set in pods (memory cgroup)", estimateS: 120, on: wantPod },
+];
+const phase = (name: string) => {
+  const on = phases.filter((p) => p.on);
+  const i = on.findIndex((p) => p.name === name);
+  const left = on.slice(i).reduce((a, p) => a + p.estimateS, 0);
+  log(`phase ${i + 1}/${on.length}: ${on[i]!.what}; about ${Math.ceil(left / 60)} min left (${Math.round((Date.now() - started) / 1000)} s so far)`);
+};
+if (wantKube) phase('kubernetes');
 const kube = wantKube
   ? await benchKubernetes({ trials, idleSeconds: numberOption('idle-seconds', 60), log, only: only.includes(':') ? only : undefined })
   : null;
+if (wantSqlite) phase('sqlite');
 const sqlite = wantSqlite ? await benchSqlite({ trials, seconds: numberOption('seconds', 3), log }) : null;
-const wantPostgres = only === '' || only === 'postgres';
+if (wantPostgres) phase('postgres');
 const postgres = wantPostgres ? await benchPostgres({ trials, seconds: numberOption('seconds', 3), log }) : null;
-const wantPod = only === '' || only === 'pod';
 // The pod phase needs root (it brings up a kubelet and a CNI bridge), as the cluster tier does.
-const pod = wantPod && process.getuid?.() === 0 ? await benchPodMemory(log) : null;
+if (wantPod) phase('pod');
+const pod = wantPod ? await benchPodMemory(log) : null;
 
 if (!write) {
   process.stdout.write([kube?.markdown, sqlite?.markdown, postgres?.markdown, pod?.markdown].filter(Boolean).join('\n'));
@@ -76,6 +101,16 @@ ${postgres!.markdown}
 
 ${pod ? pod.markdown : 'Not measured in this run: the pod phase needs root (it brings up a kubelet and a CNI bridge).\n'}`;
   writeFileSync(join(REPO, 'docs/benchmarks.md'), md);
+  const l = kube!.latency;
+  writeFileSync(
+    join(REPO, 'docs/benchmarks-latency.svg'),
+    latencyChart(`Kubernetes handoff and failover, ${trials} trials each (timings ${FAST_T.lease} / ${FAST_T.deadline} / ${FAST_T.retry})`, [
+      { label: 'leasehold, graceful (SIGTERM)', ...l['leasehold SIGTERM']!, color: '#1b6ac9' },
+      { label: 'client-go, graceful (SIGTERM)', ...l['client-go SIGTERM']!, color: '#d9622b' },
+      { label: 'leasehold, crash (SIGKILL)', ...l['leasehold SIGKILL']!, color: '#1b6ac9' },
+      { label: 'client-go, crash (SIGKILL)', ...l['client-go SIGKILL']!, color: '#d9622b' },
+    ]),
+  );
   process.stdout.write(md);
   log('wrote docs/benchmarks.md');
 }
