@@ -108,8 +108,12 @@ describe('leasehold on PostgreSQL', () => {
       tokens.push(leader.token);
       cands = cands.map((c) => (c === prev.c ? startSidecar(dir.path, c.id, backend, T) : c));
     }
-    for (const c of cands) c.proc.kill('SIGTERM');
-    await Promise.all(cands.map((c) => c.proc.exited));
+    // The standbys first: one still running when the leader releases would take a last term.
+    const standbys = cands.filter((c) => c !== leader.c);
+    for (const c of standbys) c.proc.kill('SIGTERM');
+    await Promise.all(standbys.map((c) => c.proc.exited));
+    leader.c.proc.kill('SIGTERM');
+    await leader.c.proc.exited;
     cands = ['d', 'e'].map((id) => startSidecar(dir.path, id, backend, T));
     const fresh = await waitFor('leader after every process restarted', () => validLeaders(cands)[0], 20_000);
     assert.equal(fresh.token, tokens.at(-1)! + 1, 'never reused after a release and a restart of every process');

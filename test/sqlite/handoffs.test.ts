@@ -34,9 +34,14 @@ describe('fencing tokens over many handoffs among three sidecar processes', () =
     }
     for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i]! > tokens[i - 1]!, `tokens ${tokens.join(',')}`);
 
-    // Stop everyone (the leader releases), then restart from nothing: the token continues.
-    for (const c of cands) c.proc.kill('SIGTERM');
-    await Promise.all(cands.map((c) => c.proc.exited));
+    // Stop everyone, the standbys first (a standby still running when the leader releases
+    // would rightly take one more term), then the leader, which releases; then restart from
+    // nothing: the token continues.
+    const standbys = cands.filter((c) => c !== leader.c);
+    for (const c of standbys) c.proc.kill('SIGTERM');
+    await Promise.all(standbys.map((c) => c.proc.exited));
+    leader.c.proc.kill('SIGTERM');
+    await leader.c.proc.exited;
     const store = new SqliteLeaseStore(db);
     const released = (await store.get('handoffs'))!.record;
     await store.close();
