@@ -14,6 +14,8 @@ import { join } from 'node:path';
 
 export interface PostgresServer {
   port: number;
+  /** The CA that signed the server's certificate (TLS is on; plain TCP is accepted too). */
+  caFile: string;
   /** The server's version, e.g. "15.14". */
   version: string;
   dir: string;
@@ -80,6 +82,30 @@ export async function startPostgres(): Promise<PostgresServer> {
   ]);
   execFileSync(initCmd, initArgs, { stdio: ['ignore', 'ignore', 'pipe'] });
   rmSync(pwfile);
+  // TLS with a certificate for 127.0.0.1 from a CA of our own, so sslmode can be tested.
+  const openssl = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+  openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=leasehold-test-ca']);
+  openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1']);
+  writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1\n');
+  openssl([
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.crt',
+    '-days',
+    '1',
+    '-extfile',
+    'san.ext',
+  ]);
+  chmodSync(join(dir, 'server.key'), 0o600);
+  if (asRoot) for (const f of ['server.key', 'server.crt']) chownSync(join(dir, f), 65534, 65534);
   const port = await freePort();
   let server: ChildProcess | null = null;
 
@@ -95,6 +121,12 @@ export async function startPostgres(): Promise<PostgresServer> {
       `unix_socket_directories=${dir}`,
       '-c',
       'fsync=on',
+      '-c',
+      'ssl=on',
+      '-c',
+      `ssl_cert_file=${join(dir, 'server.crt')}`,
+      '-c',
+      `ssl_key_file=${join(dir, 'server.key')}`,
     ]);
     const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     let log = '';
@@ -143,6 +175,7 @@ export async function startPostgres(): Promise<PostgresServer> {
   const version = /(\d+\.\d+)/.exec(execFileSync(join(bin, 'postgres'), ['--version'], { encoding: 'utf8' }))?.[1] ?? '?';
   return {
     port,
+    caFile: join(dir, 'ca.crt'),
     version,
     dir,
     url: (role = 'leasehold', password) => `postgres://${role}:${encodeURIComponent(password ?? PASSWORDS[role])}@127.0.0.1:${port}/leases`,

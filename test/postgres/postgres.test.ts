@@ -6,6 +6,7 @@
  */
 import { describe, it, after, beforeEach } from 'node:test';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { leaseStoreContract, upsertThrough } from '../../src/testing/lease-store-contract.js';
@@ -221,6 +222,31 @@ describe('bad PostgreSQL input: one line, exit 2, nothing written, no password s
       /no permission on the table .*GRANT SELECT, INSERT, UPDATE ON public.owned/,
     );
     assert.equal(pg.sql('SELECT count(*) FROM public.owned', 'leases').trim(), '0', 'nothing written');
+  });
+
+  it('TLS follows sslmode: verified against the right CA it works; a wrong CA is one line', async () => {
+    const pg = await server;
+    const tls = (query: string) => `${pg.url()}?${query}`;
+    await (await PostgresLeaseStore.open({ url: pg.url(), table: 'public.tls' })).close(); // creates the table
+    const ok = await runCli([
+      'status',
+      '--backend',
+      'postgres',
+      '--postgres-url',
+      tls(`sslmode=verify-full&sslrootcert=${pg.caFile}`),
+      '--postgres-table',
+      'public.tls',
+      '--lease',
+      'none',
+    ]);
+    assert.equal(ok.code, 1, `connected over verified TLS and found no such lease: ${ok.stderr}`);
+    const other = join(pg.dir, 'other-ca.crt');
+    execFileSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(pg.dir, 'other-ca.key'), '-out', other, '-days', '1', '-subj', '/CN=other'],
+      { stdio: 'ignore' },
+    );
+    oneLine(await sidecar(['--postgres-url', tls(`sslmode=verify-full&sslrootcert=${other}`)]), /certificate was refused .*check sslmode and sslrootcert/);
   });
 
   it('a table with the wrong columns', async () => {
