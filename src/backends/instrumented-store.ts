@@ -5,6 +5,7 @@ import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord } from './le
 export class InstrumentedStore implements LeaseStore {
   readonly backend: string;
   readonly location: string;
+  readonly maxToken: number | undefined;
 
   constructor(
     private readonly inner: LeaseStore,
@@ -12,6 +13,7 @@ export class InstrumentedStore implements LeaseStore {
   ) {
     this.backend = inner.backend;
     this.location = inner.location;
+    this.maxToken = inner.maxToken;
     if (inner.watch) this.watch = inner.watch.bind(inner);
   }
 

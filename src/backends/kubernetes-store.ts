@@ -43,6 +43,8 @@ export interface KubernetesStoreOptions {
  */
 export class KubernetesLeaseStore implements LeaseStore {
   readonly backend = 'kubernetes';
+  /** leaseTransitions is an int32 in coordination.k8s.io/v1: the API server refuses more. */
+  readonly maxToken = 2_147_483_647;
   readonly location: string;
   /** The last object read or written per lease, to carry fields we do not own. */
   private readonly objects = new Map<string, Lease>();

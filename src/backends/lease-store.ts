@@ -52,6 +52,11 @@ export interface LeaseStore {
   readonly backend: string;
   /** Where the leases live (a file path, a namespace), for messages. */
   readonly location: string;
+  /**
+   * The largest token the store can hold: 2^53 − 1 (the largest integer a JS number keeps
+   * exactly) unless the store's own type is narrower (a Lease's leaseTransitions is an int32).
+   */
+  readonly maxToken?: number;
 
   /** The record and its version, or null when no record of that name exists. */
   get(name: string, opts?: CallOptions): Promise<VersionedRecord | null>;

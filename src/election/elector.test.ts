@@ -419,6 +419,21 @@ describe('the campaign loop', () => {
     await s.elector.stop();
   });
 
+  it("a new term never passes the store's largest token: refused, not sent (a Lease's int32, 2^53 − 1 elsewhere)", async () => {
+    const s = setup();
+    Object.defineProperty(s.store, 'maxToken', { value: 2_147_483_647 });
+    s.store.put(LEASE, { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: T0, renewTime: T0, leaseTransitions: 2_147_483_647 });
+    s.store.clearCalls();
+    assert.equal(await s.elector.tryAcquireOrRenew(), false);
+    assert.deepEqual(s.store.calls, ['get'], 'no write was sent');
+    assert.equal(s.store.peek(LEASE)?.leaseTransitions, 2_147_483_647);
+    const t = setup();
+    Object.defineProperty(t.store, 'maxToken', { value: 2_147_483_647 });
+    t.store.put(LEASE, { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: T0, renewTime: T0, leaseTransitions: 2_147_483_646 });
+    assert.equal(await t.elector.tryAcquireOrRenew(), true, 'up to the maximum itself');
+    assert.equal(t.elector.snapshot().fencingToken, 2_147_483_647);
+  });
+
   it('a follower hears of a new term by the same holder (a new token), not only of a new holder', async () => {
     const s = setup();
     s.store.put(LEASE, { holderIdentity: 'other', leaseDurationSeconds: 15, acquireTime: T0, renewTime: T0, leaseTransitions: 4 });

@@ -513,8 +513,11 @@ export class LeaderElector {
 
   /** A record created from nothing continues from the highest token ever seen (after a deletion). */
   private freshRecord(now: Date, token = this.highestToken + 1): LeaseRecord {
-    if (token > Number.MAX_SAFE_INTEGER) {
-      throw new InvalidRecordError(`the fencing token would pass ${Number.MAX_SAFE_INTEGER} (2^53 − 1), past which tokens can no longer be told apart`);
+    const max = Math.min(this.store.maxToken ?? Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+    if (token > max) {
+      throw new InvalidRecordError(
+        `the fencing token would pass ${max}, the largest the ${this.store.backend} store can hold${max === Number.MAX_SAFE_INTEGER ? ' (2^53 − 1, past which tokens can no longer be told apart)' : ''}`,
+      );
     }
     return {
       holderIdentity: this.identity,

@@ -115,7 +115,7 @@ describe('the Helm chart', () => {
       ]),
       'Deployment',
     )[0]!.spec.template;
-    assert.deepEqual(tuned.spec.imagePullSecrets, [{ name: 'pull' }]);
+    assert.deepEqual(JSON.parse(JSON.stringify(tuned.spec.imagePullSecrets)), [{ name: 'pull' }]);
     assert.equal(tuned.metadata.labels.team, 'billing');
     const side = tuned.spec.containers[1];
     assert.equal(side.args.at(-1), '--log-level=debug');
