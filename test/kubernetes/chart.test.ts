@@ -109,7 +109,7 @@ describe('the Helm chart', () => {
         'podLabels.team=billing',
         'leasehold.extraArgs[0]=--log-level=debug',
         'leasehold.extraEnv[0].name=EXTRA',
-        'leasehold.extraEnv[0].value=1',
+        'leasehold.extraEnv[0].value=debug',
         'leasehold.readinessProbe.periodSeconds=5',
         'leasehold.livenessProbe.failureThreshold=6',
       ]),
@@ -119,7 +119,7 @@ describe('the Helm chart', () => {
     assert.equal(tuned.metadata.labels.team, 'billing');
     const side = tuned.spec.containers[1];
     assert.equal(side.args.at(-1), '--log-level=debug');
-    assert.deepEqual(side.env.at(-1), { name: 'EXTRA', value: '1' });
+    assert.deepEqual(JSON.parse(JSON.stringify(side.env.at(-1))), { name: 'EXTRA', value: 'debug' });
     assert.equal(side.readinessProbe.periodSeconds, 5);
     assert.equal(side.livenessProbe.failureThreshold, 6);
     assert.equal(find(render(), 'Role')[0]!.rules!.length, 2, 'no pod access unless podLabel.enabled');
@@ -135,6 +135,8 @@ describe('the Helm chart', () => {
       ['leasehold.lease=Bad_Name', /lease/],
       ['leasehold.port=70000', /port/],
       ['unknownKey=1', /unknownKey|additional/i],
+      // --set turns 1 into a number, which a container's env refuses: caught here, not at apply.
+      ['leasehold.extraEnv[0].name=A,leasehold.extraEnv[0].value=1', /extraEnv.*value|value.*string/i],
     ];
     for (const [set, field] of cases) {
       const r = helm(['template', 'demo', CHART, '--set', set]);
