@@ -8,12 +8,20 @@ import { createInterface } from 'node:readline';
 import { SqliteLeaseStore } from '../src/backends/sqlite-store.js';
 import { PostgresLeaseStore } from '../src/backends/postgres-store.js';
 import { LeaderElector } from '../src/election/elector.js';
+import { ConflictError } from '../src/errors.js';
 
 const [db, lease, id, duration] = process.argv.slice(2);
 const store = db!.startsWith('postgres://')
   ? await PostgresLeaseStore.open({ url: db!, table: 'public.bench' })
   : new SqliteLeaseStore(db!, { busyTimeoutMs: 5_000 });
 const elector = new LeaderElector({ store, lease: lease!, identity: id!, leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
+// The lease starts released: a lease never seen is created only a lease duration after it was
+// first seen absent (the absence rule), which would leave a short run with no leader at all.
+await store
+  .create(lease!, { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: null, renewTime: new Date(), leaseTransitions: 0 })
+  .catch((err: unknown) => {
+    if (!(err instanceof ConflictError)) throw err;
+  });
 process.stdout.write('ready\n');
 const rl = createInterface({ input: process.stdin });
 rl.once('line', () => void measure());
