@@ -56,7 +56,8 @@ export function binaries(): string {
   return out.toString().trim().split('\n').at(-1)!;
 }
 
-async function freePort(): Promise<number> {
+/** A loopback port nobody listens on now (the kernel's choice); shared with test/env/postgres.ts. */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);

@@ -9,7 +9,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from './control-plane.js';
 import { join } from 'node:path';
 
 export interface PostgresServer {
@@ -39,17 +39,6 @@ function postgresBin(): string {
   const majors = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : [];
   for (const m of majors) if (existsSync(join(root, m, 'bin', 'postgres'))) return join(root, m, 'bin');
   throw new Error('PostgreSQL is not installed: run scripts/setup.sh (Debian package postgresql)');
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 export async function startPostgres(): Promise<PostgresServer> {
