@@ -53,3 +53,14 @@ it("the command's environment drops the parent's configuration and carries the t
   );
   assert.deepEqual(env, { PATH: '/bin', LEASEHOLD_OTHER: 'kept', LEASEHOLD_FENCING_TOKEN: '9', LEASEHOLD_LEASE: 'billing', LEASEHOLD_IDENTITY: 'me' });
 });
+
+it("a `run` command never inherits the parent's database password (LEASEHOLD_POSTGRES_URL)", () => {
+  const env = childEnvironment({ PATH: '/bin', LEASEHOLD_POSTGRES_URL: 'postgres://u:secret@h/db' }, COMMANDS.run, {
+    LEASEHOLD_FENCING_TOKEN: '3',
+    LEASEHOLD_LEASE: 'jobs',
+    LEASEHOLD_IDENTITY: 'me',
+    LEASEHOLD_STATUS_DIR: undefined,
+  });
+  assert.equal(env.LEASEHOLD_POSTGRES_URL, undefined);
+  assert.equal(env.PATH, '/bin');
+});
