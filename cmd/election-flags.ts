@@ -4,6 +4,7 @@ import type { Argv } from 'yargs';
 import { durationRangeError, formatDuration, parseDuration } from '../src/config/duration.js';
 import { BACKENDS, type BackendName, type StoreSettings } from '../src/backends/open-store.js';
 import {
+  DEFAULT_CONTENTION_WINDOW_MS,
   DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RENEW_DEADLINE_MS,
   DEFAULT_RETRY_PERIOD_MS,
@@ -62,6 +63,11 @@ export function electionFlags<T>(y: Argv<T>) {
       default: formatDuration(DEFAULT_RETRY_PERIOD_MS),
       describe: 'Interval between attempts (standbys add up to 120% jitter)',
     })
+    .option('contention-window', {
+      type: 'string',
+      default: formatDuration(DEFAULT_CONTENTION_WINDOW_MS),
+      describe: 'When the lease frees, standbys try within this, most near its end: few tries however many standbys',
+    })
     .option('release-on-exit', { type: 'boolean', default: true, describe: 'Release the lease on SIGTERM/SIGINT (--no-release-on-exit to keep it)' })
     .option('log-format', { type: 'string', default: 'json', describe: 'json | text (logs go to stderr)' })
     .option('log-level', { type: 'string', default: 'info', describe: 'debug | info | warn | error' });
@@ -74,6 +80,7 @@ export interface ElectionSettings extends Timings {
   store: StoreSettings;
   lease: string;
   identity: string;
+  contentionWindowMs: number;
   releaseOnExit: boolean;
   logFormat: 'json' | 'text';
   logLevel: 'debug' | 'info' | 'warn' | 'error';
@@ -134,6 +141,10 @@ export function resolveElection(a: ElectionArgs): ElectionSettings {
   if (store.backend === 'kubernetes' && timings.leaseDurationMs % 1000 !== 0) {
     throw badFlag('lease-duration', a['lease-duration'], 'the kubernetes backend stores leaseDurationSeconds as an integer: use whole seconds');
   }
+  const contentionWindowMs = duration('contention-window', a['contention-window'], 0);
+  if (contentionWindowMs > timings.leaseDurationMs) {
+    throw badFlag('contention-window', a['contention-window'], `must be at most --lease-duration (${a['lease-duration']})`);
+  }
   const identity = a.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
   try {
     validateIdentity(identity);
@@ -147,6 +158,7 @@ export function resolveElection(a: ElectionArgs): ElectionSettings {
     store,
     lease,
     identity,
+    contentionWindowMs,
     releaseOnExit: a['release-on-exit'],
     logFormat: a['log-format'],
     logLevel: a['log-level'] as ElectionSettings['logLevel'],

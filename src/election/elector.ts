@@ -23,7 +23,16 @@ import { sleep, realClock, type Clock, type Timer } from '../clock.js';
 import { BackendUnavailableError, ConflictError, InvalidRecordError, describeError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
-import { JITTER_FACTOR, validateIdentity, validateLeaseName, validateTimings, type Timings } from './elector-config.js';
+import {
+  DEFAULT_CONTENTION_WINDOW_MS,
+  JITTER_FACTOR,
+  contentionDelayMs,
+  validateContentionWindow,
+  validateIdentity,
+  validateLeaseName,
+  validateTimings,
+  type Timings,
+} from './elector-config.js';
 
 export interface LeadershipTerm {
   token: number;
@@ -67,6 +76,12 @@ export interface ElectorOptions extends Timings {
    * silently stopped delivering. Default max(30 × retryPeriod, leaseDuration): 60 s.
    */
   safetyRereadMs?: number;
+  /**
+   * When the lease becomes free (released, or expired as this standby sees it), a standby tries
+   * after a random delay in [0, window], and not at all if it sees another take the lease
+   * first: with many standbys only a few try (see contentionDelayMs). Default 40 ms.
+   */
+  contentionWindowMs?: number;
   listener?: ElectorListener;
   log?: Logger;
 }
@@ -122,6 +137,7 @@ export class LeaderElector {
   private readonly releaseOnStop: boolean;
   private readonly requestTimeoutMs: number;
   private readonly safetyRereadMs: number;
+  private readonly contentionWindowMs: number;
 
   // What this candidate knows of the record.
   private observed: VersionedRecord | null = null;
@@ -149,6 +165,12 @@ export class LeaderElector {
 
   /** Non-null exactly while this candidate leads. */
   private term: Term | null = null;
+  /** This standby's delay for the moment the lease last became free (drawn once per moment). */
+  private slot: { freeAtMono: number; delayMs: number } | null = null;
+  /** Counts the records observed (new versions): orders an attempt against an observation made at the same instant. */
+  private observedSeq = 0;
+  /** When the last attempt started, and how many records had been observed by then. */
+  private lastAttemptStart: { mono: number; seq: number } | null = null;
 
   // The loop.
   private loop: Promise<void> | null = null;
@@ -183,6 +205,8 @@ export class LeaderElector {
     this.releaseOnStop = opts.releaseOnStop ?? true;
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
     this.safetyRereadMs = opts.safetyRereadMs ?? Math.max(30 * opts.retryPeriodMs, opts.leaseDurationMs);
+    this.contentionWindowMs = opts.contentionWindowMs ?? Math.min(DEFAULT_CONTENTION_WINDOW_MS, opts.leaseDurationMs);
+    validateContentionWindow(this.contentionWindowMs, opts.leaseDurationMs);
   }
 
   isLeader(): boolean {
@@ -270,7 +294,8 @@ export class LeaderElector {
 
   /**
    * A watch event. Standbys observe the record it carries exactly as if they had read it
-   * (expiry is judged from that moment), and try at once when the lease is released or gone.
+   * (expiry is judged from that moment), and try when the lease is released (at their turn in
+   * the contention window) or gone.
    * The leader ignores events: it renews from its own cache and learns of others through
    * its compare-and-swap.
    */
@@ -305,6 +330,10 @@ export class LeaderElector {
       this.hintPending = false;
       return true;
     }
+    // The lease is free, but this standby's turn in the contention window has not come.
+    const slot = this.contentionSlot();
+    const now = this.clock.monotonic();
+    if (slot && now >= slot.freeAtMono && now < slot.endMono) return false;
     if (!this.waitingOnWatch()) return true;
     return this.lastAttemptMono === null || this.clock.monotonic() - this.lastAttemptMono >= this.safetyRereadMs;
   }
@@ -313,13 +342,33 @@ export class LeaderElector {
     const retry = this.timings.retryPeriodMs;
     if (this.term) return retry;
     const jittered = retry * (1 + this.random() * JITTER_FACTOR);
-    if (!this.waitingOnWatch()) return jittered;
+    // A standby wakes at its turn after the lease becomes free (its expiry as observed, or a
+    // release), whether or not it also polls: the expiry is known from the last observation.
     const now = this.clock.monotonic();
-    const untilExpiry = this.expiresAtMono(this.observed!.record) - now;
+    const slot = this.contentionSlot();
+    const untilSlot = slot ? Math.max(0, slot.endMono - now) : Infinity;
+    if (!this.waitingOnWatch()) return Math.min(jittered, untilSlot);
     const untilSafety = (this.lastAttemptMono ?? now) + this.safetyRereadMs - now;
-    // Standbys wake at the expiry with a little jitter, so they do not all race at the same
-    // instant (a lost race costs only a 409).
-    return Math.max(0, Math.min(untilExpiry + this.random() * 0.5 * retry, untilSafety));
+    return Math.max(0, Math.min(untilSlot, untilSafety));
+  }
+
+  /**
+   * The moment the lease, as last observed, became (or will become) free for this standby, and
+   * the end of its turn after that moment; null while leading, with no record seen, or once it
+   * has tried since that moment (then it keeps its usual rhythm: a slot per free moment, not a
+   * retry storm while the store is down).
+   */
+  private contentionSlot(): { freeAtMono: number; endMono: number } | null {
+    const seen = this.observed;
+    if (this.term || !seen) return null;
+    // Released (or ours from an ended term): free from the moment it was seen; held: at its expiry.
+    const freeOnSight = seen.record.holderIdentity === '' || this.isOwn(seen);
+    const freeAtMono = freeOnSight ? this.observedAtMono : this.expiresAtMono(seen.record);
+    const last = this.lastAttemptStart;
+    const triedSince = last !== null && (freeOnSight ? last.seq >= this.observedSeq : last.mono >= freeAtMono);
+    if (triedSince) return null;
+    if (this.slot?.freeAtMono !== freeAtMono) this.slot = { freeAtMono, delayMs: contentionDelayMs(this.random(), this.contentionWindowMs) };
+    return { freeAtMono, endMono: freeAtMono + this.slot.delayMs };
   }
 
   /**
@@ -344,6 +393,7 @@ export class LeaderElector {
    * Never throws: a failed backend call is a failed attempt.
    */
   async tryAcquireOrRenew(): Promise<boolean> {
+    this.lastAttemptStart = { mono: this.clock.monotonic(), seq: this.observedSeq };
     try {
       return await this.attempt();
     } catch (err) {
@@ -554,6 +604,7 @@ export class LeaderElector {
     const previous = this.observed;
     if (previous && previous.version === got.version) return;
     this.observed = got;
+    this.observedSeq++;
     this.observedAtMono = this.clock.monotonic();
     this.highestToken = Math.max(this.highestToken, got.record.leaseTransitions);
     if (own) this.ownVersion = got.version;

@@ -43,6 +43,8 @@ export interface LeaderElectionOptions {
   renewDeadlineMs?: number;
   /** Default 2 000 ms. */
   retryPeriodMs?: number;
+  /** When the lease frees, standbys try within this, most near its end (few tries however many standbys). Default 40 ms. */
+  contentionWindowMs?: number;
   /** Release the lease on stop() while leading, so another takes over at once. Default true. */
   releaseOnCancel?: boolean;
   /** Aborting it stops the election, as stop() does. */
@@ -76,6 +78,7 @@ export class LeaderElection {
       leaseDurationMs: opts.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS,
       renewDeadlineMs: opts.renewDeadlineMs ?? DEFAULT_RENEW_DEADLINE_MS,
       retryPeriodMs: opts.retryPeriodMs ?? DEFAULT_RETRY_PERIOD_MS,
+      contentionWindowMs: opts.contentionWindowMs,
       releaseOnStop: opts.releaseOnCancel ?? true,
       log: opts.log ?? silentLogger,
       listener: {

@@ -22,6 +22,8 @@ export interface SidecarOptions extends Timings {
   listen?: { host: string; port: number };
   readyWhen?: ReadyWhen;
   releaseOnExit?: boolean;
+  /** See ElectorOptions.contentionWindowMs. Default 40 ms. */
+  contentionWindowMs?: number;
   log: Logger;
   clock?: Clock;
   /** Extra callbacks (e.g. `leasehold run` starting its child); run after the sidecar's own. */

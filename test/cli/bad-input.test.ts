@@ -32,6 +32,16 @@ const cases: Case[] = [
   },
   { name: 'zero retryPeriod', args: ['sidecar', '--retry-period', '0s'], message: /invalid --retry-period "0s": must be from 1ms/ },
   {
+    name: 'contention window longer than the lease',
+    args: ['sidecar', '--contention-window', '20s'],
+    message: /invalid --contention-window "20s": must be at most --lease-duration \(15s\)/,
+  },
+  {
+    name: 'contention window not a duration',
+    args: ['sidecar', '--contention-window', 'soon'],
+    message: /invalid --contention-window "soon": expected a duration/,
+  },
+  {
     name: 'the same rule through an env var',
     args: ['sidecar'],
     env: { LEASEHOLD_LEASE_DURATION: '9s' },
