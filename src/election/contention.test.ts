@@ -85,6 +85,22 @@ describe('standbys at a free lease', () => {
     await s.stop();
   });
 
+  it('the new leader logs how long after the lease freed it took over (sinceFreeMs)', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryLeaseStore();
+    store.eventsCarryRecords = true;
+    store.put(LEASE, held);
+    const lines: { msg: string; fields?: Record<string, unknown> }[] = [];
+    const keep = (msg: string, fields?: Record<string, unknown>) => lines.push({ msg, fields });
+    const log = { debug: keep, info: keep, warn: keep, error: keep };
+    const e = new LeaderElector({ ...timings, store, lease: LEASE, identity: 'me', clock, random: () => 1, log });
+    e.start();
+    store.setWatchHealth(true);
+    await clock.advance(15_000 + DEFAULT_CONTENTION_WINDOW_MS);
+    assert.deepEqual(lines.find((l) => l.msg === 'became leader')?.fields?.sinceFreeMs, DEFAULT_CONTENTION_WINDOW_MS);
+    await e.stop();
+  });
+
   it('the worst draw still tries within the window after expiry (it used to wait up to retryPeriod / 2 more)', async () => {
     const s = standbys(1, { random: () => 1 });
     await s.start();

@@ -361,9 +361,8 @@ export class LeaderElector {
   private contentionSlot(): { freeAtMono: number; endMono: number } | null {
     const seen = this.observed;
     if (this.term || !seen) return null;
-    // Released (or ours from an ended term): free from the moment it was seen; held: at its expiry.
-    const freeOnSight = seen.record.holderIdentity === '' || this.isOwn(seen);
-    const freeAtMono = freeOnSight ? this.observedAtMono : this.expiresAtMono(seen.record);
+    const freeOnSight = this.freeOnSight(seen);
+    const freeAtMono = this.freeAtMono()!;
     const last = this.lastAttemptStart;
     const triedSince = last !== null && (freeOnSight ? last.seq >= this.observedSeq : last.mono >= freeAtMono);
     if (triedSince) return null;
@@ -491,12 +490,14 @@ export class LeaderElector {
    */
   private async write(op: 'create' | 'update', renewing: Term | null, build: (now: Date) => LeaseRecord, expectedVersion?: string): Promise<boolean> {
     const start: Stamp = { wall: this.clock.now(), mono: this.clock.monotonic() };
+    // Taken before the request: our own write's watch event can arrive before its answer.
+    const freedAtMono = renewing ? null : this.freeAtMono();
     const record = build(start.wall);
     this.recentWrites = [...this.recentWrites.slice(-7), record];
     const version = await this.call(op, (o) =>
       op === 'create' ? this.store.create(this.lease, record, o) : this.store.update(this.lease, record, expectedVersion!, o),
     );
-    return this.succeeded({ record, version }, renewing, start);
+    return this.succeeded({ record, version }, renewing, start, freedAtMono);
   }
 
   /**
@@ -588,6 +589,18 @@ export class LeaderElector {
     };
   }
 
+  /** Released, or ours from an ended term: free from the moment it was seen. */
+  private freeOnSight(seen: VersionedRecord): boolean {
+    return seen.record.holderIdentity === '' || this.isOwn(seen);
+  }
+
+  /** When the record last observed became free for this candidate: on sight, or at its expiry; null with none seen. */
+  private freeAtMono(): number | null {
+    const seen = this.observed;
+    if (!seen) return null;
+    return this.freeOnSight(seen) ? this.observedAtMono : this.expiresAtMono(seen.record);
+  }
+
   /** An unchanged record expires a lease duration after we observed it (client-go's rule). */
   private expiresAtMono(rec: LeaseRecord): number {
     return this.observedAtMono + rec.leaseDurationSeconds * 1000;
@@ -627,7 +640,7 @@ export class LeaderElector {
    * term), and it counts from the start of the request: others can have seen the write only
    * after that instant, so renewDeadline from there is still before any of them may take over.
    */
-  private succeeded(got: VersionedRecord, renewing: Term | null, start: Stamp): boolean {
+  private succeeded(got: VersionedRecord, renewing: Term | null, start: Stamp, freedAtMono: number | null = null): boolean {
     this.observe(got, true);
     if (renewing !== null && renewing !== this.term) return false;
     const validUntil = new Date(start.wall.getTime() + this.timings.renewDeadlineMs);
@@ -653,7 +666,10 @@ export class LeaderElector {
       renewedAtMono: start.mono,
       deadline: this.armDeadline(start.mono),
     };
-    this.log.info('became leader', { token, validUntil: validUntil.toISOString() });
+    // How long after the lease freed (as this candidate saw it) the takeover landed: the figure
+    // the contention window trades against conflicts. Absent when it was created from nothing.
+    const sinceFreeMs = freedAtMono === null ? undefined : Math.round(this.clock.monotonic() - freedAtMono);
+    this.log.info('became leader', { token, validUntil: validUntil.toISOString(), sinceFreeMs });
     this.listener.onStartedLeading?.(this.publicTerm(this.term));
     return true;
   }

@@ -36,6 +36,8 @@ export interface ControlPlane {
   /** The audit log (JSON lines), when audit was asked for. */
   auditLog: string | null;
   etcdUrl: string;
+  /** The PIDs of kube-apiserver and etcd while they run (for the bench's CPU figures). */
+  pids: () => { apiserver?: number; etcd?: number };
   /** Stops kube-apiserver only (etcd keeps the data), for outage tests. */
   stopApiServer: () => Promise<void>;
   startApiServer: () => Promise<void>;
@@ -316,6 +318,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     userKubeconfigs,
     auditLog,
     etcdUrl,
+    pids: () => ({ apiserver: apiserver?.pid, etcd: etcd?.pid }),
     stopApiServer: () => kill(apiserver),
     startApiServer,
     stopEtcd: () => kill(etcd),
