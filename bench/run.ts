@@ -16,9 +16,10 @@ import { join } from 'node:path';
 import { numberOption, option } from './cli-args.js';
 import { rssMB } from './proc-stats.js';
 import { FAST_T, benchKubernetes, standbyRequestsPerMin, type KubernetesBenchResult } from './kubernetes.js';
-import { benchSqlite } from './sqlite.js';
+import { benchSqlite, type SqliteBenchResult } from './sqlite.js';
 import { benchPodMemory, type PodMemoryResult } from './pod-memory.js';
 import { benchPostgres } from './postgres.js';
+import { benchScale, type ScaleBenchResult } from './scale.js';
 import { imageNode, type ImageNode } from './image-node.js';
 import { latencyChart } from './latency-chart.js';
 import { REPO } from '../test/helpers/cli.js';
@@ -35,6 +36,9 @@ const wantKube = only === '' || only === 'kubernetes' || only.includes(':');
 const wantSqlite = only === '' || only === 'sqlite';
 const wantPostgres = only === '' || only === 'postgres';
 const wantPod = (only === '' || only === 'pod') && process.getuid?.() === 0;
+const wantScale = only === '' || only === 'scale';
+const standbys = numberOption('standbys', 100);
+const scaleTrials = numberOption('scale-trials', 6);
 
 // One progress line per phase, with what it measures and an estimate of the time left.
 const idleS = numberOption('idle-seconds', 60);
@@ -47,6 +51,12 @@ const phases: { name: string; what: string; estimateS: number; on: boolean }[] =
   },
   { name: 'sqlite', what: "SQLite attempts per second, the disk's fsync rate, local failover", estimateS: 30 + 2 * trials * 3, on: wantSqlite },
   { name: 'postgres', what: 'PostgreSQL attempts per second and failover', estimateS: 30 + 2 * trials * 3, on: wantPostgres },
+  {
+    name: 'scale',
+    what: `1 leader + ${standbys} standbys on SQLite and on Kubernetes (leasehold and client-go): requests, conflicts, handoffs, RSS, CPU`,
+    estimateS: 3 * (standbys * 0.8 + 10 + idleS + scaleTrials * 2 * 8),
+    on: wantScale,
+  },
   { name: 'pod', what: "the sidecar's working set in pods (memory cgroup)", estimateS: 120, on: wantPod },
 ];
 const phase = (name: string) => {
@@ -63,12 +73,14 @@ if (wantSqlite) phase('sqlite');
 const sqlite = wantSqlite ? await benchSqlite({ trials, seconds: numberOption('seconds', 3), log }) : null;
 if (wantPostgres) phase('postgres');
 const postgres = wantPostgres ? await benchPostgres({ trials, seconds: numberOption('seconds', 3), log }) : null;
+if (wantScale) phase('scale');
+const scale = wantScale ? await benchScale({ standbys, trials: scaleTrials, idleSeconds: idleS, log }) : null;
 // The pod phase needs root (it brings up a kubelet and a CNI bridge), as the cluster tier does.
 if (wantPod) phase('pod');
 const pod = wantPod ? await benchPodMemory(log) : null;
 
 if (!write) {
-  process.stdout.write([kube?.markdown, sqlite?.markdown, postgres?.markdown, pod?.markdown].filter(Boolean).join('\n'));
+  process.stdout.write([kube?.markdown, sqlite?.markdown, postgres?.markdown, scale?.markdown, pod?.markdown].filter(Boolean).join('\n'));
 } else {
   const version = (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
   const md = `# Benchmarks
@@ -84,6 +96,8 @@ control plane and the client-go peer in ~/.cache/leasehold, like the tests).
 
 ${summaryTable(kube!, await emptyNodeRssMB(node, []), await emptyNodeRssMB(node, node.flags), node, pod)}
 
+${scaleGoals(kube!, sqlite!, scale!)}
+
 ## Kubernetes: one real kube-apiserver 1.37.2 + etcd 3.7.3
 
 Both implementations run against the same API server, one after the other: leasehold
@@ -97,6 +111,9 @@ ${sqlite!.markdown}
 ## PostgreSQL
 
 ${postgres!.markdown}
+## One lease, ${standbys} standbys
+
+${scale!.markdown}
 ## Memory in a pod
 
 ${pod ? pod.markdown : 'Not measured in this run: the pod phase needs root (it brings up a kubelet and a CNI bridge).\n'}`;
@@ -109,10 +126,67 @@ ${pod ? pod.markdown : 'Not measured in this run: the pod phase needs root (it b
       { label: 'client-go, graceful (SIGTERM)', ...l['client-go SIGTERM']!, color: '#d9622b' },
       { label: 'leasehold, crash (SIGKILL)', ...l['leasehold SIGKILL']!, color: '#1b6ac9' },
       { label: 'client-go, crash (SIGKILL)', ...l['client-go SIGKILL']!, color: '#d9622b' },
+      { label: 'leasehold, crash, after expiry', ...kube!.afterExpiry['leasehold']!, color: '#1b6ac9' },
+      { label: 'client-go, crash, after expiry', ...kube!.afterExpiry['client-go']!, color: '#d9622b' },
     ]),
   );
   process.stdout.write(md);
   log('wrote docs/benchmarks.md');
+}
+
+/** Issue 13's goals for failover at the limit and for scale, each with what was measured. */
+function scaleGoals(k: KubernetesBenchResult, sq: SqliteBenchResult, sc: ScaleBenchResult): string {
+  const met = (ok: boolean) => (ok ? 'met' : '**not met**');
+  const row = (name: string) => sc.rows.find((r) => r.setup === name)!;
+  const lhK = row('Kubernetes, leasehold');
+  const cgK = row('Kubernetes, client-go');
+  const lhS = row('SQLite, leasehold');
+  const fiveClientGo = (5 * cgK.standbyPerMin) / cgK.standbys;
+  const rows: string[][] = [
+    [
+      "crash failover after expiry p95, Kubernetes, 2 candidates (bench watch; leasehold's own log)",
+      `${k.afterExpiry['leasehold']!.p95} ms; ${k.afterExpiry['leasehold self']?.p95 ?? 'n/a'} ms`,
+      `${k.afterExpiry['client-go']!.p95} ms`,
+      '≤ 50 ms',
+      met(k.afterExpiry['leasehold']!.p95 <= 50),
+    ],
+    ['crash failover after expiry p95, SQLite, 2 candidates (its own log)', `${sq.afterExpiry.p95} ms`, '', '≤ 50 ms', met(sq.afterExpiry.p95 <= 50)],
+    [
+      `crash failover after expiry p95, ${lhK.standbys} standbys (Kubernetes; SQLite)`,
+      `${lhK.afterExpiry.p95}; ${lhS.afterExpiry.p95} ms`,
+      `${cgK.afterExpiry.p95} ms`,
+      '≤ 50 ms',
+      met(Math.max(lhK.afterExpiry.p95, lhS.afterExpiry.p95) <= 50),
+    ],
+    [
+      `all ${lhK.standbys} standbys' requests/min, Kubernetes`,
+      lhK.standbyPerMin.toFixed(1),
+      `${cgK.standbyPerMin.toFixed(1)} (5 of them: ${fiveClientGo.toFixed(1)})`,
+      '≤ 5 client-go standbys',
+      met(lhK.standbyPerMin <= fiveClientGo),
+    ],
+    [
+      `conflicting writes per handoff, ${lhK.standbys} standbys, max (Kubernetes; SQLite)`,
+      `${Math.max(...lhK.conflicts.samples)}; ${Math.max(...lhS.conflicts.samples)}`,
+      `${Math.max(...cgK.conflicts.samples)}`,
+      '≤ 3',
+      met(Math.max(...lhK.conflicts.samples, ...lhS.conflicts.samples) <= 3),
+    ],
+    [
+      `graceful handoff p95, ${lhK.standbys} standbys against 2 candidates (Kubernetes; SQLite)`,
+      `${lhK.handoff.p95} vs ${k.latency['leasehold SIGTERM']!.p95} ms; ${lhS.handoff.p95} vs ${sq.term.p95} ms`,
+      `${cgK.handoff.p95} vs ${k.latency['client-go SIGTERM']!.p95} ms`,
+      'no worse than with 2',
+      met(lhK.handoff.p95 <= k.latency['leasehold SIGTERM']!.p95 && lhS.handoff.p95 <= sq.term.p95),
+    ],
+  ];
+  return [
+    '### Failover at the limit, and 100 standbys',
+    '',
+    '| goal | leasehold | client-go | target | |',
+    '| --- | ---: | ---: | --- | --- |',
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+  ].join('\n');
 }
 
 /** RSS of a `node` process that loads nothing, after it settled: the floor under any Node sidecar. */
