@@ -1,7 +1,9 @@
 /**
- * The bench's own view of a lease: every change it is told of, stamped on arrival. A crash
- * failover is judged against the expiry this view implies (the old holder's last change seen +
- * the lease duration), the same way for leasehold and client-go.
+ * The bench's own view of a lease: every change it is told of, stamped on arrival, with the
+ * record's own times. A crash failover is judged on the records: the new holder's acquireTime
+ * against the crashed holder's last renewTime + the lease duration, both written by the
+ * candidates on this machine's clock. That is the true expiry, whatever the delays of the
+ * bench's view (which a loaded machine stretches), and the same rule for leasehold and client-go.
  */
 import type { WatchEvent } from '../src/backends/lease-store.js';
 
@@ -12,6 +14,9 @@ export interface Sighting {
   /** performance.now() when the change arrived. */
   at: number;
   holder: string;
+  /** The record's renewTime and acquireTime, ms since the epoch (NaN when absent). */
+  renewMs: number;
+  acquireMs: number;
 }
 
 export class LeaseTimeline {
@@ -20,7 +25,9 @@ export class LeaseTimeline {
 
   constructor(subscribe: Subscribe) {
     this.stop = subscribe((e) => {
-      if (e.record) this.sightings.push({ at: performance.now(), holder: e.record.record.holderIdentity });
+      if (!e.record) return;
+      const r = e.record.record;
+      this.sightings.push({ at: performance.now(), holder: r.holderIdentity, renewMs: r.renewTime?.getTime() ?? NaN, acquireMs: r.acquireTime?.getTime() ?? NaN });
     });
   }
 
@@ -30,15 +37,16 @@ export class LeaseTimeline {
   }
 
   /**
-   * ms from the expiry of `oldHolder`'s last change seen (before `newHolder` first appears)
-   * to `newHolder`'s first appearance; undefined when either is missing.
+   * ms from the true expiry of `oldHolder`'s lease (its last renewTime seen before `newHolder`
+   * first appears, + the lease duration) to `newHolder`'s acquireTime. Negative would mean a
+   * takeover before the expiry. Undefined when either record is missing.
    */
   afterExpiry(oldHolder: string, newHolder: string, leaseMs: number, since = 0): number | undefined {
     const seen = this.sightings.filter((s) => s.at >= since);
     const taken = seen.find((s) => s.holder === newHolder);
     if (!taken) return undefined;
     const last = seen.filter((s) => s.at < taken.at && s.holder === oldHolder).at(-1);
-    return last ? Math.round(taken.at - (last.at + leaseMs)) : undefined;
+    return last ? Math.round(taken.acquireMs - (last.renewMs + leaseMs)) : undefined;
   }
 
   close(): void {

@@ -22,6 +22,7 @@ import { benchPostgres } from './postgres.js';
 import { benchScale, type ScaleBenchResult } from './scale.js';
 import { imageNode, type ImageNode } from './image-node.js';
 import { latencyChart } from './latency-chart.js';
+import { memoryBreakdown, memoryMarkdown } from './memory-breakdown.js';
 import { REPO } from '../test/helpers/cli.js';
 import { parseDuration } from '../src/config/duration.js';
 
@@ -46,7 +47,7 @@ const phases: { name: string; what: string; estimateS: number; on: boolean }[] =
   {
     name: 'kubernetes',
     what: 'leasehold and client-go on one API server: idle requests, RSS, CPU; handoff and failover latency',
-    estimateS: 60 + 3 * (idleS + 45) + 4 * trials * 6,
+    estimateS: 60 + 4 * (idleS + 45) + 4 * trials * 7,
     on: wantKube,
   },
   { name: 'sqlite', what: "SQLite attempts per second, the disk's fsync rate, local failover", estimateS: 30 + 2 * trials * 3, on: wantSqlite },
@@ -74,7 +75,9 @@ const sqlite = wantSqlite ? await benchSqlite({ trials, seconds: numberOption('s
 if (wantPostgres) phase('postgres');
 const postgres = wantPostgres ? await benchPostgres({ trials, seconds: numberOption('seconds', 3), log }) : null;
 if (wantScale) phase('scale');
-const scale = wantScale ? await benchScale({ standbys, trials: scaleTrials, idleSeconds: idleS, log }) : null;
+const scale = wantScale
+  ? await benchScale({ standbys, trials: scaleTrials, idleSeconds: idleS, log, setups: option('scale-setups', 'sqlite,leasehold,client-go').split(',') })
+  : null;
 // The pod phase needs root (it brings up a kubelet and a CNI bridge), as the cluster tier does.
 if (wantPod) phase('pod');
 const pod = wantPod ? await benchPodMemory(log) : null;
@@ -98,6 +101,10 @@ ${summaryTable(kube!, await emptyNodeRssMB(node, []), await emptyNodeRssMB(node,
 
 ${scaleGoals(kube!, sqlite!, scale!)}
 
+${memoryMarkdown(await memoryBreakdown(node), node, {
+  image: kube!.idle.find((r) => r.impl === 'leasehold')!.standbys[0]!.rssMedianMB,
+  jitlessOnly: kube!.idle.find((r) => r.impl === 'leasehold-jitless')!.standbys[0]!.rssMedianMB,
+})}
 ## Kubernetes: one real kube-apiserver 1.37.2 + etcd 3.7.3
 
 Both implementations run against the same API server, one after the other: leasehold

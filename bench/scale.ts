@@ -29,6 +29,8 @@ export interface ScaleBenchOptions {
   trials: number;
   idleSeconds: number;
   log: (m: string) => void;
+  /** Which setups to run (default all): sqlite, leasehold, client-go. */
+  setups?: string[];
 }
 
 export interface ScaleRow {
@@ -75,19 +77,19 @@ interface Setup {
   apiserverPid?: () => number | undefined;
 }
 
-export async function benchScale({ standbys: N, trials, idleSeconds, log }: ScaleBenchOptions): Promise<ScaleBenchResult> {
+export async function benchScale({ standbys: N, trials, idleSeconds, log, setups = ['sqlite', 'leasehold', 'client-go'] }: ScaleBenchOptions): Promise<ScaleBenchResult> {
   const node = imageNode();
   const rows: ScaleRow[] = [];
   const dir = tempDir('leasehold-scale-');
   try {
-    rows.push(await runSetup(sqliteSetup(dir.path), N, trials, idleSeconds, log));
+    if (setups.includes('sqlite')) rows.push(await runSetup(sqliteSetup(dir.path), N, trials, idleSeconds, log));
     const cp = await startControlPlane({ audit: true, extraUsers: ['scale-leader', 'scale-standby'] });
     const goBin = execFileSync('bash', [join(REPO, 'test/env/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
       .toString()
       .trim();
     const admin = new KubeClient(loadConnection(cp.adminKubeconfig));
     try {
-      for (const impl of ['leasehold', 'client-go'] as const) {
+      for (const impl of (['leasehold', 'client-go'] as const).filter((i) => setups.includes(i))) {
         const ns = `scale-${impl}`;
         await admin.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } });
         rows.push(await runSetup(kubeSetup(cp, admin, ns, impl, node, goBin), N, trials, idleSeconds, log));
@@ -390,7 +392,8 @@ ${idleSeconds} s idle window (Kubernetes: the API server's audit log, the first 
 SQLite: each sidecar's \`leasehold_backend_request_duration_seconds_count\`). Conflicts are the
 writes that lost their compare-and-swap (HTTP 409 on Kubernetes) in each handoff, ${trials} SIGTERM and
 ${trials} SIGKILL; a new standby replaces every killed leader. Handoff: SIGTERM to the new holder seen by
-the bench's watch. Failover: SIGKILL, from the expiry the bench's watch implies to the new holder.
+the bench's watch. Failover: SIGKILL, the new holder's \`acquireTime\` minus the crashed leader's last \`renewTime\` + the
+lease duration (the true expiry, from the records).
 RSS and CPU are summed over all ${N + 1} candidates; CPU is the share of one core over the idle window.
 
 | setup | standbys' requests/min (all) | per standby | leader's | conflicts per handoff, median / p95 | handoff median / p95 | failover after expiry median / p95 | RSS sum | CPU sum | API server CPU | start-up |

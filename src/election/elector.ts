@@ -73,7 +73,9 @@ export interface ElectorOptions extends Timings {
   requestTimeoutMs?: number;
   /**
    * A standby relying on a connected watch still reads the lease this often, in case the watch
-   * silently stopped delivering. Default max(30 × retryPeriod, leaseDuration): 60 s.
+   * silently stopped delivering. Default max(60 × retryPeriod, leaseDuration): 120 s. Its cost
+   * grows with the number of standbys: 100 standbys re-reading every 60 × retryPeriod send
+   * fewer requests than 5 of client-go's, which read every retryPeriod.
    */
   safetyRereadMs?: number;
   /**
@@ -204,7 +206,7 @@ export class LeaderElector {
     this.log = opts.log ?? silentLogger;
     this.releaseOnStop = opts.releaseOnStop ?? true;
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
-    this.safetyRereadMs = opts.safetyRereadMs ?? Math.max(30 * opts.retryPeriodMs, opts.leaseDurationMs);
+    this.safetyRereadMs = opts.safetyRereadMs ?? Math.max(60 * opts.retryPeriodMs, opts.leaseDurationMs);
     this.contentionWindowMs = opts.contentionWindowMs ?? Math.min(DEFAULT_CONTENTION_WINDOW_MS, opts.leaseDurationMs);
     validateContentionWindow(this.contentionWindowMs, opts.leaseDurationMs);
   }
@@ -406,15 +408,18 @@ export class LeaderElector {
   /**
    * The algorithm, over one observed record:
    *   1. The leader renews from its cached record: one request (client-go's fast path).
-   *   2. A standby whose watch showed the lease released or expired takes it from what the
-   *      watch delivered: one request. A stale view costs a conflict, then step 3.
-   *   3. Read the record.
-   *   4. Absent: the sitting leader recreates it at once as a new term; anyone else first
+   *   2. Read the record. A standby reads even when its watch showed the lease free: writing
+   *      straight from the event saved a request, but with many standbys the new holder's event
+   *      reaches them all only after a while (each must wake and parse it), and every standby
+   *      whose turn came first sent a write that conflicted (99 of 100 on a 2-core machine).
+   *      The API server answers a read with the latest write, so a turn that comes after the
+   *      winner's write sees it and sends nothing.
+   *   3. Absent: the sitting leader recreates it at once as a new term; anyone else first
    *      waits a lease duration from the moment it found it absent, because the holder of a
    *      deleted record (or a leader on a replaced store) may still be acting.
-   *   5. Held by another (or under our identity by a write that is not ours) and not expired:
+   *   4. Held by another (or under our identity by a write that is not ours) and not expired:
    *      wait; a leader that finds this has lost the lease and steps down.
-   *   6. Ours and leading: renew, keeping the token. Otherwise (released, expired, or ours from
+   *   5. Ours and leading: renew, keeping the token. Otherwise (released, expired, or ours from
    *      an ended term): a new term with the next token after any seen.
    */
   private async attempt(): Promise<boolean> {
@@ -430,20 +435,10 @@ export class LeaderElector {
       }
     }
 
-    // 2. Straight from the watched record.
-    if (!this.term && this.watchHealthy && this.observed && this.takeable(this.observed)) {
-      const seen = this.observed;
-      try {
-        return await this.write('update', null, (now) => this.newTermRecord(seen.record, now), seen.version);
-      } catch (err) {
-        if (!(err instanceof ConflictError)) throw err;
-      }
-    }
-
-    // 3. Read.
+    // 2. Read.
     const current = await this.call('get', (o) => this.store.get(this.lease, o));
 
-    // 4. Absent. Leadership is judged now, not at the start of the attempt: a candidate that
+    // 3. Absent. Leadership is judged now, not at the start of the attempt: a candidate that
     // stepped down while its read was in flight is no longer the sitting leader.
     if (current === null) {
       if (this.sittingLeader()) {
@@ -466,7 +461,7 @@ export class LeaderElector {
       }
     }
 
-    // 5. Held by another.
+    // 4. Held by another.
     this.observe(current);
     const own = this.isOwn(current);
     if (!own && current.record.holderIdentity !== '' && !this.expired(current.record)) {
@@ -476,7 +471,7 @@ export class LeaderElector {
       return false;
     }
 
-    // 6. Renew, or open a new term.
+    // 5. Renew, or open a new term.
     if (own && this.term) {
       return this.write('update', this.term, (now) => this.renewalRecord(current.record, now), current.version);
     }
@@ -550,11 +545,6 @@ export class LeaderElector {
       });
     }
     return false;
-  }
-
-  /** May a non-leader take this record now? Released, ours from an ended term, or expired as observed. */
-  private takeable(seen: VersionedRecord): boolean {
-    return seen.record.holderIdentity === '' || this.isOwn(seen) || this.expired(seen.record);
   }
 
   /** The record of a new term: this candidate, now, the next token after any seen. */

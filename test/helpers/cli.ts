@@ -8,9 +8,10 @@ export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** Tests run the built CLI, the artifact users get (scripts/test.sh builds it first). */
 export const CLI = join(REPO, 'dist/cmd/leasehold.js');
 /**
- * Node flags the CLI runs with in tests: the image's ENTRYPOINT flag (Dockerfile), `--jitless`
+ * Node flags the CLI runs with in tests: the image's ENTRYPOINT flags (Dockerfile), `--jitless`
  * (no JIT: less memory, no writable-and-executable pages), as each Node version takes it:
- * - 24 and later (the image's): `--jitless` alone (they reject `--no-expose-wasm`);
+ * - 24 and later (the image's): `--jitless --optimize-for-size --max-semi-space-size=1`, the
+ *   last two for memory (they reject `--no-expose-wasm`);
  * - 22: none. There --jitless also turns off WebAssembly, and `import 'node:http'` loads
  *   undici's WebAssembly parser, so the CLI would crash;
  * - 20 (the engines floor): with `--no-expose-wasm`, or Node prints a warning on stderr.
@@ -20,7 +21,7 @@ export const NODE_FLAGS = jitlessFlags(process.versions.node);
 export function jitlessFlags(nodeVersion: string): string[] {
   const major = Number(nodeVersion.split('.')[0]);
   if (major === 22) return [];
-  return major < 22 ? ['--jitless', '--no-expose-wasm'] : ['--jitless'];
+  return major < 22 ? ['--jitless', '--no-expose-wasm'] : ['--jitless', '--optimize-for-size', '--max-semi-space-size=1'];
 }
 
 export function tempDir(prefix = 'leasehold-test-'): { path: string; cleanup: () => void } {
