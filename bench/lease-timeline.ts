@@ -27,7 +27,12 @@ export class LeaseTimeline {
     this.stop = subscribe((e) => {
       if (!e.record) return;
       const r = e.record.record;
-      this.sightings.push({ at: performance.now(), holder: r.holderIdentity, renewMs: r.renewTime?.getTime() ?? NaN, acquireMs: r.acquireTime?.getTime() ?? NaN });
+      this.sightings.push({
+        at: performance.now(),
+        holder: r.holderIdentity,
+        renewMs: r.renewTime?.getTime() ?? NaN,
+        acquireMs: r.acquireTime?.getTime() ?? NaN,
+      });
     });
   }
 

@@ -77,7 +77,13 @@ interface Setup {
   apiserverPid?: () => number | undefined;
 }
 
-export async function benchScale({ standbys: N, trials, idleSeconds, log, setups = ['sqlite', 'leasehold', 'client-go'] }: ScaleBenchOptions): Promise<ScaleBenchResult> {
+export async function benchScale({
+  standbys: N,
+  trials,
+  idleSeconds,
+  log,
+  setups = ['sqlite', 'leasehold', 'client-go'],
+}: ScaleBenchOptions): Promise<ScaleBenchResult> {
   const node = imageNode();
   const rows: ScaleRow[] = [];
   const dir = tempDir('leasehold-scale-');

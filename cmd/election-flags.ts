@@ -66,7 +66,7 @@ export function electionFlags<T>(y: Argv<T>) {
     .option('contention-window', {
       type: 'string',
       default: formatDuration(DEFAULT_CONTENTION_WINDOW_MS),
-      describe: 'When the lease frees, standbys try within this, most near its end: few tries however many standbys',
+      describe: 'When the lease expires, standbys try within this (5 × after a release), most near its end: few tries however many standbys',
     })
     .option('release-on-exit', { type: 'boolean', default: true, describe: 'Release the lease on SIGTERM/SIGINT (--no-release-on-exit to keep it)' })
     .option('log-format', { type: 'string', default: 'json', describe: 'json | text (logs go to stderr)' })

@@ -5,7 +5,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { LeaderElector } from './elector.js';
-import { contentionDelayMs, DEFAULT_CONTENTION_WINDOW_MS } from './elector-config.js';
+import { contentionDelayMs, DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR } from './elector-config.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
 import { prng } from '../testing/prng.js';
@@ -126,9 +126,20 @@ describe('standbys at a free lease', () => {
     const s = standbys(20, { seed: 42 });
     await s.start();
     s.store.put(LEASE, released); // the leader released (SIGTERM)
-    await s.clock.advance(DEFAULT_CONTENTION_WINDOW_MS);
+    await s.clock.advance(RELEASE_WINDOW_FACTOR * DEFAULT_CONTENTION_WINDOW_MS); // a release's window is wider
     assert.equal(s.leaders().length, 1);
     assert.deepEqual(s.store.calls, ['get', 'update'], 'the later turns saw the new holder and stood back');
+    await s.stop();
+  });
+
+  it('a release is taken within the release window (5 × the window), the worst draw at its end', async () => {
+    const s = standbys(1, { random: () => 1 });
+    await s.start();
+    s.store.put(LEASE, released);
+    await s.clock.advance(RELEASE_WINDOW_FACTOR * DEFAULT_CONTENTION_WINDOW_MS - 1);
+    assert.equal(s.leaders().length, 0);
+    await s.clock.advance(1);
+    assert.equal(s.leaders().length, 1);
     await s.stop();
   });
 

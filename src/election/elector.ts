@@ -26,6 +26,7 @@ import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent 
 import {
   DEFAULT_CONTENTION_WINDOW_MS,
   JITTER_FACTOR,
+  RELEASE_WINDOW_FACTOR,
   contentionDelayMs,
   validateContentionWindow,
   validateIdentity,
@@ -368,7 +369,10 @@ export class LeaderElector {
     const last = this.lastAttemptStart;
     const triedSince = last !== null && (freeOnSight ? last.seq >= this.observedSeq : last.mono >= freeAtMono);
     if (triedSince) return null;
-    if (this.slot?.freeAtMono !== freeAtMono) this.slot = { freeAtMono, delayMs: contentionDelayMs(this.random(), this.contentionWindowMs) };
+    if (this.slot?.freeAtMono !== freeAtMono) {
+      const window = freeOnSight ? RELEASE_WINDOW_FACTOR * this.contentionWindowMs : this.contentionWindowMs;
+      this.slot = { freeAtMono, delayMs: contentionDelayMs(this.random(), window) };
+    }
     return { freeAtMono, endMono: freeAtMono + this.slot.delayMs };
   }
 
