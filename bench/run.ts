@@ -1,5 +1,6 @@
 /**
- * npm run bench [-- --trials N] [--seconds S] [--idle-seconds S] [--only sqlite|postgres|kubernetes|pod|IMPL:SIGNAL] [--no-write]
+ * npm run bench [-- --trials N] [--seconds S] [--idle-seconds S] [--only sqlite|postgres|kubernetes|scale|pod|IMPL:SIGNAL]
+ *                 [--splice] [--standbys N] [--scale-trials N] [--scale-setups sqlite,leasehold,client-go] [--no-write]
  *
  * Runs every benchmark and rewrites docs/benchmarks.md: a summary of leasehold against
  * client-go's leader election with the ratios and the issue's targets, then the Kubernetes
@@ -29,6 +30,9 @@ import { parseDuration } from '../src/config/duration.js';
 const trials = numberOption('trials', 20);
 const only = option('only', '');
 const write = !process.argv.includes('--no-write') && only === '';
+// `--only sqlite --splice`: re-run one part and replace its section in docs/benchmarks.md,
+// saying so there (the summary tables above it keep the full run's figures).
+const splice = process.argv.includes('--splice') && only === 'sqlite';
 const node = imageNode();
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 const started = Date.now();
@@ -82,7 +86,16 @@ const scale = wantScale
 if (wantPod) phase('pod');
 const pod = wantPod ? await benchPodMemory(log) : null;
 
-if (!write) {
+if (splice) {
+  const file = join(REPO, 'docs/benchmarks.md');
+  const doc = readFileSync(file, 'utf8');
+  const start = doc.indexOf('## SQLite (local mode)\n');
+  const end = doc.indexOf('\n## PostgreSQL\n');
+  if (start < 0 || end < start) throw new Error('docs/benchmarks.md has no SQLite section to replace: run the whole bench');
+  const note = `_This section was re-measured by \`npm run bench -- --only sqlite --splice\` on ${new Date().toISOString().slice(0, 10)}, after the full run; the summary tables above quote the full run's SQLite figures._\n\n`;
+  writeFileSync(file, `${doc.slice(0, start)}## SQLite (local mode)\n\n${note}${sqlite!.markdown}${doc.slice(end)}`);
+  log('replaced the SQLite section of docs/benchmarks.md');
+} else if (!write) {
   process.stdout.write([kube?.markdown, sqlite?.markdown, postgres?.markdown, scale?.markdown, pod?.markdown].filter(Boolean).join('\n'));
 } else {
   const version = (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }).version;

@@ -1,7 +1,9 @@
 /**
  * One benchmark process: waits for "go" on stdin, then runs acquire/renew attempts through the
  * real elector on an SQLite file (or a PostgreSQL table, given a postgres:// URL) for
- * `durationMs`, and prints {"ops","leaderOps"}.
+ * `durationMs`, and prints {"ops","leaderOps","durableOps"}. durableOps counts the successful
+ * attempts that changed the stored record: SQLite skips the write (and the sync) of an update
+ * that stores the same bytes, which a renewal in the same millisecond as the last one does.
  *   store-worker.ts <db|url> <lease> <identity> <durationMs>
  */
 import { createInterface } from 'node:readline';
@@ -30,11 +32,18 @@ async function measure(): Promise<void> {
   const end = performance.now() + Number(duration);
   let ops = 0;
   let leaderOps = 0;
+  let durableOps = 0;
+  let lastRenewMs = NaN;
   while (performance.now() < end) {
-    if (await elector.tryAcquireOrRenew()) leaderOps++;
+    if (await elector.tryAcquireOrRenew()) {
+      leaderOps++;
+      const renewMs = elector.snapshot().renewedAt?.getTime() ?? NaN;
+      if (renewMs !== lastRenewMs) durableOps++;
+      lastRenewMs = renewMs;
+    }
     ops++;
   }
-  process.stdout.write(JSON.stringify({ ops, leaderOps }) + '\n');
+  process.stdout.write(JSON.stringify({ ops, leaderOps, durableOps }) + '\n');
   rl.close();
   await store.close();
   process.exit(0);

@@ -143,6 +143,21 @@ describe('standbys at a free lease', () => {
     await s.stop();
   });
 
+  it('the release window stays within a lease duration, however wide the window asked', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryLeaseStore();
+    store.eventsCarryRecords = true;
+    store.put(LEASE, held);
+    const e = new LeaderElector({ ...timings, store, lease: LEASE, identity: 'me', clock, random: () => 1, contentionWindowMs: 15_000 });
+    e.start();
+    store.setWatchHealth(true);
+    await clock.advance(0);
+    store.put(LEASE, released);
+    await clock.advance(15_000);
+    assert.equal(e.isLeader(), true, 'took the release at 15 s, not 5 × 15 s');
+    await e.stop();
+  });
+
   it('a crash seen by 20 watching standbys: one write at expiry', async () => {
     const s = standbys(20, { seed: 9 });
     await s.start();

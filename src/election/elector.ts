@@ -370,7 +370,8 @@ export class LeaderElector {
     const triedSince = last !== null && (freeOnSight ? last.seq >= this.observedSeq : last.mono >= freeAtMono);
     if (triedSince) return null;
     if (this.slot?.freeAtMono !== freeAtMono) {
-      const window = freeOnSight ? RELEASE_WINDOW_FACTOR * this.contentionWindowMs : this.contentionWindowMs;
+      // A release's wider window stays within a lease duration, however wide the window asked.
+      const window = freeOnSight ? Math.min(RELEASE_WINDOW_FACTOR * this.contentionWindowMs, this.timings.leaseDurationMs) : this.contentionWindowMs;
       this.slot = { freeAtMono, delayMs: contentionDelayMs(this.random(), window) };
     }
     return { freeAtMono, endMono: freeAtMono + this.slot.delayMs };
