@@ -31,10 +31,12 @@ export interface SqliteBenchResult {
 const WORKER = join(REPO, 'bench/store-worker.ts');
 
 export async function benchSqlite({ trials: TRIALS, seconds: SECONDS, log }: SqliteBenchOptions): Promise<SqliteBenchResult> {
-  const throughput = async (procs: number, leases: number, dir: string): Promise<{ ops: number; leaderOps: number; durableOps: number }> => {
-    const db = join(dir, `tp-${procs}-${leases}.db`);
+  const throughput = async (procs: number, leases: number, dir: string, mode = ''): Promise<{ ops: number; leaderOps: number; durableOps: number }> => {
+    const db = join(dir, `tp-${procs}-${leases}${mode}.db`);
     const ws: Proc[] = [];
-    for (let i = 0; i < procs; i++) ws.push(start(process.execPath, ['--import', 'tsx', WORKER, db, `bench-${i % leases}`, `w${i}`, String(SECONDS * 1000)]));
+    for (let i = 0; i < procs; i++) {
+      ws.push(start(process.execPath, ['--import', 'tsx', WORKER, db, `bench-${i % leases}`, `w${i}`, String(SECONDS * 1000), ...(mode ? [mode] : [])]));
+    }
     await waitFor('workers ready', () => ws.every((w) => w.stdout().includes('ready')), 60_000);
     for (const w of ws) w.child.stdin!.write('go\n');
     await Promise.all(ws.map((w) => w.exited));
@@ -105,9 +107,10 @@ export async function benchSqlite({ trials: TRIALS, seconds: SECONDS, log }: Sql
     log(`throughput: ${SECONDS}s per run`);
     const raw = rawSyncRate(dir.path);
     const one = await throughput(1, 1, dir.path);
-    const ratio = one.durableOps / raw;
+    const durable = (await throughput(1, 1, dir.path, 'durable')).durableOps;
+    const ratio = durable / raw;
     log(
-      `sqlite: ${Math.round(one.leaderOps)} renewals/s by one writer, ${Math.round(one.durableOps)} of them written to disk; ${Math.round(raw)} raw fdatasync'ed writes/s: ratio ${ratio.toFixed(2)}`,
+      `sqlite: ${Math.round(one.leaderOps)} renewals/s by one writer (${Math.round(one.durableOps)} distinct milliseconds); ${Math.round(durable)} durable renewals/s; ${Math.round(raw)} raw fdatasync'ed writes/s: ratio ${ratio.toFixed(2)}`,
     );
     const eightOne = await throughput(8, 1, dir.path);
     const eightEight = await throughput(8, 8, dir.path);
@@ -137,8 +140,10 @@ The disk itself, measured on the same filesystem in this run: 4 KiB overwritten 
 1 MiB file and \`fdatasync\`ed, in a loop: ${fmt(raw)} times per second. One writer made ${fmt(one.leaderOps)}
 renewals per second, but SQLite skips the write and the sync of an update that stores the same
 bytes, which a renewal in the same millisecond as the previous one does (its \`renewTime\` has
-millisecond resolution); ${fmt(one.durableOps)} per second changed the record, each one WAL commit and
-one sync. Those reach ${ratio.toFixed(2)} of the disk's rate (target ≥ 0.8: ${ratio >= 0.8 ? 'met' : '**not met**'}).
+millisecond resolution, so at most 1,000 of them a second can differ). The store's durable rate is
+therefore measured on its own: one writer sending renewals straight to the store, each 1 ms past
+the last, so each is one WAL commit and one sync: ${fmt(durable)} per second, ${ratio.toFixed(2)} of the
+disk's rate (target ≥ 0.8: ${ratio >= 0.8 ? 'met' : '**not met**'}).
 
 ${SECONDS} s per throughput run; ${TRIALS} failover trials per signal.
 

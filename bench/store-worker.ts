@@ -4,7 +4,10 @@
  * `durationMs`, and prints {"ops","leaderOps","durableOps"}. durableOps counts the successful
  * attempts that changed the stored record: SQLite skips the write (and the sync) of an update
  * that stores the same bytes, which a renewal in the same millisecond as the last one does.
- *   store-worker.ts <db|url> <lease> <identity> <durationMs>
+ *   store-worker.ts <db|url> <lease> <identity> <durationMs> [durable]
+ * With `durable`, it instead sends renewals straight to the store, each with a renewTime 1 ms
+ * past the last, so every commit changes the stored bytes and is synced: the store's rate of
+ * durable writes, whatever the clock's resolution.
  */
 import { createInterface } from 'node:readline';
 import { SqliteLeaseStore } from '../src/backends/sqlite-store.js';
@@ -12,7 +15,7 @@ import { PostgresLeaseStore } from '../src/backends/postgres-store.js';
 import { LeaderElector } from '../src/election/elector.js';
 import { ConflictError } from '../src/errors.js';
 
-const [db, lease, id, duration] = process.argv.slice(2);
+const [db, lease, id, duration, mode] = process.argv.slice(2);
 const store = db!.startsWith('postgres://')
   ? await PostgresLeaseStore.open({ url: db!, table: 'public.bench' })
   : new SqliteLeaseStore(db!, { busyTimeoutMs: 5_000 });
@@ -26,7 +29,25 @@ await store
   });
 process.stdout.write('ready\n');
 const rl = createInterface({ input: process.stdin });
-rl.once('line', () => void measure());
+rl.once('line', () => void (mode === 'durable' ? measureDurable() : measure()));
+
+async function measureDurable(): Promise<void> {
+  const end = performance.now() + Number(duration);
+  const base = Date.now();
+  let current = await store.get(lease!);
+  let ops = 0;
+  while (performance.now() < end) {
+    const t = new Date(base + ops + 1);
+    const record = { holderIdentity: id!, leaseDurationSeconds: 15, acquireTime: new Date(base), renewTime: t, leaseTransitions: 1 };
+    const version = await store.update(lease!, record, current!.version);
+    current = { record, version };
+    ops++;
+  }
+  process.stdout.write(JSON.stringify({ ops, leaderOps: ops, durableOps: ops }) + '\n');
+  rl.close();
+  await store.close();
+  process.exit(0);
+}
 
 async function measure(): Promise<void> {
   const end = performance.now() + Number(duration);
