@@ -62,13 +62,13 @@ describe('contentionDelayMs: the delay distribution', () => {
     for (let r = 0; r < rounds; r++) {
       const d = Array.from({ length: 100 }, () => contentionDelayMs(rand(), DEFAULT_CONTENTION_WINDOW_MS)).sort((a, b) => a - b);
       within5 += d.filter((x) => x <= d[0]! + 5).length;
-      firstOf2.push(Math.min(contentionDelayMs(rand(), 40), contentionDelayMs(rand(), 40)));
+      firstOf2.push(Math.min(contentionDelayMs(rand(), DEFAULT_CONTENTION_WINDOW_MS), contentionDelayMs(rand(), DEFAULT_CONTENTION_WINDOW_MS)));
     }
     // Tries that start within 5 ms of the first cannot yet see its write (a Kubernetes write and
-    // its watch event take a few ms here). A uniform window of the same width puts about 13 there.
-    assert.ok(within5 / rounds <= 3, `mean tries within 5 ms of the first, 100 standbys: ${within5 / rounds}`);
+    // its watch event take a few ms here). A uniform window of the same width puts about 16 there.
+    assert.ok(within5 / rounds <= 3.5, `mean tries within 5 ms of the first, 100 standbys: ${within5 / rounds}`);
     firstOf2.sort((a, b) => a - b);
-    assert.ok(firstOf2[Math.floor(rounds * 0.95)]! <= 40, 'p95 of the first of 2 is inside the window');
+    assert.ok(firstOf2[Math.floor(rounds * 0.95)]! <= DEFAULT_CONTENTION_WINDOW_MS, 'p95 of the first of 2 is inside the window');
   });
 });
 
@@ -105,7 +105,7 @@ describe('standbys at a free lease', () => {
     const s = standbys(1, { random: () => 1 });
     await s.start();
     await s.clock.advance(15_000 + DEFAULT_CONTENTION_WINDOW_MS);
-    assert.equal(s.leaders().length, 1, 'leads 40 ms after the expiry');
+    assert.equal(s.leaders().length, 1, 'leads at the end of the window after the expiry');
     await s.stop();
   });
 

@@ -82,7 +82,7 @@ export interface ElectorOptions extends Timings {
   /**
    * When the lease becomes free (released, or expired as this standby sees it), a standby tries
    * after a random delay in [0, window], and not at all if it sees another take the lease
-   * first: with many standbys only a few try (see contentionDelayMs). Default 40 ms.
+   * first: with many standbys only a few try (see contentionDelayMs). Default 32 ms.
    */
   contentionWindowMs?: number;
   listener?: ElectorListener;

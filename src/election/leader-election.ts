@@ -43,7 +43,7 @@ export interface LeaderElectionOptions {
   renewDeadlineMs?: number;
   /** Default 2 000 ms. */
   retryPeriodMs?: number;
-  /** When the lease frees, standbys try within this, most near its end (few tries however many standbys). Default 40 ms. */
+  /** When the lease frees, standbys try within this, most near its end (few tries however many standbys). Default 32 ms (160 ms after a release). */
   contentionWindowMs?: number;
   /** Release the lease on stop() while leading, so another takes over at once. Default true. */
   releaseOnCancel?: boolean;

@@ -1,5 +1,6 @@
-import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
+import type { Agent as HttpAgent, ClientRequest, IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { http } from '../util/node-http.js';
 import { abortReason, throwIfAborted } from '../abort.js';
 import { BackendError, BackendUnavailableError } from '../errors.js';
 import { apiError, transportError } from './api-errors.js';
@@ -54,7 +55,7 @@ export class KubeClient {
           rejectUnauthorized: !conn.insecureSkipTlsVerify,
           servername: conn.tlsServerName,
         })
-      : new HttpAgent(options);
+      : new http.Agent(options);
   }
 
   /**
@@ -164,7 +165,7 @@ export class KubeClient {
     // Appended, not resolved: a server URL may carry a path prefix (a proxy such as Rancher's).
     const url = new URL(`${this.conn.server.replace(/\/+$/, '')}${path}`);
     return new Promise<IncomingMessage>((resolve, reject) => {
-      const request = this.isHttps ? httpsRequest : httpRequest;
+      const request = this.isHttps ? httpsRequest : http.request;
       const onAbort = () => req.destroy(abortReason(signal!));
       const done = () => {
         if (timer) clearTimeout(timer);

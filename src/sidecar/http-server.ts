@@ -1,5 +1,6 @@
 import { describeError } from '../errors.js';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { http } from '../util/node-http.js';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { LeaderStatus } from '../status/leader-status.js';
@@ -26,7 +27,7 @@ export class StatusServer {
   constructor(private readonly h: HttpHandlers) {}
 
   async listen(host: string, port: number): Promise<AddressInfo> {
-    const server = createServer((req, res) => void this.route(req, res));
+    const server = http.createServer((req, res) => void this.route(req, res));
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
