@@ -12,9 +12,10 @@
  * as deployed, with its HTTP listener (probes and metrics) on.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, fstatSync, openSync, readSync, statSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { summary } from './cli-args.js';
+import { auditBytes as auditSize, auditEventsSince, countsAsRequest } from './audit-log.js';
 import { parseDuration } from '../src/config/duration.js';
 import { cpuTicks, rssMB } from './proc-stats.js';
 import { KubeClient } from '../src/kube/api-client.js';
@@ -125,31 +126,18 @@ export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log
     }
   }
 
-  interface AuditEvent {
-    stage: string;
-    verb: string;
-    user: { username: string };
-  }
-
-  /** Requests by user and verb in the audit log after byte `from` (the log only grows). */
+  /** Requests by user and verb in the audit log after byte `from`. */
   function countRequests(from: number): Map<string, Map<string, number>> {
-    const fd = openSync(cp.auditLog!, 'r');
-    const text = Buffer.alloc(fstatSync(fd).size - from);
-    readSync(fd, text, 0, text.length, from);
-    closeSync(fd);
-    const lines = text.toString('utf8').split('\n').filter(Boolean);
     const byUser = new Map<string, Map<string, number>>();
-    for (const line of lines) {
-      const e = JSON.parse(line) as AuditEvent;
-      // One event per request: ResponseComplete, or ResponseStarted for long-running watches.
-      if (!(e.stage === 'ResponseComplete' && e.verb !== 'watch') && !(e.stage === 'ResponseStarted' && e.verb === 'watch')) continue;
+    for (const e of auditEventsSince(cp.auditLog!, from)) {
+      if (!countsAsRequest(e)) continue;
       const m = byUser.get(e.user.username) ?? new Map<string, number>();
       m.set(e.verb, (m.get(e.verb) ?? 0) + 1);
       byUser.set(e.user.username, m);
     }
     return byUser;
   }
-  const auditBytes = () => statSync(cp.auditLog!).size;
+  const auditBytes = () => auditSize(cp.auditLog!);
 
   async function idle(impl: Impl): Promise<IdleResult> {
     const ns = `idle-${impl}`;

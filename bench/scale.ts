@@ -9,12 +9,12 @@
  * the API server's CPU. Every killed candidate is replaced, so N standbys stay throughout.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { summary } from './cli-args.js';
 import { cpuTicks, rssMB } from './proc-stats.js';
 import { imageNode } from './image-node.js';
 import { LeaseTimeline } from './lease-timeline.js';
+import { auditBytes, auditEventsSince, countsAsRequest } from './audit-log.js';
 import { FAST_T } from './kubernetes.js';
 import { KubeClient } from '../src/kube/api-client.js';
 import { loadConnection } from '../src/kube/kubeconfig.js';
@@ -303,31 +303,12 @@ function sqliteSetup(dir: string): Setup {
   };
 }
 
-interface AuditEvent {
-  stage: string;
-  verb: string;
-  user: { username: string };
-  responseStatus?: { code?: number };
-}
-
 /** leasehold or client-go on one API server; requests and conflicts come from its audit log. */
 function kubeSetup(cp: ControlPlane, admin: KubeClient, ns: string, impl: 'leasehold' | 'client-go', node: ReturnType<typeof imageNode>, goBin: string): Setup {
   const t = FAST_T;
   const watcher = new KubernetesLeaseStore(admin, ns);
   const timeline = new LeaseTimeline((on) => watcher.watch('scale', on));
   const timing = ['--lease-duration', t.lease, '--renew-deadline', t.deadline, '--retry-period', t.retry];
-  const auditBytes = () => statSync(cp.auditLog!).size;
-  const readAudit = (from: number): AuditEvent[] => {
-    const fd = openSync(cp.auditLog!, 'r');
-    const buf = Buffer.alloc(fstatSync(fd).size - from);
-    readSync(fd, buf, 0, buf.length, from);
-    closeSync(fd);
-    return buf
-      .toString('utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as AuditEvent);
-  };
   return {
     name: `Kubernetes, ${impl}`,
     timings: t,
@@ -360,16 +341,15 @@ function kubeSetup(cp: ControlPlane, admin: KubeClient, ns: string, impl: 'lease
     sawHolder: (m, id) => m.id === id || (impl === 'leasehold' ? m.proc.stderr() : m.proc.stdout()).includes(`"holder":"${id}"`),
     async window() {
       await sleep(200); // the audit log is written asynchronously: let earlier events land first
-      const from = auditBytes();
+      const from = auditBytes(cp.auditLog!);
       return {
         async close() {
           await sleep(500);
           let leader = 0;
           let standbys = 0;
           let conflicts = 0;
-          for (const e of readAudit(from)) {
-            const counted = (e.stage === 'ResponseComplete' && e.verb !== 'watch') || (e.stage === 'ResponseStarted' && e.verb === 'watch');
-            if (!counted) continue;
+          for (const e of auditEventsSince(cp.auditLog!, from)) {
+            if (!countsAsRequest(e)) continue;
             if (e.user.username === 'scale-leader') leader++;
             else if (e.user.username === 'scale-standby') standbys++;
             else continue;
