@@ -17,21 +17,18 @@ export interface MemoryRow {
   heapUsedMB: number;
 }
 
+/** node:http as the sidecar loads it: by require (src/util/node-http.ts), not an ESM import. */
+const HTTP = [join(REPO, 'dist/src/util/node-http.js'), 'node:https'];
 const STEPS: { what: string; imports: string[]; flags: 'none' | 'image' }[] = [
   { what: 'empty node, no flags', imports: [], flags: 'none' },
   { what: "empty node, the image's flags", imports: [], flags: 'image' },
-  { what: '+ node:http, node:https (any HTTP client and server)', imports: ['node:http', 'node:https'], flags: 'image' },
-  { what: '+ yargs, prom-client (the CLI and metrics libraries)', imports: ['node:http', 'node:https', 'yargs', 'prom-client'], flags: 'image' },
+  { what: '(for comparison: an ESM import of node:http, which loads undici)', imports: ['node:http'], flags: 'image' },
+  { what: '+ node:http (by require, as the sidecar loads it), node:https: any HTTP client and server', imports: HTTP, flags: 'image' },
+  { what: '+ yargs (the CLI)', imports: [...HTTP, 'yargs'], flags: 'image' },
+  { what: '+ prom-client (metrics)', imports: [...HTTP, 'yargs', 'prom-client'], flags: 'image' },
   {
     what: "+ leasehold's own modules (sidecar, Kubernetes store)",
-    imports: [
-      'node:http',
-      'node:https',
-      'yargs',
-      'prom-client',
-      join(REPO, 'dist/cmd/sidecar-command.js'),
-      join(REPO, 'dist/src/backends/kubernetes-store.js'),
-    ],
+    imports: [...HTTP, 'yargs', 'prom-client', join(REPO, 'dist/cmd/sidecar-command.js'), join(REPO, 'dist/src/backends/kubernetes-store.js')],
     flags: 'image',
   },
 ];
