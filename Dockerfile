@@ -35,7 +35,7 @@ USER 1000:1000
 # Nothing is written outside the status volume (/leader) and, for the sqlite backend, --db.
 # No JIT: a sidecar makes a few requests a minute, so an interpreter is plenty; it saves memory
 # and leaves no writable-and-executable pages. --optimize-for-size and a 1 MB young generation
-# (semi-space) trade a little CPU in garbage collection for about 10 MB less resident memory
+# (semi-space) trade a little CPU in garbage collection for about 9 MB less resident memory
 # (docs/benchmarks.md, "Where the memory goes"). On the command line, not in NODE_OPTIONS, so
 # `leasehold run` children do not inherit them.
 ENTRYPOINT ["node", "--jitless", "--optimize-for-size", "--max-semi-space-size=1", "/app/dist/cmd/leasehold.js"]

@@ -11,7 +11,6 @@
  * RSS is sampled every second over the idle window (median and max reported); leasehold runs
  * as deployed, with its HTTP listener (probes and metrics) on.
  */
-import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { summary } from './cli-args.js';
@@ -20,8 +19,10 @@ import { parseDuration } from '../src/config/duration.js';
 import { cpuTicks, rssMB } from './proc-stats.js';
 import { KubeClient } from '../src/kube/api-client.js';
 import { loadConnection } from '../src/kube/kubeconfig.js';
-import { CLI, REPO, start, waitFor, type Proc } from '../test/helpers/cli.js';
+import { waitFor, type Proc } from '../test/helpers/cli.js';
 import { imageNode } from './image-node.js';
+import { buildGoCandidate, createNamespace as createKubeNamespace, startKubeCandidate, type Impl } from './candidates.js';
+export type { Impl } from './candidates.js';
 import { startControlPlane } from '../test/env/control-plane.js';
 import { KubernetesLeaseStore } from '../src/backends/kubernetes-store.js';
 import { LeaseTimeline, selfReportedSinceFree } from './lease-timeline.js';
@@ -32,7 +33,6 @@ import { LeaseTimeline, selfReportedSinceFree } from './lease-timeline.js';
  * flags before the memory ones), "leasehold-jit" the same sidecar on that Node without flags,
  * measured at idle only, for comparison.
  */
-export type Impl = 'leasehold' | 'leasehold-jitless' | 'leasehold-jit' | 'client-go';
 const IMPLS: Impl[] = ['leasehold', 'client-go'];
 const IDLE_IMPLS: Impl[] = ['leasehold', 'leasehold-jitless', 'leasehold-jit', 'client-go'];
 /** Start-up is over (watches connected, first reads and the first major GC done) before the idle window opens. */
@@ -68,7 +68,7 @@ export interface KubernetesBenchResult {
   idle: IdleResult[];
   /** Keyed "leasehold SIGTERM", "client-go SIGKILL", ... */
   latency: Record<string, ReturnType<typeof summary>>;
-  /** Crash failover measured from the expiry: keyed "leasehold" and "client-go" (the bench's watch), "leasehold self" (its log). */
+  /** Crash failover measured from the expiry: keyed "leasehold" and "client-go" (from the records), "leasehold self" (its log). */
   afterExpiry: Record<string, ReturnType<typeof summary>>;
 }
 
@@ -76,44 +76,15 @@ export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log
   const node = imageNode();
   const users = Array.from({ length: 12 }, (_, i) => `candidate-${i}`);
   const cp = await startControlPlane({ audit: true, extraUsers: users });
-  const goBin = execFileSync('bash', [join(REPO, 'test/env/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
-    .toString()
-    .trim();
+  const goBin = buildGoCandidate();
   // The bench's own poller reuses its connections too, so it does not load the machine.
   const admin = new KubeClient(loadConnection(cp.adminKubeconfig));
-  const createNamespace = (name: string) => admin.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name } } });
+  const createNamespace = (name: string) => createKubeNamespace(admin, name);
   let userSeq = 0;
 
   function launch(impl: Impl, ns: string, lease: string, id: string, t: typeof IDLE_T): { proc: Proc; user: string } {
     const user = users[userSeq++ % users.length]!;
-    const kubeconfig = cp.userKubeconfigs[user]!;
-    const timing = ['--lease-duration', t.lease, '--renew-deadline', t.deadline, '--retry-period', t.retry];
-    const sidecarArgs = [
-      'sidecar',
-      '--backend',
-      'kubernetes',
-      '--kubeconfig',
-      kubeconfig,
-      '--namespace',
-      ns,
-      '--lease',
-      lease,
-      '--identity',
-      id,
-      '--listen',
-      '127.0.0.1:0',
-      '--log-level',
-      process.env.BENCH_DEBUG ? 'debug' : 'info',
-      ...timing,
-    ];
-    const proc =
-      impl === 'leasehold'
-        ? start(node.bin, [...node.flags, CLI, ...sidecarArgs])
-        : impl === 'leasehold-jit'
-          ? start(node.bin, [CLI, ...sidecarArgs])
-          : impl === 'leasehold-jitless'
-            ? start(node.bin, ['--jitless', CLI, ...sidecarArgs])
-            : start(goBin, ['--kubeconfig', kubeconfig, '--namespace', ns, '--lease', lease, '--identity', id, ...timing]);
+    const proc = startKubeCandidate(impl, node, goBin, { kubeconfig: cp.userKubeconfigs[user]!, namespace: ns, lease, identity: id, timings: t });
     return { proc, user };
   }
 

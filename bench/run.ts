@@ -30,10 +30,11 @@ import { parseDuration } from '../src/config/duration.js';
 const trials = numberOption('trials', 20);
 const only = option('only', '');
 const write = !process.argv.includes('--no-write') && only === '';
-// `--only sqlite --splice`: re-run one part and replace its section in docs/benchmarks.md,
+// `--only sqlite|memory --splice`: re-run one part and replace its section in docs/benchmarks.md,
 // saying so there (the summary tables above it keep the full run's figures).
 const splice = process.argv.includes('--splice') && (only === 'sqlite' || only === 'memory');
 const node = imageNode();
+const BENCH_DOC = join(REPO, 'docs/benchmarks.md');
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 const started = Date.now();
 
@@ -71,9 +72,7 @@ const phase = (name: string) => {
   log(`phase ${i + 1}/${on.length}: ${on[i]!.what}; about ${Math.ceil(left / 60)} min left (${Math.round((Date.now() - started) / 1000)} s so far)`);
 };
 if (wantKube) phase('kubernetes');
-const kube = wantKube
-  ? await benchKubernetes({ trials, idleSeconds: numberOption('idle-seconds', 60), log, only: only.includes(':') ? only : undefined })
-  : null;
+const kube = wantKube ? await benchKubernetes({ trials, idleSeconds: idleS, log, only: only.includes(':') ? only : undefined }) : null;
 if (wantSqlite) phase('sqlite');
 const sqlite = wantSqlite ? await benchSqlite({ trials, seconds: numberOption('seconds', 3), log }) : null;
 if (wantPostgres) phase('postgres');
@@ -86,37 +85,29 @@ const scale = wantScale
 if (wantPod) phase('pod');
 const pod = wantPod ? await benchPodMemory(log) : null;
 
-if (splice && only === 'memory') {
-  // The breakdown alone; the two idle-standby rows come from the last full run, kept as they are.
-  const file = join(REPO, 'docs/benchmarks.md');
-  const doc = readFileSync(file, 'utf8');
-  const start = doc.indexOf('### Where the memory goes\n');
-  const end = doc.indexOf('\n## Kubernetes: one real');
-  const kept = (label: string) =>
-    Number(
-      doc
-        .split('\n')
-        .find((l) => l.startsWith(`| ${label} |`))
-        ?.split('|')[2]
-        ?.trim() ?? NaN,
-    );
-  const image = kept('the idle Kubernetes standby (median, from the idle window above)');
-  const jitlessOnly = kept('the same with `--jitless` alone');
-  if (start < 0 || end < start || Number.isNaN(image + jitlessOnly))
-    throw new Error('docs/benchmarks.md has no memory section to replace: run the whole bench');
-  const md = memoryMarkdown(await memoryBreakdown(node), node, { image, jitlessOnly });
-  const note = `\n_The breakdown was re-measured by \`npm run bench -- --only memory --splice\` on ${new Date().toISOString().slice(0, 10)}; the two standby rows are the full run's._\n`;
-  writeFileSync(file, `${doc.slice(0, start)}${md}${note}${doc.slice(end)}`);
-  log('replaced the memory breakdown in docs/benchmarks.md');
-} else if (splice) {
-  const file = join(REPO, 'docs/benchmarks.md');
-  const doc = readFileSync(file, 'utf8');
-  const start = doc.indexOf('## SQLite (local mode)\n');
-  const end = doc.indexOf('\n## PostgreSQL\n');
-  if (start < 0 || end < start) throw new Error('docs/benchmarks.md has no SQLite section to replace: run the whole bench');
-  const note = `_This section was re-measured by \`npm run bench -- --only sqlite --splice\` on ${new Date().toISOString().slice(0, 10)}, after the full run; the summary tables above quote the full run's SQLite figures._\n\n`;
-  writeFileSync(file, `${doc.slice(0, start)}## SQLite (local mode)\n\n${note}${sqlite!.markdown}${doc.slice(end)}`);
-  log('replaced the SQLite section of docs/benchmarks.md');
+if (splice) {
+  const today = new Date().toISOString().slice(0, 10);
+  if (only === 'memory') {
+    // The breakdown alone; the two idle-standby rows come from the last full run, kept as they are.
+    const doc = readFileSync(BENCH_DOC, 'utf8');
+    const kept = (label: string) =>
+      Number(
+        doc
+          .split('\n')
+          .find((l) => l.startsWith(`| ${label} |`))
+          ?.split('|')[2]
+          ?.trim() ?? NaN,
+      );
+    const image = kept('the idle Kubernetes standby (median, from the idle window above)');
+    const jitlessOnly = kept('the same with `--jitless` alone');
+    if (Number.isNaN(image + jitlessOnly)) throw new Error('docs/benchmarks.md has no idle standby rows to keep: run the whole bench');
+    const md = memoryMarkdown(await memoryBreakdown(node), node, { image, jitlessOnly });
+    const note = `\n_The breakdown was re-measured by \`npm run bench -- --only memory --splice\` on ${today}; the two standby rows are the full run's._\n`;
+    replaceSection('### Where the memory goes\n', '\n## Kubernetes: one real', md + note);
+  } else {
+    const note = `_This section was re-measured by \`npm run bench -- --only sqlite --splice\` on ${today}, after the full run; the summary tables above quote the full run's SQLite figures._\n\n`;
+    replaceSection('## SQLite (local mode)\n', '\n## PostgreSQL\n', `## SQLite (local mode)\n\n${note}${sqlite!.markdown}`);
+  }
 } else if (!write) {
   process.stdout.write([kube?.markdown, sqlite?.markdown, postgres?.markdown, scale?.markdown, pod?.markdown].filter(Boolean).join('\n'));
 } else {
@@ -159,7 +150,7 @@ ${scale!.markdown}
 ## Memory in a pod
 
 ${pod ? pod.markdown : 'Not measured in this run: the pod phase needs root (it brings up a kubelet and a CNI bridge).\n'}`;
-  writeFileSync(join(REPO, 'docs/benchmarks.md'), md);
+  writeFileSync(BENCH_DOC, md);
   const l = kube!.latency;
   writeFileSync(
     join(REPO, 'docs/benchmarks-latency.svg'),
@@ -176,6 +167,16 @@ ${pod ? pod.markdown : 'Not measured in this run: the pod phase needs root (it b
   log('wrote docs/benchmarks.md');
 }
 
+/** Replaces the part of docs/benchmarks.md from `from` up to `to` (kept) with `body`. */
+function replaceSection(from: string, to: string, body: string): void {
+  const doc = readFileSync(BENCH_DOC, 'utf8');
+  const start = doc.indexOf(from);
+  const end = doc.indexOf(to);
+  if (start < 0 || end < start) throw new Error(`docs/benchmarks.md has no section ${JSON.stringify(from.trim())} to replace: run the whole bench`);
+  writeFileSync(BENCH_DOC, `${doc.slice(0, start)}${body}${doc.slice(end)}`);
+  log(`replaced ${JSON.stringify(from.trim())} in docs/benchmarks.md`);
+}
+
 /** Issue 13's goals for failover at the limit and for scale, each with what was measured. */
 function scaleGoals(k: KubernetesBenchResult, sq: SqliteBenchResult, sc: ScaleBenchResult): string {
   const met = (ok: boolean) => (ok ? 'met' : '**not met**');
@@ -186,7 +187,7 @@ function scaleGoals(k: KubernetesBenchResult, sq: SqliteBenchResult, sc: ScaleBe
   const fiveClientGo = (5 * cgK.standbyPerMin) / cgK.standbys;
   const rows: string[][] = [
     [
-      "crash failover after expiry p95, Kubernetes, 2 candidates (bench watch; leasehold's own log)",
+      "crash failover after expiry p95, Kubernetes, 2 candidates (from the records; leasehold's own log)",
       `${k.afterExpiry['leasehold']!.p95} ms; ${k.afterExpiry['leasehold self']?.p95 ?? 'n/a'} ms`,
       `${k.afterExpiry['client-go']!.p95} ms`,
       '≤ 50 ms',
@@ -223,7 +224,7 @@ function scaleGoals(k: KubernetesBenchResult, sq: SqliteBenchResult, sc: ScaleBe
     ],
   ];
   return [
-    '### Failover at the limit, and 100 standbys',
+    `### Failover at the limit, and ${lhK.standbys} standbys`,
     '',
     '| goal | leasehold | client-go | target | |',
     '| --- | ---: | ---: | --- | --- |',

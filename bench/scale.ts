@@ -8,12 +8,12 @@
  * failover after the expiry (SIGKILL), summed RSS and CPU of the candidates, and on Kubernetes
  * the API server's CPU. Every killed candidate is replaced, so N standbys stay throughout.
  */
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { summary } from './cli-args.js';
 import { cpuTicks, rssMB } from './proc-stats.js';
 import { imageNode } from './image-node.js';
 import { LeaseTimeline } from './lease-timeline.js';
+import { buildGoCandidate, createNamespace, startKubeCandidate, timingArgs, type Timings } from './candidates.js';
 import { auditBytes, auditEventsSince, countsAsRequest } from './audit-log.js';
 import { FAST_T } from './kubernetes.js';
 import { KubeClient } from '../src/kube/api-client.js';
@@ -21,7 +21,7 @@ import { loadConnection } from '../src/kube/kubeconfig.js';
 import { KubernetesLeaseStore } from '../src/backends/kubernetes-store.js';
 import { SqliteLeaseStore } from '../src/backends/sqlite-store.js';
 import { parseDuration } from '../src/config/duration.js';
-import { CLI, REPO, start, tempDir, waitFor, type Proc } from '../test/helpers/cli.js';
+import { CLI, start, tempDir, waitFor, type Proc } from '../test/helpers/cli.js';
 import { startControlPlane, type ControlPlane } from '../test/env/control-plane.js';
 
 export interface ScaleBenchOptions {
@@ -67,7 +67,7 @@ interface Member {
 /** What differs between the three setups: how to start a candidate and how to count its requests. */
 interface Setup {
   name: string;
-  timings: typeof FAST_T;
+  timings: Timings;
   launch(id: string, role: 'leader' | 'standby'): Proc;
   /** Has this candidate reported the holder `id` (its log or its event stream)? */
   sawHolder(m: Member, id: string): boolean;
@@ -90,14 +90,12 @@ export async function benchScale({
   try {
     if (setups.includes('sqlite')) rows.push(await runSetup(sqliteSetup(dir.path), N, trials, idleSeconds, log));
     const cp = await startControlPlane({ audit: true, extraUsers: ['scale-leader', 'scale-standby'] });
-    const goBin = execFileSync('bash', [join(REPO, 'test/env/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
-      .toString()
-      .trim();
+    const goBin = buildGoCandidate();
     const admin = new KubeClient(loadConnection(cp.adminKubeconfig));
     try {
       for (const impl of (['leasehold', 'client-go'] as const).filter((i) => setups.includes(i))) {
         const ns = `scale-${impl}`;
-        await admin.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } });
+        await createNamespace(admin, ns);
         rows.push(await runSetup(kubeSetup(cp, admin, ns, impl, node, goBin), N, trials, idleSeconds, log));
       }
     } finally {
@@ -261,25 +259,7 @@ function sqliteSetup(dir: string): Setup {
     name: 'SQLite, leasehold',
     timings: t,
     timeline,
-    launch: (id) =>
-      start(process.execPath, [
-        CLI,
-        'sidecar',
-        '--db',
-        db,
-        '--lease',
-        'scale',
-        '--identity',
-        id,
-        '--listen',
-        '127.0.0.1:0',
-        '--lease-duration',
-        t.lease,
-        '--renew-deadline',
-        t.deadline,
-        '--retry-period',
-        t.retry,
-      ]),
+    launch: (id) => start(process.execPath, [CLI, 'sidecar', '--db', db, '--lease', 'scale', '--identity', id, '--listen', '127.0.0.1:0', ...timingArgs(t)]),
     sawHolder: (m, id) => m.proc.stderr().includes(`"holder":"${id}"`) || m.id === id,
     async window(members, leaderId) {
       const before = await requests(members());
@@ -308,36 +288,20 @@ function kubeSetup(cp: ControlPlane, admin: KubeClient, ns: string, impl: 'lease
   const t = FAST_T;
   const watcher = new KubernetesLeaseStore(admin, ns);
   const timeline = new LeaseTimeline((on) => watcher.watch('scale', on));
-  const timing = ['--lease-duration', t.lease, '--renew-deadline', t.deadline, '--retry-period', t.retry];
   return {
     name: `Kubernetes, ${impl}`,
     timings: t,
     timeline,
     apiserverPid: () => cp.pids().apiserver,
-    launch(id, role) {
-      // The first leader is its own user, so the idle window tells its requests from the standbys'.
-      const kubeconfig = cp.userKubeconfigs[role === 'leader' ? 'scale-leader' : 'scale-standby']!;
-      return impl === 'leasehold'
-        ? start(node.bin, [
-            ...node.flags,
-            CLI,
-            'sidecar',
-            '--backend',
-            'kubernetes',
-            '--kubeconfig',
-            kubeconfig,
-            '--namespace',
-            ns,
-            '--lease',
-            'scale',
-            '--identity',
-            id,
-            '--listen',
-            '127.0.0.1:0',
-            ...timing,
-          ])
-        : start(goBin, ['--kubeconfig', kubeconfig, '--namespace', ns, '--lease', 'scale', '--identity', id, ...timing]);
-    },
+    // The first leader is its own user, so the idle window tells its requests from the standbys'.
+    launch: (id, role) =>
+      startKubeCandidate(impl, node, goBin, {
+        kubeconfig: cp.userKubeconfigs[role === 'leader' ? 'scale-leader' : 'scale-standby']!,
+        namespace: ns,
+        lease: 'scale',
+        identity: id,
+        timings: t,
+      }),
     sawHolder: (m, id) => m.id === id || (impl === 'leasehold' ? m.proc.stderr() : m.proc.stdout()).includes(`"holder":"${id}"`),
     async window() {
       await sleep(200); // the audit log is written asynchronously: let earlier events land first

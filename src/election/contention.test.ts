@@ -4,7 +4,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { LeaderElector } from './elector.js';
+import { LeaderElector, type ElectorOptions } from './elector.js';
 import { contentionDelayMs, DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR } from './elector-config.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
@@ -19,13 +19,16 @@ const held: LeaseRecord = { holderIdentity: 'crashed', leaseDurationSeconds: 15,
 const released: LeaseRecord = { ...held, holderIdentity: '', leaseDurationSeconds: 1 };
 
 /** Standbys on one store whose events carry records, as a Kubernetes watch does. */
-function standbys(n: number, opts: { seed?: number; random?: () => number; watch?: boolean } = {}) {
+function standbys(n: number, opts: { seed?: number; random?: () => number; watch?: boolean; elector?: Partial<ElectorOptions> } = {}) {
   const clock = new FakeClock();
   const store = new MemoryLeaseStore();
   store.eventsCarryRecords = true;
   store.put(LEASE, held);
   const rand = opts.random ?? prng(opts.seed ?? 1);
-  const electors = Array.from({ length: n }, (_, i) => new LeaderElector({ ...timings, store, lease: LEASE, identity: `standby-${i}`, clock, random: rand }));
+  const electors = Array.from(
+    { length: n },
+    (_, i) => new LeaderElector({ ...timings, store, lease: LEASE, identity: `standby-${i}`, clock, random: rand, ...opts.elector }),
+  );
   return {
     clock,
     store,
@@ -86,19 +89,13 @@ describe('standbys at a free lease', () => {
   });
 
   it('the new leader logs how long after the lease freed it took over (sinceFreeMs)', async () => {
-    const clock = new FakeClock();
-    const store = new MemoryLeaseStore();
-    store.eventsCarryRecords = true;
-    store.put(LEASE, held);
     const lines: { msg: string; fields?: Record<string, unknown> }[] = [];
     const keep = (msg: string, fields?: Record<string, unknown>) => lines.push({ msg, fields });
-    const log = { debug: keep, info: keep, warn: keep, error: keep };
-    const e = new LeaderElector({ ...timings, store, lease: LEASE, identity: 'me', clock, random: () => 1, log });
-    e.start();
-    store.setWatchHealth(true);
-    await clock.advance(15_000 + DEFAULT_CONTENTION_WINDOW_MS);
+    const s = standbys(1, { random: () => 1, elector: { log: { debug: keep, info: keep, warn: keep, error: keep } } });
+    await s.start();
+    await s.clock.advance(15_000 + DEFAULT_CONTENTION_WINDOW_MS);
     assert.deepEqual(lines.find((l) => l.msg === 'became leader')?.fields?.sinceFreeMs, DEFAULT_CONTENTION_WINDOW_MS);
-    await e.stop();
+    await s.stop();
   });
 
   it('the worst draw still tries within the window after expiry (it used to wait up to retryPeriod / 2 more)', async () => {
@@ -144,18 +141,12 @@ describe('standbys at a free lease', () => {
   });
 
   it('the release window stays within a lease duration, however wide the window asked', async () => {
-    const clock = new FakeClock();
-    const store = new MemoryLeaseStore();
-    store.eventsCarryRecords = true;
-    store.put(LEASE, held);
-    const e = new LeaderElector({ ...timings, store, lease: LEASE, identity: 'me', clock, random: () => 1, contentionWindowMs: 15_000 });
-    e.start();
-    store.setWatchHealth(true);
-    await clock.advance(0);
-    store.put(LEASE, released);
-    await clock.advance(15_000);
-    assert.equal(e.isLeader(), true, 'took the release at 15 s, not 5 × 15 s');
-    await e.stop();
+    const s = standbys(1, { random: () => 1, elector: { contentionWindowMs: 15_000 } });
+    await s.start();
+    s.store.put(LEASE, released);
+    await s.clock.advance(15_000);
+    assert.equal(s.leaders().length, 1, 'took the release at 15 s, not 5 × 15 s');
+    await s.stop();
   });
 
   it('a crash seen by 20 watching standbys: one write at expiry', async () => {

@@ -5,6 +5,8 @@ import { MAX_TIMER_MS, formatDuration as ms } from '../config/duration.js';
 export const JITTER_FACTOR = 1.2;
 
 export const DEFAULT_LEASE_DURATION_MS = 15_000;
+export const DEFAULT_RENEW_DEADLINE_MS = 10_000;
+export const DEFAULT_RETRY_PERIOD_MS = 2_000;
 
 /**
  * Contention window: when the lease becomes free (released, or expired as a standby sees it),
@@ -14,8 +16,9 @@ export const DEFAULT_LEASE_DURATION_MS = 15_000;
  * wireless sensor networks", 2006): with few standbys the first try comes late in the window,
  * with many the earliest tries are still few, because the probability of the early instants is
  * small. With the default 32 ms and 100 standbys, about 3 try within the first 5 ms after the
- * first try; with 1 standby the median delay is 28 ms. 32 ms keeps a lone standby's takeover
- * (the delay, then a read and a write) within 50 ms of the expiry; 40 ms measured 52 ms at p95.
+ * first try; with 1 standby the median delay is 28 ms (src/election/contention.test.ts). 32 ms
+ * keeps a lone standby's takeover (the delay, then a read and a write) within 50 ms of the
+ * expiry (docs/benchmarks.md); 40 ms measured 52 ms at p95 (that file at commit c7a79bf).
  */
 export const DEFAULT_CONTENTION_WINDOW_MS = 32;
 /**
@@ -23,8 +26,9 @@ export const DEFAULT_CONTENTION_WINDOW_MS = 32;
  * standby as one event, and handling it is a burst of work on whatever the standbys share (on
  * one machine, its cores): the winner's write then takes longer to become visible to the others.
  * At an expiry each standby wakes on its own timer, with no such burst before. Measured with 100
- * standbys on 2 cores and a 40 ms window: 31 to 83 conflicting writes per release, 1 to 4 per
- * expiry (docs/benchmarks.md).
+ * standbys on 2 cores and one 40 ms window for both (`npm run bench -- --only scale --standbys 100
+ * --scale-setups leasehold` at commit 7bf9479): 31 to 83 conflicting writes per release, 1 to 4
+ * per expiry.
  */
 export const RELEASE_WINDOW_FACTOR = 5;
 /** The window holds this many e-foldings of the delay's density: its steepness. */
@@ -49,8 +53,6 @@ export function validateContentionWindow(windowMs: number, leaseDurationMs: numb
     );
   }
 }
-export const DEFAULT_RENEW_DEADLINE_MS = 10_000;
-export const DEFAULT_RETRY_PERIOD_MS = 2_000;
 
 /** DNS-1123 subdomain: what a Lease's metadata.name accepts; the SQLite store uses the same rule. */
 const LEASE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;

@@ -338,7 +338,7 @@ export class LeaderElector {
     const now = this.clock.monotonic();
     if (slot && now >= slot.freeAtMono && now < slot.endMono) return false;
     if (!this.waitingOnWatch()) return true;
-    return this.lastAttemptMono === null || this.clock.monotonic() - this.lastAttemptMono >= this.safetyRereadMs;
+    return this.lastAttemptMono === null || now - this.lastAttemptMono >= this.safetyRereadMs;
   }
 
   private nextWait(): number {
@@ -365,7 +365,7 @@ export class LeaderElector {
     const seen = this.observed;
     if (this.term || !seen) return null;
     const freeOnSight = this.freeOnSight(seen);
-    const freeAtMono = this.freeAtMono()!;
+    const freeAtMono = this.freeAtMono(seen);
     const last = this.lastAttemptStart;
     const triedSince = last !== null && (freeOnSight ? last.seq >= this.observedSeq : last.mono >= freeAtMono);
     if (triedSince) return null;
@@ -416,7 +416,8 @@ export class LeaderElector {
    *   2. Read the record. A standby reads even when its watch showed the lease free: writing
    *      straight from the event saved a request, but with many standbys the new holder's event
    *      reaches them all only after a while (each must wake and parse it), and every standby
-   *      whose turn came first sent a write that conflicted (99 of 100 on a 2-core machine).
+   *      whose turn came first sent a write that conflicted (99 of 100 on a 2-core machine, in
+   *      `npm run bench -- --only scale` at commit a1e2773).
    *      The API server answers a read with the latest write, so a turn that comes after the
    *      winner's write sees it and sends nothing.
    *   3. Absent: the sitting leader recreates it at once as a new term; anyone else first
@@ -491,7 +492,7 @@ export class LeaderElector {
   private async write(op: 'create' | 'update', renewing: Term | null, build: (now: Date) => LeaseRecord, expectedVersion?: string): Promise<boolean> {
     const start: Stamp = { wall: this.clock.now(), mono: this.clock.monotonic() };
     // Taken before the request: our own write's watch event can arrive before its answer.
-    const freedAtMono = renewing ? null : this.freeAtMono();
+    const freedAtMono = renewing || !this.observed ? null : this.freeAtMono(this.observed);
     const record = build(start.wall);
     this.recentWrites = [...this.recentWrites.slice(-7), record];
     const version = await this.call(op, (o) =>
@@ -589,10 +590,8 @@ export class LeaderElector {
     return seen.record.holderIdentity === '' || this.isOwn(seen);
   }
 
-  /** When the record last observed became free for this candidate: on sight, or at its expiry; null with none seen. */
-  private freeAtMono(): number | null {
-    const seen = this.observed;
-    if (!seen) return null;
+  /** When the record last observed (`seen`) became free for this candidate: on sight, or at its expiry. */
+  private freeAtMono(seen: VersionedRecord): number {
     return this.freeOnSight(seen) ? this.observedAtMono : this.expiresAtMono(seen.record);
   }
 

@@ -22,7 +22,7 @@ export interface SidecarOptions extends Timings {
   listen?: { host: string; port: number };
   readyWhen?: ReadyWhen;
   releaseOnExit?: boolean;
-  /** See ElectorOptions.contentionWindowMs. Default 40 ms. */
+  /** See ElectorOptions.contentionWindowMs. Default 32 ms. */
   contentionWindowMs?: number;
   log: Logger;
   clock?: Clock;

@@ -1,6 +1,6 @@
 /**
  * What the sidecar loads stays lean: an ESM import of node:http runs its lazy WebSocket getters,
- * which load undici (about 10 MB resident on Node 24) for nothing the sidecar uses. The built
+ * which load undici (docs/benchmarks.md, "Where the memory goes") for nothing the sidecar uses. The built
  * HTTP client and server must get node:http through src/util/node-http.ts instead. Fails on the
  * Node 24 tier (the image's Node) if any module imports node:http directly again.
  */
