@@ -342,6 +342,28 @@ describe('the campaign loop', () => {
     await s.elector.stop();
   });
 
+  it('a polling standby judges the expiry from the record, not the version: metadata churn between its reads changes nothing', async () => {
+    const s = setup({ random: () => 0 });
+    s.store.put(LEASE, record());
+    s.elector.start();
+    await s.clock.advance(0);
+    // Between each of the standby's reads, a neighbour rewrites the object with its record unchanged.
+    let churning = true;
+    const again = () => {
+      if (!churning) return;
+      s.store.put(LEASE, s.store.peek(LEASE)!);
+      s.clock.setTimer(again, 300);
+    };
+    s.clock.setTimer(again, 300);
+    await s.clock.advance(14_999);
+    assert.equal(s.elector.isLeader(), false, 'the holder may still be renewing');
+    await s.clock.advance(2_001 + 2_000 * 1.2);
+    assert.equal(s.elector.isLeader(), true, 'taken at its first read after the 15 s expiry');
+    assert.equal(s.store.peek(LEASE)?.leaseTransitions, 5);
+    churning = false;
+    await s.elector.stop();
+  });
+
   it('a standby that watches the store acts on a release at once, not at its next retry', async () => {
     const s = setup({ random: () => 1 });
     s.store.put(LEASE, record());
@@ -595,6 +617,25 @@ describe('standbys with a connected watch (Kubernetes)', () => {
     await s.clock.advance(1);
     assert.deepEqual(s.store.calls, ['get', 'update'], 'a read at its turn, then the new term');
     assert.equal(s.elector.isLeader(), true);
+    assert.equal(s.store.peek(LEASE)?.leaseTransitions, 5);
+    await s.elector.stop();
+  });
+
+  it("a neighbour touching only the Lease's metadata (a new version, the same record) does not restart the expiry", async () => {
+    const s = watched();
+    await s.clock.advance(0);
+    await s.clock.advance(5_000);
+    const last = record({ renewTime: s.clock.now() });
+    s.store.put(LEASE, last); // last renewal at t=5s, then a crash
+    s.store.clearCalls();
+    // A labelling controller rewrites the object every 400 ms: each time a new version, the same record.
+    for (let t = 0; t < 14_800; t += 400) {
+      await s.clock.advance(400);
+      s.store.put(LEASE, last);
+    }
+    assert.equal(s.elector.isLeader(), false, 'not before the expiry observed at the last real change');
+    await s.clock.advance(200);
+    assert.equal(s.elector.isLeader(), true, 'taken at t=20s, as without the neighbour');
     assert.equal(s.store.peek(LEASE)?.leaseTransitions, 5);
     await s.elector.stop();
   });

@@ -604,12 +604,22 @@ export class LeaderElector {
     return this.expiresAtMono(rec) <= this.clock.monotonic();
   }
 
-  /** Takes in a record read or watched (own = we just wrote it). */
+  /**
+   * Takes in a record read or watched (own = we just wrote it). Only a change of the record's
+   * content restarts the observed expiry: another writer touching only the object's metadata (a
+   * label, an annotation) moves its version, and if that counted as a change, a neighbour
+   * relabelling a dead leader's Lease more often than its duration would stop failover for good.
+   * The new version is still kept: a compare-and-swap must name the object as it is now.
+   */
   private observe(got: VersionedRecord, own = false): void {
     this.absentUntilMono = null;
     this.lastViewMono = this.clock.monotonic();
     const previous = this.observed;
     if (previous && previous.version === got.version) return;
+    if (previous && !own && sameContent(previous.record, got.record)) {
+      this.observed = { record: previous.record, version: got.version };
+      return;
+    }
     this.observed = got;
     this.observedSeq++;
     this.observedAtMono = this.clock.monotonic();
@@ -774,6 +784,14 @@ export class LeaderElector {
       );
     });
   }
+}
+
+/**
+ * The whole leader-election record unchanged (client-go compares the record, never the object's
+ * resourceVersion): a write by any candidate changes at least its renewTime.
+ */
+function sameContent(a: LeaseRecord, b: LeaseRecord): boolean {
+  return sameRecord(a, b) && a.leaseDurationSeconds === b.leaseDurationSeconds;
 }
 
 /** Same holder, token and times (to the millisecond): the record we wrote, whatever its version. */

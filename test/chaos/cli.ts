@@ -13,6 +13,7 @@ import { option } from '../../bench/cli-args.js';
 import { tempDir } from '../helpers/cli.js';
 import { startControlPlane } from '../env/control-plane.js';
 import { formatReport, runChaos, type ChaosReport } from './run-chaos.js';
+import { leaseMetadataChurn } from '../helpers/lease-churn.js';
 
 const seed = Number(option('seed', String(Date.now() % 1_000_000)));
 const seconds = Number(option('seconds', '120'));
@@ -84,6 +85,7 @@ if (which === 'kubernetes' || which === 'both' || which === 'all') {
         seconds,
         apiServer: { stop: cp.stopApiServer, start: cp.startApiServer },
         etcd: { stop: cp.stopEtcd, start: cp.startEtcd },
+        neighbour: leaseMetadataChurn({ binDir: cp.binDir, kubeconfig: cp.adminKubeconfig, namespace: 'default', lease: 'chaos' }),
         log: say,
       }),
     );

@@ -3,7 +3,8 @@
  * resource with its token), and faults injected at random from a recorded seed: SIGKILL of a
  * sidecar (restarted later), a freeze of a whole candidate (sidecar and app SIGSTOPped) longer
  * than the lease, a graceful restart, and on Kubernetes a kube-apiserver restart or an etcd
- * stop, each longer than renewDeadline. The same seed replays the same fault schedule (the
+ * stop, each longer than renewDeadline, and a neighbour writing to the store (see ChaosOptions) while
+ * the leader is killed. The same seed replays the same fault schedule (the
  * timing of the processes themselves is not replayable; the sequence of faults is).
  *
  * Checked:
@@ -35,6 +36,11 @@ export interface ChaosOptions {
   etcd?: { stop(): Promise<void>; start(): Promise<void> };
   /** PostgreSQL only: stop the database server (every connection cut) and start it again. */
   database?: { stop(): Promise<void>; start(): Promise<void> };
+  /**
+   * Another writer on the same store (metadata churn on the Lease, say): started, then the
+   * leader is SIGKILLed while it runs, and a standby must still take over within the bound.
+   */
+  neighbour?: { name: string; start(): void; stop(): Promise<unknown> };
   log?: (line: string) => void;
 }
 
@@ -97,7 +103,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   };
   const faults: Record<string, number> = {};
   const count = (k: string) => (faults[k] = (faults[k] ?? 0) + 1);
-  const kinds = ['kill', 'freeze', 'restart', ...(o.apiServer ? ['apiserver'] : []), ...(o.etcd ? ['etcd'] : []), ...(o.database ? ['database'] : [])];
+  const kinds = [
+    'kill',
+    'freeze',
+    'restart',
+    ...(o.apiServer ? ['apiserver'] : []),
+    ...(o.etcd ? ['etcd'] : []),
+    ...(o.database ? ['database'] : []),
+    ...(o.neighbour ? [o.neighbour.name] : []),
+  ];
   const firstRound = [...kinds].sort(() => rand() - 0.5);
   const leaderAmong = (ms: Member[]) => ms.find((m) => validLeaders([m.sidecar]).length > 0);
   const violations: string[] = [];
@@ -147,6 +161,17 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         victim.sidecar.proc.kill('SIGTERM');
         await victim.sidecar.proc.exited;
         await leaderAgain(what, others, t0);
+        restartSidecar(victim);
+      } else if (kind === o.neighbour?.name) {
+        // The neighbour keeps writing through the failover: the dead leader's lease must still expire.
+        o.neighbour.start();
+        try {
+          victim.sidecar.proc.kill('SIGKILL');
+          await victim.sidecar.proc.exited;
+          await leaderAgain(what, others, t0);
+        } finally {
+          await o.neighbour.stop();
+        }
         restartSidecar(victim);
       } else {
         const part = kind === 'apiserver' ? o.apiServer! : kind === 'etcd' ? o.etcd! : o.database!;

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { tempDir } from '../helpers/cli.js';
 import { startControlPlane } from '../env/control-plane.js';
 import { formatReport, runChaos } from '../chaos/run-chaos.js';
+import { leaseMetadataChurn } from '../helpers/lease-churn.js';
 
 // The short version of `npm run chaos` on Kubernetes. It starts its own control plane, so
 // it can stop and start the API server and etcd under the candidates.
@@ -13,7 +14,7 @@ describe('chaos on Kubernetes (short)', () => {
   after(dir.cleanup);
 
   it(
-    `5 candidates under kills, freezes, restarts, API server and etcd outages: no stale write, no overlapping terms, a leader again after every fault (seed ${SEED})`,
+    `5 candidates under kills, freezes, restarts, API server and etcd outages, metadata churn: no stale write, no overlapping terms, a leader again after every fault (seed ${SEED})`,
     { timeout: 180_000 },
     async () => {
       const cp = await startControlPlane();
@@ -27,6 +28,7 @@ describe('chaos on Kubernetes (short)', () => {
           seconds: 25,
           apiServer: { stop: cp.stopApiServer, start: cp.startApiServer },
           etcd: { stop: cp.stopEtcd, start: cp.startEtcd },
+          neighbour: leaseMetadataChurn({ binDir: cp.binDir, kubeconfig: cp.adminKubeconfig, namespace: 'default', lease: 'chaos' }),
         });
         console.log(formatReport(r));
         assert.deepEqual(r.violations, [], `replay with LEASEHOLD_CHAOS_SEED=${SEED}`);
