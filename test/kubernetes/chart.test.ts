@@ -132,6 +132,11 @@ describe('the Helm chart', () => {
       ['replicaCount=three', /replicaCount/],
       ['leasehold.readyWhen=sometimes', /readyWhen/],
       ['leasehold.leaseDuration=15', /leaseDuration/],
+      // A Lease stores whole seconds: the sidecar would refuse 1500ms at start, in a crash loop.
+      ['leasehold.leaseDuration=1500ms', /leaseDuration/],
+      // A flag the chart sets, given again: the sidecar would exit 2 on every start.
+      ['leasehold.extraArgs[0]=--lease-duration=5s', /extraArgs/],
+      ['leasehold.extraArgs[0]=--pod-label', /extraArgs/],
       ['leasehold.lease=Bad_Name', /lease/],
       ['leasehold.port=70000', /port/],
       ['unknownKey=1', /unknownKey|additional/i],
