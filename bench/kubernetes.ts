@@ -284,7 +284,7 @@ over the window. leasehold runs as the image runs it: Node ${nodeVersion} \`node
 its HTTP listener (probes, metrics) on; \`leasehold-jitless\` is the same sidecar with \`--jitless\` alone and \`leasehold-jit\`
 the same on that Node without flags.
 
-| implementation | role | requests/min | by verb (window) | RSS MB median / max | CPU % |
+| implementation | role | requests/min | by verb (window) | RSS MiB median / max | CPU % |
 | --- | --- | ---: | --- | ---: | ---: |
 ${idleRows}
 

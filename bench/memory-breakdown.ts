@@ -68,7 +68,7 @@ fresh process that imports what is listed and idles for 3 s. "File" is pages of 
 almost all the node binary's own code (shared between processes, and reclaimable); "anon" is
 memory of this process alone (the V8 heap, malloc).
 
-| process | RSS MB | anon MB | file MB | V8 heap used MB |
+| process | RSS MiB | anon MiB | file MiB | V8 heap used MiB |
 | --- | ---: | ---: | ---: | ---: |
 ${rows.map((r) => `| ${r.what} | ${f1(r.rssMB)} | ${f1(r.anonMB)} | ${f1(r.fileMB)} | ${f1(r.heapUsedMB)} |`).join('\n')}
 | the idle Kubernetes standby (median, from the idle window above) | ${f1(standby.image)} | | | |

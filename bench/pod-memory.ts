@@ -7,7 +7,7 @@ import { CHART, ClusterSession, LOCAL_IMAGES } from '../test/cluster/cluster-ses
 import { waitFor } from '../test/helpers/cli.js';
 
 export interface PodMemoryResult {
-  /** Working set per sidecar, MB, leader first. */
+  /** Working set per sidecar, MiB, leader first. */
   leaderMB: number;
   standbyMB: number;
   limitMB: number;
@@ -41,7 +41,7 @@ export async function benchPodMemory(log: (m: string) => void): Promise<PodMemor
     const mb = (pod: string) => s.workingSetBytes(pod, 'leasehold') / 2 ** 20;
     const leaderMB = mb(leader);
     const standbyMB = mb(standby);
-    log(`pod memory: leader ${leaderMB.toFixed(1)} MB, standby ${standbyMB.toFixed(1)} MB (limit ${LIMIT_MB} MiB)`);
+    log(`pod memory: leader ${leaderMB.toFixed(1)} MiB, standby ${standbyMB.toFixed(1)} MiB (limit ${LIMIT_MB} MiB)`);
     const markdown = `The chart's sidecar in real pods (\`test/cluster/cluster.sh\`: the image from the Dockerfile,
 \`helm install\` with 2 replicas and the chart's defaults), its working set read from the
 container's memory cgroup (usage − inactive file, as the kubelet computes it) 60 s after the
@@ -49,8 +49,8 @@ container started:
 
 | sidecar | working set | chart limit |
 | --- | ---: | ---: |
-| leader | ${leaderMB.toFixed(1)} MB | ${LIMIT_MB} MiB |
-| standby | ${standbyMB.toFixed(1)} MB | ${LIMIT_MB} MiB |
+| leader | ${leaderMB.toFixed(1)} MiB | ${LIMIT_MB} MiB |
+| standby | ${standbyMB.toFixed(1)} MiB | ${LIMIT_MB} MiB |
 `;
     return { leaderMB, standbyMB, limitMB: LIMIT_MB, markdown };
   } finally {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 
-/** Resident set size of a live process, MB (VmRSS from /proc). */
+/** Resident set size of a live process, MiB (VmRSS from /proc). */
 export function rssMB(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 }

@@ -294,18 +294,18 @@ function summaryTable(k: KubernetesBenchResult, emptyNodeMB: number, emptyNodeFl
     ['API requests/min by the leader', f1(lh.leader.perMin), f1(cg.leader.perMin), ratio(cg.leader.perMin, lh.leader.perMin), '', ''],
     [
       `idle RSS per process, max (median), as the image runs it (Node ${n.version} \`${n.flags.join(' ')}\`)`,
-      `${f1(lhRss)} MB (${f1(rssMedian(lh))})`,
-      `${f1(cgRss)} MB`,
+      `${f1(lhRss)} MiB (${f1(rssMedian(lh))})`,
+      `${f1(cgRss)} MiB`,
       ratio(lhRss, cgRss),
-      `≤ empty node (same flags, ${f1(emptyNodeFlagsMB)} MB) + 15 MB`,
+      `≤ empty node (same flags, ${f1(emptyNodeFlagsMB)} MiB) + 15 MiB`,
       met(lhRss <= emptyNodeFlagsMB + 15),
     ],
     [
       `idle RSS per process, max (median), Node ${n.version} without flags`,
-      `${f1(rssMax(jit))} MB (${f1(rssMedian(jit))})`,
+      `${f1(rssMax(jit))} MiB (${f1(rssMedian(jit))})`,
       '',
       '',
-      `≤ empty node (${f1(emptyNodeMB)} MB) + 15 MB`,
+      `≤ empty node (${f1(emptyNodeMB)} MiB) + 15 MiB`,
       met(rssMax(jit) <= emptyNodeMB + 15),
     ],
     ...(pod
@@ -328,7 +328,7 @@ function summaryTable(k: KubernetesBenchResult, emptyNodeMB: number, emptyNodeFl
     ...rows.map((r) => `| ${r.join(' | ')} |`),
     '',
     'The ratio reads "leasehold is N× better" for latency and requests, and "leasehold uses N× as much" for memory.',
-    `A Node.js process cannot match a Go binary on memory: an empty Node ${n.version} process measures ${f1(emptyNodeMB)} MB here (${f1(emptyNodeFlagsMB)} MB with \`${n.flags.join(' ')}\`; same reading), most of it the`,
+    `A Node.js process cannot match a Go binary on memory: an empty Node ${n.version} process measures ${f1(emptyNodeMB)} MiB here (${f1(emptyNodeFlagsMB)} MiB with \`${n.flags.join(' ')}\`; same reading), most of it the`,
     "node binary's own pages. Without the JIT (the image's `--jitless`) fewer of them are touched and no compiled code is",
     'kept; a sidecar making a few requests a minute keeps about the same idle CPU under the interpreter (CPU row).',
   ].join('\n');

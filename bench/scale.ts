@@ -332,7 +332,7 @@ function scaleMarkdown(rows: ScaleRow[], N: number, trials: number, idleSeconds:
   const body = rows
     .map(
       (r) =>
-        `| ${r.setup} | ${f1(r.standbyPerMin)} | ${f1(r.standbyPerMin / N)} | ${f1(r.leaderPerMin)} | ${f1(r.conflicts.median)} / ${r.conflicts.p95} (max ${Math.max(...r.conflicts.samples)}) | ${ms(r.handoff)} | ${ms(r.afterExpiry)} | ${f1(r.rssSumMB / 1024)} GB | ${f1(r.cpuSumPct)} % | ${r.apiserverCpuPct === null ? '' : `${f1(r.apiserverCpuPct)} %`} | ${r.startupS.toFixed(0)} s |`,
+        `| ${r.setup} | ${f1(r.standbyPerMin)} | ${f1(r.standbyPerMin / N)} | ${f1(r.leaderPerMin)} | ${f1(r.conflicts.median)} / ${r.conflicts.p95} (max ${Math.max(...r.conflicts.samples)}) | ${ms(r.handoff)} | ${ms(r.afterExpiry)} | ${f1(r.rssSumMB / 1024)} GiB | ${f1(r.cpuSumPct)} % | ${r.apiserverCpuPct === null ? '' : `${f1(r.apiserverCpuPct)} %`} | ${r.startupS.toFixed(0)} s |`,
     )
     .join('\n');
   return `1 leader and ${N} standbys on one lease, every candidate a real process on this machine
