@@ -329,6 +329,33 @@ describe('tryAcquireOrRenew: one attempt, exact backend calls', () => {
 });
 
 describe('the campaign loop', () => {
+  it('a lease never seen: the log says when it will be created and why, and it is created then', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryLeaseStore();
+    const infos: { msg: string; fields: Record<string, unknown> }[] = [];
+    const elector = new LeaderElector({
+      ...timings,
+      store,
+      lease: LEASE,
+      identity: ME,
+      clock,
+      random: () => 0,
+      log: { debug() {}, info: (msg, fields = {}) => void infos.push({ msg, fields }), warn() {}, error() {} },
+    });
+    elector.start();
+    await clock.advance(0);
+    const absent = infos.find((l) => l.msg.startsWith('lease absent'));
+    assert.ok(absent, 'one line says the lease is absent');
+    assert.equal(absent.fields.waitMs, 15_000);
+    assert.equal(absent.fields.createsAt, new Date(clock.now().getTime() + 15_000).toISOString());
+    assert.match(String(absent.fields.why), /deleted/);
+    await clock.advance(14_000);
+    assert.equal(elector.isLeader(), false);
+    await clock.advance(2_000 * 2.2);
+    assert.equal(elector.isLeader(), true, 'created at its first attempt after createsAt');
+    await elector.stop();
+  });
+
   it('a standby retries every retryPeriod × (1 + rand × 1.2)', async () => {
     const s = setup({ random: () => 1 });
     s.store.put(LEASE, record());

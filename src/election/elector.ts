@@ -526,7 +526,13 @@ export class LeaderElector {
       const waitMs = Math.max(this.timings.leaseDurationMs, last ? last.leaseDurationSeconds * 1000 : 0);
       const restarted = this.absentUntilMono !== null;
       this.absentUntilMono = now + waitMs;
-      this.log.info('lease absent: creating it after a lease duration unless it reappears', { waitMs, highestTokenSeen: this.highestToken, restarted });
+      this.log.info('lease absent: creating it after a lease duration unless it reappears', {
+        waitMs,
+        createsAt: new Date(this.clock.now().getTime() + waitMs).toISOString(),
+        why: 'a lease never seen looks the same as one just deleted, whose holder may still be acting',
+        highestTokenSeen: this.highestToken,
+        restarted,
+      });
     }
     this.observed = null;
   }
