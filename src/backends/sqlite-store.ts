@@ -1,10 +1,11 @@
 import Database from 'better-sqlite3';
-import { mkdirSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordError, StoreOpenError, describeError } from '../errors.js';
 import { throwIfAborted } from '../abort.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { checkSqliteFile } from './sqlite-file-check.js';
+import { makeDirs } from '../util/make-dirs.js';
 import { describeIdentity, identityOf, mountPointAt, sameFiles, unsafeReplacement, type FileIdentity } from './sqlite-file-identity.js';
 
 /**
@@ -76,7 +77,7 @@ export class SqliteLeaseStore implements LeaseStore {
     }
     let db: Database.Database;
     try {
-      if (!readonly) mkdirSync(dirname(path), { recursive: true });
+      if (!readonly) makeDirs(dirname(path));
       db = new Database(path, { timeout: this.options.busyTimeoutMs ?? 1000, readonly, fileMustExist: readonly });
     } catch (err) {
       throw new StoreOpenError(`cannot open SQLite lease store ${path}: ${explainOpenFailure(path, err)}`, { cause: err });
