@@ -10,11 +10,13 @@
  * `leasehold run` hands its command the description of the parent's term:
  * LEASEHOLD_FENCING_TOKEN, LEASEHOLD_LEASE, LEASEHOLD_IDENTITY, LEASEHOLD_STATUS_DIR. A leasehold
  * started inside that command must not campaign as its parent (same lease, same identity: two
- * leaders), so when LEASEHOLD_FENCING_TOKEN is set those three are not read as flags. The
+ * leaders), so when LEASEHOLD_FENCING_TOKEN is set those three are not read as flags, except
+ * LEASEHOLD_LEASE by `status`, which writes nothing: there it names the parent's lease. The
  * parent also strips its own LEASEHOLD_<FLAG> configuration from the command's environment
  * (childEnvironment), so nothing else of its campaign is inherited either.
  */
 import yargs, { type Argv } from 'yargs';
+import { InvalidConfigError } from '../src/errors.js';
 
 /** The variables `leasehold run` sets for its command; they describe the parent's term. */
 const TERM_VARIABLES = ['LEASEHOLD_FENCING_TOKEN', 'LEASEHOLD_LEASE', 'LEASEHOLD_IDENTITY', 'LEASEHOLD_STATUS_DIR'] as const;
@@ -29,10 +31,40 @@ function envName(flag: string): string {
   return `LEASEHOLD_${flag.toUpperCase().replace(/-/g, '_')}`;
 }
 
+type Built = { getOptions(): { key: Record<string, unknown>; boolean: string[] } };
+
 /** The flags a command's builder defines, less yargs' own --help and --version. */
 export function flagsOf(builder: (y: Argv) => Argv<unknown>): string[] {
-  const built = builder(yargs([])) as unknown as { getOptions(): { key: Record<string, unknown> } };
+  const built = builder(yargs([])) as unknown as Built;
   return Object.keys(built.getOptions().key).filter((k) => k !== 'help' && k !== 'version');
+}
+
+/** Which of those flags are booleans (--once, --json, --release-on-exit, ...). */
+export function booleanFlagsOf(builder: (y: Argv) => Argv<unknown>): string[] {
+  const built = builder(yargs([])) as unknown as Built;
+  return built.getOptions().boolean.filter((k) => k !== 'help' && k !== 'version');
+}
+
+/**
+ * A boolean flag or variable takes only `true` or `false`: yargs reads any other word as
+ * false, so `--release-on-exit=nope` would silently keep the lease at shutdown. Checks
+ * `--flag=VALUE` and `--no-flag=VALUE` before `--`, and each LEASEHOLD_<FLAG> of a boolean.
+ */
+export function checkBooleans(argv: string[], env: NodeJS.ProcessEnv, booleans: readonly string[]): void {
+  const sep = argv.indexOf('--');
+  for (const arg of sep >= 0 ? argv.slice(0, sep) : argv) {
+    const m = /^--(?:no-)?([^=]+)=(.*)$/s.exec(arg);
+    if (m && booleans.includes(m[1]!) && m[2] !== 'true' && m[2] !== 'false') {
+      throw new InvalidConfigError(`invalid ${arg.slice(0, arg.indexOf('='))} ${JSON.stringify(m[2])}: must be true or false`);
+    }
+  }
+  for (const flag of booleans) {
+    const name = envName(flag);
+    const value = env[name];
+    if (value !== undefined && value !== 'true' && value !== 'false') {
+      throw new InvalidConfigError(`invalid ${name} ${JSON.stringify(value)} (for --${flag}): must be true or false`);
+    }
+  }
 }
 
 /**
@@ -42,7 +74,8 @@ export function flagsOf(builder: (y: Argv) => Argv<unknown>): string[] {
 export function applyEnvFlags(argv: string[], env: NodeJS.ProcessEnv, commands: Record<string, readonly string[]>): string[] {
   const flags = argv.length > 0 ? commands[argv[0]!] : undefined;
   if (!flags) return argv;
-  const insideRun = env.LEASEHOLD_FENCING_TOKEN !== undefined;
+  // `status` campaigns for nothing: inside a `run` command it looks up the parent's lease.
+  const insideRun = env.LEASEHOLD_FENCING_TOKEN !== undefined && argv[0] !== 'status';
   const sep = argv.indexOf('--');
   const own = sep >= 0 ? argv.slice(0, sep) : argv;
   const given = new Set(own.filter((a) => a.startsWith('--')).map((a) => a.slice(2).split('=')[0]!.replace(/^no-/, '')));

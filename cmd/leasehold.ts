@@ -11,9 +11,10 @@ import { hideBin } from 'yargs/helpers';
 import { describeError, isLeaseholdError } from '../src/errors.js';
 import { runSidecar, sidecarFlags } from './sidecar-command.js';
 import { runStatus, statusFlags } from './status-command.js';
-import { runRun, runFlags } from './run-command.js';
+import { RUN_DESCRIPTION, runRun, runFlags } from './run-command.js';
 import { EXIT_USAGE, rejectRepeated } from './usage-error.js';
-import { applyEnvFlags, flagsOf } from './env-flags.js';
+import { applyEnvFlags, booleanFlagsOf, checkBooleans, flagsOf } from './env-flags.js';
+import { ownVersion } from './own-version.js';
 
 const BAD_INPUT = new Set(['LEASEHOLD_ERR_INVALID_CONFIG', 'LEASEHOLD_ERR_STORE_OPEN', 'LEASEHOLD_ERR_STATUS_DIR', 'LEASEHOLD_ERR_COMMAND_START']);
 
@@ -24,32 +25,60 @@ function fail(message: string, code: number): never {
 
 /** Each command's flags, from its builder: the env variables it reads and the flags it checks. */
 const COMMAND_FLAGS = { sidecar: flagsOf(sidecarFlags), status: flagsOf(statusFlags), run: flagsOf(runFlags) };
+const BOOLEAN_FLAGS: Record<string, string[]> = {
+  sidecar: booleanFlagsOf(sidecarFlags),
+  status: booleanFlagsOf(statusFlags),
+  run: booleanFlagsOf(runFlags),
+};
+
+const EPILOGUE = `Every flag can also be set as LEASEHOLD_<FLAG> (--lease-duration as LEASEHOLD_LEASE_DURATION); the command line wins, and each command reads only its own flags' variables. Boolean flags and variables take true or false. Exit status: 0 done (status: the lease exists); 1 a failure (status: no such lease); 2 bad input, one line, nothing written; run: the command's status, 75 if leadership was lost first (--once); 128 + n on a second signal during shutdown.`;
+
+/** yargs names stray words "Unknown arguments"; for `run` they are most likely a command missing its `--`. */
+function usageMessage(msg: string, argv: string[]): string {
+  const m = /^Unknown arguments?: (.*)$/.exec(msg);
+  if (argv[0] === 'run' && m && !argv.includes('--')) {
+    return `${msg}: leasehold run takes its command after --, as in leasehold run [flags] -- ${m[1]!.split(', ').join(' ')}`;
+  }
+  return msg;
+}
 
 async function main(): Promise<void> {
   let result = 0;
   const run = (fn: () => Promise<number>) => async () => {
     result = await fn();
   };
-  await yargs(applyEnvFlags(hideBin(process.argv), process.env, COMMAND_FLAGS))
+  const argv = hideBin(process.argv);
+  checkBooleans(argv, process.env, BOOLEAN_FLAGS[argv[0] ?? ''] ?? []);
+  await yargs(applyEnvFlags(argv, process.env, COMMAND_FLAGS))
     .scriptName('leasehold')
     .parserConfiguration({ 'populate--': true })
-    .command('sidecar', 'Campaign for a lease; publish leadership to files, HTTP and metrics', sidecarFlags, (a) =>
-      run(() => runSidecar(rejectRepeated(a, COMMAND_FLAGS.sidecar)))(),
+    .command(
+      'sidecar',
+      'Campaign for a lease; publish leadership to files, HTTP and metrics',
+      (y) => sidecarFlags(y).epilogue(EPILOGUE),
+      (a) => run(() => runSidecar(rejectRepeated(a, COMMAND_FLAGS.sidecar)))(),
     )
-    .command('status', 'Show who holds a lease, its fencing token and when it expires', statusFlags, (a) =>
-      run(() => runStatus(rejectRepeated(a, COMMAND_FLAGS.status)))(),
+    .command(
+      'status',
+      'Show who holds a lease, its fencing token and when it expires',
+      (y) => statusFlags(y).epilogue(EPILOGUE),
+      (a) => run(() => runStatus(rejectRepeated(a, COMMAND_FLAGS.status)))(),
     )
-    .command('run', 'Run a command only while leader: leasehold run [flags] -- CMD [ARGS...]', runFlags, (a) =>
-      run(() => runRun(rejectRepeated(a, COMMAND_FLAGS.run), COMMAND_FLAGS.run))(),
+    .command(
+      'run',
+      RUN_DESCRIPTION,
+      (y) => runFlags(y).epilogue(EPILOGUE),
+      (a) => run(() => runRun(rejectRepeated(a, COMMAND_FLAGS.run), COMMAND_FLAGS.run))(),
     )
     .demandCommand(1, 'a command is required: sidecar, status or run')
     .strict()
     .help()
-    .version()
+    .version(ownVersion())
+    .epilogue(EPILOGUE)
     .wrap(Math.min(110, process.stdout.columns || 110))
     .fail((msg, err) => {
       if (err) throw err;
-      fail(msg, EXIT_USAGE);
+      fail(usageMessage(msg, argv), EXIT_USAGE);
     })
     .parseAsync();
   process.exitCode = result;

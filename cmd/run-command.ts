@@ -13,6 +13,9 @@ import { childEnvironment, type FlagsOf } from './env-flags.js';
 /** The flags, plus what follows `--` (yargs' populate--). */
 export type RunArgs = FlagsOf<typeof runFlags> & { '--'?: (string | number)[] };
 
+export const RUN_DESCRIPTION =
+  'Run a command only while leader: wait to be elected, start CMD with LEASEHOLD_FENCING_TOKEN, LEASEHOLD_LEASE, LEASEHOLD_IDENTITY and LEASEHOLD_STATUS_DIR set, stop it (SIGTERM, then SIGKILL after --grace-period) when leadership is lost';
+
 export function runFlags<T>(y: Argv<T>) {
   return sidecarFlags(y)
     .option('once', { type: 'boolean', default: false, describe: 'Run CMD once while leader, then release and exit with its status' })
@@ -21,7 +24,7 @@ export function runFlags<T>(y: Argv<T>) {
       describe: 'SIGTERM→SIGKILL delay when leadership is lost (default and maximum: lease-duration − renew-deadline, at most 5s by default)',
     })
     .default('listen', 'off')
-    .usage('leasehold run [flags] -- CMD [ARGS...]');
+    .usage(`leasehold run [flags] -- CMD [ARGS...]\n\n${RUN_DESCRIPTION}`);
 }
 
 export async function runRun(a: RunArgs, flags: readonly string[]): Promise<number> {

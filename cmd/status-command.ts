@@ -4,6 +4,7 @@ import { openStore } from '../src/backends/open-store.js';
 import { formatDuration } from '../src/config/duration.js';
 import { resolveStore, storeFlags } from './election-flags.js';
 import type { FlagsOf } from './env-flags.js';
+import { escapeControl } from '../src/util/escape-control.js';
 
 export type StatusArgs = FlagsOf<typeof statusFlags>;
 
@@ -40,12 +41,14 @@ export async function runStatus(a: StatusArgs): Promise<number> {
   }
 }
 
-async function readReport(store: LeaseStore, lease: string, now: Date): Promise<LeaseReport> {
+export async function readReport(store: LeaseStore, lease: string, now: Date): Promise<LeaseReport> {
   const base = { lease, backend: store.backend, location: store.location };
   const got = await store.get(lease);
   if (!got) return { ...base, found: false };
   const r = got.record;
-  const expires = r.renewTime ? new Date(r.renewTime.getTime() + r.leaseDurationSeconds * 1000) : null;
+  // Any peer can store any number: an expiry past what a Date holds (1e308 s) or not a number is unknown.
+  const expiresMs = r.renewTime ? r.renewTime.getTime() + r.leaseDurationSeconds * 1000 : NaN;
+  const expires = Number.isNaN(new Date(expiresMs).getTime()) ? null : new Date(expiresMs);
   const state = r.holderIdentity === '' ? 'released' : expires && expires.getTime() <= now.getTime() ? 'expired' : 'held';
   return {
     ...base,
@@ -71,11 +74,12 @@ export function formatReport(r: LeaseReport, now: Date): string {
   const rows: [string, string][] = [
     ['lease', `${r.lease} (${r.backend}: ${r.location})`],
     ['state', r.state ?? '-'],
-    ['holder', r.holder === '' ? '(none: released)' : (r.holder ?? '-')],
+    // The holder comes from the store, written by any peer: escaped, it cannot move the cursor or forge a line.
+    ['holder', r.holder === '' ? '(none: released)' : r.holder === undefined ? '-' : escapeControl(r.holder)],
     ['token', String(r.fencingToken)],
     ['acquired', rel(r.acquiredAt)],
     ['renewed', rel(r.renewedAt)],
-    ['expires', r.state === 'released' ? '-' : `${rel(r.expiresAt)}, by this machine's clock`],
+    ['expires', r.state === 'released' || !r.expiresAt ? '-' : `${rel(r.expiresAt)}, by this machine's clock`],
   ];
   return rows.map(([k, v]) => `${k.padEnd(9)}${v}`).join('\n') + '\n';
 }

@@ -1,10 +1,12 @@
 import Database from 'better-sqlite3';
-import { mkdirSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordError, StoreOpenError, describeError } from '../errors.js';
 import { throwIfAborted } from '../abort.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { checkSqliteFile } from './sqlite-file-check.js';
+import { makeDirs } from '../util/make-dirs.js';
+import { describeIdentity, identityOf, mountPointAt, sameFiles, unsafeReplacement, type FileIdentity } from './sqlite-file-identity.js';
 
 /**
  * Leases in one SQLite file shared by processes on one machine.
@@ -27,7 +29,10 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
   /** Open an existing file for reading only (`leasehold status`): nothing is created or migrated. */
   readonly?: boolean;
-  /** Told, in one line, when the file was found replaced or deleted and the store reopened it. */
+  /**
+   * Told, in one line, when the file was found replaced or deleted and the store reopened it,
+   * or refuses to (once per replacement).
+   */
   onReopen?: (message: string) => void;
 }
 
@@ -47,8 +52,10 @@ export class SqliteLeaseStore implements LeaseStore {
   private selectRow!: Database.Statement<[string], LeaseRow>;
   private insertRow!: Database.Statement;
   private updateRow!: Database.Statement;
-  /** Device and inode of the database file and its -shm, as opened. */
-  private fileIdentity = '';
+  /** Device and inode of the database file, its -wal and its -shm, as opened. */
+  private opened: FileIdentity = { main: '-', wal: '-', shm: '-' };
+  /** The refusal last reported, so a replacement that lasts is logged once, not per attempt. */
+  private refused: string | null = null;
   /** Bumped on every reopen, so a watch re-prepares its statements. */
   private generation = 0;
 
@@ -62,12 +69,18 @@ export class SqliteLeaseStore implements LeaseStore {
   private open(): void {
     const path = this.location;
     const readonly = this.options.readonly ?? false;
+    const mounted = mountPointAt(path);
+    if (mounted) {
+      throw new StoreOpenError(
+        `--db ${path}: ${mounted} is a mount point (a file mounted over it): SQLite finds the -wal and -shm by name beside the database, so they would not be this file's for every process, and a checkpoint could write one file's log into another. Mount the directory that holds the database instead`,
+      );
+    }
     let db: Database.Database;
     try {
-      if (!readonly) mkdirSync(dirname(path), { recursive: true });
+      if (!readonly) makeDirs(dirname(path));
       db = new Database(path, { timeout: this.options.busyTimeoutMs ?? 1000, readonly, fileMustExist: readonly });
     } catch (err) {
-      throw new StoreOpenError(`cannot open SQLite lease store ${path}: ${describeError(err)}`, { cause: err });
+      throw new StoreOpenError(`cannot open SQLite lease store ${path}: ${explainOpenFailure(path, err)}`, { cause: err });
     }
     this.db = db;
     let hasAcquireTime = true;
@@ -90,9 +103,10 @@ export class SqliteLeaseStore implements LeaseStore {
       }
     } catch (err) {
       db.close();
-      throw new StoreOpenError(`cannot prepare SQLite lease store ${path}: ${describeError(err)}`, { cause: err });
+      throw new StoreOpenError(`cannot prepare SQLite lease store ${path}: ${explainOpenFailure(path, err)}`, { cause: err });
     }
-    this.fileIdentity = identityOf(path);
+    this.opened = identityOf(path);
+    this.refused = null;
     this.generation++;
     this.selectRow = db.prepare(
       `SELECT holder_identity, fencing_token, renew_time, lease_duration_seconds, ${hasAcquireTime ? 'acquire_time' : '0 AS acquire_time'} FROM leases WHERE name = ?`,
@@ -116,13 +130,38 @@ export class SqliteLeaseStore implements LeaseStore {
    * names another file (or none) the store reopens the path, so this process sees what
    * newcomers see. To the elector that is a record that vanished: the sitting leader steps
    * down and recreates it at once with its next token, anyone else waits a lease duration.
+   *
+   * It reopens only a clean start: no -wal or -shm of the opened file left beside the path,
+   * and no mount over it. Otherwise SQLite would read the new file through the old log and a
+   * checkpoint would copy the old file's pages into it (a file bind-mounted over the database
+   * lost both histories that way). Then every operation fails with StoreOpenError, writing
+   * nothing anywhere, until the path names the opened file again (the mount is removed):
+   * the leader steps down at renewDeadline and nobody else can take the lease meanwhile. The
+   * old connection stays open and untouched; closed while the path names another file,
+   * SQLite neither checkpoints nor deletes the log (it checks the path's inode first).
    */
   private followReplacement(): void {
-    if (this.options.readonly || identityOf(this.location) === this.fileIdentity) return;
-    const was = this.fileIdentity;
+    if (this.options.readonly) return;
+    const now = identityOf(this.location);
+    if (sameFiles(now, this.opened)) {
+      this.refused = null;
+      return;
+    }
+    const why = unsafeReplacement(this.location, this.opened, now);
+    if (why) {
+      const message = `the database file ${this.location} no longer names the file this candidate opened (${describeIdentity(this.opened)} is now ${describeIdentity(now)}) and ${why}: refusing to read or write it until ${this.location} names the opened file again (stop every candidate before replacing a database, and move its -wal and -shm with it)`;
+      if (this.refused !== message) {
+        this.refused = message;
+        this.options.onReopen?.(message);
+      }
+      throw new StoreOpenError(message);
+    }
+    const was = this.opened;
     this.db.close();
     this.open();
-    this.options.onReopen?.(`the database file ${this.location} was replaced or deleted (${was} is now ${this.fileIdentity || 'absent'}): reopened it`);
+    this.options.onReopen?.(
+      `the database file ${this.location} was replaced or deleted (${describeIdentity(was)} is now ${describeIdentity(this.opened)}): reopened it`,
+    );
   }
 
   private migrate(): void {
@@ -254,18 +293,27 @@ function retryBusy<T>(fn: () => T): T {
   }
 }
 
-/** "dev:ino" of the file and of its -shm ('' when the file is gone): what a path names now. */
-function identityOf(path: string): string {
-  const one = (p: string) => {
-    try {
-      const st = statSync(p);
-      return `${st.dev}:${st.ino}`;
-    } catch {
-      return '-';
+/**
+ * SQLite's "disk I/O error" when the -shm says the log holds frames that the -wal does not:
+ * the -wal was deleted while other processes had the database open. They keep writing to the
+ * deleted log, and the last of them to close copies it into the database file.
+ */
+function explainOpenFailure(path: string, err: unknown): string {
+  const code = (err as { code?: string }).code ?? '';
+  if (code.startsWith('SQLITE_IOERR')) {
+    const size = (p: string) => {
+      try {
+        return statSync(p).size;
+      } catch {
+        return -1;
+      }
+    };
+    // A WAL header is 32 bytes: less is a log with no frames (or none at all).
+    if (size(`${path}-shm`) > 0 && size(`${path}-wal`) < 32) {
+      return `its -wal was deleted while other processes still had it open (its -shm describes a log that is gone; they keep the lease history in the deleted log). Stop every process using ${path}: the last to exit writes that log back into ${path}; then start again. Never delete a -wal or -shm alone (SQLite: ${describeError(err)})`;
     }
-  };
-  const main = one(path);
-  return main === '-' ? '' : `${main}/${one(`${path}-shm`)}`;
+  }
+  return describeError(err);
 }
 
 function toRecord(row: LeaseRow): LeaseRecord {

@@ -1,7 +1,9 @@
-import { accessSync, constants, mkdirSync, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, rmSync, statSync, statfsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { StatusDirError, describeError } from '../errors.js';
 import { fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
+import { escapeControl } from '../util/escape-control.js';
+import { makeDirs } from '../util/make-dirs.js';
 import type { ElectorSnapshot } from '../election/elector.js';
 import type { LeaderStatus } from '../status/leader-status.js';
 
@@ -20,6 +22,21 @@ export function toLeaderStatus(s: ElectorSnapshot, now: Date): LeaderStatus {
 }
 
 /**
+ * Filesystems the kernel fills itself (statfs f_type from linux/magic.h): access() lets root
+ * "write" there, yet no directory can be made. Found before anything is written.
+ */
+const KERNEL_FILESYSTEMS: Record<number, string> = {
+  0x9fa0: 'proc',
+  0x62656572: 'sysfs',
+  0x63677270: 'cgroup2',
+  0x27e0eb: 'cgroup',
+  0x64626720: 'debugfs',
+  0x74726163: 'tracefs',
+  0x73636673: 'securityfs',
+  0x1cd1: 'devpts',
+};
+
+/**
  * Checks, without writing anything, that `dir` exists as a writable directory or could be
  * created. Throws StatusDirError naming the path and the reason.
  */
@@ -34,6 +51,10 @@ export function checkStatusDir(dir: string): void {
         );
       }
       accessSync(probe, constants.W_OK | constants.X_OK);
+      const kernel = probe === resolve(dir) ? undefined : KERNEL_FILESYSTEMS[statfsSync(probe).type >>> 0];
+      if (kernel) {
+        throw new StatusDirError(`--status-dir ${dir} cannot be created: ${probe} is a ${kernel} filesystem, where the kernel makes every entry`);
+      }
       return;
     } catch (err) {
       if (err instanceof StatusDirError) throw err;
@@ -49,12 +70,17 @@ export function checkStatusDir(dir: string): void {
 
 /**
  * Writes the shared-volume files: status.json, is-leader, fencing-token, holder. Each is
- * replaced atomically; is-leader and status.json go first, so a step-down reaches the app
- * before anything else changes.
+ * replaced atomically, in an order that keeps every moment a polling reader can see
+ * consistent (is-leader "true" always goes with this term's token in fencing-token):
+ * - leaving a term (a step-down, or a new token): is-leader "false" and status.json first,
+ *   before anything else changes, so a step-down reaches the app at once;
+ * - starting a term: fencing-token (and holder, status.json) first, is-leader "true" last.
  */
 export class StatusPublisher {
   readonly dir: string;
   private last = '';
+  /** The token of the term is-leader says "true" for on disk; null while it says "false" (or nothing yet). */
+  private leading: number | null = null;
 
   constructor(dir: string) {
     this.dir = dir;
@@ -63,7 +89,7 @@ export class StatusPublisher {
   /** Creates the directory and proves it writable by writing and removing a probe file. */
   prepare(): void {
     try {
-      mkdirSync(this.dir, { recursive: true });
+      makeDirs(this.dir);
       writeFileAtomic(this.dir, '.probe', '');
       rmSync(join(this.dir, '.probe'));
     } catch (err) {
@@ -75,20 +101,25 @@ export class StatusPublisher {
   publish(status: LeaderStatus): boolean {
     const key = JSON.stringify({ ...status, updatedAt: '' });
     if (key === this.last) return false;
-    writeFileAtomic(this.dir, 'is-leader', status.isLeader ? 'true\n' : 'false\n');
-    writeFileAtomic(this.dir, 'status.json', JSON.stringify(status, null, 2) + '\n');
+    const json = JSON.stringify(status, null, 2) + '\n';
+    const token = status.isLeader ? status.fencingToken : null;
+    const leaving = this.leading !== null && token !== this.leading;
+    if (leaving) {
+      // "not leader" first, before anything else changes.
+      writeFileAtomic(this.dir, 'is-leader', 'false\n');
+      this.leading = null;
+      if (token === null) writeFileAtomic(this.dir, 'status.json', json);
+    }
     writeFileAtomic(this.dir, 'fencing-token', status.fencingToken === null ? '' : `${status.fencingToken}\n`);
     writeFileAtomic(this.dir, 'holder', status.holder ? `${escapeControl(status.holder)}\n` : '');
+    if (!(leaving && token === null)) {
+      writeFileAtomic(this.dir, 'status.json', json);
+      // "true" only after its token is in place.
+      writeFileAtomic(this.dir, 'is-leader', token !== null ? 'true\n' : 'false\n');
+    }
+    this.leading = token;
     fsyncDir(this.dir);
     this.last = key;
     return true;
   }
-}
-
-/**
- * Another candidate's identity comes from the store and may hold control characters (only
- * leasehold refuses them in its own): escaped, it stays one line in the plain-text file.
- */
-function escapeControl(text: string): string {
-  return text.replace(/[\p{Cc}\u2028\u2029]/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

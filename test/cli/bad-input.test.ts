@@ -105,6 +105,30 @@ const cases: Case[] = [
     env: { LEASEHOLD_IDENTITY: 'x', LEASEHOLD_LISTEN: ':1', LEASEHOLD_STATUS_DIR: '/s' },
     message: /no lease store at/,
   },
+  { name: 'a boolean flag given a word', args: ['sidecar', '--release-on-exit=nope'], message: /invalid --release-on-exit "nope": must be true or false/ },
+  {
+    name: 'a boolean variable given a word',
+    args: ['sidecar'],
+    env: { LEASEHOLD_RELEASE_ON_EXIT: 'nope' },
+    message: /invalid LEASEHOLD_RELEASE_ON_EXIT "nope" \(for --release-on-exit\): must be true or false/,
+  },
+  { name: 'a negated boolean given a value', args: ['run', '--no-once=yes', '--', 'true'], message: /invalid --no-once "yes": must be true or false/ },
+  { name: '--json given a number', args: ['status', '--json=1'], message: /invalid --json "1": must be true or false/ },
+  {
+    name: 'a --db where no directory can be made (it hung in a recursive mkdir)',
+    args: ['sidecar', '--db', '/proc/x/y.db', '--listen', 'off'],
+    message: /cannot open SQLite lease store \/proc\/x\/y\.db: ENOENT.*mkdir '\/proc\/x'/,
+  },
+  {
+    name: 'a --status-dir where no directory can be made (it hung in a recursive mkdir)',
+    args: ['sidecar', '--status-dir', '/proc/x', '--listen', 'off'],
+    message: /--status-dir \/proc\/x cannot be created: \/proc is a proc filesystem/,
+  },
+  {
+    name: 'run with its command but no --',
+    args: ['run', 'echo', 'hi'],
+    message: /Unknown arguments: echo, hi: leasehold run takes its command after --, as in leasehold run \[flags\] -- echo hi/,
+  },
   {
     name: 'run grace period longer than the lease remainder',
     args: ['run', '--grace-period', '6s', '--', 'true'],

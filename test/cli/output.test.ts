@@ -1,0 +1,114 @@
+/**
+ * What the CLI prints, on real processes: its own version when installed in an app, help that
+ * names the variables and exit codes, a status that cannot be forged by a hostile holder or
+ * broken by a peer's huge duration, and what `status` looks up inside a `run` command.
+ */
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { cpSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { CLI, NODE_FLAGS, REPO, runCli, tempDir } from '../helpers/cli.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+
+const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '400ms'];
+
+async function leaseRow(db: string, name: string, holder: string, durationSeconds: number): Promise<void> {
+  await new SqliteLeaseStore(db).close();
+  const raw = new Database(db);
+  raw
+    .prepare('INSERT INTO leases (name, holder_identity, fencing_token, renew_time, lease_duration_seconds) VALUES (?, ?, ?, ?, ?)')
+    .run(name, holder, 4, Date.now() / 1000, durationSeconds);
+  raw.close();
+}
+
+describe('what the CLI prints', () => {
+  const dir = tempDir();
+  after(dir.cleanup);
+
+  it("--version prints leasehold's version when installed in an app, not the app's", async () => {
+    // An app's node_modules as npm lays it out: leasehold and yargs are real folders there
+    // (yargs guesses the version from the package.json above its own node_modules).
+    const app = join(dir.path, 'app');
+    const modules = join(app, 'node_modules');
+    mkdirSync(join(modules, 'leasehold'), { recursive: true });
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', version: '9.9.9' }));
+    cpSync(join(REPO, 'package.json'), join(modules, 'leasehold', 'package.json'));
+    cpSync(join(REPO, 'dist'), join(modules, 'leasehold', 'dist'), { recursive: true });
+    const shared = realpathSync(join(REPO, 'node_modules'));
+    cpSync(join(shared, 'yargs'), join(modules, 'yargs'), { recursive: true });
+    for (const name of readdirSync(shared)) {
+      if (name !== 'yargs' && !name.startsWith('.')) symlinkSync(join(shared, name), join(modules, name));
+    }
+    const r = await runCli(['--version'], {}, app);
+    const own = (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
+    assert.equal(r.stdout.trim(), own, r.stderr);
+  });
+
+  it('--help names the LEASEHOLD_* variables and the exit codes; run --help says what run does', async () => {
+    for (const args of [['--help'], ['sidecar', '--help'], ['run', '--help'], ['status', '--help']]) {
+      const r = await runCli(args);
+      assert.equal(r.code, 0, r.stderr);
+      const text = r.stdout.replace(/\s+/g, ' ');
+      assert.match(text, /Every flag can also be set as LEASEHOLD_<FLAG>/, args.join(' '));
+      assert.match(text, /Exit status: 0 .* 1 .* 2 bad input/, args.join(' '));
+    }
+    const run = await runCli(['run', '--help']);
+    assert.match(run.stdout.replace(/\s+/g, ' '), /leasehold run \[flags\] -- CMD \[ARGS\.\.\.\] Run a command only while leader: wait to be elected/);
+  });
+
+  it('status escapes a hostile holder: no escape sequence, no forged line', async () => {
+    const db = join(dir.path, 'hostile.db');
+    const holder = 'evil\x1b[2J\nstate    released';
+    await leaseRow(db, 'h', holder, 15);
+    const r = await runCli(['status', '--db', db, '--lease', 'h']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(!r.stdout.includes('\x1b'), r.stdout);
+    const lines = r.stdout.trimEnd().split('\n');
+    assert.equal(lines.length, 7, r.stdout);
+    assert.deepEqual(
+      lines.filter((l) => l.startsWith('state')),
+      ['state    held'],
+    );
+    assert.ok(lines.includes('holder   evil\\u001b[2J\\u000astate    released'), r.stdout);
+    const json = await runCli(['status', '--db', db, '--lease', 'h', '--json']);
+    assert.equal((JSON.parse(json.stdout) as { holder: string }).holder, holder, 'the JSON keeps the exact value');
+  });
+
+  it('status shows a lease duration of 1e308 seconds as an unknown expiry', async () => {
+    const db = join(dir.path, 'huge.db');
+    await leaseRow(db, 'huge', 'peer', 1e308);
+    const r = await runCli(['status', '--db', db, '--lease', 'huge']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^state {4}held$/m);
+    assert.match(r.stdout, /^expires {2}-$/m);
+    const json = await runCli(['status', '--db', db, '--lease', 'huge', '--json']);
+    assert.equal(json.code, 0, json.stderr);
+    assert.equal((JSON.parse(json.stdout) as { expiresAt: unknown }).expiresAt, null);
+  });
+
+  it("inside a `run` command, `leasehold status` looks up the parent's lease", { timeout: 60_000 }, async () => {
+    const db = join(dir.path, 'inside.db');
+    const r = await runCli([
+      'run',
+      '--once',
+      '--db',
+      db,
+      '--lease',
+      'jobs',
+      '--identity',
+      'parent',
+      ...T,
+      '--',
+      process.execPath,
+      ...NODE_FLAGS,
+      CLI,
+      'status',
+      '--db',
+      db,
+    ]);
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    assert.match(r.stdout, /^lease {4}jobs \(sqlite: /m);
+    assert.match(r.stdout, /^holder {3}parent$/m);
+  });
+});
