@@ -25,7 +25,7 @@ describe('chaos on Kubernetes (short)', () => {
           backendArgs,
           dir: dir.path,
           seed: SEED,
-          seconds: 25,
+          seconds: 35, // six fault kinds: long enough for each to come once
           apiServer: { stop: cp.stopApiServer, start: cp.startApiServer },
           etcd: { stop: cp.stopEtcd, start: cp.startEtcd },
           neighbour: leaseMetadataChurn({ binDir: cp.binDir, kubeconfig: cp.adminKubeconfig, namespace: 'default', lease: 'chaos' }),
