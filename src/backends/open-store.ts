@@ -30,6 +30,8 @@ export interface StoreSettings {
    * rather than create it; nothing is ever written.
    */
   readonly?: boolean | undefined;
+  /** sqlite: accept a db on a network filesystem (refused otherwise), only if every candidate runs on this one machine. */
+  allowNetworkFilesystem?: boolean | undefined;
   /** kubernetes: an API connection made by connectKubernetes, shared with other callers (the pod labeller). */
   kube?: KubeConnection | undefined;
 }
@@ -51,7 +53,7 @@ export async function openStore(s: StoreSettings): Promise<LeaseStore> {
         if (!existsSync(s.db)) throw new StoreOpenError(`no lease store at ${s.db}: no candidate has run with this --db yet`);
         return new SqliteLeaseStore(s.db, { readonly: true });
       }
-      return new SqliteLeaseStore(s.db, { onReopen: (message) => s.log?.warn(message) });
+      return new SqliteLeaseStore(s.db, { onReopen: (message) => s.log?.warn(message), allowNetworkFilesystem: s.allowNetworkFilesystem ?? false });
     }
     case 'postgres': {
       const { PostgresLeaseStore } = await import('./postgres-store.js');

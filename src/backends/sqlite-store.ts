@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordError, StoreOpenError, describeError } from '../errors.js';
 import { throwIfAborted } from '../abort.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
-import { checkSqliteFile } from './sqlite-file-check.js';
+import { checkLocalFilesystem, checkSqliteFile } from './sqlite-file-check.js';
 
 /**
  * Leases in one SQLite file shared by processes on one machine.
@@ -29,6 +29,13 @@ export interface SqliteStoreOptions {
   readonly?: boolean;
   /** Told, in one line, when the file was found replaced or deleted and the store reopened it. */
   onReopen?: (message: string) => void;
+  /**
+   * Accept a file on a network filesystem (NFS, SMB, FUSE...), which is refused otherwise:
+   * only when every candidate runs on this one machine (the CLI's --allow-network-filesystem).
+   */
+  allowNetworkFilesystem?: boolean;
+  /** Reads a directory's filesystem type; tests stand in a network filesystem with it. Default fs.statfsSync. */
+  statfs?: (path: string) => { type: number };
 }
 
 interface LeaseRow {
@@ -56,6 +63,9 @@ export class SqliteLeaseStore implements LeaseStore {
     this.location = path;
     this.options = options;
     checkSqliteFile(path);
+    // Here, not only in the CLI: every caller (the library too) is refused a file whose locks
+    // do not hold across machines. Reading (`leasehold status`) decides nothing.
+    if (!options.readonly) checkLocalFilesystem(path, options.allowNetworkFilesystem ?? false, options.statfs);
     this.open();
   }
 
