@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { InvalidConfigError, StoreOpenError } from '../errors.js';
 import type { LeaseStore } from './lease-store.js';
+import { loadDriver } from './driver.js';
 import type { Logger } from '../log.js';
 import type { KubeConnection } from '../kube/connect.js';
 
@@ -46,7 +47,7 @@ export async function connectKubernetes(s: Pick<StoreSettings, 'namespace' | 'ku
 export async function openStore(s: StoreSettings): Promise<LeaseStore> {
   switch (s.backend) {
     case 'sqlite': {
-      const { SqliteLeaseStore } = await import('./sqlite-store.js');
+      const { SqliteLeaseStore } = await loadDriver('better-sqlite3', 'sqlite', () => import('./sqlite-store.js'));
       if (s.readonly) {
         const { checkSqliteFile } = await import('./sqlite-file-check.js');
         checkSqliteFile(s.db);
