@@ -34,7 +34,7 @@ function setup(callbacks: Partial<LeaderCallbacks> = {}, over: Partial<LeaderEle
     debug() {},
     info() {},
     warn: (msg) => logged.push(`warn ${msg}`),
-    error: (msg, f) => logged.push(`error ${msg} ${String(f?.callback)}: ${String(f?.error)}`),
+    error: (msg, f) => logged.push(f?.callback === undefined ? `error ${msg}` : `error ${msg} ${String(f.callback)}: ${String(f.error)}`),
   };
   const terms: Leadership[] = [];
   const start = () =>
@@ -147,7 +147,7 @@ describe('stop(): the release waits for the work to drain, within drainTimeoutMs
     await stopped;
     assert.deepEqual(s.store.calls, []);
     assert.equal(holderAfter(s), 'me');
-    assert.deepEqual(s.logged, ['warn stopped leading', 'warn the work did not finish within drainTimeoutMs: the lease is left to expire, not released']);
+    assert.deepEqual(s.logged, ['warn stopped leading', 'error the work did not finish within drainTimeoutMs: the lease is left to expire, not released']);
   });
 
   it("drainTimeoutMs 0 releases at once, as client-go's ReleaseOnCancel", async () => {

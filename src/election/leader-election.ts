@@ -201,7 +201,7 @@ export class LeaderElection {
         if (boundMs === 0 || (await settlesWithin(this.clock, ended.work, boundMs))) {
           await this.elector.release();
         } else {
-          this.log.warn('the work did not finish within drainTimeoutMs: the lease is left to expire, not released', { drainTimeoutMs: boundMs });
+          this.log.error('the work did not finish within drainTimeoutMs: the lease is left to expire, not released', { drainTimeoutMs: boundMs });
         }
       }
       if (this.ownsStore) await this.store.close();
