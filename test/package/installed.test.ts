@@ -90,6 +90,10 @@ for (const settings of [{ backend: 'sqlite', db: 'x.db' }, { backend: 'postgres'
   try { await openStore(settings); out[settings.backend] = 'opened'; }
   catch (err) { out[settings.backend] = (err instanceof StoreOpenError) + ' ' + err.code + ' ' + err.message; }
 }
+const { FencedSqliteResource, readLeadership } = await import('leasehold/fencing');
+out.status = readLeadership('nowhere').isLeader;
+try { new FencedSqliteResource('r.db'); out.fencing = 'opened'; }
+catch (err) { out.fencing = (err instanceof StoreOpenError) + ' ' + err.code + ' ' + err.message; }
 console.log(JSON.stringify(out));
 `,
     );
@@ -101,6 +105,11 @@ console.log(JSON.stringify(out));
       /^true LEASEHOLD_ERR_STORE_OPEN the sqlite backend needs the package better-sqlite3, which is not installed: .*npm install better-sqlite3/,
     );
     assert.match(out.postgres!, /^true LEASEHOLD_ERR_STORE_OPEN the postgres backend needs the package pg, which is not installed: .*npm install pg/);
+    assert.equal(out.status, false, 'leasehold/fencing loads; readLeadership needs no driver');
+    assert.match(
+      out.fencing!,
+      /^true LEASEHOLD_ERR_STORE_OPEN FencedSqliteResource needs the package better-sqlite3, which is not installed: .*npm install better-sqlite3\)$/,
+    );
   });
 
   it('a CommonJS app loads the ESM-only package by import() (and require() on Node >= 20.19) and runs an election', () => {
