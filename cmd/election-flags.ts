@@ -8,6 +8,7 @@ import {
   DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RENEW_DEADLINE_MS,
   DEFAULT_RETRY_PERIOD_MS,
+  kubernetesLeaseDurationError,
   validateIdentity,
   validateLeaseName,
   validateTimings,
@@ -125,7 +126,8 @@ export function duration(flag: string, text: string, min = 1): number {
 
 /** Turns raw flags into validated settings, or throws one InvalidConfigError naming the flag and rule. */
 export function resolveElection(a: ElectionArgs): ElectionSettings {
-  const { store, lease } = resolveStore(a);
+  const { store: located, lease } = resolveStore(a);
+  const store: StoreSettings = { ...located, allowNetworkFilesystem: a['allow-network-filesystem'] };
   const timings: Timings = {
     leaseDurationMs: duration('lease-duration', a['lease-duration']),
     renewDeadlineMs: duration('renew-deadline', a['renew-deadline']),
@@ -138,9 +140,8 @@ export function resolveElection(a: ElectionArgs): ElectionSettings {
       `invalid timings --lease-duration ${a['lease-duration']} --renew-deadline ${a['renew-deadline']} --retry-period ${a['retry-period']}: ${describeError(err)}`,
     );
   }
-  if (store.backend === 'kubernetes' && timings.leaseDurationMs % 1000 !== 0) {
-    throw badFlag('lease-duration', a['lease-duration'], 'the kubernetes backend stores leaseDurationSeconds as an integer: use whole seconds');
-  }
+  const kube = store.backend === 'kubernetes' ? kubernetesLeaseDurationError(timings.leaseDurationMs) : null;
+  if (kube) throw badFlag('lease-duration', a['lease-duration'], kube);
   const contentionWindowMs = duration('contention-window', a['contention-window'], 0);
   if (contentionWindowMs > timings.leaseDurationMs) {
     throw badFlag('contention-window', a['contention-window'], `must be at most --lease-duration (${a['lease-duration']})`);

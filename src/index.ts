@@ -3,6 +3,7 @@
  * - Leader election in-process, without a sidecar: LeaderElection (docs/library.md).
  * - Reading the sidecar's status volume: readLeadership and the LeaderStatus contract.
  * - The stores and their contract, for apps that pass an open store.
+ * - The CLI's logger, for the election's `log` option.
  * - The coded errors (docs/errors.md).
  * Fencing at the protected resource lives in `leasehold/fencing`, which loads SQLite.
  */
@@ -11,5 +12,5 @@ export { readLeadership, type LeadershipView } from './fencing/status-reader.js'
 export type { LeaderStatus } from './status/leader-status.js';
 export { openStore, type StoreSettings, type BackendName } from './backends/open-store.js';
 export type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './backends/lease-store.js';
-export type { Logger, LogFields } from './log.js';
+export { createLogger, type Logger, type LogFields, type LoggerOptions } from './log.js';
 export * from './errors.js';

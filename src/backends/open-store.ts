@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { InvalidConfigError, StoreOpenError } from '../errors.js';
 import type { LeaseStore } from './lease-store.js';
+import { loadDriver } from './driver.js';
 import type { Logger } from '../log.js';
 import type { KubeConnection } from '../kube/connect.js';
 
@@ -30,6 +31,8 @@ export interface StoreSettings {
    * rather than create it; nothing is ever written.
    */
   readonly?: boolean | undefined;
+  /** sqlite: accept a db on a network filesystem (refused otherwise), only if every candidate runs on this one machine. */
+  allowNetworkFilesystem?: boolean | undefined;
   /** kubernetes: an API connection made by connectKubernetes, shared with other callers (the pod labeller). */
   kube?: KubeConnection | undefined;
 }
@@ -44,14 +47,14 @@ export async function connectKubernetes(s: Pick<StoreSettings, 'namespace' | 'ku
 export async function openStore(s: StoreSettings): Promise<LeaseStore> {
   switch (s.backend) {
     case 'sqlite': {
-      const { SqliteLeaseStore } = await import('./sqlite-store.js');
+      const { SqliteLeaseStore } = await loadDriver('better-sqlite3', 'sqlite', () => import('./sqlite-store.js'));
       if (s.readonly) {
         const { checkSqliteFile } = await import('./sqlite-file-check.js');
         checkSqliteFile(s.db);
         if (!existsSync(s.db)) throw new StoreOpenError(`no lease store at ${s.db}: no candidate has run with this --db yet`);
         return new SqliteLeaseStore(s.db, { readonly: true });
       }
-      return new SqliteLeaseStore(s.db, { onReopen: (message) => s.log?.warn(message) });
+      return new SqliteLeaseStore(s.db, { onReopen: (message) => s.log?.warn(message), allowNetworkFilesystem: s.allowNetworkFilesystem ?? false });
     }
     case 'postgres': {
       const { PostgresLeaseStore } = await import('./postgres-store.js');

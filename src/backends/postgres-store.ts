@@ -22,6 +22,7 @@ import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordErro
 import type { Logger } from '../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { DEFAULT_POSTGRES_TABLE, clientConfig, describeTarget, parseTableName } from './postgres-config.js';
+import { loadDriver as loadOptional } from './driver.js';
 
 export interface PostgresStoreOptions {
   /** A postgres:// URL; when absent, the PG* variables and ~/.pgpass (as psql reads them). */
@@ -58,7 +59,7 @@ async function loadDriver(): Promise<typeof pg> {
   const lent = typeof (globalThis as { navigator?: unknown }).navigator === 'undefined';
   if (lent) Object.defineProperty(globalThis, 'navigator', { value: { userAgent: `Node.js/${process.versions.node}` }, configurable: true });
   try {
-    driver = (await import('pg')).default;
+    driver = (await loadOptional('pg', 'postgres', () => import('pg'))).default;
     return driver;
   } finally {
     if (lent) delete (globalThis as { navigator?: unknown }).navigator;

@@ -82,7 +82,7 @@ export function checkLocalFilesystem(path: string, allow: boolean, statfs: (p: s
   }
   if (name) {
     throw new StoreOpenError(
-      `--db ${path} is on a network filesystem (${name}): SQLite's locks are unreliable there and WAL needs shared memory on one host, so candidates on two machines could both lead. Local mode is one machine: across machines use --backend kubernetes (or postgres); if every candidate runs on this one machine, pass --allow-network-filesystem`,
+      `--db ${path} is on a network filesystem (${name}): SQLite's locks are unreliable there and WAL needs shared memory on one host, so candidates on two machines could both lead. Local mode is one machine: across machines use --backend kubernetes (or postgres); if every candidate runs on this one machine, pass --allow-network-filesystem (in the library: the store setting allowNetworkFilesystem: true)`,
     );
   }
 }

@@ -1,6 +1,6 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -127,5 +127,25 @@ describe('SqliteLeaseStore on a real file', () => {
     blocker.close();
     assert.equal(await code(s.update('x', rec(), v)), 'ok');
     await s.close();
+  });
+
+  it('refuses a file on a network filesystem for every caller (the library too), creating nothing; allowNetworkFilesystem accepts it', async () => {
+    const nfs = () => ({ type: 0x6969 });
+    const path = fresh();
+    assert.throws(
+      () => new SqliteLeaseStore(path, { statfs: nfs }),
+      (err: Error & { code?: string }) => {
+        assert.equal(err.code, 'LEASEHOLD_ERR_STORE_OPEN');
+        assert.match(
+          err.message,
+          /is on a network filesystem \(nfs\).*--allow-network-filesystem \(in the library: the store setting allowNetworkFilesystem: true\)/,
+        );
+        return true;
+      },
+    );
+    assert.equal(existsSync(path), false, 'nothing created');
+    const s = new SqliteLeaseStore(path, { statfs: nfs, allowNetworkFilesystem: true });
+    await s.close();
+    assert.equal(existsSync(path), true);
   });
 });

@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordError, StoreOpenError, describeError } from '../errors.js';
 import { throwIfAborted } from '../abort.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
-import { checkSqliteFile } from './sqlite-file-check.js';
+import { checkLocalFilesystem, checkSqliteFile } from './sqlite-file-check.js';
 import { makeDirs } from '../util/make-dirs.js';
 import { describeIdentity, identityOf, mountPointAt, sameFiles, unsafeReplacement, type FileIdentity } from './sqlite-file-identity.js';
 
@@ -34,6 +34,13 @@ export interface SqliteStoreOptions {
    * or refuses to (once per replacement).
    */
   onReopen?: (message: string) => void;
+  /**
+   * Accept a file on a network filesystem (NFS, SMB, FUSE...), which is refused otherwise:
+   * only when every candidate runs on this one machine (the CLI's --allow-network-filesystem).
+   */
+  allowNetworkFilesystem?: boolean;
+  /** Reads a directory's filesystem type; tests stand in a network filesystem with it. Default fs.statfsSync. */
+  statfs?: (path: string) => { type: number };
 }
 
 interface LeaseRow {
@@ -63,6 +70,9 @@ export class SqliteLeaseStore implements LeaseStore {
     this.location = path;
     this.options = options;
     checkSqliteFile(path);
+    // Here, not only in the CLI: every caller (the library too) is refused a file whose locks
+    // do not hold across machines. Reading (`leasehold status`) decides nothing.
+    if (!options.readonly) checkLocalFilesystem(path, options.allowNetworkFilesystem ?? false, options.statfs);
     this.open();
   }
 

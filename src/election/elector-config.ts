@@ -1,5 +1,5 @@
 import { InvalidConfigError } from '../errors.js';
-import { MAX_TIMER_MS, formatDuration as ms } from '../config/duration.js';
+import { MAX_TIMER_MS, durationRangeError, formatDuration as ms } from '../config/duration.js';
 
 /** client-go's JitterFactor: a standby waits retryPeriod × (1 + rand × 1.2) between attempts. */
 export const JITTER_FACTOR = 1.2;
@@ -47,7 +47,7 @@ export function contentionDelayMs(u: number, windowMs: number): number {
 
 /** A contention window is a finite, non-negative number of milliseconds, at most the lease duration. */
 export function validateContentionWindow(windowMs: number, leaseDurationMs: number): void {
-  if (!Number.isFinite(windowMs) || windowMs < 0 || windowMs > leaseDurationMs) {
+  if (typeof windowMs !== 'number' || !Number.isFinite(windowMs) || windowMs < 0 || windowMs > leaseDurationMs) {
     throw new InvalidConfigError(
       `contentionWindow must be between 0 and leaseDuration (${ms(leaseDurationMs)}): it delays the standbys' first try after the lease becomes free, got ${windowMs}`,
     );
@@ -71,11 +71,17 @@ export interface Timings {
  */
 export function validateTimings(t: Timings): void {
   for (const key of ['leaseDurationMs', 'renewDeadlineMs', 'retryPeriodMs'] as const) {
+    if (typeof t[key] !== 'number') throw new InvalidConfigError(`${key} must be a number of milliseconds, got ${JSON.stringify(t[key])}`);
     if (!Number.isFinite(t[key])) throw new InvalidConfigError(`${flagName(key)} must be a finite duration, got ${t[key]}`);
     if (t[key] > MAX_TIMER_MS)
       throw new InvalidConfigError(`${flagName(key)} must be at most ${MAX_TIMER_MS} ms (2^31 − 1, the longest a timer can wait), got ${t[key]}`);
   }
   if (t.retryPeriodMs <= 0) throw new InvalidConfigError(`retryPeriod must be greater than zero (got ${ms(t.retryPeriodMs)})`);
+  // The CLI's duration flags keep the same rule: timers are whole milliseconds.
+  for (const key of ['leaseDurationMs', 'renewDeadlineMs', 'retryPeriodMs'] as const) {
+    const why = durationRangeError(t[key]);
+    if (why) throw new InvalidConfigError(`${flagName(key)} ${why}, got ${t[key]}`);
+  }
   if (t.leaseDurationMs <= t.renewDeadlineMs) {
     throw new InvalidConfigError(
       `leaseDuration must be greater than renewDeadline (got leaseDuration ${ms(t.leaseDurationMs)}, renewDeadline ${ms(t.renewDeadlineMs)})`,
@@ -88,7 +94,41 @@ export function validateTimings(t: Timings): void {
   }
 }
 
+/** The Kubernetes backend stores leaseDurationSeconds as an integer; null when `leaseDurationMs` fits. */
+export function kubernetesLeaseDurationError(leaseDurationMs: number): string | null {
+  return leaseDurationMs % 1000 === 0 ? null : 'the kubernetes backend stores leaseDurationSeconds as an integer: use whole seconds';
+}
+
+export interface ElectionRules extends Timings {
+  lease: string;
+  identity: string;
+  contentionWindowMs?: number | undefined;
+  /** The store's backend when known: the Kubernetes backend adds its whole-seconds rule. */
+  backend?: string | undefined;
+}
+
+/**
+ * Every rule an election's options must keep, for the library (LeaderElection.start checks
+ * them before it opens anything); the CLI applies the same rules flag by flag. Throws one
+ * InvalidConfigError naming the option and the rule.
+ */
+export function validateElection(o: ElectionRules): void {
+  validateLeaseName(o.lease);
+  validateIdentity(o.identity);
+  validateTimings(o);
+  const kube = o.backend === 'kubernetes' ? kubernetesLeaseDurationError(o.leaseDurationMs) : null;
+  if (kube) throw new InvalidConfigError(`leaseDurationMs ${o.leaseDurationMs} is invalid: ${kube}`);
+  if (o.contentionWindowMs !== undefined) {
+    const why = durationRangeError(o.contentionWindowMs, 0);
+    if (typeof o.contentionWindowMs === 'number' && Number.isFinite(o.contentionWindowMs) && why) {
+      throw new InvalidConfigError(`contentionWindow ${why}, got ${o.contentionWindowMs}`);
+    }
+    validateContentionWindow(o.contentionWindowMs, o.leaseDurationMs);
+  }
+}
+
 export function validateLeaseName(name: string): void {
+  if (typeof name !== 'string') throw new InvalidConfigError(`lease is required: a string naming the lease (a DNS-1123 subdomain), got ${describe(name)}`);
   if (name.length === 0 || name.length > 253 || !LEASE_NAME.test(name)) {
     throw new InvalidConfigError(
       `lease name ${JSON.stringify(name)} is invalid: it must be a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)`,
@@ -100,6 +140,9 @@ export function validateLeaseName(name: string): void {
 const CONTROL = /[\p{Cc}\u2028\u2029]/u;
 
 export function validateIdentity(identity: string): void {
+  if (typeof identity !== 'string') {
+    throw new InvalidConfigError(`identity is required: a string unique among the candidates (a pod or host name), got ${describe(identity)}`);
+  }
   if (identity.trim() === '' || identity.length > 253 || CONTROL.test(identity)) {
     throw new InvalidConfigError(
       `identity ${JSON.stringify(identity)} is invalid: it must be non-empty, at most 253 characters, with no control characters (newlines, tabs, escapes)`,
@@ -109,4 +152,10 @@ export function validateIdentity(identity: string): void {
 
 function flagName(key: string): string {
   return key.replace(/Ms$/, '');
+}
+
+/** A value of the wrong type, for a message: `undefined`, `null`, `a number (5)`. */
+function describe(v: unknown): string {
+  if (v === undefined || v === null) return String(v);
+  return `a ${typeof v} (${JSON.stringify(v) ?? typeof v})`;
 }

@@ -436,7 +436,7 @@ export class LeaderElector {
       try {
         return await this.write('update', term, (now) => this.renewalRecord(this.observed!.record, now), this.observed.version);
       } catch (err) {
-        this.listener.onSlowPath?.();
+        this.notify('onSlowPath');
         this.log.debug('optimistic renewal failed; reading the lease', { error: describeError(err) });
       }
     }
@@ -640,7 +640,7 @@ export class LeaderElector {
           token: got.record.leaseTransitions,
         });
       }
-      this.listener.onNewLeader?.(got.record.holderIdentity, got.record);
+      this.notify('onNewLeader', got.record.holderIdentity, got.record);
     }
   }
 
@@ -664,7 +664,7 @@ export class LeaderElector {
       renewing.deadline.cancel();
       Object.assign(renewing, { renewedAt: start.wall, validUntil, renewedAtMono: start.mono, deadline: this.armDeadline(start.mono) });
       this.log.debug('renewed', { token: renewing.token, validUntil: validUntil.toISOString() });
-      this.listener.onRenewed?.(this.publicTerm(renewing));
+      this.notify('onRenewed', this.publicTerm(renewing));
       return true;
     }
     const token = got.record.leaseTransitions;
@@ -680,8 +680,24 @@ export class LeaderElector {
     // the contention window trades against conflicts. Absent when it was created from nothing.
     const sinceFreeMs = freedAtMono === null ? undefined : Math.round(this.clock.monotonic() - freedAtMono);
     this.log.info('became leader', { token, validUntil: validUntil.toISOString(), sinceFreeMs });
-    this.listener.onStartedLeading?.(this.publicTerm(this.term));
+    this.notify('onStartedLeading', this.publicTerm(this.term));
     return true;
+  }
+
+  /**
+   * Calls one listener method. A listener is the app's code (or the sidecar's): whatever it
+   * throws, or a promise it returns rejects with, is logged and goes no further, so it can never
+   * abort the write that made this candidate leader, end a term, or crash the process.
+   */
+  private notify<K extends keyof ElectorListener>(name: K, ...args: Parameters<NonNullable<ElectorListener[K]>>): void {
+    const report = (err: unknown) => this.log.error('listener callback failed', { callback: name, error: describeError(err) });
+    try {
+      const fn = this.listener[name] as ((...a: typeof args) => unknown) | undefined;
+      const result = fn?.apply(this.listener, args);
+      if (isThenable(result)) result.then(undefined, report);
+    } catch (err) {
+      report(err);
+    }
   }
 
   private publicTerm(t: Term): LeadershipTerm {
@@ -705,14 +721,14 @@ export class LeaderElector {
     this.term = null;
     t.deadline.cancel();
     this.log.warn('stopped leading', { token: t.token, reason });
-    this.listener.onStoppedLeading?.(reason);
+    this.notify('onStoppedLeading', reason);
   }
 
   private attemptFailed(err: unknown): void {
     const reason = err instanceof ConflictError ? 'lost a write race (conflict)' : describeError(err);
     if (this.term) {
       this.log.warn('renewal failed', { reason });
-      this.listener.onRenewFailed?.(reason);
+      this.notify('onRenewFailed', reason);
     } else {
       const level = err instanceof ConflictError ? 'debug' : 'warn';
       this.log[level]('acquire attempt failed', { reason });
@@ -808,4 +824,8 @@ function sameRecord(a: LeaseRecord, b: LeaseRecord): boolean {
     a.renewTime?.getTime() === b.renewTime?.getTime() &&
     a.acquireTime?.getTime() === b.acquireTime?.getTime()
   );
+}
+
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return typeof (v as PromiseLike<unknown> | null)?.then === 'function';
 }

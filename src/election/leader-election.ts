@@ -5,10 +5,12 @@
  */
 import { openStore, type StoreSettings } from '../backends/open-store.js';
 import type { LeaseStore } from '../backends/lease-store.js';
-import { InvalidConfigError } from '../errors.js';
-import { silentLogger, type Logger } from '../log.js';
-import { DEFAULT_LEASE_DURATION_MS, DEFAULT_RENEW_DEADLINE_MS, DEFAULT_RETRY_PERIOD_MS } from './elector-config.js';
+import { InvalidConfigError, describeError } from '../errors.js';
+import { createLogger, type Logger } from '../log.js';
+import { DEFAULT_LEASE_DURATION_MS, DEFAULT_RENEW_DEADLINE_MS, DEFAULT_RETRY_PERIOD_MS, validateElection } from './elector-config.js';
 import { LeaderElector, type LeadershipTerm } from './elector.js';
+import { MAX_TIMER_MS } from '../config/duration.js';
+import { realClock, type Clock, type Timer } from '../clock.js';
 
 /** What the exclusive work is handed when this process starts leading. */
 export interface Leadership {
@@ -16,18 +18,30 @@ export interface Leadership {
   readonly token: number;
   /** Aborts the moment this term ends (step-down, lost lease, stop()): stop the exclusive work. */
   readonly signal: AbortSignal;
-  /** When this term stops counting unless renewed; it moves on with every renewal. */
+  /**
+   * When this term stops counting unless renewed; it moves on with every renewal of this term.
+   * Once the term has ended it is fixed: the moment it ended, or its last renewal's bound if
+   * that came first. A later term never moves it.
+   */
   validUntil(): Date;
 }
 
-/** client-go's LeaderCallbacks: OnStartedLeading(ctx), OnStoppedLeading(), OnNewLeader(identity). */
+/**
+ * client-go's LeaderCallbacks: OnStartedLeading(ctx), OnStoppedLeading(), OnNewLeader(identity).
+ * A callback that throws, or returns a promise that rejects, is logged (`log.error('callback
+ * failed')`) and changes nothing else: the election goes on as if it had returned.
+ */
 export interface LeaderCallbacks {
-  /** This process leads. Start the exclusive work; end it when `leadership.signal` aborts. */
+  /**
+   * This process leads. Start the exclusive work; end it when `leadership.signal` aborts. The
+   * promise it returns, if any, is the work: stop() waits for it (up to drainTimeoutMs) before
+   * releasing the lease.
+   */
   onStartedLeading(leadership: Leadership): void | Promise<void>;
   /** This process no longer leads; `leadership.signal` has already aborted. */
-  onStoppedLeading?(reason: string): void;
+  onStoppedLeading?(reason: string): void | Promise<void>;
   /** The holder of the lease changed ('' when released), whoever it is. */
-  onNewLeader?(identity: string): void;
+  onNewLeader?(identity: string): void | Promise<void>;
 }
 
 export interface LeaderElectionOptions {
@@ -37,21 +51,43 @@ export interface LeaderElectionOptions {
   lease: string;
   /** This process's name, unique among the candidates (a pod name, a host name). */
   identity: string;
-  /** Default 15 000 ms (client-go's). */
+  /** Default 15 000 ms (client-go's). Whole milliseconds; whole seconds with the kubernetes backend. */
   leaseDurationMs?: number;
-  /** Default 10 000 ms. */
+  /** Default 10 000 ms. Whole milliseconds. */
   renewDeadlineMs?: number;
-  /** Default 2 000 ms. */
+  /** Default 2 000 ms. Whole milliseconds, at least 1. */
   retryPeriodMs?: number;
   /** When the lease frees, standbys try within this, most near its end (few tries however many standbys). Default 32 ms (160 ms after a release). */
   contentionWindowMs?: number;
   /** Release the lease on stop() while leading, so another takes over at once. Default true. */
   releaseOnCancel?: boolean;
+  /**
+   * On stop() while leading (with releaseOnCancel): how long to wait, after the term's signal
+   * aborts, for the promise onStartedLeading returned to settle before releasing the lease.
+   * If it has not settled by then the lease is not released: it expires as after a crash, so
+   * nobody else is handed it while the work may still be running. Default renewDeadlineMs; 0
+   * releases at once, as client-go's ReleaseOnCancel does.
+   */
+  drainTimeoutMs?: number;
   /** Aborting it stops the election, as stop() does. */
   signal?: AbortSignal;
   callbacks: LeaderCallbacks;
-  /** Default: silent. The CLI's logger (src/log.ts) or anything with debug/info/warn/error. */
+  /**
+   * Where the election reports what goes wrong. Default: errors only (a callback that failed,
+   * a lease held under this identity by another process), one JSON line each on stderr, with
+   * the lease and identity. `createLogger({ level: 'info' })` from this package shows every
+   * change of leader; anything with debug/info/warn/error will do.
+   */
   log?: Logger;
+}
+
+/** The current (or last) term, as this wrapper keeps it. */
+interface TermState {
+  readonly controller: AbortController;
+  /** Moves on with each renewal while the term lasts; fixed once it ends. */
+  validUntil: Date;
+  /** Settles when onStartedLeading's work has (its promise, or at once if it returned none). */
+  readonly work: Promise<void>;
 }
 
 /**
@@ -62,14 +98,21 @@ export interface LeaderElectionOptions {
  */
 export class LeaderElection {
   private readonly elector: LeaderElector;
-  private term: AbortController | null = null;
+  private readonly log: Logger;
+  private term: TermState | null = null;
+  /** The term that ended after stop() was asked for: its work is drained before the release. */
+  private endedByStop: TermState | null = null;
+  private stopRequested = false;
   private stopping: Promise<void> | null = null;
 
   private constructor(
     private readonly opts: LeaderElectionOptions,
     private readonly store: LeaseStore,
     private readonly ownsStore: boolean,
+    log: Logger,
+    private readonly clock: Clock,
   ) {
+    this.log = log;
     const callbacks = opts.callbacks;
     this.elector = new LeaderElector({
       store,
@@ -79,31 +122,43 @@ export class LeaderElection {
       renewDeadlineMs: opts.renewDeadlineMs ?? DEFAULT_RENEW_DEADLINE_MS,
       retryPeriodMs: opts.retryPeriodMs ?? DEFAULT_RETRY_PERIOD_MS,
       contentionWindowMs: opts.contentionWindowMs,
-      releaseOnStop: opts.releaseOnCancel ?? true,
-      log: opts.log ?? silentLogger,
+      clock,
+      // stop() releases itself, once the work has drained.
+      releaseOnStop: false,
+      log,
       listener: {
         onStartedLeading: (t) => this.started(t),
-        onStoppedLeading: (reason) => {
-          this.term?.abort(new Error(`stopped leading: ${reason}`));
-          this.term = null;
-          callbacks.onStoppedLeading?.(reason);
+        onRenewed: (t) => {
+          if (this.term) this.term.validUntil = t.validUntil;
         },
-        onNewLeader: (holder) => callbacks.onNewLeader?.(holder),
+        onStoppedLeading: (reason) => {
+          const ended = this.term;
+          this.term = null;
+          if (ended) {
+            // Fixed from now on: the term counts no longer than until it ended.
+            ended.validUntil = new Date(Math.min(ended.validUntil.getTime(), this.clock.now().getTime()));
+            if (this.stopRequested) this.endedByStop = ended;
+            ended.controller.abort(new Error(`stopped leading: ${reason}`));
+          }
+          this.callback('onStoppedLeading', () => callbacks.onStoppedLeading?.(reason));
+        },
+        onNewLeader: (holder) => this.callback('onNewLeader', () => callbacks.onNewLeader?.(holder)),
       },
     });
   }
 
-  /** Validates the options (InvalidConfigError naming the rule), opens the store and starts. */
-  static async start(opts: LeaderElectionOptions): Promise<LeaderElection> {
-    if (typeof opts.callbacks?.onStartedLeading !== 'function') throw new InvalidConfigError('callbacks.onStartedLeading must be a function');
+  /**
+   * Validates the options (InvalidConfigError naming the rule) before anything is opened, opens
+   * the store and starts. `internal` is for this package's tests (a fake clock), not the API.
+   */
+  static async start(opts: LeaderElectionOptions, internal: { clock?: Clock } = {}): Promise<LeaderElection> {
+    checkOptions(opts);
+    const log = opts.log ?? createLogger({ level: 'error', base: { lease: opts.lease, identity: opts.identity } });
     const owns = !isStore(opts.store);
-    if (!isStore(opts.store) && opts.store.backend === 'sqlite' && !opts.store.db) {
-      throw new InvalidConfigError('store.db is required with backend "sqlite": the path of the database file every candidate on this machine shares');
-    }
-    const store = isStore(opts.store) ? opts.store : await openStore({ db: '', ...opts.store });
+    const store = isStore(opts.store) ? opts.store : await openStore({ db: '', log, ...opts.store });
     let election: LeaderElection;
     try {
-      election = new LeaderElection(opts, store, owns);
+      election = new LeaderElection(opts, store, owns, log, internal.clock ?? realClock);
     } catch (err) {
       if (owns) await store.close();
       throw err;
@@ -131,10 +186,24 @@ export class LeaderElection {
     return this.elector.snapshot().holder;
   }
 
-  /** Ends the election: the term (if any) ends first, then the lease is released (releaseOnCancel). */
+  /**
+   * Ends the election: the term (if any) ends first (its signal aborts, then onStoppedLeading),
+   * then, with releaseOnCancel, the lease is released once onStartedLeading's work has settled
+   * (at most drainTimeoutMs; past that it is left to expire).
+   */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      this.stopRequested = true;
       await this.elector.stop();
+      const ended = this.endedByStop;
+      if (ended && (this.opts.releaseOnCancel ?? true)) {
+        const boundMs = this.opts.drainTimeoutMs ?? this.elector.timings.renewDeadlineMs;
+        if (boundMs === 0 || (await settlesWithin(this.clock, ended.work, boundMs))) {
+          await this.elector.release();
+        } else {
+          this.log.error('the work did not finish within drainTimeoutMs: the lease is left to expire, not released', { drainTimeoutMs: boundMs });
+        }
+      }
       if (this.ownsStore) await this.store.close();
     })();
     return this.stopping;
@@ -142,17 +211,79 @@ export class LeaderElection {
 
   private started(t: LeadershipTerm): void {
     const controller = new AbortController();
-    this.term = controller;
-    const elector = this.elector;
+    let settle!: () => void;
+    const state: TermState = { controller, validUntil: t.validUntil, work: new Promise<void>((resolve) => (settle = resolve)) };
+    this.term = state;
     const leadership: Leadership = {
       token: t.token,
       signal: controller.signal,
-      validUntil: () => elector.snapshot().validUntil ?? new Date(0),
+      validUntil: () => new Date(state.validUntil.getTime()),
     };
-    // The callback's own failures are the app's: reported, never allowed to stop the elector.
-    void Promise.resolve()
-      .then(() => this.opts.callbacks.onStartedLeading(leadership))
-      .catch((err: unknown) => (this.opts.log ?? silentLogger).error('onStartedLeading failed', { error: String(err) }));
+    // Called a turn later, so the elector has finished taking the lease before the app's code runs.
+    void Promise.resolve().then(() => this.callback('onStartedLeading', () => this.opts.callbacks.onStartedLeading(leadership), settle));
+  }
+
+  /**
+   * Runs one of the app's callbacks: whatever it throws or its promise rejects with is logged,
+   * never passed on to the elector (where it would disturb the election) nor left unhandled
+   * (where it would end the process). `settled` runs when it has finished, either way.
+   */
+  private callback(name: keyof LeaderCallbacks, run: () => unknown, settled: () => void = () => {}): void {
+    const report = (err: unknown) => this.log.error('callback failed', { callback: name, error: describeError(err) });
+    try {
+      const result = run();
+      if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') {
+        (result as PromiseLike<unknown>).then(settled, (err: unknown) => {
+          report(err);
+          settled();
+        });
+        return;
+      }
+    } catch (err) {
+      report(err);
+    }
+    settled();
+  }
+}
+
+/** The options' shape and every election rule, checked before any store is opened or file created. */
+function checkOptions(opts: LeaderElectionOptions): void {
+  if (typeof opts !== 'object' || opts === null) throw new InvalidConfigError('LeaderElection.start needs an options object');
+  if (typeof opts.callbacks?.onStartedLeading !== 'function') throw new InvalidConfigError('callbacks.onStartedLeading must be a function');
+  for (const name of ['onStoppedLeading', 'onNewLeader'] as const) {
+    if (opts.callbacks[name] !== undefined && typeof opts.callbacks[name] !== 'function')
+      throw new InvalidConfigError(`callbacks.${name} must be a function when given`);
+  }
+  if (typeof opts.store !== 'object' || opts.store === null) {
+    throw new InvalidConfigError('store is required: an open LeaseStore, or settings such as { backend: "sqlite", db: "/path/leases.db" }');
+  }
+  const backend = isStore(opts.store) ? opts.store.backend : opts.store.backend;
+  if (!isStore(opts.store) && opts.store.backend === 'sqlite' && !opts.store.db) {
+    throw new InvalidConfigError('store.db is required with backend "sqlite": the path of the database file every candidate on this machine shares');
+  }
+  validateElection({
+    lease: opts.lease,
+    identity: opts.identity,
+    leaseDurationMs: opts.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS,
+    renewDeadlineMs: opts.renewDeadlineMs ?? DEFAULT_RENEW_DEADLINE_MS,
+    retryPeriodMs: opts.retryPeriodMs ?? DEFAULT_RETRY_PERIOD_MS,
+    contentionWindowMs: opts.contentionWindowMs,
+    backend,
+  });
+  const drain = opts.drainTimeoutMs;
+  if (drain !== undefined && (typeof drain !== 'number' || !Number.isInteger(drain) || drain < 0 || drain > MAX_TIMER_MS)) {
+    throw new InvalidConfigError(`drainTimeoutMs must be a whole number of milliseconds from 0 to 2^31 − 1, got ${String(drain)}`);
+  }
+}
+
+/** True if `p` settles within `ms`; the timer never outlives the wait. */
+async function settlesWithin(clock: Clock, p: Promise<void>, ms: number): Promise<boolean> {
+  let timer: Timer | undefined;
+  const timeout = new Promise<false>((resolve) => (timer = clock.setTimer(() => resolve(false), ms)));
+  try {
+    return await Promise.race([p.then(() => true as const), timeout]);
+  } finally {
+    timer?.cancel();
   }
 }
 

@@ -1,4 +1,5 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { requireDriver } from '../backends/driver.js';
 import { StaleTokenError } from '../errors.js';
 
 export interface FencedWrite {
@@ -28,7 +29,9 @@ export class FencedSqliteResource {
   private readonly db: Database.Database;
 
   constructor(path: string) {
-    this.db = new Database(path, { timeout: 5_000 });
+    // Loaded here, not at import: `leasehold/fencing`'s readLeadership works without the driver.
+    const Sqlite = requireDriver<typeof Database>('better-sqlite3', 'FencedSqliteResource');
+    this.db = new Sqlite(path, { timeout: 5_000 });
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
     this.db

@@ -78,6 +78,40 @@ console.log(JSON.stringify({ tokenA, tokenB, isLeaderA, events, refused,
     assert.equal(out.status, false);
   });
 
+  it('callbacks that throw or reject: still leads and releases, exit 0, each error one line on stderr by default', () => {
+    const r = runApp(
+      'loud.mjs',
+      `
+import { LeaderElection, InvalidConfigError } from 'leasehold';
+const timings = { leaseDurationMs: 600, renewDeadlineMs: 400, retryPeriodMs: 100 };
+let led;
+const leading = new Promise((resolve) => (led = resolve));
+const e = await LeaderElection.start({ store: { backend: 'sqlite', db: 'loud.db' }, lease: 'jobs', identity: 'a', ...timings, callbacks: {
+  onStartedLeading: ({ token }) => led(token),
+  onNewLeader: () => { throw new Error('onNewLeader broke'); },
+  onStoppedLeading: async () => { throw new Error('onStoppedLeading broke'); },
+} });
+const token = await Promise.race([leading, new Promise((r) => setTimeout(() => r(null), 5000))]);
+await e.stop();
+await new Promise((r) => setTimeout(r, 50));
+let missing = '';
+try { await LeaderElection.start({ store: { backend: 'sqlite', db: 'loud.db' }, lease: 'jobs', callbacks: { onStartedLeading() {} } }); }
+catch (err) { missing = (err instanceof InvalidConfigError) + ' ' + err.code; }
+console.log(JSON.stringify({ token, missing }));
+`,
+    );
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), { token: 1, missing: 'true LEASEHOLD_ERR_INVALID_CONFIG' });
+    const lines = r.stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.ok(lines.length >= 2, r.stderr);
+    for (const l of lines) assert.equal(l.level, 'error', r.stderr);
+    assert.ok(lines.some((l) => l.msg === 'callback failed' && l.callback === 'onNewLeader' && l.error === 'onNewLeader broke' && l.lease === 'jobs'));
+    assert.ok(lines.some((l) => l.callback === 'onStoppedLeading' && l.error === 'onStoppedLeading broke'));
+  });
+
   it('only what exports names is importable: no path into dist/', () => {
     const r = runApp('deep.mjs', "await import('leasehold/dist/src/fencing/index.js');");
     assert.notEqual(r.status, 0);

@@ -1,0 +1,214 @@
+/**
+ * The library's wrapper around the elector, on the fake clock and the in-memory store: the
+ * app's callbacks cannot disturb the election, a term's validUntil belongs to that term, stop()
+ * releases only once the work has drained (within its bound), and bad options are refused
+ * before anything is opened.
+ */
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LeaderElection, type LeaderCallbacks, type LeaderElectionOptions, type Leadership } from './leader-election.js';
+import { FakeClock } from '../testing/fake-clock.js';
+import { MemoryLeaseStore } from '../testing/memory-store.js';
+import { InvalidConfigError } from '../errors.js';
+import type { LeaseRecord } from '../backends/lease-store.js';
+import type { Logger } from '../log.js';
+
+const LEASE = 'billing';
+const timings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, contentionWindowMs: 0 };
+
+function released(): LeaseRecord {
+  const t = new Date('2026-12-02T08:59:00.000Z');
+  return { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: t, renewTime: t, leaseTransitions: 0 };
+}
+
+function setup(callbacks: Partial<LeaderCallbacks> = {}, over: Partial<LeaderElectionOptions> = {}) {
+  const clock = new FakeClock();
+  const store = new MemoryLeaseStore();
+  store.put(LEASE, released());
+  store.clearCalls();
+  const logged: string[] = [];
+  const log: Logger = {
+    debug() {},
+    info() {},
+    warn: (msg) => logged.push(`warn ${msg}`),
+    error: (msg, f) => logged.push(f?.callback === undefined ? `error ${msg}` : `error ${msg} ${String(f.callback)}: ${String(f.error)}`),
+  };
+  const terms: Leadership[] = [];
+  const start = () =>
+    LeaderElection.start(
+      {
+        ...timings,
+        store,
+        lease: LEASE,
+        identity: 'me',
+        log,
+        callbacks: { onStartedLeading: (l) => void terms.push(l), ...callbacks },
+        ...over,
+      },
+      { clock },
+    );
+  return { clock, store, logged, terms, start };
+}
+
+describe('LeaderElection: an app callback that throws or rejects never disturbs the election', () => {
+  const cases: { name: keyof LeaderCallbacks; mode: 'throw' | 'reject' }[] = (['onStartedLeading', 'onNewLeader', 'onStoppedLeading'] as const).flatMap(
+    (name) => (['throw', 'reject'] as const).map((mode) => ({ name, mode })),
+  );
+  for (const { name, mode } of cases) {
+    it(`${name} ${mode === 'throw' ? 'throws' : 'rejects'}: leads, renews and releases with the same calls; the error is logged`, async () => {
+      const fail = () => {
+        if (mode === 'throw') throw new Error(`${name} broke`);
+        return Promise.reject(new Error(`${name} broke`));
+      };
+      const s = setup({ [name]: fail });
+      const election = await s.start();
+      await s.clock.advance(0);
+      const led = election.isLeader();
+      await s.clock.advance(2_000); // one renewal
+      await election.stop();
+      await s.clock.advance(0);
+      assert.equal(led, true);
+      // Acquire (get, update); the watch event of its own write wakes the loop, which renews
+      // at once (update); the renewal 2 s later (update); the release (update).
+      assert.deepEqual(s.store.calls, ['get', 'update', 'update', 'update', 'update']);
+      assert.equal(s.store.peek(LEASE)?.holderIdentity, '', 'released');
+      assert.equal(s.store.peek(LEASE)?.leaseTransitions, 1, 'one term');
+      const errors = s.logged.filter((l) => l.startsWith('error'));
+      assert.ok(errors.length > 0, 'reported');
+      for (const line of errors) assert.equal(line, `error callback failed ${name}: ${name} broke`);
+    });
+  }
+});
+
+describe('Leadership.validUntil()', () => {
+  it('moves with its own term’s renewals, and never after that term ended (not with a later term)', async () => {
+    const s = setup();
+    const election = await s.start();
+    await s.clock.advance(0);
+    const [first] = s.terms;
+    const acquired = first!.validUntil().getTime();
+    await s.clock.advance(2_000);
+    assert.equal(first!.validUntil().getTime(), acquired + 2_000, 'a renewal moves it');
+
+    // Another takes the lease under us: the next renewal conflicts, the read finds it held.
+    const rec = s.store.peek(LEASE)!;
+    s.store.put(LEASE, { ...rec, holderIdentity: 'other', leaseDurationSeconds: 15, leaseTransitions: 2 });
+    await s.clock.advance(2_000);
+    assert.equal(first!.signal.aborted, true);
+    const ended = first!.validUntil().getTime();
+    assert.ok(ended <= s.clock.now().getTime(), 'an ended term counts no longer than until it ended');
+
+    await s.clock.advance(20_000); // other's lease expires; we lead again and renew
+    assert.equal(election.isLeader(), true);
+    assert.equal(s.terms.length, 2);
+    assert.ok(s.terms[1]!.validUntil().getTime() > ended);
+    assert.equal(first!.validUntil().getTime(), ended, 'term 1 keeps its own end');
+    await election.stop();
+  });
+});
+
+describe('stop(): the release waits for the work to drain, within drainTimeoutMs', () => {
+  const holderAfter = (s: ReturnType<typeof setup>) => s.store.peek(LEASE)?.holderIdentity;
+
+  it('the signal aborts at once; the lease is released only when the work has finished', async () => {
+    let finish!: () => void;
+    const s = setup({
+      onStartedLeading: (l) => {
+        s.terms.push(l);
+        return new Promise<void>((resolve) => (finish = resolve));
+      },
+    });
+    const election = await s.start();
+    await s.clock.advance(0);
+    s.store.clearCalls();
+    const stopped = election.stop();
+    await s.clock.advance(5_000);
+    assert.equal(s.terms[0]!.signal.aborted, true);
+    assert.deepEqual(s.store.calls, [], 'nothing released while the work runs');
+    assert.equal(holderAfter(s), 'me');
+    finish();
+    await stopped;
+    assert.deepEqual(s.store.calls, ['update']);
+    assert.equal(holderAfter(s), '', 'released once it finished');
+  });
+
+  it('work that does not finish within drainTimeoutMs: the lease is left to expire, not released, and that is logged', async () => {
+    const s = setup({ onStartedLeading: () => new Promise<void>(() => {}) }, { drainTimeoutMs: 3_000 });
+    const election = await s.start();
+    await s.clock.advance(0);
+    s.store.clearCalls();
+    const stopped = election.stop();
+    await s.clock.advance(2_999);
+    assert.deepEqual(s.store.calls, []);
+    await s.clock.advance(1);
+    await stopped;
+    assert.deepEqual(s.store.calls, []);
+    assert.equal(holderAfter(s), 'me');
+    assert.deepEqual(s.logged, ['warn stopped leading', 'error the work did not finish within drainTimeoutMs: the lease is left to expire, not released']);
+  });
+
+  it("drainTimeoutMs 0 releases at once, as client-go's ReleaseOnCancel", async () => {
+    const s = setup({ onStartedLeading: () => new Promise<void>(() => {}) }, { drainTimeoutMs: 0 });
+    const election = await s.start();
+    await s.clock.advance(0);
+    s.store.clearCalls();
+    await election.stop();
+    assert.deepEqual(s.store.calls, ['update']);
+    assert.equal(holderAfter(s), '');
+  });
+
+  it('releaseOnCancel: false never releases', async () => {
+    const s = setup({}, { releaseOnCancel: false });
+    const election = await s.start();
+    await s.clock.advance(0);
+    s.store.clearCalls();
+    await election.stop();
+    assert.deepEqual(s.store.calls, []);
+    assert.equal(holderAfter(s), 'me');
+  });
+});
+
+describe('bad options: InvalidConfigError naming the rule, before anything is opened', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'leasehold-options-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const db = join(dir, 'leases.db');
+  const base = { store: { backend: 'sqlite' as const, db }, lease: LEASE, identity: 'me', callbacks: { onStartedLeading() {} } };
+  const cases: { name: string; over: Record<string, unknown>; message: RegExp }[] = [
+    { name: 'no identity', over: { identity: undefined }, message: /^identity is required: a string unique among the candidates .*got undefined$/ },
+    { name: 'an identity that is not a string', over: { identity: 7 }, message: /^identity is required: .*got a number \(7\)$/ },
+    { name: 'no lease', over: { lease: undefined }, message: /^lease is required: a string naming the lease .*got undefined$/ },
+    {
+      name: 'a sub-millisecond retryPeriod (the CLI refuses 0.5ms too)',
+      over: { retryPeriodMs: 0.5 },
+      message: /^retryPeriod must be a whole number of milliseconds/,
+    },
+    { name: 'a fractional leaseDuration', over: { leaseDurationMs: 15_000.5 }, message: /^leaseDuration must be a whole number of milliseconds/ },
+    { name: 'a timing given as a string', over: { leaseDurationMs: '15000' }, message: /^leaseDurationMs must be a number of milliseconds, got "15000"$/ },
+    { name: 'a fractional contention window', over: { contentionWindowMs: 0.5 }, message: /^contentionWindow must be a whole number of milliseconds/ },
+    {
+      name: 'kubernetes with a leaseDuration in part seconds (the CLI rule)',
+      over: { store: { backend: 'kubernetes' }, leaseDurationMs: 15_500 },
+      message: /^leaseDurationMs 15500 is invalid: the kubernetes backend stores leaseDurationSeconds as an integer/,
+    },
+    { name: 'no store', over: { store: undefined }, message: /^store is required/ },
+    { name: 'a negative drainTimeoutMs', over: { drainTimeoutMs: -1 }, message: /^drainTimeoutMs must be a whole number of milliseconds/ },
+    {
+      name: 'onNewLeader not a function',
+      over: { callbacks: { onStartedLeading() {}, onNewLeader: 'x' } },
+      message: /^callbacks.onNewLeader must be a function/,
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      await assert.rejects(LeaderElection.start({ ...base, ...c.over }), (err: Error) => {
+        assert.ok(err instanceof InvalidConfigError, `${err.name}: ${err.message}`);
+        assert.match(err.message, c.message);
+        return true;
+      });
+      assert.equal(existsSync(db), false, 'no database file created');
+    });
+  }
+});
