@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { RecentRunGuard } from './recent-run-guard.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
 import { ConflictError } from '../errors.js';
+import { LeaderElector } from '../election/elector.js';
+import { FakeClock } from '../testing/fake-clock.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
 
 const NOW = Date.parse('2026-12-03T10:00:00.000Z');
@@ -100,5 +102,28 @@ describe('RecentRunGuard (leasehold run --skip-if-ran-within)', () => {
     s.store.put('cron', rec('other', -30_000));
     await s.guard.get('cron');
     assert.equal(s.seen.length, 0);
+  });
+
+  it('the elector behind it reads a released record whose run began within the window: it does not take the lease', async () => {
+    // The race the guard closes: a loser's read lands after the winner's run already finished
+    // and released. The elector takes a released lease at once; the guard must refuse that write.
+    const s = setup();
+    const clock = new FakeClock(new Date(NOW));
+    s.store.put('cron', rec('', 2_000));
+    const before = s.store.peekVersioned('cron')!.version;
+    const elector = new LeaderElector({
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+      store: s.guard,
+      lease: 'cron',
+      identity: 'me',
+      clock,
+      random: () => 0,
+    });
+    assert.equal(await elector.tryAcquireOrRenew(), false);
+    assert.equal(elector.isLeader(), false);
+    assert.equal(s.store.peekVersioned('cron')!.version, before, 'nothing was written');
+    assert.equal(s.seen.length, 1);
   });
 });
