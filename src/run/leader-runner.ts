@@ -42,7 +42,11 @@ export const EXIT_NOT_ELECTED = 124;
  * - the command exits while leading: --once releases and exits with its status; otherwise
  *   it is restarted with backoff;
  * - SIGTERM/SIGINT/SIGHUP to leasehold: forwarded to the group; once the command has exited,
- *   the lease is released.
+ *   the lease is released;
+ * - --once --skip-if-ran-within (cron, docs/cron.md): a run of this tick seen (a term begun
+ *   within the window, held or released) ends this runner with 0, before or during its
+ *   campaign, and its release keeps the term's acquireTime;
+ * - --once --try: not elected in time, it leaves with EXIT_NOT_ELECTED.
  */
 export class LeaderRunner {
   private readonly sidecar: Sidecar;
