@@ -3,7 +3,7 @@ import { createLogger } from '../src/log.js';
 import { formatDuration } from '../src/config/duration.js';
 import { duration } from './election-flags.js';
 import { resolveExecutable } from '../src/run/child-process-group.js';
-import { LeaderRunner } from '../src/run/leader-runner.js';
+import { EXIT_NOT_ELECTED, LeaderRunner } from '../src/run/leader-runner.js';
 import { checkListenHost, openStoreAndLabeler, resolveSidecar, sidecarFlags } from './sidecar-command.js';
 import { badFlag } from './usage-error.js';
 import { onShutdownSignal } from './signals.js';
@@ -19,6 +19,12 @@ export const RUN_DESCRIPTION =
 export function runFlags<T>(y: Argv<T>) {
   return sidecarFlags(y)
     .option('once', { type: 'boolean', default: false, describe: 'Run CMD once while leader, then release and exit with its status' })
+    .option('skip-if-ran-within', {
+      type: 'string',
+      describe:
+        'With --once, for cron: exit 0 without running CMD if a run (a term of this lease) began less than this ago, here or on another candidate; less than the cron interval',
+    })
+    .option('try', { type: 'string', describe: `With --once: give up after waiting this long to be elected (exit ${EXIT_NOT_ELECTED})` })
     .option('grace-period', {
       type: 'string',
       describe: 'SIGTERM→SIGKILL delay when leadership is lost (default and maximum: lease-duration − renew-deadline, at most 5s by default)',
@@ -44,6 +50,8 @@ export async function runRun(a: RunArgs, flags: readonly string[]): Promise<numb
     }
     gracePeriodMs = g;
   }
+  const skipIfRanWithinMs = onceOnly(a, 'skip-if-ran-within');
+  const tryMs = onceOnly(a, 'try');
   resolveExecutable(argv[0]!);
   await checkListenHost(s.listen, a.listen);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
@@ -55,6 +63,8 @@ export async function runRun(a: RunArgs, flags: readonly string[]): Promise<numb
     argv,
     once: a.once,
     gracePeriodMs,
+    skipIfRanWithinMs,
+    tryMs,
     podLabeler,
     childEnv: (term) =>
       childEnvironment(process.env, flags, {
@@ -67,4 +77,13 @@ export async function runRun(a: RunArgs, flags: readonly string[]): Promise<numb
   onShutdownSignal((signal) => runner.forwardSignalAndStop(signal));
   await runner.start();
   return runner.finished;
+}
+
+/** A duration flag that only --once gives a meaning to (a run that keeps going has no tick). */
+function onceOnly(a: RunArgs, flag: 'skip-if-ran-within' | 'try'): number | undefined {
+  const text = a[flag];
+  if (text === undefined) return undefined;
+  const ms = duration(flag, text);
+  if (!a.once) throw badFlag(flag, text, 'needs --once: it applies to a single run');
+  return ms;
 }

@@ -70,6 +70,12 @@ export interface ElectorOptions extends Timings {
   random?: () => number;
   /** Release the lease when stop() is called while leading. Default true. */
   releaseOnStop?: boolean;
+  /**
+   * A release keeps the term's acquireTime instead of writing now, so the released record
+   * still says when the last term began (`leasehold run --skip-if-ran-within` reads it).
+   * client-go ignores acquireTime on a released lease. Default false: client-go's release.
+   */
+  releaseKeepsAcquireTime?: boolean;
   /** Bound on one backend call. Default renewDeadline / 2. */
   requestTimeoutMs?: number;
   /**
@@ -138,6 +144,7 @@ export class LeaderElector {
   readonly identity: string;
   readonly timings: Readonly<Timings>;
   private readonly releaseOnStop: boolean;
+  private readonly releaseKeepsAcquireTime: boolean;
   private readonly requestTimeoutMs: number;
   private readonly safetyRereadMs: number;
   private readonly contentionWindowMs: number;
@@ -206,6 +213,7 @@ export class LeaderElector {
     this.listener = opts.listener ?? {};
     this.log = opts.log ?? silentLogger;
     this.releaseOnStop = opts.releaseOnStop ?? true;
+    this.releaseKeepsAcquireTime = opts.releaseKeepsAcquireTime ?? false;
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
     this.safetyRereadMs = opts.safetyRereadMs ?? Math.max(60 * opts.retryPeriodMs, opts.leaseDurationMs);
     this.contentionWindowMs = opts.contentionWindowMs ?? Math.min(DEFAULT_CONTENTION_WINDOW_MS, opts.leaseDurationMs);
@@ -737,7 +745,8 @@ export class LeaderElector {
 
   /**
    * Gives the lease up as client-go does: holder '', leaseDurationSeconds 1, times = now, the
-   * token unchanged (the next acquirer bumps it). The term ends first, so nobody is told to
+   * token unchanged (the next acquirer bumps it); with releaseKeepsAcquireTime, acquireTime
+   * stays the term's. The term ends first, so nobody is told to
    * lead while another may already hold the released lease. Only a record this candidate
    * wrote is released: never another holder's, nor one written under our identity by another
    * process. A conflict or an unanswered request is retried after a fresh read.
@@ -753,7 +762,7 @@ export class LeaderElector {
       const released: LeaseRecord = {
         holderIdentity: '',
         leaseDurationSeconds: 1,
-        acquireTime: now,
+        acquireTime: this.releaseKeepsAcquireTime ? current.record.acquireTime : now,
         renewTime: now,
         leaseTransitions: current.record.leaseTransitions,
       };

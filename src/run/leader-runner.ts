@@ -2,7 +2,9 @@ import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { Sidecar, type SidecarOptions } from '../sidecar/sidecar.js';
 import type { LeadershipTerm } from '../election/elector.js';
+import type { LeaseRecord } from '../backends/lease-store.js';
 import { ChildProcessGroup, exitStatus, type ExitResult } from './child-process-group.js';
+import { RecentRunGuard } from './recent-run-guard.js';
 
 export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {
   /** The command and its arguments. */
@@ -16,10 +18,20 @@ export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {
   maxBackoffMs?: number;
   /** The command's environment for a term (the CLI strips its own configuration and adds the term). */
   childEnv?: (term: LeadershipTerm) => NodeJS.ProcessEnv;
+  /**
+   * With once: exit 0 without running when the lease's last term began less than this ago (a
+   * run of this tick already began elsewhere), and release keeping the term's acquireTime so
+   * the record says so after the run. See RecentRunGuard.
+   */
+  skipIfRanWithinMs?: number;
+  /** With once: give up (exit EXIT_NOT_ELECTED) if not elected within this. */
+  tryMs?: number;
 }
 
 /** The exit status of `leasehold run --once` when leadership was lost before the command finished. */
 const EXIT_LOST_LEADERSHIP = 75;
+/** The exit status of `leasehold run --once --try D` when not elected within D (timeout(1)'s). */
+export const EXIT_NOT_ELECTED = 124;
 
 /**
  * `leasehold run`: the command runs only while this candidate leads.
@@ -30,7 +42,11 @@ const EXIT_LOST_LEADERSHIP = 75;
  * - the command exits while leading: --once releases and exits with its status; otherwise
  *   it is restarted with backoff;
  * - SIGTERM/SIGINT/SIGHUP to leasehold: forwarded to the group; once the command has exited,
- *   the lease is released.
+ *   the lease is released;
+ * - --once --skip-if-ran-within (cron, docs/cron.md): a run of this tick seen (a term begun
+ *   within the window, held or released) ends this runner with 0, before or during its
+ *   campaign, and its release keeps the term's acquireTime;
+ * - --once --try: not elected in time, it leaves with EXIT_NOT_ELECTED.
  */
 export class LeaderRunner {
   private readonly sidecar: Sidecar;
@@ -44,13 +60,28 @@ export class LeaderRunner {
   private finish!: (code: number) => void;
   readonly finished = new Promise<number>((resolve) => (this.finish = resolve));
   private readonly log: Logger;
+  /** Between the elector and the store with --skip-if-ran-within or --try: see RecentRunGuard. */
+  private readonly guard: RecentRunGuard | null;
+  private tryTimer: NodeJS.Timeout | null = null;
+  private campaigning = false;
+  /** A run of this tick seen before the campaign started. */
+  private recentRun: LeaseRecord | null = null;
 
   constructor(private readonly opts: LeaderRunnerOptions) {
     this.log = opts.log;
+    const skipping = opts.skipIfRanWithinMs !== undefined;
+    this.guard =
+      skipping || opts.tryMs !== undefined
+        ? new RecentRunGuard(opts.store, { withinMs: opts.skipIfRanWithinMs ?? null, now: Date.now, onRecentRun: (r) => this.onRecentRun(r) })
+        : null;
     this.sidecar = new Sidecar({
       ...opts,
+      store: this.guard ?? opts.store,
+      releaseKeepsAcquireTime: skipping,
       listener: {
         onStartedLeading: (term) => {
+          this.guard?.disarm();
+          this.clearTry();
           this.term = term;
           this.failures = 0;
           this.startChild();
@@ -65,7 +96,72 @@ export class LeaderRunner {
   }
 
   async start(): Promise<void> {
+    if (this.guard && this.opts.skipIfRanWithinMs !== undefined) {
+      // One read before campaigning: a runner of a tick that already ran leaves without a
+      // campaign (nothing written, no status files). A failed read is left to the campaign,
+      // which retries and reports it.
+      await this.guard.get(this.opts.lease).catch(() => null);
+      if (this.recentRun) {
+        this.logSkip(this.recentRun);
+        await this.opts.store.close();
+        this.finish(0);
+        return;
+      }
+    }
+    if (this.opts.tryMs !== undefined) this.tryTimer = setTimeout(() => void this.tryRanOut(), this.opts.tryMs);
+    this.campaigning = true;
     await this.sidecar.start();
+  }
+
+  /** The guard saw a term that began within --skip-if-ran-within (and will take no more). */
+  private onRecentRun(record: LeaseRecord): void {
+    if (!this.campaigning) {
+      this.recentRun = record;
+      return;
+    }
+    void this.giveUp(() => {
+      this.logSkip(record);
+      return 0;
+    });
+  }
+
+  private logSkip(r: LeaseRecord): void {
+    const at = r.acquireTime!;
+    this.log.info('skipping: a run began within --skip-if-ran-within', {
+      ranAt: at.toISOString(),
+      holder: r.holderIdentity, // '' once that run has finished and released
+      token: r.leaseTransitions,
+      agoMs: Date.now() - at.getTime(),
+      withinMs: this.opts.skipIfRanWithinMs,
+    });
+  }
+
+  private async tryRanOut(): Promise<void> {
+    this.tryTimer = null;
+    this.guard?.stopTaking();
+    await this.giveUp(() => {
+      this.log.error('not elected within --try: giving up', { tryMs: this.opts.tryMs, holder: this.sidecar.elector.snapshot().holder });
+      return EXIT_NOT_ELECTED;
+    });
+  }
+
+  /**
+   * Leaves without running, unless a takeover already sent lands: the guard takes no more, so
+   * once those are answered (and the elector has handled the answer) whether this candidate
+   * leads is final. If it does, the command runs as for any term.
+   */
+  private async giveUp(exit: () => number): Promise<void> {
+    if (this.shuttingDown || this.term) return;
+    await this.guard?.settled();
+    await new Promise((resolve) => setImmediate(resolve));
+    if (this.shuttingDown || this.term || this.sidecar.elector.isLeader()) return;
+    this.clearTry();
+    await this.shutdown(exit());
+  }
+
+  private clearTry(): void {
+    if (this.tryTimer) clearTimeout(this.tryTimer);
+    this.tryTimer = null;
   }
 
   private startChild(): void {
@@ -151,6 +247,7 @@ export class LeaderRunner {
     const child = this.child;
     if (this.shuttingDown) return;
     this.shuttingDown = true;
+    this.clearTry();
     this.cancelRestart();
     if (child?.running) {
       this.log.info('forwarding signal to command', { signal, pid: child.pid });
@@ -172,6 +269,7 @@ export class LeaderRunner {
   private async shutdown(code: number): Promise<void> {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
+    this.clearTry();
     this.cancelRestart();
     if (this.child?.running) await this.child.terminate(this.opts.gracePeriodMs);
     await this.sidecar.stop();

@@ -22,6 +22,8 @@ export interface SidecarOptions extends Timings {
   listen?: { host: string; port: number };
   readyWhen?: ReadyWhen;
   releaseOnExit?: boolean;
+  /** See ElectorOptions.releaseKeepsAcquireTime. Default false. */
+  releaseKeepsAcquireTime?: boolean;
   /** See ElectorOptions.contentionWindowMs. Default 32 ms. */
   contentionWindowMs?: number;
   log: Logger;

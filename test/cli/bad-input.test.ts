@@ -134,6 +134,26 @@ const cases: Case[] = [
     args: ['run', '--grace-period', '6s', '--', 'true'],
     message: /invalid --grace-period "6s": must be at most lease-duration − renew-deadline \(5s\)/,
   },
+  {
+    name: 'run --skip-if-ran-within without --once (a run that keeps going has no tick)',
+    args: ['run', '--skip-if-ran-within', '4m', '--', 'true'],
+    message: /invalid --skip-if-ran-within "4m": needs --once: it applies to a single run/,
+  },
+  {
+    name: 'run --try without --once',
+    args: ['run', '--try', '30s', '--', 'true'],
+    message: /invalid --try "30s": needs --once: it applies to a single run/,
+  },
+  {
+    name: 'run --skip-if-ran-within that is not a duration',
+    args: ['run', '--once', '--skip-if-ran-within', '5', '--', 'true'],
+    message: /invalid --skip-if-ran-within "5": expected a duration such as 15s, 500ms or 1m30s/,
+  },
+  {
+    name: 'run --try of zero',
+    args: ['run', '--once', '--try', '0s', '--', 'true'],
+    message: /invalid --try "0s": must be from 1ms/,
+  },
 ];
 
 describe('bad input: exit 2, one clear line, nothing written', () => {

@@ -1,0 +1,129 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { RecentRunGuard } from './recent-run-guard.js';
+import { MemoryLeaseStore } from '../testing/memory-store.js';
+import { ConflictError } from '../errors.js';
+import { LeaderElector } from '../election/elector.js';
+import { FakeClock } from '../testing/fake-clock.js';
+import type { LeaseRecord } from '../backends/lease-store.js';
+
+const NOW = Date.parse('2026-12-03T10:00:00.000Z');
+const WITHIN = 240_000;
+
+function rec(holder: string, acquiredAgoMs: number, token = 5): LeaseRecord {
+  const at = new Date(NOW - acquiredAgoMs);
+  return { holderIdentity: holder, leaseDurationSeconds: holder ? 15 : 1, acquireTime: at, renewTime: new Date(NOW), leaseTransitions: token };
+}
+
+function setup(withinMs: number | null = WITHIN) {
+  const store = new MemoryLeaseStore();
+  const seen: LeaseRecord[] = [];
+  const guard = new RecentRunGuard(store, { withinMs, now: () => NOW, onRecentRun: (r) => seen.push(r) });
+  return { store, guard, seen };
+}
+
+describe('RecentRunGuard (leasehold run --skip-if-ran-within)', () => {
+  for (const [what, record, recent] of [
+    ['held, began 10 s ago', rec('other', 10_000), true],
+    ['released, began 3 min ago (a finished run)', rec('', 180_000), true],
+    ['began just inside the window', rec('', WITHIN - 1), true],
+    ['began exactly the window ago', rec('', WITHIN), false],
+    ['released, began 10 min ago', rec('', 600_000), false],
+    ['held, began 10 min ago (a run longer than the interval)', rec('other', 600_000), false],
+    ['began 30 s in the future (a clock ahead of ours)', rec('other', -30_000), true],
+    ['no acquireTime (a peer that does not write it)', { ...rec('', 0), acquireTime: null }, false],
+  ] as const) {
+    it(`a record ${what}: ${recent ? 'a recent run' : 'no recent run'}`, async () => {
+      const s = setup();
+      s.store.put('cron', record);
+      const got = await s.guard.get('cron');
+      assert.equal(s.seen.length, recent ? 1 : 0);
+      const takeover = rec('me', 0, 6);
+      const write = s.guard.update('cron', takeover, got!.version);
+      if (recent) await assert.rejects(write, ConflictError);
+      else await write;
+      assert.equal(s.store.peek('cron')!.holderIdentity, recent ? record.holderIdentity : 'me');
+    });
+  }
+
+  it('tells the runner before the elector sees the record, and only once', async () => {
+    const s = setup();
+    s.store.put('cron', rec('other', 1_000));
+    const order: string[] = [];
+    const guard = new RecentRunGuard(s.store, { withinMs: WITHIN, now: () => NOW, onRecentRun: () => order.push('guard') });
+    await guard.get('cron').then(() => order.push('elector'));
+    await guard.get('cron');
+    assert.deepEqual(order, ['guard', 'elector']);
+  });
+
+  it('its own takeover, read back or watched, is not another run; then disarm() lets it renew and release', async () => {
+    const s = setup();
+    s.store.eventsCarryRecords = true;
+    const events: unknown[] = [];
+    s.guard.watch('cron', (e) => events.push(e));
+    s.store.put('cron', rec('', 600_000));
+    const mine = rec('me', 0, 6);
+    await s.guard.update('cron', mine, (await s.guard.get('cron'))!.version);
+    await s.guard.get('cron');
+    assert.equal(s.seen.length, 0, 'its own record is not a recent run');
+    s.guard.disarm();
+    const v = await s.guard.update('cron', { ...mine, renewTime: new Date(NOW + 2_000) }, s.store.peekVersioned('cron')!.version);
+    await s.guard.update('cron', rec('', 0, 6), v);
+    assert.equal(s.store.peek('cron')!.holderIdentity, '');
+    assert.equal(s.seen.length, 0);
+  });
+
+  it("a watch event carrying another's recent term is a recent run", () => {
+    const s = setup();
+    s.store.eventsCarryRecords = true;
+    let delivered = 0;
+    s.guard.watch('cron', () => delivered++);
+    s.store.put('cron', rec('winner', 50));
+    assert.equal(s.seen.length, 1);
+    assert.equal(delivered, 1, 'the elector still gets the event');
+  });
+
+  it('stopTaking (--try ran out) refuses takeovers but not a release; settled() waits for a takeover in flight', async () => {
+    const s = setup(null);
+    s.store.put('cron', rec('', 600_000));
+    const v = (await s.guard.get('cron'))!.version;
+    let answered = false;
+    const inFlight = s.guard.update('cron', rec('me', 0, 6), v).then(() => (answered = true));
+    s.guard.stopTaking();
+    await assert.rejects(s.guard.create('other', rec('me', 0, 1)), ConflictError);
+    await s.guard.settled();
+    assert.equal(answered, true, 'settled() resolved only after the write in flight was answered');
+    await inFlight;
+    await s.guard.update('cron', rec('', 0, 6), s.store.peekVersioned('cron')!.version);
+  });
+
+  it('with --try alone (no window) no record is a recent run, not even one from a clock ahead', async () => {
+    const s = setup(null);
+    s.store.put('cron', rec('other', -30_000));
+    await s.guard.get('cron');
+    assert.equal(s.seen.length, 0);
+  });
+
+  it('the elector behind it reads a released record whose run began within the window: it does not take the lease', async () => {
+    // The race the guard closes: a loser's read lands after the winner's run already finished
+    // and released. The elector takes a released lease at once; the guard must refuse that write.
+    const s = setup();
+    const clock = new FakeClock(new Date(NOW));
+    s.store.put('cron', rec('', 2_000));
+    const before = s.store.peekVersioned('cron')!.version;
+    const elector = new LeaderElector({
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+      store: s.guard,
+      lease: 'cron',
+      identity: 'me',
+      clock,
+      random: () => 0,
+    });
+    assert.equal(await elector.tryAcquireOrRenew(), false);
+    assert.equal(elector.isLeader(), false);
+    assert.equal(s.store.peekVersioned('cron')!.version, before, 'nothing was written');
+    assert.equal(s.seen.length, 1);
+  });
+});
