@@ -150,7 +150,8 @@ export class PostgresLeaseStore implements LeaseStore {
       ...clientConfig(opts.url, opts.connectTimeoutMs ?? 5_000),
       // Startup parameters: the server ends whatever leasehold runs, even a lock wait, in time.
       statement_timeout: statementTimeoutMs,
-      lock_timeout: statementTimeoutMs,
+      // A little shorter, so that a wait for a lock is reported as one.
+      lock_timeout: Math.max(1, Math.floor(statementTimeoutMs * 0.9)),
     };
     const driver = await loadDriver();
     const store = new PostgresLeaseStore(driver, config, schema, table, statementTimeoutMs, opts.hintIntervalMs ?? DEFAULT_HINT_INTERVAL_MS, opts.log);

@@ -3,7 +3,8 @@
  * resource with its token), and faults injected at random from a recorded seed: SIGKILL of a
  * sidecar (restarted later), a freeze of a whole candidate (sidecar and app SIGSTOPped) longer
  * than the lease, a graceful restart, and on Kubernetes a kube-apiserver restart or an etcd
- * stop, each longer than renewDeadline. The same seed replays the same fault schedule (the
+ * stop, each longer than renewDeadline; on PostgreSQL a database restart, and a neighbour's
+ * faults: a SIGKILL under forged notifications, and the table locked past renewDeadline. The same seed replays the same fault schedule (the
  * timing of the processes themselves is not replayable; the sequence of faults is).
  *
  * Checked:
@@ -35,7 +36,19 @@ export interface ChaosOptions {
   etcd?: { stop(): Promise<void>; start(): Promise<void> };
   /** PostgreSQL only: stop the database server (every connection cut) and start it again. */
   database?: { stop(): Promise<void>; start(): Promise<void> };
+  /** PostgreSQL only: another role on the same database (test/postgres/chaos.test.ts). */
+  postgresNeighbour?: PostgresNeighbour;
   log?: (line: string) => void;
+}
+
+/**
+ * What another role may do to leasehold's table: flood its channel with forged notifications
+ * (each "released" or "deleted" with a huge token) for `ms`, and hold an ACCESS EXCLUSIVE lock
+ * on the table for `ms`. Each resolves when it has stopped.
+ */
+export interface PostgresNeighbour {
+  forge(ms: number): Promise<void>;
+  lock(ms: number): Promise<void>;
 }
 
 export interface ChaosReport {
@@ -98,6 +111,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const faults: Record<string, number> = {};
   const count = (k: string) => (faults[k] = (faults[k] ?? 0) + 1);
   const kinds = ['kill', 'freeze', 'restart', ...(o.apiServer ? ['apiserver'] : []), ...(o.etcd ? ['etcd'] : []), ...(o.database ? ['database'] : [])];
+  if (o.postgresNeighbour) kinds.push('forged-notify', 'table-lock');
   const firstRound = [...kinds].sort(() => rand() - 0.5);
   const leaderAmong = (ms: Member[]) => ms.find((m) => validLeaders([m.sidecar]).length > 0);
   const violations: string[] = [];
@@ -124,7 +138,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       const leader = leaderAmong(members);
       const victim = leader && rand() < 0.6 ? leader : pick(members);
       const others = members.filter((m) => m !== victim);
-      const what = ['apiserver', 'etcd', 'database'].includes(kind) ? `${kind} outage` : `${kind} of ${victim.id}`;
+      const what = ['apiserver', 'etcd', 'database', 'table-lock'].includes(kind) ? `${kind} outage` : `${kind} of ${victim.id}`;
       count(kind);
       say(`fault ${what}`);
       const t0 = Date.now();
@@ -148,6 +162,20 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         await victim.sidecar.proc.exited;
         await leaderAgain(what, others, t0);
         restartSidecar(victim);
+      } else if (kind === 'forged-notify') {
+        // The victim is killed under a flood of forged notifications: a failover within the
+        // bound all the same, and no token the flood claimed.
+        const flood = o.postgresNeighbour!.forge(LEASE_MS + 2_000);
+        victim.sidecar.proc.kill('SIGKILL');
+        await victim.sidecar.proc.exited;
+        await leaderAgain(what, others, t0);
+        await flood;
+        restartSidecar(victim);
+      } else if (kind === 'table-lock') {
+        // Nobody can renew while another session holds the table: as an outage, a leader again
+        // within the bound from the moment the lock is released.
+        await o.postgresNeighbour!.lock(DEADLINE_MS + between(500, 1_500));
+        await leaderAgain(`the end of the ${what}`, members, Date.now());
       } else {
         const part = kind === 'apiserver' ? o.apiServer! : kind === 'etcd' ? o.etcd! : o.database!;
         await part.stop();
