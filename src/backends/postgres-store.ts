@@ -54,8 +54,8 @@ export interface PostgresStoreOptions {
   connectTimeoutMs?: number | undefined;
   /**
    * The caller's bound on one request, ms (the elector's requestTimeout). The server ends a
-   * statement at 80% of it (statement_timeout, lock_timeout), before the caller gives up, so
-   * nothing is left running for nobody. Default 5000.
+   * statement at 80% of it (statement_timeout; a lock wait at 90% of that, lock_timeout), before
+   * the caller gives up, so nothing is left running for nobody. Default 5000.
    */
   requestTimeoutMs?: number | undefined;
   /** At most one hint (one re-read) per this many ms. Default 250. */
