@@ -45,8 +45,15 @@ function channels(schema: string, table: string): string[] {
 
 describe('neighbours on PostgreSQL', () => {
   let cands: Candidate[] = [];
+  /** Every process a case started, killed after the block even if the case failed midway. */
+  const started: Candidate[] = [];
+  const launch = (id: string, backend: string[], t = T) => {
+    const c = startSidecar(dir.path, id, backend, t);
+    started.push(c);
+    return c;
+  };
   const clients: pg.Client[] = [];
-  const scratch = scratchDir(() => cands);
+  const scratch = scratchDir(() => started);
   let n = 0;
   const dir = {
     get path() {
@@ -93,7 +100,7 @@ describe('neighbours on PostgreSQL', () => {
       clients.push(forger);
       const admin = await neighbour(server_.url('postgres'));
       clients.push(admin);
-      cands = await Promise.all(['a', 'b', 'c'].map(async (id) => startSidecar(dir.path, id, await args('forged', 'public.forged'), T)));
+      cands = await Promise.all(['a', 'b', 'c'].map(async (id) => launch(id, await args('forged', 'public.forged'))));
       const leader = await waitFor('a leader', () => validLeaders(cands)[0], 30_000);
       await new Promise((r) => setTimeout(r, 1_000)); // the standbys have read the lease and wait on their watch
       // Every 20 ms, to every channel: "released", each with a new version, as a trigger would send it.
@@ -149,7 +156,7 @@ describe('neighbours on PostgreSQL', () => {
     const server_ = await server;
     const forger = await neighbour(server_.url('reader'));
     clients.push(forger);
-    cands = await Promise.all(['a', 'b'].map(async (id) => startSidecar(dir.path, id, await args('poison', 'public.poison'), T)));
+    cands = await Promise.all(['a', 'b'].map(async (id) => launch(id, await args('poison', 'public.poison'))));
     const first = await waitFor('a leader', () => validLeaders(cands)[0], 30_000);
     await new Promise((r) => setTimeout(r, 1_000));
     const payload = JSON.stringify({
@@ -174,10 +181,10 @@ describe('neighbours on PostgreSQL', () => {
   it('tables whose old channel names collided (app_one.leases, app.one_leases) elect a leader each', { timeout: 60_000 }, async () => {
     const server_ = await server;
     for (const schema of ['app_one', 'app']) server_.sql(`CREATE SCHEMA IF NOT EXISTS ${schema} AUTHORIZATION leasehold`, 'leases');
-    cands = [startSidecar(dir.path, 'one', await args('shared-name', 'app_one.leases'), T)];
+    cands = [launch('one', await args('shared-name', 'app_one.leases'))];
     await waitFor('a leader on app_one.leases', () => validLeaders(cands)[0], 30_000);
     await new Promise((r) => setTimeout(r, 1_000));
-    const other = startSidecar(dir.path, 'two', await args('shared-name', 'app.one_leases'), T);
+    const other = launch('two', await args('shared-name', 'app.one_leases'));
     cands.push(other);
     await waitFor('a leader on app.one_leases too', () => validLeaders(cands).find((l) => l.c === other), 3 * LEASE_MS + 5_000);
     assert.equal(validLeaders(cands).length, 2, 'one leader per table');
@@ -204,7 +211,7 @@ describe('neighbours on PostgreSQL', () => {
       const server_ = await server;
       const admin = await neighbour(server_.url('postgres'));
       clients.push(admin);
-      cands = await Promise.all(['a', 'b', 'c'].map(async (id) => startSidecar(dir.path, id, await args('locked', 'public.locked'), T)));
+      cands = await Promise.all(['a', 'b', 'c'].map(async (id) => launch(id, await args('locked', 'public.locked'))));
       await waitFor('a leader', () => validLeaders(cands)[0], 30_000);
       const count = async () =>
         Number((await admin.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'leasehold'")).rows[0]!.n);
@@ -237,7 +244,7 @@ describe('neighbours on PostgreSQL', () => {
   it('`leasehold status` and a starting sidecar give up on a locked table in bounded time, with one line', { timeout: 120_000 }, async () => {
     const server_ = await server;
     const backend = await args('locked-open', 'public.locked_open');
-    const setup = startSidecar(dir.path, 'setup', backend, T); // creates the table and the lease
+    const setup = launch('setup', backend); // creates the table and the lease
     cands = [setup];
     await waitFor('a leader', () => validLeaders(cands)[0], 30_000);
     setup.proc.kill('SIGTERM');
@@ -294,6 +301,7 @@ describe('neighbours on PostgreSQL', () => {
       T.retryPeriod,
     ]);
     cands = [{ id: 'a', statusDir, proc }];
+    started.push(...cands);
     await waitFor('a leader', () => validLeaders(cands)[0], 30_000);
     server_.sql('DROP TABLE public.dropped', 'leases');
     const get = async (path: string) => {
@@ -345,7 +353,7 @@ describe('neighbours on PostgreSQL', () => {
         'the role has no DDL rights',
       );
       const slow = { leaseDuration: '10s', renewDeadline: '7s', retryPeriod: '5s' };
-      cands = await Promise.all(['a', 'b'].map(async (id) => startSidecar(dir.path, id, await args('byhand', 'public.leases', url), slow)));
+      cands = await Promise.all(['a', 'b'].map(async (id) => launch(id, await args('byhand', 'public.leases', url), slow)));
       const first = await waitFor('a leader on the table made by hand', () => validLeaders(cands)[0], 30_000);
       for (const c of cands) assert.doesNotMatch(c.proc.stderr(), /without the leasehold_notify trigger|older leasehold_notify trigger/);
       await new Promise((r) => setTimeout(r, 1_000));
