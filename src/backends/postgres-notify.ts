@@ -19,7 +19,7 @@ export function channelName(schema: string, table: string): string {
 
 /**
  * The lease a notification is about. The trigger (and leasehold's own writes on a table without
- * it) send the bare lease name; a JSON payload (the trigger of leasehold 0.1, or anybody's) is
+ * it) send the bare lease name; a JSON payload (the trigger of an earlier leasehold, or anybody's) is
  * read for its `name` only. Anything else in it is ignored on purpose.
  */
 export function notifiedLease(payload: string): string {

@@ -10,7 +10,7 @@ import { FakeClock } from '../testing/fake-clock.js';
 
 it('a notification names a lease at most: a bare name, or the name in a JSON payload, never anything else of it', () => {
   assert.equal(notifiedLease('jobs'), 'jobs');
-  // What a forger (or leasehold 0.1's trigger) sends: only the name is read.
+  // What a forger (or an earlier leasehold's trigger) sends: only the name is read.
   assert.equal(notifiedLease(JSON.stringify({ deleted: true, name: 'jobs', fencing_token: 2 ** 53 - 1, holder_identity: '', version: 99 })), 'jobs');
   assert.equal(notifiedLease('{not json'), '');
   assert.equal(notifiedLease(JSON.stringify({ name: 7 })), '');

@@ -4,7 +4,7 @@ import type { PostgresNeighbour } from './run-chaos.js';
 
 /**
  * The chaos run's neighbour on PostgreSQL, another role on the same database: `reader` (only
- * CONNECT) forges notifications on the table's channel (and on the channel of leasehold 0.1),
+ * CONNECT) forges notifications on the table's channel (and on the channel of an earlier leasehold),
  * alternately "released" and "deleted" with token 2^53 − 1; the superuser locks the table.
  */
 export function postgresNeighbour(url: (role: 'reader' | 'postgres') => string): PostgresNeighbour {

@@ -7,7 +7,8 @@
  * - a table locked by another session: leasehold's backends stay within their bound, `status`
  *   and a starting sidecar give up in time with one line;
  * - a dropped table is reported by health, readiness and `status`;
- * - the SQL of docs/postgres.md, run by hand, serves a role without DDL rights;
+ * - the SQL of docs/postgres.md, run by hand, serves a role without DDL rights; a table with
+ *   an earlier leasehold's trigger still notifies;
  * - an sslmode or sslrootcert that cannot work is one line and exit 2.
  */
 import { describe, it, after, beforeEach } from 'node:test';
@@ -17,7 +18,7 @@ import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { channelName } from '../../src/backends/postgres-notify.js';
-import { MAX_BACKENDS } from '../../src/backends/postgres-store.js';
+import { MAX_BACKENDS, PostgresLeaseStore } from '../../src/backends/postgres-store.js';
 import { PASSWORDS, startPostgres } from '../env/postgres.js';
 import { freePort } from '../env/control-plane.js';
 import { runCli, startCli, waitFor } from '../helpers/cli.js';
@@ -38,7 +39,7 @@ async function neighbour(url: string): Promise<pg.Client> {
   return c;
 }
 
-/** Both the channel of this version and the one of leasehold 0.1 (`leasehold_<schema>_<table>`), so the forgery reaches either. */
+/** Both the channel of this version and the one of an earlier leasehold (`leasehold_<schema>_<table>`), so the forgery reaches either. */
 function channels(schema: string, table: string): string[] {
   return [channelName(schema, table), `leasehold_${schema}_${table}`.slice(0, 63)];
 }
@@ -366,6 +367,43 @@ describe('neighbours on PostgreSQL', () => {
       await stopAll();
     },
   );
+
+  it("a table with an earlier leasehold's trigger (another channel): reported at start, and a watch still hears leasehold's writes", async () => {
+    const server_ = await server;
+    // As the earlier leasehold made it: a JSON payload on `leasehold_<schema>_<table>`.
+    server_.sql(
+      `CREATE TABLE public.oldtrig (name TEXT PRIMARY KEY, holder_identity TEXT NOT NULL, fencing_token BIGINT NOT NULL, renew_time DOUBLE PRECISION NOT NULL, lease_duration_seconds DOUBLE PRECISION NOT NULL, acquire_time DOUBLE PRECISION NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 1);
+       CREATE FUNCTION public.oldtrig_leasehold_notify() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN PERFORM pg_notify('leasehold_public_oldtrig', json_build_object('name', NEW.name)::text); RETURN NULL; END $f$;
+       CREATE TRIGGER leasehold_notify AFTER INSERT OR UPDATE OR DELETE ON public.oldtrig FOR EACH ROW EXECUTE FUNCTION public.oldtrig_leasehold_notify();
+       ALTER TABLE public.oldtrig OWNER TO leasehold;`,
+      'leases',
+    );
+    const warnings: string[] = [];
+    const log = { debug() {}, info() {}, error() {}, warn: (m: string) => void warnings.push(m) };
+    const watcher = await PostgresLeaseStore.open({ url: server_.url(), table: 'public.oldtrig', log });
+    const writer = await PostgresLeaseStore.open({ url: server_.url(), table: 'public.oldtrig' });
+    try {
+      assert.ok(
+        warnings.some((w) => /older leasehold_notify trigger \(it notifies another channel\)/.test(w)),
+        warnings.join('; '),
+      );
+      let hints = 0;
+      let healthy = false;
+      const stop = watcher.watch(
+        'old',
+        () => hints++,
+        (h) => (healthy = h),
+      );
+      await waitFor('the watch is listening', () => healthy, 5_000);
+      const before = hints;
+      await writer.create('old', { holderIdentity: 'a', leaseDurationSeconds: 3, acquireTime: new Date(), renewTime: new Date(), leaseTransitions: 1 });
+      await waitFor("a hint for leasehold's own write", () => hints > before, 5_000);
+      stop();
+    } finally {
+      await writer.close();
+      await watcher.close();
+    }
+  });
 
   it('sslmode=bogus and a missing sslrootcert: one line, exit 2, for the sidecar and status', async () => {
     const server_ = await server;
