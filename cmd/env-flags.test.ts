@@ -64,3 +64,22 @@ it("a `run` command never inherits the parent's database password (LEASEHOLD_POS
   assert.equal(env.LEASEHOLD_POSTGRES_URL, undefined);
   assert.equal(env.PATH, '/bin');
 });
+
+it('with --backend postgres, the command inherits none of the credentials leasehold connected with; other backends leave them alone', () => {
+  const parent = {
+    PATH: '/bin',
+    LEASEHOLD_POSTGRES_URL: 'postgres://u:secret@h/db',
+    PGPASSWORD: 'secret',
+    PGPASSFILE: '/etc/leasehold/pgpass',
+    PGSERVICEFILE: '/etc/leasehold/pg_service.conf',
+    PGSSLKEY: '/etc/leasehold/client.key',
+    PGHOST: 'db.internal',
+    PGUSER: 'leasehold',
+  };
+  const term = { LEASEHOLD_FENCING_TOKEN: '3', LEASEHOLD_LEASE: 'jobs', LEASEHOLD_IDENTITY: 'me', LEASEHOLD_STATUS_DIR: undefined };
+  const env = childEnvironment(parent, COMMANDS.run, term, 'postgres');
+  for (const name of ['LEASEHOLD_POSTGRES_URL', 'PGPASSWORD', 'PGPASSFILE', 'PGSERVICEFILE', 'PGSSLKEY']) assert.equal(env[name], undefined, name);
+  assert.equal(env.PGHOST, 'db.internal', 'a server name is not a secret');
+  assert.equal(env.PGUSER, 'leasehold');
+  assert.equal(childEnvironment(parent, COMMANDS.run, term, 'sqlite').PGPASSWORD, 'secret', "not leasehold's credential with another backend");
+});

@@ -89,14 +89,27 @@ export function applyEnvFlags(argv: string[], env: NodeJS.ProcessEnv, commands: 
   return [argv[0]!, ...extra, ...argv.slice(1)];
 }
 
-/** The environment for `leasehold run`'s command: the parent's, less its LEASEHOLD_<FLAG> configuration, plus the term. */
+/**
+ * The variables through which leasehold's PostgreSQL connection gets a secret, or a file of
+ * secrets: with `--backend postgres` they were leasehold's credentials, and its command does not
+ * inherit them (LEASEHOLD_POSTGRES_URL is one of its flags, stripped with the others). PGHOST,
+ * PGUSER, PGDATABASE and the rest name a server, not a secret, and pass.
+ */
+export const POSTGRES_CREDENTIAL_VARIABLES = ['PGPASSWORD', 'PGPASSFILE', 'PGSERVICEFILE', 'PGSSLKEY'] as const;
+
+/**
+ * The environment for `leasehold run`'s command: the parent's, less its LEASEHOLD_<FLAG>
+ * configuration and, for the postgres backend, its database credentials; plus the term.
+ */
 export function childEnvironment(
   env: NodeJS.ProcessEnv,
   flags: readonly string[],
   term: Record<(typeof TERM_VARIABLES)[number], string | undefined>,
+  backend?: string,
 ): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = { ...env };
   for (const flag of flags) delete out[envName(flag)];
+  if (backend === 'postgres') for (const name of POSTGRES_CREDENTIAL_VARIABLES) delete out[name];
   for (const name of TERM_VARIABLES) delete out[name];
   for (const [name, value] of Object.entries(term)) if (value !== undefined) out[name] = value;
   return out;

@@ -67,12 +67,17 @@ export async function runRun(a: RunArgs, flags: readonly string[]): Promise<numb
     tryMs,
     podLabeler,
     childEnv: (term) =>
-      childEnvironment(process.env, flags, {
-        LEASEHOLD_FENCING_TOKEN: String(term.token),
-        LEASEHOLD_LEASE: s.lease,
-        LEASEHOLD_IDENTITY: s.identity,
-        LEASEHOLD_STATUS_DIR: s.statusDir,
-      }),
+      childEnvironment(
+        process.env,
+        flags,
+        {
+          LEASEHOLD_FENCING_TOKEN: String(term.token),
+          LEASEHOLD_LEASE: s.lease,
+          LEASEHOLD_IDENTITY: s.identity,
+          LEASEHOLD_STATUS_DIR: s.statusDir,
+        },
+        s.store.backend,
+      ),
   });
   onShutdownSignal((signal) => runner.forwardSignalAndStop(signal));
   await runner.start();

@@ -1,6 +1,7 @@
 import type { Argv } from 'yargs';
 import type { LeaseStore } from '../src/backends/lease-store.js';
-import { openStore } from '../src/backends/open-store.js';
+import { openStore, type StoreSettings } from '../src/backends/open-store.js';
+import { BackendUnavailableError, describeError, isLeaseholdError } from '../src/errors.js';
 import { formatDuration } from '../src/config/duration.js';
 import { resolveStore, storeFlags } from './election-flags.js';
 import type { FlagsOf } from './env-flags.js';
@@ -28,9 +29,28 @@ export interface LeaseReport {
   expiresAt?: string | null;
 }
 
-/** Reads the lease once, writing nothing. Exit 0 when found, 1 when there is no such lease. */
+/** The exit status when the store did not answer within its bound (an unreachable server, a locked table). */
+export const EXIT_STORE_UNAVAILABLE = 3;
+/** Bound on the one read, ms. */
+const READ_TIMEOUT_MS = 10_000;
+
+/**
+ * Reads the lease once, writing nothing. Exit 0 when found, 1 when there is no such lease, 3
+ * (with one line on stderr) when the store does not answer in time: every request is bounded,
+ * so a locked table or a hung server never makes it hang.
+ */
 export async function runStatus(a: StatusArgs): Promise<number> {
   const { store: settings, lease } = resolveStore(a);
+  try {
+    return await readAndPrint(a, settings, lease);
+  } catch (err) {
+    if (!isLeaseholdError(err, 'LEASEHOLD_ERR_BACKEND_UNAVAILABLE')) throw err;
+    process.stderr.write(`leasehold: ${describeError(err).replace(/\s*\n\s*/g, ' ')}\n`);
+    return EXIT_STORE_UNAVAILABLE;
+  }
+}
+
+async function readAndPrint(a: StatusArgs, settings: StoreSettings, lease: string): Promise<number> {
   const store = await openStore({ ...settings, readonly: true });
   try {
     const report = await readReport(store, lease, new Date());
@@ -43,7 +63,13 @@ export async function runStatus(a: StatusArgs): Promise<number> {
 
 export async function readReport(store: LeaseStore, lease: string, now: Date): Promise<LeaseReport> {
   const base = { lease, backend: store.backend, location: store.location };
-  const got = await store.get(lease);
+  // Bounded on our side too, for a server that accepts the request and never answers.
+  const bound = new AbortController();
+  const timer = setTimeout(
+    () => bound.abort(new BackendUnavailableError(`${store.backend} store ${store.location} did not answer within ${READ_TIMEOUT_MS} ms`)),
+    READ_TIMEOUT_MS,
+  );
+  const got = await store.get(lease, { signal: bound.signal }).finally(() => clearTimeout(timer));
   if (!got) return { ...base, found: false };
   const r = got.record;
   // Any peer can store any number: an expiry past what a Date holds (1e308 s) or not a number is unknown.

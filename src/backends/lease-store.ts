@@ -81,5 +81,11 @@ export interface LeaseStore {
    */
   watch?(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void): () => void;
 
+  /**
+   * Optional: what is wrong with the store that will not fix itself and that a person must
+   * act on (PostgreSQL: the table was dropped), or null. Health and readiness report it.
+   */
+  problem?(): string | null;
+
   close(): Promise<void>;
 }

@@ -58,7 +58,7 @@ export async function openStore(s: StoreSettings): Promise<LeaseStore> {
     }
     case 'postgres': {
       const { PostgresLeaseStore } = await import('./postgres-store.js');
-      return PostgresLeaseStore.open({ url: s.postgresUrl, table: s.postgresTable, log: s.log, readonly: s.readonly });
+      return PostgresLeaseStore.open({ url: s.postgresUrl, table: s.postgresTable, requestTimeoutMs: s.requestTimeoutMs, log: s.log, readonly: s.readonly });
     }
     case 'kubernetes': {
       const { KubernetesLeaseStore } = await import('./kubernetes-store.js');

@@ -3,6 +3,7 @@
  * before anything else): the table name, the URL, and how to name the target in messages
  * without its password.
  */
+import { accessSync, constants } from 'node:fs';
 import type { ClientConfig } from 'pg';
 import { InvalidConfigError } from '../errors.js';
 
@@ -45,9 +46,13 @@ export function describeTarget(config: ClientConfig): string {
   return `${user}@${host}:${port}/${db}`;
 }
 
-/** The client settings from a URL, refusing a malformed one without echoing it (it may hold a password). */
-export function clientConfig(url: string | undefined, connectTimeoutMs: number): ClientConfig {
+/**
+ * The client settings from a URL, refusing a malformed one without echoing it (it may hold a
+ * password), an sslmode node-postgres does not know, and a certificate or key file it cannot read.
+ */
+export function clientConfig(url: string | undefined, connectTimeoutMs: number, env: NodeJS.ProcessEnv = process.env): ClientConfig {
   const base: ClientConfig = { connectionTimeoutMillis: connectTimeoutMs, application_name: 'leasehold' };
+  checkTls(env.PGSSLMODE, 'PGSSLMODE');
   if (url === undefined || url === '') return base;
   let parsed: URL;
   try {
@@ -58,5 +63,26 @@ export function clientConfig(url: string | undefined, connectTimeoutMs: number):
   if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
     throw new InvalidConfigError(`invalid --postgres-url: the scheme must be postgres:// or postgresql://, got ${parsed.protocol}//`);
   }
+  checkTls(parsed.searchParams.get('sslmode'), 'sslmode in --postgres-url');
+  for (const param of ['sslrootcert', 'sslcert', 'sslkey']) {
+    const file = parsed.searchParams.get(param);
+    if (file === null) continue;
+    try {
+      accessSync(file, constants.R_OK);
+    } catch (err) {
+      const why = (err as { code?: string }).code === 'ENOENT' ? 'no such file' : 'it cannot be read';
+      throw new InvalidConfigError(`invalid ${param} in --postgres-url: ${JSON.stringify(file)}: ${why}; it must be a readable PEM file`);
+    }
+  }
   return { ...base, connectionString: url };
+}
+
+/** The sslmode values node-postgres knows; any other it would silently treat as TLS (or, from PGSSLMODE, as no TLS). */
+export const SSL_MODES = ['disable', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify'] as const;
+
+function checkTls(mode: string | null | undefined, where: string): void {
+  if (mode === null || mode === undefined || mode === '') return;
+  if (!(SSL_MODES as readonly string[]).includes(mode)) {
+    throw new InvalidConfigError(`invalid ${where}: ${JSON.stringify(mode.slice(0, 40))}: must be one of ${SSL_MODES.join(', ')}`);
+  }
 }

@@ -1,37 +1,50 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseNotification } from './postgres-store.js';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { HintThrottle, channelName, notifiedLease } from './postgres-notify.js';
 import { clientConfig, describeTarget, parseTableName } from './postgres-config.js';
+import { adminScript } from './postgres-schema.js';
+import { FakeClock } from '../testing/fake-clock.js';
 
-it('a notification is a record (the trigger), a deletion with the last record, or a bare name (a hint)', () => {
-  const row = {
-    name: 'jobs',
-    holder_identity: 'a',
-    fencing_token: 7,
-    renew_time: 1796461200.5,
-    lease_duration_seconds: 15,
-    acquire_time: 1796461100,
-    version: 12,
-  };
-  assert.deepEqual(parseNotification(JSON.stringify(row)), {
-    name: 'jobs',
-    event: {
-      record: {
-        record: {
-          holderIdentity: 'a',
-          leaseTransitions: 7,
-          leaseDurationSeconds: 15,
-          renewTime: new Date(1796461200500),
-          acquireTime: new Date(1796461100000),
-        },
-        version: '12',
-      },
-    },
-  });
-  const gone = parseNotification(JSON.stringify({ ...row, deleted: true }));
-  assert.equal(gone.event.record, null);
-  assert.equal(gone.event.deleted?.leaseTransitions, 7);
-  assert.deepEqual(parseNotification('jobs'), { name: 'jobs', event: {} });
+it('a notification names a lease at most: a bare name, or the name in a JSON payload, never anything else of it', () => {
+  assert.equal(notifiedLease('jobs'), 'jobs');
+  // What a forger (or an earlier leasehold's trigger) sends: only the name is read.
+  assert.equal(notifiedLease(JSON.stringify({ deleted: true, name: 'jobs', fencing_token: 2 ** 53 - 1, holder_identity: '', version: 99 })), 'jobs');
+  assert.equal(notifiedLease('{not json'), '');
+  assert.equal(notifiedLease(JSON.stringify({ name: 7 })), '');
+});
+
+it('each table has its own channel, within PostgreSQL 63 characters, however its name is split or long', () => {
+  assert.notEqual(channelName('app_one', 'leases'), channelName('app', 'one_leases'));
+  const long = 'x'.repeat(55);
+  assert.notEqual(channelName('public', `${long}_a`), channelName('public', `${long}_b`));
+  assert.equal(channelName('public', 'leases'), channelName('public', 'leases'));
+  assert.match(channelName('public', 'leases'), /^leasehold_[0-9a-f]{40}$/);
+  assert.ok(channelName('s'.repeat(63), 't'.repeat(63)).length <= 63);
+});
+
+it('a flood of hints costs one delivery per interval: the first at once, a burst as one at its end', async () => {
+  const clock = new FakeClock();
+  const delivered = { n: 0 };
+  const t = new HintThrottle(clock, 250, () => delivered.n++);
+  t.hint();
+  assert.equal(delivered.n, 1, 'the first hint is not delayed');
+  for (let i = 0; i < 1000; i++) t.hint();
+  assert.equal(delivered.n, 1);
+  await clock.advance(249);
+  assert.equal(delivered.n, 1);
+  await clock.advance(1);
+  assert.equal(delivered.n, 2, 'the burst is one hint, at the end of the interval');
+  // A steady flood of 100 per second for 10 s: at most one per 250 ms.
+  for (let ms = 0; ms < 10_000; ms += 10) {
+    t.hint();
+    await clock.advance(10);
+  }
+  const total: number = delivered.n;
+  assert.ok(total <= 2 + 40, `${String(total)} deliveries`);
+  t.cancel();
 });
 
 it('table names and URLs are checked without echoing a password', () => {
@@ -43,4 +56,38 @@ it('table names and URLs are checked without echoing a password', () => {
     (err: Error) => !err.message.includes('hunter2'),
   );
   assert.equal(describeTarget(clientConfig('postgres://u:hunter2@db.example:6543/leases?sslmode=require', 1000)), 'u@db.example:6543/leases');
+});
+
+it('an sslmode node-postgres does not know, in the URL or PGSSLMODE, and an unreadable sslrootcert are refused in one line', () => {
+  const url = (q: string) => `postgres://u:hunter2@db.example/leases?${q}`;
+  const refused = (fn: () => unknown, pattern: RegExp) =>
+    assert.throws(fn, (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'LEASEHOLD_ERR_INVALID_CONFIG');
+      assert.match(err.message, pattern);
+      assert.ok(!err.message.includes('hunter2') && !err.message.includes('\n'), err.message);
+      return true;
+    });
+  refused(
+    () => clientConfig(url('sslmode=bogus'), 1000, {}),
+    /^invalid sslmode in --postgres-url: "bogus": must be one of disable, prefer, require, verify-ca, verify-full, no-verify$/,
+  );
+  refused(() => clientConfig(undefined, 1000, { PGSSLMODE: 'bogus' }), /^invalid PGSSLMODE: "bogus": must be one of/);
+  refused(
+    () => clientConfig(url('sslmode=verify-full&sslrootcert=/nonexistent/ca.crt'), 1000, {}),
+    /^invalid sslrootcert in --postgres-url: "\/nonexistent\/ca.crt": no such file; it must be a readable PEM file$/,
+  );
+  for (const mode of ['disable', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify']) clientConfig(url(`sslmode=${mode}`), 1000, { PGSSLMODE: mode });
+  const dir = mkdtempSync(join(tmpdir(), 'leasehold-ca-'));
+  try {
+    writeFileSync(join(dir, 'ca.crt'), 'not checked here: node-postgres reads it\n');
+    clientConfig(url(`sslmode=verify-full&sslrootcert=${join(dir, 'ca.crt')}`), 1000, {});
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+it('docs/postgres.md prints exactly the SQL leasehold runs, for an administrator to run by hand', () => {
+  const doc = readFileSync(new URL('../../docs/postgres.md', import.meta.url), 'utf8');
+  const block = /<!-- admin-sql -->\n```sql\n([\s\S]*?)\n```/.exec(doc)?.[1];
+  assert.equal(block, adminScript('public', 'leases', 'leasehold'));
 });

@@ -8,21 +8,43 @@
  *   ever blind;
  * - durability: the session sets `synchronous_commit = on`, so a write that returned success
  *   is flushed to the server's WAL, whatever the server's default;
- * - every write notifies `leasehold_<table>` in the same statement (delivered at commit), and
- *   the store LISTENs on its one connection: standbys learn of a release at once. A watch is a
- *   hint: notifications are lost while the connection is down, so on every reconnect the watch
- *   reports "something may have changed" and the elector re-reads;
- * - one connection per process, reconnected with backoff; a call whose signal aborts while its
- *   query is in flight destroys the connection, so nothing is left hanging on a dead server;
+ * - every write notifies the table's channel (postgres-notify.ts) with the lease's name, and the
+ *   store LISTENs on its one connection. A notification is a hint to read the row, nothing
+ *   more: any role that can connect may send one, so its payload never reaches the elector, and
+ *   a flood of them costs at most one read per hint interval. Notifications are lost while the
+ *   connection is down, so every reconnect is a hint too;
+ * - the database is shared with the applications leasehold protects, so it must never harm
+ *   them: one connection per process; every statement is bounded on the server
+ *   (`statement_timeout`, `lock_timeout`) a little inside the client's own bound; a statement
+ *   the caller gives up on is cancelled on the server (a CancelRequest, which takes no
+ *   connection slot), and only when that does not end it within CANCEL_GRACE_MS is the
+ *   connection abandoned; a new one is made only after the abandoned backend must have ended,
+ *   and reconnects back off after timeouts as after failed connects. So a candidate holds at
+ *   most one backend (MAX_BACKENDS) whatever happens to the table;
  * - no password ever appears in a message: errors name the user, host, port and database only.
  */
+import { connect as netConnect } from 'node:net';
 import type pg from 'pg';
 import { abortReason, throwIfAborted } from '../abort.js';
+import { realClock } from '../clock.js';
 import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordError, LeaseholdError, StoreOpenError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { DEFAULT_POSTGRES_TABLE, clientConfig, describeTarget, parseTableName } from './postgres-config.js';
 import { loadDriver as loadOptional } from './driver.js';
+import { HintThrottle, channelName, notifiedLease } from './postgres-notify.js';
+import { adminScript, createStatements } from './postgres-schema.js';
+
+/** Backends one candidate holds at any moment (the documented bound: docs/postgres.md). */
+export const MAX_BACKENDS = 1;
+/** How long a cancelled statement may take to end before its connection is abandoned. */
+const CANCEL_GRACE_MS = 1_000;
+/** Checks for a vanished client during a statement (PostgreSQL 14+), so an abandoned backend ends soon. */
+const CLIENT_CHECK_MS = 1_000;
+/** Default bound on one request, when the caller gives none (`leasehold status`, the library). */
+const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
+/** At most one read per this, however many notifications arrive. */
+const DEFAULT_HINT_INTERVAL_MS = 250;
 
 export interface PostgresStoreOptions {
   /** A postgres:// URL; when absent, the PG* variables and ~/.pgpass (as psql reads them). */
@@ -31,6 +53,14 @@ export interface PostgresStoreOptions {
   table?: string | undefined;
   /** Bound on connecting, ms. Default 5000. */
   connectTimeoutMs?: number | undefined;
+  /**
+   * The caller's bound on one request, ms (the elector's requestTimeout). The server ends a
+   * statement at 80% of it (statement_timeout; a lock wait at 90% of that, lock_timeout), before
+   * the caller gives up, so nothing is left running for nobody. Default 5000.
+   */
+  requestTimeoutMs?: number | undefined;
+  /** At most one hint (one re-read) per this many ms. Default 250. */
+  hintIntervalMs?: number | undefined;
   log?: Logger | undefined;
   /** Only read (`leasehold status`): a missing table is an error, never created. */
   readonly?: boolean | undefined;
@@ -66,6 +96,12 @@ async function loadDriver(): Promise<typeof pg> {
   }
 }
 
+interface Watcher {
+  name: string;
+  hints: HintThrottle;
+  onHealth?: ((healthy: boolean) => void) | undefined;
+}
+
 export class PostgresLeaseStore implements LeaseStore {
   readonly backend = 'postgres';
   readonly location: string;
@@ -74,22 +110,29 @@ export class PostgresLeaseStore implements LeaseStore {
   private client: pg.Client | null = null;
   private connecting: Promise<pg.Client> | null = null;
   private closed = false;
+  /** Failed connects, abandoned connections and timed-out statements since the last success. */
   private failures = 0;
   private reconnectTimer: NodeJS.Timeout | null = null;
-  private readonly watchers = new Map<number, { name: string; onEvent: (e: WatchEvent) => void; onHealth?: ((healthy: boolean) => void) | undefined }>();
+  /** No new connection before this (performance.now() ms): the backoff, or an abandoned backend's end. */
+  private reconnectAt = 0;
+  private readonly watchers = new Map<number, Watcher>();
   private watchSeq = 0;
-  /** The table has no notify trigger (made by hand): leasehold's own writes notify in their statement. */
+  /** The table has no current notify trigger (made by hand, or by an older leasehold): leasehold's own writes notify in their statement. */
   private notifyInStatement = false;
+  /** What is wrong with the store that will not fix itself (the table was dropped); null when fine. */
+  private problemText: string | null = null;
 
   private constructor(
     private readonly pg: typeof import('pg').default,
     private readonly config: pg.ClientConfig,
     private readonly schema: string,
     private readonly table: string,
+    private readonly statementTimeoutMs: number,
+    private readonly hintIntervalMs: number,
     private readonly log: Logger | undefined,
   ) {
     this.qualified = `"${schema}"."${table}"`;
-    this.channel = `leasehold_${schema}_${table}`.slice(0, 63);
+    this.channel = channelName(schema, table);
     this.location = `table ${schema}.${table} on ${describeTarget(config)}`;
   }
 
@@ -97,67 +140,56 @@ export class PostgresLeaseStore implements LeaseStore {
    * Connects, creates the table if it is missing (when the role may), and checks its columns.
    * Everything that will not fix itself is a StoreOpenError here, at start: a failed
    * authentication, a missing database, no permission on the table, a table with the wrong
-   * columns. An unreachable server is BackendUnavailableError (the caller decides).
+   * columns. An unreachable server, or a table locked past the statement bound, is
+   * BackendUnavailableError (the caller decides); opening never waits longer than the connect
+   * bound plus a few statement bounds.
    */
   static async open(opts: PostgresStoreOptions): Promise<PostgresLeaseStore> {
     const { schema, table } = parseTableName(opts.table ?? DEFAULT_POSTGRES_TABLE);
-    const config = clientConfig(opts.url, opts.connectTimeoutMs ?? 5_000);
-    const store = new PostgresLeaseStore(await loadDriver(), config, schema, table, opts.log);
+    const statementTimeoutMs = Math.max(1, Math.floor((opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS) * 0.8));
+    const config: pg.ClientConfig = {
+      ...clientConfig(opts.url, opts.connectTimeoutMs ?? 5_000),
+      // Startup parameters: the server ends whatever leasehold runs, even a lock wait, in time.
+      statement_timeout: statementTimeoutMs,
+      // A little shorter, so that a wait for a lock is reported as one.
+      lock_timeout: Math.max(1, Math.floor(statementTimeoutMs * 0.9)),
+    };
+    const driver = await loadDriver();
+    const store = new PostgresLeaseStore(driver, config, schema, table, statementTimeoutMs, opts.hintIntervalMs ?? DEFAULT_HINT_INTERVAL_MS, opts.log);
     try {
       const client = await store.connection();
       await store.ensureTable(client, opts.readonly ?? false);
     } catch (err) {
       await store.close();
-      throw err;
+      throw store.translate(err, 'open');
     }
     return store;
   }
 
   private async ensureTable(client: pg.Client, readonly: boolean): Promise<void> {
-    const createSql = `CREATE TABLE IF NOT EXISTS ${this.qualified} (
-  name TEXT PRIMARY KEY,
-  holder_identity TEXT NOT NULL,
-  fencing_token BIGINT NOT NULL,
-  renew_time DOUBLE PRECISION NOT NULL,
-  lease_duration_seconds DOUBLE PRECISION NOT NULL,
-  acquire_time DOUBLE PRECISION NOT NULL DEFAULT 0,
-  version BIGINT NOT NULL DEFAULT 1
-)`;
-    // A trigger notifies every change, by anyone (a DELETE in psql, a peer that knows nothing of
-    // NOTIFY); leasehold's own writes also notify in their statement, for tables made without it.
-    const fn = `"${this.schema}"."${`${this.table}_leasehold_notify`.slice(0, 63)}"`;
-    // The payload is the row as written (or as deleted), so a standby observes a renewal without
-    // reading, as a Kubernetes watch event carries the object.
-    const triggerSql = `CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN
-  IF TG_OP = 'DELETE' THEN PERFORM pg_notify('${this.channel}', json_build_object('deleted', true, 'name', OLD.name, 'holder_identity', OLD.holder_identity,
-    'fencing_token', OLD.fencing_token, 'renew_time', OLD.renew_time, 'lease_duration_seconds', OLD.lease_duration_seconds, 'acquire_time', OLD.acquire_time, 'version', OLD.version)::text);
-  ELSE PERFORM pg_notify('${this.channel}', json_build_object('name', NEW.name, 'holder_identity', NEW.holder_identity, 'fencing_token', NEW.fencing_token,
-    'renew_time', NEW.renew_time, 'lease_duration_seconds', NEW.lease_duration_seconds, 'acquire_time', NEW.acquire_time, 'version', NEW.version)::text);
-  END IF; RETURN NULL; END $f$;
-CREATE OR REPLACE TRIGGER leasehold_notify AFTER INSERT OR UPDATE OR DELETE ON ${this.qualified} FOR EACH ROW EXECUTE FUNCTION ${fn}()`;
     const present = async () =>
       (await client.query<{ ok: boolean }>('SELECT to_regclass($1) IS NOT NULL AS ok', [`${this.schema}.${this.table}`])).rows[0]?.ok === true;
-    const exists = { rows: [{ ok: await present() }] };
-    if (!exists.rows[0]?.ok && readonly)
-      throw new StoreOpenError(`no lease table ${this.schema}.${this.table} on ${describeTarget(this.config)}: no candidate has run with it yet`);
-    if (!exists.rows[0]?.ok) {
+    const exists = await present();
+    if (!exists && readonly)
+      throw new StoreOpenError(
+        `no lease table ${this.schema}.${this.table} on ${describeTarget(this.config)}: no candidate has run with it yet, or it was dropped`,
+      );
+    if (!exists) {
       try {
         // Candidates starting together would race to create it (CREATE TABLE IF NOT EXISTS is
         // not safe against itself): one creates it under a transaction-scoped advisory lock,
         // the others wait on the lock and then find it.
         await client.query('BEGIN');
         await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`leasehold:${this.schema}.${this.table}`]);
-        if (!(await present())) {
-          await client.query(createSql);
-          await client.query(triggerSql);
-        }
+        if (!(await present())) for (const statement of createStatements(this.schema, this.table)) await client.query(statement);
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK').catch(() => {});
         const code = (err as { code?: string }).code;
         if (code === '42501' || code === '3F000') {
+          const role = describeTarget(this.config).split('@')[0]!;
           throw new StoreOpenError(
-            `${this.location}: the table does not exist and this role may not create it (${describeError(err)}); have an administrator run: ${createSql.replace(/\s+/g, ' ')}; ${triggerSql.replace(/\s+/g, ' ')}`,
+            `${this.location}: the table does not exist and this role may not create it (${describeError(err)}); have an administrator run (docs/postgres.md): ${adminScript(this.schema, this.table, role).replace(/\s+/g, ' ')}`,
             { cause: err },
           );
         }
@@ -188,12 +220,21 @@ CREATE OR REPLACE TRIGGER leasehold_notify AFTER INSERT OR UPDATE OR DELETE ON $
         `${this.location} has the wrong columns: missing ${missing.join(', ')}; leasehold needs ${COLUMNS.join(', ')} (see docs/postgres.md)`,
       );
     }
-    const trigger = await client.query("SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname = 'leasehold_notify'", [
-      `${this.schema}.${this.table}`,
-    ]);
-    this.notifyInStatement = trigger.rows.length === 0;
-    if (this.notifyInStatement)
+    // The trigger counts only if it notifies this table's channel: one made by an older
+    // leasehold notified `leasehold_<schema>_<table>`, which nobody listens to any more.
+    const trigger = await client.query<{ proname: string }>(
+      "SELECT p.proname FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname = 'leasehold_notify'",
+      [`${this.schema}.${this.table}`],
+    );
+    const triggerFn = trigger.rows[0]?.proname;
+    this.notifyInStatement = triggerFn !== this.channel;
+    if (triggerFn === undefined)
       this.log?.warn('postgres table without the leasehold_notify trigger: standbys learn of changes by re-reading', { store: this.location });
+    else if (this.notifyInStatement)
+      this.log?.warn(
+        'postgres table with an older leasehold_notify trigger (it notifies another channel): leasehold notifies from its own writes; recreate the trigger with the SQL in docs/postgres.md',
+        { store: this.location },
+      );
   }
 
   async get(name: string, opts?: CallOptions): Promise<VersionedRecord | null> {
@@ -238,18 +279,29 @@ CREATE OR REPLACE TRIGGER leasehold_notify AFTER INSERT OR UPDATE OR DELETE ON $
   }
 
   /**
-   * Notifications for one lease on the store's connection. Healthy while the connection is up
-   * and listening; every reconnect reports an empty event, since notifications sent while it
-   * was down are lost.
+   * Hints for one lease on the store's connection: every event is empty ("read it again"),
+   * whatever the notification said, and at most one per hint interval. Healthy while the
+   * connection is up and listening; every reconnect is a hint, since notifications sent while
+   * it was down are lost.
    */
   watch(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void): () => void {
     const id = this.watchSeq++;
-    this.watchers.set(id, { name, onEvent, onHealth });
+    const hints = new HintThrottle(realClock, this.hintIntervalMs, () => onEvent({}));
+    this.watchers.set(id, { name, hints, onHealth });
     if (this.client) onHealth?.(true);
     else void this.connection().catch(() => {}); // health follows the connection
     return () => {
+      hints.cancel();
       this.watchers.delete(id);
     };
+  }
+
+  /**
+   * What is wrong with the store that will not fix itself, for health and readiness (the
+   * table was dropped under the candidates); null while the last request found the table.
+   */
+  problem(): string | null {
+    return this.problemText;
   }
 
   async close(): Promise<void> {
@@ -257,29 +309,39 @@ CREATE OR REPLACE TRIGGER leasehold_notify AFTER INSERT OR UPDATE OR DELETE ON $
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     const c = this.client ?? (await this.connecting?.catch(() => null)) ?? null;
     this.client = null;
+    for (const w of this.watchers.values()) w.hints.cancel();
     this.watchers.clear();
     await c?.end().catch(() => {});
   }
 
-  /** The open connection, or a new one (LISTENing, synchronous_commit on). */
+  /** The open connection, or a new one (LISTENing, synchronous_commit on), unless backing off. */
   private connection(): Promise<pg.Client> {
     if (this.client) return Promise.resolve(this.client);
     if (this.closed) return Promise.reject(new BackendUnavailableError(`${this.location}: the store is closed`));
+    const wait = Math.ceil(this.reconnectAt - performance.now());
+    if (wait > 0 && !this.connecting) {
+      return Promise.reject(new BackendUnavailableError(`postgres connect to ${this.location}: backing off after failures, next attempt in ${wait} ms`));
+    }
     this.connecting ??= (async () => {
       const client = new this.pg.Client(this.config);
       client.on('error', () => this.dropped(client)); // reported by the next call; never thrown
       client.on('end', () => this.dropped(client));
       client.on('notification', (n) => {
         if (n.channel !== this.channel) return;
-        const e = parseNotification(n.payload ?? '');
-        for (const w of this.watchers.values()) if (w.name === e.name) w.onEvent(e.event);
+        const name = notifiedLease(n.payload ?? '');
+        for (const w of this.watchers.values()) if (w.name === name) w.hints.hint();
       });
       try {
         await client.connect();
         await client.query('SET synchronous_commit = on');
+        // PostgreSQL 14+: a backend whose client vanished mid-statement ends within a second.
+        await client.query(`SET client_connection_check_interval = ${CLIENT_CHECK_MS}`).catch((err: unknown) => {
+          if ((err as { code?: string }).code !== '42704') throw err; // unknown parameter: an older server
+        });
         await client.query(`LISTEN "${this.channel}"`);
       } catch (err) {
         await client.end().catch(() => {});
+        this.backOff(0);
         throw this.translate(err, 'connect');
       }
       if (this.closed) {
@@ -287,10 +349,9 @@ CREATE OR REPLACE TRIGGER leasehold_notify AFTER INSERT OR UPDATE OR DELETE ON $
         throw new BackendUnavailableError(`${this.location}: the store is closed`);
       }
       this.client = client;
-      this.failures = 0;
       for (const w of this.watchers.values()) {
         w.onHealth?.(true);
-        w.onEvent({}); // whatever happened while we were not listening
+        w.hints.hint(); // whatever happened while we were not listening
       }
       return client;
     })().finally(() => {
@@ -304,14 +365,32 @@ CREATE OR REPLACE TRIGGER leasehold_notify AFTER INSERT OR UPDATE OR DELETE ON $
     if (this.client !== client) return;
     this.client = null;
     for (const w of this.watchers.values()) w.onHealth?.(false);
+    this.backOff(0);
+    this.log?.warn('postgres connection lost; reconnecting', { store: this.location, inMs: Math.ceil(this.reconnectAt - performance.now()) });
+  }
+
+  /**
+   * One more failure: no new connection for 100 ms doubling to 5 s, nor before `atLeastMs` (an
+   * abandoned backend's end). Watchers get a timer, so their health comes back on its own.
+   */
+  private backOff(atLeastMs: number): void {
+    const delay = Math.max(atLeastMs, Math.min(5_000, 100 * 2 ** Math.min(this.failures++, 6)));
+    this.reconnectAt = Math.max(this.reconnectAt, performance.now() + delay);
     if (this.closed || this.watchers.size === 0 || this.reconnectTimer) return;
-    const delay = Math.min(5_000, 100 * 2 ** Math.min(this.failures++, 6));
-    this.log?.warn('postgres connection lost; reconnecting', { store: this.location, inMs: delay });
-    this.reconnectTimer = setTimeout(() => {
-      this.reconnectTimer = null;
-      void this.connection().catch(() => this.dropped(client));
-    }, delay);
-    this.reconnectTimer.unref();
+    const schedule = () => {
+      this.reconnectTimer = setTimeout(
+        () => {
+          this.reconnectTimer = null;
+          if (this.client || this.closed || this.watchers.size === 0) return;
+          void this.connection().catch(() => {
+            if (!this.reconnectTimer) schedule();
+          });
+        },
+        Math.max(0, this.reconnectAt - performance.now()),
+      );
+      this.reconnectTimer.unref();
+    };
+    schedule();
   }
 
   private async query<R extends pg.QueryResultRow>(op: string, sql: string, params: unknown[], opts: CallOptions | undefined): Promise<pg.QueryResult<R>> {
@@ -319,21 +398,59 @@ CREATE OR REPLACE TRIGGER leasehold_notify AFTER INSERT OR UPDATE OR DELETE ON $
     const client = await this.connection();
     throwIfAborted(opts);
     const signal = opts?.signal;
-    // A query in flight cannot be taken back: on abort the connection is destroyed, which ends
-    // it on our side (the server rolls back a statement whose client vanished before commit).
-    const onAbort = () => {
+    const running = client.query<R>(sql, params);
+    return new Promise<pg.QueryResult<R>>((resolve, reject) => {
+      let done = false;
+      // The caller gives up: answer it now, and end the statement on the server rather than
+      // leave a backend queued for nobody (see giveUp).
+      const onAbort = () => {
+        if (done) return;
+        done = true;
+        reject(abortReason(signal!));
+        this.giveUp(client, running);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      running.then(
+        (r) => {
+          signal?.removeEventListener('abort', onAbort);
+          this.failures = 0;
+          this.problemText = null;
+          if (done) return;
+          done = true;
+          resolve(r);
+        },
+        (err: unknown) => {
+          signal?.removeEventListener('abort', onAbort);
+          const translated = this.translate(err, op);
+          if (/^(57014|55P03)$/.test((err as { code?: string }).code ?? '')) this.backOff(0);
+          if (done) return;
+          done = true;
+          reject(translated);
+        },
+      );
+    });
+  }
+
+  /**
+   * Ends a statement nobody waits for: a CancelRequest to the server (on a connection of its
+   * own, which takes no slot). If the statement is still running CANCEL_GRACE_MS later (the
+   * server is unreachable), the connection is destroyed, and no new one is made until the
+   * abandoned backend must have ended (its statement_timeout), so the backends stay bounded.
+   */
+  private giveUp(client: pg.Client, running: Promise<unknown>): void {
+    let settled = false;
+    const grace = setTimeout(() => {
+      if (settled || this.client !== client) return;
       this.dropped(client);
+      this.backOff(this.statementTimeoutMs + CANCEL_GRACE_MS);
       (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      return await client.query<R>(sql, params);
-    } catch (err) {
-      if (signal?.aborted) throw abortReason(signal);
-      throw this.translate(err, op);
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-    }
+    }, CANCEL_GRACE_MS);
+    grace.unref();
+    void running.then(
+      () => ((settled = true), clearTimeout(grace)),
+      () => ((settled = true), clearTimeout(grace)),
+    );
+    sendCancel(client, CANCEL_GRACE_MS);
   }
 
   /** One coded error per failure, naming the store but never the password. */
@@ -345,6 +462,17 @@ CREATE OR REPLACE TRIGGER leasehold_notify AFTER INSERT OR UPDATE OR DELETE ON $
     if (code === '3D000') return new StoreOpenError(`${what}: ${describeError(err)}`, { cause: err });
     if (code === '42501') return new StoreOpenError(`${what}: no permission (${describeError(err)})`, { cause: err });
     if (code === '22003') return new InvalidRecordError(`${what}: ${describeError(err)}`, { cause: err });
+    if (code === '42P01') {
+      this.problemText = `the lease table ${this.schema}.${this.table} does not exist (it was dropped): recreate it with the SQL in docs/postgres.md, or restart leasehold to create it`;
+      return new BackendError(`${what}: ${this.problemText}`, { cause: err });
+    }
+    // The server ended the statement at its bound: someone holds a lock on the table, or it is overloaded.
+    if (code === '55P03' || code === '57014') {
+      return new BackendUnavailableError(
+        `${what}: no answer within ${this.statementTimeoutMs} ms (${describeError(err)}): is another session holding a lock on the table?`,
+        { cause: err },
+      );
+    }
     // A server certificate the client refuses is a misconfiguration (sslmode, sslrootcert), not an outage.
     if (
       /^(UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|CERT_\w+|ERR_TLS_CERT_ALTNAME_INVALID)$/.test(
@@ -363,25 +491,26 @@ CREATE OR REPLACE TRIGGER leasehold_notify AFTER INSERT OR UPDATE OR DELETE ON $
   }
 }
 
-function describeError(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+/**
+ * A CancelRequest for the statement running on `client`'s backend, as libpq's PQcancel sends
+ * it: 16 bytes on a new socket, which the server reads before allocating any backend.
+ */
+function sendCancel(client: pg.Client, timeoutMs: number): void {
+  const c = client as unknown as { processID: number | null; secretKey: number | null; host: string; port: number };
+  if (c.processID === null || c.secretKey === null) return;
+  const packet = Buffer.alloc(16);
+  packet.writeInt32BE(16, 0);
+  packet.writeInt32BE(80877102, 4); // the cancel request code: 1234 << 16 | 5678
+  packet.writeInt32BE(c.processID, 8);
+  packet.writeInt32BE(c.secretKey, 12);
+  const socket = c.host.startsWith('/') ? netConnect(`${c.host}/.s.PGSQL.${c.port}`) : netConnect(c.port, c.host);
+  socket.setTimeout(timeoutMs, () => socket.destroy());
+  socket.on('error', () => {}); // best effort: giveUp's grace timer covers a cancel that never arrives
+  socket.on('connect', () => socket.end(packet));
 }
 
-/**
- * A notification: the trigger's JSON row (a record, or a deletion with the last record), or a
- * bare lease name from a write on a table without the trigger (a hint: "read it again").
- */
-export function parseNotification(payload: string): { name: string; event: WatchEvent } {
-  if (!payload.startsWith('{')) return { name: payload, event: {} };
-  try {
-    const row = JSON.parse(payload) as Row & { name: string; deleted?: boolean };
-    const record = toRecord(row);
-    return row.deleted
-      ? { name: row.name, event: { record: null, deleted: record } }
-      : { name: row.name, event: { record: { record, version: String(row.version) } } };
-  } catch {
-    return { name: '', event: {} };
-  }
+function describeError(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 function values(r: LeaseRecord): unknown[] {

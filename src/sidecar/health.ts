@@ -1,5 +1,6 @@
 import type { Timings } from '../election/elector-config.js';
 import type { ElectorSnapshot } from '../election/elector.js';
+import type { LeaseStore } from '../backends/lease-store.js';
 
 const READY_WHEN = ['leader', 'elected-any'] as const;
 export type ReadyWhen = (typeof READY_WHEN)[number];
@@ -51,4 +52,14 @@ export class Readiness {
     }
     return this.seenLeader ? { ok: true, reason: 'a leader has been elected' } : { ok: false, reason: 'no leader seen yet' };
   }
+}
+
+/**
+ * A store that cannot work until a person acts (PostgreSQL: the lease table was dropped) makes
+ * both checks fail with its reason: nobody can lead, and a restart recreates the table when the
+ * role may (or stops with the SQL to run, exit 2).
+ */
+export function withStoreProblem(store: Pick<LeaseStore, 'problem'>, v: Verdict): Verdict {
+  const problem = store.problem?.() ?? null;
+  return problem === null ? v : { ok: false, reason: `store: ${problem}` };
 }

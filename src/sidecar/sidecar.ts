@@ -9,7 +9,7 @@ import type { Timings } from '../election/elector-config.js';
 import { ElectionMetrics } from './metrics.js';
 import { StatusPublisher, toLeaderStatus } from './status-publisher.js';
 import { StatusServer } from './http-server.js';
-import { Readiness, liveness, type ReadyWhen } from './health.js';
+import { Readiness, liveness, withStoreProblem, type ReadyWhen } from './health.js';
 import type { PodLabeler } from './pod-labeler.js';
 
 export interface SidecarOptions extends Timings {
@@ -110,8 +110,8 @@ export class Sidecar {
     this.server = opts.listen
       ? new StatusServer({
           status: () => toLeaderStatus(this.elector.snapshot(), this.clock.now()),
-          liveness: () => liveness(this.elector.snapshot(), opts, this.clock.monotonic()),
-          readiness: () => this.readiness.check(this.elector.snapshot()),
+          liveness: () => withStoreProblem(opts.store, liveness(this.elector.snapshot(), opts, this.clock.monotonic())),
+          readiness: () => withStoreProblem(opts.store, this.readiness.check(this.elector.snapshot())),
           registry: m.registry,
         })
       : null;

@@ -4,7 +4,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StatusPublisher, checkStatusDir, toLeaderStatus } from './status-publisher.js';
-import { Readiness, liveness } from './health.js';
+import { Readiness, liveness, withStoreProblem } from './health.js';
 import type { ElectorSnapshot } from '../election/elector.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-status-'));
@@ -89,5 +89,15 @@ describe('health', () => {
     assert.equal(any.check(snap({ isLeader: false, holder: null })).ok, false, 'no leader known yet');
     assert.equal(any.check(snap({ isLeader: false, holder: 'other' })).ok, true);
     assert.equal(any.check(snap({ isLeader: false, holder: '' })).ok, true, 'stays ready during a handoff');
+  });
+});
+
+it('a store problem that will not fix itself (a dropped table) fails liveness and readiness with its reason', () => {
+  const ok = { ok: true, reason: 'leader' };
+  assert.deepEqual(withStoreProblem({}, ok), ok, 'a store without problem() changes nothing');
+  assert.deepEqual(withStoreProblem({ problem: () => null }, ok), ok);
+  assert.deepEqual(withStoreProblem({ problem: () => 'the lease table public.leases does not exist (it was dropped)' }, ok), {
+    ok: false,
+    reason: 'store: the lease table public.leases does not exist (it was dropped)',
   });
 });

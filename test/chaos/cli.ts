@@ -58,12 +58,22 @@ if (which === 'sqlite' || which === 'both' || which === 'all') {
 if (which === 'postgres' || which === 'all') {
   const dir = tempDir('leasehold-chaos-');
   const { startPostgres } = await import('../env/postgres.js');
+  const { postgresNeighbour } = await import('./postgres-neighbour.js');
   const pg = await startPostgres();
   try {
     say(`postgres: seed ${seed}, ${seconds} s`);
     const backendArgs = ['--backend', 'postgres', '--postgres-url', pg.url(), '--lease', 'chaos'];
     reports.push(
-      await runChaos({ backend: 'postgres', backendArgs, dir: dir.path, seed, seconds, database: { stop: pg.stopServer, start: pg.startServer }, log: say }),
+      await runChaos({
+        backend: 'postgres',
+        backendArgs,
+        dir: dir.path,
+        seed,
+        seconds,
+        database: { stop: pg.stopServer, start: pg.startServer },
+        postgresNeighbour: postgresNeighbour((role) => pg.url(role)),
+        log: say,
+      }),
     );
   } finally {
     await pg.stop();

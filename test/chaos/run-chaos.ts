@@ -3,8 +3,9 @@
  * resource with its token), and faults injected at random from a recorded seed: SIGKILL of a
  * sidecar (restarted later), a freeze of a whole candidate (sidecar and app SIGSTOPped) longer
  * than the lease, a graceful restart, and on Kubernetes a kube-apiserver restart or an etcd
- * stop, each longer than renewDeadline, and a neighbour writing to the store (see ChaosOptions) while
- * the leader is killed. The same seed replays the same fault schedule (the
+ * stop, each longer than renewDeadline; on PostgreSQL a database restart, and a neighbour's
+ * faults: a SIGKILL under forged notifications, and the table locked past renewDeadline; on
+ * Kubernetes a neighbour churning the Lease's metadata while the leader is killed. The same seed replays the same fault schedule (the
  * timing of the processes themselves is not replayable; the sequence of faults is).
  *
  * Checked:
@@ -41,7 +42,19 @@ export interface ChaosOptions {
    * leader is SIGKILLed while it runs, and a standby must still take over within the bound.
    */
   neighbour?: { name: string; start(): void; stop(): Promise<unknown> };
+  /** PostgreSQL only: another role on the same database (test/postgres/chaos.test.ts). */
+  postgresNeighbour?: PostgresNeighbour;
   log?: (line: string) => void;
+}
+
+/**
+ * What another role may do to leasehold's table: flood its channel with forged notifications
+ * (each "released" or "deleted" with a huge token) for `ms`, and hold an ACCESS EXCLUSIVE lock
+ * on the table for `ms`. Each resolves when it has stopped.
+ */
+export interface PostgresNeighbour {
+  forge(ms: number): Promise<void>;
+  lock(ms: number): Promise<void>;
 }
 
 export interface ChaosReport {
@@ -112,6 +125,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     ...(o.database ? ['database'] : []),
     ...(o.neighbour ? [o.neighbour.name] : []),
   ];
+  if (o.postgresNeighbour) kinds.push('forged-notify', 'table-lock');
   const firstRound = [...kinds].sort(() => rand() - 0.5);
   const leaderAmong = (ms: Member[]) => ms.find((m) => validLeaders([m.sidecar]).length > 0);
   const violations: string[] = [];
@@ -138,7 +152,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       const leader = leaderAmong(members);
       const victim = leader && rand() < 0.6 ? leader : pick(members);
       const others = members.filter((m) => m !== victim);
-      const what = ['apiserver', 'etcd', 'database'].includes(kind) ? `${kind} outage` : `${kind} of ${victim.id}`;
+      const what = ['apiserver', 'etcd', 'database', 'table-lock'].includes(kind) ? `${kind} outage` : `${kind} of ${victim.id}`;
       count(kind);
       say(`fault ${what}`);
       const t0 = Date.now();
@@ -173,6 +187,20 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           await o.neighbour.stop();
         }
         restartSidecar(victim);
+      } else if (kind === 'forged-notify') {
+        // The victim is killed under a flood of forged notifications: a failover within the
+        // bound all the same, and no token the flood claimed.
+        const flood = o.postgresNeighbour!.forge(LEASE_MS + 2_000);
+        victim.sidecar.proc.kill('SIGKILL');
+        await victim.sidecar.proc.exited;
+        await leaderAgain(what, others, t0);
+        await flood;
+        restartSidecar(victim);
+      } else if (kind === 'table-lock') {
+        // Nobody can renew while another session holds the table: as an outage, a leader again
+        // within the bound from the moment the lock is released.
+        await o.postgresNeighbour!.lock(DEADLINE_MS + between(500, 1_500));
+        await leaderAgain(`the end of the ${what}`, members, Date.now());
       } else {
         const part = kind === 'apiserver' ? o.apiServer! : kind === 'etcd' ? o.etcd! : o.database!;
         await part.stop();

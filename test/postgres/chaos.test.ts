@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { tempDir } from '../helpers/cli.js';
 import { startPostgres } from '../env/postgres.js';
 import { formatReport, runChaos } from '../chaos/run-chaos.js';
+import { postgresNeighbour } from '../chaos/postgres-neighbour.js';
 
 // The short version of `npm run chaos -- --backend postgres`: its own PostgreSQL server, so
 // it can stop and start the database under the candidates.
@@ -13,26 +14,28 @@ describe('chaos on PostgreSQL (short)', () => {
   after(dir.cleanup);
 
   it(
-    `5 candidates under kills, freezes, restarts and database restarts: no stale write, no overlapping terms, a leader again after every fault (seed ${SEED})`,
-    { timeout: 180_000 },
+    `5 candidates under kills, freezes, restarts, database restarts, forged notifications and a locked table: no stale write, no overlapping terms, a leader again after every fault (seed ${SEED})`,
+    { timeout: 240_000 },
     async () => {
-      const pg = await startPostgres();
+      const server = await startPostgres();
       try {
-        const backendArgs = ['--backend', 'postgres', '--postgres-url', pg.url(), '--lease', 'chaos'];
+        const backendArgs = ['--backend', 'postgres', '--postgres-url', server.url(), '--lease', 'chaos'];
         const r = await runChaos({
           backend: 'postgres',
           backendArgs,
           dir: dir.path,
           seed: SEED,
-          seconds: 25,
-          database: { stop: pg.stopServer, start: pg.startServer },
+          seconds: 45,
+          database: { stop: server.stopServer, start: server.startServer },
+          postgresNeighbour: postgresNeighbour((role) => server.url(role)),
         });
         console.log(formatReport(r));
         assert.deepEqual(r.violations, [], `replay with LEASEHOLD_CHAOS_SEED=${SEED}`);
         assert.ok(r.accepted > 0, 'the apps did write');
         assert.ok(r.terms >= 2, 'leadership changed hands');
+        assert.ok((r.faults['forged-notify'] ?? 0) > 0 && (r.faults['table-lock'] ?? 0) > 0, 'the neighbour faults ran');
       } finally {
-        await pg.stop();
+        await server.stop();
       }
     },
   );

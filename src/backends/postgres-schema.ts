@@ -1,0 +1,48 @@
+/**
+ * The SQL that makes a lease table, as leasehold runs it and as docs/postgres.md prints it for
+ * an administrator (a test checks the page against this function and runs the page's SQL):
+ * the table, a trigger function that notifies the table's channel with the lease's name only,
+ * and the trigger. DROP TRIGGER IF EXISTS + CREATE TRIGGER rather than CREATE OR REPLACE
+ * TRIGGER (PostgreSQL 14 or later): EXECUTE FUNCTION needs PostgreSQL 11, nothing here newer.
+ */
+import { channelName } from './postgres-notify.js';
+
+/** The trigger function: named after the channel, so two tables never share (or replace) one. */
+export function notifyFunction(schema: string, table: string): string {
+  return `"${schema}"."${channelName(schema, table)}"`;
+}
+
+/** Statements leasehold runs to create a missing table (in one transaction). */
+export function createStatements(schema: string, table: string): string[] {
+  const qualified = `"${schema}"."${table}"`;
+  const channel = channelName(schema, table);
+  const fn = notifyFunction(schema, table);
+  return [
+    `CREATE TABLE IF NOT EXISTS ${qualified} (
+  name TEXT PRIMARY KEY,
+  holder_identity TEXT NOT NULL,
+  fencing_token BIGINT NOT NULL,
+  renew_time DOUBLE PRECISION NOT NULL,
+  lease_duration_seconds DOUBLE PRECISION NOT NULL,
+  acquire_time DOUBLE PRECISION NOT NULL DEFAULT 0,
+  version BIGINT NOT NULL DEFAULT 1
+)`,
+    `CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  PERFORM pg_notify('${channel}', CASE WHEN TG_OP = 'DELETE' THEN OLD.name ELSE NEW.name END);
+  RETURN NULL;
+END
+$f$`,
+    `DROP TRIGGER IF EXISTS leasehold_notify ON ${qualified}`,
+    `CREATE TRIGGER leasehold_notify AFTER INSERT OR UPDATE OR DELETE ON ${qualified} FOR EACH ROW EXECUTE FUNCTION ${fn}()`,
+  ];
+}
+
+/** What an administrator runs for a role without DDL rights: everything, in one transaction, then the grants. */
+export function adminScript(schema: string, table: string, role: string): string {
+  const grants = [
+    ...(schema === 'public' ? [] : [`GRANT USAGE ON SCHEMA "${schema}" TO "${role}";`]),
+    `GRANT SELECT, INSERT, UPDATE ON "${schema}"."${table}" TO "${role}";`,
+  ];
+  return ['BEGIN;', ...createStatements(schema, table).map((s) => `${s};`), 'COMMIT;', ...grants].join('\n');
+}
