@@ -31,22 +31,23 @@ describe('the pod labeller on a real API server', () => {
     ).metadata;
     return { role: meta.labels['leasehold.io/role'], lease: meta.labels[LEASE_LABEL], token: meta.annotations?.[TOKEN_ANNOTATION] };
   };
-  /** Labels `pod` as its own sidecar would for a term, and waits until the label is on it. */
-  const labelled = async (ns: string, pod: string, lease: string, token: number) => {
-    const own = new PodLabeler(client, ns, pod, lease, log);
-    own.set('leader', token);
-    await own.flush(10_000);
-    assert.equal(labels(ns, pod).role, 'leader');
+  /**
+   * Labels `pod` leader of `lease` for a term as its own sidecar does, through kubectl: not
+   * through a PodLabeler, which as leader would demote the others itself.
+   */
+  const labelled = (ns: string, pod: string, lease: string, token: number) => {
+    const metadata = { labels: { 'leasehold.io/role': 'leader', [LEASE_LABEL]: lease }, annotations: { [TOKEN_ANNOTATION]: String(token) } };
+    kubectl(['patch', 'pod', pod, '-n', ns, '--type', 'merge', '-p', JSON.stringify({ metadata })]);
   };
 
   it('a new leader relabels follower the pods of its lease still labelled leader for an older term, and no others', { timeout: 60_000 }, async () => {
     const ns = await podsIn('demote', ['former', 'newer', 'elsewhere', 'next']);
     // `former` led term 3 and was then cut off: it can no longer relabel itself.
-    await labelled(ns, 'former', 'billing', 3);
+    labelled(ns, 'former', 'billing', 3);
     // `newer` leads a later term (5) than the new leader's (4): it must be left alone.
-    await labelled(ns, 'newer', 'billing', 5);
+    labelled(ns, 'newer', 'billing', 5);
     // `elsewhere` leads another lease in the same namespace.
-    await labelled(ns, 'elsewhere', 'reports', 1);
+    labelled(ns, 'elsewhere', 'reports', 1);
     const next = new PodLabeler(client, ns, 'next', 'billing', log, 200);
     lines.length = 0;
     const t0 = Date.now();
@@ -85,10 +86,10 @@ describe('the pod labeller on a real API server', () => {
 
   it('a pod relabelled leader for a newer term after the list is not demoted by the stale list', { timeout: 60_000 }, async () => {
     const ns = await podsIn('stale', ['former', 'next']);
-    await labelled(ns, 'former', 'billing', 3);
+    labelled(ns, 'former', 'billing', 3);
     // Between the new leader's list and its patch, `former` leads again, for term 5.
     const next = new PodLabeler(
-      listThen(() => labelled(ns, 'former', 'billing', 5)),
+      listThen(async () => labelled(ns, 'former', 'billing', 5)),
       ns,
       'next',
       'billing',
@@ -108,7 +109,7 @@ describe('the pod labeller on a real API server', () => {
 
   it('a leader that steps down before its patches are sent demotes nobody', { timeout: 60_000 }, async () => {
     const ns = await podsIn('stepdown', ['former', 'next']);
-    await labelled(ns, 'former', 'billing', 3);
+    labelled(ns, 'former', 'billing', 3);
     // Between the list and the patch it would send, the new leader steps down.
     const next: PodLabeler = new PodLabeler(
       listThen(async () => next.set('follower')),
