@@ -126,8 +126,8 @@ export class PodLabeler {
    * Relabels `follower` every other pod of this lease that is labelled leader for a term no newer
    * than `token` (a former leader that could not relabel itself), while this candidate still
    * leads that term. Each patch carries the resourceVersion listed, so it fails (409) on a pod
-   * changed since; the list is then read again. Ends when the list shows no such pod; a failed
-   * list or patch is retried every retryMs.
+   * changed since; the list is then read again. Ends when the list shows no such pod, or at a 403;
+   * another failed list or patch is retried every retryMs.
    */
   private async demoteOthers(token: number): Promise<void> {
     this.demoting = token;
@@ -150,13 +150,16 @@ export class PodLabeler {
               this.log.info('relabelled a former leader pod follower', { pod: p.metadata.name, podToken: termOf(p), token });
             } catch (err) {
               const status = httpStatus(err);
-              if (status === 409)
-                conflicted = true; // changed since the list: judged again from a new list
-              else if (status !== 404) throw err; // 404: the pod is gone
+              // 409: the pod changed since the list, judged again from a new list; 404: it is gone.
+              if (status === 409) conflicted = true;
+              else if (status !== 404) throw err;
             }
           }
         } catch (err) {
           this.log.warn('cannot relabel former leader pods', { error: describeError(err) });
+          // Without list or patch on pods (RBAC from before this existed) retrying cannot help:
+          // said once per term, not every retryMs.
+          if (httpStatus(err) === 403) return;
           failed = true;
         }
         // After a conflict the list is read again at once; after a failure, or to confirm that
