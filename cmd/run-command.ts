@@ -55,7 +55,7 @@ export async function runRun(a: RunArgs, flags: readonly string[]): Promise<numb
   resolveExecutable(argv[0]!);
   await checkListenHost(s.listen, a.listen);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
-  const { store, podLabeler } = await openStoreAndLabeler({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 }, s.podLabel, s.identity, log);
+  const { store, podLabeler } = await openStoreAndLabeler({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 }, s.podLabel, s.identity, s.lease, log);
   const runner = new LeaderRunner({
     ...s,
     store,

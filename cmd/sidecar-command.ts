@@ -15,15 +15,16 @@ import { onShutdownSignal } from './signals.js';
 import type { Logger } from '../src/log.js';
 
 /**
- * The store, and for `--pod-label` a PodLabeler for the pod named by --identity; both use one
- * API connection (its credentials, its keep-alive sockets).
+ * The store, and for `--pod-label` a PodLabeler for the pod named by --identity (labelled with
+ * the lease it campaigns for); both use one API connection (its credentials, its keep-alive
+ * sockets).
  */
-export async function openStoreAndLabeler(settings: StoreSettings, podLabel: boolean, pod: string, log: Logger) {
+export async function openStoreAndLabeler(settings: StoreSettings, podLabel: boolean, pod: string, lease: string, log: Logger) {
   const kube = settings.backend === 'kubernetes' ? await connectKubernetes(settings) : undefined;
   const store = await openStore({ ...settings, kube, log });
   if (!podLabel || !kube) return { store, podLabeler: undefined };
   const { PodLabeler } = await import('../src/sidecar/pod-labeler.js');
-  return { store, podLabeler: new PodLabeler(kube.client, kube.namespace, pod, log) };
+  return { store, podLabeler: new PodLabeler(kube.client, kube.namespace, pod, lease, log) };
 }
 
 export type SidecarArgs = FlagsOf<typeof sidecarFlags>;
@@ -82,7 +83,7 @@ export async function runSidecar(a: SidecarArgs): Promise<number> {
   const s = resolveSidecar(a);
   await checkListenHost(s.listen, a.listen);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
-  const { store, podLabeler } = await openStoreAndLabeler({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 }, s.podLabel, s.identity, log);
+  const { store, podLabeler } = await openStoreAndLabeler({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 }, s.podLabel, s.identity, s.lease, log);
   const sidecar = new Sidecar({ ...s, store, log, podLabeler });
   const stopped = new Promise<void>((resolve) =>
     onShutdownSignal(async (signal) => {

@@ -68,7 +68,7 @@ export class Sidecar {
         m.leadershipChanges.inc({ lease: name, event: 'acquired' });
         this.termMetrics(term);
         this.publish();
-        opts.podLabeler?.set('leader');
+        opts.podLabeler?.set('leader', term.token);
         extra.onStartedLeading?.(term);
       },
       onRenewed: (term) => {

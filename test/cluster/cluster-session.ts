@@ -21,6 +21,16 @@ export const LOCAL_IMAGES = [
   'app.image.pullPolicy=Never',
 ].flatMap((s) => ['--set', s]);
 
+/**
+ * iptables matches for a pod's traffic to the API server (cluster.sh): the in-cluster address
+ * of kubernetes.default, and the API server's own address and port. Probes from the node to the
+ * pod and their answers are not matched.
+ */
+export const API_SERVER_ADDRESSES = [
+  ['-d', '10.96.0.1', '-p', 'tcp', '--dport', '443'],
+  ['-d', '10.244.77.1', '-p', 'tcp', '--dport', '16443'],
+];
+
 export class ClusterSession {
   readonly dir: string;
   private readonly parent: string;
@@ -76,6 +86,19 @@ export class ClusterSession {
       const usage = Number(read('/sys/fs/cgroup/memory.current'));
       return usage - Number(/^inactive_file (\d+)$/m.exec(read('/sys/fs/cgroup/memory.stat'))![1]);
     }
+  }
+
+  /** The host PID of a container's process (its task in containerd), e.g. for nsenter. */
+  containerPid(pod: string, container: string): number {
+    const status = JSON.parse(this.kubectl('get', 'pod', pod, '-o', 'json')) as {
+      status: { containerStatuses?: { name: string; containerID: string }[]; initContainerStatuses?: { name: string; containerID: string }[] };
+    };
+    const all = [...(status.status.containerStatuses ?? []), ...(status.status.initContainerStatuses ?? [])];
+    const id = all.find((c) => c.name === container)!.containerID.replace(/^containerd:\/\//, '');
+    const tasks = execFileSync('ctr', ['-a', join(this.dir, 'containerd', 'containerd.sock'), '-n', 'k8s.io', 'tasks', 'ls'], { encoding: 'utf8' });
+    const line = tasks.split('\n').find((l) => l.startsWith(`${id} `));
+    if (!line) throw new Error(`no containerd task for ${pod}/${container} (${id})`);
+    return Number(line.trim().split(/\s+/)[1]);
   }
 
   /** When a container of a pod last started (its running state), as epoch ms. */

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { waitFor } from '../helpers/cli.js';
-import { CHART, ClusterSession, LOCAL_IMAGES } from './cluster-session.js';
+import { API_SERVER_ADDRESSES, CHART, ClusterSession, LOCAL_IMAGES } from './cluster-session.js';
 import { allReady, onlyEndpointIs, onlyLeaderReady, readPods, readServiceEndpoints, singleLeader, type LeaseView } from '../helpers/cluster-views.js';
 
 const RELEASE = 'lh';
@@ -78,8 +78,20 @@ describe('the chart on a real node', () => {
     return Date.parse((JSON.parse(line) as { time: string }).time);
   };
 
+  /** Undoes whatever a check did to a pod's network; run again in teardown, whatever happened. */
+  const undo: (() => void)[] = [];
+  const runUndo = () => {
+    for (const u of undo.splice(0).reverse()) u();
+  };
+
   before(() => cluster.up());
-  after(() => cluster.down());
+  after(() => {
+    try {
+      runUndo();
+    } finally {
+      cluster.down();
+    }
+  });
 
   it('helm install against the version-stamped API server: exactly one leader, and every view agrees', { timeout: 240_000 }, async () => {
     assert.match(kubectl('version', '-o', 'json'), /"gitVersion": "v1\.37\.2"/);
@@ -265,6 +277,69 @@ describe('the chart on a real node', () => {
       );
       const now = await agreed('elected-any', 120_000);
       assert.equal(now.leader, next);
+    },
+  );
+
+  it(
+    'a leader pod cut off from the API server: within 2 s of the takeover the leader Service has only the new leader, while the cut lasts; after it, every view agrees',
+    { timeout: 300_000 },
+    async () => {
+      // The chart's default readiness (elected-any), podLabel.enabled and leaderService, 3 replicas:
+      // every pod stays Ready, so only the role label keeps the cut-off pod out of the Service.
+      const { leader: old } = await agreed('elected-any', 120_000);
+      const pid = cluster.containerPid(old, 'leasehold');
+      const iptables = (op: '-I' | '-D', rule: string[]) =>
+        execFileSync('nsenter', [`--net=/proc/${pid}/ns/net`, 'iptables', op, 'OUTPUT', ...rule, '-j', 'DROP'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      for (const rule of API_SERVER_ADDRESSES) {
+        iptables('-I', rule);
+        undo.push(() => {
+          try {
+            iptables('-D', rule);
+          } catch {
+            // the pod (and its network namespace) is gone
+          }
+        });
+      }
+      const t0 = Date.now();
+      try {
+        const next = await waitFor(
+          'another pod to take over',
+          () => {
+            const h = holder();
+            return h !== '' && h !== old && h;
+          },
+          60_000,
+          100,
+        );
+        const takeover = Date.parse((lease() as LeaseView & { acquireTime: string }).acquireTime);
+        console.log(`cluster: ${old} cut off from the API server; ${next} took over ${takeover - t0} ms after the cut`);
+        await waitFor(
+          'the leader Service to route to the new leader only',
+          () => onlyEndpointIs(readServiceEndpoints(kubectl, LEADER_SERVICE), next).ok,
+          30_000,
+          100,
+        );
+        const routedMs = Date.now() - takeover;
+        console.log(`cluster: the leader Service had only ${next}'s endpoint ${routedMs} ms after the takeover (kubectl polling included)`);
+        assert.ok(routedMs < 2_000, `the leader Service routed to ${old} as well for ${routedMs} ms after the takeover`);
+        // The cut lasts: the old sidecar stepped down on its own, but stays Ready (elected-any);
+        // it is out of the Service because the new leader relabelled it, and stays out.
+        const [o] = readPods(kubectl, RELEASE).filter((p) => p.name === old);
+        assert.equal(o?.status?.isLeader, false, `${old}'s status file still says leader`);
+        assert.equal(o?.ready, true, `${old} is not Ready: the Service would drop it anyway, the case is not reproduced`);
+        assert.equal(o?.role, 'follower');
+        const until = Date.now() + 5_000;
+        while (Date.now() < until) {
+          const ep = onlyEndpointIs(readServiceEndpoints(kubectl, LEADER_SERVICE), next);
+          assert.ok(ep.ok, `while ${old} is still cut off: ${ep.problem}`);
+          await new Promise((r) => setTimeout(r, 500));
+        }
+        assert.equal(holder(), next);
+      } finally {
+        runUndo();
+      }
+      const healed = await agreed('elected-any', 120_000);
+      console.log(`cluster: network healed; ${healed.leader} leads with token ${healed.token}, and every view agrees`);
     },
   );
 });

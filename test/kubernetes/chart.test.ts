@@ -95,7 +95,11 @@ describe('the Helm chart', () => {
     assert.deepEqual(find(onlyRbac, 'Service'), [], 'app.enabled=false renders only the ServiceAccount and RBAC (and the test pod)');
     const labelled = render(['podLabel.enabled=true', 'podLabel.leaderService=true']);
     assert.ok(find(labelled, 'Deployment')[0]!.spec.template.spec.containers[1].args.includes('--pod-label'));
-    assert.deepEqual(JSON.parse(JSON.stringify(find(labelled, 'Role')[0]!.rules!.at(-1))), { apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] });
+    assert.deepEqual(JSON.parse(JSON.stringify(find(labelled, 'Role')[0]!.rules!.at(-1))), {
+      apiGroups: [''],
+      resources: ['pods'],
+      verbs: ['get', 'list', 'patch'],
+    });
     const leaderSvc = find(labelled, 'Service').find((svc) => svc.metadata.name === 'demo-leasehold-leader')!;
     assert.equal(leaderSvc.spec.selector['leasehold.io/role'], 'leader');
     assert.deepEqual(
