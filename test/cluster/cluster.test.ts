@@ -222,11 +222,11 @@ describe('the chart on a real node', () => {
     if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
     const workingSet = cluster.workingSetBytes(pod, 'leasehold');
     const limit = 160 * 1024 * 1024;
-    const mb = (b: number) => (b / 1024 / 1024).toFixed(1);
+    const mib = (b: number) => (b / 1024 / 1024).toFixed(1);
     console.log(
-      `cluster: sidecar working set ${mb(workingSet)} MB (cgroup, ${Math.round((Date.now() - started) / 1000)} s after it started), limit ${mb(limit)} MB`,
+      `cluster: sidecar working set ${mib(workingSet)} MiB (cgroup, ${Math.round((Date.now() - started) / 1000)} s after it started), limit ${mib(limit)} MiB`,
     );
-    assert.ok(workingSet < limit / 2, `working set ${mb(workingSet)} MB is not under half the ${mb(limit)} MB limit`);
+    assert.ok(workingSet < limit / 2, `working set ${mib(workingSet)} MiB is not under half the ${mib(limit)} MiB limit`);
   });
 
   it(
