@@ -113,6 +113,14 @@ export class SqliteLeaseStore implements LeaseStore {
       }
     } catch (err) {
       db.close();
+      // Another process holding a transaction open is an outage of the store, not bad input:
+      // status exits 3, and a sidecar or run exits 1 (a restart tries again).
+      if (/^SQLITE_(BUSY|LOCKED)/.test((err as { code?: string }).code ?? '')) {
+        throw new BackendUnavailableError(
+          `cannot set up SQLite lease store ${path}: the database is locked by another process (a transaction held open?) and stayed locked past the set-up's patience`,
+          { cause: err },
+        );
+      }
       throw new StoreOpenError(`cannot prepare SQLite lease store ${path}: ${explainOpenFailure(path, err)}`, { cause: err });
     }
     this.opened = identityOf(path);
