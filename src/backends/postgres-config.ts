@@ -74,7 +74,18 @@ export function clientConfig(url: string | undefined, connectTimeoutMs: number, 
       throw new InvalidConfigError(`invalid ${param} in --postgres-url: ${JSON.stringify(file)}: ${why}; it must be a readable PEM file`);
     }
   }
-  return { ...base, connectionString: url };
+  return { ...base, connectionString: withoutSslAlias(url, parsed) };
+}
+
+/**
+ * node-postgres treats sslmode prefer, require and verify-ca as verify-full, and says so in a
+ * nine-line process warning on every start. Naming verify-full keeps that exact behaviour
+ * (docs/postgres.md) without the warning; `uselibpqcompat=true` asks for libpq's meanings and
+ * is left as given.
+ */
+function withoutSslAlias(url: string, parsed: URL): string {
+  if (parsed.searchParams.get('uselibpqcompat') === 'true') return url;
+  return url.replace(/([?&])sslmode=(prefer|require|verify-ca)(?=&|#|$)/, '$1sslmode=verify-full');
 }
 
 /** The sslmode values node-postgres knows; any other it would silently treat as TLS (or, from PGSSLMODE, as no TLS). */

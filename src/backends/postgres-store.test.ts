@@ -58,6 +58,16 @@ it('table names and URLs are checked without echoing a password', () => {
   assert.equal(describeTarget(clientConfig('postgres://u:hunter2@db.example:6543/leases?sslmode=require', 1000)), 'u@db.example:6543/leases');
 });
 
+it('sslmode prefer, require and verify-ca are sent as verify-full, what node-postgres does with them anyway, so it prints no warning', () => {
+  for (const mode of ['prefer', 'require', 'verify-ca']) {
+    const c = clientConfig(`postgres://u:p%40ss@db.example:6543/leases?sslmode=${mode}&sslrootcert=/dev/null`, 1000, {});
+    assert.equal(c.connectionString, 'postgres://u:p%40ss@db.example:6543/leases?sslmode=verify-full&sslrootcert=/dev/null');
+  }
+  const compat = 'postgres://u@db.example/leases?uselibpqcompat=true&sslmode=require';
+  assert.equal(clientConfig(compat, 1000, {}).connectionString, compat, 'libpq semantics asked for: left alone');
+  assert.equal(clientConfig('postgres://u@h/d?sslmode=disable', 1000, {}).connectionString, 'postgres://u@h/d?sslmode=disable');
+});
+
 it('an sslmode node-postgres does not know, in the URL or PGSSLMODE, and an unreadable sslrootcert are refused in one line', () => {
   const url = (q: string) => `postgres://u:hunter2@db.example/leases?${q}`;
   const refused = (fn: () => unknown, pattern: RegExp) =>
