@@ -70,6 +70,8 @@ describe('the package as users install it (npm pack, then npm install of the tar
       { extra: [], missing: [] },
       'if extra files are stale build output, rebuild from clean: rm -rf dist && npm run build',
     );
+    const pointing = shipped.filter((f) => f.endsWith('.js') && readFileSync(join(installed, f), 'utf8').includes('sourceMappingURL'));
+    assert.deepEqual(pointing, [], 'no shipped file points at a source map that does not ship');
   });
 
   it('LICENSE is the Apache License 2.0 that package.json names', () => {
