@@ -69,7 +69,7 @@ export function electionFlags<T>(y: Argv<T>) {
       default: formatDuration(DEFAULT_CONTENTION_WINDOW_MS),
       describe: 'When the lease expires, standbys try within this (5 × after a release), most near its end: few tries however many standbys',
     })
-    .option('release-on-exit', { type: 'boolean', default: true, describe: 'Release the lease on SIGTERM/SIGINT (--no-release-on-exit to keep it)' })
+    .option('release-on-exit', { type: 'boolean', default: true, describe: 'Release the lease on SIGTERM/SIGINT/SIGHUP (--no-release-on-exit to keep it)' })
     .option('log-format', { type: 'string', default: 'json', describe: 'json | text (logs go to stderr)' })
     .option('log-level', { type: 'string', default: 'info', describe: 'debug | info | warn | error' });
 }

@@ -12,7 +12,7 @@ import { describeError, isLeaseholdError } from '../src/errors.js';
 import { runSidecar, sidecarFlags } from './sidecar-command.js';
 import { runStatus, statusFlags } from './status-command.js';
 import { RUN_DESCRIPTION, runRun, runFlags } from './run-command.js';
-import { EXIT_USAGE, rejectRepeated } from './usage-error.js';
+import { EXIT_USAGE, rejectRepeated, rejectRepeatedBooleans } from './usage-error.js';
 import { applyEnvFlags, booleanFlagsOf, checkBooleans, flagsOf } from './env-flags.js';
 import { ownVersion } from './own-version.js';
 
@@ -49,6 +49,7 @@ async function main(): Promise<void> {
   };
   const argv = hideBin(process.argv);
   checkBooleans(argv, process.env, BOOLEAN_FLAGS[argv[0] ?? ''] ?? []);
+  rejectRepeatedBooleans(argv, BOOLEAN_FLAGS[argv[0] ?? ''] ?? []);
   await yargs(applyEnvFlags(argv, process.env, COMMAND_FLAGS))
     .scriptName('leasehold')
     .parserConfiguration({ 'populate--': true })

@@ -24,3 +24,10 @@ it('the text report escapes a holder from any store, as the status files do', ()
   assert.equal(text.match(/^state/gm)?.length, 1);
   assert.match(text, /^holder {3}a\\u000astate {4}released\\u001b\[2J$/m);
 });
+
+it('the text report escapes bidi and zero-width format characters, which reorder or hide what the screen shows', () => {
+  const holder = 'evil\u202egnp.exe\u2066x\u2069\u200b\u200f\ufeff\u{e0041}';
+  const text = formatReport({ lease: 'x', backend: 'sqlite', location: 'l.db', found: true, state: 'held', holder, fencingToken: 1 }, now);
+  assert.ok(!/\p{Cf}/u.test(text), JSON.stringify(text));
+  assert.match(text, /^holder {3}evil\\u202egnp\.exe\\u2066x\\u2069\\u200b\\u200f\\ufeff\\u\{e0041\}$/m);
+});

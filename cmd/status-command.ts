@@ -5,7 +5,7 @@ import { BackendUnavailableError, describeError, isLeaseholdError } from '../src
 import { formatDuration } from '../src/config/duration.js';
 import { resolveStore, storeFlags } from './election-flags.js';
 import type { FlagsOf } from './env-flags.js';
-import { escapeControl } from '../src/util/escape-control.js';
+import { escapeForTerminal } from '../src/util/escape-control.js';
 
 export type StatusArgs = FlagsOf<typeof statusFlags>;
 
@@ -100,8 +100,8 @@ export function formatReport(r: LeaseReport, now: Date): string {
   const rows: [string, string][] = [
     ['lease', `${r.lease} (${r.backend}: ${r.location})`],
     ['state', r.state ?? '-'],
-    // The holder comes from the store, written by any peer: escaped, it cannot move the cursor or forge a line.
-    ['holder', r.holder === '' ? '(none: released)' : r.holder === undefined ? '-' : escapeControl(r.holder)],
+    // The holder comes from the store, written by any peer: escaped, it cannot move the cursor, forge a line or reorder the screen.
+    ['holder', r.holder === '' ? '(none: released)' : r.holder === undefined ? '-' : escapeForTerminal(r.holder)],
     ['token', String(r.fencingToken)],
     ['acquired', rel(r.acquiredAt)],
     ['renewed', rel(r.renewedAt)],

@@ -16,3 +16,22 @@ export function rejectRepeated<T extends Record<string, unknown>>(args: T, flags
   }
   return args;
 }
+
+/**
+ * yargs reads a repeated boolean (`--once --once`, `--once --no-once`) as its last form, not as
+ * an array, so rejectRepeated never sees it: counted here in argv before `--`, in every form
+ * yargs takes (`--x`, `--no-x`, `--x=true`, `--no-x=false`, and camelCase `--releaseOnExit`).
+ */
+export function rejectRepeatedBooleans(argv: readonly string[], booleans: readonly string[]): void {
+  const sep = argv.indexOf('--');
+  const seen = new Map<string, string[]>();
+  for (const arg of sep >= 0 ? argv.slice(0, sep) : argv) {
+    const m = /^--(?:no-)?([^=]+)(?:=.*)?$/s.exec(arg);
+    if (!m) continue;
+    const flag = m[1]!.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+    if (!booleans.includes(flag)) continue;
+    const forms = [...(seen.get(flag) ?? []), arg];
+    if (forms.length > 1) throw badFlag(flag, forms, 'given more than once: give each flag at most once');
+    seen.set(flag, forms);
+  }
+}

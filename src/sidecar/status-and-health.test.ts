@@ -62,6 +62,20 @@ describe('StatusPublisher', () => {
     assert.throws(() => checkStatusDir(join(dir, 'f')), /is not a directory/);
     assert.throws(() => checkStatusDir(join(dir, 'f', 'x')), /cannot be created: .* is not a directory/);
   });
+
+  it('checkStatusDir proves an existing directory writable by a file, leaving it as it was', () => {
+    const d = mkdtempSync(join(tmpdir(), 'leasehold-probe-'));
+    try {
+      writeFileSync(join(d, 'app-file'), 'kept\n');
+      checkStatusDir(d);
+      assert.deepEqual(readdirSync(d), ['app-file'], 'no probe file left behind');
+      assert.equal(readFileSync(join(d, 'app-file'), 'utf8'), 'kept\n');
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+    // access() tells root it may write here; only creating a file shows it cannot.
+    assert.throws(() => checkStatusDir('/proc/self/fd'), /--status-dir \/proc\/self\/fd is not writable/);
+  });
 });
 
 describe('health', () => {

@@ -1,4 +1,5 @@
-import { accessSync, constants, rmSync, statSync, statfsSync } from 'node:fs';
+import { accessSync, closeSync, constants, openSync, rmSync, statSync, statfsSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { StatusDirError, describeError } from '../errors.js';
 import { fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
@@ -37,8 +38,25 @@ const KERNEL_FILESYSTEMS: Record<number, string> = {
 };
 
 /**
- * Checks, without writing anything, that `dir` exists as a writable directory or could be
- * created. Throws StatusDirError naming the path and the reason.
+ * Proves an existing directory writable by creating and removing an empty file: access() lets
+ * root "write" where no file can be made (/proc/self/fd). The name is unguessable and the file
+ * is created exclusively without following links, so nothing is written through a planted link.
+ */
+function probeWritable(dir: string, display: string): void {
+  const probe = join(dir, `.probe.${randomBytes(12).toString('hex')}.tmp`);
+  try {
+    closeSync(openSync(probe, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600));
+    rmSync(probe);
+  } catch (err) {
+    // Its own error: an ENOENT here (in /proc) must not read as "the directory is missing".
+    throw new StatusDirError(`--status-dir ${display} is not writable: ${describeError(err)}`, { cause: err });
+  }
+}
+
+/**
+ * Checks, before the store is opened or anything is created, that `dir` exists as a writable
+ * directory (an empty probe file, removed at once) or could be created. Throws StatusDirError
+ * naming the path and the reason.
  */
 export function checkStatusDir(dir: string): void {
   let probe = resolve(dir);
@@ -51,6 +69,7 @@ export function checkStatusDir(dir: string): void {
         );
       }
       accessSync(probe, constants.W_OK | constants.X_OK);
+      if (probe === resolve(dir)) probeWritable(probe, dir);
       const kernel = probe === resolve(dir) ? undefined : KERNEL_FILESYSTEMS[statfsSync(probe).type >>> 0];
       if (kernel) {
         throw new StatusDirError(`--status-dir ${dir} cannot be created: ${probe} is a ${kernel} filesystem, where the kernel makes every entry`);

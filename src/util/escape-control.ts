@@ -6,3 +6,16 @@
 export function escapeControl(text: string): string {
   return text.replace(/[\p{Cc}\u2028\u2029]/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
+
+/**
+ * For a terminal, also the invisible format characters (Unicode category Cf): bidi overrides
+ * and isolates (U+202A–U+202E, U+2066–U+2069) reorder what the screen shows, zero-width ones
+ * (U+200B–U+200F, U+FEFF) hide text. Only on screen: the status files keep the holder as
+ * docs/status-files.md describes it (control characters escaped, nothing else).
+ */
+export function escapeForTerminal(text: string): string {
+  return escapeControl(text).replace(/\p{Cf}/gu, (c) => {
+    const hex = c.codePointAt(0)!.toString(16);
+    return c.length > 1 ? `\\u{${hex}}` : `\\u${hex.padStart(4, '0')}`;
+  });
+}

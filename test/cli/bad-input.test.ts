@@ -86,6 +86,28 @@ const cases: Case[] = [
   },
   { name: 'a flag given twice', args: ['sidecar', '--lease', 'a', '--lease', 'b'], message: /invalid --lease \["a","b"\]: given more than once/ },
   { name: 'a flag given twice to status', args: ['status', '--db', 'a.db', '--db', 'b.db'], message: /invalid --db \["a.db","b.db"\]: given more than once/ },
+  { name: 'a boolean given twice', args: ['run', '--once', '--once', '--', 'true'], message: /invalid --once \["--once","--once"\]: given more than once/ },
+  {
+    name: 'a boolean given and negated (the last would win)',
+    args: ['run', '--once', '--no-once', '--', 'true'],
+    message: /invalid --once \["--once","--no-once"\]: given more than once/,
+  },
+  { name: 'status --json --no-json', args: ['status', '--json', '--no-json'], message: /invalid --json \["--json","--no-json"\]: given more than once/ },
+  {
+    name: 'a boolean given with a value and in camelCase',
+    args: ['sidecar', '--release-on-exit=true', '--no-releaseOnExit', '--listen', 'off'],
+    message: /invalid --release-on-exit \["--release-on-exit=true","--no-releaseOnExit"\]: given more than once/,
+  },
+  {
+    name: '--release-on-exit --no-release-on-exit',
+    args: ['sidecar', '--release-on-exit', '--no-release-on-exit', '--listen', 'off'],
+    message: /invalid --release-on-exit \["--release-on-exit","--no-release-on-exit"\]: given more than once/,
+  },
+  {
+    name: 'an existing --status-dir where no file can be made (root may "write" there by access())',
+    args: ['sidecar', '--status-dir', '/proc/self/fd', '--db', 'x.db', '--listen', 'off'],
+    message: /--status-dir \/proc\/self\/fd is not writable: .*\/proc\/self\/fd\/\.probe\./,
+  },
   { name: 'an identity with a newline', args: ['sidecar', '--identity', 'a\nb'], message: /invalid --identity "a\\nb": .*no control characters/ },
   { name: 'an identity with an escape sequence', args: ['sidecar', '--identity', 'a\u001b[2Jb'], message: /no control characters/ },
   {

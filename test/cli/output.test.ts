@@ -57,6 +57,14 @@ describe('what the CLI prints', () => {
     assert.match(run.stdout.replace(/\s+/g, ' '), /leasehold run \[flags\] -- CMD \[ARGS\.\.\.\] Run a command only while leader: wait to be elected/);
   });
 
+  it('--release-on-exit names every signal that releases: SIGTERM, SIGINT and SIGHUP (cmd/signals.ts)', async () => {
+    for (const command of ['sidecar', 'run']) {
+      const r = await runCli([command, '--help']);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout.replace(/\s+/g, ' '), /--release-on-exit Release the lease on SIGTERM\/SIGINT\/SIGHUP /, command);
+    }
+  });
+
   it('status escapes a hostile holder: no escape sequence, no forged line', async () => {
     const db = join(dir.path, 'hostile.db');
     const holder = 'evil\x1b[2J\nstate    released';
@@ -72,6 +80,18 @@ describe('what the CLI prints', () => {
     );
     assert.ok(lines.includes('holder   evil\\u001b[2J\\u000astate    released'), r.stdout);
     const json = await runCli(['status', '--db', db, '--lease', 'h', '--json']);
+    assert.equal((JSON.parse(json.stdout) as { holder: string }).holder, holder, 'the JSON keeps the exact value');
+  });
+
+  it('status escapes bidi and zero-width characters in a holder: it cannot reorder what the screen shows', async () => {
+    const db = join(dir.path, 'bidi.db');
+    const holder = 'admin\u202e\u2066\u200bexe.txt';
+    await leaseRow(db, 'b', holder, 15);
+    const r = await runCli(['status', '--db', db, '--lease', 'b']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(!/\p{Cf}/u.test(r.stdout), JSON.stringify(r.stdout));
+    assert.ok(r.stdout.split('\n').includes('holder   admin\\u202e\\u2066\\u200bexe.txt'), r.stdout);
+    const json = await runCli(['status', '--db', db, '--lease', 'b', '--json']);
     assert.equal((JSON.parse(json.stdout) as { holder: string }).holder, holder, 'the JSON keeps the exact value');
   });
 
