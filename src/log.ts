@@ -72,3 +72,32 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
 }
 
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+const guarded = new WeakSet<Logger>();
+
+/** True if `log` has the four methods a Logger needs: what the library's `log` option is checked against. */
+export function isLogger(log: unknown): log is Logger {
+  return typeof log === 'object' && log !== null && LEVELS.every((level) => typeof (log as Record<string, unknown>)[level] === 'function');
+}
+
+/**
+ * A logger handed in by an app, made harmless: a method that throws, or returns a promise that
+ * rejects, is ignored. Logging happens in the middle of the election (just before a listener
+ * hears it leads, between a renewal and its bookkeeping): a throw there would skip that step
+ * while the lease is still renewed, and a rejection would end the process as unhandled.
+ */
+export function guardedLogger(log: Logger): Logger {
+  if (guarded.has(log)) return log;
+  const call = (level: LogLevel) => (msg: string, fields?: LogFields) => {
+    try {
+      const result: unknown = log[level](msg, fields);
+      if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') (result as PromiseLike<unknown>).then(undefined, () => {});
+    } catch {
+      // The logger is the app's: its failure is not the election's.
+    }
+  };
+  const safe: Logger = { debug: call('debug'), info: call('info'), warn: call('warn'), error: call('error') };
+  guarded.add(safe);
+  return safe;
+}

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { InvalidConfigError, StoreOpenError } from '../errors.js';
 import type { LeaseStore } from './lease-store.js';
 import { loadDriver } from './driver.js';
-import type { Logger } from '../log.js';
+import { guardedLogger, type Logger } from '../log.js';
 import type { KubeConnection } from '../kube/connect.js';
 
 export type { KubeConnection };
@@ -45,6 +45,8 @@ export async function connectKubernetes(s: Pick<StoreSettings, 'namespace' | 'ku
 
 /** Opens the configured backend. Each backend's code (and SQLite's native module) is loaded only when asked for. */
 export async function openStore(s: StoreSettings): Promise<LeaseStore> {
+  // An app's logger may throw: a store's logging must not fail its reopen or its queries.
+  const log = s.log && guardedLogger(s.log);
   switch (s.backend) {
     case 'sqlite': {
       const { SqliteLeaseStore } = await loadDriver('better-sqlite3', 'sqlite', () => import('./sqlite-store.js'));
@@ -54,11 +56,11 @@ export async function openStore(s: StoreSettings): Promise<LeaseStore> {
         if (!existsSync(s.db)) throw new StoreOpenError(`no lease store at ${s.db}: no candidate has run with this --db yet`);
         return new SqliteLeaseStore(s.db, { readonly: true });
       }
-      return new SqliteLeaseStore(s.db, { onReopen: (message) => s.log?.warn(message), allowNetworkFilesystem: s.allowNetworkFilesystem ?? false });
+      return new SqliteLeaseStore(s.db, { onReopen: (message) => log?.warn(message), allowNetworkFilesystem: s.allowNetworkFilesystem ?? false });
     }
     case 'postgres': {
       const { PostgresLeaseStore } = await import('./postgres-store.js');
-      return PostgresLeaseStore.open({ url: s.postgresUrl, table: s.postgresTable, requestTimeoutMs: s.requestTimeoutMs, log: s.log, readonly: s.readonly });
+      return PostgresLeaseStore.open({ url: s.postgresUrl, table: s.postgresTable, requestTimeoutMs: s.requestTimeoutMs, log, readonly: s.readonly });
     }
     case 'kubernetes': {
       const { KubernetesLeaseStore } = await import('./kubernetes-store.js');

@@ -45,11 +45,30 @@ export function contentionDelayMs(u: number, windowMs: number): number {
   return (windowMs / k) * Math.log1p(clamped * Math.expm1(k));
 }
 
+/**
+ * How a message names an option: 'flag' as the CLI's flags do (`leaseDuration`, durations as
+ * `15s`), 'option' as the library's options are spelled (`leaseDurationMs`, plain milliseconds).
+ */
+export type OptionNames = 'flag' | 'option';
+
+function nameOf(key: string, names: OptionNames): string {
+  return names === 'option' ? key : key.replace(/Ms$/, '');
+}
+
+function showMs(v: number, names: OptionNames): string {
+  return names === 'option' ? String(v) : ms(v);
+}
+
+/** A value as the caller gave it: a number as is, anything else quoted (`"10"`), so the two never look alike. */
+export function quoted(v: unknown): string {
+  return typeof v === 'number' ? String(v) : (JSON.stringify(v) ?? String(v));
+}
+
 /** A contention window is a finite, non-negative number of milliseconds, at most the lease duration. */
-export function validateContentionWindow(windowMs: number, leaseDurationMs: number): void {
+export function validateContentionWindow(windowMs: number, leaseDurationMs: number, names: OptionNames = 'flag'): void {
   if (typeof windowMs !== 'number' || !Number.isFinite(windowMs) || windowMs < 0 || windowMs > leaseDurationMs) {
     throw new InvalidConfigError(
-      `contentionWindow must be between 0 and leaseDuration (${ms(leaseDurationMs)}): it delays the standbys' first try after the lease becomes free, got ${windowMs}`,
+      `${nameOf('contentionWindowMs', names)} must be between 0 and ${nameOf('leaseDurationMs', names)} (${showMs(leaseDurationMs, names)}): it delays the standbys' first try after the lease becomes free, got ${quoted(windowMs)}`,
     );
   }
 }
@@ -67,29 +86,30 @@ export interface Timings {
  * Refuses timings that cannot be safe, naming the broken rule as client-go does:
  * leaseDuration > renewDeadline > JitterFactor × retryPeriod > 0. The leader must give up
  * (renewDeadline) before anyone else may take over (leaseDuration), and must get more than one
- * jittered retry inside its deadline.
+ * jittered retry inside its deadline. `names`: how the messages name the options.
  */
-export function validateTimings(t: Timings): void {
+export function validateTimings(t: Timings, names: OptionNames = 'flag'): void {
+  const n = (key: keyof Timings) => nameOf(key, names);
+  const show = (v: number) => showMs(v, names);
   for (const key of ['leaseDurationMs', 'renewDeadlineMs', 'retryPeriodMs'] as const) {
     if (typeof t[key] !== 'number') throw new InvalidConfigError(`${key} must be a number of milliseconds, got ${JSON.stringify(t[key])}`);
-    if (!Number.isFinite(t[key])) throw new InvalidConfigError(`${flagName(key)} must be a finite duration, got ${t[key]}`);
+    if (!Number.isFinite(t[key])) throw new InvalidConfigError(`${n(key)} must be a finite duration, got ${t[key]}`);
     if (t[key] > MAX_TIMER_MS)
-      throw new InvalidConfigError(`${flagName(key)} must be at most ${MAX_TIMER_MS} ms (2^31 − 1, the longest a timer can wait), got ${t[key]}`);
+      throw new InvalidConfigError(`${n(key)} must be at most ${MAX_TIMER_MS} ms (2^31 − 1, the longest a timer can wait), got ${t[key]}`);
   }
-  if (t.retryPeriodMs <= 0) throw new InvalidConfigError(`retryPeriod must be greater than zero (got ${ms(t.retryPeriodMs)})`);
+  if (t.retryPeriodMs <= 0) throw new InvalidConfigError(`${n('retryPeriodMs')} must be greater than zero (got ${show(t.retryPeriodMs)})`);
   // The CLI's duration flags keep the same rule: timers are whole milliseconds.
   for (const key of ['leaseDurationMs', 'renewDeadlineMs', 'retryPeriodMs'] as const) {
     const why = durationRangeError(t[key]);
-    if (why) throw new InvalidConfigError(`${flagName(key)} ${why}, got ${t[key]}`);
+    if (why) throw new InvalidConfigError(`${n(key)} ${why}, got ${t[key]}`);
   }
+  const [lease, renew, retry] = [n('leaseDurationMs'), n('renewDeadlineMs'), n('retryPeriodMs')];
   if (t.leaseDurationMs <= t.renewDeadlineMs) {
-    throw new InvalidConfigError(
-      `leaseDuration must be greater than renewDeadline (got leaseDuration ${ms(t.leaseDurationMs)}, renewDeadline ${ms(t.renewDeadlineMs)})`,
-    );
+    throw new InvalidConfigError(`${lease} must be greater than ${renew} (got ${lease} ${show(t.leaseDurationMs)}, ${renew} ${show(t.renewDeadlineMs)})`);
   }
   if (t.renewDeadlineMs <= JITTER_FACTOR * t.retryPeriodMs) {
     throw new InvalidConfigError(
-      `renewDeadline must be greater than retryPeriod*JitterFactor (got renewDeadline ${ms(t.renewDeadlineMs)}, retryPeriod ${ms(t.retryPeriodMs)} × ${JITTER_FACTOR} = ${ms(JITTER_FACTOR * t.retryPeriodMs)})`,
+      `${renew} must be greater than ${retry}*JitterFactor (got ${renew} ${show(t.renewDeadlineMs)}, ${retry} ${show(t.retryPeriodMs)} × ${JITTER_FACTOR} = ${show(JITTER_FACTOR * t.retryPeriodMs)})`,
     );
   }
 }
@@ -110,20 +130,20 @@ export interface ElectionRules extends Timings {
 /**
  * Every rule an election's options must keep, for the library (LeaderElection.start checks
  * them before it opens anything); the CLI applies the same rules flag by flag. Throws one
- * InvalidConfigError naming the option and the rule.
+ * InvalidConfigError naming the option as the library spells it (leaseDurationMs) and the rule.
  */
 export function validateElection(o: ElectionRules): void {
   validateLeaseName(o.lease);
   validateIdentity(o.identity);
-  validateTimings(o);
+  validateTimings(o, 'option');
   const kube = o.backend === 'kubernetes' ? kubernetesLeaseDurationError(o.leaseDurationMs) : null;
   if (kube) throw new InvalidConfigError(`leaseDurationMs ${o.leaseDurationMs} is invalid: ${kube}`);
   if (o.contentionWindowMs !== undefined) {
     const why = durationRangeError(o.contentionWindowMs, 0);
     if (typeof o.contentionWindowMs === 'number' && Number.isFinite(o.contentionWindowMs) && why) {
-      throw new InvalidConfigError(`contentionWindow ${why}, got ${o.contentionWindowMs}`);
+      throw new InvalidConfigError(`contentionWindowMs ${why}, got ${o.contentionWindowMs}`);
     }
-    validateContentionWindow(o.contentionWindowMs, o.leaseDurationMs);
+    validateContentionWindow(o.contentionWindowMs, o.leaseDurationMs, 'option');
   }
 }
 
@@ -148,10 +168,6 @@ export function validateIdentity(identity: string): void {
       `identity ${JSON.stringify(identity)} is invalid: it must be non-empty, at most 253 characters, with no control characters (newlines, tabs, escapes)`,
     );
   }
-}
-
-function flagName(key: string): string {
-  return key.replace(/Ms$/, '');
 }
 
 /** A value of the wrong type, for a message: `undefined`, `null`, `a number (5)`. */

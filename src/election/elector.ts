@@ -21,7 +21,7 @@
  */
 import { sleep, realClock, type Clock, type Timer } from '../clock.js';
 import { BackendUnavailableError, ConflictError, InvalidRecordError, describeError } from '../errors.js';
-import { silentLogger, type Logger } from '../log.js';
+import { guardedLogger, silentLogger, type Logger } from '../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
 import {
   DEFAULT_CONTENTION_WINDOW_MS,
@@ -211,7 +211,8 @@ export class LeaderElector {
     this.clock = opts.clock ?? realClock;
     this.random = opts.random ?? Math.random;
     this.listener = opts.listener ?? {};
-    this.log = opts.log ?? silentLogger;
+    // A logger that throws must not skip a step of the election (the sidecar's and the library's).
+    this.log = opts.log ? guardedLogger(opts.log) : silentLogger;
     this.releaseOnStop = opts.releaseOnStop ?? true;
     this.releaseKeepsAcquireTime = opts.releaseKeepsAcquireTime ?? false;
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;

@@ -83,6 +83,58 @@ describe('LeaderElection: an app callback that throws or rejects never disturbs 
   }
 });
 
+describe('LeaderElection: an app logger that throws or rejects never disturbs the election', () => {
+  const cases = (['debug', 'info', 'warn', 'error'] as const).flatMap((level) => (['throw', 'reject'] as const).map((mode) => ({ level, mode })));
+  for (const { level, mode } of cases) {
+    it(`log.${level} ${mode === 'throw' ? 'throws' : 'rejects'}: onStartedLeading runs, it renews, stops and releases as with any logger`, async () => {
+      const quiet = () => {};
+      const log: Logger = { debug: quiet, info: quiet, warn: quiet, error: quiet };
+      log[level] = () => {
+        if (mode === 'throw') throw new Error(`${level} broke`);
+        return Promise.reject(new Error(`${level} broke`)) as unknown as void;
+      };
+      // onNewLeader throws too, so that its report goes through log.error.
+      const s = setup(
+        {
+          onNewLeader: () => {
+            throw new Error('onNewLeader broke');
+          },
+        },
+        { log },
+      );
+      const election = await s.start();
+      await s.clock.advance(0);
+      assert.equal(election.isLeader(), true);
+      assert.equal(s.terms.length, 1, 'onStartedLeading was called');
+      await s.clock.advance(2_000); // one renewal
+      await election.stop();
+      await s.clock.advance(0);
+      assert.equal(s.terms[0]!.signal.aborted, true);
+      assert.deepEqual(s.store.calls, ['get', 'update', 'update', 'update', 'update']);
+      assert.equal(s.store.peek(LEASE)?.holderIdentity, '', 'released: another may lead at once');
+    });
+  }
+
+  it('log.error throws when the work outlives drainTimeoutMs: stop() still resolves', async () => {
+    const quiet = () => {};
+    const log: Logger = {
+      debug: quiet,
+      info: quiet,
+      warn: quiet,
+      error: () => {
+        throw new Error('error broke');
+      },
+    };
+    const s = setup({ onStartedLeading: () => new Promise<void>(() => {}) }, { drainTimeoutMs: 1_000, log });
+    const election = await s.start();
+    await s.clock.advance(0);
+    const stopped = election.stop();
+    await s.clock.advance(1_000);
+    await stopped;
+    assert.equal(s.store.peek(LEASE)?.holderIdentity, 'me', 'left to expire');
+  });
+});
+
 describe('Leadership.validUntil()', () => {
   it('moves with its own term’s renewals, and never after that term ended (not with a later term)', async () => {
     const s = setup();
@@ -183,11 +235,11 @@ describe('bad options: InvalidConfigError naming the rule, before anything is op
     {
       name: 'a sub-millisecond retryPeriod (the CLI refuses 0.5ms too)',
       over: { retryPeriodMs: 0.5 },
-      message: /^retryPeriod must be a whole number of milliseconds/,
+      message: /^retryPeriodMs must be a whole number of milliseconds/,
     },
-    { name: 'a fractional leaseDuration', over: { leaseDurationMs: 15_000.5 }, message: /^leaseDuration must be a whole number of milliseconds/ },
+    { name: 'a fractional leaseDuration', over: { leaseDurationMs: 15_000.5 }, message: /^leaseDurationMs must be a whole number of milliseconds/ },
     { name: 'a timing given as a string', over: { leaseDurationMs: '15000' }, message: /^leaseDurationMs must be a number of milliseconds, got "15000"$/ },
-    { name: 'a fractional contention window', over: { contentionWindowMs: 0.5 }, message: /^contentionWindow must be a whole number of milliseconds/ },
+    { name: 'a fractional contention window', over: { contentionWindowMs: 0.5 }, message: /^contentionWindowMs must be a whole number of milliseconds/ },
     {
       name: 'kubernetes with a leaseDuration in part seconds (the CLI rule)',
       over: { store: { backend: 'kubernetes' }, leaseDurationMs: 15_500 },
@@ -195,6 +247,32 @@ describe('bad options: InvalidConfigError naming the rule, before anything is op
     },
     { name: 'no store', over: { store: undefined }, message: /^store is required/ },
     { name: 'a negative drainTimeoutMs', over: { drainTimeoutMs: -1 }, message: /^drainTimeoutMs must be a whole number of milliseconds/ },
+    { name: 'drainTimeoutMs given as a string: quoted as given', over: { drainTimeoutMs: '10' }, message: /^drainTimeoutMs must be .*, got "10"$/ },
+    { name: 'releaseOnCancel not a boolean', over: { releaseOnCancel: 'no' }, message: /^releaseOnCancel must be true or false when given, got "no"$/ },
+    {
+      name: 'an unknown option (a typo for leaseDurationMs)',
+      over: { leaseDuration: 1 },
+      message: /^unknown option "leaseDuration": LeaderElection.start knows store, lease, identity, leaseDurationMs, .*, log$/,
+    },
+    { name: 'a signal that is not an AbortSignal', over: { signal: 5 }, message: /^signal must be an AbortSignal when given .*got 5$/ },
+    { name: 'a log without methods', over: { log: {} }, message: /^log must be an object with debug, info, warn and error methods/ },
+    {
+      name: 'a log missing one method',
+      over: { log: { debug() {}, info() {}, warn() {} } },
+      message: /^log must be an object with debug, info, warn and error methods/,
+    },
+    {
+      name: 'timings named as the options are spelled',
+      over: { leaseDurationMs: 100, renewDeadlineMs: 200, retryPeriodMs: 10 },
+      message: /^leaseDurationMs must be greater than renewDeadlineMs \(got leaseDurationMs 100, renewDeadlineMs 200\)$/,
+    },
+    { name: 'retryPeriodMs 0', over: { retryPeriodMs: 0 }, message: /^retryPeriodMs must be greater than zero \(got 0\)$/ },
+    {
+      name: 'a contention window longer than the lease',
+      over: { contentionWindowMs: 20_000 },
+      message: /^contentionWindowMs must be between 0 and leaseDurationMs \(15000\): .*, got 20000$/,
+    },
+    { name: 'a contention window given as a string', over: { contentionWindowMs: '5' }, message: /^contentionWindowMs must be between .*, got "5"$/ },
     {
       name: 'onNewLeader not a function',
       over: { callbacks: { onStartedLeading() {}, onNewLeader: 'x' } },

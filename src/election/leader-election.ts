@@ -6,8 +6,8 @@
 import { openStore, type StoreSettings } from '../backends/open-store.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import { InvalidConfigError, describeError } from '../errors.js';
-import { createLogger, type Logger } from '../log.js';
-import { DEFAULT_LEASE_DURATION_MS, DEFAULT_RENEW_DEADLINE_MS, DEFAULT_RETRY_PERIOD_MS, validateElection } from './elector-config.js';
+import { createLogger, guardedLogger, isLogger, type Logger } from '../log.js';
+import { DEFAULT_LEASE_DURATION_MS, DEFAULT_RENEW_DEADLINE_MS, DEFAULT_RETRY_PERIOD_MS, quoted, validateElection } from './elector-config.js';
 import { LeaderElector, type LeadershipTerm } from './elector.js';
 import { MAX_TIMER_MS } from '../config/duration.js';
 import { realClock, type Clock, type Timer } from '../clock.js';
@@ -76,7 +76,8 @@ export interface LeaderElectionOptions {
    * Where the election reports what goes wrong. Default: errors only (a callback that failed,
    * a lease held under this identity by another process), one JSON line each on stderr, with
    * the lease and identity. `createLogger({ level: 'info' })` from this package shows every
-   * change of leader; anything with debug/info/warn/error will do.
+   * change of leader; anything with debug/info/warn/error will do. A method that throws (or
+   * rejects) is ignored: logging never disturbs the election.
    */
   log?: Logger;
 }
@@ -153,7 +154,7 @@ export class LeaderElection {
    */
   static async start(opts: LeaderElectionOptions, internal: { clock?: Clock } = {}): Promise<LeaderElection> {
     checkOptions(opts);
-    const log = opts.log ?? createLogger({ level: 'error', base: { lease: opts.lease, identity: opts.identity } });
+    const log = opts.log ? guardedLogger(opts.log) : createLogger({ level: 'error', base: { lease: opts.lease, identity: opts.identity } });
     const owns = !isStore(opts.store);
     const store = isStore(opts.store) ? opts.store : await openStore({ db: '', log, ...opts.store });
     let election: LeaderElection;
@@ -246,9 +247,29 @@ export class LeaderElection {
   }
 }
 
+/** Every option LeaderElection.start knows: any other name is a typo (`leaseDuration` for `leaseDurationMs`). */
+const KNOWN_OPTIONS: readonly (keyof LeaderElectionOptions)[] = [
+  'store',
+  'lease',
+  'identity',
+  'leaseDurationMs',
+  'renewDeadlineMs',
+  'retryPeriodMs',
+  'contentionWindowMs',
+  'releaseOnCancel',
+  'drainTimeoutMs',
+  'signal',
+  'callbacks',
+  'log',
+];
+
 /** The options' shape and every election rule, checked before any store is opened or file created. */
 function checkOptions(opts: LeaderElectionOptions): void {
   if (typeof opts !== 'object' || opts === null) throw new InvalidConfigError('LeaderElection.start needs an options object');
+  const unknown = Object.keys(opts).find((key) => !(KNOWN_OPTIONS as readonly string[]).includes(key));
+  if (unknown !== undefined) {
+    throw new InvalidConfigError(`unknown option ${JSON.stringify(unknown)}: LeaderElection.start knows ${KNOWN_OPTIONS.join(', ')}`);
+  }
   if (typeof opts.callbacks?.onStartedLeading !== 'function') throw new InvalidConfigError('callbacks.onStartedLeading must be a function');
   for (const name of ['onStoppedLeading', 'onNewLeader'] as const) {
     if (opts.callbacks[name] !== undefined && typeof opts.callbacks[name] !== 'function')
@@ -272,8 +293,22 @@ function checkOptions(opts: LeaderElectionOptions): void {
   });
   const drain = opts.drainTimeoutMs;
   if (drain !== undefined && (typeof drain !== 'number' || !Number.isInteger(drain) || drain < 0 || drain > MAX_TIMER_MS)) {
-    throw new InvalidConfigError(`drainTimeoutMs must be a whole number of milliseconds from 0 to 2^31 − 1, got ${String(drain)}`);
+    throw new InvalidConfigError(`drainTimeoutMs must be a whole number of milliseconds from 0 to 2^31 − 1, got ${quoted(drain)}`);
   }
+  if (opts.releaseOnCancel !== undefined && typeof opts.releaseOnCancel !== 'boolean') {
+    throw new InvalidConfigError(`releaseOnCancel must be true or false when given, got ${quoted(opts.releaseOnCancel)}`);
+  }
+  if (opts.signal !== undefined && !isAbortSignal(opts.signal)) {
+    throw new InvalidConfigError(`signal must be an AbortSignal when given (aborting it stops the election), got ${quoted(opts.signal)}`);
+  }
+  if (opts.log !== undefined && !isLogger(opts.log)) {
+    throw new InvalidConfigError('log must be an object with debug, info, warn and error methods when given (createLogger() makes one)');
+  }
+}
+
+/** What start() uses of a signal; duck-typed, so an AbortSignal from another realm or polyfill passes too. */
+function isAbortSignal(s: unknown): s is AbortSignal {
+  return typeof s === 'object' && s !== null && typeof (s as AbortSignal).aborted === 'boolean' && typeof (s as AbortSignal).addEventListener === 'function';
 }
 
 /** True if `p` settles within `ms`; the timer never outlives the wait. */

@@ -73,7 +73,7 @@ console.log(JSON.stringify({ tokenA, tokenB, isLeaderA, events, refused,
     assert.ok(out.events.includes('a stopped (signal aborted: true)'), out.events.join('; '));
     assert.ok(out.events.indexOf('a stopped (signal aborted: true)') < out.events.indexOf(`b leads ${out.tokenB}`), out.events.join('; '));
     assert.ok(out.events.includes('b sees a'), 'onNewLeader reports the holder');
-    assert.match(out.refused, /^true leaseDuration must be greater than renewDeadline/);
+    assert.match(out.refused, /^true leaseDurationMs must be greater than renewDeadlineMs/);
     assert.equal(out.fencing, 'function');
     assert.equal(out.status, false);
   });
