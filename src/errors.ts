@@ -40,6 +40,18 @@ export class StoreOpenError extends LeaseholdError {
   }
 }
 
+/**
+ * The store found that its file was replaced or deleted under it and reopened the path. What
+ * this process read before says nothing about the new file, and a record may have been
+ * created and lost with the old one unseen, so the operation that found it fails once: the
+ * elector starts any wait for an absent lease over from this moment.
+ */
+export class StoreReopenedError extends LeaseholdError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('LEASEHOLD_ERR_STORE_REOPENED', message, options);
+  }
+}
+
 /** The backend did not answer in time or is temporarily unable to (SQLITE_BUSY, 5xx, 429, timeouts). */
 export class BackendUnavailableError extends LeaseholdError {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -106,6 +106,23 @@ describe('SqliteLeaseStore on a real file', () => {
     await s.close();
   });
 
+  it('a database deleted under it: the operation that finds it fails once as reopened, the next uses the new file', async () => {
+    const path = fresh();
+    const told: string[] = [];
+    const store = new SqliteLeaseStore(path, { onReopen: (m) => told.push(m) });
+    try {
+      await store.create('r', rec());
+      for (const f of ['', '-wal', '-shm']) rmSync(path + f, { force: true });
+      assert.equal(await code(store.get('r')), 'LEASEHOLD_ERR_STORE_REOPENED');
+      assert.equal(told.length, 1);
+      assert.match(told[0]!, /was replaced or deleted/);
+      assert.equal(await store.get('r'), null, 'the new file has no record');
+      assert.equal(told.length, 1, 'told once per replacement');
+    } finally {
+      await store.close();
+    }
+  });
+
   it('refuses a file that is not SQLite, without changing it', () => {
     const path = join(dir, 'notes.txt');
     writeFileSync(path, 'not a database\n');

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordError, StoreOpenError, describeError } from '../errors.js';
+import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordError, StoreOpenError, StoreReopenedError, describeError } from '../errors.js';
 import { throwIfAborted } from '../abort.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { checkLocalFilesystem, checkSqliteFile } from './sqlite-file-check.js';
@@ -146,8 +146,11 @@ export class SqliteLeaseStore implements LeaseStore {
    * process on the old, unlinked file while newcomers use a new one: two histories, two
    * leaders. Before every operation the path is checked against what was opened; when it
    * names another file (or none) the store reopens the path, so this process sees what
-   * newcomers see. To the elector that is a record that vanished: the sitting leader steps
-   * down and recreates it at once with its next token, anyone else waits a lease duration.
+   * newcomers see. The operation that found it fails with StoreReopenedError: a record may
+   * have been created and deleted with the old file between two of this process's reads, so
+   * a standby already waiting out an absence starts its wait over. After that it is a record
+   * that vanished: the sitting leader steps down and recreates it at once with its next token,
+   * anyone else waits a lease duration.
    *
    * It reopens only a clean start: no -wal or -shm of the opened file left beside the path,
    * and no mount over it. Otherwise SQLite would read the new file through the old log and a
@@ -177,9 +180,9 @@ export class SqliteLeaseStore implements LeaseStore {
     const was = this.opened;
     this.db.close();
     this.open();
-    this.options.onReopen?.(
-      `the database file ${this.location} was replaced or deleted (${describeIdentity(was)} is now ${describeIdentity(this.opened)}): reopened it`,
-    );
+    const message = `the database file ${this.location} was replaced or deleted (${describeIdentity(was)} is now ${describeIdentity(this.opened)}): reopened it`;
+    this.options.onReopen?.(message);
+    throw new StoreReopenedError(message);
   }
 
   private migrate(): void {
@@ -287,7 +290,7 @@ export class SqliteLeaseStore implements LeaseStore {
       this.followReplacement();
       return fn();
     } catch (err) {
-      if (err instanceof ConflictError || err instanceof StoreOpenError || err instanceof InvalidRecordError) throw err;
+      if (err instanceof ConflictError || err instanceof StoreOpenError || err instanceof StoreReopenedError || err instanceof InvalidRecordError) throw err;
       const code = (err as { code?: string }).code ?? '';
       if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
         throw new BackendUnavailableError(`SQLite ${op} on ${this.location}: database is locked by another process`, { cause: err });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { LeaderElector, type ElectorListener } from './elector.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore, type StoreOp } from '../testing/memory-store.js';
-import { BackendUnavailableError } from '../errors.js';
+import { BackendUnavailableError, StoreReopenedError } from '../errors.js';
 import { liveness } from '../sidecar/health.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
 
@@ -354,6 +354,19 @@ describe('the campaign loop', () => {
     await clock.advance(2_000 * 2.2);
     assert.equal(elector.isLeader(), true, 'created at its first attempt after createsAt');
     await elector.stop();
+  });
+
+  it('a store that reopened a replaced file starts the absence wait over: a term may have lived and died with the old file', async () => {
+    const s = setup({ random: () => 0 });
+    s.elector.start();
+    await s.clock.advance(13_000); // absent since 0: it would create at its first read after 15 s
+    s.store.failNext('get', new StoreReopenedError('the database file was replaced or deleted: reopened it'));
+    await s.clock.advance(4_000);
+    assert.equal(s.elector.isLeader(), false, 'not created 15 s after the first absence: the wait restarted at the reopen');
+    assert.equal(s.store.peek(LEASE), undefined);
+    await s.clock.advance(15_000);
+    assert.equal(s.elector.isLeader(), true, 'created a lease duration after the absence seen on the new file');
+    await s.elector.stop();
   });
 
   it('a standby retries every retryPeriod × (1 + rand × 1.2)', async () => {

@@ -20,7 +20,7 @@
  * The record's renewTime is never compared with the local clock.
  */
 import { sleep, realClock, type Clock, type Timer } from '../clock.js';
-import { BackendUnavailableError, ConflictError, InvalidRecordError, describeError } from '../errors.js';
+import { BackendUnavailableError, ConflictError, InvalidRecordError, StoreReopenedError, describeError } from '../errors.js';
 import { guardedLogger, silentLogger, type Logger } from '../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
 import {
@@ -161,7 +161,10 @@ export class LeaderElector {
   private absentUntilMono: number | null = null;
   /** When this candidate last learnt the record's state (a read, an event, its own write). */
   private lastViewMono: number | null = null;
-  /** A change was hinted (an event without a record) during an absence: it may not have been continuous. */
+  /**
+   * During an absence, a change was hinted (an event without a record) or the store reopened a
+   * replaced file: the absence may not have been continuous.
+   */
   private absenceInterrupted = false;
   /**
    * The version our last successful write returned, and our last few writes by content: a
@@ -798,6 +801,9 @@ export class LeaderElector {
    */
   private call<T>(op: string, send: (opts: CallOptions) => Promise<T>): Promise<T> {
     const cancel = new AbortController();
+    const noteReopened = (e: unknown) => {
+      if (e instanceof StoreReopenedError && this.absentUntilMono !== null) this.absenceInterrupted = true;
+    };
     return new Promise<T>((resolve, reject) => {
       const timer = this.clock.setTimer(() => {
         const err = new BackendUnavailableError(`${this.store.backend} ${op} timed out after ${this.requestTimeoutMs} ms`);
@@ -811,6 +817,7 @@ export class LeaderElector {
         },
         (e: unknown) => {
           timer.cancel();
+          noteReopened(e);
           reject(e);
         },
       );

@@ -74,6 +74,36 @@ describe('hostile and careless use of local mode', () => {
     assert.match(first.c.proc.stderr(), /was replaced or deleted/);
   });
 
+  it('a term begun and lost with a deleted database between two reads of a waiting standby: its wait starts over', { timeout: 60_000 }, async () => {
+    const work = join(dir.path, 'unseen-term');
+    mkdirSync(work);
+    const db = join(work, 'leases.db');
+    const b = startSidecar(work, 'b', ['--db', db, '--lease', 'u'], T);
+    cands.push(b);
+    const absent = await waitFor('the absence line', () => /"createsAt":"([^"]+)"/.exec(b.proc.stderr())?.[1], 20_000);
+    const createsAt = Date.parse(absent);
+    await new Promise((r) => setTimeout(r, Math.max(0, createsAt - 800 - Date.now())));
+    // The file is deleted, someone takes the lease on a new file, and that file is deleted too,
+    // all between two of b's reads: b never sees that term, whose holder may act for a whole
+    // lease duration.
+    const wipe = () => {
+      for (const f of ['', '-wal', '-shm']) rmSync(db + f, { force: true });
+    };
+    wipe();
+    const heldAt = Date.now();
+    const other = new SqliteLeaseStore(db);
+    await other.create('u', { holderIdentity: 'x', leaseDurationSeconds: 2, acquireTime: new Date(heldAt), renewTime: new Date(heldAt), leaseTransitions: 7 });
+    await other.close();
+    wipe();
+    const led = await waitFor('b to lead on the new file', () => validLeaders([b])[0], 20_000);
+    const ledAt = Date.now();
+    assert.ok(ledAt >= heldAt + 2_000, `b led ${ledAt - heldAt} ms after the unseen term began, inside its 2 s lease`);
+    // 1 when b never saw token 7 (docs/fencing.md: it cannot know it); 8 when one of its reads fell
+    // inside the few milliseconds that file lived.
+    assert.ok(led.token === 1 || led.token === 8, `token ${led.token}`);
+    assert.match(b.proc.stderr(), /was replaced or deleted/);
+  });
+
   it('two processes given one --identity never both lead; the second says so in one error line', { timeout: 60_000 }, async () => {
     const work = join(dir.path, 'twins');
     mkdirSync(work);
