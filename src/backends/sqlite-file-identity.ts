@@ -28,7 +28,7 @@ export function identityOf(path: string): FileIdentity {
 /**
  * The database file and its -shm, without stat'ing the -wal: what the store compares before
  * every operation. A stat of the -wal before each commit would make each commit's sync commit
- * the filesystem's journal too: Linux (6.13 on, multigrain timestamps) gives the next write to a
+ * the filesystem's journal too: a kernel with multigrain timestamps gives the next write to a
  * file whose times were just read a fine-grained, new modification time, so every write changes
  * the -wal's inode and its fsync must commit it, where otherwise the commits within one clock
  * tick share a time and the fsync writes data only (docs/benchmarks.md, "SQLite durable
