@@ -1,5 +1,5 @@
 /**
- * npm run bench [-- --trials N] [--seconds S] [--idle-seconds S] [--only sqlite|postgres|kubernetes|scale|pod|IMPL:SIGNAL]
+ * npm run bench [-- --trials N] [--seconds S] [--idle-seconds S] [--only sqlite|sqlite-disk|postgres|kubernetes|scale|pod|IMPL:SIGNAL]
  *                 [--splice] [--standbys N] [--scale-trials N] [--scale-setups sqlite,leasehold,client-go] [--no-write]
  *
  * Runs every benchmark and rewrites docs/benchmarks.md: a summary of leasehold against
@@ -18,6 +18,7 @@ import { numberOption, option } from './cli-args.js';
 import { rssMB } from './proc-stats.js';
 import { FAST_T, benchKubernetes, standbyRequestsPerMin, type KubernetesBenchResult } from './kubernetes.js';
 import { benchSqlite, type SqliteBenchResult } from './sqlite.js';
+import { benchSqliteDisk } from './sqlite-disk.js';
 import { benchPodMemory, type PodMemoryResult } from './pod-memory.js';
 import { benchPostgres } from './postgres.js';
 import { benchScale, type ScaleBenchResult } from './scale.js';
@@ -30,9 +31,9 @@ import { parseDuration } from '../src/config/duration.js';
 const trials = numberOption('trials', 20);
 const only = option('only', '');
 const write = !process.argv.includes('--no-write') && only === '';
-// `--only sqlite|memory --splice`: re-run one part and replace its section in docs/benchmarks.md,
-// saying so there (the summary tables above it keep the full run's figures).
-const splice = process.argv.includes('--splice') && (only === 'sqlite' || only === 'memory');
+// `--only sqlite|sqlite-disk|memory --splice`: re-run one part and replace its section in
+// docs/benchmarks.md, saying so there (the summary tables above it keep the full run's figures).
+const splice = process.argv.includes('--splice') && (only === 'sqlite' || only === 'sqlite-disk' || only === 'memory');
 const node = imageNode();
 const BENCH_DOC = join(REPO, 'docs/benchmarks.md');
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
@@ -75,6 +76,8 @@ if (wantKube) phase('kubernetes');
 const kube = wantKube ? await benchKubernetes({ trials, idleSeconds: idleS, log, only: only.includes(':') ? only : undefined }) : null;
 if (wantSqlite) phase('sqlite');
 const sqlite = wantSqlite ? await benchSqlite({ trials, seconds: numberOption('seconds', 3), log }) : null;
+// The SQLite section's durable-renewal part alone (bench/sqlite-disk.ts): a few seconds, no sidecars.
+const sqliteDisk = only === 'sqlite-disk' ? await benchSqliteDisk({ seconds: numberOption('seconds', 6), repeats: 3, log }) : null;
 if (wantPostgres) phase('postgres');
 const postgres = wantPostgres ? await benchPostgres({ trials, seconds: numberOption('seconds', 3), log }) : null;
 if (wantScale) phase('scale');
@@ -104,12 +107,15 @@ if (splice) {
     const md = memoryMarkdown(await memoryBreakdown(node), node, { image, jitlessOnly });
     const note = `\n_The breakdown was re-measured by \`npm run bench -- --only memory --splice\` on ${today}; the two standby rows are the full run's._\n`;
     replaceSection('### Where the memory goes\n', '\n## Kubernetes: one real', md + note);
+  } else if (only === 'sqlite-disk') {
+    const note = `\n_Re-measured by \`npm run bench -- --only sqlite-disk --splice\` on ${today}, after the full run._\n`;
+    replaceSection('### SQLite durable renewals against the disk\n', '\n## PostgreSQL\n', sqliteDisk!.markdown + note);
   } else {
     const note = `_This section was re-measured by \`npm run bench -- --only sqlite --splice\` on ${today}, after the full run; the summary tables above quote the full run's SQLite figures._\n\n`;
     replaceSection('## SQLite (local mode)\n', '\n## PostgreSQL\n', `## SQLite (local mode)\n\n${note}${sqlite!.markdown}`);
   }
 } else if (!write) {
-  process.stdout.write([kube?.markdown, sqlite?.markdown, postgres?.markdown, scale?.markdown, pod?.markdown].filter(Boolean).join('\n'));
+  process.stdout.write([kube?.markdown, sqlite?.markdown, sqliteDisk?.markdown, postgres?.markdown, scale?.markdown, pod?.markdown].filter(Boolean).join('\n'));
 } else {
   const version = (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
   const md = `# Benchmarks

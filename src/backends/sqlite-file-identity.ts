@@ -25,8 +25,21 @@ export function identityOf(path: string): FileIdentity {
   return { main: devIno(path), wal: devIno(`${path}-wal`), shm: devIno(`${path}-shm`) };
 }
 
+/**
+ * The database file and its -shm, without stat'ing the -wal: what the store compares before
+ * every operation. A stat of the -wal before each commit would make each commit's sync commit
+ * the filesystem's journal too: a kernel with multigrain timestamps gives the next write to a
+ * file whose times were just read a fine-grained, new modification time, so every write changes
+ * the -wal's inode and its fsync must commit it, where otherwise the commits within one clock
+ * tick share a time and the fsync writes data only (docs/benchmarks.md, "SQLite durable
+ * renewals against the disk").
+ */
+export function mainAndShmOf(path: string): Pick<FileIdentity, 'main' | 'shm'> {
+  return { main: devIno(path), shm: devIno(`${path}-shm`) };
+}
+
 /** The database file and its -shm are the same files (the -wal is not compared: see sameFiles' caller). */
-export function sameFiles(a: FileIdentity, b: FileIdentity): boolean {
+export function sameFiles(a: Pick<FileIdentity, 'main' | 'shm'>, b: Pick<FileIdentity, 'main' | 'shm'>): boolean {
   return a.main === b.main && a.shm === b.shm;
 }
 

@@ -6,7 +6,7 @@ import { throwIfAborted } from '../abort.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { checkLocalFilesystem, checkSqliteFile } from './sqlite-file-check.js';
 import { makeDirs } from '../util/make-dirs.js';
-import { describeIdentity, identityOf, mountPointAt, sameFiles, unsafeReplacement, type FileIdentity } from './sqlite-file-identity.js';
+import { describeIdentity, identityOf, mainAndShmOf, mountPointAt, sameFiles, unsafeReplacement, type FileIdentity } from './sqlite-file-identity.js';
 
 /**
  * Leases in one SQLite file shared by processes on one machine.
@@ -163,11 +163,12 @@ export class SqliteLeaseStore implements LeaseStore {
    */
   private followReplacement(): void {
     if (this.options.readonly) return;
-    const now = identityOf(this.location);
-    if (sameFiles(now, this.opened)) {
+    // The -wal is stat'ed only once the path names another file: see mainAndShmOf.
+    if (sameFiles(mainAndShmOf(this.location), this.opened)) {
       this.refused = null;
       return;
     }
+    const now = identityOf(this.location);
     const why = unsafeReplacement(this.location, this.opened, now);
     if (why) {
       const message = `the database file ${this.location} no longer names the file this candidate opened (${describeIdentity(this.opened)} is now ${describeIdentity(now)}) and ${why}: refusing to read or write it until ${this.location} names the opened file again (stop every candidate before replacing a database, and move its -wal and -shm with it)`;

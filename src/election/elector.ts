@@ -428,8 +428,8 @@ export class LeaderElector {
    *   2. Read the record. A standby reads even when its watch showed the lease free: writing
    *      straight from the event saved a request, but with many standbys the new holder's event
    *      reaches them all only after a while (each must wake and parse it), and every standby
-   *      whose turn came first sent a write that conflicted (99 of 100 on a 2-core machine, in
-   *      `npm run bench -- --only scale` at commit a1e2773).
+   *      whose turn came first sent a write that conflicted (nearly all of them with many
+   *      standbys; docs/benchmarks.md, "One lease, 100 standbys", counts the conflicts).
    *      The API server answers a read with the latest write, so a turn that comes after the
    *      winner's write sees it and sends nothing.
    *   3. Absent: the sitting leader recreates it at once as a new term; anyone else first

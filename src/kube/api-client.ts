@@ -32,8 +32,8 @@ export interface WatchHandle {
 /**
  * A small JSON client for the few calls leasehold makes (read/create/replace one Lease, watch
  * it, patch its own pod). It exists instead of @kubernetes/client-node because that library's
- * generated API surface costs about 70 MB of memory in a sidecar whose whole job is a handful
- * of requests a minute (docs/benchmarks.md). One keep-alive agent per client: renewals every
+ * generated API surface is loaded whole, and its memory dwarfs what a sidecar whose whole job is
+ * a handful of requests a minute needs (docs/kubernetes.md, "Connections"). One keep-alive agent per client: renewals every
  * retryPeriod and a long-lived watch reuse their TCP + TLS connections.
  */
 export class KubeClient {

@@ -24,7 +24,8 @@ function walk(root: string, dir = root): string[] {
 /**
  * What is meant to ship, derived from the sources rather than from dist/: the compiled library
  * and CLI (.js and .d.ts), without tests, the test helpers (src/testing), examples or source
- * maps (the .ts they would point at does not ship); the docs, README, LICENSE and package.json.
+ * maps (the .ts they would point at does not ship); the docs, README, CONTRIBUTING.md (the README
+ * links to it), LICENSE and package.json.
  */
 function meantToShip(): string[] {
   const compiled = ['src', 'cmd']
@@ -32,7 +33,7 @@ function meantToShip(): string[] {
     .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !f.startsWith('src/testing/'))
     .flatMap((f) => [`dist/${f.replace(/\.ts$/, '.js')}`, `dist/${f.replace(/\.ts$/, '.d.ts')}`]);
   const docs = walk(REPO, join(REPO, 'docs'));
-  return [...compiled, ...docs, 'README.md', 'LICENSE', 'package.json'].sort();
+  return [...compiled, ...docs, 'README.md', 'CONTRIBUTING.md', 'LICENSE', 'package.json'].sort();
 }
 
 function run(cmd: string, args: string[], cwd: string): SpawnSyncReturns<string> {
