@@ -1,4 +1,6 @@
-import { createServer, type Server } from 'node:https';
+import { createRequire } from 'node:module';
+import type * as Https from 'node:https';
+import type { Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describeError, isLeaseholdError } from '../errors.js';
@@ -6,6 +8,9 @@ import type { Logger } from '../log.js';
 import type { InjectorDefaults } from './injection-settings.js';
 import { review } from './mutate.js';
 import type { OperatorMetrics } from './operator-metrics.js';
+
+/** node:https by require, as src/util/node-http.ts loads node:http: an ESM import would load undici for nothing. */
+const { createServer } = createRequire(import.meta.url)('node:https') as typeof Https;
 
 /** The path the webhook configuration calls. */
 export const MUTATE_PATH = '/mutate-pods';

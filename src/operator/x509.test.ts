@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { createSecureContext } from 'node:tls';
 import { issue } from './x509.js';
 
 const day = 86_400_000;
@@ -45,4 +46,12 @@ test('dates after 2049 are GeneralizedTime', () => {
   const far = new Date('2060-06-01T12:00:00Z');
   const ca = new X509Certificate(issue({ commonName: 'ca', notBefore: now, notAfter: far }).certPem);
   assert.equal(new Date(ca.validTo).getTime(), far.getTime());
+});
+
+test('every serial number is minimal DER: a thousand certificates all load into a TLS context', () => {
+  const ca = issue({ commonName: 'ca', notBefore: now, notAfter: new Date(now.getTime() + day) });
+  for (let i = 0; i < 1000; i++) {
+    const c = issue({ commonName: 's', notBefore: now, notAfter: new Date(now.getTime() + day), hosts: ['s'], issuer: { ...ca, commonName: 'ca' } });
+    assert.doesNotThrow(() => createSecureContext({ cert: c.certPem, key: c.keyPem }), `certificate ${i}`);
+  }
 });

@@ -82,7 +82,8 @@ export function issue(o: IssueOptions): KeyPair {
   const signer: KeyObject = o.issuer ? createPrivateKey(o.issuer.keyPem) : privateKey;
   const issuerSpki = o.issuer ? publicSpki(o.issuer.keyPem) : spki;
   const serial = randomBytes(16);
-  serial[0]! &= 0x7f;
+  // Positive (top bit clear) and minimal (a leading zero byte would be illegal DER padding).
+  serial[0] = (serial[0]! & 0x7f) | 0x40;
   const extensions = [
     ext('2.5.29.19', true, isCa ? seq(bool(true)) : seq()),
     // keyUsage: keyCertSign + cRLSign for the CA, digitalSignature for an ECDSA server key.
