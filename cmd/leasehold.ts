@@ -4,6 +4,7 @@
  *   leasehold sidecar   campaign for a lease and report leadership (status files, HTTP, metrics)
  *   leasehold status    show who holds a lease, its token and when it expires
  *   leasehold run -- CMD  run CMD only while leader, with its fencing token in the environment
+ *   leasehold operator  inject the sidecar into labelled pods (admission webhook) and keep their RBAC
  * Every flag can also be set as LEASEHOLD_<FLAG> (e.g. LEASEHOLD_LEASE_DURATION=30s).
  */
 import yargs from 'yargs';
@@ -15,6 +16,7 @@ import { RUN_DESCRIPTION, runRun, runFlags } from './run-command.js';
 import { EXIT_USAGE, rejectRepeated, rejectRepeatedBooleans } from './usage-error.js';
 import { applyEnvFlags, booleanFlagsOf, checkBooleans, flagsOf } from './env-flags.js';
 import { ownVersion } from './own-version.js';
+import { OPERATOR_DESCRIPTION, operatorFlags, runOperator } from './operator-command.js';
 
 const BAD_INPUT = new Set(['LEASEHOLD_ERR_INVALID_CONFIG', 'LEASEHOLD_ERR_STORE_OPEN', 'LEASEHOLD_ERR_STATUS_DIR', 'LEASEHOLD_ERR_COMMAND_START']);
 
@@ -24,11 +26,12 @@ function fail(message: string, code: number): never {
 }
 
 /** Each command's flags, from its builder: the env variables it reads and the flags it checks. */
-const COMMAND_FLAGS = { sidecar: flagsOf(sidecarFlags), status: flagsOf(statusFlags), run: flagsOf(runFlags) };
+const COMMAND_FLAGS = { sidecar: flagsOf(sidecarFlags), status: flagsOf(statusFlags), run: flagsOf(runFlags), operator: flagsOf(operatorFlags) };
 const BOOLEAN_FLAGS: Record<string, string[]> = {
   sidecar: booleanFlagsOf(sidecarFlags),
   status: booleanFlagsOf(statusFlags),
   run: booleanFlagsOf(runFlags),
+  operator: booleanFlagsOf(operatorFlags),
 };
 
 const EPILOGUE = `Every flag can also be set as LEASEHOLD_<FLAG> (--lease-duration as LEASEHOLD_LEASE_DURATION); the command line wins, and each command reads only its own flags' variables. Boolean flags and variables take true or false. Exit status: 0 done (status: the lease exists; run --skip-if-ran-within: skipped); 1 a failure (status: no such lease); 2 bad input, one line, nothing written; 3 status: the store did not answer in time; run: the command's status, 75 if leadership was lost first (--once), 124 not elected within --try, 127 the command cannot start; 128 + n on a second signal during shutdown.`;
@@ -71,7 +74,21 @@ async function main(): Promise<void> {
       (y) => runFlags(y).epilogue(EPILOGUE),
       (a) => run(() => runRun(rejectRepeated(a, COMMAND_FLAGS.run), COMMAND_FLAGS.run))(),
     )
-    .demandCommand(1, 'a command is required: sidecar, status or run')
+    .command(
+      'operator',
+      OPERATOR_DESCRIPTION,
+      (y) => operatorFlags(y).epilogue(EPILOGUE),
+      (a) =>
+        run(() =>
+          runOperator(
+            rejectRepeated(
+              a,
+              COMMAND_FLAGS.operator.filter((f) => f !== 'extra-host' && f !== 'exclude-namespace'),
+            ),
+          ),
+        )(),
+    )
+    .demandCommand(1, 'a command is required: sidecar, status, run or operator')
     .strict()
     .help()
     .version(ownVersion())

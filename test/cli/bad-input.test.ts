@@ -16,7 +16,23 @@ const NOT_SQLITE = 'notes.txt';
 const A_FILE = 'a-file';
 
 const cases: Case[] = [
-  { name: 'no command', args: [], message: /a command is required: sidecar, status or run/ },
+  { name: 'no command', args: [], message: /a command is required: sidecar, status, run or operator/ },
+  { name: 'operator without its sidecar image', args: ['operator'], message: /invalid --sidecar-image "": is required/ },
+  {
+    name: 'operator with a bad native-sidecar default',
+    args: ['operator', '--sidecar-image', 'leasehold:1', '--native-sidecar', 'maybe'],
+    message: /invalid --native-sidecar "maybe": must be true, false or auto/,
+  },
+  {
+    name: 'operator with a CA shorter than its certificate',
+    args: ['operator', '--sidecar-image', 'leasehold:1', '--ca-validity', '24h', '--cert-validity', '48h'],
+    message: /invalid --ca-validity "24h": must be longer than --cert-validity \(48h\)/,
+  },
+  {
+    name: 'operator with a bad secret name',
+    args: ['operator', '--sidecar-image', 'leasehold:1', '--secret', 'Bad_Name'],
+    message: /invalid --secret "Bad_Name": must be a DNS-1123 label/,
+  },
   { name: 'unknown flag', args: ['sidecar', '--leese', 'x'], message: /Unknown argument: leese/ },
   {
     name: 'unparsable duration',

@@ -1,0 +1,151 @@
+import { hostname } from 'node:os';
+import type { Argv } from 'yargs';
+import { parseDuration } from '../src/config/duration.js';
+import { validateIdentity, validateLeaseName, validateTimings } from '../src/election/elector-config.js';
+import { describeError } from '../src/errors.js';
+import { connect } from '../src/kube/connect.js';
+import { createLogger } from '../src/log.js';
+import { parseListen } from '../src/sidecar/http-server.js';
+import { Operator } from '../src/operator/operator.js';
+import { OperatorMetrics } from '../src/operator/operator-metrics.js';
+import { duration } from './election-flags.js';
+import type { FlagsOf } from './env-flags.js';
+import { onShutdownSignal } from './signals.js';
+import { badFlag } from './usage-error.js';
+
+export const OPERATOR_DESCRIPTION = 'Inject the sidecar into pods labelled leasehold.io/inject=true (a mutating admission webhook) and keep their RBAC';
+
+export function operatorFlags<T>(y: Argv<T>) {
+  return y
+    .option('namespace', { type: 'string', describe: "The operator's namespace: its Secret, its lease (default: the pod's own)" })
+    .option('kubeconfig', { type: 'string', describe: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)' })
+    .option('identity', { type: 'string', describe: "This replica's identity (default: the host name, the pod's name in a pod)" })
+    .option('lease', { type: 'string', default: 'leasehold-operator', describe: 'The lease the replicas elect their reconciler with' })
+    .option('listen', { type: 'string', default: '0.0.0.0:8443', describe: 'HTTPS address of the webhook (/mutate-pods, /healthz, /metrics)' })
+    .option('secret', { type: 'string', default: 'leasehold-operator-tls', describe: 'The Secret keeping the CA and the serving certificate' })
+    .option('webhook-configuration', { type: 'string', default: 'leasehold-operator', describe: 'The MutatingWebhookConfiguration whose caBundle is kept' })
+    .option('service', {
+      type: 'string',
+      default: 'leasehold-operator',
+      describe: "The webhook Service's name: the serving certificate names <service>.<namespace>.svc",
+    })
+    .option('extra-host', { type: 'string', array: true, default: [] as string[], describe: 'More names or IPv4 addresses for the serving certificate' })
+    .option('sidecar-image', { type: 'string', describe: 'The image of the injected sidecar (required)' })
+    .option('sidecar-image-pull-policy', { type: 'string', default: 'IfNotPresent', describe: 'Always | IfNotPresent | Never' })
+    .option('native-sidecar', { type: 'string', default: 'false', describe: 'Default of leasehold.io/native-sidecar: true | false | auto' })
+    .option('exclude-namespace', {
+      type: 'string',
+      array: true,
+      default: [] as string[],
+      describe: 'Namespaces never granted nor reported, besides kube-system and its own',
+    })
+    .option('resync', { type: 'string', default: '30s', describe: 'Full reconcile interval (RBAC, uninjected pods)' })
+    .option('tls-check', { type: 'string', default: '10s', describe: 'How often each replica rereads the Secret (the leader renews what is due)' })
+    .option('cert-validity', { type: 'string', default: '2160h', describe: 'Serving certificate lifetime; renewed with a third left' })
+    .option('ca-validity', { type: 'string', default: '87600h', describe: 'CA lifetime; a new CA joins the bundle with a third left' })
+    .option('log-format', { type: 'string', default: 'json', describe: 'json | text' })
+    .option('log-level', { type: 'string', default: 'info', describe: 'debug | info | warn | error' });
+}
+
+export type OperatorArgs = FlagsOf<typeof operatorFlags>;
+
+const NATIVE = ['true', 'false', 'auto'] as const;
+const LOG_FORMATS = ['json', 'text'] as const;
+const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+function lifetime(flag: string, text: string): number {
+  const ms = parseDuration(text);
+  if (ms === null || ms < 60_000) throw badFlag(flag, text, 'expected a duration of at least 1m, such as 2160h');
+  return ms;
+}
+
+export function resolveOperator(a: OperatorArgs) {
+  if (!a['sidecar-image']) throw badFlag('sidecar-image', a['sidecar-image'] ?? '', "is required: the image the sidecar runs (the operator's own)");
+  for (const flag of ['secret', 'webhook-configuration', 'service'] as const) {
+    if (!DNS_LABEL.test(a[flag])) throw badFlag(flag, a[flag], 'must be a DNS-1123 label');
+  }
+  if (a.namespace !== undefined && !DNS_LABEL.test(a.namespace)) throw badFlag('namespace', a.namespace, 'must be a DNS-1123 label');
+  try {
+    validateLeaseName(a.lease);
+  } catch (err) {
+    throw badFlag('lease', a.lease, describeError(err).replace(/^lease name "[^"]*" is invalid: /, ''));
+  }
+  const identity = a.identity ?? process.env.POD_NAME ?? hostname();
+  try {
+    validateIdentity(identity);
+  } catch (err) {
+    throw badFlag('identity', identity, describeError(err));
+  }
+  let listen: { host: string; port: number };
+  try {
+    listen = parseListen(a.listen);
+  } catch (err) {
+    throw badFlag('listen', a.listen, describeError(err));
+  }
+  if (!['Always', 'IfNotPresent', 'Never'].includes(a['sidecar-image-pull-policy'])) {
+    throw badFlag('sidecar-image-pull-policy', a['sidecar-image-pull-policy'], 'must be Always, IfNotPresent or Never');
+  }
+  const native = NATIVE.find((v) => v === a['native-sidecar']);
+  if (native === undefined) throw badFlag('native-sidecar', a['native-sidecar'], 'must be true, false or auto');
+  const certValidityMs = lifetime('cert-validity', a['cert-validity']);
+  const caValidityMs = lifetime('ca-validity', a['ca-validity']);
+  if (caValidityMs <= certValidityMs) throw badFlag('ca-validity', a['ca-validity'], `must be longer than --cert-validity (${a['cert-validity']})`);
+  const logFormat = LOG_FORMATS.find((v) => v === a['log-format']);
+  if (logFormat === undefined) throw badFlag('log-format', a['log-format'], 'must be json or text');
+  const logLevel = LOG_LEVELS.find((v) => v === a['log-level']);
+  if (logLevel === undefined) throw badFlag('log-level', a['log-level'], 'must be debug, info, warn or error');
+  const timings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+  validateTimings(timings);
+  return {
+    ...a,
+    identity,
+    listen,
+    native,
+    certValidityMs,
+    caValidityMs,
+    resyncMs: duration('resync', a.resync),
+    tlsCheckMs: duration('tls-check', a['tls-check']),
+    timings,
+    image: a['sidecar-image'],
+    logFormat,
+    logLevel,
+  };
+}
+
+export async function runOperator(a: OperatorArgs): Promise<number> {
+  const s = resolveOperator(a);
+  const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { component: 'operator', identity: s.identity } });
+  const kube = connect({ kubeconfig: s.kubeconfig, namespace: s.namespace, requestTimeoutMs: 5_000 });
+  const ns = kube.namespace;
+  const operator = new Operator({
+    kube,
+    identity: s.identity,
+    lease: s.lease,
+    ...s.timings,
+    tls: { namespace: ns, secret: s.secret, webhookConfiguration: s['webhook-configuration'] },
+    policy: {
+      hosts: [`${s.service}.${ns}.svc`, `${s.service}.${ns}.svc.cluster.local`, `${s.service}.${ns}`, s.service, ...s['extra-host']],
+      certValidityMs: s.certValidityMs,
+      caValidityMs: s.caValidityMs,
+      propagationMs: 60_000,
+    },
+    listen: s.listen,
+    injector: { image: s.image, imagePullPolicy: s['sidecar-image-pull-policy'], nativeSidecar: s.native },
+    excludedNamespaces: ['kube-system', ns, ...s['exclude-namespace']],
+    resyncMs: s.resyncMs,
+    tlsCheckMs: s.tlsCheckMs,
+    log,
+    metrics: new OperatorMetrics(),
+  });
+  const stopped = new Promise<void>((resolve) =>
+    onShutdownSignal(async (signal) => {
+      log.info('shutting down', { signal });
+      await operator.stop();
+      resolve();
+    }),
+  );
+  await operator.start();
+  await stopped;
+  return 0;
+}

@@ -1,0 +1,152 @@
+import { durationRangeError, parseDuration } from '../config/duration.js';
+import { kubernetesLeaseDurationError, validateLeaseName, validateTimings, type Timings } from '../election/elector-config.js';
+import { InvalidConfigError, describeError } from '../errors.js';
+import { isReadyWhen, type ReadyWhen } from '../sidecar/health.js';
+import { ANNOTATION, SIDECAR_NAME, STATUS_MOUNT } from './annotations.js';
+import { workloadLeaseName } from './lease-name.js';
+import type { Pod } from './pod-types.js';
+
+/** What the operator itself decides (its flags), as opposed to what each pod's annotations say. */
+export interface InjectorDefaults {
+  image: string;
+  imagePullPolicy: string;
+  /** The leasehold.io/native-sidecar default: "true", "false" or "auto" (native when the cluster supports it). */
+  nativeSidecar: 'true' | 'false' | 'auto';
+  /** Whether the API server supports native sidecars (Kubernetes 1.29+), for "auto". */
+  clusterSupportsNativeSidecars: boolean;
+}
+
+/** The defaults of the annotations: the chart's values.yaml defaults, so both ways behave alike. */
+export const ANNOTATION_DEFAULTS = {
+  leaseDuration: '15s',
+  renewDeadline: '10s',
+  retryPeriod: '2s',
+  readyWhen: 'elected-any',
+  podLabel: 'false',
+  port: '4040',
+} as const;
+
+export interface InjectionSettings {
+  lease: string;
+  leaseDuration: string;
+  renewDeadline: string;
+  retryPeriod: string;
+  readyWhen: ReadyWhen;
+  podLabel: boolean;
+  native: boolean;
+  port: number;
+  /** The app containers that get the status volume, read-only at /leader. */
+  containers: string[];
+}
+
+/** One annotation breaking one rule: the message names both. */
+function bad(annotation: string, value: string, rule: string): InvalidConfigError {
+  return new InvalidConfigError(`annotation ${annotation} ${JSON.stringify(value)} is invalid: ${rule}`);
+}
+
+/**
+ * A duration annotation, under the CLI's rules for its flag (parseDuration, durationRangeError):
+ * the sidecar would refuse what this refuses, and exit 2 in a crash loop.
+ */
+function durationOf(annotation: string, text: string): number {
+  const ms = parseDuration(text);
+  if (ms === null) throw bad(annotation, text, 'expected a duration such as 15s, 500ms or 1m30s');
+  const range = durationRangeError(ms);
+  if (range) throw bad(annotation, text, range);
+  return ms;
+}
+
+function booleanOf(annotation: string, text: string): boolean {
+  if (text !== 'true' && text !== 'false') throw bad(annotation, text, 'must be true or false');
+  return text === 'true';
+}
+
+/**
+ * The settings of one pod's sidecar from its annotations, each checked with the rules the CLI
+ * applies to the flag it becomes. Throws one InvalidConfigError naming the annotation and the rule.
+ */
+export function injectionSettings(pod: Pod, defaults: InjectorDefaults): InjectionSettings {
+  const a = pod.metadata?.annotations ?? {};
+  const get = (key: keyof typeof ANNOTATION, fallback: string): string => a[ANNOTATION[key]] ?? fallback;
+
+  const derived = workloadLeaseName(pod);
+  const leaseText = a[ANNOTATION.lease] ?? derived;
+  if (leaseText === null || leaseText === undefined) {
+    throw new InvalidConfigError(`annotation ${ANNOTATION.lease} is required: the pod has no owner, name or generateName to derive a lease name from`);
+  }
+  try {
+    validateLeaseName(leaseText);
+  } catch (err) {
+    const rule = describeError(err).replace(/^lease name "[^"]*" is invalid: /, '');
+    if (a[ANNOTATION.lease] !== undefined) throw bad(ANNOTATION.lease, leaseText, rule);
+    throw new InvalidConfigError(`the lease name derived from the pod's workload, ${JSON.stringify(leaseText)}, is invalid: ${rule}; set ${ANNOTATION.lease}`);
+  }
+
+  const leaseDuration = get('leaseDuration', ANNOTATION_DEFAULTS.leaseDuration);
+  const renewDeadline = get('renewDeadline', ANNOTATION_DEFAULTS.renewDeadline);
+  const retryPeriod = get('retryPeriod', ANNOTATION_DEFAULTS.retryPeriod);
+  const timings: Timings = {
+    leaseDurationMs: durationOf(ANNOTATION.leaseDuration, leaseDuration),
+    renewDeadlineMs: durationOf(ANNOTATION.renewDeadline, renewDeadline),
+    retryPeriodMs: durationOf(ANNOTATION.retryPeriod, retryPeriod),
+  };
+  try {
+    validateTimings(timings);
+  } catch (err) {
+    throw new InvalidConfigError(
+      `annotations ${ANNOTATION.leaseDuration} ${JSON.stringify(leaseDuration)}, ${ANNOTATION.renewDeadline} ${JSON.stringify(renewDeadline)} and ${ANNOTATION.retryPeriod} ${JSON.stringify(retryPeriod)} are invalid together: ${describeError(err)}`,
+    );
+  }
+  const whole = kubernetesLeaseDurationError(timings.leaseDurationMs);
+  if (whole) throw bad(ANNOTATION.leaseDuration, leaseDuration, whole);
+
+  const readyWhen = get('readyWhen', ANNOTATION_DEFAULTS.readyWhen);
+  if (!isReadyWhen(readyWhen)) throw bad(ANNOTATION.readyWhen, readyWhen, 'must be leader or elected-any');
+  const podLabel = booleanOf(ANNOTATION.podLabel, get('podLabel', ANNOTATION_DEFAULTS.podLabel));
+
+  const nativeText = get('nativeSidecar', defaults.nativeSidecar);
+  if (nativeText !== 'true' && nativeText !== 'false' && nativeText !== 'auto') throw bad(ANNOTATION.nativeSidecar, nativeText, 'must be true, false or auto');
+  if (nativeText === 'true' && !defaults.clusterSupportsNativeSidecars) {
+    throw bad(ANNOTATION.nativeSidecar, nativeText, 'this cluster does not support native sidecars (Kubernetes 1.29+): use false or auto');
+  }
+  const native = nativeText === 'true' || (nativeText === 'auto' && defaults.clusterSupportsNativeSidecars);
+
+  const spec = pod.spec ?? {};
+  const appContainers = (spec.containers ?? []).map((c) => c.name);
+  const portText = get('port', ANNOTATION_DEFAULTS.port);
+  const port = /^[0-9]{1,5}$/.test(portText) ? Number(portText) : NaN;
+  if (!(port >= 1 && port <= 65535)) throw bad(ANNOTATION.port, portText, 'must be a port number from 1 to 65535');
+  for (const c of [...(spec.containers ?? []), ...(spec.initContainers ?? [])]) {
+    if ((c.ports ?? []).some((p) => p.containerPort === port)) {
+      throw bad(
+        ANNOTATION.port,
+        portText,
+        `container ${JSON.stringify(c.name)} already declares port ${port}: the pod's containers share one network namespace`,
+      );
+    }
+  }
+
+  const containersText = a[ANNOTATION.containers];
+  const containers = containersText === undefined ? appContainers : containersText.split(',').map((s) => s.trim());
+  if (containersText !== undefined) {
+    if (containers.some((c) => c === '')) throw bad(ANNOTATION.containers, containersText, 'must be a comma-separated list of container names');
+    const unknown = containers.find((c) => !appContainers.includes(c));
+    if (unknown !== undefined) {
+      throw bad(
+        ANNOTATION.containers,
+        containersText,
+        `the pod has no container ${JSON.stringify(unknown)} (it has ${appContainers.map((c) => JSON.stringify(c)).join(', ')})`,
+      );
+    }
+  }
+  for (const c of spec.containers ?? []) {
+    if (!containers.includes(c.name)) continue;
+    if (c.name === SIDECAR_NAME) continue;
+    if ((c.volumeMounts ?? []).some((m) => m.mountPath.replace(/\/+$/, '') === STATUS_MOUNT)) {
+      throw new InvalidConfigError(
+        `container ${JSON.stringify(c.name)} already mounts ${STATUS_MOUNT}: leave it out of ${ANNOTATION.containers}, or free ${STATUS_MOUNT} for the status volume`,
+      );
+    }
+  }
+  return { lease: leaseText, leaseDuration, renewDeadline, retryPeriod, readyWhen, podLabel, native, port, containers };
+}

@@ -1,0 +1,217 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { injectionPatch, review, type PatchOp } from './mutate.js';
+import { workloadLeaseName } from './lease-name.js';
+import type { InjectorDefaults } from './injection-settings.js';
+import type { Pod } from './pod-types.js';
+
+const defaults: InjectorDefaults = { image: 'leasehold:test', imagePullPolicy: 'IfNotPresent', nativeSidecar: 'false', clusterSupportsNativeSidecars: true };
+
+/** A pod as a Deployment's ReplicaSet sends it to admission: no name yet, owned by the ReplicaSet. */
+function deploymentPod(annotations?: Record<string, string>, extra: Partial<NonNullable<Pod['spec']>> = {}): Pod {
+  return {
+    metadata: {
+      generateName: 'web-7d9f8c6b5-',
+      namespace: 'shop',
+      labels: { app: 'web', 'pod-template-hash': '7d9f8c6b5', 'leasehold.io/inject': 'true' },
+      ...(annotations ? { annotations } : {}),
+      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-7d9f8c6b5', controller: true }],
+    },
+    spec: {
+      containers: [
+        { name: 'app', image: 'busybox' },
+        { name: 'helper', image: 'busybox', volumeMounts: [{ name: 'data', mountPath: '/data' }] },
+      ],
+      ...extra,
+    },
+  };
+}
+
+/** Applies RFC 6902 "add" operations, as the API server does, to a copy. */
+function apply(doc: unknown, ops: PatchOp[]): Pod {
+  const out = structuredClone(doc) as Record<string, unknown>;
+  for (const op of ops) {
+    const parts = op.path
+      .split('/')
+      .slice(1)
+      .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const last = parts.pop()!;
+    let at: Record<string, unknown> | unknown[] = out;
+    for (const p of parts) at = at[p] as Record<string, unknown>;
+    if (Array.isArray(at)) {
+      if (last === '-') at.push(op.value);
+      else at.splice(Number(last), 0, op.value);
+    } else {
+      assert.ok(!(last in at), `add would replace ${op.path}`);
+      at[last] = op.value;
+    }
+  }
+  return out;
+}
+
+function reviewOf(pod: Pod, operation = 'CREATE') {
+  return {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: { uid: 'u-1', kind: { kind: 'Pod' }, operation, namespace: 'shop', object: pod },
+  };
+}
+
+function refusal(pod: Pod): string {
+  const r = review(reviewOf(pod), defaults).response;
+  assert.equal(r.allowed, false, 'the pod should have been refused');
+  return r.status!.message;
+}
+
+test('a Deployment pod gets a plain sidecar, the status volume read-only in every app container, the downward-API env', () => {
+  const pod = deploymentPod();
+  const out = apply(pod, injectionPatch(pod, defaults));
+  const names = out.spec!.containers!.map((c) => c.name);
+  assert.deepEqual(names, ['app', 'helper', 'leasehold']);
+  assert.equal(out.spec!.initContainers, undefined);
+  const sidecar = out.spec!.containers![2]!;
+  assert.equal(sidecar.restartPolicy, undefined);
+  assert.ok((sidecar.args as string[]).includes('--lease=web'), 'the lease is the Deployment name');
+  assert.ok((sidecar.args as string[]).includes('--ready-when=elected-any'));
+  assert.ok(!(sidecar.args as string[]).includes('--pod-label'));
+  assert.deepEqual(sidecar.env, [
+    { name: 'LEASEHOLD_IDENTITY', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    { name: 'LEASEHOLD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+  ]);
+  assert.deepEqual(out.spec!.volumes, [{ name: 'leasehold-status', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }]);
+  assert.deepEqual(out.spec!.containers![0]!.volumeMounts, [{ name: 'leasehold-status', mountPath: '/leader', readOnly: true }]);
+  assert.deepEqual(out.spec!.containers![1]!.volumeMounts, [
+    { name: 'data', mountPath: '/data' },
+    { name: 'leasehold-status', mountPath: '/leader', readOnly: true },
+  ]);
+  assert.deepEqual(out.metadata!.annotations, { 'leasehold.io/injected-lease': 'web', 'leasehold.io/injected-pod-label': 'false' });
+});
+
+test('native-sidecar "true" makes an init container with restartPolicy Always, after the pod\'s own', () => {
+  const pod = deploymentPod({ 'leasehold.io/native-sidecar': 'true' }, { initContainers: [{ name: 'migrate', image: 'busybox' }] });
+  const out = apply(pod, injectionPatch(pod, defaults));
+  assert.deepEqual(
+    out.spec!.initContainers!.map((c) => [c.name, c.restartPolicy]),
+    [
+      ['migrate', undefined],
+      ['leasehold', 'Always'],
+    ],
+  );
+  assert.deepEqual(
+    out.spec!.containers!.map((c) => c.name),
+    ['app', 'helper'],
+  );
+});
+
+test('native-sidecar "auto" follows what the cluster supports; "true" on a cluster without it is refused', () => {
+  const pod = deploymentPod({ 'leasehold.io/native-sidecar': 'auto' });
+  const native = apply(pod, injectionPatch(pod, defaults));
+  assert.equal(native.spec!.initContainers![0]!.name, 'leasehold');
+  const old = { ...defaults, clusterSupportsNativeSidecars: false };
+  const plain = apply(pod, injectionPatch(pod, old));
+  assert.equal(plain.spec!.initContainers, undefined);
+  assert.throws(
+    () => injectionPatch(deploymentPod({ 'leasehold.io/native-sidecar': 'true' }), old),
+    /leasehold\.io\/native-sidecar "true" is invalid: .*1\.29/,
+  );
+});
+
+test('annotations set the lease, timings, readiness, podLabel, port and which containers get the volume', () => {
+  const pod = deploymentPod({
+    'leasehold.io/lease': 'orders.leader',
+    'leasehold.io/lease-duration': '20s',
+    'leasehold.io/renew-deadline': '12s',
+    'leasehold.io/retry-period': '3s',
+    'leasehold.io/ready-when': 'leader',
+    'leasehold.io/pod-label': 'true',
+    'leasehold.io/port': '9090',
+    'leasehold.io/containers': 'helper',
+  });
+  const out = apply(pod, injectionPatch(pod, defaults));
+  const sidecar = out.spec!.containers!.find((c) => c.name === 'leasehold')!;
+  for (const arg of [
+    '--lease=orders.leader',
+    '--lease-duration=20s',
+    '--renew-deadline=12s',
+    '--retry-period=3s',
+    '--ready-when=leader',
+    '--pod-label',
+    '--listen=0.0.0.0:9090',
+  ]) {
+    assert.ok((sidecar.args as string[]).includes(arg), arg);
+  }
+  assert.equal(out.spec!.containers![0]!.volumeMounts, undefined, 'app was left out by leasehold.io/containers');
+  assert.equal(out.spec!.containers![1]!.volumeMounts!.length, 2);
+  assert.equal(out.metadata!.annotations!['leasehold.io/injected-pod-label'], 'true');
+  assert.equal(out.metadata!.annotations!['leasehold.io/lease'], 'orders.leader', 'the user annotations are kept');
+});
+
+test('the lease name is derived from the owning workload', () => {
+  assert.equal(workloadLeaseName(deploymentPod()), 'web');
+  const owned = (kind: string, name: string, labels?: Record<string, string>): Pod => ({
+    metadata: { generateName: `${name}-`, ...(labels ? { labels } : {}), ownerReferences: [{ kind, name, controller: true }] },
+  });
+  assert.equal(workloadLeaseName(owned('StatefulSet', 'db')), 'db');
+  assert.equal(workloadLeaseName(owned('DaemonSet', 'agent')), 'agent');
+  assert.equal(workloadLeaseName(owned('ReplicaSet', 'bare')), 'bare', 'a ReplicaSet without a pod-template-hash is its own workload');
+  assert.equal(workloadLeaseName(owned('ReplicaSet', 'web-abc', { 'pod-template-hash': 'zzz' })), 'web-abc', 'a hash that is not the suffix is not stripped');
+  assert.equal(workloadLeaseName({ metadata: { ownerReferences: [{ kind: 'ReplicaSet', name: 'x', controller: false }], name: 'solo' } }), 'solo');
+  assert.equal(workloadLeaseName({ metadata: { generateName: 'batch-' } }), 'batch');
+  assert.equal(workloadLeaseName({ metadata: {} }), null);
+});
+
+test('a bad annotation is refused at admission, naming the annotation and the rule', () => {
+  assert.match(
+    refusal(deploymentPod({ 'leasehold.io/lease-duration': '10s', 'leasehold.io/renew-deadline': '10s' })),
+    /^leasehold: annotations leasehold\.io\/lease-duration "10s", leasehold\.io\/renew-deadline "10s" and leasehold\.io\/retry-period "2s" are invalid together: leaseDuration must be greater than renewDeadline/,
+  );
+  assert.match(
+    refusal(deploymentPod({ 'leasehold.io/lease': 'Bad_Name' })),
+    /annotation leasehold\.io\/lease "Bad_Name" is invalid: it must be a DNS-1123 subdomain/,
+  );
+  assert.match(
+    refusal(deploymentPod({ 'leasehold.io/lease-duration': '15' })),
+    /annotation leasehold\.io\/lease-duration "15" is invalid: expected a duration/,
+  );
+  assert.match(refusal(deploymentPod({ 'leasehold.io/lease-duration': '15500ms' })), /leasehold\.io\/lease-duration "15500ms" is invalid: .*whole seconds/);
+  assert.match(refusal(deploymentPod({ 'leasehold.io/retry-period': '9s' })), /renewDeadline must be greater than retryPeriod\*JitterFactor/);
+  assert.match(refusal(deploymentPod({ 'leasehold.io/ready-when': 'always' })), /leasehold\.io\/ready-when "always" is invalid: must be leader or elected-any/);
+  assert.match(refusal(deploymentPod({ 'leasehold.io/pod-label': 'yes' })), /leasehold\.io\/pod-label "yes" is invalid: must be true or false/);
+  assert.match(
+    refusal(deploymentPod({ 'leasehold.io/containers': 'app,nope' })),
+    /leasehold\.io\/containers "app,nope" is invalid: the pod has no container "nope"/,
+  );
+  assert.match(refusal(deploymentPod({ 'leasehold.io/port': '70000' })), /leasehold\.io\/port "70000" is invalid: must be a port number/);
+  const clash = deploymentPod(undefined, { containers: [{ name: 'app', ports: [{ containerPort: 4040 }] }] });
+  assert.match(refusal(clash), /leasehold\.io\/port "4040" is invalid: container "app" already declares port 4040/);
+  const mounted = deploymentPod(undefined, { containers: [{ name: 'app', volumeMounts: [{ name: 'x', mountPath: '/leader/' }] }] });
+  assert.match(refusal(mounted), /container "app" already mounts \/leader/);
+  assert.match(refusal(deploymentPod(undefined, { automountServiceAccountToken: false })), /automountServiceAccountToken is false/);
+  assert.match(refusal({ metadata: {}, spec: { containers: [{ name: 'a' }] } }), /annotation leasehold\.io\/lease is required/);
+});
+
+test('injection is idempotent: an injected pod is left unchanged', () => {
+  const pod = deploymentPod({ 'leasehold.io/native-sidecar': 'true' });
+  const once = apply(pod, injectionPatch(pod, defaults));
+  assert.deepEqual(injectionPatch(once, defaults), []);
+  const plain = deploymentPod();
+  assert.deepEqual(injectionPatch(apply(plain, injectionPatch(plain, defaults)), defaults), []);
+  const r = review(reviewOf(once), defaults).response;
+  assert.deepEqual(r, { uid: 'u-1', allowed: true });
+});
+
+test('the review answers with the uid and a base64 JSONPatch; other operations and kinds pass unchanged', () => {
+  const pod = deploymentPod({ 'leasehold.io/ready-when': 'leader' });
+  const r = review(reviewOf(pod), defaults);
+  assert.equal(r.apiVersion, 'admission.k8s.io/v1');
+  assert.equal(r.response.uid, 'u-1');
+  assert.equal(r.response.patchType, 'JSONPatch');
+  const ops = JSON.parse(Buffer.from(r.response.patch!, 'base64').toString()) as PatchOp[];
+  assert.deepEqual(ops, injectionPatch(pod, defaults));
+  assert.ok(
+    ops.some((o) => o.path === '/metadata/annotations/leasehold.io~1injected-lease'),
+    'keys with / are escaped',
+  );
+  assert.deepEqual(review(reviewOf(pod, 'UPDATE'), defaults).response, { uid: 'u-1', allowed: true });
+  assert.throws(() => review({ kind: 'Nope' }, defaults), /not an admission\.k8s\.io\/v1 AdmissionReview/);
+});

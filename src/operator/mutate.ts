@@ -1,0 +1,104 @@
+import { InvalidConfigError, describeError, isLeaseholdError } from '../errors.js';
+import { INJECTED_LEASE, INJECTED_POD_LABEL, SIDECAR_NAME, STATUS_MOUNT, STATUS_VOLUME } from './annotations.js';
+import { injectionSettings, type InjectorDefaults } from './injection-settings.js';
+import type { Pod } from './pod-types.js';
+import { sidecarContainer, statusVolume } from './sidecar-container.js';
+
+/** One RFC 6902 operation; the injector only adds. */
+export interface PatchOp {
+  op: 'add';
+  path: string;
+  value: unknown;
+}
+
+/** A JSON Pointer segment (RFC 6901): '~' and '/' escaped. */
+const seg = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+/** True when the pod already has the sidecar (or anything by its name): injection leaves it as it is. */
+export function alreadyInjected(pod: Pod): boolean {
+  const spec = pod.spec ?? {};
+  return [...(spec.containers ?? []), ...(spec.initContainers ?? [])].some((c) => c.name === SIDECAR_NAME);
+}
+
+/**
+ * The JSONPatch that injects the sidecar into `pod`, or [] when it already has it. Throws an
+ * InvalidConfigError (naming the annotation and the rule) when the pod cannot be injected.
+ */
+export function injectionPatch(pod: Pod, defaults: InjectorDefaults): PatchOp[] {
+  if (alreadyInjected(pod)) return [];
+  const spec = pod.spec ?? {};
+  if ((spec.volumes ?? []).some((v) => v.name === STATUS_VOLUME)) {
+    throw new InvalidConfigError(`the pod already has a volume named ${STATUS_VOLUME}: the injector needs that name for the status volume`);
+  }
+  if (spec.automountServiceAccountToken === false) {
+    throw new InvalidConfigError(
+      "spec.automountServiceAccountToken is false: the injected sidecar authenticates with the pod's ServiceAccount token; remove it or set it true",
+    );
+  }
+  const s = injectionSettings(pod, defaults);
+  const ops: PatchOp[] = [];
+  const container = sidecarContainer(s, defaults);
+  // A native sidecar goes after the pod's own init containers: they run before the campaign,
+  // as they run before a plain sidecar.
+  if (s.native)
+    ops.push(
+      spec.initContainers ? { op: 'add', path: '/spec/initContainers/-', value: container } : { op: 'add', path: '/spec/initContainers', value: [container] },
+    );
+  else ops.push({ op: 'add', path: '/spec/containers/-', value: container });
+  ops.push(spec.volumes ? { op: 'add', path: '/spec/volumes/-', value: statusVolume } : { op: 'add', path: '/spec/volumes', value: [statusVolume] });
+  const mount = { name: STATUS_VOLUME, mountPath: STATUS_MOUNT, readOnly: true };
+  (spec.containers ?? []).forEach((c, i) => {
+    if (!s.containers.includes(c.name)) return;
+    ops.push(
+      c.volumeMounts
+        ? { op: 'add', path: `/spec/containers/${i}/volumeMounts/-`, value: mount }
+        : { op: 'add', path: `/spec/containers/${i}/volumeMounts`, value: [mount] },
+    );
+  });
+  const marks = { [INJECTED_LEASE]: s.lease, [INJECTED_POD_LABEL]: String(s.podLabel) };
+  if (!pod.metadata?.annotations) ops.push({ op: 'add', path: '/metadata/annotations', value: marks });
+  else for (const [k, v] of Object.entries(marks)) ops.push({ op: 'add', path: `/metadata/annotations/${seg(k)}`, value: v });
+  return ops;
+}
+
+/** The parts of an admission.k8s.io/v1 AdmissionReview the webhook reads. */
+export interface AdmissionReview {
+  apiVersion?: string;
+  kind?: string;
+  request?: { uid?: string; kind?: { kind?: string }; operation?: string; object?: Pod; namespace?: string };
+}
+
+export interface AdmissionReviewResponse {
+  apiVersion: 'admission.k8s.io/v1';
+  kind: 'AdmissionReview';
+  response: { uid: string; allowed: boolean; patchType?: 'JSONPatch'; patch?: string; status?: { code: number; message: string } };
+}
+
+/**
+ * The answer to one AdmissionReview: the pod with its patch, the pod unchanged (not a pod
+ * creation, already injected), or refused with the rule it breaks. A malformed review is an
+ * error for the server to answer with 400: it did not come from an API server.
+ */
+export function review(body: unknown, defaults: InjectorDefaults): AdmissionReviewResponse {
+  const r = body as AdmissionReview;
+  if (!r || typeof r !== 'object' || r.kind !== 'AdmissionReview' || !r.request || typeof r.request.uid !== 'string') {
+    throw new InvalidConfigError('not an admission.k8s.io/v1 AdmissionReview with a request.uid');
+  }
+  const uid = r.request.uid;
+  const answer = (response: Omit<AdmissionReviewResponse['response'], 'uid'>): AdmissionReviewResponse => ({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    response: { uid, ...response },
+  });
+  const pod = r.request.object;
+  if (r.request.kind?.kind !== 'Pod' || r.request.operation !== 'CREATE' || !pod) return answer({ allowed: true });
+  if (!pod.metadata?.namespace && r.request.namespace) pod.metadata = { ...pod.metadata, namespace: r.request.namespace };
+  try {
+    const patch = injectionPatch(pod, defaults);
+    if (patch.length === 0) return answer({ allowed: true });
+    return answer({ allowed: true, patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(patch)).toString('base64') });
+  } catch (err) {
+    if (!isLeaseholdError(err) || err.code !== 'LEASEHOLD_ERR_INVALID_CONFIG') throw err;
+    return answer({ allowed: false, status: { code: 400, message: `leasehold: ${describeError(err)}` } });
+  }
+}

@@ -1,0 +1,32 @@
+import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** The operator's metrics, on its own registry (served at /metrics on the webhook port). */
+export class OperatorMetrics {
+  readonly registry = new Registry();
+  readonly admission: Histogram<'result'>;
+  readonly uninjectedPods: Gauge;
+  readonly managedRoles: Gauge;
+  readonly isLeader: Gauge;
+
+  constructor(defaults = true) {
+    if (defaults) collectDefaultMetrics({ register: this.registry });
+    this.admission = new Histogram({
+      name: 'leasehold_operator_admission_seconds',
+      help: 'Time to answer one AdmissionReview, by result (injected, unchanged, refused, error)',
+      labelNames: ['result'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1],
+      registers: [this.registry],
+    });
+    this.uninjectedPods = new Gauge({
+      name: 'leasehold_operator_uninjected_pods',
+      help: 'Pods labelled leasehold.io/inject=true that run without the sidecar (created while the webhook was not called)',
+      registers: [this.registry],
+    });
+    this.managedRoles = new Gauge({
+      name: 'leasehold_operator_managed_roles',
+      help: 'Roles (one per ServiceAccount and lease) the operator keeps for injected pods',
+      registers: [this.registry],
+    });
+    this.isLeader = new Gauge({ name: 'leasehold_operator_is_leader', help: '1 on the replica that runs the reconciler', registers: [this.registry] });
+  }
+}

@@ -1,0 +1,125 @@
+import { describeError } from '../errors.js';
+import { LeaderElection, type Leadership } from '../election/leader-election.js';
+import type { KubeConnection } from '../kube/connect.js';
+import type { Logger } from '../log.js';
+import type { InjectorDefaults } from './injection-settings.js';
+import type { OperatorMetrics } from './operator-metrics.js';
+import { Reconciler } from './reconciler.js';
+import { loadTls, syncTls, type TlsLocation } from './tls-keeper.js';
+import type { TlsPolicy } from './tls-state.js';
+import { WebhookServer } from './webhook-server.js';
+
+export interface OperatorOptions {
+  kube: KubeConnection;
+  identity: string;
+  lease: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  tls: TlsLocation;
+  policy: TlsPolicy;
+  listen: { host: string; port: number };
+  injector: Omit<InjectorDefaults, 'clusterSupportsNativeSidecars'>;
+  excludedNamespaces: string[];
+  resyncMs: number;
+  /** How often every replica rereads the Secret (and the leader moves it on). */
+  tlsCheckMs: number;
+  log: Logger;
+  metrics: OperatorMetrics;
+}
+
+/** Native sidecars (restartPolicy Always on an init container) are on by default from Kubernetes 1.29. */
+export async function supportsNativeSidecars(kube: KubeConnection): Promise<boolean> {
+  const v = await kube.client.request<{ major?: string; minor?: string }>('GET', '/version');
+  const major = Number.parseInt(v.major ?? '', 10);
+  const minor = Number.parseInt(v.minor ?? '', 10);
+  return major > 1 || (major === 1 && minor >= 29);
+}
+
+/**
+ * `leasehold operator`: every replica serves the webhook with the certificate in the Secret;
+ * the one elected by leasehold's own LeaderElection keeps that Secret and the caBundle, and
+ * runs the reconciler (RBAC, uninjected pods).
+ */
+export class Operator {
+  private election: LeaderElection | undefined;
+  private server: WebhookServer | undefined;
+  private tlsTimer: NodeJS.Timeout | undefined;
+  private checking: Promise<void> | undefined;
+  private leading = false;
+  private listening: Promise<number> | undefined;
+  private stopped = false;
+
+  constructor(private readonly o: OperatorOptions) {}
+
+  /** The webhook's port once it listens (it listens once a certificate exists). */
+  port(): Promise<number> | undefined {
+    return this.listening;
+  }
+
+  async start(): Promise<void> {
+    const o = this.o;
+    const native = await supportsNativeSidecars(o.kube);
+    this.server = new WebhookServer({ ...o.injector, clusterSupportsNativeSidecars: native }, o.log, o.metrics);
+    this.election = await LeaderElection.start({
+      store: { backend: 'kubernetes', kube: o.kube, namespace: o.kube.namespace },
+      lease: o.lease,
+      identity: o.identity,
+      leaseDurationMs: o.leaseDurationMs,
+      renewDeadlineMs: o.renewDeadlineMs,
+      retryPeriodMs: o.retryPeriodMs,
+      log: o.log,
+      callbacks: { onStartedLeading: (l) => this.lead(l) },
+    });
+    this.tlsTimer = setInterval(() => void this.checkTls(), o.tlsCheckMs);
+    await this.checkTls();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.tlsTimer);
+    await this.election?.stop();
+    await this.checking;
+    await this.server?.close();
+  }
+
+  private async lead(l: Leadership): Promise<void> {
+    const o = this.o;
+    o.log.info('leading: keeping the certificates and the RBAC of injected pods');
+    this.leading = true;
+    o.metrics.isLeader.set(1);
+    // A pass begun as a follower only read the Secret: this one keeps it.
+    await this.checking;
+    await this.checkTls();
+    const reconciler = new Reconciler({ client: o.kube.client, log: o.log, metrics: o.metrics, excludedNamespaces: o.excludedNamespaces });
+    reconciler.start(o.resyncMs);
+    await new Promise<void>((resolve) => l.signal.addEventListener('abort', () => resolve(), { once: true }));
+    this.leading = false;
+    o.metrics.isLeader.set(0);
+    await reconciler.stop();
+  }
+
+  /** One certificate pass: the leader moves the Secret on; every replica serves what it holds. */
+  private checkTls(): Promise<void> {
+    if (this.checking) return this.checking;
+    this.checking = (async () => {
+      const o = this.o;
+      try {
+        const state = this.leading ? (await syncTls(o.kube.client, o.tls, o.policy, Date.now())).state : await loadTls(o.kube.client, o.tls);
+        if (!state || this.stopped) return;
+        if (this.server!.certificate !== state.tlsCert) o.log.info('serving certificate loaded');
+        this.server!.setCertificate(state.tlsCert, state.tlsKey);
+        this.listening ??= this.server!.listen(o.listen.host, o.listen.port).then((port) => {
+          o.log.info('webhook listening', { port });
+          return port;
+        });
+        await this.listening;
+      } catch (err) {
+        o.log.warn('certificate check failed', { error: describeError(err) });
+      }
+    })().finally(() => {
+      this.checking = undefined;
+    });
+    return this.checking;
+  }
+}

@@ -1,0 +1,215 @@
+import { httpStatus } from '../kube/api-errors.js';
+import type { KubeClient, WatchHandle } from '../kube/api-client.js';
+import { describeError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { INJECTED_LEASE, INJECTED_POD_LABEL, INJECT_LABEL } from './annotations.js';
+import { alreadyInjected } from './mutate.js';
+import type { OperatorMetrics } from './operator-metrics.js';
+import type { Pod } from './pod-types.js';
+import { MANAGED_BY, grantName, roleBindingFor, roleFor, type Grant } from './rbac.js';
+
+interface PodItem extends Pod {
+  metadata?: Pod['metadata'] & { uid?: string; deletionTimestamp?: string };
+  status?: { phase?: string };
+}
+
+interface Managed {
+  metadata: { name: string; namespace: string; resourceVersion?: string };
+  rules?: unknown[];
+  roleRef?: unknown;
+  subjects?: unknown[];
+}
+
+export interface ReconcilerOptions {
+  client: KubeClient;
+  log: Logger;
+  metrics: OperatorMetrics;
+  /** Namespaces the webhook never sees (kube-system, the operator's own): neither granted nor reported. */
+  excludedNamespaces: string[];
+}
+
+const RBAC = '/apis/rbac.authorization.k8s.io/v1';
+const POD_SELECTOR = `${INJECT_LABEL}=true`;
+
+/** The grants the injected pods need, by Role name and namespace. */
+export function grantsOf(pods: PodItem[], excluded: string[]): Map<string, Grant> {
+  const out = new Map<string, Grant>();
+  for (const pod of pods) {
+    const ns = pod.metadata?.namespace;
+    const lease = pod.metadata?.annotations?.[INJECTED_LEASE];
+    if (!ns || !lease || excluded.includes(ns) || !alreadyInjected(pod)) continue;
+    if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') continue;
+    const sa = pod.spec?.serviceAccountName || 'default';
+    const key = `${ns}/${grantName(sa, lease)}`;
+    const podLabel = pod.metadata?.annotations?.[INJECTED_POD_LABEL] === 'true';
+    const prev = out.get(key);
+    out.set(key, { namespace: ns, serviceAccount: sa, lease, podLabel: podLabel || (prev?.podLabel ?? false) });
+  }
+  return out;
+}
+
+/**
+ * The leader's loop: for every (ServiceAccount, lease) pair of the injected pods, a Role limited
+ * to that Lease and its RoleBinding; each removed when no pod uses it any more; and every pod
+ * labelled for injection that runs without the sidecar reported once (an Event on the pod, a
+ * warning log line) and counted in leasehold_operator_uninjected_pods. It runs on a watch of the
+ * labelled pods, and in full every `resyncMs`, until stop().
+ */
+export class Reconciler {
+  private watch: WatchHandle | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private readonly reported = new Set<string>();
+
+  constructor(private readonly o: ReconcilerOptions) {}
+
+  start(resyncMs: number): void {
+    this.timer = setInterval(() => this.trigger(), resyncMs);
+    this.trigger();
+    void this.openWatch();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    this.watch?.abort();
+    await this.running;
+  }
+
+  /** Runs one pass now, or once more after the one under way. */
+  trigger(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.reconcile()
+      .catch((err: unknown) => this.o.log.warn('reconcile failed', { error: describeError(err) }))
+      .finally(() => {
+        this.running = undefined;
+        if (this.again) {
+          this.again = false;
+          this.trigger();
+        }
+      });
+  }
+
+  private async openWatch(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      this.watch = await this.o.client.watch(
+        '/api/v1/pods',
+        { labelSelector: POD_SELECTOR, allowWatchBookmarks: 'false' },
+        () => this.trigger(),
+        () => {
+          if (!this.stopped) setTimeout(() => void this.openWatch(), 1_000).unref();
+        },
+      );
+      if (this.stopped) this.watch.abort();
+    } catch (err) {
+      this.o.log.warn('pod watch failed', { error: describeError(err) });
+      if (!this.stopped) setTimeout(() => void this.openWatch(), 5_000).unref();
+    }
+  }
+
+  /** One full pass; exported through trigger() and for tests. */
+  async reconcile(): Promise<void> {
+    const { client, excludedNamespaces: excluded } = this.o;
+    const pods = (await client.request<{ items: PodItem[] }>('GET', `/api/v1/pods?labelSelector=${encodeURIComponent(POD_SELECTOR)}`)).items;
+    const wanted = grantsOf(pods, excluded);
+    const selector = encodeURIComponent(`${MANAGED_BY.key}=${MANAGED_BY.value}`);
+    const roles = (await client.request<{ items: Managed[] }>('GET', `${RBAC}/roles?labelSelector=${selector}`)).items;
+    const bindings = (await client.request<{ items: Managed[] }>('GET', `${RBAC}/rolebindings?labelSelector=${selector}`)).items;
+    const byKey = (items: Managed[]) => new Map(items.map((i) => [`${i.metadata.namespace}/${i.metadata.name}`, i]));
+    const haveRoles = byKey(roles);
+    const haveBindings = byKey(bindings);
+
+    for (const [key, grant] of wanted) {
+      await this.ensure('roles', haveRoles.get(key), roleFor(grant), (have, want) => JSON.stringify(have.rules) === JSON.stringify(want.rules));
+      await this.ensure(
+        'rolebindings',
+        haveBindings.get(key),
+        roleBindingFor(grant),
+        (have, want) => JSON.stringify([have.roleRef, have.subjects]) === JSON.stringify([want.roleRef, want.subjects]),
+      );
+    }
+    // The binding first: a Role without its binding grants nothing.
+    for (const [key, b] of haveBindings) if (!wanted.has(key)) await this.remove('rolebindings', b);
+    for (const [key, r] of haveRoles) if (!wanted.has(key)) await this.remove('roles', r);
+    this.o.metrics.managedRoles.set(wanted.size);
+    await this.report(pods);
+  }
+
+  private async ensure<T extends Managed>(kind: 'roles' | 'rolebindings', have: Managed | undefined, want: T, same: (have: Managed, want: T) => boolean) {
+    const ns = want.metadata.namespace;
+    if (have && same(have, want)) return;
+    const base = `${RBAC}/namespaces/${ns}/${kind}`;
+    try {
+      if (have)
+        await this.o.client.request('PUT', `${base}/${want.metadata.name}`, {
+          body: { ...want, metadata: { ...want.metadata, resourceVersion: have.metadata.resourceVersion } },
+        });
+      else await this.o.client.request('POST', base, { body: want });
+      this.o.log.info(have ? 'rbac updated' : 'rbac created', { kind, namespace: ns, name: want.metadata.name });
+    } catch (err) {
+      // Someone wrote it meanwhile, or the namespace is going away: the next pass sees it.
+      if (httpStatus(err) === 409 || httpStatus(err) === 404) return;
+      throw err;
+    }
+  }
+
+  private async remove(kind: 'roles' | 'rolebindings', item: Managed) {
+    try {
+      await this.o.client.request('DELETE', `${RBAC}/namespaces/${item.metadata.namespace}/${kind}/${item.metadata.name}`);
+      this.o.log.info('rbac removed: no injected pod uses it', { kind, namespace: item.metadata.namespace, name: item.metadata.name });
+    } catch (err) {
+      if (httpStatus(err) !== 404) throw err;
+    }
+  }
+
+  /** Labelled pods without the sidecar: each reported once, all counted. */
+  private async report(pods: PodItem[]): Promise<void> {
+    const bare = pods.filter(
+      (p) =>
+        p.metadata?.namespace &&
+        !this.o.excludedNamespaces.includes(p.metadata.namespace) &&
+        !alreadyInjected(p) &&
+        !p.metadata.deletionTimestamp &&
+        p.status?.phase !== 'Succeeded' &&
+        p.status?.phase !== 'Failed',
+    );
+    this.o.metrics.uninjectedPods.set(bare.length);
+    const live = new Set(bare.map((p) => p.metadata?.uid ?? ''));
+    for (const uid of this.reported) if (!live.has(uid)) this.reported.delete(uid);
+    for (const pod of bare) {
+      const uid = pod.metadata?.uid ?? '';
+      if (this.reported.has(uid)) continue;
+      const ns = pod.metadata!.namespace!;
+      const name = pod.metadata!.name ?? '';
+      const message = `pod is labelled ${INJECT_LABEL}=true but runs without the leasehold sidecar: it was created while the webhook was not called (failurePolicy Ignore); delete it to have it recreated with the sidecar`;
+      this.o.log.warn('labelled pod not injected', { namespace: ns, pod: name });
+      try {
+        await this.o.client.request('POST', `/api/v1/namespaces/${ns}/events`, {
+          body: {
+            apiVersion: 'v1',
+            kind: 'Event',
+            metadata: { generateName: `${name}.leasehold-`, namespace: ns },
+            involvedObject: { apiVersion: 'v1', kind: 'Pod', name, namespace: ns, uid },
+            reason: 'LeaseholdNotInjected',
+            message,
+            type: 'Warning',
+            source: { component: 'leasehold-operator' },
+            firstTimestamp: new Date().toISOString(),
+            lastTimestamp: new Date().toISOString(),
+            count: 1,
+          },
+        });
+        this.reported.add(uid);
+      } catch (err) {
+        this.o.log.warn('could not record the event', { namespace: ns, pod: name, error: describeError(err) });
+      }
+    }
+  }
+}

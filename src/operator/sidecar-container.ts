@@ -1,0 +1,56 @@
+import { SIDECAR_NAME, STATUS_MOUNT, STATUS_VOLUME } from './annotations.js';
+import type { InjectionSettings, InjectorDefaults } from './injection-settings.js';
+
+/**
+ * The injected container: the same container the chart's `leasehold.sidecar` template renders
+ * (deploy/helm/leasehold/templates/_helpers.tpl), with the same defaults (values.yaml), so a
+ * pod behaves alike whichever way it got its sidecar. A native sidecar is the same container
+ * with restartPolicy Always, placed among the init containers.
+ */
+export function sidecarContainer(s: InjectionSettings, d: InjectorDefaults): Record<string, unknown> {
+  return {
+    name: SIDECAR_NAME,
+    image: d.image,
+    imagePullPolicy: d.imagePullPolicy,
+    ...(s.native ? { restartPolicy: 'Always' } : {}),
+    args: [
+      'sidecar',
+      '--backend=kubernetes',
+      `--lease=${s.lease}`,
+      `--lease-duration=${s.leaseDuration}`,
+      `--renew-deadline=${s.renewDeadline}`,
+      `--retry-period=${s.retryPeriod}`,
+      '--release-on-exit=true',
+      `--ready-when=${s.readyWhen}`,
+      `--status-dir=${STATUS_MOUNT}`,
+      `--listen=0.0.0.0:${s.port}`,
+      '--log-format=json',
+      ...(s.podLabel ? ['--pod-label'] : []),
+    ],
+    // The identity is the pod's name and the Lease lives in the pod's namespace. Both come from
+    // the downward API: a pod made from generateName has no name yet at admission.
+    env: [
+      { name: 'LEASEHOLD_IDENTITY', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+      { name: 'LEASEHOLD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    ],
+    ports: [{ name: SIDECAR_NAME, containerPort: s.port, protocol: 'TCP' }],
+    livenessProbe: { httpGet: { path: '/healthz', port: s.port }, periodSeconds: 10, timeoutSeconds: 1, failureThreshold: 3 },
+    readinessProbe: { httpGet: { path: '/readyz', port: s.port }, periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 1 },
+    volumeMounts: [{ name: STATUS_VOLUME, mountPath: STATUS_MOUNT }],
+    // Non-root whatever the pod says: the image's own user, no privilege, nothing written
+    // outside the status volume.
+    securityContext: {
+      runAsNonRoot: true,
+      runAsUser: 1000,
+      runAsGroup: 1000,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    },
+    resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '160Mi' } },
+  };
+}
+
+/** The status volume, as the chart's `leasehold.volume`: in memory, small. */
+export const statusVolume = { name: STATUS_VOLUME, emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } };

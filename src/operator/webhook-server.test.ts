@@ -1,0 +1,85 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { request } from 'node:https';
+import { X509Certificate } from 'node:crypto';
+import { silentLogger } from '../log.js';
+import { WebhookServer, MUTATE_PATH } from './webhook-server.js';
+import { OperatorMetrics } from './operator-metrics.js';
+import { issue } from './x509.js';
+
+const now = Date.now();
+const ca = issue({ commonName: 'ca', notBefore: new Date(now - 60_000), notAfter: new Date(now + 86_400_000) });
+const leaf = () =>
+  issue({
+    commonName: 'localhost',
+    hosts: ['localhost', '127.0.0.1'],
+    notBefore: new Date(now - 60_000),
+    notAfter: new Date(now + 3_600_000),
+    issuer: { ...ca, commonName: 'ca' },
+  });
+const defaults = { image: 'leasehold:test', imagePullPolicy: 'IfNotPresent', nativeSidecar: 'false', clusterSupportsNativeSidecars: true } as const;
+
+/** One request on a fresh TLS connection, trusting only the test CA; resolves with status, body and the served certificate. */
+function call(port: number, method: string, path: string, body?: string): Promise<{ status: number; body: string; cert: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, method, path, ca: ca.certPem, agent: false, headers: { 'Content-Type': 'application/json' } }, (res) => {
+      const cert = (res.socket as import('node:tls').TLSSocket).getPeerX509Certificate()?.toString() ?? '';
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode!, body: text, cert }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const reviewBody = (annotations: Record<string, string> = {}) =>
+  JSON.stringify({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: 'abc',
+      kind: { kind: 'Pod' },
+      operation: 'CREATE',
+      namespace: 'ns',
+      object: { metadata: { generateName: 'job-', annotations }, spec: { containers: [{ name: 'app', image: 'busybox' }] } },
+    },
+  });
+
+test('the server answers AdmissionReviews over TLS with a certificate the CA signed, and swaps it in place', async (t) => {
+  const metrics = new OperatorMetrics(false);
+  const server = new WebhookServer(defaults, silentLogger, metrics);
+  const first = leaf();
+  server.setCertificate(first.certPem, first.keyPem);
+  const port = await server.listen('127.0.0.1', 0);
+  t.after(() => server.close());
+
+  const ok = await call(port, 'POST', MUTATE_PATH, reviewBody());
+  assert.equal(ok.status, 200);
+  const answer = JSON.parse(ok.body) as { response: { uid: string; allowed: boolean; patch?: string } };
+  assert.equal(answer.response.uid, 'abc');
+  assert.equal(answer.response.allowed, true);
+  assert.ok(answer.response.patch);
+  assert.equal(ok.cert, new X509Certificate(first.certPem).toString());
+
+  const refused = JSON.parse((await call(port, 'POST', MUTATE_PATH, reviewBody({ 'leasehold.io/lease-duration': 'soon' }))).body) as {
+    response: { allowed: boolean; status: { message: string } };
+  };
+  assert.equal(refused.response.allowed, false);
+  assert.match(refused.response.status.message, /leasehold\.io\/lease-duration "soon"/);
+
+  const second = leaf();
+  server.setCertificate(second.certPem, second.keyPem);
+  const after = await call(port, 'POST', MUTATE_PATH, reviewBody());
+  assert.equal(after.status, 200);
+  assert.equal(after.cert, new X509Certificate(second.certPem).toString(), 'a new connection gets the new certificate');
+
+  assert.equal((await call(port, 'POST', MUTATE_PATH, '{not json')).status, 400);
+  assert.equal((await call(port, 'GET', MUTATE_PATH)).status, 405);
+  assert.equal((await call(port, 'GET', '/elsewhere')).status, 404);
+  assert.equal((await call(port, 'GET', '/healthz')).status, 200);
+  const scraped = (await call(port, 'GET', '/metrics')).body;
+  assert.match(scraped, /leasehold_operator_admission_seconds_count\{result="injected"\} 2/);
+  assert.match(scraped, /leasehold_operator_admission_seconds_count\{result="refused"\} 1/);
+});

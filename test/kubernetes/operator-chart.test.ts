@@ -1,0 +1,132 @@
+/**
+ * The operator's chart (deploy/helm/leasehold-operator): what it renders, and on the real API
+ * server that `helm uninstall` leaves no webhook configuration behind, so pods can be created
+ * again (a dangling configuration with failurePolicy Fail would refuse every labelled pod).
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { REPO } from '../helpers/cli.js';
+import { env, freshNamespace, kubectl } from '../helpers/kube.js';
+import yaml from 'js-yaml';
+
+const CHART = join(REPO, 'deploy/helm/leasehold-operator');
+let helmBin = '';
+
+function helm(args: string[]): { code: number; out: string; err: string } {
+  const r = spawnSync(helmBin, args, {
+    encoding: 'utf8',
+    env: {
+      ...process.env,
+      KUBECONFIG: env().admin,
+      HELM_CACHE_HOME: join(env().cpDir, 'helm-cache'),
+      HELM_CONFIG_HOME: join(env().cpDir, 'helm-config'),
+      HELM_DATA_HOME: join(env().cpDir, 'helm-data'),
+    },
+  });
+  return { code: r.status ?? 1, out: r.stdout, err: r.stderr };
+}
+
+/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment */
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-call */
+type Obj = { kind: string; metadata: { name: string }; spec: Record<string, any>; rules?: any[]; webhooks?: any[] };
+
+function render(set: string[] = []): Obj[] {
+  const r = helm(['template', 'ops', CHART, '--namespace', 'leasehold-system', '--kube-version', '1.31.0', ...set.flatMap((s) => ['--set', s])]);
+  assert.equal(r.code, 0, r.err);
+  return (yaml.loadAll(r.out) as (Obj | null)[]).filter((d): d is Obj => d !== null);
+}
+const one = (docs: Obj[], kind: string) => docs.filter((d) => d.kind === kind)[0]!;
+
+function createPod(ns: string, name: string): { ok: boolean; out: string } {
+  const manifest = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: ns, labels: { 'leasehold.io/inject': 'true' } },
+    spec: { containers: [{ name: 'app', image: 'busybox:1.36' }] },
+  };
+  try {
+    return {
+      ok: true,
+      out: execFileSync(join(env().binDir, 'kubectl'), ['--kubeconfig', env().admin, 'create', '-f', '-'], {
+        input: JSON.stringify(manifest),
+        stdio: ['pipe', 'pipe', 'pipe'],
+      }).toString(),
+    };
+  } catch (err) {
+    return { ok: false, out: String((err as { stderr?: Buffer }).stderr ?? err) };
+  }
+}
+
+describe('the operator chart', () => {
+  before(() => {
+    helmBin = execFileSync('bash', [join(REPO, 'test/env/build-helm.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
+      .toString()
+      .trim();
+  });
+
+  it('passes helm lint --strict', () => {
+    const r = helm(['lint', '--strict', CHART]);
+    assert.equal(r.code, 0, r.out + r.err);
+  });
+
+  it('renders 2 replicas, a PDB, and a webhook only for labelled pods outside kube-system and its own namespace', () => {
+    const docs = render();
+    assert.equal(one(docs, 'Deployment').spec.replicas, 2);
+    assert.equal(one(docs, 'PodDisruptionBudget').spec.minAvailable, 1);
+    const hook = one(docs, 'MutatingWebhookConfiguration').webhooks![0];
+    assert.deepEqual(hook.objectSelector, { matchLabels: { 'leasehold.io/inject': 'true' } });
+    assert.deepEqual(hook.namespaceSelector.matchExpressions, [
+      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'leasehold-system'] },
+    ]);
+    assert.equal(hook.failurePolicy, 'Fail');
+    assert.equal(hook.clientConfig.caBundle, undefined, 'the operator writes the caBundle; the chart must not overwrite it');
+    const optIn = one(render(['webhook.namespaceOptIn=true', 'webhook.failurePolicy=Ignore']), 'MutatingWebhookConfiguration').webhooks![0];
+    assert.equal(optIn.failurePolicy, 'Ignore');
+    assert.deepEqual(optIn.namespaceSelector.matchExpressions[1], { key: 'leasehold.io/injection', operator: 'In', values: ['enabled'] });
+  });
+
+  it('its ClusterRole holds what it grants and no more; the webhook configuration only by name', () => {
+    const role = render().find((d) => d.kind === 'ClusterRole')!;
+    const verbs = (group: string, resource: string) =>
+      role.rules!.filter((r) => r.apiGroups.includes(group) && r.resources.includes(resource)).flatMap((r) => r.verbs as string[]);
+    assert.deepEqual(verbs('coordination.k8s.io', 'leases').sort(), ['create', 'get', 'list', 'update', 'watch']);
+    assert.deepEqual(verbs('', 'pods').sort(), ['get', 'list', 'patch', 'watch']);
+    assert.deepEqual(verbs('', 'secrets'), [], 'no Secret outside its namespace');
+    assert.ok(!role.rules!.some((r) => r.verbs.includes('escalate') || r.verbs.includes('bind') || r.verbs.includes('*')));
+    const hookRule = role.rules!.find((r) => r.resources.includes('mutatingwebhookconfigurations'));
+    assert.deepEqual(hookRule.resourceNames, ['ops-leasehold-operator']);
+  });
+
+  describe('installed on the API server', () => {
+    let ns = '';
+    let apps = '';
+    before(async () => {
+      ns = await freshNamespace('lho');
+      apps = await freshNamespace('lhoapps');
+      kubectl(['create', 'serviceaccount', 'default', '-n', apps]);
+    });
+    after(() => {
+      helm(['uninstall', `lho-${process.pid}`, '--namespace', ns]);
+      for (const n of [ns, apps]) if (n) kubectl(['delete', 'namespace', n, '--wait=false', '--ignore-not-found']);
+    });
+
+    it('helm uninstall leaves no webhook configuration, and labelled pods can be created again', () => {
+      const release = `lho-${process.pid}`;
+      const r = helm(['install', release, CHART, '--namespace', ns, '--set', `fullnameOverride=${release}`]);
+      assert.equal(r.code, 0, r.err);
+      const name = kubectl(['get', 'mutatingwebhookconfiguration', release, '-o', 'name']).trim();
+      assert.equal(name, `mutatingwebhookconfiguration.admissionregistration.k8s.io/${release}`);
+      // No replica runs here (no scheduler): with failurePolicy Fail the labelled pod is refused,
+      // which is what a dangling configuration would do for ever.
+      const refused = createPod(apps, 'while-installed');
+      assert.equal(refused.ok, false, 'a labelled pod is refused while the webhook is installed and unreachable');
+      const u = helm(['uninstall', release, '--namespace', ns, '--wait']);
+      assert.equal(u.code, 0, u.err);
+      assert.equal(kubectl(['get', 'mutatingwebhookconfiguration', release, '--ignore-not-found', '-o', 'name']).trim(), '');
+      const created = createPod(apps, 'after-uninstall');
+      assert.ok(created.ok, created.out);
+    });
+  });
+});

@@ -1,0 +1,278 @@
+/**
+ * `leasehold operator` against a real API server: the API server calls the operator's webhook
+ * on this host through a url clientConfig, so admission is real (no cluster, no kubelet: pods
+ * stay Pending). Checks injection, refusal, an untouched unlabelled pod, the RBAC it keeps and
+ * removes (with `kubectl auth can-i`), an uninjected pod reported after a restart, and a forced
+ * certificate renewal during which every pod creation still succeeds.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { X509Certificate } from 'node:crypto';
+import { startCli, waitFor, isAlive, type Proc } from '../helpers/cli.js';
+import { env, freshNamespace, kubectl } from '../helpers/kube.js';
+
+const WEBHOOK = `leasehold-operator-test-${process.pid}`;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** kubectl with a manifest on its standard input. */
+function kubectlIn(args: string[], input: string): string {
+  return execFileSync(join(env().binDir, 'kubectl'), ['--kubeconfig', env().admin, ...args], { input, stdio: ['pipe', 'pipe', 'pipe'] }).toString();
+}
+
+const json = <T>(args: string[]) => JSON.parse(kubectl([...args, '-o', 'json'])) as T;
+interface PodJson {
+  metadata: { name: string; annotations?: Record<string, string>; uid: string };
+  spec: { containers: { name: string; args?: string[]; volumeMounts?: { mountPath: string; readOnly?: boolean }[] }[]; volumes?: { name: string }[] };
+}
+
+/** Creates a pod from a manifest through kubectl (as a user would); returns kubectl's result. */
+function createPod(ns: string, name: string, labels: Record<string, string>, annotations: Record<string, string> = {}): { ok: boolean; out: string } {
+  const manifest = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: ns, labels, annotations },
+    spec: { containers: [{ name: 'app', image: 'busybox:1.36', command: ['sleep', '3600'] }] },
+  };
+  try {
+    return { ok: true, out: kubectlIn(['create', '-f', '-', '-o', 'json'], JSON.stringify(manifest)) };
+  } catch (err) {
+    return { ok: false, out: String((err as { stderr?: Buffer }).stderr ?? err) };
+  }
+}
+
+const canI = (ns: string, sa: string, verb: string, resource: string, inNs = ns) => {
+  try {
+    return kubectl(['auth', 'can-i', verb, resource, '-n', inNs, '--as', `system:serviceaccount:${ns}:${sa}`]).trim();
+  } catch (err) {
+    return String((err as { stdout?: Buffer }).stdout ?? '').trim();
+  }
+};
+
+describe('leasehold operator on a real API server', () => {
+  let ops = '';
+  let app = '';
+  let other = '';
+  let port = 0;
+  let operator: Proc | undefined;
+  const started: Proc[] = [];
+
+  const startOperator = () => {
+    const p = startCli([
+      'operator',
+      '--kubeconfig',
+      env().admin,
+      '--namespace',
+      ops,
+      '--identity',
+      `op-${started.length}`,
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--extra-host',
+      '127.0.0.1',
+      '--webhook-configuration',
+      WEBHOOK,
+      '--sidecar-image',
+      'leasehold:test',
+      '--resync',
+      '2s',
+      '--tls-check',
+      '1s',
+      '--log-level',
+      'debug',
+    ]);
+    started.push(p);
+    return p;
+  };
+
+  const webhookConfig = (failurePolicy: 'Fail' | 'Ignore') => ({
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingWebhookConfiguration',
+    metadata: { name: WEBHOOK },
+    webhooks: [
+      {
+        name: 'inject.leasehold.io',
+        admissionReviewVersions: ['v1'],
+        sideEffects: 'None',
+        failurePolicy,
+        timeoutSeconds: 5,
+        reinvocationPolicy: 'Never',
+        clientConfig: { url: `https://127.0.0.1:${port}/mutate-pods` },
+        rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'], scope: 'Namespaced' }],
+        objectSelector: { matchLabels: { 'leasehold.io/inject': 'true' } },
+        // Only this test's namespaces: other tests share this API server.
+        namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: [app, other] }] },
+      },
+    ],
+  });
+
+  const applyWebhook = (failurePolicy: 'Fail' | 'Ignore') => {
+    const current = json<{ webhooks: { clientConfig: { caBundle?: string } }[] }>(['get', 'mutatingwebhookconfiguration', WEBHOOK]);
+    const next = webhookConfig(failurePolicy);
+    next.webhooks[0]!.clientConfig = {
+      ...next.webhooks[0]!.clientConfig,
+      ...(current.webhooks[0]?.clientConfig.caBundle ? { caBundle: current.webhooks[0].clientConfig.caBundle } : {}),
+    };
+    kubectlIn(['apply', '-f', '-'], JSON.stringify(next));
+  };
+
+  const caBundle = () =>
+    json<{ webhooks: { clientConfig: { caBundle?: string } }[] }>(['get', 'mutatingwebhookconfiguration', WEBHOOK]).webhooks[0]!.clientConfig.caBundle ?? '';
+
+  before(async () => {
+    ops = await freshNamespace('op');
+    app = await freshNamespace('opapp');
+    other = await freshNamespace('opother');
+    for (const ns of [app, other]) kubectl(['create', 'serviceaccount', 'default', '-n', ns]);
+    port = await freePort();
+    kubectlIn(['create', '-f', '-'], JSON.stringify(webhookConfig('Fail')));
+    operator = startOperator();
+    await waitFor('the caBundle written', () => caBundle() !== '', 30_000, 100);
+    // The API server reads webhook configurations through its cache: wait until a labelled pod is injected.
+    await waitFor(
+      'a first injection',
+      () => {
+        const r = createPod(app, `probe-${Date.now()}`, { 'leasehold.io/inject': 'true' });
+        return r.ok && (JSON.parse(r.out) as PodJson).spec.containers.some((c) => c.name === 'leasehold');
+      },
+      30_000,
+      200,
+    );
+  });
+
+  after(() => {
+    for (const p of started) if (isAlive(p.pid)) p.kill('SIGKILL');
+    try {
+      kubectl(['delete', 'mutatingwebhookconfiguration', WEBHOOK, '--ignore-not-found']);
+    } catch {
+      // best effort
+    }
+    for (const ns of [ops, app, other]) if (ns) kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']);
+  });
+
+  it('injects a labelled pod: the sidecar, the status volume read-only, the lease from its name', () => {
+    const r = createPod(app, 'web-1', { 'leasehold.io/inject': 'true' }, { 'leasehold.io/lease': 'web', 'leasehold.io/pod-label': 'true' });
+    assert.ok(r.ok, r.out);
+    const pod = json<PodJson>(['get', 'pod', 'web-1', '-n', app]);
+    const sidecar = pod.spec.containers.find((c) => c.name === 'leasehold');
+    assert.ok(sidecar, 'the sidecar was injected');
+    assert.ok(sidecar.args!.includes('--lease=web'));
+    assert.deepEqual(
+      pod.spec.containers.find((c) => c.name === 'app')!.volumeMounts!.filter((m) => m.mountPath === '/leader'),
+      [{ name: 'leasehold-status', mountPath: '/leader', readOnly: true }],
+    );
+    assert.equal(pod.metadata.annotations!['leasehold.io/injected-lease'], 'web');
+  });
+
+  it('leaves an unlabelled pod exactly as sent', () => {
+    const r = createPod(app, 'plain', {});
+    assert.ok(r.ok, r.out);
+    const pod = json<PodJson>(['get', 'pod', 'plain', '-n', app]);
+    assert.deepEqual(
+      pod.spec.containers.map((c) => c.name),
+      ['app'],
+    );
+    assert.equal(pod.spec.volumes?.some((v) => v.name === 'leasehold-status') ?? false, false);
+    assert.equal(pod.metadata.annotations, undefined);
+  });
+
+  it('refuses a bad annotation at admission, naming it and the rule', () => {
+    const r = createPod(app, 'bad', { 'leasehold.io/inject': 'true' }, { 'leasehold.io/lease-duration': '10s', 'leasehold.io/renew-deadline': '10s' });
+    assert.equal(r.ok, false);
+    assert.match(r.out, /denied the request: leasehold: annotations leasehold\.io\/lease-duration "10s", .* leaseDuration must be greater than renewDeadline/);
+  });
+
+  it('grants the ServiceAccount its one Lease (and pods in podLabel mode), and removes the grant with the last pod', async () => {
+    kubectl(['create', 'serviceaccount', 'worker', '-n', app]);
+    const manifest = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'worker-1', namespace: app, labels: { 'leasehold.io/inject': 'true' }, annotations: { 'leasehold.io/lease': 'jobs' } },
+      spec: { serviceAccountName: 'worker', containers: [{ name: 'app', image: 'busybox:1.36' }] },
+    };
+    kubectlIn(['create', '-f', '-'], JSON.stringify(manifest));
+    await waitFor('the worker may update its lease', () => canI(app, 'worker', 'update', 'leases/jobs') === 'yes', 15_000, 100);
+    assert.equal(canI(app, 'worker', 'update', 'leases/other'), 'no', 'another Lease');
+    assert.equal(canI(app, 'worker', 'delete', 'leases/jobs'), 'no', 'another verb');
+    assert.equal(canI(app, 'worker', 'update', 'leases/jobs', other), 'no', 'another namespace');
+    assert.equal(canI(app, 'worker', 'patch', 'pods'), 'no', 'no pods without podLabel');
+    await waitFor('the podLabel pod may patch pods', () => canI(app, 'default', 'patch', 'pods') === 'yes', 15_000, 100);
+    kubectl(['delete', 'pod', 'worker-1', '-n', app, '--grace-period=0', '--force']);
+    await waitFor('the grant removed', () => canI(app, 'worker', 'update', 'leases/jobs') === 'no', 15_000, 100);
+  });
+
+  it('reports a labelled pod created while the webhook was down, after the operator comes back', { timeout: 90_000 }, async () => {
+    applyWebhook('Ignore');
+    operator!.kill('SIGTERM');
+    await operator!.exited;
+    // With the webhook unreachable and failurePolicy Ignore, the pod is created without a sidecar.
+    await waitFor('an uninjected pod', () => createPod(app, 'missed', { 'leasehold.io/inject': 'true' }).ok, 30_000, 200);
+    const missed = json<PodJson>(['get', 'pod', 'missed', '-n', app]);
+    assert.deepEqual(
+      missed.spec.containers.map((c) => c.name),
+      ['app'],
+    );
+    const back = Date.now();
+    operator = startOperator();
+    const event = await waitFor(
+      'the Event on the pod',
+      () => {
+        const events = json<{ items: { reason: string; message: string; involvedObject: { uid: string } }[] }>(['get', 'events', '-n', app]).items;
+        return events.find((e) => e.reason === 'LeaseholdNotInjected' && e.involvedObject.uid === missed.metadata.uid);
+      },
+      30_000,
+      200,
+    );
+    console.log(`operator: uninjected pod reported ${Date.now() - back} ms after the operator's start`);
+    assert.match(event.message, /without the leasehold sidecar/);
+    await waitFor('the log line', () => operator!.stderr().includes('labelled pod not injected') && operator!.stderr().includes('"pod":"missed"'), 10_000, 100);
+    applyWebhook('Fail');
+  });
+
+  it('a forced certificate renewal changes the served certificate while every pod creation succeeds', { timeout: 90_000 }, async () => {
+    const served = () =>
+      new Promise<string>((resolve, reject) => {
+        void import('node:tls').then(({ connect }) => {
+          const s = connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
+            resolve(s.getPeerX509Certificate()!.fingerprint256);
+            s.end();
+          });
+          s.on('error', reject);
+        });
+      });
+    await waitFor('the webhook back', async () => (await served().catch(() => '')) !== '', 30_000, 100);
+    const before = await served();
+    const bundleBefore = caBundle();
+    kubectl(['annotate', 'secret', 'leasehold-operator-tls', '-n', ops, 'leasehold.io/renew=true']);
+    let created = 0;
+    let i = 0;
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; i++) {
+      const r = createPod(app, `rot-${i}`, { 'leasehold.io/inject': 'true' }, { 'leasehold.io/lease': 'rot' });
+      assert.ok(r.ok, `pod ${i} refused during the renewal: ${r.out}`);
+      assert.ok(
+        (JSON.parse(r.out) as PodJson).spec.containers.some((c) => c.name === 'leasehold'),
+        `pod ${i} injected`,
+      );
+      created++;
+      if ((await served()) !== before && created >= 5) break;
+    }
+    const after = await served();
+    assert.notEqual(after, before, 'the served certificate changed');
+    assert.equal(caBundle(), bundleBefore, 'same CA: the bundle is unchanged');
+    const ca = new X509Certificate(Buffer.from(bundleBefore, 'base64'));
+    assert.ok(ca.ca);
+    console.log(`operator: certificate renewed; ${created} pods created during it, all injected`);
+  });
+});
