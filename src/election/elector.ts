@@ -19,21 +19,20 @@
  * this candidate last *observed the record change*, for the record's own leaseDurationSeconds.
  * The record's renewTime is never compared with the local clock.
  */
-import { sleep, realClock, type Clock, type Timer } from '../clock.js';
+import { realClock, type Clock, type Timer } from '../clock.js';
 import { BackendUnavailableError, ConflictError, InvalidRecordError, StoreReopenedError, describeError } from '../errors.js';
 import { guardedLogger, silentLogger, type Logger } from '../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
 import {
   DEFAULT_CONTENTION_WINDOW_MS,
-  JITTER_FACTOR,
-  RELEASE_WINDOW_FACTOR,
-  contentionDelayMs,
   validateContentionWindow,
   validateIdentity,
   validateLeaseName,
   validateTimings,
   type Timings,
 } from './elector-config.js';
+import { AttemptSchedule } from './attempt-schedule.js';
+import { RecordView, sameRecord } from './record-view.js';
 
 export interface LeadershipTerm {
   token: number;
@@ -134,10 +133,15 @@ interface Stamp {
   mono: number;
 }
 
+/**
+ * One candidate: client-go's two phases, acquire (a standby tries at its turn until it leads)
+ * and renew (the leader renews every retryPeriod until it steps down), over one attempt that
+ * reads and compare-and-swaps the record. What it believes about the record is its RecordView;
+ * when it acts next is its AttemptSchedule.
+ */
 export class LeaderElector {
   private readonly store: LeaseStore;
   private readonly clock: Clock;
-  private readonly random: () => number;
   private readonly listener: ElectorListener;
   private readonly log: Logger;
   readonly lease: string;
@@ -146,60 +150,16 @@ export class LeaderElector {
   private readonly releaseOnStop: boolean;
   private readonly releaseKeepsAcquireTime: boolean;
   private readonly requestTimeoutMs: number;
-  private readonly safetyRereadMs: number;
-  private readonly contentionWindowMs: number;
-
-  // What this candidate knows of the record.
-  private observed: VersionedRecord | null = null;
-  private observedAtMono = 0;
-  /** The highest token ever seen, in any record or deletion: a new term always goes past it. */
-  private highestToken = 0;
-  /**
-   * The record was last seen absent: nobody but the sitting leader may create it before this
-   * (a deleted record's holder, or a leader on a replaced store, may still be acting).
-   */
-  private absentUntilMono: number | null = null;
-  /** When this candidate last learnt the record's state (a read, an event, its own write). */
-  private lastViewMono: number | null = null;
-  /**
-   * During an absence, a change was hinted (an event without a record) or the store reopened a
-   * replaced file: the absence may not have been continuous.
-   */
-  private absenceInterrupted = false;
-  /**
-   * The version our last successful write returned, and our last few writes by content: a
-   * write whose answer was lost may have landed, and a metadata-only change (a label added to
-   * the Lease) moves the version but keeps our content.
-   */
-  private ownVersion: string | null = null;
-  private recentWrites: LeaseRecord[] = [];
-  /** The foreign record under our identity that was last reported, so it is logged once. */
-  private reportedImpostor: string | null = null;
+  /** What this candidate believes about the record. */
+  private readonly view: RecordView;
+  /** When this candidate acts next. */
+  private readonly schedule: AttemptSchedule;
 
   /** Non-null exactly while this candidate leads. */
   private term: Term | null = null;
-  /** This standby's delay for the moment the lease last became free (drawn once per moment). */
-  private slot: { freeAtMono: number; delayMs: number } | null = null;
-  /** Counts the records observed (new versions): orders an attempt against an observation made at the same instant. */
-  private observedSeq = 0;
-  /** When the last attempt started, and how many records had been observed by then. */
-  private lastAttemptStart: { mono: number; seq: number } | null = null;
-
-  // The loop.
   private loop: Promise<void> | null = null;
   private stopped = false;
-  /** Ends the current wait between attempts early (a watch event, or stop()). */
-  private wake: AbortController | null = null;
-  /** A wake-up event arrived while no wait was in progress (an attempt was in flight). */
-  private wakePending = false;
   private unwatch: (() => void) | null = null;
-  /** A record-less watch event arrived: the next loop turn reads, whatever it was waiting for. */
-  private hintPending = false;
-  /** The store's watch is connected: every change will be reported. */
-  private watchHealthy = false;
-  private lastAttemptMono: number | null = null;
-  /** When the loop should next make progress (end of its wait or of its attempt); for liveness. */
-  private loopDueMono: number | null = null;
   /** Monotonic start of the last successful acquire/renew, kept after a step-down; for liveness. */
   private lastRenewMono: number | null = null;
 
@@ -212,16 +172,24 @@ export class LeaderElector {
     this.identity = opts.identity;
     this.timings = { leaseDurationMs: opts.leaseDurationMs, renewDeadlineMs: opts.renewDeadlineMs, retryPeriodMs: opts.retryPeriodMs };
     this.clock = opts.clock ?? realClock;
-    this.random = opts.random ?? Math.random;
     this.listener = opts.listener ?? {};
     // A logger that throws must not skip a step of the election (the sidecar's and the library's).
     this.log = opts.log ? guardedLogger(opts.log) : silentLogger;
     this.releaseOnStop = opts.releaseOnStop ?? true;
     this.releaseKeepsAcquireTime = opts.releaseKeepsAcquireTime ?? false;
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
-    this.safetyRereadMs = opts.safetyRereadMs ?? Math.max(60 * opts.retryPeriodMs, opts.leaseDurationMs);
-    this.contentionWindowMs = opts.contentionWindowMs ?? Math.min(DEFAULT_CONTENTION_WINDOW_MS, opts.leaseDurationMs);
-    validateContentionWindow(this.contentionWindowMs, opts.leaseDurationMs);
+    const contentionWindowMs = opts.contentionWindowMs ?? Math.min(DEFAULT_CONTENTION_WINDOW_MS, opts.leaseDurationMs);
+    validateContentionWindow(contentionWindowMs, opts.leaseDurationMs);
+    this.view = new RecordView(this.identity, this.timings, this.clock, this.log);
+    this.schedule = new AttemptSchedule({
+      timings: this.timings,
+      clock: this.clock,
+      random: opts.random ?? Math.random,
+      safetyRereadMs: opts.safetyRereadMs ?? Math.max(60 * opts.retryPeriodMs, opts.leaseDurationMs),
+      contentionWindowMs,
+      view: this.view,
+      leading: () => this.term !== null,
+    });
   }
 
   isLeader(): boolean {
@@ -229,7 +197,7 @@ export class LeaderElector {
   }
 
   snapshot(): ElectorSnapshot {
-    const rec = this.observed?.record ?? null;
+    const rec = this.view.observed?.record ?? null;
     const t = this.term;
     return {
       lease: this.lease,
@@ -238,12 +206,12 @@ export class LeaderElector {
       holder: rec ? rec.holderIdentity : null,
       fencingToken: t?.token ?? null,
       observedToken: rec?.leaseTransitions ?? null,
-      highestToken: this.highestToken,
+      highestToken: this.view.highestToken,
       acquiredAt: t ? t.acquiredAt : (rec?.acquireTime ?? null),
       renewedAt: t ? t.renewedAt : (rec?.renewTime ?? null),
       validUntil: t?.validUntil ?? null,
       lastRenewMonotonic: this.lastRenewMono,
-      loopDueMonotonic: this.loopDueMono,
+      loopDueMonotonic: this.schedule.loopDueMono,
       running: this.loop !== null,
     };
   }
@@ -256,55 +224,40 @@ export class LeaderElector {
     if (this.loop) return;
     this.stopped = false;
     // A standby that can watch the store acts as soon as the record is released, and while
-    // its watch is connected it waits for events instead of polling (see waitingOnWatch).
+    // its watch is connected it waits for events instead of polling (see AttemptSchedule).
     // The watch is only a hint: every decision is still a read and a compare-and-swap.
     this.unwatch =
       this.store.watch?.(
         this.lease,
         (e) => this.onWatchEvent(e),
-        (healthy) => {
-          this.watchHealthy = healthy;
-          if (!healthy) this.wakeUp(); // back to polling at once
-        },
+        (healthy) => this.schedule.setWatchHealth(healthy),
       ) ?? null;
     this.loop = this.runLoop();
   }
 
+  /** client-go's Run: acquire, then renew until the term ends, and again, until stop(). */
   private async runLoop(): Promise<void> {
     while (!this.stopped) {
-      if (this.dueForAttempt()) {
-        // Each attempt is at most three requests, each bounded by requestTimeout.
-        this.loopDueMono = this.clock.monotonic() + 3 * this.requestTimeoutMs;
-        await this.tryAcquireOrRenew();
-      }
-      if (this.stopped) break;
-      if (this.wakePending) {
-        // An event arrived while that attempt was in flight (its read may predate the
-        // release the event reported): look again now instead of sleeping through it.
-        this.wakePending = false;
-        continue;
-      }
-      await this.waitBetweenAttempts();
+      // Acquire: a standby tries at its turn (see AttemptSchedule) until it leads.
+      while (!this.stopped && this.term === null) await this.turn();
+      // Renew: the leader renews every retryPeriod until it steps down (at renewDeadline
+      // without a successful renewal, on finding another holder, or on stop()).
+      while (!this.stopped && this.term !== null) await this.turn();
     }
   }
 
-  /**
-   * Sleeps until the next attempt is due (nextWait), or until a watch event or stop() wakes
-   * the loop. One controller per wait: nothing long-lived gains a listener per iteration
-   * (AbortSignal.any on a loop-long signal did, and leaked).
-   */
-  private async waitBetweenAttempts(): Promise<void> {
-    const wake = new AbortController();
-    this.wake = wake;
-    const wait = this.nextWait();
-    this.loopDueMono = this.clock.monotonic() + wait;
-    await sleep(this.clock, wait, wake.signal);
-    this.wake = null;
-  }
-
-  private wakeUp(): void {
-    if (this.wake) this.wake.abort();
-    else this.wakePending = true;
+  /** One turn of the loop: an attempt if one is due, then the wait until the next. */
+  private async turn(): Promise<void> {
+    if (this.schedule.dueForAttempt()) {
+      // Each attempt is at most three requests, each bounded by requestTimeout.
+      this.schedule.attempting(3 * this.requestTimeoutMs);
+      await this.tryAcquireOrRenew();
+    }
+    if (this.stopped) return;
+    // An event arrived while that attempt was in flight (its read may predate the release the
+    // event reported): look again now instead of sleeping through it.
+    if (this.schedule.takeWakePending()) return;
+    await this.schedule.wait();
   }
 
   /**
@@ -315,78 +268,20 @@ export class LeaderElector {
    * its compare-and-swap.
    */
   private onWatchEvent(e: WatchEvent): void {
-    if (e.deleted) this.highestToken = Math.max(this.highestToken, e.deleted.leaseTransitions);
+    if (e.deleted) this.view.noteDeleted(e.deleted.leaseTransitions);
     if (this.term) return;
-    if (e.record === undefined && this.absentUntilMono !== null) this.absenceInterrupted = true;
     // A hint without a record says only "it changed": read it, even while waiting on the watch
     // (otherwise a release would be noticed only at the expiry of the record last seen).
-    if (e.record === undefined) this.hintPending = true;
-    if (e.record === null) this.noteAbsent();
+    if (e.record === undefined) {
+      this.view.interruptAbsence();
+      this.schedule.hint();
+    }
+    if (e.record === null) this.view.noteAbsent();
     if (e.record) {
       this.observe(e.record);
       if (e.record.record.holderIdentity !== '') return;
     }
-    this.wakeUp();
-  }
-
-  /**
-   * True while a standby can rely on its watch: the watch is connected and the lease, as last
-   * observed, is held by another and not expired. Then it sends no requests at all until the
-   * lease could expire, an event says it was released, or the safety re-read is due.
-   */
-  private waitingOnWatch(): boolean {
-    if (this.term || !this.watchHealthy || !this.observed) return false;
-    const seen = this.observed;
-    return seen.record.holderIdentity !== '' && !this.isOwn(seen) && !this.expired(seen.record);
-  }
-
-  private dueForAttempt(): boolean {
-    if (this.hintPending) {
-      this.hintPending = false;
-      return true;
-    }
-    // The lease is free, but this standby's turn in the contention window has not come.
-    const slot = this.contentionSlot();
-    const now = this.clock.monotonic();
-    if (slot && now >= slot.freeAtMono && now < slot.endMono) return false;
-    if (!this.waitingOnWatch()) return true;
-    return this.lastAttemptMono === null || now - this.lastAttemptMono >= this.safetyRereadMs;
-  }
-
-  private nextWait(): number {
-    const retry = this.timings.retryPeriodMs;
-    if (this.term) return retry;
-    const jittered = retry * (1 + this.random() * JITTER_FACTOR);
-    // A standby wakes at its turn after the lease becomes free (its expiry as observed, or a
-    // release), whether or not it also polls: the expiry is known from the last observation.
-    const now = this.clock.monotonic();
-    const slot = this.contentionSlot();
-    const untilSlot = slot ? Math.max(0, slot.endMono - now) : Infinity;
-    if (!this.waitingOnWatch()) return Math.min(jittered, untilSlot);
-    const untilSafety = (this.lastAttemptMono ?? now) + this.safetyRereadMs - now;
-    return Math.max(0, Math.min(untilSlot, untilSafety));
-  }
-
-  /**
-   * The moment the lease, as last observed, became (or will become) free for this standby, and
-   * the end of its turn after that moment; null while leading, with no record seen, or once it
-   * has tried since that moment (then it keeps its usual rhythm: a slot per free moment, not a
-   * retry storm while the store is down).
-   */
-  private contentionSlot(): { freeAtMono: number; endMono: number } | null {
-    const seen = this.observed;
-    if (this.term || !seen) return null;
-    const freeOnSight = this.freeOnSight(seen);
-    const freeAtMono = this.freeAtMono(seen);
-    const last = this.lastAttemptStart;
-    const triedSince = last !== null && (freeOnSight ? last.seq >= this.observedSeq : last.mono >= freeAtMono);
-    if (triedSince) return null;
-    if (this.slot?.freeAtMono !== freeAtMono) {
-      // A release's wider window stays within a lease duration, however wide the window asked.
-      const window = freeOnSight ? Math.min(RELEASE_WINDOW_FACTOR * this.contentionWindowMs, this.timings.leaseDurationMs) : this.contentionWindowMs;
-      this.slot = { freeAtMono, delayMs: contentionDelayMs(this.random(), window) };
-    }
-    return { freeAtMono, endMono: freeAtMono + this.slot.delayMs };
+    this.schedule.wakeUp();
   }
 
   /**
@@ -396,7 +291,7 @@ export class LeaderElector {
    */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.wake?.abort();
+    this.schedule.interrupt();
     this.unwatch?.();
     this.unwatch = null;
     await this.loop;
@@ -411,14 +306,14 @@ export class LeaderElector {
    * Never throws: a failed backend call is a failed attempt.
    */
   async tryAcquireOrRenew(): Promise<boolean> {
-    this.lastAttemptStart = { mono: this.clock.monotonic(), seq: this.observedSeq };
+    this.schedule.attemptStarted();
     try {
       return await this.attempt();
     } catch (err) {
       this.attemptFailed(err);
       return false;
     } finally {
-      this.lastAttemptMono = this.clock.monotonic();
+      this.schedule.attemptEnded();
     }
   }
 
@@ -444,9 +339,10 @@ export class LeaderElector {
     const term = this.term;
 
     // 1. Fast path.
-    if (term && this.observed) {
+    const cached = this.view.observed;
+    if (term && cached) {
       try {
-        return await this.write('update', term, (now) => this.renewalRecord(this.observed!.record, now), this.observed.version);
+        return await this.write('update', term, (now) => this.renewalRecord(cached.record, now), cached.version);
       } catch (err) {
         this.notify('onSlowPath');
         this.log.debug('optimistic renewal failed; reading the lease', { error: describeError(err) });
@@ -463,8 +359,8 @@ export class LeaderElector {
         this.stepDown('the lease record disappeared');
       } else {
         this.stepDown(`no successful renewal within renewDeadline (${this.timings.renewDeadlineMs} ms)`);
-        this.noteAbsent();
-        if (this.absentUntilMono! > this.clock.monotonic()) return false;
+        this.view.noteAbsent();
+        if (this.view.absenceWaitPending()) return false;
       }
       try {
         return await this.write('create', null, (now) => this.freshRecord(now));
@@ -481,8 +377,8 @@ export class LeaderElector {
 
     // 4. Held by another.
     this.observe(current);
-    const own = this.isOwn(current);
-    if (!own && current.record.holderIdentity !== '' && !this.expired(current.record)) {
+    const own = this.view.isOwn(current);
+    if (!own && current.record.holderIdentity !== '' && !this.view.expired(current.record)) {
       this.stepDown(
         `the lease is held by ${current.record.holderIdentity}${current.record.holderIdentity === this.identity ? ' (another process with this identity)' : ''}`,
       );
@@ -504,9 +400,10 @@ export class LeaderElector {
   private async write(op: 'create' | 'update', renewing: Term | null, build: (now: Date) => LeaseRecord, expectedVersion?: string): Promise<boolean> {
     const start: Stamp = { wall: this.clock.now(), mono: this.clock.monotonic() };
     // Taken before the request: our own write's watch event can arrive before its answer.
-    const freedAtMono = renewing || !this.observed ? null : this.freeAtMono(this.observed);
+    const seen = this.view.observed;
+    const freedAtMono = renewing || !seen ? null : this.view.freeAtMono(seen);
     const record = build(start.wall);
-    this.recentWrites = [...this.recentWrites.slice(-7), record];
+    this.view.noteWrite(record);
     const version = await this.call(op, (o) =>
       op === 'create' ? this.store.create(this.lease, record, o) : this.store.update(this.lease, record, expectedVersion!, o),
     );
@@ -521,63 +418,13 @@ export class LeaderElector {
     return this.term !== null && this.clock.monotonic() < this.term.renewedAtMono + this.timings.renewDeadlineMs;
   }
 
-  /**
-   * The record is gone: nobody but the sitting leader creates it before a lease duration. The
-   * wait continues across absences seen one poll apart; after a longer gap in this candidate's
-   * view (hung requests, a pause) the record may have been recreated and deleted again unseen,
-   * with its holder still acting, so the wait starts over.
-   */
-  private noteAbsent(): void {
-    const now = this.clock.monotonic();
-    const pollGap = this.timings.retryPeriodMs * (2 + JITTER_FACTOR); // one jittered wait plus a quick read
-    const continuous = this.absentUntilMono !== null && !this.absenceInterrupted && this.lastViewMono !== null && now - this.lastViewMono <= pollGap;
-    this.lastViewMono = now;
-    this.absenceInterrupted = false;
-    if (!continuous) {
-      const last = this.observed?.record;
-      const waitMs = Math.max(this.timings.leaseDurationMs, last ? last.leaseDurationSeconds * 1000 : 0);
-      const restarted = this.absentUntilMono !== null;
-      this.absentUntilMono = now + waitMs;
-      this.log.info('lease absent: creating it after a lease duration unless it reappears', {
-        waitMs,
-        createsAt: new Date(this.clock.now().getTime() + waitMs).toISOString(),
-        why: 'a lease never seen looks the same as one just deleted, whose holder may still be acting',
-        highestTokenSeen: this.highestToken,
-        restarted,
-      });
-    }
-    this.observed = null;
-  }
-
-  /**
-   * Did this candidate write this record? Its identity alone does not say: another process
-   * may run with the same --identity (or be a leasehold started inside `leasehold run`'s
-   * command). A record under our identity that we did not write is another holder's.
-   */
-  private isOwn(seen: VersionedRecord): boolean {
-    const rec = seen.record;
-    if (rec.holderIdentity !== this.identity) return false;
-    // A write whose answer was lost (a timeout) may still have landed: recognise it by content.
-    if (seen.version === this.ownVersion || this.recentWrites.some((w) => sameRecord(rec, w))) return true;
-    const key = `${rec.leaseTransitions}/${rec.acquireTime?.getTime() ?? ''}`;
-    if (this.reportedImpostor !== key) {
-      this.reportedImpostor = key;
-      this.log.error('the lease is held under this identity by a record this process did not write', {
-        holder: rec.holderIdentity,
-        token: rec.leaseTransitions,
-        rule: 'another process runs with the same --identity (or this one restarted): treated as another holder until it expires',
-      });
-    }
-    return false;
-  }
-
   /** The record of a new term: this candidate, now, the next token after any seen. */
   private newTermRecord(rec: LeaseRecord, now: Date): LeaseRecord {
-    return this.freshRecord(now, Math.max(rec.leaseTransitions, this.highestToken) + 1);
+    return this.freshRecord(now, Math.max(rec.leaseTransitions, this.view.highestToken) + 1);
   }
 
   /** A record created from nothing continues from the highest token ever seen (after a deletion). */
-  private freshRecord(now: Date, token = this.highestToken + 1): LeaseRecord {
+  private freshRecord(now: Date, token = this.view.highestToken + 1): LeaseRecord {
     const max = Math.min(this.store.maxToken ?? Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
     if (token > max) {
       throw new InvalidRecordError(
@@ -603,57 +450,19 @@ export class LeaderElector {
     };
   }
 
-  /** Released, or ours from an ended term: free from the moment it was seen. */
-  private freeOnSight(seen: VersionedRecord): boolean {
-    return seen.record.holderIdentity === '' || this.isOwn(seen);
-  }
-
-  /** When the record last observed (`seen`) became free for this candidate: on sight, or at its expiry. */
-  private freeAtMono(seen: VersionedRecord): number {
-    return this.freeOnSight(seen) ? this.observedAtMono : this.expiresAtMono(seen.record);
-  }
-
-  /** An unchanged record expires a lease duration after we observed it (client-go's rule). */
-  private expiresAtMono(rec: LeaseRecord): number {
-    return this.observedAtMono + rec.leaseDurationSeconds * 1000;
-  }
-
-  private expired(rec: LeaseRecord): boolean {
-    return this.expiresAtMono(rec) <= this.clock.monotonic();
-  }
-
   /**
-   * Takes in a record read or watched (own = we just wrote it). Only a change of the record's
-   * content restarts the observed expiry: another writer touching only the object's metadata (a
-   * label, an annotation) moves its version, and if that counted as a change, a neighbour
-   * relabelling a dead leader's Lease more often than its duration would stop failover for good.
-   * The new version is still kept: a compare-and-swap must name the object as it is now.
+   * Takes in a record read, watched or written (own), and announces a different leader: a new
+   * holder, or the same holder in a new term.
    */
   private observe(got: VersionedRecord, own = false): void {
-    this.absentUntilMono = null;
-    this.lastViewMono = this.clock.monotonic();
-    const previous = this.observed;
-    if (previous && previous.version === got.version) return;
-    if (previous && !own && sameContent(previous.record, got.record)) {
-      this.observed = { record: previous.record, version: got.version };
-      return;
+    if (!this.view.observe(got, own)) return;
+    if (!own && got.record.holderIdentity !== this.identity) {
+      this.log.info(got.record.holderIdentity === '' ? 'lease released' : 'new leader observed', {
+        holder: got.record.holderIdentity,
+        token: got.record.leaseTransitions,
+      });
     }
-    this.observed = got;
-    this.observedSeq++;
-    this.observedAtMono = this.clock.monotonic();
-    this.highestToken = Math.max(this.highestToken, got.record.leaseTransitions);
-    if (own) this.ownVersion = got.version;
-    // A new holder, or the same holder in a new term (it lost the lease and took it again):
-    // either way a different leader, whose token a follower must report.
-    if (!previous || previous.record.holderIdentity !== got.record.holderIdentity || previous.record.leaseTransitions !== got.record.leaseTransitions) {
-      if (!own && got.record.holderIdentity !== this.identity) {
-        this.log.info(got.record.holderIdentity === '' ? 'lease released' : 'new leader observed', {
-          holder: got.record.holderIdentity,
-          token: got.record.leaseTransitions,
-        });
-      }
-      this.notify('onNewLeader', got.record.holderIdentity, got.record);
-    }
+    this.notify('onNewLeader', got.record.holderIdentity, got.record);
   }
 
   /**
@@ -759,9 +568,9 @@ export class LeaderElector {
     this.stepDown('releasing the lease');
     let sent: LeaseRecord | null = null;
     for (let attempt = 0; attempt < 5; attempt++) {
-      const current = attempt === 0 && this.observed ? this.observed : await this.safeGet();
+      const current = attempt === 0 && this.view.observed ? this.view.observed : await this.safeGet();
       if (current && sent && sameRecord(current.record, sent)) return true; // an unanswered release landed
-      if (!current || !this.isOwn(current)) return false;
+      if (!current || !this.view.isOwn(current)) return false;
       const now = this.clock.now();
       const released: LeaseRecord = {
         holderIdentity: '',
@@ -802,7 +611,7 @@ export class LeaderElector {
   private call<T>(op: string, send: (opts: CallOptions) => Promise<T>): Promise<T> {
     const cancel = new AbortController();
     const noteReopened = (e: unknown) => {
-      if (e instanceof StoreReopenedError && this.absentUntilMono !== null) this.absenceInterrupted = true;
+      if (e instanceof StoreReopenedError) this.view.interruptAbsence();
     };
     return new Promise<T>((resolve, reject) => {
       const timer = this.clock.setTimer(() => {
@@ -823,24 +632,6 @@ export class LeaderElector {
       );
     });
   }
-}
-
-/**
- * The whole leader-election record unchanged (client-go compares the record, never the object's
- * resourceVersion): a write by any candidate changes at least its renewTime.
- */
-function sameContent(a: LeaseRecord, b: LeaseRecord): boolean {
-  return sameRecord(a, b) && a.leaseDurationSeconds === b.leaseDurationSeconds;
-}
-
-/** Same holder, token and times (to the millisecond): the record we wrote, whatever its version. */
-function sameRecord(a: LeaseRecord, b: LeaseRecord): boolean {
-  return (
-    a.holderIdentity === b.holderIdentity &&
-    a.leaseTransitions === b.leaseTransitions &&
-    a.renewTime?.getTime() === b.renewTime?.getTime() &&
-    a.acquireTime?.getTime() === b.acquireTime?.getTime()
-  );
 }
 
 function isThenable(v: unknown): v is PromiseLike<unknown> {
