@@ -9,8 +9,8 @@ import { closeSync, fdatasyncSync, fsyncSync, openSync, writeSync } from 'node:f
 import { selfReportedSinceFree } from './lease-timeline.js';
 import { join } from 'node:path';
 import { summary } from './cli-args.js';
-import { REPO, start, tempDir, waitFor, type Proc } from '../test/helpers/cli.js';
-import { startSidecar, validLeaders, type Candidate } from '../test/helpers/sidecars.js';
+import { REPO, start, tempDir, waitFor, type Proc } from '../test/support/cli.js';
+import { startSidecar, validLeaders, type Candidate } from '../test/support/sidecars.js';
 
 export interface SqliteBenchOptions {
   trials: number;

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { CLI, NODE_FLAGS, REPO, runCli, tempDir } from '../helpers/cli.js';
+import { CLI, NODE_FLAGS, REPO, runCli, tempDir } from '../support/cli.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
 
 const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '400ms'];

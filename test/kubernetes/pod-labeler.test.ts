@@ -5,8 +5,8 @@
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { waitFor } from '../helpers/cli.js';
-import { env, freshNamespace, kubectl } from '../helpers/kube.js';
+import { waitFor } from '../support/cli.js';
+import { env, freshNamespace, kubectl } from '../support/kube.js';
 import { connect } from '../../src/kube/connect.js';
 import type { KubeClient } from '../../src/kube/api-client.js';
 import { createLogger } from '../../src/log.js';

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { REPO, tempDir } from '../helpers/cli.js';
+import { REPO, tempDir } from '../support/cli.js';
 
 /** Every file under `dir`, as paths relative to `root`, with '/' separators. */
 function walk(root: string, dir = root): string[] {

@@ -19,11 +19,11 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { channelName } from '../../src/backends/postgres-notify.js';
 import { MAX_BACKENDS, PostgresLeaseStore } from '../../src/backends/postgres-store.js';
-import { PASSWORDS, startPostgres } from '../env/postgres.js';
-import { freePort } from '../env/control-plane.js';
-import { runCli, startCli, waitFor } from '../helpers/cli.js';
-import { scratchDir } from '../helpers/scratch.js';
-import { startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
+import { PASSWORDS, startPostgres } from '../support/postgres.js';
+import { freePort } from '../support/control-plane.js';
+import { runCli, startCli, waitFor } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
+import { startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
 
 const server = startPostgres();
 after(async () => (await server).stop());

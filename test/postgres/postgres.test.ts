@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL store on a real PostgreSQL server (test/env/postgres.ts: Debian's server in a
+ * The PostgreSQL store on a real PostgreSQL server (test/support/postgres.ts: Debian's server in a
  * temporary directory on a loopback port, always stopped and removed): the store contract,
  * real processes racing, failover, tokens, a handoff through NOTIFY, the database restarted
  * under a leader, and every kind of bad input.
@@ -11,12 +11,12 @@ import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { leaseStoreContract, upsertThrough } from '../../src/testing/lease-store-contract.js';
 import { PostgresLeaseStore } from '../../src/backends/postgres-store.js';
-import { PASSWORDS, startPostgres } from '../env/postgres.js';
-import { runCli, waitFor } from '../helpers/cli.js';
-import { raceRounds } from '../helpers/race.js';
-import { scratchDir } from '../helpers/scratch.js';
-import { leadersByStatus, startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
-import { failoverScenario } from '../helpers/failover-scenario.js';
+import { PASSWORDS, startPostgres } from '../support/postgres.js';
+import { runCli, waitFor } from '../support/cli.js';
+import { raceRounds } from '../support/race.js';
+import { scratchDir } from '../support/scratch.js';
+import { leadersByStatus, startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
+import { failoverScenario } from '../support/failover-scenario.js';
 
 const server = startPostgres();
 after(async () => (await server).stop());

@@ -2,12 +2,12 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { NODE_FLAGS, REPO, isAlive, runCli, startCli, waitFor, type Proc } from '../helpers/cli.js';
-import { scratchDir } from '../helpers/scratch.js';
-import { current, exclusiveRunScenario } from '../helpers/run-scenario.js';
+import { NODE_FLAGS, REPO, isAlive, runCli, startCli, waitFor, type Proc } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
+import { current, exclusiveRunScenario } from '../support/run-scenario.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
 
-const CHILD = join(REPO, 'test/helpers/exclusive_child.py');
+const CHILD = join(REPO, 'test/support/exclusive_child.py');
 const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '400ms'];
 
 describe('leasehold run -- CMD', () => {
