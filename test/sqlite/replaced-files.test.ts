@@ -72,6 +72,26 @@ const killAll = async (cs: Candidate[]) => {
   await Promise.all(cs.map((c) => c.proc.exited));
 };
 
+/** A fresh folder `work` with two sidecars on its l.db, once one of them leads. */
+async function twoCandidates(work: string, lease: string, cands: Candidate[]) {
+  mkdirSync(work);
+  const db = join(work, 'l.db');
+  const a = startSidecar(work, 'a', ['--db', db, '--lease', lease], T);
+  const b = startSidecar(work, 'b', ['--db', db, '--lease', lease], T);
+  cands.push(a, b);
+  const first = await waitFor('a leader', () => validLeaders([a, b])[0], 20_000);
+  return { work, db, a, b, first };
+}
+
+/** The same in `parent/name`, and a lease database in another folder to mount over theirs. */
+async function twoCandidatesAndAnotherDatabase(parent: string, name: string, lease: string, cands: Candidate[]) {
+  const elsewhere = join(parent, `${name}-elsewhere`);
+  mkdirSync(elsewhere);
+  const other = join(elsewhere, 'l.db');
+  const otherHash = await otherDatabase(other);
+  return { ...(await twoCandidates(join(parent, name), lease, cands)), other, otherHash };
+}
+
 describe('a database replaced under running candidates', () => {
   const procs: Proc[] = [];
   const cands: Candidate[] = [];
@@ -81,18 +101,7 @@ describe('a database replaced under running candidates', () => {
     'a file bind-mounted over the database: nobody writes to it, the leader steps down, and the history is whole after the unmount',
     { timeout: 90_000, skip: !root && 'needs root for mount --bind' },
     async () => {
-      const work = join(dir.path, 'mounted');
-      const elsewhere = join(dir.path, 'elsewhere');
-      mkdirSync(work);
-      mkdirSync(elsewhere);
-      const db = join(work, 'l.db');
-      const other = join(elsewhere, 'l.db');
-      const otherHash = await otherDatabase(other);
-
-      const a = startSidecar(work, 'a', ['--db', db, '--lease', 'm'], T);
-      const b = startSidecar(work, 'b', ['--db', db, '--lease', 'm'], T);
-      cands.push(a, b);
-      const first = await waitFor('a leader', () => validLeaders([a, b])[0], 20_000);
+      const { db, other, otherHash, a, b, first } = await twoCandidatesAndAnotherDatabase(dir.path, 'mounted', 'm', cands);
 
       await withBindMount(
         other,
@@ -137,17 +146,7 @@ describe('a database replaced under running candidates', () => {
     'candidates stopped while a file is mounted over the database leave their history in place',
     { timeout: 90_000, skip: !root && 'needs root for mount --bind' },
     async () => {
-      const work = join(dir.path, 'stopped');
-      const elsewhere = join(dir.path, 'elsewhere2');
-      mkdirSync(work);
-      mkdirSync(elsewhere);
-      const db = join(work, 'l.db');
-      const other = join(elsewhere, 'l.db');
-      const otherHash = await otherDatabase(other);
-      const a = startSidecar(work, 'a', ['--db', db, '--lease', 's'], T);
-      const b = startSidecar(work, 'b', ['--db', db, '--lease', 's'], T);
-      cands.push(a, b);
-      const first = await waitFor('a leader', () => validLeaders([a, b])[0], 20_000);
+      const { db, other, otherHash, a, b, first } = await twoCandidatesAndAnotherDatabase(dir.path, 'stopped', 's', cands);
       await withBindMount(
         other,
         db,
@@ -168,13 +167,7 @@ describe('a database replaced under running candidates', () => {
   );
 
   it('a -wal deleted alone: the running candidates keep the history, a newcomer is told why in one line', { timeout: 60_000 }, async () => {
-    const work = join(dir.path, 'wal');
-    mkdirSync(work);
-    const db = join(work, 'l.db');
-    const a = startSidecar(work, 'a', ['--db', db, '--lease', 'w'], T);
-    const b = startSidecar(work, 'b', ['--db', db, '--lease', 'w'], T);
-    cands.push(a, b);
-    const first = await waitFor('a leader', () => validLeaders([a, b])[0], 20_000);
+    const { work, db, a, b, first } = await twoCandidates(join(dir.path, 'wal'), 'w', cands);
     rmSync(`${db}-wal`);
     const c = startCli(['sidecar', '--db', db, '--lease', 'w', '--listen', 'off', '--status-dir', join(work, 'status-c')]);
     procs.push(c);
