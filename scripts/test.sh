@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, every tier, as the README and CI run it (after `npm ci`):
 #   1. build the CLI (the tests run the built artifact, as users do)
-#   2. unit tests (fake clock, no sleeps) and the SQLite/CLI tier (real processes, real files)
+#   2. unit tests (fake clock, no sleeps) and the SQLite/CLI tier (real processes, real files),
+#      with Node's coverage report of the test processes; under the floor in
+#      test/support/coverage-floor.mjs, the step fails
 #   3. the same local tiers on the Node version the image ships (the Dockerfile's NODE_IMAGE),
 #      with better-sqlite3 built for it (scripts/test-on-node.sh; both cached)
 #   4. the PostgreSQL tier on a real PostgreSQL server (Debian's, started in a temporary
@@ -20,9 +22,11 @@ tests() { bash scripts/test-files.sh "$1"; }
 step "build"
 npm run --silent build
 
-step "unit, SQLite and CLI tiers"
+step "unit, SQLite and CLI tiers, with coverage (its floors: docs/testing.md)"
 mapfile -t local_tests < <(tests local)
-node --import tsx --test --test-concurrency=1 --test-reporter=spec "${local_tests[@]}"
+node --import tsx --import ./test/support/coverage-test-processes.mjs --test --test-concurrency=1 --experimental-test-coverage \
+  --test-reporter=spec --test-reporter-destination=stdout \
+  --test-reporter=./test/support/coverage-floor.mjs --test-reporter-destination=stdout "${local_tests[@]}"
 
 image_node="$(sed -n 's/^ARG NODE_IMAGE=node:\([0-9.]*\)-.*/\1/p' Dockerfile)"
 step "unit, SQLite and CLI tiers on Node $image_node (the image's)"
