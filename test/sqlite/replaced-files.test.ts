@@ -92,6 +92,22 @@ async function twoCandidatesAndAnotherDatabase(parent: string, name: string, lea
   return { ...(await twoCandidates(join(parent, name), lease, cands)), other, otherHash };
 }
 
+/**
+ * Mounts `other` over the candidates' database and, once neither leads, runs `during`, which
+ * unmounts (withBindMount undoes the mount if it does not, killing the candidates if need be).
+ */
+async function whenMountedLeaderless(s: { db: string; other: string; a: Candidate; b: Candidate }, during: (unmount: () => void) => Promise<void>) {
+  await withBindMount(
+    s.other,
+    s.db,
+    () => killAll([s.a, s.b]),
+    async (unmount) => {
+      await waitFor('no valid leader', () => validLeaders([s.a, s.b]).length === 0, 5_000);
+      await during(unmount);
+    },
+  );
+}
+
 describe('a database replaced under running candidates', () => {
   const procs: Proc[] = [];
   const cands: Candidate[] = [];
@@ -103,33 +119,27 @@ describe('a database replaced under running candidates', () => {
     async () => {
       const { db, other, otherHash, a, b, first } = await twoCandidatesAndAnotherDatabase(dir.path, 'mounted', 'm', cands);
 
-      await withBindMount(
-        other,
-        db,
-        () => killAll([a, b]),
-        async (unmount) => {
-          // The leader steps down at its renewDeadline; nobody leads while the mount stays.
-          await waitFor('no valid leader', () => validLeaders([a, b]).length === 0, 5_000);
-          for (const c of [a, b]) await waitFor(`${c.id} refuses the mounted file`, () => /refusing to read or write it/.test(c.proc.stderr()), 5_000);
-          const until = Date.now() + 3_000; // past the lease duration, when a standby could take over
-          while (Date.now() < until) {
-            assert.deepEqual(
-              validLeaders([a, b]).map((l) => `${l.c.id}/${l.token}`),
-              [],
-              'a leader on a file mounted over the database',
-            );
-            await sleep(50);
-          }
-          // A newcomer is refused in one line, without opening the file.
-          const newcomer = await runCli(['status', '--db', db, '--lease', 'm']);
-          assert.equal(newcomer.code, 2, newcomer.stderr);
-          assert.match(newcomer.stderr, /^leasehold: --db .*l\.db: .*l\.db is a mount point \(a file mounted over it\).*Mount the directory/);
-          assert.equal(newcomer.stderr.trim().split('\n').length, 1);
-          assert.equal(sha256(other), otherHash, 'the mounted file was written to');
-          assert.ok(!existsSync(`${other}-wal`), 'a log beside the mounted file');
-          unmount();
-        },
-      );
+      // The leader steps down at its renewDeadline; nobody leads while the mount stays.
+      await whenMountedLeaderless({ db, other, a, b }, async (unmount) => {
+        for (const c of [a, b]) await waitFor(`${c.id} refuses the mounted file`, () => /refusing to read or write it/.test(c.proc.stderr()), 5_000);
+        const until = Date.now() + 3_000; // past the lease duration, when a standby could take over
+        while (Date.now() < until) {
+          assert.deepEqual(
+            validLeaders([a, b]).map((l) => `${l.c.id}/${l.token}`),
+            [],
+            'a leader on a file mounted over the database',
+          );
+          await sleep(50);
+        }
+        // A newcomer is refused in one line, without opening the file.
+        const newcomer = await runCli(['status', '--db', db, '--lease', 'm']);
+        assert.equal(newcomer.code, 2, newcomer.stderr);
+        assert.match(newcomer.stderr, /^leasehold: --db .*l\.db: .*l\.db is a mount point \(a file mounted over it\).*Mount the directory/);
+        assert.equal(newcomer.stderr.trim().split('\n').length, 1);
+        assert.equal(sha256(other), otherHash, 'the mounted file was written to');
+        assert.ok(!existsSync(`${other}-wal`), 'a log beside the mounted file');
+        unmount();
+      });
       // The path names the opened file again: the candidates carry on with the history.
       const next = await waitFor('a leader after the unmount', () => validLeaders([a, b]).find((l) => l.token > first.token), 20_000);
       for (const c of [a, b]) c.proc.kill('SIGTERM');
@@ -147,18 +157,12 @@ describe('a database replaced under running candidates', () => {
     { timeout: 90_000, skip: !root && 'needs root for mount --bind' },
     async () => {
       const { db, other, otherHash, a, b, first } = await twoCandidatesAndAnotherDatabase(dir.path, 'stopped', 's', cands);
-      await withBindMount(
-        other,
-        db,
-        () => killAll([a, b]),
-        async (unmount) => {
-          await waitFor('no valid leader', () => validLeaders([a, b]).length === 0, 5_000);
-          for (const c of [a, b]) c.proc.kill('SIGTERM'); // the release is refused: the lease expires instead
-          for (const c of [a, b]) assert.equal((await c.proc.exited).code, 0, c.proc.stderr());
-          assert.equal(sha256(other), otherHash, 'the mounted file was written to');
-          unmount();
-        },
-      );
+      await whenMountedLeaderless({ db, other, a, b }, async (unmount) => {
+        for (const c of [a, b]) c.proc.kill('SIGTERM'); // the release is refused: the lease expires instead
+        for (const c of [a, b]) assert.equal((await c.proc.exited).code, 0, c.proc.stderr());
+        assert.equal(sha256(other), otherHash, 'the mounted file was written to');
+        unmount();
+      });
       const rec = await recordOf(db, 's');
       assert.equal(rec?.leaseTransitions, first.token, 'the history is in the file the candidates opened');
       assert.equal(rec?.holderIdentity, first.c.id, 'the last term, left to expire');
