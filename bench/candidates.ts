@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { ImageNode } from './image-node.js';
 import type { KubeClient } from '../src/kube/api-client.js';
-import { CLI, REPO, start, type Proc } from '../test/helpers/cli.js';
+import { CLI, REPO, start, type Proc } from '../test/support/cli.js';
 
 export type Impl = 'leasehold' | 'leasehold-jitless' | 'leasehold-jit' | 'client-go';
 
@@ -21,7 +21,7 @@ export const timingArgs = (t: Timings): string[] => ['--lease-duration', t.lease
 
 /** Builds (or reuses from the cache) the client-go peer; returns its binary. */
 export function buildGoCandidate(): string {
-  return execFileSync('bash', [join(REPO, 'test/env/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
+  return execFileSync('bash', [join(REPO, 'test/support/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
     .toString()
     .trim();
 }

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO, jitlessFlags } from '../test/helpers/cli.js';
+import { REPO, jitlessFlags } from '../test/support/cli.js';
 
 export interface ImageNode {
   version: string;
@@ -23,7 +23,7 @@ export function imageNode(): ImageNode {
   const flags = [...entrypoint.matchAll(/"(--[^"]+)"/g)].map((m) => m[1]!);
   // The Dockerfile's flags, checked against the per-version rule the tests use.
   if (flags.join(' ') !== jitlessFlags(version).join(' ')) {
-    throw new Error(`the Dockerfile's ENTRYPOINT flags (${flags.join(' ')}) differ from jitlessFlags(${version}) in test/helpers/cli.ts`);
+    throw new Error(`the Dockerfile's ENTRYPOINT flags (${flags.join(' ')}) differ from jitlessFlags(${version}) in test/support/cli.ts`);
   }
   return { version, bin: join(dir, 'bin', 'node'), flags };
 }

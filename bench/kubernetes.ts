@@ -19,11 +19,11 @@ import { parseDuration } from '../src/config/duration.js';
 import { cpuTicks, rssMB } from './proc-stats.js';
 import { KubeClient } from '../src/kube/api-client.js';
 import { loadConnection } from '../src/kube/kubeconfig.js';
-import { waitFor, type Proc } from '../test/helpers/cli.js';
+import { waitFor, type Proc } from '../test/support/cli.js';
 import { imageNode } from './image-node.js';
 import { buildGoCandidate, createNamespace as createKubeNamespace, startKubeCandidate, type Impl } from './candidates.js';
 export type { Impl } from './candidates.js';
-import { startControlPlane } from '../test/env/control-plane.js';
+import { startControlPlane } from '../test/support/control-plane.js';
 import { KubernetesLeaseStore } from '../src/backends/kubernetes-store.js';
 import { LeaseTimeline, selfReportedSinceFree } from './lease-timeline.js';
 

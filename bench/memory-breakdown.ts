@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ImageNode } from './image-node.js';
-import { REPO } from '../test/helpers/cli.js';
+import { REPO } from '../test/support/cli.js';
 
 export interface MemoryRow {
   what: string;

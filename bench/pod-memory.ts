@@ -1,10 +1,10 @@
 /**
  * Memory as the chart deploys the sidecar: the image built from the Dockerfile, in pods on the
- * single-node cluster (test/cluster/cluster-session.ts), its working set read from the
+ * single-node cluster (test/support/cluster-session.ts), its working set read from the
  * container's memory cgroup (what the kubelet compares with the limit) 60 s after it started.
  */
-import { CHART, ClusterSession, LOCAL_IMAGES } from '../test/cluster/cluster-session.js';
-import { waitFor } from '../test/helpers/cli.js';
+import { CHART, ClusterSession, LOCAL_IMAGES } from '../test/support/cluster-session.js';
+import { waitFor } from '../test/support/cli.js';
 
 export interface PodMemoryResult {
   /** Working set per sidecar, MiB, leader first. */

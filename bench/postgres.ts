@@ -1,13 +1,13 @@
 /**
  * The PostgreSQL part of `npm run bench` (bench/run.ts), on a real server started for the run
- * (test/env/postgres.ts): acquire/renew attempts per second through the real elector, and the
+ * (test/support/postgres.ts): acquire/renew attempts per second through the real elector, and the
  * failover latency of two `leasehold sidecar` processes after SIGKILL and SIGTERM.
  */
 import { join } from 'node:path';
 import { summary } from './cli-args.js';
-import { REPO, start, tempDir, waitFor, type Proc } from '../test/helpers/cli.js';
-import { startSidecar, validLeaders, type Candidate } from '../test/helpers/sidecars.js';
-import { startPostgres } from '../test/env/postgres.js';
+import { REPO, start, tempDir, waitFor, type Proc } from '../test/support/cli.js';
+import { startSidecar, validLeaders, type Candidate } from '../test/support/sidecars.js';
+import { startPostgres } from '../test/support/postgres.js';
 
 const WORKER = join(REPO, 'bench/store-worker.ts');
 const TIMING = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };
@@ -64,7 +64,7 @@ export async function benchPostgres({ trials, seconds, log }: { trials: number; 
     const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
     const markdown = `### PostgreSQL store: acquire/renew attempts per second
 
-A local PostgreSQL ${pg.version} started for the run (\`test/env/postgres.ts\`, fsync on), reached
+A local PostgreSQL ${pg.version} started for the run (\`test/support/postgres.ts\`, fsync on), reached
 over TCP on loopback. Each attempt is one \`tryAcquireOrRenew\` through the real elector; a write
 is an \`UPDATE ... WHERE version = $2\` committed with \`synchronous_commit = on\`.
 

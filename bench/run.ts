@@ -25,7 +25,7 @@ import { benchScale, type ScaleBenchResult } from './scale.js';
 import { imageNode, type ImageNode } from './image-node.js';
 import { latencyChart } from './latency-chart.js';
 import { memoryBreakdown, memoryMarkdown } from './memory-breakdown.js';
-import { REPO } from '../test/helpers/cli.js';
+import { REPO } from '../test/support/cli.js';
 import { parseDuration } from '../src/config/duration.js';
 
 const trials = numberOption('trials', 20);

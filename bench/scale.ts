@@ -21,8 +21,8 @@ import { loadConnection } from '../src/kube/kubeconfig.js';
 import { KubernetesLeaseStore } from '../src/backends/kubernetes-store.js';
 import { SqliteLeaseStore } from '../src/backends/sqlite-store.js';
 import { parseDuration } from '../src/config/duration.js';
-import { CLI, start, tempDir, waitFor, type Proc } from '../test/helpers/cli.js';
-import { startControlPlane, type ControlPlane } from '../test/env/control-plane.js';
+import { CLI, start, tempDir, waitFor, type Proc } from '../test/support/cli.js';
+import { startControlPlane, type ControlPlane } from '../test/support/control-plane.js';
 
 export interface ScaleBenchOptions {
   standbys: number;

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { SqliteLeaseStore } from '../src/backends/sqlite-store.js';
 import type { VersionedRecord } from '../src/backends/lease-store.js';
-import { tempDir } from '../test/helpers/cli.js';
+import { tempDir } from '../test/support/cli.js';
 
 export interface SqliteDiskOptions {
   /** Seconds of interleaved turns per repeat. */

@@ -10,8 +10,8 @@ import { benchSqliteDisk } from './sqlite-disk.js';
 import { selfReportedSinceFree } from './lease-timeline.js';
 import { join } from 'node:path';
 import { summary } from './cli-args.js';
-import { REPO, start, tempDir, waitFor, type Proc } from '../test/helpers/cli.js';
-import { startSidecar, validLeaders, type Candidate } from '../test/helpers/sidecars.js';
+import { REPO, start, tempDir, waitFor, type Proc } from '../test/support/cli.js';
+import { startSidecar, validLeaders, type Candidate } from '../test/support/sidecars.js';
 
 export interface SqliteBenchOptions {
   trials: number;

@@ -30,5 +30,5 @@ trap restore EXIT
 cp "$addon" "$current"
 
 echo "[node $version] unit, SQLite and CLI tiers on $("$node_bin" --version)" >&2
-mapfile -t local_tests < <(bash scripts/local-tests.sh)
+mapfile -t local_tests < <(bash scripts/test-files.sh local)
 PATH="$nodedir/bin:$PATH" "$node_bin" --import tsx --test --test-concurrency=1 --test-reporter=spec "${local_tests[@]}"

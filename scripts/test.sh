@@ -1,41 +1,46 @@
 #!/usr/bin/env bash
 # The whole test suite, every tier, as the README and CI run it (after `npm ci`):
 #   1. build the CLI (the tests run the built artifact, as users do)
-#   2. unit tests (fake clock, no sleeps) and the SQLite/CLI tier (real processes, real files)
+#   2. unit tests (fake clock, no sleeps) and the SQLite/CLI tier (real processes, real files),
+#      with Node's coverage report of the test processes; under the floor in
+#      test/support/coverage-floor.mjs, the step fails
 #   3. the same local tiers on the Node version the image ships (the Dockerfile's NODE_IMAGE),
 #      with better-sqlite3 built for it (scripts/test-on-node.sh; both cached)
 #   4. the PostgreSQL tier on a real PostgreSQL server (Debian's, started in a temporary
 #      directory on a loopback port and removed after)
-#   5. the Kubernetes tier on a real kube-apiserver + etcd (built once, cached; see test/env/),
+#   5. the Kubernetes tier on a real kube-apiserver + etcd (built once, cached; see test/support/),
 #      including the image built from the Dockerfile, run by a private Docker daemon
 #   6. the cluster tier: that image and the chart, installed by helm on a real single-node
 #      Kubernetes that test/cluster/cluster.sh brings up and tears down (root needed)
-# Node 20's test runner takes no globs, so the files are listed with find.
+# The files of each tier come from scripts/test-files.sh, the one list package.json uses too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
-tests() { find "$@" -name '*.test.ts' | sort; }
+tests() { bash scripts/test-files.sh "$1"; }
 
 step "build"
 npm run --silent build
 
-step "unit, SQLite and CLI tiers"
-mapfile -t local_tests < <(bash scripts/local-tests.sh)
-node --import tsx --test --test-concurrency=1 --test-reporter=spec "${local_tests[@]}"
+step "unit, SQLite and CLI tiers, with coverage (its floors: docs/testing.md)"
+mapfile -t local_tests < <(tests local)
+node --import tsx --import ./test/support/coverage-test-processes.mjs --test --test-concurrency=1 --experimental-test-coverage \
+  --test-reporter=spec --test-reporter-destination=stdout \
+  --test-reporter=./test/support/coverage-floor.mjs --test-reporter-destination=stdout "${local_tests[@]}"
 
 image_node="$(sed -n 's/^ARG NODE_IMAGE=node:\([0-9.]*\)-.*/\1/p' Dockerfile)"
 step "unit, SQLite and CLI tiers on Node $image_node (the image's)"
 bash scripts/test-on-node.sh "$image_node"
 
 step "PostgreSQL tier (a real PostgreSQL server)"
-mapfile -t pg_tests < <(tests test/postgres)
+mapfile -t pg_tests < <(tests postgres)
 node --import tsx --test --test-concurrency=1 --test-reporter=spec "${pg_tests[@]}"
 
 step "Kubernetes tier (real kube-apiserver + etcd; the image from the Dockerfile)"
-mapfile -t kube_tests < <(tests test/kubernetes)
-node --import tsx test/env/with-control-plane.ts -- \
+mapfile -t kube_tests < <(tests kubernetes)
+node --import tsx test/support/with-control-plane.ts -- \
   node --import tsx --test --test-concurrency=1 --test-reporter=spec "${kube_tests[@]}"
 
 step "cluster tier (a real single-node Kubernetes: the chart and the image in pods)"
-node --import tsx --test --test-concurrency=1 --test-reporter=spec test/cluster/cluster.test.ts
+mapfile -t cluster_tests < <(tests cluster)
+node --import tsx --test --test-concurrency=1 --test-reporter=spec "${cluster_tests[@]}"

@@ -5,9 +5,9 @@ import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent 
 export type StoreOp = 'get' | 'create' | 'update';
 
 /**
- * An in-memory LeaseStore for the elector's unit tests only (every other tier uses a real
- * SQLite file or a real API server). It records each call so tests can pin the exact backend
- * traffic, and can be told to fail or hang the next calls.
+ * An in-memory LeaseStore for unit tests: the elector's here (every other tier uses a real
+ * store), and, through `leasehold/testing`, an app's own. It records each call so tests can pin
+ * the exact backend traffic, and can be told to fail or hang the next calls.
  */
 export class MemoryLeaseStore implements LeaseStore {
   readonly backend = 'memory';

@@ -10,10 +10,10 @@
  */
 import { join } from 'node:path';
 import { option } from '../../bench/cli-args.js';
-import { tempDir } from '../helpers/cli.js';
-import { startControlPlane } from '../env/control-plane.js';
+import { tempDir } from '../support/cli.js';
+import { startControlPlane } from '../support/control-plane.js';
 import { formatReport, runChaos, type ChaosReport } from './run-chaos.js';
-import { leaseMetadataChurn } from '../helpers/lease-churn.js';
+import { leaseMetadataChurn } from '../support/lease-churn.js';
 
 const seed = Number(option('seed', String(Date.now() % 1_000_000)));
 const seconds = Number(option('seconds', '120'));
@@ -57,7 +57,7 @@ if (which === 'sqlite' || which === 'both' || which === 'all') {
 }
 if (which === 'postgres' || which === 'all') {
   const dir = tempDir('leasehold-chaos-');
-  const { startPostgres } = await import('../env/postgres.js');
+  const { startPostgres } = await import('../support/postgres.js');
   const { postgresNeighbour } = await import('./postgres-neighbour.js');
   const pg = await startPostgres();
   try {

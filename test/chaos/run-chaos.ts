@@ -14,13 +14,13 @@
  * - the resource accepted tokens in non-decreasing order (no stale write landed);
  * - no token was written by two identities (never two leaders in one term);
  * - the sidecars' own leadership terms [became leader, last validUntil or step-down] never
- *   overlap across candidates, and their tokens strictly increase (test/helpers/leadership-terms.ts);
+ *   overlap across candidates, and their tokens strictly increase (test/support/leadership-terms.ts);
  * - every write an app saw accepted is in the resource's history.
  */
 import { join } from 'node:path';
-import { REPO, start, waitFor, type Proc } from '../helpers/cli.js';
-import { startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
-import { termViolations, termsFromLog, type Term } from '../helpers/leadership-terms.js';
+import { REPO, start, waitFor, type Proc } from '../support/cli.js';
+import { startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
+import { termViolations, termsFromLog, type Term } from '../support/leadership-terms.js';
 import { FencedSqliteResource } from '../../src/fencing/fenced-resource.js';
 import { prng } from '../../src/testing/prng.js';
 

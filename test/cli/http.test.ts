@@ -1,7 +1,7 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { startCli, tempDir, waitFor, type Proc } from '../helpers/cli.js';
+import { startCli, tempDir, waitFor, type Proc } from '../support/cli.js';
 
 const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '400ms'];
 

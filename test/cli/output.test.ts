@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { CLI, NODE_FLAGS, REPO, runCli, tempDir } from '../helpers/cli.js';
+import { CLI, NODE_FLAGS, REPO, runCli, runOnce, tempDir } from '../support/cli.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
 
 const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '400ms'];
@@ -109,24 +109,7 @@ describe('what the CLI prints', () => {
 
   it("inside a `run` command, `leasehold status` looks up the parent's lease", { timeout: 60_000 }, async () => {
     const db = join(dir.path, 'inside.db');
-    const r = await runCli([
-      'run',
-      '--once',
-      '--db',
-      db,
-      '--lease',
-      'jobs',
-      '--identity',
-      'parent',
-      ...T,
-      '--',
-      process.execPath,
-      ...NODE_FLAGS,
-      CLI,
-      'status',
-      '--db',
-      db,
-    ]);
+    const r = await runOnce(db, 'jobs', 'parent', T, [process.execPath, ...NODE_FLAGS, CLI, 'status', '--db', db]);
     assert.equal(r.code, 0, r.stderr + r.stdout);
     assert.match(r.stdout, /^lease {4}jobs \(sqlite: /m);
     assert.match(r.stdout, /^holder {3}parent$/m);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A real single-node Kubernetes on this machine, for the cluster tier: etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler and kubelet (version-stamped, from the cache of
-# test/env/build-control-plane.sh --node), containerd + runc + the CNI plugins from Debian,
+# test/support/build-control-plane.sh --node), containerd + runc + the CNI plugins from Debian,
 # the images made locally (no registry). Everything lives under DIR.
 #
 #   test/cluster/cluster.sh up DIR     # prints the admin kubeconfig path when the node is Ready
@@ -114,7 +114,7 @@ up() {
   for tool in containerd runc ctr iptables ip openssl; do command -v "$tool" >/dev/null || { log "$tool is missing: run scripts/setup.sh"; exit 1; }; done
   [[ -x /usr/lib/cni/bridge ]] || { log "CNI plugins are missing: run scripts/setup.sh (containernetworking-plugins)"; exit 1; }
   local bin images
-  bin="$(bash "$repo/test/env/build-control-plane.sh" --node)"
+  bin="$(bash "$repo/test/support/build-control-plane.sh" --node)"
   mapfile -t images < <(bash "$repo/test/image/build-image.sh"; bash "$repo/test/cluster/build-node-images.sh")
   mkdir -p "$dir"/{pids,logs,pki,etcd,containerd,kubelet,cni/net.d,cni/ipam}
   ln -s "$bin" "$dir/bin"

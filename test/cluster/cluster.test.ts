@@ -7,9 +7,9 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { waitFor } from '../helpers/cli.js';
-import { API_SERVER_ADDRESSES, CHART, ClusterSession, LOCAL_IMAGES } from './cluster-session.js';
-import { allReady, onlyEndpointIs, onlyLeaderReady, readPods, readServiceEndpoints, singleLeader, type LeaseView } from '../helpers/cluster-views.js';
+import { waitFor } from '../support/cli.js';
+import { API_SERVER_ADDRESSES, CHART, ClusterSession, LOCAL_IMAGES } from '../support/cluster-session.js';
+import { allReady, onlyEndpointIs, onlyLeaderReady, readPods, readServiceEndpoints, singleLeader, type LeaseView } from '../support/cluster-views.js';
 
 const RELEASE = 'lh';
 const LEASE = 'lh-leasehold';

@@ -3,15 +3,15 @@
  * replicas. Run with `npm run test:kind` wherever a Docker engine, kind, kubectl and helm are
  * on PATH; it creates and deletes its own cluster. It cannot run on the project's CI machines,
  * which reach no image registry for kind's node image; there the single-node cluster tier
- * (test/cluster) runs the same judgements, which live in test/helpers/cluster-views.ts and are
+ * (test/cluster) runs the same judgements, which live in test/support/cluster-views.ts and are
  * unit-tested beside it.
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { REPO, waitFor } from '../helpers/cli.js';
-import { allReady, failoverBoundMs, readPods, singleLeader, type LeaseView, type PodView } from '../helpers/cluster-views.js';
+import { REPO, waitFor } from '../support/cli.js';
+import { allReady, failoverBoundMs, readPods, singleLeader, type LeaseView, type PodView } from '../support/cluster-views.js';
 
 const CLUSTER = process.env.LEASEHOLD_KIND_CLUSTER ?? 'leasehold-e2e';
 const IMAGE = 'leasehold:e2e';

@@ -1,9 +1,9 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { tempDir } from '../helpers/cli.js';
-import { startControlPlane } from '../env/control-plane.js';
+import { tempDir } from '../support/cli.js';
+import { startControlPlane } from '../support/control-plane.js';
 import { formatReport, runChaos } from '../chaos/run-chaos.js';
-import { leaseMetadataChurn } from '../helpers/lease-churn.js';
+import { leaseMetadataChurn } from '../support/lease-churn.js';
 
 // The short version of `npm run chaos` on Kubernetes. It starts its own control plane, so
 // it can stop and start the API server and etcd under the candidates.

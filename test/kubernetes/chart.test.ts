@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO, waitFor } from '../helpers/cli.js';
-import { scratchDir } from '../helpers/scratch.js';
-import { startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
-import { env, freshNamespace, kubectl, rawLease } from '../helpers/kube.js';
-import { kubeconfig } from '../env/control-plane.js';
+import { REPO, waitFor } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
+import { startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
+import { env, freshNamespace, kubectl, rawLease } from '../support/kube.js';
+import { kubeconfig } from '../support/control-plane.js';
 import { loadAllYaml } from '@kubernetes/client-node';
 
 const CHART = join(REPO, 'deploy/helm/leasehold');
@@ -42,7 +42,7 @@ describe('the Helm chart', () => {
   const dir = scratchDir(() => cands);
   const cands: Candidate[] = [];
   before(() => {
-    helmBin = execFileSync('bash', [join(REPO, 'test/env/build-helm.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
+    helmBin = execFileSync('bash', [join(REPO, 'test/support/build-helm.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
       .toString()
       .trim();
   });

@@ -2,9 +2,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { REPO, start, startCli, waitFor, type Proc } from '../helpers/cli.js';
-import { scratchDir } from '../helpers/scratch.js';
-import { admin, backendArgs, env, freshNamespace } from '../helpers/kube.js';
+import { REPO, start, startCli, waitFor, type Proc } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
+import { admin, backendArgs, env, freshNamespace } from '../support/kube.js';
 
 const HANDOFFS = 20;
 const T = { leaseDuration: '4s', renewDeadline: '3s', retryPeriod: '1s' };
@@ -59,7 +59,7 @@ describe("client-go's leader election and leasehold share one Lease", () => {
   const all: Instance[] = [];
 
   it(`never two leaders over ${HANDOFFS} handoffs in both directions; the token grows on each`, { timeout: 300_000 }, async () => {
-    const goBin = execFileSync('bash', [join(REPO, 'test/env/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const goBin = execFileSync('bash', [join(REPO, 'test/support/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
       .toString()
       .trim();
     const ns = await freshNamespace('interop');

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { env, freshNamespace, rawLease } from '../helpers/kube.js';
-import { kubeconfigYaml } from '../env/control-plane.js';
-import { scratchDir } from '../helpers/scratch.js';
+import { env, freshNamespace, rawLease } from '../support/kube.js';
+import { kubeconfigYaml } from '../support/control-plane.js';
+import { scratchDir } from '../support/scratch.js';
 import { KubernetesLeaseStore } from '../../src/backends/kubernetes-store.js';
 
 // The kubeconfig users other than a static token, against the real API server: client

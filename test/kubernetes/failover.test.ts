@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test';
-import { scratchDir } from '../helpers/scratch.js';
-import type { Candidate } from '../helpers/sidecars.js';
-import { failoverScenario } from '../helpers/failover-scenario.js';
-import { backendArgs, freshNamespace } from '../helpers/kube.js';
+import { scratchDir } from '../support/scratch.js';
+import type { Candidate } from '../support/sidecars.js';
+import { failoverScenario } from '../support/failover-scenario.js';
+import { backendArgs, freshNamespace } from '../support/kube.js';
 
 describe('three leasehold sidecar processes on one Lease of a real API server', () => {
   const dir = scratchDir(() => cands);

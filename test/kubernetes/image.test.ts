@@ -10,8 +10,8 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO, waitFor } from '../helpers/cli.js';
-import { env, freshNamespace } from '../helpers/kube.js';
+import { REPO, waitFor } from '../support/cli.js';
+import { env, freshNamespace } from '../support/kube.js';
 
 const DOCKER = '/usr/bin/docker';
 const SECURE = ['--read-only', '--user', '1000:1000', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges'];

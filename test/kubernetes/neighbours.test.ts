@@ -1,10 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { scratchDir } from '../helpers/scratch.js';
-import { waitFor } from '../helpers/cli.js';
-import { startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
-import { backendArgs, env, freshNamespace, rawLease } from '../helpers/kube.js';
-import { leaseMetadataChurn } from '../helpers/lease-churn.js';
+import { scratchDir } from '../support/scratch.js';
+import { waitFor } from '../support/cli.js';
+import { startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
+import { backendArgs, env, freshNamespace, rawLease } from '../support/kube.js';
+import { leaseMetadataChurn } from '../support/lease-churn.js';
 const timing = { leaseDuration: '3s', renewDeadline: '2s', retryPeriod: '500ms' };
 const LEASE_MS = 3_000;
 const RETRY_MS = 500;

@@ -7,8 +7,8 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { REPO } from '../helpers/cli.js';
-import { env, freshNamespace, kubectl } from '../helpers/kube.js';
+import { REPO } from '../support/cli.js';
+import { env, freshNamespace, kubectl } from '../support/kube.js';
 import yaml from 'js-yaml';
 
 const CHART = join(REPO, 'deploy/helm/leasehold-operator');
@@ -61,7 +61,7 @@ function createPod(ns: string, name: string): { ok: boolean; out: string } {
 
 describe('the operator chart', () => {
   before(() => {
-    helmBin = execFileSync('bash', [join(REPO, 'test/env/build-helm.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
+    helmBin = execFileSync('bash', [join(REPO, 'test/support/build-helm.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
       .toString()
       .trim();
   });

@@ -11,8 +11,8 @@ import { createServer } from 'node:net';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
-import { startCli, waitFor, isAlive, type Proc } from '../helpers/cli.js';
-import { env, freshNamespace, kubectl } from '../helpers/kube.js';
+import { startCli, waitFor, isAlive, type Proc } from '../support/cli.js';
+import { env, freshNamespace, kubectl } from '../support/kube.js';
 
 const WEBHOOK = `leasehold-operator-test-${process.pid}`;
 

@@ -5,8 +5,8 @@
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { waitFor } from '../helpers/cli.js';
-import { env, freshNamespace, kubectl } from '../helpers/kube.js';
+import { waitFor } from '../support/cli.js';
+import { env, freshNamespace, kubectl } from '../support/kube.js';
 import { connect } from '../../src/kube/connect.js';
 import type { KubeClient } from '../../src/kube/api-client.js';
 import { createLogger } from '../../src/log.js';
@@ -84,12 +84,15 @@ describe('the pod labeller on a real API server', () => {
     });
   };
 
-  it('a pod relabelled leader for a newer term after the list is not demoted by the stale list', { timeout: 60_000 }, async () => {
-    const ns = await podsIn('stale', ['former', 'next']);
+  /**
+   * Pods `former` (labelled leader of billing for term 3) and `next` in a fresh namespace, and
+   * `next`'s labeller made leader for term 4, whose first list returns only after `between` ran.
+   */
+  const takeOver = async (prefix: string, between: (ns: string, next: PodLabeler) => Promise<void>) => {
+    const ns = await podsIn(prefix, ['former', 'next']);
     labelled(ns, 'former', 'billing', 3);
-    // Between the new leader's list and its patch, `former` leads again, for term 5.
-    const next = new PodLabeler(
-      listThen(async () => labelled(ns, 'former', 'billing', 5)),
+    const next: PodLabeler = new PodLabeler(
+      listThen(async () => between(ns, next)),
       ns,
       'next',
       'billing',
@@ -98,6 +101,12 @@ describe('the pod labeller on a real API server', () => {
     );
     lines.length = 0;
     next.set('leader', 4);
+    return { ns, next };
+  };
+
+  it('a pod relabelled leader for a newer term after the list is not demoted by the stale list', { timeout: 60_000 }, async () => {
+    // Between the new leader's list and its patch, `former` leads again, for term 5.
+    const { ns, next } = await takeOver('stale', async (ns) => labelled(ns, 'former', 'billing', 5));
     await waitFor('the new leader labelled', () => labels(ns, 'next').role === 'leader', 10_000, 50);
     // The patch, sent with the listed resourceVersion, is refused; the list read again shows term 5.
     await waitFor('the demotion to end', () => lines.some((l) => l.includes('no other pod of the lease is labelled leader')), 10_000, 50);
@@ -108,19 +117,8 @@ describe('the pod labeller on a real API server', () => {
   });
 
   it('a leader that steps down before its patches are sent demotes nobody', { timeout: 60_000 }, async () => {
-    const ns = await podsIn('stepdown', ['former', 'next']);
-    labelled(ns, 'former', 'billing', 3);
     // Between the list and the patch it would send, the new leader steps down.
-    const next: PodLabeler = new PodLabeler(
-      listThen(async () => next.set('follower')),
-      ns,
-      'next',
-      'billing',
-      log,
-      200,
-    );
-    lines.length = 0;
-    next.set('leader', 4);
+    const { ns, next } = await takeOver('stepdown', async (_ns, next) => next.set('follower'));
     await waitFor('the list read', () => labels(ns, 'next').role === 'follower', 10_000, 50);
     await next.flush(10_000);
     assert.equal(labels(ns, 'next').role, 'follower');

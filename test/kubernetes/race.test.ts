@@ -1,6 +1,6 @@
 import { describe, it, before } from 'node:test';
-import { raceRounds } from '../helpers/race.js';
-import { env, freshNamespace, storeFor } from '../helpers/kube.js';
+import { raceRounds } from '../support/race.js';
+import { env, freshNamespace, storeFor } from '../support/kube.js';
 
 const ROUNDS = 12;
 

@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { waitFor } from '../helpers/cli.js';
-import { scratchDir } from '../helpers/scratch.js';
-import { leadersByStatus, startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
-import { admin, backendArgs, env, freshNamespace, kubectl, rawLease, storeFor } from '../helpers/kube.js';
+import { waitFor } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
+import { leadersByStatus, startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
+import { admin, backendArgs, env, freshNamespace, kubectl, rawLease, storeFor } from '../support/kube.js';
 import { readLeadership } from '../../src/fencing/status-reader.js';
 
 const T = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };

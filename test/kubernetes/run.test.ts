@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import { join } from 'node:path';
-import { type Proc } from '../helpers/cli.js';
-import { scratchDir } from '../helpers/scratch.js';
-import { exclusiveRunScenario } from '../helpers/run-scenario.js';
-import { backendArgs, freshNamespace } from '../helpers/kube.js';
+import { type Proc } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
+import { exclusiveRunScenario } from '../support/run-scenario.js';
+import { backendArgs, freshNamespace } from '../support/kube.js';
 
 describe('leasehold run on a real API server', () => {
   const dir = scratchDir(() => procs);

@@ -1,6 +1,6 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { admin, env, freshNamespace, kubectl, rawLease, storeFor } from '../helpers/kube.js';
+import { admin, env, freshNamespace, kubectl, rawLease, storeFor } from '../support/kube.js';
 import type { LeaseRecord } from '../../src/backends/lease-store.js';
 import { KubernetesLeaseStore } from '../../src/backends/kubernetes-store.js';
 import { writeFileSync } from 'node:fs';

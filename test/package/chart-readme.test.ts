@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
-import { REPO } from '../helpers/cli.js';
+import { REPO } from '../support/cli.js';
 import { documentedKeys, renderReadme } from '../../scripts/chart-readme.js';
 
 const valuesYaml = readFileSync(join(REPO, 'deploy/helm/leasehold/values.yaml'), 'utf8');

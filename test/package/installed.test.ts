@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { REPO, tempDir } from '../helpers/cli.js';
+import { REPO, tempDir } from '../support/cli.js';
 
 /** Every file under `dir`, as paths relative to `root`, with '/' separators. */
 function walk(root: string, dir = root): string[] {
@@ -21,16 +21,20 @@ function walk(root: string, dir = root): string[] {
   });
 }
 
+/** What src/testing keeps to leasehold's own tests. */
+const TEST_ONLY = ['src/testing/elector-sim.ts', 'src/testing/prng.ts'];
+
 /**
  * What is meant to ship, derived from the sources rather than from dist/: the compiled library
- * and CLI (.js and .d.ts), without tests, the test helpers (src/testing), examples or source
- * maps (the .ts they would point at does not ship); the docs, README, CONTRIBUTING.md (the README
- * links to it), LICENSE and package.json.
+ * and CLI (.js and .d.ts), without tests, examples or source maps (the .ts they would point at
+ * does not ship), and of src/testing only what `leasehold/testing` exports (not the elector
+ * simulation and its PRNG); the docs, README, CONTRIBUTING.md (the README links
+ * to it), LICENSE and package.json.
  */
 function meantToShip(): string[] {
   const compiled = ['src', 'cmd']
     .flatMap((dir) => walk(REPO, join(REPO, dir)))
-    .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !f.startsWith('src/testing/'))
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !TEST_ONLY.includes(f))
     .flatMap((f) => [`dist/${f.replace(/\.ts$/, '.js')}`, `dist/${f.replace(/\.ts$/, '.d.ts')}`]);
   const docs = walk(REPO, join(REPO, 'docs'));
   return [...compiled, ...docs, 'README.md', 'CONTRIBUTING.md', 'LICENSE', 'package.json'].sort();
@@ -63,7 +67,7 @@ describe('the package as users install it (npm pack, then npm install of the tar
   });
   after(() => work.cleanup());
 
-  it('ships exactly the files meant to ship: no tests, src/testing, examples or source maps', () => {
+  it('ships exactly the files meant to ship: no tests, test-only helpers, examples or source maps', () => {
     const shipped = walk(installed).sort();
     const want = meantToShip();
     assert.deepEqual(
@@ -113,6 +117,41 @@ console.log(JSON.stringify(out));
       out.fencing!,
       /^true LEASEHOLD_ERR_STORE_OPEN FencedSqliteResource needs the package better-sqlite3, which is not installed: .*npm install better-sqlite3\)$/,
     );
+  });
+
+  it('leasehold/testing runs the store contract on its in-memory store under node --test, and its fake clock fires timers', () => {
+    writeFileSync(
+      join(app, 'contract.test.mjs'),
+      `
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { leaseStoreContract, MemoryLeaseStore, FakeClock } from 'leasehold/testing';
+leaseStoreContract('memory, from the installed package', async () => {
+  const store = new MemoryLeaseStore();
+  return {
+    store,
+    writeElsewhere: async (name, record) => void store.put(name, record),
+    deleteElsewhere: async (name) => store.delete(name),
+    close: () => store.close(),
+  };
+});
+test('the fake clock', async () => {
+  const clock = new FakeClock();
+  let fired = 0;
+  clock.setTimer(() => fired++, 1_000);
+  await clock.advance(999);
+  assert.equal(fired, 0);
+  await clock.advance(1);
+  assert.equal(fired, 1);
+});
+`,
+    );
+    // A test run of its own: without the variable that makes Node report to this file's runner.
+    const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+    const r = spawnSync(process.execPath, ['--test', '--test-reporter=tap', 'contract.test.mjs'], { cwd: app, encoding: 'utf8', timeout: 60_000, env });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /^# fail 0$/m);
+    assert.match(r.stdout, /^ok \d+ - LeaseStore contract: memory, from the installed package$/m);
   });
 
   it('a CommonJS app loads the ESM-only package by import() (and require() on Node >= 20.19) and runs an election', () => {

@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { REPO } from '../helpers/cli.js';
+import { REPO } from '../support/cli.js';
 
 describe("the sidecar's imports", () => {
   it('loading the CLI, the HTTP server and the Kubernetes client does not load undici', () => {

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { NODE_FLAGS, REPO, tempDir } from '../helpers/cli.js';
+import { NODE_FLAGS, REPO, tempDir } from '../support/cli.js';
 
 describe('the package, imported by name', () => {
   const app = tempDir('leasehold-app-');

@@ -1,7 +1,7 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { tempDir } from '../helpers/cli.js';
-import { startPostgres } from '../env/postgres.js';
+import { tempDir } from '../support/cli.js';
+import { startPostgres } from '../support/postgres.js';
 import { formatReport, runChaos } from '../chaos/run-chaos.js';
 import { postgresNeighbour } from '../chaos/postgres-neighbour.js';
 

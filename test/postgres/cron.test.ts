@@ -1,14 +1,14 @@
 /**
  * The README's cron recipe, `leasehold run --once --skip-if-ran-within`, on a real PostgreSQL
- * server (test/env/postgres.ts): three runners per tick spread over two seconds run the job
+ * server (test/support/postgres.ts): three runners per tick spread over two seconds run the job
  * exactly once per tick.
  */
 import { after, describe, it } from 'node:test';
 import { join } from 'node:path';
-import { startPostgres } from '../env/postgres.js';
-import { type Proc } from '../helpers/cli.js';
-import { scratchDir } from '../helpers/scratch.js';
-import { crashScenario, overrunScenario, twoTicksScenario } from '../helpers/cron-scenario.js';
+import { startPostgres } from '../support/postgres.js';
+import { type Proc } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
+import { crashScenario, overrunScenario, twoTicksScenario } from '../support/cron-scenario.js';
 
 const server = startPostgres();
 after(async () => (await server).stop());

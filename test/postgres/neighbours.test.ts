@@ -11,19 +11,19 @@
  *   an earlier leasehold's trigger still notifies;
  * - an sslmode or sslrootcert that cannot work is one line and exit 2.
  */
-import { describe, it, after, beforeEach } from 'node:test';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { describe, it, after } from 'node:test';
+import { readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { channelName } from '../../src/backends/postgres-notify.js';
 import { MAX_BACKENDS, PostgresLeaseStore } from '../../src/backends/postgres-store.js';
-import { PASSWORDS, startPostgres } from '../env/postgres.js';
-import { freePort } from '../env/control-plane.js';
-import { runCli, startCli, waitFor } from '../helpers/cli.js';
-import { scratchDir } from '../helpers/scratch.js';
-import { startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
+import { PASSWORDS, startPostgres } from '../support/postgres.js';
+import { freePort } from '../support/control-plane.js';
+import { runCli, startCli, waitFor } from '../support/cli.js';
+import { startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
+import { postgresCandidates } from '../support/postgres-candidates.js';
 
 const server = startPostgres();
 after(async () => (await server).stop());
@@ -54,17 +54,7 @@ describe('neighbours on PostgreSQL', () => {
     return c;
   };
   const clients: pg.Client[] = [];
-  const scratch = scratchDir(() => started);
-  let n = 0;
-  const dir = {
-    get path() {
-      return join(scratch.path, `case-${n}`);
-    },
-  };
-  beforeEach(() => {
-    n++;
-    mkdirSync(dir.path);
-  });
+  const { dir, args } = postgresCandidates(server, () => started);
   after(async () => {
     for (const c of clients) await c.end().catch(() => {});
   });
@@ -73,16 +63,6 @@ describe('neighbours on PostgreSQL', () => {
     await Promise.all(cands.map((c) => c.proc.exited));
     cands = [];
   };
-  const args = async (lease: string, table: string, url?: string) => [
-    '--backend',
-    'postgres',
-    '--postgres-url',
-    url ?? (await server).url(),
-    '--postgres-table',
-    table,
-    '--lease',
-    lease,
-  ];
   /** Reads of the table so far, as the server counts them (index and sequential scans). */
   const reads = async (c: pg.Client, table: string) => {
     await c.query('SELECT pg_stat_clear_snapshot()');

@@ -1,66 +1,29 @@
 /**
- * The PostgreSQL store on a real PostgreSQL server (test/env/postgres.ts: Debian's server in a
- * temporary directory on a loopback port, always stopped and removed): the store contract,
- * real processes racing, failover, tokens, a handoff through NOTIFY, the database restarted
- * under a leader, and every kind of bad input.
+ * The PostgreSQL store on a real PostgreSQL server (test/support/postgres.ts: Debian's server in a
+ * temporary directory on a loopback port, always stopped and removed): real processes racing,
+ * failover, tokens, a handoff through NOTIFY, the database restarted under a leader, and every
+ * kind of bad input. The store contract runs in store.contract.test.ts.
  */
-import { describe, it, after, beforeEach } from 'node:test';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { describe, it, after } from 'node:test';
+import { writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { leaseStoreContract, upsertThrough } from '../../src/testing/lease-store-contract.js';
 import { PostgresLeaseStore } from '../../src/backends/postgres-store.js';
-import { PASSWORDS, startPostgres } from '../env/postgres.js';
-import { runCli, waitFor } from '../helpers/cli.js';
-import { raceRounds } from '../helpers/race.js';
-import { scratchDir } from '../helpers/scratch.js';
-import { leadersByStatus, startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
-import { failoverScenario } from '../helpers/failover-scenario.js';
+import { PASSWORDS, startPostgres } from '../support/postgres.js';
+import { runCli, waitFor } from '../support/cli.js';
+import { raceRounds } from '../support/race.js';
+import { scratchDir } from '../support/scratch.js';
+import { leadersByStatus, startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
+import { failoverScenario } from '../support/failover-scenario.js';
+import { postgresCandidates } from '../support/postgres-candidates.js';
 
 const server = startPostgres();
 after(async () => (await server).stop());
 
-leaseStoreContract('PostgreSQL, on a real server', async () => {
-  const pg = await server;
-  const store = await PostgresLeaseStore.open({ url: pg.url(), table: 'public.contract' });
-  const other = await PostgresLeaseStore.open({ url: pg.url(), table: 'public.contract' });
-  return {
-    store,
-    writeElsewhere: (name, record) => upsertThrough(other, name, record),
-    deleteElsewhere: async (name) => void pg.sql(`DELETE FROM public.contract WHERE name = '${name}'`, 'leases'),
-    close: async () => {
-      await other.close();
-      await store.close();
-    },
-  };
-});
-
 describe('leasehold on PostgreSQL', () => {
-  const scratch = scratchDir(() => cands);
-  // Each case gets its own folder: a killed sidecar's status file claims leadership until its
-  // validUntil, and must not be read as the next case's leader.
-  let n = 0;
-  const dir = {
-    get path() {
-      return join(scratch.path, `case-${n}`);
-    },
-  };
-  beforeEach(() => {
-    n++;
-    mkdirSync(dir.path);
-  });
+  const { dir, args } = postgresCandidates(server, () => cands);
   let cands: Candidate[] = [];
-  const args = async (lease: string, table = 'public.leases') => [
-    '--backend',
-    'postgres',
-    '--postgres-url',
-    (await server).url(),
-    '--postgres-table',
-    table,
-    '--lease',
-    lease,
-  ];
   const stopAll = async () => {
     for (const c of cands) c.proc.kill('SIGKILL');
     await Promise.all(cands.map((c) => c.proc.exited));
@@ -260,7 +223,9 @@ describe('bad PostgreSQL input: one line, exit 2, nothing written, no password s
   it('status on a table no candidate has created is exit 2; on a lease that does not exist, exit 1', async () => {
     const pg = await server;
     oneLine(await status(['--postgres-url', pg.url(), '--postgres-table', 'public.nothing_here']), /no lease table public.nothing_here/);
-    const r = await runCli(['status', '--backend', 'postgres', '--postgres-url', pg.url(), '--postgres-table', 'public.contract', '--lease', 'no-such-lease']);
+    // A table a candidate has created (opening the store creates it), without that lease.
+    await (await PostgresLeaseStore.open({ url: pg.url(), table: 'public.created' })).close();
+    const r = await runCli(['status', '--backend', 'postgres', '--postgres-url', pg.url(), '--postgres-table', 'public.created', '--lease', 'no-such-lease']);
     assert.equal(r.code, 1, r.stderr);
   });
 });

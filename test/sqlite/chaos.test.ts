@@ -1,7 +1,7 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { tempDir } from '../helpers/cli.js';
+import { tempDir } from '../support/cli.js';
 import { formatReport, runChaos } from '../chaos/run-chaos.js';
 
 // The short version of `npm run chaos` for SQLite; the seed is printed for replay.

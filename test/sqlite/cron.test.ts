@@ -4,9 +4,9 @@
  */
 import { describe, it } from 'node:test';
 import { join } from 'node:path';
-import { type Proc } from '../helpers/cli.js';
-import { scratchDir } from '../helpers/scratch.js';
-import { crashScenario, overrunScenario, twoTicksScenario } from '../helpers/cron-scenario.js';
+import { type Proc } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
+import { crashScenario, overrunScenario, twoTicksScenario } from '../support/cron-scenario.js';
 
 describe('cron on SQLite: leasehold run --once --skip-if-ran-within', () => {
   const procs: Proc[] = [];

@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { waitFor } from '../helpers/cli.js';
-import { scratchDir } from '../helpers/scratch.js';
-import { startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
+import { waitFor } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
+import { startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
 
 const T = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };

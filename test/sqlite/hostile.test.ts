@@ -9,9 +9,9 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { runCli, startCli, waitFor, type Proc } from '../helpers/cli.js';
-import { scratchDir } from '../helpers/scratch.js';
-import { leadersByStatus, startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
+import { runCli, startCli, waitFor, type Proc } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
+import { leadersByStatus, startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
 
 const T = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };

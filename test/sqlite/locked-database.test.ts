@@ -2,8 +2,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
-import { runCli, start, waitFor, type Proc } from '../helpers/cli.js';
-import { scratchDir } from '../helpers/scratch.js';
+import { runCli, start, waitFor, type Proc } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
 
 /**

@@ -1,7 +1,7 @@
 import { describe, it, after } from 'node:test';
 import { join } from 'node:path';
-import { tempDir } from '../helpers/cli.js';
-import { raceRounds } from '../helpers/race.js';
+import { tempDir } from '../support/cli.js';
+import { raceRounds } from '../support/race.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
 
 const ROUNDS = 25;

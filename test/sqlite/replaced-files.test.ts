@@ -9,9 +9,9 @@ import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { runCli, startCli, waitFor, type Proc } from '../helpers/cli.js';
-import { scratchDir } from '../helpers/scratch.js';
-import { startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
+import { runCli, startCli, waitFor, type Proc } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
+import { startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
 
 const T = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };
@@ -72,6 +72,42 @@ const killAll = async (cs: Candidate[]) => {
   await Promise.all(cs.map((c) => c.proc.exited));
 };
 
+/** A fresh folder `work` with two sidecars on its l.db, once one of them leads. */
+async function twoCandidates(work: string, lease: string, cands: Candidate[]) {
+  mkdirSync(work);
+  const db = join(work, 'l.db');
+  const a = startSidecar(work, 'a', ['--db', db, '--lease', lease], T);
+  const b = startSidecar(work, 'b', ['--db', db, '--lease', lease], T);
+  cands.push(a, b);
+  const first = await waitFor('a leader', () => validLeaders([a, b])[0], 20_000);
+  return { work, db, a, b, first };
+}
+
+/** The same in `parent/name`, and a lease database in another folder to mount over theirs. */
+async function twoCandidatesAndAnotherDatabase(parent: string, name: string, lease: string, cands: Candidate[]) {
+  const elsewhere = join(parent, `${name}-elsewhere`);
+  mkdirSync(elsewhere);
+  const other = join(elsewhere, 'l.db');
+  const otherHash = await otherDatabase(other);
+  return { ...(await twoCandidates(join(parent, name), lease, cands)), other, otherHash };
+}
+
+/**
+ * Mounts `other` over the candidates' database and, once neither leads, runs `during`, which
+ * unmounts (withBindMount undoes the mount if it does not, killing the candidates if need be).
+ */
+async function whenMountedLeaderless(s: { db: string; other: string; a: Candidate; b: Candidate }, during: (unmount: () => void) => Promise<void>) {
+  await withBindMount(
+    s.other,
+    s.db,
+    () => killAll([s.a, s.b]),
+    async (unmount) => {
+      await waitFor('no valid leader', () => validLeaders([s.a, s.b]).length === 0, 5_000);
+      await during(unmount);
+    },
+  );
+}
+
 describe('a database replaced under running candidates', () => {
   const procs: Proc[] = [];
   const cands: Candidate[] = [];
@@ -81,46 +117,29 @@ describe('a database replaced under running candidates', () => {
     'a file bind-mounted over the database: nobody writes to it, the leader steps down, and the history is whole after the unmount',
     { timeout: 90_000, skip: !root && 'needs root for mount --bind' },
     async () => {
-      const work = join(dir.path, 'mounted');
-      const elsewhere = join(dir.path, 'elsewhere');
-      mkdirSync(work);
-      mkdirSync(elsewhere);
-      const db = join(work, 'l.db');
-      const other = join(elsewhere, 'l.db');
-      const otherHash = await otherDatabase(other);
+      const { db, other, otherHash, a, b, first } = await twoCandidatesAndAnotherDatabase(dir.path, 'mounted', 'm', cands);
 
-      const a = startSidecar(work, 'a', ['--db', db, '--lease', 'm'], T);
-      const b = startSidecar(work, 'b', ['--db', db, '--lease', 'm'], T);
-      cands.push(a, b);
-      const first = await waitFor('a leader', () => validLeaders([a, b])[0], 20_000);
-
-      await withBindMount(
-        other,
-        db,
-        () => killAll([a, b]),
-        async (unmount) => {
-          // The leader steps down at its renewDeadline; nobody leads while the mount stays.
-          await waitFor('no valid leader', () => validLeaders([a, b]).length === 0, 5_000);
-          for (const c of [a, b]) await waitFor(`${c.id} refuses the mounted file`, () => /refusing to read or write it/.test(c.proc.stderr()), 5_000);
-          const until = Date.now() + 3_000; // past the lease duration, when a standby could take over
-          while (Date.now() < until) {
-            assert.deepEqual(
-              validLeaders([a, b]).map((l) => `${l.c.id}/${l.token}`),
-              [],
-              'a leader on a file mounted over the database',
-            );
-            await sleep(50);
-          }
-          // A newcomer is refused in one line, without opening the file.
-          const newcomer = await runCli(['status', '--db', db, '--lease', 'm']);
-          assert.equal(newcomer.code, 2, newcomer.stderr);
-          assert.match(newcomer.stderr, /^leasehold: --db .*l\.db: .*l\.db is a mount point \(a file mounted over it\).*Mount the directory/);
-          assert.equal(newcomer.stderr.trim().split('\n').length, 1);
-          assert.equal(sha256(other), otherHash, 'the mounted file was written to');
-          assert.ok(!existsSync(`${other}-wal`), 'a log beside the mounted file');
-          unmount();
-        },
-      );
+      // The leader steps down at its renewDeadline; nobody leads while the mount stays.
+      await whenMountedLeaderless({ db, other, a, b }, async (unmount) => {
+        for (const c of [a, b]) await waitFor(`${c.id} refuses the mounted file`, () => /refusing to read or write it/.test(c.proc.stderr()), 5_000);
+        const until = Date.now() + 3_000; // past the lease duration, when a standby could take over
+        while (Date.now() < until) {
+          assert.deepEqual(
+            validLeaders([a, b]).map((l) => `${l.c.id}/${l.token}`),
+            [],
+            'a leader on a file mounted over the database',
+          );
+          await sleep(50);
+        }
+        // A newcomer is refused in one line, without opening the file.
+        const newcomer = await runCli(['status', '--db', db, '--lease', 'm']);
+        assert.equal(newcomer.code, 2, newcomer.stderr);
+        assert.match(newcomer.stderr, /^leasehold: --db .*l\.db: .*l\.db is a mount point \(a file mounted over it\).*Mount the directory/);
+        assert.equal(newcomer.stderr.trim().split('\n').length, 1);
+        assert.equal(sha256(other), otherHash, 'the mounted file was written to');
+        assert.ok(!existsSync(`${other}-wal`), 'a log beside the mounted file');
+        unmount();
+      });
       // The path names the opened file again: the candidates carry on with the history.
       const next = await waitFor('a leader after the unmount', () => validLeaders([a, b]).find((l) => l.token > first.token), 20_000);
       for (const c of [a, b]) c.proc.kill('SIGTERM');
@@ -137,29 +156,13 @@ describe('a database replaced under running candidates', () => {
     'candidates stopped while a file is mounted over the database leave their history in place',
     { timeout: 90_000, skip: !root && 'needs root for mount --bind' },
     async () => {
-      const work = join(dir.path, 'stopped');
-      const elsewhere = join(dir.path, 'elsewhere2');
-      mkdirSync(work);
-      mkdirSync(elsewhere);
-      const db = join(work, 'l.db');
-      const other = join(elsewhere, 'l.db');
-      const otherHash = await otherDatabase(other);
-      const a = startSidecar(work, 'a', ['--db', db, '--lease', 's'], T);
-      const b = startSidecar(work, 'b', ['--db', db, '--lease', 's'], T);
-      cands.push(a, b);
-      const first = await waitFor('a leader', () => validLeaders([a, b])[0], 20_000);
-      await withBindMount(
-        other,
-        db,
-        () => killAll([a, b]),
-        async (unmount) => {
-          await waitFor('no valid leader', () => validLeaders([a, b]).length === 0, 5_000);
-          for (const c of [a, b]) c.proc.kill('SIGTERM'); // the release is refused: the lease expires instead
-          for (const c of [a, b]) assert.equal((await c.proc.exited).code, 0, c.proc.stderr());
-          assert.equal(sha256(other), otherHash, 'the mounted file was written to');
-          unmount();
-        },
-      );
+      const { db, other, otherHash, a, b, first } = await twoCandidatesAndAnotherDatabase(dir.path, 'stopped', 's', cands);
+      await whenMountedLeaderless({ db, other, a, b }, async (unmount) => {
+        for (const c of [a, b]) c.proc.kill('SIGTERM'); // the release is refused: the lease expires instead
+        for (const c of [a, b]) assert.equal((await c.proc.exited).code, 0, c.proc.stderr());
+        assert.equal(sha256(other), otherHash, 'the mounted file was written to');
+        unmount();
+      });
       const rec = await recordOf(db, 's');
       assert.equal(rec?.leaseTransitions, first.token, 'the history is in the file the candidates opened');
       assert.equal(rec?.holderIdentity, first.c.id, 'the last term, left to expire');
@@ -168,13 +171,7 @@ describe('a database replaced under running candidates', () => {
   );
 
   it('a -wal deleted alone: the running candidates keep the history, a newcomer is told why in one line', { timeout: 60_000 }, async () => {
-    const work = join(dir.path, 'wal');
-    mkdirSync(work);
-    const db = join(work, 'l.db');
-    const a = startSidecar(work, 'a', ['--db', db, '--lease', 'w'], T);
-    const b = startSidecar(work, 'b', ['--db', db, '--lease', 'w'], T);
-    cands.push(a, b);
-    const first = await waitFor('a leader', () => validLeaders([a, b])[0], 20_000);
+    const { work, db, a, b, first } = await twoCandidates(join(dir.path, 'wal'), 'w', cands);
     rmSync(`${db}-wal`);
     const c = startCli(['sidecar', '--db', db, '--lease', 'w', '--listen', 'off', '--status-dir', join(work, 'status-c')]);
     procs.push(c);

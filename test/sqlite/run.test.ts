@@ -2,12 +2,12 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { NODE_FLAGS, REPO, isAlive, runCli, startCli, waitFor, type Proc } from '../helpers/cli.js';
-import { scratchDir } from '../helpers/scratch.js';
-import { current, exclusiveRunScenario } from '../helpers/run-scenario.js';
+import { NODE_FLAGS, REPO, isAlive, runCli, runOnce, startCli, waitFor, type Proc } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
+import { current, exclusiveRunScenario } from '../support/run-scenario.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
 
-const CHILD = join(REPO, 'test/helpers/exclusive_child.py');
+const CHILD = join(REPO, 'test/support/exclusive_child.py');
 const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '400ms'];
 
 describe('leasehold run -- CMD', () => {
@@ -69,21 +69,7 @@ describe('leasehold run -- CMD', () => {
   });
 
   it('--once passes the exit code through and releases the lease', { timeout: 60_000 }, async () => {
-    const r = await runCli([
-      'run',
-      '--once',
-      '--db',
-      db,
-      '--lease',
-      'once',
-      '--identity',
-      'one',
-      ...T,
-      '--',
-      'sh',
-      '-c',
-      'echo "token=$LEASEHOLD_FENCING_TOKEN lease=$LEASEHOLD_LEASE id=$LEASEHOLD_IDENTITY"; exit 7',
-    ]);
+    const r = await runOnce(db, 'once', 'one', T, ['sh', '-c', 'echo "token=$LEASEHOLD_FENCING_TOKEN lease=$LEASEHOLD_LEASE id=$LEASEHOLD_IDENTITY"; exit 7']);
     assert.equal(r.code, 7, r.stderr);
     assert.equal(r.stdout, 'token=1 lease=once id=one\n');
     const store = new SqliteLeaseStore(db);

@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test';
 import { join } from 'node:path';
-import { scratchDir } from '../helpers/scratch.js';
-import type { Candidate } from '../helpers/sidecars.js';
-import { failoverScenario } from '../helpers/failover-scenario.js';
+import { scratchDir } from '../support/scratch.js';
+import type { Candidate } from '../support/sidecars.js';
+import { failoverScenario } from '../support/failover-scenario.js';
 
 describe('three leasehold sidecar processes on one SQLite file', () => {
   const dir = scratchDir(() => cands);

@@ -6,9 +6,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { REPO, start, waitFor, type Proc } from '../helpers/cli.js';
-import { scratchDir } from '../helpers/scratch.js';
-import { startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
+import { REPO, start, waitFor, type Proc } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
+import { startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
 
 const T = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };
 const HANDOFFS = 12;
@@ -32,7 +32,7 @@ describe('status files under a reader polling in a tight loop', () => {
     const backend = ['--db', join(dir.path, 'leases.db'), '--lease', 'order'];
     cands = ['a', 'b'].map((id) => startSidecar(dir.path, id, backend, T));
     const statusDirs = cands.map((c) => c.statusDir);
-    const poller = start(process.execPath, ['--import', 'tsx', join(REPO, 'test/helpers/status-poller.ts'), ...statusDirs]);
+    const poller = start(process.execPath, ['--import', 'tsx', join(REPO, 'test/support/status-poller.ts'), ...statusDirs]);
     const stop = join(dir.path, 'stop');
     const shell = start('sh', ['-c', SHELL_READER, 'reader', ...statusDirs], { STOP: stop });
     procs.push(poller, shell);

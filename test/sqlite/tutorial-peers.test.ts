@@ -1,11 +1,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { REPO, start, waitFor } from '../helpers/cli.js';
-import { scratchDir } from '../helpers/scratch.js';
-import { startSidecar, validLeaders, type Candidate } from '../helpers/sidecars.js';
+import { REPO, start, waitFor } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
+import { startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
 
-const PY = join(REPO, 'test/helpers/tutorial_candidate.py');
+const PY = join(REPO, 'test/support/tutorial_candidate.py');
 
 async function python(db: string, id: string, durationS: number) {
   const p = start('python3', [PY, db, 'shared', id, String(durationS)]);

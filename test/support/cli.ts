@@ -77,6 +77,11 @@ export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}, cwd = 
   return { ...r, stdout: p.stdout(), stderr: p.stderr() };
 }
 
+/** `leasehold run --once` of `command` on the SQLite file `db`, as `identity`, to completion. */
+export function runOnce(db: string, lease: string, identity: string, flags: string[], command: string[]) {
+  return runCli(['run', '--once', '--db', db, '--lease', lease, '--identity', identity, ...flags, '--', ...command]);
+}
+
 /** Polls `check` until it returns a value other than undefined/false, or throws after timeoutMs. */
 export async function waitFor<T>(
   what: string,

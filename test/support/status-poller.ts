@@ -5,7 +5,7 @@
  * token this directory already showed as leading. Runs until its stdin closes, then prints
  * one JSON line: { reads, leaderReads, violations } (the first 20 violations).
  *
- *   node --import tsx test/helpers/status-poller.ts DIR...
+ *   node --import tsx test/support/status-poller.ts DIR...
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { REPO, start, waitFor, type Proc } from './cli.js';
 import type { StoreSettings } from '../../src/backends/open-store.js';
 
-const WORKER = join(REPO, 'test/helpers/race-worker.ts');
+const WORKER = join(REPO, 'test/support/race-worker.ts');
 
 export interface RaceResult {
   id: string;

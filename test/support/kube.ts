@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { CoordinationV1Api, CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { KubernetesLeaseStore } from '../../src/backends/kubernetes-store.js';
 
-/** The control plane started by test/env/with-control-plane.ts; tests fail fast without it. */
+/** The control plane started by test/support/with-control-plane.ts; tests fail fast without it. */
 export function env() {
   const admin = process.env.LEASEHOLD_TEST_KUBECONFIG;
   if (!admin || !existsSync(admin)) {

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO, isAlive, startCli, waitFor, type Proc } from './cli.js';
 
-const CHILD = join(REPO, 'test/helpers/exclusive_child.py');
+const CHILD = join(REPO, 'test/support/exclusive_child.py');
 const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '400ms'];
 
 /** What the running child wrote about itself (exclusive_child.py). */

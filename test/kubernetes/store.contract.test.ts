@@ -1,5 +1,5 @@
 import { leaseStoreContract, upsertThrough } from '../../src/testing/lease-store-contract.js';
-import { freshNamespace, kubectl, storeFor } from '../helpers/kube.js';
+import { freshNamespace, kubectl, storeFor } from '../support/kube.js';
 
 leaseStoreContract('Kubernetes, on a real kube-apiserver', async () => {
   const ns = await freshNamespace('contract');

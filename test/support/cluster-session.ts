@@ -7,7 +7,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO } from '../helpers/cli.js';
+import { REPO } from './cli.js';
 
 export const CHART = join(REPO, 'deploy/helm/leasehold');
 
@@ -47,7 +47,7 @@ export class ClusterSession {
     this.kubeconfig = lastLine(
       execFileSync('bash', [join(REPO, 'test/cluster/cluster.sh'), 'up', this.dir], { stdio: ['ignore', 'pipe', 'inherit'], timeout: 1_800_000 }),
     );
-    this.helmBin = lastLine(execFileSync('bash', [join(REPO, 'test/env/build-helm.sh')], { stdio: ['ignore', 'pipe', 'inherit'] }));
+    this.helmBin = lastLine(execFileSync('bash', [join(REPO, 'test/support/build-helm.sh')], { stdio: ['ignore', 'pipe', 'inherit'] }));
   }
 
   /** Tears everything down (pods, daemons, mounts, network, sysctls) and removes the folder. */

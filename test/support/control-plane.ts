@@ -58,7 +58,7 @@ export function binaries(): string {
   return out.toString().trim().split('\n').at(-1)!;
 }
 
-/** A loopback port nobody listens on now (the kernel's choice); shared with test/env/postgres.ts. */
+/** A loopback port nobody listens on now (the kernel's choice); shared with test/support/postgres.ts. */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
