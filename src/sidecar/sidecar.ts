@@ -62,6 +62,8 @@ export class Sidecar {
     m.slowpath.inc({ name }, 0);
     m.renewFailures.inc({ lease: name }, 0);
     m.observedLeaderChanges.inc({ lease: name }, 0);
+    m.streamsEnded.inc({ reason: 'limit' }, 0);
+    m.streamsEnded.inc({ reason: 'slow' }, 0);
     const listener: ElectorListener = {
       onStartedLeading: (term) => {
         m.masterStatus.set({ name }, 1);
@@ -113,6 +115,12 @@ export class Sidecar {
           liveness: () => withStoreProblem(opts.store, liveness(this.elector.snapshot(), opts, this.clock.monotonic())),
           readiness: () => withStoreProblem(opts.store, this.readiness.check(this.elector.snapshot())),
           registry: m.registry,
+          streamCounters: {
+            opened: () => m.streamsOpen.inc(),
+            closed: () => m.streamsOpen.dec(),
+            refused: () => m.streamsEnded.inc({ reason: 'limit' }),
+            dropped: () => m.streamsEnded.inc({ reason: 'slow' }),
+          },
         })
       : null;
   }
@@ -153,12 +161,14 @@ export class Sidecar {
     this.metrics.validUntil.set({ lease: this.opts.lease }, term.validUntil.getTime() / 1000);
   }
 
+  /** The status files first, then the /leader streams, so a stream never runs ahead of the files. */
   private publish(): void {
-    if (!this.publisher) return;
+    const status = toLeaderStatus(this.elector.snapshot(), this.clock.now());
     try {
-      this.publisher.publish(toLeaderStatus(this.elector.snapshot(), this.clock.now()));
+      this.publisher?.publish(status);
     } catch (err) {
-      this.log.error('cannot write status files', { dir: this.publisher.dir, error: describeError(err) });
+      this.log.error('cannot write status files', { dir: this.publisher?.dir, error: describeError(err) });
     }
+    this.server?.publish(status);
   }
 }
