@@ -138,6 +138,24 @@ describe('GET /leader as a server-sent-events stream', () => {
     await Promise.all([byQuery.done, byAccept.done]);
   });
 
+  it('more streams than one turn writes: every one gets every event, in order, and the final one before the end', async () => {
+    const srv = await serve();
+    servers.push(srv.server);
+    const readers = await Promise.all(Array.from({ length: 250 }, () => reader(`${srv.url}/leader?watch=1`)));
+    await until('250 streams', () => srv.server.streams.size === 250 && readers.every((r) => r.events.length === 1));
+    for (let i = 1; i <= 5; i++) srv.set(status({ renewedAt: new Date(Date.UTC(2026, 11, 2, 9, 0, i)).toISOString() }));
+    srv.set(status({ isLeader: false, holder: '', fencingToken: null, validUntil: null }));
+    await srv.server.close(); // at once: the queued events still go out before each stream ends
+    await Promise.all(readers.map((r) => r.done));
+    for (const r of readers) {
+      assert.deepEqual(
+        r.events.map((e) => e.renewedAt),
+        [0, 1, 2, 3, 4, 5, 0].map((i) => new Date(Date.UTC(2026, 11, 2, 9, 0, i)).toISOString()),
+      );
+      assert.equal(r.events.at(-1)!.isLeader, false);
+    }
+  });
+
   it('refuses a bad watch value with one line naming the rule', async () => {
     const srv = await serve();
     servers.push(srv.server);

@@ -29,20 +29,30 @@ export function leaderBody(s: LeaderStatus): string {
   return JSON.stringify({ name: s.holder ?? '', ...s });
 }
 
+/** Streams written to per turn of the event loop: the election's timers and I/O run between batches. */
+const BATCH = 100;
+/** Events kept for streams not yet written to; far more than can pile up between two turns. */
+const KEPT_EVENTS = 64;
+
 /**
  * The server-sent-events side of `GET /leader`: each open stream gets the current state first,
- * then one `leader` event per status change, in the order the status files were written. A
- * broadcast only hands bytes to each socket and never waits on one, so a reader that does not
- * read can never slow the election or the other readers; it is closed once its backlog passes
+ * then one `leader` event per status change, in the order the status files were written.
+ * publish() only queues the event; the streams are written later, a batch per turn of the
+ * event loop, so a thousand streams add nothing to the election's own path. A write only
+ * hands bytes to a socket and never waits on one, so a reader that does not read can never
+ * slow the election or the other readers; it is closed once its backlog passes
  * maxBufferedBytes.
  */
 export class LeaderStreams {
-  private readonly streams = new Set<ServerResponse>();
+  /** Each open stream and the sequence number of the last event written to it. */
+  private readonly streams = new Map<ServerResponse, number>();
   private readonly maxStreams: number;
   private readonly maxBufferedBytes: number;
   private seq = 0;
   private lastKey = '';
-  private last: string | null = null;
+  /** The newest events, oldest first; the last one is the current state. */
+  private readonly events: { seq: number; chunk: string }[] = [];
+  private flushing = false;
   private heartbeat: NodeJS.Timeout | null = null;
 
   constructor(
@@ -71,41 +81,74 @@ export class LeaderStreams {
       res.end();
       return;
     }
-    // A change not yet broadcast goes to every open stream first, so all see the same sequence.
+    // A change not yet published is queued for every stream first, so all see the same sequence.
     this.publish(current);
-    this.streams.add(res);
+    const newest = this.events.at(-1)!;
+    this.streams.set(res, newest.seq);
     this.counters.opened();
     res.once('close', () => {
       if (this.streams.delete(res)) this.counters.closed();
       if (this.streams.size === 0) this.stopHeartbeat();
     });
-    this.write(res, this.last!);
+    this.write(res, newest.chunk);
     this.startHeartbeat();
   }
 
-  /** One event to every stream when anything but updatedAt changed. */
+  /** Queues one event for every stream when anything but updatedAt changed. */
   publish(status: LeaderStatus): void {
-    if (!this.remember(status)) return;
-    for (const res of this.streams) this.write(res, this.last!);
+    const key = JSON.stringify({ ...status, updatedAt: '' });
+    if (key === this.lastKey && this.events.length > 0) return;
+    this.lastKey = key;
+    this.seq += 1;
+    this.events.push({ seq: this.seq, chunk: `id: ${this.seq}\nevent: leader\ndata: ${leaderBody(status)}\n\n` });
+    if (this.events.length > KEPT_EVENTS) this.events.shift();
+    if (this.streams.size > 0 && !this.flushing) {
+      this.flushing = true;
+      setImmediate(() => this.flush([...this.streams.keys()], 0));
+    }
   }
 
   /** Ends every stream (a reader sees the end, then reconnects elsewhere). */
   endAll(): void {
     this.stopHeartbeat();
-    for (const res of this.streams) res.end();
+    for (const res of this.streams.keys()) {
+      this.catchUp(res);
+      res.end();
+    }
   }
 
-  /** Keeps the newest state as an event; false when only updatedAt changed. */
-  private remember(status: LeaderStatus): boolean {
-    const key = JSON.stringify({ ...status, updatedAt: '' });
-    if (key === this.lastKey && this.last !== null) return false;
-    this.lastKey = key;
-    this.seq += 1;
-    this.last = `id: ${this.seq}\nevent: leader\ndata: ${leaderBody(status)}\n\n`;
-    return true;
+  /** Writes what each stream lacks, BATCH streams per turn; events published meanwhile go out in the same pass or the next. */
+  private flush(pending: ServerResponse[], from: number): void {
+    for (const res of pending.slice(from, from + BATCH)) this.catchUp(res);
+    if (from + BATCH < pending.length) {
+      setImmediate(() => this.flush(pending, from + BATCH));
+      return;
+    }
+    this.flushing = false;
+    const newest = this.seq;
+    const behind = [...this.streams].filter(([, at]) => at < newest).map(([res]) => res);
+    if (behind.length > 0) {
+      this.flushing = true;
+      setImmediate(() => this.flush(behind, 0));
+    }
+  }
+
+  private catchUp(res: ServerResponse): void {
+    const at = this.streams.get(res);
+    if (at === undefined || at >= this.seq) return;
+    const oldest = this.events[0]!.seq;
+    // Cannot happen while each pass reaches every stream within KEPT_EVENTS publishes; if it did, the stream would miss events: end it.
+    if (at < oldest - 1) {
+      this.counters.dropped();
+      res.destroy();
+      return;
+    }
+    this.streams.set(res, this.seq);
+    for (const e of this.events) if (e.seq > at) this.write(res, e.chunk);
   }
 
   private write(res: ServerResponse, chunk: string): void {
+    if (res.destroyed) return;
     if (res.writableLength + chunk.length > this.maxBufferedBytes) {
       this.counters.dropped();
       res.destroy();
@@ -117,7 +160,7 @@ export class LeaderStreams {
   private startHeartbeat(): void {
     if (this.heartbeat) return;
     this.heartbeat = setInterval(() => {
-      for (const res of this.streams) this.write(res, ': keepalive\n\n');
+      for (const res of this.streams.keys()) this.write(res, ': keepalive\n\n');
     }, HEARTBEAT_MS);
     this.heartbeat.unref();
   }

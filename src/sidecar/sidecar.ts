@@ -68,6 +68,7 @@ export class Sidecar {
       onStartedLeading: (term) => {
         m.masterStatus.set({ name }, 1);
         m.leadershipChanges.inc({ lease: name, event: 'acquired' });
+        if (term.sinceFreeMs !== undefined) m.takeover.observe({ lease: name }, term.sinceFreeMs / 1000);
         this.termMetrics(term);
         this.publish();
         opts.podLabeler?.set('leader', term.token);

@@ -75,6 +75,14 @@ describe('GET /leader?watch=1 on real sidecars', () => {
     const n = standbyEvents.length;
     await waitFor('renewals on the new leader stream', () => standbyEvents.length >= n + 3, 10_000);
 
+    // The metrics the dashboard shows: the takeover time from the release, and the open streams.
+    const metrics = await (await fetch(`http://127.0.0.1:${standby.port}/metrics`)).text();
+    assert.match(metrics, /^leasehold_takeover_seconds_count\{lease="stream"\} 1$/m);
+    const takeover = Number(/^leasehold_takeover_seconds_sum\{lease="stream"\} (\S+)$/m.exec(metrics)?.[1]);
+    assert.ok(takeover >= 0 && takeover * 1000 <= handoffMs, `takeover ${takeover} s, within the handoff's ${handoffMs} ms`);
+    assert.match(metrics, new RegExp(`^leasehold_http_streams ${STUCK_PER_SIDECAR + 1}$`, 'm'));
+    assert.match(metrics, /^leasehold_http_streams_rejected_total\{reason="limit"\} 0$/m);
+
     standby.proc.kill('SIGTERM');
     await Promise.all(cands.map((c) => c.proc.exited));
     poller.child.stdin!.end();
