@@ -62,6 +62,7 @@ export class Sidecar {
     m.slowpath.inc({ name }, 0);
     m.renewFailures.inc({ lease: name }, 0);
     m.observedLeaderChanges.inc({ lease: name }, 0);
+    m.takeover.zero({ lease: name });
     m.streamsEnded.inc({ reason: 'limit' }, 0);
     m.streamsEnded.inc({ reason: 'slow' }, 0);
     const listener: ElectorListener = {

@@ -45,13 +45,17 @@ describe('the chart alert rules, checked by promtool', () => {
   after(() => dir.cleanup());
 
   function render(set: string[]): PrometheusRule[] {
+    return renderAll(set).filter((d): d is PrometheusRule => d.kind === 'PrometheusRule');
+  }
+
+  function renderAll(set: string[]): { kind: string }[] {
     const home = join(dir.path, 'helm');
     const r = spawnSync(helmBin, ['template', 'demo', CHART, '--namespace', 'apps', '--kube-version', '1.37.0', ...set.flatMap((s) => ['--set', s])], {
       encoding: 'utf8',
       env: { ...process.env, HELM_CACHE_HOME: home, HELM_CONFIG_HOME: home, HELM_DATA_HOME: home },
     });
     assert.equal(r.status, 0, r.stderr);
-    return (loadAll(r.stdout) as (PrometheusRule | null)[]).filter((d): d is PrometheusRule => d?.kind === 'PrometheusRule');
+    return (loadAll(r.stdout) as ({ kind: string } | null)[]).filter((d): d is { kind: string } => d !== null);
   }
 
   /** Writes the rule groups as a Prometheus rules file in `into`, and returns its path. */
@@ -122,6 +126,28 @@ describe('the chart alert rules, checked by promtool', () => {
     assert.match(rule!.spec.groups[0]!.rules.at(-1)!.expr, /^up\{job="scraped-sidecars",/);
     const check = promtoolRun(['check', 'rules', rulesFile(rule!, dir.path)]);
     assert.equal(check.status, 0, check.stdout + check.stderr);
+  });
+
+  it('the Grafana dashboard: a ConfigMap the Grafana sidecar picks up, every query narrowed to this lease', () => {
+    assert.deepEqual(
+      renderAll([]).filter((d) => d.kind === 'ConfigMap'),
+      [],
+    );
+    const [cm] = renderAll(['metrics.grafanaDashboard.enabled=true', 'leasehold.lease=jobs']).filter((d) => d.kind === 'ConfigMap') as unknown as {
+      metadata: { labels: Record<string, string> };
+      data: Record<string, string>;
+    }[];
+    assert.equal(cm!.metadata.labels.grafana_dashboard, '1');
+    const json = cm!.data['leasehold-jobs.json']!;
+    assert.doesNotMatch(json, /__[A-Z]+_SELECTOR__|__TITLE__|__UID__/);
+    const dash = JSON.parse(json) as { title: string; panels: { title: string; targets: { expr: string }[] }[] };
+    assert.equal(dash.title, 'leasehold: jobs (apps)');
+    const titles = dash.panels.map((p) => p.title);
+    for (const t of ['Leader', 'Fencing token', 'Standbys', 'Handoffs', 'Leaderless', 'Renewal latency', 'Store requests', 'Sidecar memory', 'Sidecar CPU']) {
+      assert.ok(titles.includes(t), t);
+    }
+    for (const p of dash.panels)
+      for (const t of p.targets) assert.match(t.expr, /\{(name|lease|job)="(jobs|demo-leasehold)",namespace="apps"[,}]/, `${p.title}: ${t.expr}`);
   });
 
   it('refuses a selector that is not PromQL label matchers, naming the value', () => {
