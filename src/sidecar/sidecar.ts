@@ -12,6 +12,9 @@ import { StatusServer } from './http-server.js';
 import { Readiness, liveness, withStoreProblem, type ReadyWhen } from './health.js';
 import type { PodLabeler } from './pod-labeler.js';
 
+/** The elector's reason for a step-down when no renewal succeeded within renewDeadline. */
+const RENEW_DEADLINE_REASON = 'no successful renewal within renewDeadline';
+
 export interface SidecarOptions extends Timings {
   store: LeaseStore;
   lease: string;
@@ -81,6 +84,9 @@ export class Sidecar {
         extra.onRenewed?.(term);
       },
       onStoppedLeading: (reason) => {
+        // A renewal still unanswered at renewDeadline failed too, though no error came back
+        // before the step-down: counted, so the renewal alert sees a store that hangs.
+        if (reason.startsWith(RENEW_DEADLINE_REASON)) m.renewFailures.inc({ lease: name });
         m.masterStatus.set({ name }, 0);
         m.validUntil.set({ lease: name }, 0);
         m.leadershipChanges.inc({ lease: name, event: 'lost' });
