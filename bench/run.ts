@@ -1,5 +1,5 @@
 /**
- * npm run bench [-- --trials N] [--seconds S] [--idle-seconds S] [--only sqlite|sqlite-disk|postgres|kubernetes|scale|pod|IMPL:SIGNAL]
+ * npm run bench [-- --trials N] [--seconds S] [--idle-seconds S] [--only sqlite|sqlite-disk|postgres|kubernetes|scale|streams|pod|IMPL:SIGNAL]
  *                 [--splice] [--standbys N] [--scale-trials N] [--scale-setups sqlite,leasehold,client-go] [--no-write]
  *
  * Runs every benchmark and rewrites docs/benchmarks.md: a summary of leasehold against
@@ -22,6 +22,7 @@ import { benchSqliteDisk } from './sqlite-disk.js';
 import { benchPodMemory, type PodMemoryResult } from './pod-memory.js';
 import { benchPostgres } from './postgres.js';
 import { benchScale, type ScaleBenchResult } from './scale.js';
+import { benchStreams } from './streams.js';
 import { imageNode, type ImageNode } from './image-node.js';
 import { latencyChart } from './latency-chart.js';
 import { memoryBreakdown, memoryMarkdown } from './memory-breakdown.js';
@@ -31,11 +32,12 @@ import { parseDuration } from '../src/config/duration.js';
 const trials = numberOption('trials', 20);
 const only = option('only', '');
 const write = !process.argv.includes('--no-write') && only === '';
-// `--only sqlite|sqlite-disk|memory --splice`: re-run one part and replace its section in
+// `--only sqlite|sqlite-disk|memory|streams --splice`: re-run one part and replace its section in
 // docs/benchmarks.md, saying so there (the summary tables above it keep the full run's figures).
-const splice = process.argv.includes('--splice') && (only === 'sqlite' || only === 'sqlite-disk' || only === 'memory');
+const splice = process.argv.includes('--splice') && (only === 'sqlite' || only === 'sqlite-disk' || only === 'memory' || only === 'streams');
 const node = imageNode();
 const BENCH_DOC = join(REPO, 'docs/benchmarks.md');
+const STREAMS_HEADING = '## Leadership as a stream\n';
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 const started = Date.now();
 
@@ -44,6 +46,8 @@ const wantSqlite = only === '' || only === 'sqlite';
 const wantPostgres = only === '' || only === 'postgres';
 const wantPod = (only === '' || only === 'pod') && process.getuid?.() === 0;
 const wantScale = only === '' || only === 'scale';
+const wantStreams = only === '' || only === 'streams';
+const streamCount = numberOption('streams', 1000);
 const standbys = numberOption('standbys', 100);
 const scaleTrials = numberOption('scale-trials', 6);
 
@@ -63,6 +67,12 @@ const phases: { name: string; what: string; estimateS: number; on: boolean }[] =
     what: `1 leader + ${standbys} standbys on SQLite and on Kubernetes (leasehold and client-go): requests, conflicts, handoffs, RSS, CPU`,
     estimateS: 3 * (standbys * 0.8 + 10 + idleS + scaleTrials * 2 * 8),
     on: wantScale,
+  },
+  {
+    name: 'streams',
+    what: `${streamCount} GET /leader streams per sidecar: RSS and handoff, reading and never reading`,
+    estimateS: 3 * (10 + trials * 4),
+    on: wantStreams,
   },
   { name: 'pod', what: "the sidecar's working set in pods (memory cgroup)", estimateS: 120, on: wantPod },
 ];
@@ -84,6 +94,8 @@ if (wantScale) phase('scale');
 const scale = wantScale
   ? await benchScale({ standbys, trials: scaleTrials, idleSeconds: idleS, log, setups: option('scale-setups', 'sqlite,leasehold,client-go').split(',') })
   : null;
+if (wantStreams) phase('streams');
+const streams = wantStreams ? await benchStreams({ trials: Math.min(trials, 12), streams: streamCount, log }) : null;
 // The pod phase needs root (it brings up a kubelet and a CNI bridge), as the cluster tier does.
 if (wantPod) phase('pod');
 const pod = wantPod ? await benchPodMemory(log) : null;
@@ -110,12 +122,17 @@ if (splice) {
   } else if (only === 'sqlite-disk') {
     const note = `\n_Re-measured by \`npm run bench -- --only sqlite-disk --splice\` on ${today}, after the full run._\n`;
     replaceSection('### SQLite durable renewals against the disk\n', '\n## PostgreSQL\n', sqliteDisk!.markdown + note);
+  } else if (only === 'streams') {
+    const note = `_This section was measured by \`npm run bench -- --only streams --splice\` on ${today}, apart from the full run._\n\n`;
+    replaceSection(STREAMS_HEADING, '## Memory in a pod\n', `${STREAMS_HEADING}\n${note}${streams!.markdown}\n`);
   } else {
     const note = `_This section was re-measured by \`npm run bench -- --only sqlite --splice\` on ${today}, after the full run; the summary tables above quote the full run's SQLite figures._\n\n`;
     replaceSection('## SQLite (local mode)\n', '\n## PostgreSQL\n', `## SQLite (local mode)\n\n${note}${sqlite!.markdown}`);
   }
 } else if (!write) {
-  process.stdout.write([kube?.markdown, sqlite?.markdown, sqliteDisk?.markdown, postgres?.markdown, scale?.markdown, pod?.markdown].filter(Boolean).join('\n'));
+  process.stdout.write(
+    [kube?.markdown, sqlite?.markdown, sqliteDisk?.markdown, postgres?.markdown, scale?.markdown, streams?.markdown, pod?.markdown].filter(Boolean).join('\n'),
+  );
 } else {
   const version = (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
   const md = `# Benchmarks
@@ -153,6 +170,8 @@ ${postgres!.markdown}
 ## One lease, ${standbys} standbys
 
 ${scale!.markdown}
+${STREAMS_HEADING}
+${streams!.markdown}
 ## Memory in a pod
 
 ${pod ? pod.markdown : 'Not measured in this run: the pod phase needs root (it brings up a kubelet and a CNI bridge).\n'}`;
@@ -173,11 +192,11 @@ ${pod ? pod.markdown : 'Not measured in this run: the pod phase needs root (it b
   log('wrote docs/benchmarks.md');
 }
 
-/** Replaces the part of docs/benchmarks.md from `from` up to `to` (kept) with `body`. */
+/** Replaces the part of docs/benchmarks.md from `from` up to `to` (kept) with `body`; a missing `from` goes just before `to`. */
 function replaceSection(from: string, to: string, body: string): void {
   const doc = readFileSync(BENCH_DOC, 'utf8');
-  const start = doc.indexOf(from);
-  const end = doc.indexOf(to);
+  const start = doc.includes(from) ? doc.indexOf(from) : doc.indexOf(to);
+  const end = doc.includes(from) ? doc.indexOf(to) : start;
   if (start < 0 || end < start) throw new Error(`docs/benchmarks.md has no section ${JSON.stringify(from.trim())} to replace: run the whole bench`);
   writeFileSync(BENCH_DOC, `${doc.slice(0, start)}${body}${doc.slice(end)}`);
   log(`replaced ${JSON.stringify(from.trim())} in docs/benchmarks.md`);

@@ -6,11 +6,16 @@ import { formatDuration } from '../src/config/duration.js';
 import { resolveStore, storeFlags } from './election-flags.js';
 import type { FlagsOf } from './env-flags.js';
 import { escapeForTerminal } from '../src/util/escape-control.js';
+import { watchLease } from './status-watch.js';
 
 export type StatusArgs = FlagsOf<typeof statusFlags>;
 
 export function statusFlags<T>(y: Argv<T>) {
-  return storeFlags(y).option('json', { type: 'boolean', default: false, describe: 'Print one JSON object (for scripts)' });
+  return storeFlags(y).option('json', { type: 'boolean', default: false, describe: 'Print one JSON object (for scripts)' }).option('watch', {
+    type: 'boolean',
+    default: false,
+    describe: 'Print one line per change of holder, token or state until interrupted (JSON lines with --json)',
+  });
 }
 
 export interface LeaseReport {
@@ -53,12 +58,27 @@ export async function runStatus(a: StatusArgs): Promise<number> {
 async function readAndPrint(a: StatusArgs, settings: StoreSettings, lease: string): Promise<number> {
   const store = await openStore({ ...settings, readonly: true });
   try {
+    if (a.watch) return await watchUntilSignal(store, lease, a.json);
     const report = await readReport(store, lease, new Date());
     process.stdout.write(a.json ? JSON.stringify(report) + '\n' : formatReport(report, new Date()));
     return report.found ? 0 : 1;
   } finally {
     await store.close();
   }
+}
+
+/** `--watch`: until SIGINT, SIGTERM or SIGHUP, then exit 0. */
+async function watchUntilSignal(store: LeaseStore, lease: string, json: boolean): Promise<number> {
+  const stop = new AbortController();
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  const onSignal = () => stop.abort();
+  for (const s of signals) process.once(s, onSignal);
+  try {
+    await watchLease(store, lease, { json, write: (line) => process.stdout.write(line), signal: stop.signal });
+  } finally {
+    for (const s of signals) process.off(s, onSignal);
+  }
+  return 0;
 }
 
 export async function readReport(store: LeaseStore, lease: string, now: Date): Promise<LeaseReport> {

@@ -4,7 +4,8 @@
 # better-sqlite3, Docker's daemon and mmdebstrap to build and run the image without a
 # registry; containerd, runc, the CNI plugins, busybox and iptables for the single-node cluster
 # tier; the PostgreSQL server for the PostgreSQL tier) and the npm packages. The control plane is built by the Kubernetes tier
-# itself (test/support/build-control-plane.sh), once, into a cache outside the repo.
+# itself (test/support/build-control-plane.sh), once, into a cache outside the repo, as are helm
+# and promtool/prometheus (test/support/build-helm.sh, build-prometheus.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -41,6 +41,8 @@ export interface LeadershipTerm {
   renewedAt: Date;
   /** renewedAt + renewDeadline: after this the leader has stepped down or is frozen. */
   validUntil: Date;
+  /** onStartedLeading only: ms from the moment this candidate saw the lease free to its takeover; absent when it created the lease. */
+  sinceFreeMs?: number;
 }
 
 export interface ElectorListener {
@@ -501,7 +503,7 @@ export class LeaderElector {
     // the contention window trades against conflicts. Absent when it was created from nothing.
     const sinceFreeMs = freedAtMono === null ? undefined : Math.round(this.clock.monotonic() - freedAtMono);
     this.log.info('became leader', { token, validUntil: validUntil.toISOString(), sinceFreeMs });
-    this.notify('onStartedLeading', this.publicTerm(this.term));
+    this.notify('onStartedLeading', sinceFreeMs === undefined ? this.publicTerm(this.term) : { ...this.publicTerm(this.term), sinceFreeMs });
     return true;
   }
 

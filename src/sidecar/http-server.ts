@@ -5,13 +5,29 @@ import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { LeaderStatus } from '../status/leader-status.js';
 import type { Verdict } from './health.js';
+import { LeaderStreams, leaderBody, type StreamCounters, type StreamLimits } from './leader-stream.js';
 
 export interface HttpHandlers {
   status(): LeaderStatus;
   liveness(): Verdict;
   readiness(): Verdict;
   registry: Registry;
+  /** Counts streams for the metrics; none by default. */
+  streamCounters?: StreamCounters;
+  streamLimits?: StreamLimits;
 }
+
+const NO_COUNTERS: StreamCounters = { opened() {}, closed() {}, refused() {}, dropped() {} };
+
+/** `/leader?watch=`: 1 or true streams, 0 or false (or none) answers once. */
+function wantsStream(req: IncomingMessage, query: URLSearchParams): boolean {
+  const watch = query.get('watch');
+  if (watch === null || watch === '0' || watch === 'false') return watch === null && /\btext\/event-stream\b/.test(req.headers.accept ?? '');
+  if (watch === '1' || watch === 'true') return true;
+  throw new BadRequest(`watch=${JSON.stringify(watch).slice(1, -1)} is not allowed: use watch=1 (a stream) or watch=0`);
+}
+
+class BadRequest extends Error {}
 
 /** Splits "host:port" (IPv6 in brackets). Throws with the rule on bad input. */
 export function parseListen(value: string): { host: string; port: number } {
@@ -24,7 +40,16 @@ export function parseListen(value: string): { host: string; port: number } {
 /** /healthz, /readyz, /leader and /metrics; GET and HEAD only. */
 export class StatusServer {
   private server: Server | null = null;
-  constructor(private readonly h: HttpHandlers) {}
+  /** Server-sent-events streams of /leader. */
+  readonly streams: LeaderStreams;
+  constructor(private readonly h: HttpHandlers) {
+    this.streams = new LeaderStreams(h.streamCounters ?? NO_COUNTERS, h.streamLimits);
+  }
+
+  /** Sends a status change to every open stream. */
+  publish(status: LeaderStatus): void {
+    this.streams.publish(status);
+  }
 
   async listen(host: string, port: number): Promise<AddressInfo> {
     const server = http.createServer((req, res) => void this.route(req, res));
@@ -43,13 +68,14 @@ export class StatusServer {
     const server = this.server;
     if (!server) return;
     this.server = null;
+    this.streams.endAll();
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'method not allowed\n');
-    const path = (req.url ?? '/').split('?')[0];
+    const [path, search] = (req.url ?? '/').split('?', 2) as [string, string | undefined];
     try {
       switch (path) {
         case '/healthz':
@@ -59,7 +85,8 @@ export class StatusServer {
           return verdict(res, this.h.readiness());
         case '/leader': {
           const s = this.h.status();
-          return send(res, 200, 'application/json', JSON.stringify({ name: s.holder ?? '', ...s }) + '\n');
+          if (wantsStream(req, new URLSearchParams(search ?? ''))) return this.streams.open(res, s);
+          return send(res, 200, 'application/json', leaderBody(s) + '\n');
         }
         case '/metrics':
           return send(res, 200, this.h.registry.contentType, await this.h.registry.metrics());
@@ -67,6 +94,7 @@ export class StatusServer {
           return send(res, 404, 'text/plain', 'not found: try /healthz /readyz /leader /metrics\n');
       }
     } catch (err) {
+      if (err instanceof BadRequest) return send(res, 400, 'text/plain', `${err.message}\n`);
       return send(res, 500, 'text/plain', `internal error: ${describeError(err)}\n`);
     }
   }

@@ -16,6 +16,9 @@ export class ElectionMetrics {
   readonly renewFailures: Counter<'lease'>;
   readonly validUntil: Gauge<'lease'>;
   readonly backendRequests: Histogram<'backend' | 'op' | 'result'>;
+  readonly takeover: Histogram<'lease'>;
+  readonly streamsOpen: Gauge;
+  readonly streamsEnded: Counter<'reason'>;
 
   constructor() {
     const registers = [this.registry];
@@ -66,6 +69,24 @@ export class ElectionMetrics {
       help: 'Latency of lease store requests by operation and result (ok, conflict, not_found, error).',
       labelNames: ['backend', 'op', 'result'],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    });
+    this.takeover = new Histogram({
+      name: 'leasehold_takeover_seconds',
+      help: 'Time from the moment this candidate saw the lease free (released or expired) to its takeover.',
+      labelNames: ['lease'],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.streamsOpen = new Gauge({
+      name: 'leasehold_http_streams',
+      help: 'Server-sent-events streams of /leader open now.',
+      registers,
+    });
+    this.streamsEnded = new Counter({
+      name: 'leasehold_http_streams_rejected_total',
+      help: 'Streams of /leader refused (reason="limit": too many open) or closed for not reading (reason="slow").',
+      labelNames: ['reason'],
       registers,
     });
     // The event-loop lag monitor samples every 100 ms instead of prom-client's 10 ms: a

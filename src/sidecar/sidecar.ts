@@ -12,6 +12,9 @@ import { StatusServer } from './http-server.js';
 import { Readiness, liveness, withStoreProblem, type ReadyWhen } from './health.js';
 import type { PodLabeler } from './pod-labeler.js';
 
+/** The elector's reason for a step-down when no renewal succeeded within renewDeadline. */
+const RENEW_DEADLINE_REASON = 'no successful renewal within renewDeadline';
+
 export interface SidecarOptions extends Timings {
   store: LeaseStore;
   lease: string;
@@ -62,10 +65,14 @@ export class Sidecar {
     m.slowpath.inc({ name }, 0);
     m.renewFailures.inc({ lease: name }, 0);
     m.observedLeaderChanges.inc({ lease: name }, 0);
+    m.takeover.zero({ lease: name });
+    m.streamsEnded.inc({ reason: 'limit' }, 0);
+    m.streamsEnded.inc({ reason: 'slow' }, 0);
     const listener: ElectorListener = {
       onStartedLeading: (term) => {
         m.masterStatus.set({ name }, 1);
         m.leadershipChanges.inc({ lease: name, event: 'acquired' });
+        if (term.sinceFreeMs !== undefined) m.takeover.observe({ lease: name }, term.sinceFreeMs / 1000);
         this.termMetrics(term);
         this.publish();
         opts.podLabeler?.set('leader', term.token);
@@ -77,6 +84,9 @@ export class Sidecar {
         extra.onRenewed?.(term);
       },
       onStoppedLeading: (reason) => {
+        // A renewal still unanswered at renewDeadline failed too, though no error came back
+        // before the step-down: counted, so the renewal alert sees a store that hangs.
+        if (reason.startsWith(RENEW_DEADLINE_REASON)) m.renewFailures.inc({ lease: name });
         m.masterStatus.set({ name }, 0);
         m.validUntil.set({ lease: name }, 0);
         m.leadershipChanges.inc({ lease: name, event: 'lost' });
@@ -113,6 +123,12 @@ export class Sidecar {
           liveness: () => withStoreProblem(opts.store, liveness(this.elector.snapshot(), opts, this.clock.monotonic())),
           readiness: () => withStoreProblem(opts.store, this.readiness.check(this.elector.snapshot())),
           registry: m.registry,
+          streamCounters: {
+            opened: () => m.streamsOpen.inc(),
+            closed: () => m.streamsOpen.dec(),
+            refused: () => m.streamsEnded.inc({ reason: 'limit' }),
+            dropped: () => m.streamsEnded.inc({ reason: 'slow' }),
+          },
         })
       : null;
   }
@@ -153,12 +169,14 @@ export class Sidecar {
     this.metrics.validUntil.set({ lease: this.opts.lease }, term.validUntil.getTime() / 1000);
   }
 
+  /** The status files first, then the /leader streams, so a stream never runs ahead of the files. */
   private publish(): void {
-    if (!this.publisher) return;
+    const status = toLeaderStatus(this.elector.snapshot(), this.clock.now());
     try {
-      this.publisher.publish(toLeaderStatus(this.elector.snapshot(), this.clock.now()));
+      this.publisher?.publish(status);
     } catch (err) {
-      this.log.error('cannot write status files', { dir: this.publisher.dir, error: describeError(err) });
+      this.log.error('cannot write status files', { dir: this.publisher?.dir, error: describeError(err) });
     }
+    this.server?.publish(status);
   }
 }

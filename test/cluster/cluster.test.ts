@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { waitFor } from '../support/cli.js';
 import { API_SERVER_ADDRESSES, CHART, ClusterSession, LOCAL_IMAGES } from '../support/cluster-session.js';
 import { allReady, onlyEndpointIs, onlyLeaderReady, readPods, readServiceEndpoints, singleLeader, type LeaseView } from '../support/cluster-views.js';
+import { HostPrometheus } from './host-prometheus.js';
+import { loadAll } from 'js-yaml';
 
 const RELEASE = 'lh';
 const LEASE = 'lh-leasehold';
@@ -340,6 +342,107 @@ describe('the chart on a real node', () => {
       }
       const healed = await agreed('elected-any', 120_000);
       console.log(`cluster: network healed; ${healed.leader} leads with token ${healed.token}, and every view agrees`);
+    },
+  );
+  it(
+    "a real Prometheus scraping the pods evaluates the chart's rules: silent while healthy, the dashboard has data, renewals failing and no leader fire",
+    { timeout: 420_000 },
+    async () => {
+      const SCRAPE_S = 2;
+      // The installed release's timings (15s/10s/2s) with a 2 s scrape: LeaseholdNoLeader's for is 15 + 2 × 2 + 2 = 21 s.
+      const NO_LEADER_FOR_S = 21;
+      const rendered = loadAll(
+        helm(
+          'template',
+          RELEASE,
+          CHART,
+          '--kube-version',
+          '1.37.2',
+          '--set',
+          'metrics.prometheusRule.enabled=true',
+          '--set',
+          'metrics.grafanaDashboard.enabled=true',
+          '--set',
+          `metrics.serviceMonitor.interval=${SCRAPE_S}s`,
+        ),
+      ) as ({ kind: string; spec?: { groups: unknown }; data?: Record<string, string> } | null)[];
+      const groups = rendered.find((d) => d?.kind === 'PrometheusRule')!.spec!.groups;
+      const dashboard = JSON.parse(rendered.find((d) => d?.kind === 'ConfigMap' && d.data?.[`leasehold-${LEASE}.json`])!.data![`leasehold-${LEASE}.json`]!) as {
+        panels: { title: string; targets: { expr: string }[] }[];
+      };
+      const prom = new HostPrometheus();
+      undo.push(() => void prom.stop());
+      await agreed('elected-any', 120_000);
+      await prom.start({ kubeconfig: cluster.kubeconfig, namespace: NS, release: RELEASE, job: LEASE, scrapeSeconds: SCRAPE_S, groups });
+      await waitFor(
+        '3 sidecars scraped and one leader',
+        async () => (await prom.query(`sum(up{job="${LEASE}"}) == 3 and sum(leader_election_master_status{name="${LEASE}"}) == 1`)).result.length === 1,
+        60_000,
+        500,
+      );
+      const healthySince = Date.now() / 1000;
+      await waitFor('the rules evaluated past the longest for', () => prom.evaluatedAfter(healthySince + NO_LEADER_FOR_S + SCRAPE_S), 60_000, 500);
+      assert.deepEqual(await prom.alerts(), [], 'healthy: no alert pending or firing');
+
+      // A handoff gives the takeover histogram a rate; then every dashboard query returns data.
+      await deleteLeader();
+      await agreed('elected-any', 120_000);
+      for (const p of dashboard.panels) {
+        for (const t of p.targets) {
+          await waitFor(
+            `data for "${p.title}": ${t.expr}`,
+            async () => (await prom.query(t.expr)).result.some((s) => !Number.isNaN(Number(s.value[1]))),
+            60_000,
+            1_000,
+          );
+        }
+      }
+      console.log(`cluster: Prometheus silent while healthy; all ${dashboard.panels.length} dashboard panels have data`);
+
+      // The leader cut off from the API server: its renewals fail, then it steps down.
+      const { leader: cut } = await agreed('elected-any', 120_000);
+      const pid = cluster.containerPid(cut, 'leasehold');
+      const iptables = (op: '-I' | '-D', rule: string[]) =>
+        execFileSync('nsenter', [`--net=/proc/${pid}/ns/net`, 'iptables', op, 'OUTPUT', ...rule, '-j', 'DROP'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      for (const rule of API_SERVER_ADDRESSES) {
+        iptables('-I', rule);
+        undo.push(() => {
+          try {
+            iptables('-D', rule);
+          } catch {
+            // the pod (and its network namespace) is gone
+          }
+        });
+      }
+      const renewal = await waitFor('LeaseholdRenewalsFailing', async () => (await prom.firing('LeaseholdRenewalsFailing'))[0], 90_000, 500);
+      assert.equal(renewal.labels.pod, cut);
+      for (const rule of API_SERVER_ADDRESSES) iptables('-D', rule);
+      console.log(`cluster: ${cut} cut off from the API server: LeaseholdRenewalsFailing fired for it`);
+      await agreed('elected-any', 120_000);
+
+      // Every sidecar's process stopped: no leader, and every target down.
+      const pods = readPods(kubectl, RELEASE)
+        .filter((p) => !p.deleting)
+        .map((p) => p.name);
+      const pids = pods.map((pod) => cluster.containerPid(pod, 'leasehold'));
+      const resume = () => {
+        for (const p of pids) spawnSync('kill', ['-CONT', String(p)]);
+      };
+      undo.push(resume);
+      const stoppedAt = Date.now();
+      for (const p of pids) execFileSync('kill', ['-STOP', String(p)]);
+      try {
+        await waitFor('LeaseholdNoLeader', async () => (await prom.firing('LeaseholdNoLeader'))[0], 90_000, 500);
+        const tookS = (Date.now() - stoppedAt) / 1000;
+        console.log(`cluster: every sidecar stopped; LeaseholdNoLeader fired after ${tookS.toFixed(1)} s (for ${NO_LEADER_FOR_S} s)`);
+        // Its for, plus one scrape (the last good sample), plus one evaluation and this poll.
+        assert.ok(tookS <= NO_LEADER_FOR_S + SCRAPE_S + 3, `LeaseholdNoLeader fired ${tookS} s after the stop`);
+        assert.equal((await prom.firing('LeaseholdSidecarDown')).length, pods.length);
+      } finally {
+        resume();
+      }
+      runUndo();
+      await agreed('elected-any', 180_000);
     },
   );
 });

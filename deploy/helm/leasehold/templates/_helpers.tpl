@@ -131,3 +131,25 @@ a ServiceAccount bound to this chart's Role, and the app container mounting /lea
     medium: Memory
     sizeLimit: 1Mi
 {{- end }}
+
+{{/* A Go duration ("1m30s", "500ms") in seconds, as a float: the alerts derive from the timings. */}}
+{{- define "leasehold.seconds" -}}
+{{- $total := 0.0 -}}
+{{- range regexFindAll "[0-9.]+(ms|s|m|h)" (toString .) -1 -}}
+{{- $n := float64 (regexFind "^[0-9.]+" .) -}}
+{{- $unit := regexFind "(ms|s|m|h)$" . -}}
+{{- $scale := get (dict "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0) $unit -}}
+{{- $total = addf $total (mulf $n $scale) -}}
+{{- end -}}
+{{- $total -}}
+{{- end }}
+
+{{/* Whole seconds, rounded up, as a Prometheus duration ("49s"). */}}
+{{- define "leasehold.promDuration" -}}
+{{- printf "%ds" (ceil . | int) -}}
+{{- end }}
+
+{{/* The label matchers every alert and panel uses: this lease's series, in this namespace unless metrics.prometheusRule.selector says otherwise. */}}
+{{- define "leasehold.seriesSelector" -}}
+{{- default (printf "namespace=%q" .Release.Namespace) .Values.metrics.prometheusRule.selector -}}
+{{- end }}

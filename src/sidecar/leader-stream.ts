@@ -1,0 +1,172 @@
+import type { ServerResponse } from 'node:http';
+import type { LeaderStatus } from '../status/leader-status.js';
+
+/** Streams open at once by default: enough for every pod of a large app, small enough to bound memory. */
+export const DEFAULT_MAX_STREAMS = 1024;
+/**
+ * Bytes a stream may hold unsent in this process. A reader this far behind is not reading (the
+ * kernel's socket buffers are full as well): it is closed, so its backlog cannot grow without
+ * bound. A reader that reconnects gets the current state first and loses nothing it needs.
+ */
+export const DEFAULT_MAX_BUFFERED_BYTES = 64 * 1024;
+/** A comment line this often keeps proxies from closing an idle stream and finds dead peers. */
+const HEARTBEAT_MS = 15_000;
+
+export interface StreamLimits {
+  maxStreams?: number;
+  maxBufferedBytes?: number;
+}
+
+export interface StreamCounters {
+  opened(): void;
+  closed(): void;
+  refused(): void;
+  dropped(): void;
+}
+
+/** `/leader`'s body, the shape of the old leader-elector sidecar: the status plus `name`. */
+export function leaderBody(s: LeaderStatus): string {
+  return JSON.stringify({ name: s.holder ?? '', ...s });
+}
+
+/** Streams written to per turn of the event loop: the election's timers and I/O run between batches. */
+const BATCH = 100;
+/** Events kept for streams not yet written to; far more than can pile up between two turns. */
+const KEPT_EVENTS = 64;
+
+/**
+ * The server-sent-events side of `GET /leader`: each open stream gets the current state first,
+ * then one `leader` event per status change, in the order the status files were written.
+ * publish() only queues the event; the streams are written later, a batch per turn of the
+ * event loop, so a thousand streams add nothing to the election's own path. A write only
+ * hands bytes to a socket and never waits on one, so a reader that does not read can never
+ * slow the election or the other readers; it is closed once its backlog passes
+ * maxBufferedBytes.
+ */
+export class LeaderStreams {
+  /** Each open stream and the sequence number of the last event written to it. */
+  private readonly streams = new Map<ServerResponse, number>();
+  private readonly maxStreams: number;
+  private readonly maxBufferedBytes: number;
+  private seq = 0;
+  private lastKey = '';
+  /** The newest events, oldest first; the last one is the current state. */
+  private readonly events: { seq: number; chunk: string }[] = [];
+  private flushing = false;
+  private heartbeat: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly counters: StreamCounters,
+    limits: StreamLimits = {},
+  ) {
+    this.maxStreams = limits.maxStreams ?? DEFAULT_MAX_STREAMS;
+    this.maxBufferedBytes = limits.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
+  }
+
+  get size(): number {
+    return this.streams.size;
+  }
+
+  /** Opens a stream on `res`, or answers 503 when maxStreams are already open. */
+  open(res: ServerResponse, current: LeaderStatus): void {
+    if (this.streams.size >= this.maxStreams) {
+      this.counters.refused();
+      const body = `too many streams: ${this.maxStreams} are open, the most this sidecar serves; retry later or poll /leader\n`;
+      res.writeHead(503, { 'content-type': 'text/plain', 'cache-control': 'no-store', 'retry-after': '5', 'content-length': Buffer.byteLength(body) });
+      res.end(res.req.method === 'HEAD' ? undefined : body);
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
+    if (res.req.method === 'HEAD') {
+      res.end();
+      return;
+    }
+    // A change not yet published is queued for every stream first, so all see the same sequence.
+    this.publish(current);
+    const newest = this.events.at(-1)!;
+    this.streams.set(res, newest.seq);
+    this.counters.opened();
+    res.once('close', () => {
+      if (this.streams.delete(res)) this.counters.closed();
+      if (this.streams.size === 0) this.stopHeartbeat();
+    });
+    this.write(res, newest.chunk);
+    this.startHeartbeat();
+  }
+
+  /** Queues one event for every stream when anything but updatedAt changed. */
+  publish(status: LeaderStatus): void {
+    const key = JSON.stringify({ ...status, updatedAt: '' });
+    if (key === this.lastKey && this.events.length > 0) return;
+    this.lastKey = key;
+    this.seq += 1;
+    this.events.push({ seq: this.seq, chunk: `id: ${this.seq}\nevent: leader\ndata: ${leaderBody(status)}\n\n` });
+    if (this.events.length > KEPT_EVENTS) this.events.shift();
+    if (this.streams.size > 0 && !this.flushing) {
+      this.flushing = true;
+      setImmediate(() => this.flush([...this.streams.keys()], 0));
+    }
+  }
+
+  /** Ends every stream (a reader sees the end, then reconnects elsewhere). */
+  endAll(): void {
+    this.stopHeartbeat();
+    for (const res of this.streams.keys()) {
+      this.catchUp(res);
+      res.end();
+    }
+  }
+
+  /** Writes what each stream lacks, BATCH streams per turn; events published meanwhile go out in the same pass or the next. */
+  private flush(pending: ServerResponse[], from: number): void {
+    for (const res of pending.slice(from, from + BATCH)) this.catchUp(res);
+    if (from + BATCH < pending.length) {
+      setImmediate(() => this.flush(pending, from + BATCH));
+      return;
+    }
+    this.flushing = false;
+    const newest = this.seq;
+    const behind = [...this.streams].filter(([, at]) => at < newest).map(([res]) => res);
+    if (behind.length > 0) {
+      this.flushing = true;
+      setImmediate(() => this.flush(behind, 0));
+    }
+  }
+
+  private catchUp(res: ServerResponse): void {
+    const at = this.streams.get(res);
+    if (at === undefined || at >= this.seq) return;
+    const oldest = this.events[0]!.seq;
+    // Cannot happen while each pass reaches every stream within KEPT_EVENTS publishes; if it did, the stream would miss events: end it.
+    if (at < oldest - 1) {
+      this.counters.dropped();
+      res.destroy();
+      return;
+    }
+    this.streams.set(res, this.seq);
+    for (const e of this.events) if (e.seq > at) this.write(res, e.chunk);
+  }
+
+  private write(res: ServerResponse, chunk: string): void {
+    if (res.destroyed) return;
+    if (res.writableLength + chunk.length > this.maxBufferedBytes) {
+      this.counters.dropped();
+      res.destroy();
+      return;
+    }
+    res.write(chunk);
+  }
+
+  private startHeartbeat(): void {
+    if (this.heartbeat) return;
+    this.heartbeat = setInterval(() => {
+      for (const res of this.streams.keys()) this.write(res, ': keepalive\n\n');
+    }, HEARTBEAT_MS);
+    this.heartbeat.unref();
+  }
+
+  private stopHeartbeat(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
+  }
+}

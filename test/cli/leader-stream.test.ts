@@ -1,0 +1,116 @@
+/**
+ * `GET /leader?watch=1` on real sidecar processes: readers that never read do not slow the
+ * election nor the other readers, and each stream's events come in the order the sidecar
+ * wrote its status files.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { REPO, start, startCli, waitFor, type Proc } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
+import { validLeaders, type Candidate } from '../support/sidecars.js';
+import { openStream, type SseClient } from '../support/sse-client.js';
+
+const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '400ms'];
+const STUCK_PER_SIDECAR = 20;
+
+/** Drops `name` (the stream's extra field): the rest is status.json's object. */
+const asStatus = (json: string) => {
+  const { name: _, ...rest } = JSON.parse(json) as Record<string, unknown>;
+  return JSON.stringify(rest);
+};
+
+/** True when `sub` appears in `seq` in the same order (not necessarily adjacent). */
+function isSubsequence(sub: string[], seq: string[]): boolean {
+  let i = 0;
+  for (const s of seq) if (i < sub.length && s === sub[i]) i++;
+  return i === sub.length;
+}
+
+describe('GET /leader?watch=1 on real sidecars', () => {
+  const procs: Proc[] = [];
+  const clients: SseClient[] = [];
+  const dir = scratchDir(() => {
+    for (const c of clients) c.close();
+    return procs;
+  });
+
+  it('stuck readers slow neither the handoff nor the other readers; events follow the status files', { timeout: 90_000 }, async () => {
+    const db = join(dir.path, 'leases.db');
+    const cands: (Candidate & { port: number })[] = [];
+    for (const id of ['a', 'b']) {
+      const statusDir = join(dir.path, `status-${id}`);
+      const proc = startCli(['sidecar', '--db', db, '--lease', 'stream', '--identity', id, '--status-dir', statusDir, '--listen', '127.0.0.1:0', ...T]);
+      procs.push(proc);
+      const port = Number(await waitFor(`${id}'s address`, () => /"listen":"127\.0\.0\.1:(\d+)"/.exec(proc.stderr())?.[1], 20_000));
+      cands.push({ id, statusDir, proc, port });
+    }
+    const poller = start(process.execPath, ['--import', 'tsx', join(REPO, 'test/support/status-json-poller.ts'), ...cands.map((c) => c.statusDir)]);
+    procs.push(poller);
+    const first = await waitFor('a first leader', () => validLeaders(cands)[0], 20_000);
+    const leader = cands.find((c) => c === first.c)!;
+    const standby = cands.find((c) => c !== leader)!;
+
+    for (const c of cands) for (let i = 0; i < STUCK_PER_SIDECAR; i++) clients.push(await openStream('127.0.0.1', c.port, { stuck: true }));
+    const live = new Map<Candidate, SseClient>();
+    for (const c of cands) {
+      const s = await openStream('127.0.0.1', c.port);
+      live.set(c, s);
+      clients.push(s);
+    }
+    const leaderEvents = live.get(leader)!.events;
+    // Renewals keep coming to the reader beside the stuck ones (one event per renewal).
+    await waitFor('three renewals on the leader stream', () => leaderEvents.length >= 4, 10_000);
+
+    const began = Date.now();
+    leader.proc.kill('SIGTERM'); // "not leader", release: the standby takes over at once
+    await waitFor('the standby to lead', () => validLeaders([standby])[0], 10_000);
+    const handoffMs = Date.now() - began;
+    assert.ok(handoffMs < 3_000, `handoff took ${handoffMs} ms with ${STUCK_PER_SIDECAR} stuck readers on each sidecar`);
+    const standbyEvents = live.get(standby)!.events;
+    await waitFor('the standby stream to say it leads', () => standbyEvents.some((e) => (JSON.parse(e) as { isLeader: boolean }).isLeader), 5_000);
+    await waitFor('the old leader stream to end', () => live.get(leader)!.ended(), 10_000);
+    const last = JSON.parse(leaderEvents.at(-1)!) as { isLeader: boolean };
+    assert.equal(last.isLeader, false, 'the stream ends on "not leader", as the files do');
+    const n = standbyEvents.length;
+    await waitFor('renewals on the new leader stream', () => standbyEvents.length >= n + 3, 10_000);
+
+    // The metrics the dashboard shows: the takeover time from the release, and the open streams.
+    const metrics = await (await fetch(`http://127.0.0.1:${standby.port}/metrics`)).text();
+    assert.match(metrics, /^leasehold_takeover_seconds_count\{lease="stream"\} 1$/m);
+    const takeover = Number(/^leasehold_takeover_seconds_sum\{lease="stream"\} (\S+)$/m.exec(metrics)?.[1]);
+    assert.ok(takeover >= 0 && takeover * 1000 <= handoffMs, `takeover ${takeover} s, within the handoff's ${handoffMs} ms`);
+    assert.match(metrics, new RegExp(`^leasehold_http_streams ${STUCK_PER_SIDECAR + 1}$`, 'm'));
+    assert.match(metrics, /^leasehold_http_streams_rejected_total\{reason="limit"\} 0$/m);
+
+    standby.proc.kill('SIGTERM');
+    await Promise.all(cands.map((c) => c.proc.exited));
+    poller.child.stdin!.end();
+    await poller.exited;
+    const lines = poller
+      .stdout()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { dir: string; status?: unknown; torn?: string });
+    assert.deepEqual(
+      lines.filter((l) => l.torn !== undefined),
+      [],
+    );
+
+    for (const c of cands) {
+      const events = live.get(c)!.events;
+      for (const e of events) {
+        const o = JSON.parse(e) as { name: string; holder: string | null };
+        assert.equal(o.name, o.holder ?? '');
+      }
+      const streamed = events.map(asStatus);
+      const files = lines.filter((l) => l.dir === c.statusDir).map((l) => JSON.stringify(l.status));
+      const from = files.indexOf(streamed[0]!);
+      const to = files.lastIndexOf(streamed.at(-1)!);
+      assert.ok(from >= 0 && to > from, `${c.id}: the stream's first and last states are ones the files held`);
+      const window = files.slice(from, to + 1);
+      assert.ok(window.length >= 4, `${c.id}: ${window.length} file states while streaming`);
+      assert.ok(isSubsequence(window, streamed), `${c.id}: every state the files showed is in the stream, in the same order`);
+    }
+  });
+});
