@@ -88,6 +88,21 @@ export class ClusterSession {
     }
   }
 
+  /** Loads an image tar (docker-archive) into the node's containerd, for pods with pullPolicy Never. */
+  importImage(tar: string): void {
+    execFileSync('ctr', ['-a', join(this.dir, 'containerd', 'containerd.sock'), '-n', 'k8s.io', 'images', 'import', '--no-unpack', tar], { stdio: 'ignore' });
+  }
+
+  /** `kubectl apply -f -` of a manifest, in the session's namespace. */
+  apply(manifest: string): void {
+    const r = spawnSync(this.kubectlPath, ['--kubeconfig', this.kubeconfig, '-n', this.namespace, 'apply', '-f', '-'], {
+      input: manifest,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    if (r.status !== 0) throw new Error(`kubectl apply: ${r.stderr}`);
+  }
+
   /** The host PID of a container's process (its task in containerd), e.g. for nsenter. */
   containerPid(pod: string, container: string): number {
     const status = JSON.parse(this.kubectl('get', 'pod', pod, '-o', 'json')) as {
