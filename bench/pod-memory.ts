@@ -15,7 +15,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CHART, type ClusterSession, LOCAL_IMAGES } from '../test/cluster/cluster-session.js';
+import { CHART, type ClusterSession, LOCAL_IMAGES, chartMemory } from '../test/cluster/cluster-session.js';
 import { REPO, waitFor } from '../test/helpers/cli.js';
 
 export interface ContainerMemory {
@@ -39,14 +39,6 @@ const GO_LEASE = 'go-peer';
 const EMPTY_NODE_POD = 'empty-node';
 /** The chart's security context, for the two pods made here. */
 const SECURITY = `securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: [ALL] } }`;
-
-/** The chart's sidecar memory request and limit, MiB (values.yaml), so the table shows what users get. */
-export function chartMemory(): { requestMB: number; limitMB: number } {
-  const values = readFileSync(join(REPO, 'deploy/helm/leasehold/values.yaml'), 'utf8');
-  const block = values.slice(values.indexOf('\nleasehold:'));
-  const mi = (re: RegExp) => Number(re.exec(block)?.[1] ?? NaN);
-  return { requestMB: mi(/requests:\s*\n(?:\s+cpu: \S+\n)?\s+memory: (\d+)Mi/), limitMB: mi(/limits:\s*\n\s+memory: (\d+)Mi/) };
-}
 
 /** A static client-go peer per replica, each its own identity, in-cluster credentials allowed to use Leases only. */
 function goPeerManifest(image: string): string {

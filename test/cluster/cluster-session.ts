@@ -5,7 +5,7 @@
  * (bench/pod-memory.ts).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO } from '../helpers/cli.js';
 
@@ -20,6 +20,14 @@ export const LOCAL_IMAGES = [
   'app.image.tag=local',
   'app.image.pullPolicy=Never',
 ].flatMap((s) => ['--set', s]);
+
+/** The chart's sidecar memory request and limit, MiB (values.yaml), so the table shows what users get. */
+export function chartMemory(): { requestMB: number; limitMB: number } {
+  const values = readFileSync(join(CHART, 'values.yaml'), 'utf8');
+  const block = values.slice(values.indexOf('\nleasehold:'));
+  const mi = (re: RegExp) => Number(re.exec(block)?.[1] ?? NaN);
+  return { requestMB: mi(/requests:\s*\n(?:\s+cpu: \S+\n)?\s+memory: (\d+)Mi/), limitMB: mi(/limits:\s*\n\s+memory: (\d+)Mi/) };
+}
 
 /**
  * iptables matches for a pod's traffic to the API server (cluster.sh): the in-cluster address
