@@ -13,6 +13,8 @@ export interface Handoff {
   gapMs: number;
   /** Whether the lease was released (else it expired). */
   released: boolean;
+  /** The new term's acquireTime, ms since the epoch. */
+  acquireMs: number;
 }
 
 export function leaderlessGaps(sightings: readonly Sighting[], leaseMs: number): Handoff[] {
@@ -30,8 +32,10 @@ export function leaderlessGaps(sightings: readonly Sighting[], leaseMs: number):
       }
       holder = '';
     } else if (s.holder !== holder || s.acquireMs !== acquired) {
-      if (holder === '' && freeSince !== undefined) out.push({ from: previous, to: s.holder, gapMs: Math.round(s.acquireMs - freeSince), released: true });
-      else if (holder) out.push({ from: holder, to: s.holder, gapMs: Math.round(s.acquireMs - (lastRenew + leaseMs)), released: false });
+      if (holder === '' && freeSince !== undefined)
+        out.push({ from: previous, to: s.holder, gapMs: Math.round(s.acquireMs - freeSince), released: true, acquireMs: s.acquireMs });
+      else if (holder)
+        out.push({ from: holder, to: s.holder, gapMs: Math.round(s.acquireMs - (lastRenew + leaseMs)), released: false, acquireMs: s.acquireMs });
       holder = s.holder;
       acquired = s.acquireMs;
       lastRenew = s.renewMs;
