@@ -102,6 +102,17 @@ export async function benchClusterFigures(s: ClusterSession, trials: number, log
   s.helm('install', RELEASE, CHART, ...LOCAL_IMAGES, '--wait=false');
   const watcher = new KubernetesLeaseStore(admin, s.namespace);
   const timeline = new LeaseTimeline((on) => watcher.watch(`${RELEASE}-leasehold`, on));
+  /** `kubectl rollout status`, in steps shorter than the session's 120 s per kubectl call, up to 5 min. */
+  const rolledOut = () => {
+    for (let k = 0; ; k++) {
+      try {
+        s.kubectl('rollout', 'status', `deployment/${RELEASE}-leasehold`, '--timeout=100s');
+        return;
+      } catch (err) {
+        if (k === 2) throw err;
+      }
+    }
+  };
   /** The Lease's history from `since` (performance.now()), with the last record seen before it as the starting state. */
   const historyFrom = (since: number) => {
     const before = timeline.sightings.filter((x) => x.at < since).at(-1);
@@ -126,7 +137,7 @@ export async function benchClusterFigures(s: ClusterSession, trials: number, log
           '--timeout',
           '300s',
         );
-        s.kubectl('rollout', 'status', `deployment/${RELEASE}-leasehold`, '--timeout=300s');
+        rolledOut();
       }
       noteLoad(`leader pod deleted (app ${app} SIGTERM), start`);
       for (let i = 0; i < trials; i++) {
@@ -154,7 +165,7 @@ export async function benchClusterFigures(s: ClusterSession, trials: number, log
       await settled(RELEASE);
       const since = performance.now();
       s.kubectl('rollout', 'restart', `deployment/${RELEASE}-leasehold`);
-      s.kubectl('rollout', 'status', `deployment/${RELEASE}-leasehold`, '--timeout=300s');
+      rolledOut();
       // Over when only new pods are left and one of them leads.
       await waitFor(
         'the old pods to be gone',
