@@ -137,7 +137,7 @@ function v8Of(s: ClusterSession, pod: string): { heapTotal: number; heapUsed: nu
   return {
     heapTotal: mb('nodejs_heap_size_total_bytes'),
     heapUsed: mb('nodejs_heap_size_used_bytes'),
-    codeSpace: mb('nodejs_heap_space_size_used_bytes\\{space="code_space"\\}'),
+    codeSpace: mb('nodejs_heap_space_size_used_bytes\\{space="code"\\}'),
     external: mb('nodejs_external_memory_bytes'),
   };
 }
