@@ -1,12 +1,14 @@
 /**
- * npm run bench [-- --trials N] [--seconds S] [--idle-seconds S] [--only sqlite|sqlite-disk|postgres|kubernetes|scale|streams|pod|IMPL:SIGNAL]
+ * npm run bench [-- --trials N] [--seconds S] [--idle-seconds S] [--only sqlite|sqlite-disk|postgres|kubernetes|scale|streams|pod|cluster|pod,cluster|IMPL:SIGNAL]
+ *                 [--cluster-trials N]
  *                 [--splice] [--standbys N] [--scale-trials N] [--scale-setups sqlite,leasehold,client-go] [--no-write]
  *
  * Runs every benchmark and rewrites docs/benchmarks.md: a summary of leasehold against
  * client-go's leader election with the ratios and the issue's targets, then the Kubernetes
  * section (bench/kubernetes.ts: a real kube-apiserver + etcd, both implementations with the
- * same timings), the SQLite section (bench/sqlite.ts) and memory in a pod (bench/pod-memory.ts,
- * root only: the single-node cluster of the cluster tier). `--only` runs one part and writes
+ * same timings), the SQLite section (bench/sqlite.ts), and, root only, on the single-node cluster of
+ * the cluster tier (one bring-up for both): memory in pods beside client-go (bench/pod-memory.ts)
+ * and the chart's handoffs and start-up (bench/cluster-figures.ts). `--only` runs one part and writes
  * nothing (e.g. `--only leasehold:SIGTERM` for one Kubernetes latency row; BENCH_DEBUG=1 gives
  * the sidecars' debug logs).
  */
@@ -20,6 +22,8 @@ import { FAST_T, benchKubernetes, standbyRequestsPerMin, type KubernetesBenchRes
 import { benchSqlite, type SqliteBenchResult } from './sqlite.js';
 import { benchSqliteDisk } from './sqlite-disk.js';
 import { benchPodMemory, type PodMemoryResult } from './pod-memory.js';
+import { benchClusterFigures } from './cluster-figures.js';
+import { ClusterSession } from '../test/support/cluster-session.js';
 import { benchPostgres } from './postgres.js';
 import { benchScale, type ScaleBenchResult } from './scale.js';
 import { benchStreams } from './streams.js';
@@ -32,9 +36,11 @@ import { parseDuration } from '../src/config/duration.js';
 const trials = numberOption('trials', 20);
 const only = option('only', '');
 const write = !process.argv.includes('--no-write') && only === '';
-// `--only sqlite|sqlite-disk|memory|streams --splice`: re-run one part and replace its section in
-// docs/benchmarks.md, saying so there (the summary tables above it keep the full run's figures).
-const splice = process.argv.includes('--splice') && (only === 'sqlite' || only === 'sqlite-disk' || only === 'memory' || only === 'streams');
+const parts = only.split(',');
+const clusterOnly = only !== '' && parts.every((p) => p === 'pod' || p === 'cluster');
+// `--only sqlite|sqlite-disk|memory|streams|pod|cluster --splice`: re-run one part and replace its
+// section in docs/benchmarks.md, saying so there (the summary tables above it keep the full run's figures).
+const splice = process.argv.includes('--splice') && (only === 'sqlite' || only === 'sqlite-disk' || only === 'memory' || only === 'streams' || clusterOnly);
 const node = imageNode();
 const BENCH_DOC = join(REPO, 'docs/benchmarks.md');
 const STREAMS_HEADING = '## Leadership as a stream\n';
@@ -44,7 +50,11 @@ const started = Date.now();
 const wantKube = only === '' || only === 'kubernetes' || only.includes(':');
 const wantSqlite = only === '' || only === 'sqlite';
 const wantPostgres = only === '' || only === 'postgres';
-const wantPod = (only === '' || only === 'pod') && process.getuid?.() === 0;
+// The cluster parts need root (they bring up a kubelet and a CNI bridge), as the cluster tier does.
+const wantPod = (only === '' || parts.includes('pod')) && process.getuid?.() === 0;
+const wantCluster = (only === '' || parts.includes('cluster')) && process.getuid?.() === 0;
+if (clusterOnly && !wantPod && !wantCluster) throw new Error('--only pod|cluster needs root: they bring up a single-node Kubernetes');
+const clusterTrials = numberOption('cluster-trials', 10);
 const wantScale = only === '' || only === 'scale';
 const wantStreams = only === '' || only === 'streams';
 const streamCount = numberOption('streams', 1000);
@@ -74,7 +84,13 @@ const phases: { name: string; what: string; estimateS: number; on: boolean }[] =
     estimateS: 3 * (10 + trials * 4),
     on: wantStreams,
   },
-  { name: 'pod', what: "the sidecar's working set in pods (memory cgroup)", estimateS: 120, on: wantPod },
+  { name: 'pod', what: "leasehold's and client-go's memory in pods (memory cgroup, RSS)", estimateS: 300, on: wantPod },
+  {
+    name: 'cluster',
+    what: 'the chart on a real cluster: helm install to the first leader, leader pod deleted, rollout restart',
+    estimateS: clusterTrials * (25 + 2 * 20 + 40),
+    on: wantCluster,
+  },
 ];
 const phase = (name: string) => {
   const on = phases.filter((p) => p.on);
@@ -96,13 +112,31 @@ const scale = wantScale
   : null;
 if (wantStreams) phase('streams');
 const streams = wantStreams ? await benchStreams({ trials: Math.min(trials, 12), streams: streamCount, log }) : null;
-// The pod phase needs root (it brings up a kubelet and a CNI bridge), as the cluster tier does.
-if (wantPod) phase('pod');
-const pod = wantPod ? await benchPodMemory(log) : null;
+let pod: PodMemoryResult | null = null;
+let cluster: { markdown: string } | null = null;
+if (wantPod || wantCluster) {
+  // One bring-up for both parts, torn down whatever happens.
+  const session = new ClusterSession();
+  try {
+    log('cluster: bringing up the single-node Kubernetes (minutes when the images are not cached)');
+    session.up();
+    if (wantPod) phase('pod');
+    pod = wantPod ? await benchPodMemory(session, node.flags, log) : null;
+    if (wantCluster) phase('cluster');
+    cluster = wantCluster ? await benchClusterFigures(session, clusterTrials, log) : null;
+  } finally {
+    session.down();
+  }
+}
+const clusterCommand = `flock /tmp/cluster.lock npm run bench -- --cluster-trials ${clusterTrials}`;
 
 if (splice) {
   const today = new Date().toISOString().slice(0, 10);
-  if (only === 'memory') {
+  if (clusterOnly) {
+    const note = (what: string) => `_This section was re-measured by \`${clusterCommand} --only ${only} --splice\` (as root) on ${today}${what}._\n\n`;
+    if (pod) replaceOrAppend('## Memory in a pod\n', `## Memory in a pod\n\n${note('')}${pod.markdown}`);
+    if (cluster) replaceOrAppend('## On a real cluster\n', `## On a real cluster\n\n${note(`, ${clusterTrials} trials per row`)}${cluster.markdown}`);
+  } else if (only === 'memory') {
     // The breakdown alone; the two idle-standby rows come from the last full run, kept as they are.
     const doc = readFileSync(BENCH_DOC, 'utf8');
     const kept = (label: string) =>
@@ -131,7 +165,9 @@ if (splice) {
   }
 } else if (!write) {
   process.stdout.write(
-    [kube?.markdown, sqlite?.markdown, sqliteDisk?.markdown, postgres?.markdown, scale?.markdown, streams?.markdown, pod?.markdown].filter(Boolean).join('\n'),
+    [kube?.markdown, sqlite?.markdown, sqliteDisk?.markdown, postgres?.markdown, scale?.markdown, streams?.markdown, pod?.markdown, cluster?.markdown]
+      .filter(Boolean)
+      .join('\n'),
   );
 } else {
   const version = (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
@@ -174,7 +210,10 @@ ${STREAMS_HEADING}
 ${streams!.markdown}
 ## Memory in a pod
 
-${pod ? pod.markdown : 'Not measured in this run: the pod phase needs root (it brings up a kubelet and a CNI bridge).\n'}`;
+${pod ? pod.markdown : 'Not measured in this run: the pod phase needs root (it brings up a kubelet and a CNI bridge).\n'}
+## On a real cluster
+
+${cluster ? `${clusterTrials} trials per row (\`--cluster-trials\`).\n\n${cluster.markdown}` : 'Not measured in this run: the cluster phase needs root (it brings up a kubelet and a CNI bridge).\n'}`;
   writeFileSync(BENCH_DOC, md);
   const l = kube!.latency;
   writeFileSync(
@@ -200,6 +239,19 @@ function replaceSection(from: string, to: string, body: string): void {
   if (start < 0 || end < start) throw new Error(`docs/benchmarks.md has no section ${JSON.stringify(from.trim())} to replace: run the whole bench`);
   writeFileSync(BENCH_DOC, `${doc.slice(0, start)}${body}${doc.slice(end)}`);
   log(`replaced ${JSON.stringify(from.trim())} in docs/benchmarks.md`);
+}
+
+/** Replaces a section of docs/benchmarks.md (from its heading to the next \`## \` heading or the end), or appends it. */
+function replaceOrAppend(heading: string, body: string): void {
+  const doc = readFileSync(BENCH_DOC, 'utf8');
+  const start = doc.indexOf(heading);
+  if (start < 0) {
+    writeFileSync(BENCH_DOC, `${doc.trimEnd()}\n\n${body}`);
+  } else {
+    const next = doc.indexOf('\n## ', start + heading.length);
+    writeFileSync(BENCH_DOC, `${doc.slice(0, start)}${body}${next < 0 ? '' : doc.slice(next)}`);
+  }
+  log(`wrote ${JSON.stringify(heading.trim())} in docs/benchmarks.md`);
 }
 
 /** Issue 13's goals for failover at the limit and for scale, each with what was measured. */
@@ -283,6 +335,7 @@ function summaryTable(k: KubernetesBenchResult, emptyNodeMB: number, emptyNodeFl
   const lhRss = rssMax(lh);
   const cgRss = rssMax(cg);
   const cpu = (r: typeof lh) => Math.max(r.leader.cpuPct, ...r.standbys.map((s) => s.cpuPct));
+  const podWs = (x: PodMemoryResult['leasehold']) => Math.max(x.leader.workingSetMB, x.standby.workingSetMB);
   const rows = [
     [
       'graceful handoff p95 (SIGTERM)',
@@ -337,11 +390,11 @@ function summaryTable(k: KubernetesBenchResult, emptyNodeMB: number, emptyNodeFl
       ? [
           [
             'working set in a pod (memory cgroup, leader; standby)',
-            `${f1(pod.leaderMB)}; ${f1(pod.standbyMB)} MiB`,
-            '',
-            '',
-            `≤ half the chart's ${pod.limitMB} MiB limit`,
-            met(Math.max(pod.leaderMB, pod.standbyMB) <= pod.limitMB / 2),
+            `${f1(pod.leasehold.leader.workingSetMB)}; ${f1(pod.leasehold.standby.workingSetMB)} MiB`,
+            `${f1(pod.clientGo.leader.workingSetMB)}; ${f1(pod.clientGo.standby.workingSetMB)} MiB`,
+            ratio(podWs(pod.leasehold), podWs(pod.clientGo)),
+            '≤ 1.25 × client-go',
+            met(podWs(pod.leasehold) <= 1.25 * podWs(pod.clientGo)),
           ],
         ]
       : []),

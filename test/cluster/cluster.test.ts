@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { waitFor } from '../support/cli.js';
-import { API_SERVER_ADDRESSES, CHART, ClusterSession, LOCAL_IMAGES } from '../support/cluster-session.js';
+import { API_SERVER_ADDRESSES, CHART, ClusterSession, LOCAL_IMAGES, chartMemory } from '../support/cluster-session.js';
 import { allReady, onlyEndpointIs, onlyLeaderReady, readPods, readServiceEndpoints, singleLeader, type LeaseView } from '../support/cluster-views.js';
 import { HostPrometheus } from './host-prometheus.js';
 import { loadAll } from 'js-yaml';
@@ -223,7 +223,7 @@ describe('the chart on a real node', () => {
     const waitMs = started + 60_000 - Date.now();
     if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
     const workingSet = cluster.workingSetBytes(pod, 'leasehold');
-    const limit = 160 * 1024 * 1024;
+    const limit = chartMemory().limitMB * 1024 * 1024;
     const mib = (b: number) => (b / 1024 / 1024).toFixed(1);
     console.log(
       `cluster: sidecar working set ${mib(workingSet)} MiB (cgroup, ${Math.round((Date.now() - started) / 1000)} s after it started), limit ${mib(limit)} MiB`,

@@ -5,7 +5,7 @@
  * (bench/pod-memory.ts).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO } from './cli.js';
 
@@ -20,6 +20,14 @@ export const LOCAL_IMAGES = [
   'app.image.tag=local',
   'app.image.pullPolicy=Never',
 ].flatMap((s) => ['--set', s]);
+
+/** The chart's sidecar memory request and limit, MiB (values.yaml), so the table shows what users get. */
+export function chartMemory(): { requestMB: number; limitMB: number } {
+  const values = readFileSync(join(CHART, 'values.yaml'), 'utf8');
+  const block = values.slice(values.indexOf('\nleasehold:'));
+  const mi = (re: RegExp) => Number(re.exec(block)?.[1] ?? NaN);
+  return { requestMB: mi(/requests:\s*\n(?:\s+cpu: \S+\n)?\s+memory: (\d+)Mi/), limitMB: mi(/limits:\s*\n\s+memory: (\d+)Mi/) };
+}
 
 /**
  * iptables matches for a pod's traffic to the API server (cluster.sh): the in-cluster address
@@ -86,6 +94,21 @@ export class ClusterSession {
       const usage = Number(read('/sys/fs/cgroup/memory.current'));
       return usage - Number(/^inactive_file (\d+)$/m.exec(read('/sys/fs/cgroup/memory.stat'))![1]);
     }
+  }
+
+  /** Loads an image tar (docker-archive) into the node's containerd, for pods with pullPolicy Never. */
+  importImage(tar: string): void {
+    execFileSync('ctr', ['-a', join(this.dir, 'containerd', 'containerd.sock'), '-n', 'k8s.io', 'images', 'import', '--no-unpack', tar], { stdio: 'ignore' });
+  }
+
+  /** `kubectl apply -f -` of a manifest, in the session's namespace. */
+  apply(manifest: string): void {
+    const r = spawnSync(this.kubectlPath, ['--kubeconfig', this.kubeconfig, '-n', this.namespace, 'apply', '-f', '-'], {
+      input: manifest,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    if (r.status !== 0) throw new Error(`kubectl apply: ${r.stderr}`);
   }
 
   /** The host PID of a container's process (its task in containerd), e.g. for nsenter. */
