@@ -1,6 +1,6 @@
 /**
- * npm run bench [-- --trials N] [--seconds S] [--idle-seconds S] [--only sqlite|sqlite-disk|postgres|kubernetes|scale|streams|pod|cluster|pod,cluster|IMPL:SIGNAL]
- *                 [--cluster-trials N]
+ * npm run bench [-- --trials N] [--seconds S] [--idle-seconds S] [--cluster-trials N]
+ *                 [--only sqlite|sqlite-disk|postgres|kubernetes|scale|streams|pod|cluster|pod,cluster|IMPL:SIGNAL]
  *                 [--splice] [--standbys N] [--scale-trials N] [--scale-setups sqlite,leasehold,client-go] [--no-write]
  *
  * Runs every benchmark and rewrites docs/benchmarks.md: a summary of leasehold against
