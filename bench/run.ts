@@ -318,6 +318,23 @@ async function emptyNodeRssMB(n: ImageNode, flags: string[]): Promise<number> {
   return mb;
 }
 
+/**
+ * Why the graceful-handoff goal (p95 ≤ 50 ms) is not met, with what was tried: stated beside the
+ * figures so that every full run says it, until a design meets it.
+ */
+const HANDOFF_GOAL_NOTE = [
+  '**Graceful handoff ≤ 50 ms: not met.** A release wakes every standby through its watch, and each waits its turn',
+  'in the contention window before it reads and writes; the window is what keeps 100 standbys to a few conflicting',
+  'writes, and with 2 candidates it still costs a slot. A prototype (not shipped) in which a standby names itself',
+  'successor in a Lease annotation that client-go ignores, and only that standby writes at once from the release',
+  'event, gave on Kubernetes a median of 25–57 ms but a p95 of 43–231 ms over five runs of 8–12 trials',
+  '(`npm run bench -- --only leasehold:SIGTERM --trials 12`, load average 9–18 on 2 cores): two API writes in',
+  "sequence (the release, then the successor's write) took 36 and 41 ms each under that load. It was not shipped:",
+  "the naming writes conflict with the leader's next quick renewal, a dead successor falls back to the window, the",
+  'SQLite watch polls every 50 ms (the whole budget), PostgreSQL would need a new column, and the seeded simulator',
+  'does not model it yet.',
+].join('\n');
+
 /** The targets of the benchmark issue, each with what was measured and whether it was met. */
 function summaryTable(k: KubernetesBenchResult, emptyNodeMB: number, emptyNodeFlagsMB: number, n: ImageNode, pod: PodMemoryResult | null): string {
   const lh = k.idle.find((r) => r.impl === 'leasehold')!;
@@ -342,8 +359,8 @@ function summaryTable(k: KubernetesBenchResult, emptyNodeMB: number, emptyNodeFl
       `${lat('leasehold SIGTERM').p95} ms`,
       `${lat('client-go SIGTERM').p95} ms`,
       `${ratio(lat('client-go SIGTERM').p95, lat('leasehold SIGTERM').p95)} faster`,
-      '≤ 250 ms',
-      met(lat('leasehold SIGTERM').p95 <= 250),
+      '≤ 50 ms',
+      met(lat('leasehold SIGTERM').p95 <= 50),
     ],
     [
       'graceful handoff median',
@@ -409,5 +426,7 @@ function summaryTable(k: KubernetesBenchResult, emptyNodeMB: number, emptyNodeFl
     `A Node.js process cannot match a Go binary on memory: an empty Node ${n.version} process measures ${f1(emptyNodeMB)} MiB here (${f1(emptyNodeFlagsMB)} MiB with \`${n.flags.join(' ')}\`; same reading), most of it the`,
     "node binary's own pages. Without the JIT (the image's `--jitless`) fewer of them are touched and no compiled code is",
     'kept; a sidecar making a few requests a minute keeps about the same idle CPU under the interpreter (CPU row).',
+    '',
+    HANDOFF_GOAL_NOTE,
   ].join('\n');
 }
