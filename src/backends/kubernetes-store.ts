@@ -4,6 +4,7 @@ import { connect } from '../kube/connect.js';
 import { BackendError, ConflictError, ForbiddenError, InvalidRecordError, LeaseholdError, NotFoundError } from '../errors.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { formatMicroTime, parseMicroTime } from './micro-time.js';
+import { validateKubernetesLeaseDuration } from '../config/election-options.js';
 
 /** The parts of a coordination.k8s.io/v1 Lease this store reads; every other field is carried as is. */
 interface LeaseSpec {
@@ -88,6 +89,7 @@ export class KubernetesLeaseStore implements LeaseStore {
   }
 
   async create(name: string, record: LeaseRecord, opts?: CallOptions): Promise<string> {
+    checkWholeSeconds(record);
     const body: Lease = {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
@@ -103,6 +105,7 @@ export class KubernetesLeaseStore implements LeaseStore {
   }
 
   async update(name: string, record: LeaseRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    checkWholeSeconds(record);
     if (!this.uids.has(name)) {
       // A version this store never read (another store's, or made up). Without the Lease's uid
       // as a precondition the API server would create a missing Lease on update, so learn it
@@ -230,11 +233,16 @@ function describeStatus(status: number): string {
   return known[status] ?? (status >= 500 ? 'server error' : 'HTTP error');
 }
 
+/** A Lease holds leaseDurationSeconds as an integer: a rounded one would make others wait a different lease. */
+function checkWholeSeconds(r: LeaseRecord): void {
+  validateKubernetesLeaseDuration(r.leaseDurationSeconds * 1000);
+}
+
 function toSpec(r: LeaseRecord, base: LeaseSpec | undefined): LeaseSpec {
   return {
     ...base,
     holderIdentity: r.holderIdentity,
-    leaseDurationSeconds: Math.round(r.leaseDurationSeconds),
+    leaseDurationSeconds: r.leaseDurationSeconds,
     // MicroTime: the API server wants exactly six fractional digits (Date#toISOString gives three).
     acquireTime: r.acquireTime ? formatMicroTime(r.acquireTime) : undefined,
     renewTime: r.renewTime ? formatMicroTime(r.renewTime) : undefined,

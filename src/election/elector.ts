@@ -23,17 +23,16 @@ import { sleep, realClock, type Clock, type Timer } from '../clock.js';
 import { BackendUnavailableError, ConflictError, InvalidRecordError, describeError } from '../errors.js';
 import { guardedLogger, silentLogger, type Logger } from '../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
+import { DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR, contentionDelayMs } from './elector-config.js';
 import {
-  DEFAULT_CONTENTION_WINDOW_MS,
   JITTER_FACTOR,
-  RELEASE_WINDOW_FACTOR,
-  contentionDelayMs,
   validateContentionWindow,
   validateIdentity,
+  validateKubernetesLeaseDuration,
   validateLeaseName,
   validateTimings,
   type Timings,
-} from './elector-config.js';
+} from '../config/election-options.js';
 
 export interface LeadershipTerm {
   token: number;
@@ -204,6 +203,8 @@ export class LeaderElector {
     validateTimings(opts);
     validateLeaseName(opts.lease);
     validateIdentity(opts.identity);
+    // A Lease would otherwise hold a rounded duration: others would wait for a different lease.
+    if (opts.store.backend === 'kubernetes') validateKubernetesLeaseDuration(opts.leaseDurationMs);
     this.store = opts.store;
     this.lease = opts.lease;
     this.identity = opts.identity;

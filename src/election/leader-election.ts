@@ -7,7 +7,7 @@ import { openStore, type StoreSettings } from '../backends/open-store.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import { InvalidConfigError, describeError } from '../errors.js';
 import { createLogger, guardedLogger, isLogger, type Logger } from '../log.js';
-import { DEFAULT_LEASE_DURATION_MS, DEFAULT_RENEW_DEADLINE_MS, DEFAULT_RETRY_PERIOD_MS, quoted, validateElection } from './elector-config.js';
+import { quoted, resolvedTimings, validateElection } from '../config/election-options.js';
 import { LeaderElector, type LeadershipTerm } from './elector.js';
 import { MAX_TIMER_MS } from '../config/duration.js';
 import { realClock, type Clock, type Timer } from '../clock.js';
@@ -119,9 +119,7 @@ export class LeaderElection {
       store,
       lease: opts.lease,
       identity: opts.identity,
-      leaseDurationMs: opts.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS,
-      renewDeadlineMs: opts.renewDeadlineMs ?? DEFAULT_RENEW_DEADLINE_MS,
-      retryPeriodMs: opts.retryPeriodMs ?? DEFAULT_RETRY_PERIOD_MS,
+      ...resolvedTimings(opts),
       contentionWindowMs: opts.contentionWindowMs,
       clock,
       // stop() releases itself, once the work has drained.
@@ -285,9 +283,7 @@ function checkOptions(opts: LeaderElectionOptions): void {
   validateElection({
     lease: opts.lease,
     identity: opts.identity,
-    leaseDurationMs: opts.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS,
-    renewDeadlineMs: opts.renewDeadlineMs ?? DEFAULT_RENEW_DEADLINE_MS,
-    retryPeriodMs: opts.retryPeriodMs ?? DEFAULT_RETRY_PERIOD_MS,
+    ...resolvedTimings(opts),
     contentionWindowMs: opts.contentionWindowMs,
     backend,
   });

@@ -5,7 +5,7 @@ import type { Logger } from '../log.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import { InstrumentedStore } from '../backends/instrumented-store.js';
 import { LeaderElector, type ElectorListener, type LeadershipTerm } from '../election/elector.js';
-import type { Timings } from '../election/elector-config.js';
+import type { Timings } from '../config/election-options.js';
 import { ElectionMetrics } from './metrics.js';
 import { StatusPublisher, toLeaderStatus } from './status-publisher.js';
 import { StatusServer } from './http-server.js';
