@@ -83,7 +83,7 @@ export interface ElectionSettings extends Timings {
   lease: string;
   identity: string;
   contentionWindowMs: number;
-  releaseOnExit: boolean;
+  releaseOnCancel: boolean;
   logFormat: 'json' | 'text';
   logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
@@ -155,7 +155,7 @@ export function resolveElection(a: ElectionArgs): ElectionSettings {
     lease,
     identity,
     contentionWindowMs,
-    releaseOnExit: a['release-on-exit'],
+    releaseOnCancel: a['release-on-exit'],
     logFormat: a['log-format'],
     logLevel: a['log-level'] as ElectionSettings['logLevel'],
   };

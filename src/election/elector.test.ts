@@ -572,10 +572,10 @@ describe('the campaign loop', () => {
     assert.equal(t.store.peek(LEASE)?.holderIdentity, 'newer');
   });
 
-  it('releaseOnStop: false leaves the record as it was', async () => {
+  it('releaseOnCancel: false leaves the record as it was', async () => {
     const clock = new FakeClock();
     const store = new MemoryLeaseStore();
-    const elector = new LeaderElector({ ...timings, store, lease: LEASE, identity: ME, clock, releaseOnStop: false });
+    const elector = new LeaderElector({ ...timings, store, lease: LEASE, identity: ME, clock, releaseOnCancel: false });
     store.put(LEASE, released());
     elector.start();
     await clock.advance(0);

@@ -68,7 +68,7 @@ export interface ElectorOptions extends Timings {
   /** Default Math.random; injected so tests pin the jitter. */
   random?: () => number;
   /** Release the lease when stop() is called while leading. Default true. */
-  releaseOnStop?: boolean;
+  releaseOnCancel?: boolean;
   /**
    * A release keeps the term's acquireTime instead of writing now, so the released record
    * still says when the last term began (`leasehold run --skip-if-ran-within` reads it).
@@ -133,6 +133,11 @@ interface Stamp {
   mono: number;
 }
 
+/**
+ * The internal engine: one candidate's campaign against a store (attempts, renewals, step-down,
+ * release), used by the sidecar, `leasehold run` and the library. Not exported by the package:
+ * apps use LeaderElection (leader-election.ts), which wraps it with callbacks and a drain.
+ */
 export class LeaderElector {
   private readonly store: LeaseStore;
   private readonly clock: Clock;
@@ -142,7 +147,7 @@ export class LeaderElector {
   readonly lease: string;
   readonly identity: string;
   readonly timings: Readonly<Timings>;
-  private readonly releaseOnStop: boolean;
+  private readonly releaseOnCancel: boolean;
   private readonly releaseKeepsAcquireTime: boolean;
   private readonly requestTimeoutMs: number;
   private readonly safetyRereadMs: number;
@@ -214,7 +219,7 @@ export class LeaderElector {
     this.listener = opts.listener ?? {};
     // A logger that throws must not skip a step of the election (the sidecar's and the library's).
     this.log = opts.log ? guardedLogger(opts.log) : silentLogger;
-    this.releaseOnStop = opts.releaseOnStop ?? true;
+    this.releaseOnCancel = opts.releaseOnCancel ?? true;
     this.releaseKeepsAcquireTime = opts.releaseKeepsAcquireTime ?? false;
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
     this.safetyRereadMs = opts.safetyRereadMs ?? Math.max(60 * opts.retryPeriodMs, opts.leaseDurationMs);
@@ -401,7 +406,7 @@ export class LeaderElector {
     this.loop = null;
     const wasLeading = this.term !== null;
     this.stepDown('shutting down');
-    if (wasLeading && this.releaseOnStop) await this.release();
+    if (wasLeading && this.releaseOnCancel) await this.release();
   }
 
   /**

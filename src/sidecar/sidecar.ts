@@ -7,7 +7,8 @@ import { InstrumentedStore } from '../backends/instrumented-store.js';
 import { LeaderElector, type ElectorListener, type LeadershipTerm } from '../election/elector.js';
 import type { Timings } from '../config/election-options.js';
 import { ElectionMetrics } from './metrics.js';
-import { StatusPublisher, toLeaderStatus } from './status-publisher.js';
+import { StatusPublisher } from './status-publisher.js';
+import { toLeaderStatus } from '../status/to-leader-status.js';
 import { StatusServer } from './http-server.js';
 import { Readiness, liveness, withStoreProblem, type ReadyWhen } from './health.js';
 import type { PodLabeler } from './pod-labeler.js';
@@ -21,7 +22,7 @@ export interface SidecarOptions extends Timings {
   /** HTTP address; no server when undefined. */
   listen?: { host: string; port: number };
   readyWhen?: ReadyWhen;
-  releaseOnExit?: boolean;
+  releaseOnCancel?: boolean;
   /** See ElectorOptions.releaseKeepsAcquireTime. Default false. */
   releaseKeepsAcquireTime?: boolean;
   /** See ElectorOptions.contentionWindowMs. Default 32 ms. */
@@ -103,7 +104,7 @@ export class Sidecar {
       ...opts,
       store: new InstrumentedStore(opts.store, m.backendRequests),
       clock: this.clock,
-      releaseOnStop: opts.releaseOnExit ?? true,
+      releaseOnCancel: opts.releaseOnCancel ?? true,
       listener,
       log: opts.log,
     });
