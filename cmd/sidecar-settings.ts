@@ -6,7 +6,6 @@ import { describeError } from '../src/errors.js';
 import type { Argv } from 'yargs';
 import { lookup } from 'node:dns/promises';
 import { connectKubernetes, openStore, type StoreSettings } from '../src/backends/open-store.js';
-import { checkLocalFilesystem, checkSqliteFile } from '../src/backends/sqlite-file-check.js';
 import { checkStatusDir } from '../src/sidecar/status-publisher.js';
 import { parseListen } from '../src/sidecar/http-server.js';
 import { isReadyWhen } from '../src/sidecar/health.js';
@@ -63,10 +62,8 @@ export function resolveSidecar(a: SidecarArgs) {
     throw badFlag('pod-label', true, 'needs --backend kubernetes (it labels the pod named by --identity)');
   }
   if (a['status-dir'] !== undefined) checkStatusDir(a['status-dir']);
-  if (election.store.backend === 'sqlite') {
-    checkSqliteFile(election.store.db);
-    checkLocalFilesystem(election.store.db, a['allow-network-filesystem']);
-  }
+  // The --db file's checks (an SQLite file, on a local filesystem) run once, as the store opens:
+  // before anything is written.
   return { ...election, listen, statusDir: a['status-dir'], readyWhen, podLabel: a['pod-label'] };
 }
 

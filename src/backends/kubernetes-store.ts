@@ -1,10 +1,10 @@
 import type { KubeClient } from '../kube/api-client.js';
 import { httpStatus } from '../kube/api-errors.js';
-import { connect } from '../kube/connect.js';
 import { BackendError, ConflictError, ForbiddenError, InvalidRecordError, LeaseholdError, NotFoundError } from '../errors.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { formatMicroTime, parseMicroTime } from './micro-time.js';
 import { validateKubernetesLeaseDuration } from '../config/election-options.js';
+import { reconnectDelayMs } from '../util/backoff.js';
 
 /** The parts of a coordination.k8s.io/v1 Lease this store reads; every other field is carried as is. */
 interface LeaseSpec {
@@ -24,12 +24,6 @@ interface Lease {
 
 /** How long the API server keeps one watch open before ending it (we then reconnect), like client-go's 5–10 minutes. */
 const WATCH_TIMEOUT_SECONDS = 300;
-
-export interface KubernetesStoreOptions {
-  namespace?: string;
-  kubeconfig?: string;
-  requestTimeoutMs?: number;
-}
 
 /**
  * Leases as coordination.k8s.io/v1 Lease objects, written exactly as client-go's LeaseLock
@@ -62,12 +56,6 @@ export class KubernetesLeaseStore implements LeaseStore {
     readonly namespace: string,
   ) {
     this.location = `namespace ${namespace} on ${client.conn.server}`;
-  }
-
-  /** A store on a connection of its own (src/kube/connect.ts): for tests and tools. */
-  static fromConfig(opts: KubernetesStoreOptions): KubernetesLeaseStore {
-    const { client, namespace } = connect(opts);
-    return new KubernetesLeaseStore(client, namespace);
   }
 
   private leasePath(name?: string): string {
@@ -171,13 +159,10 @@ export class KubernetesLeaseStore implements LeaseStore {
       onHealth?.(false);
       if (timer) return;
       failures++;
-      timer = setTimeout(
-        () => {
-          timer = null;
-          void connect();
-        },
-        Math.min(5_000, 100 * 2 ** Math.min(failures, 6)),
-      );
+      timer = setTimeout(() => {
+        timer = null;
+        void connect();
+      }, reconnectDelayMs(failures));
       timer.unref();
     };
     void connect();

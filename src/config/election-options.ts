@@ -6,6 +6,7 @@
  */
 import { InvalidConfigError } from '../errors.js';
 import { MAX_TIMER_MS, durationRangeError, formatDuration as ms } from './duration.js';
+import { hasControl } from '../util/escape-control.js';
 
 /** client-go's JitterFactor: a standby waits retryPeriod × (1 + rand × 1.2) between attempts. */
 export const JITTER_FACTOR = 1.2;
@@ -118,16 +119,13 @@ export function validateLeaseName(name: string): void {
   }
 }
 
-/** Control characters (C0, DEL, C1) and the Unicode line separators: an identity is written into files and logs. */
-const CONTROL = /[\p{Cc}\u2028\u2029]/u;
-
 export function validateIdentity(identity: string): void {
   if (typeof identity !== 'string') {
     throw new InvalidConfigError(`identity is required: a string unique among the candidates (a pod or host name), got ${describe(identity)}`, {
       field: 'identity',
     });
   }
-  if (identity.trim() === '' || identity.length > 253 || CONTROL.test(identity)) {
+  if (identity.trim() === '' || identity.length > 253 || hasControl(identity)) {
     const rule = 'must be non-empty, at most 253 characters, with no control characters (newlines, tabs, escapes)';
     throw new InvalidConfigError(`identity ${JSON.stringify(identity)} is invalid: it ${rule}`, { field: 'identity', rule });
   }
