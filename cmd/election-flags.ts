@@ -3,20 +3,21 @@ import { randomBytes } from 'node:crypto';
 import type { Argv } from 'yargs';
 import { durationRangeError, formatDuration, parseDuration } from '../src/config/duration.js';
 import { BACKENDS, type BackendName, type StoreSettings } from '../src/backends/open-store.js';
+import { DEFAULT_CONTENTION_WINDOW_MS } from '../src/election/elector-config.js';
 import {
-  DEFAULT_CONTENTION_WINDOW_MS,
   DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RENEW_DEADLINE_MS,
   DEFAULT_RETRY_PERIOD_MS,
-  kubernetesLeaseDurationError,
+  validateContentionWindow,
   validateIdentity,
+  validateKubernetesLeaseDuration,
   validateLeaseName,
   validateTimings,
   type Timings,
-} from '../src/election/elector-config.js';
+} from '../src/config/election-options.js';
 import { InvalidConfigError, describeError } from '../src/errors.js';
 import { clientConfig, parseTableName } from '../src/backends/postgres-config.js';
-import { badFlag } from './usage-error.js';
+import { badFlag, checkFlag } from './usage-error.js';
 import type { FlagsOf } from './env-flags.js';
 
 /** The flags every command that touches a lease shares. Each is also LEASEHOLD_<FLAG>. */
@@ -82,18 +83,14 @@ export interface ElectionSettings extends Timings {
   lease: string;
   identity: string;
   contentionWindowMs: number;
-  releaseOnExit: boolean;
+  releaseOnCancel: boolean;
   logFormat: 'json' | 'text';
   logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
 
 export function resolveStore(a: StoreArgs): { store: StoreSettings; lease: string } {
   if (!(BACKENDS as readonly string[]).includes(a.backend)) throw badFlag('backend', a.backend, `must be one of ${BACKENDS.join(', ')}`);
-  try {
-    validateLeaseName(a.lease);
-  } catch (err) {
-    throw badFlag('lease', a.lease, describeError(err).replace(/^lease name "[^"]*" is invalid: /, ''));
-  }
+  checkFlag('lease', a.lease, () => validateLeaseName(a.lease));
   if (a.backend === 'sqlite' && a.db.trim() === '') throw badFlag('db', a.db, 'must be a file path');
   if (a.backend === 'postgres') {
     parseTableName(a['postgres-table']);
@@ -140,18 +137,16 @@ export function resolveElection(a: ElectionArgs): ElectionSettings {
       `invalid timings --lease-duration ${a['lease-duration']} --renew-deadline ${a['renew-deadline']} --retry-period ${a['retry-period']}: ${describeError(err)}`,
     );
   }
-  const kube = store.backend === 'kubernetes' ? kubernetesLeaseDurationError(timings.leaseDurationMs) : null;
-  if (kube) throw badFlag('lease-duration', a['lease-duration'], kube);
+  if (store.backend === 'kubernetes') checkFlag('lease-duration', a['lease-duration'], () => validateKubernetesLeaseDuration(timings.leaseDurationMs));
   const contentionWindowMs = duration('contention-window', a['contention-window'], 0);
-  if (contentionWindowMs > timings.leaseDurationMs) {
+  try {
+    validateContentionWindow(contentionWindowMs, timings.leaseDurationMs);
+  } catch {
+    // Told against the flag it is bounded by, as the user wrote it.
     throw badFlag('contention-window', a['contention-window'], `must be at most --lease-duration (${a['lease-duration']})`);
   }
   const identity = a.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
-  try {
-    validateIdentity(identity);
-  } catch {
-    throw badFlag('identity', identity, 'must be non-empty, at most 253 characters, with no control characters (newlines, tabs, escapes)');
-  }
+  checkFlag('identity', identity, () => validateIdentity(identity));
   if (a['log-format'] !== 'json' && a['log-format'] !== 'text') throw badFlag('log-format', a['log-format'], 'must be json or text');
   if (!['debug', 'info', 'warn', 'error'].includes(a['log-level'])) throw badFlag('log-level', a['log-level'], 'must be debug, info, warn or error');
   return {
@@ -160,7 +155,7 @@ export function resolveElection(a: ElectionArgs): ElectionSettings {
     lease,
     identity,
     contentionWindowMs,
-    releaseOnExit: a['release-on-exit'],
+    releaseOnCancel: a['release-on-exit'],
     logFormat: a['log-format'],
     logLevel: a['log-level'] as ElectionSettings['logLevel'],
   };

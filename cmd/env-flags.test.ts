@@ -1,7 +1,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { applyEnvFlags, childEnvironment, flagsOf } from './env-flags.js';
-import { sidecarFlags } from './sidecar-command.js';
+import { sidecarFlags } from './sidecar-settings.js';
 import { statusFlags } from './status-command.js';
 import { runFlags } from './run-command.js';
 

@@ -10,7 +10,8 @@
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { describeError, isLeaseholdError } from '../src/errors.js';
-import { runSidecar, sidecarFlags } from './sidecar-command.js';
+import { runSidecar } from './sidecar-command.js';
+import { sidecarFlags } from './sidecar-settings.js';
 import { runStatus, statusFlags } from './status-command.js';
 import { RUN_DESCRIPTION, runRun, runFlags } from './run-command.js';
 import { EXIT_USAGE, rejectRepeated, rejectRepeatedBooleans } from './usage-error.js';

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { Argv } from 'yargs';
 import { parseDuration } from '../src/config/duration.js';
-import { validateIdentity, validateLeaseName, validateTimings } from '../src/election/elector-config.js';
+import { validateIdentity, validateLeaseName, validateTimings } from '../src/config/election-options.js';
 import { describeError } from '../src/errors.js';
 import { connect } from '../src/kube/connect.js';
 import { createLogger } from '../src/log.js';

@@ -5,7 +5,35 @@ export const EXIT_USAGE = 2;
 
 /** A bad flag value: names the flag, the value and the rule, on one line. */
 export function badFlag(flag: string, value: unknown, rule: string): InvalidConfigError {
-  return new InvalidConfigError(`invalid --${flag} ${JSON.stringify(value)}: ${rule}`);
+  return new InvalidConfigError(`invalid --${flag} ${JSON.stringify(value)}: ${rule}`, { rule });
+}
+
+/** The flag for each option an InvalidConfigError's `field` names (src/ knows no flag). */
+const FLAG_OF: Record<string, string> = {
+  lease: 'lease',
+  identity: 'identity',
+  leaseDuration: 'lease-duration',
+  renewDeadline: 'renew-deadline',
+  retryPeriod: 'retry-period',
+  contentionWindow: 'contention-window',
+};
+
+/** The flag an option's refusal is about, or undefined when it names none. */
+export function flagOf(err: unknown): string | undefined {
+  return err instanceof InvalidConfigError && err.field !== undefined ? FLAG_OF[err.field] : undefined;
+}
+
+/**
+ * Runs a rule on a flag's value; a refusal about that flag is told as `invalid --flag "value":
+ * rule`. Anything else passes through as it is.
+ */
+export function checkFlag(flag: string, value: unknown, check: () => void): void {
+  try {
+    check();
+  } catch (err) {
+    if (flagOf(err) === flag) throw badFlag(flag, value, (err as InvalidConfigError).rule ?? (err as InvalidConfigError).message);
+    throw err;
+  }
 }
 
 /** A flag given twice arrives as an array; refuse it by name rather than fail later on its type. */

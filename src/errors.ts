@@ -26,10 +26,18 @@ export class NotFoundError extends LeaseholdError {
   }
 }
 
-/** A flag, option or configuration value breaks a rule; the message names the value and the rule. */
+/**
+ * A flag, option or configuration value breaks a rule; the message names the value and the rule.
+ * `field` names the option when one is at fault (`leaseDuration`, `identity`), and `rule` is the
+ * rule alone, without the value: the CLI names its own flag from them.
+ */
 export class InvalidConfigError extends LeaseholdError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('LEASEHOLD_ERR_INVALID_CONFIG', message, options);
+  readonly field: string | undefined;
+  readonly rule: string | undefined;
+  constructor(message: string, options?: { cause?: unknown; field?: string; rule?: string }) {
+    super('LEASEHOLD_ERR_INVALID_CONFIG', message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.field = options?.field;
+    this.rule = options?.rule;
   }
 }
 

@@ -8,7 +8,7 @@
  * Fencing at the protected resource lives in `leasehold/fencing`, which loads SQLite.
  */
 export { LeaderElection, type LeaderCallbacks, type LeaderElectionOptions, type Leadership } from './election/leader-election.js';
-export { readLeadership, type LeadershipView } from './fencing/status-reader.js';
+export { readLeadership, type LeadershipView } from './status/status-reader.js';
 export type { LeaderStatus } from './status/leader-status.js';
 export { openStore, type StoreSettings, type BackendName } from './backends/open-store.js';
 export type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './backends/lease-store.js';

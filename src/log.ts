@@ -3,6 +3,8 @@
  * stdout stays free for command output (`leasehold status`, and the child of `leasehold run`).
  * Nothing here ever logs credentials: callers pass identities, lease names and reasons only.
  */
+import { hasControl } from './util/escape-control.js';
+
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type LogFormat = 'json' | 'text';
 export type LogFields = Record<string, string | number | boolean | null | undefined>;
@@ -59,7 +61,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     const kv = Object.entries(all)
       .filter(([, v]) => v !== undefined)
       // Quoted (and so escaped) when it holds spaces, quotes or control characters: one line, no terminal escapes.
-      .map(([k, v]) => `${k}=${typeof v === 'string' && /[\s"=\p{Cc}\u2028\u2029]/u.test(v) ? JSON.stringify(v) : String(v)}`)
+      .map(([k, v]) => `${k}=${typeof v === 'string' && (/[\s"=]/.test(v) || hasControl(v)) ? JSON.stringify(v) : String(v)}`)
       .join(' ');
     write(`${now().toISOString()} ${level.toUpperCase().padEnd(5)} ${msg}${kv ? ' ' + kv : ''}`);
   };

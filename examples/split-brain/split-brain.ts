@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
 import { LeaderElector } from '../../src/election/elector.js';
 import { FencedSqliteResource } from '../../src/fencing/fenced-resource.js';
+import { writeUnfenced } from '../../src/fencing/unfenced-write.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 
 export interface Outcome {
@@ -31,7 +32,8 @@ async function scenario(dir: string, fenced: boolean, say: (line: string) => voi
   const clock = new FakeClock();
   const timings = { leaseDurationMs: 1_000, renewDeadlineMs: 800, retryPeriodMs: 200 };
   const store = new SqliteLeaseStore(join(dir, `${tag}-leases.db`));
-  const resource = new FencedSqliteResource(join(dir, `${tag}-resource.db`));
+  const resourcePath = join(dir, `${tag}-resource.db`);
+  const resource = new FencedSqliteResource(resourcePath);
   const a = new LeaderElector({ ...timings, store, lease: 'resource-writer', identity: 'candidate-a', clock });
   const b = new LeaderElector({ ...timings, store, lease: 'resource-writer', identity: 'candidate-b', clock });
 
@@ -48,13 +50,13 @@ async function scenario(dir: string, fenced: boolean, say: (line: string) => voi
   const tokenB = b.snapshot().fencingToken!;
   say(`A's lease expired; B takes over with fencing token ${tokenB}`);
   if (fenced) resource.write("B's fresh value", 'candidate-b', tokenB);
-  else resource.writeUnfenced("B's fresh value", 'candidate-b');
+  else writeUnfenced(resourcePath, "B's fresh value", 'candidate-b');
   say(`B writes: ${JSON.stringify(resource.read())}`);
 
   say('A wakes up; in its own memory it still leads, so it finishes the write it started');
   let result = { accepted: true, reason: 'no check' };
   if (fenced) result = resource.write("A's STALE value", 'candidate-a', tokenA);
-  else resource.writeUnfenced("A's STALE value", 'candidate-a');
+  else writeUnfenced(resourcePath, "A's STALE value", 'candidate-a');
   const after = resource.read();
   say(fenced ? `A's write: ${result.accepted ? 'accepted' : 'rejected'}: ${result.reason}` : "A's write: nothing checked it");
   say(`resource is now: ${JSON.stringify(after)}`);

@@ -1,9 +1,10 @@
 import type { KubeClient } from '../kube/api-client.js';
 import { httpStatus } from '../kube/api-errors.js';
-import { connect } from '../kube/connect.js';
 import { BackendError, ConflictError, ForbiddenError, InvalidRecordError, LeaseholdError, NotFoundError } from '../errors.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { formatMicroTime, parseMicroTime } from './micro-time.js';
+import { validateKubernetesLeaseDuration } from '../config/election-options.js';
+import { reconnectDelayMs } from '../util/backoff.js';
 
 /** The parts of a coordination.k8s.io/v1 Lease this store reads; every other field is carried as is. */
 interface LeaseSpec {
@@ -23,12 +24,6 @@ interface Lease {
 
 /** How long the API server keeps one watch open before ending it (we then reconnect), like client-go's 5–10 minutes. */
 const WATCH_TIMEOUT_SECONDS = 300;
-
-export interface KubernetesStoreOptions {
-  namespace?: string;
-  kubeconfig?: string;
-  requestTimeoutMs?: number;
-}
 
 /**
  * Leases as coordination.k8s.io/v1 Lease objects, written exactly as client-go's LeaseLock
@@ -63,12 +58,6 @@ export class KubernetesLeaseStore implements LeaseStore {
     this.location = `namespace ${namespace} on ${client.conn.server}`;
   }
 
-  /** A store on a connection of its own (src/kube/connect.ts): for tests and tools. */
-  static fromConfig(opts: KubernetesStoreOptions): KubernetesLeaseStore {
-    const { client, namespace } = connect(opts);
-    return new KubernetesLeaseStore(client, namespace);
-  }
-
   private leasePath(name?: string): string {
     const base = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(this.namespace)}/leases`;
     return name === undefined ? base : `${base}/${encodeURIComponent(name)}`;
@@ -88,6 +77,7 @@ export class KubernetesLeaseStore implements LeaseStore {
   }
 
   async create(name: string, record: LeaseRecord, opts?: CallOptions): Promise<string> {
+    checkWholeSeconds(record);
     const body: Lease = {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
@@ -103,6 +93,7 @@ export class KubernetesLeaseStore implements LeaseStore {
   }
 
   async update(name: string, record: LeaseRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    checkWholeSeconds(record);
     if (!this.uids.has(name)) {
       // A version this store never read (another store's, or made up). Without the Lease's uid
       // as a precondition the API server would create a missing Lease on update, so learn it
@@ -168,13 +159,10 @@ export class KubernetesLeaseStore implements LeaseStore {
       onHealth?.(false);
       if (timer) return;
       failures++;
-      timer = setTimeout(
-        () => {
-          timer = null;
-          void connect();
-        },
-        Math.min(5_000, 100 * 2 ** Math.min(failures, 6)),
-      );
+      timer = setTimeout(() => {
+        timer = null;
+        void connect();
+      }, reconnectDelayMs(failures));
       timer.unref();
     };
     void connect();
@@ -230,11 +218,16 @@ function describeStatus(status: number): string {
   return known[status] ?? (status >= 500 ? 'server error' : 'HTTP error');
 }
 
+/** A Lease holds leaseDurationSeconds as an integer: a rounded one would make others wait a different lease. */
+function checkWholeSeconds(r: LeaseRecord): void {
+  validateKubernetesLeaseDuration(r.leaseDurationSeconds * 1000);
+}
+
 function toSpec(r: LeaseRecord, base: LeaseSpec | undefined): LeaseSpec {
   return {
     ...base,
     holderIdentity: r.holderIdentity,
-    leaseDurationSeconds: Math.round(r.leaseDurationSeconds),
+    leaseDurationSeconds: r.leaseDurationSeconds,
     // MicroTime: the API server wants exactly six fractional digits (Date#toISOString gives three).
     acquireTime: r.acquireTime ? formatMicroTime(r.acquireTime) : undefined,
     renewTime: r.renewTime ? formatMicroTime(r.renewTime) : undefined,

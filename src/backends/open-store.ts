@@ -68,6 +68,9 @@ export async function openStore(s: StoreSettings): Promise<LeaseStore> {
       return new KubernetesLeaseStore(kube.client, kube.namespace);
     }
     default:
-      throw new InvalidConfigError(`--backend ${JSON.stringify(s.backend)} is not supported: use one of ${BACKENDS.join(', ')}`);
+      throw new InvalidConfigError(`backend ${JSON.stringify(s.backend)} is not supported: use one of ${BACKENDS.join(', ')}`, {
+        field: 'backend',
+        rule: `must be one of ${BACKENDS.join(', ')}`,
+      });
   }
 }

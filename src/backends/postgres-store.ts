@@ -27,7 +27,9 @@ import { connect as netConnect } from 'node:net';
 import type pg from 'pg';
 import { abortReason, throwIfAborted } from '../abort.js';
 import { realClock } from '../clock.js';
-import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordError, LeaseholdError, StoreOpenError } from '../errors.js';
+import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordError, LeaseholdError, StoreOpenError, describeError } from '../errors.js';
+import { reconnectDelayMs } from '../util/backoff.js';
+import { isTlsRefused } from '../util/tls-refused.js';
 import type { Logger } from '../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { DEFAULT_POSTGRES_TABLE, clientConfig, describeTarget, parseTableName } from './postgres-config.js';
@@ -374,7 +376,7 @@ export class PostgresLeaseStore implements LeaseStore {
    * abandoned backend's end). Watchers get a timer, so their health comes back on its own.
    */
   private backOff(atLeastMs: number): void {
-    const delay = Math.max(atLeastMs, Math.min(5_000, 100 * 2 ** Math.min(this.failures++, 6)));
+    const delay = Math.max(atLeastMs, reconnectDelayMs(this.failures++));
     this.reconnectAt = Math.max(this.reconnectAt, performance.now() + delay);
     if (this.closed || this.watchers.size === 0 || this.reconnectTimer) return;
     const schedule = () => {
@@ -474,11 +476,7 @@ export class PostgresLeaseStore implements LeaseStore {
       );
     }
     // A server certificate the client refuses is a misconfiguration (sslmode, sslrootcert), not an outage.
-    if (
-      /^(UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|CERT_\w+|ERR_TLS_CERT_ALTNAME_INVALID)$/.test(
-        code,
-      )
-    ) {
+    if (isTlsRefused(code)) {
       return new StoreOpenError(`${what}: the server's certificate was refused (${describeError(err)}): check sslmode and sslrootcert`, { cause: err });
     }
     if (/server does not support SSL/i.test(describeError(err)))
@@ -507,10 +505,6 @@ function sendCancel(client: pg.Client, timeoutMs: number): void {
   socket.setTimeout(timeoutMs, () => socket.destroy());
   socket.on('error', () => {}); // best effort: giveUp's grace timer covers a cancel that never arrives
   socket.on('connect', () => socket.end(packet));
-}
-
-function describeError(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 function values(r: LeaseRecord): unknown[] {

@@ -8,7 +8,8 @@
  * store. The elector's loop asks it whether an attempt is due and how long to wait.
  */
 import { sleep, type Clock } from '../clock.js';
-import { JITTER_FACTOR, RELEASE_WINDOW_FACTOR, contentionDelayMs, type Timings } from './elector-config.js';
+import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
+import { RELEASE_WINDOW_FACTOR, contentionDelayMs } from './elector-config.js';
 import type { RecordView } from './record-view.js';
 
 export interface ScheduleOptions {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { LeaderElector, type ElectorListener } from './elector.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore, type StoreOp } from '../testing/memory-store.js';
-import { BackendUnavailableError, StoreReopenedError } from '../errors.js';
+import { BackendUnavailableError, InvalidConfigError, StoreReopenedError } from '../errors.js';
 import { liveness } from '../sidecar/health.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
 
@@ -585,10 +585,10 @@ describe('the campaign loop', () => {
     assert.equal(t.store.peek(LEASE)?.holderIdentity, 'newer');
   });
 
-  it('releaseOnStop: false leaves the record as it was', async () => {
+  it('releaseOnCancel: false leaves the record as it was', async () => {
     const clock = new FakeClock();
     const store = new MemoryLeaseStore();
-    const elector = new LeaderElector({ ...timings, store, lease: LEASE, identity: ME, clock, releaseOnStop: false });
+    const elector = new LeaderElector({ ...timings, store, lease: LEASE, identity: ME, clock, releaseOnCancel: false });
     store.put(LEASE, released());
     elector.start();
     await clock.advance(0);
@@ -779,6 +779,19 @@ describe('configuration is refused with the rule it breaks', () => {
       );
     });
   }
+});
+
+describe('the kubernetes backend: whole seconds, refused rather than rounded', () => {
+  it('a leaseDuration of 1500 ms on a Lease store is refused, naming the field', () => {
+    // A Lease stores leaseDurationSeconds as an integer: 1.5 s would be written as 2 s.
+    const store = Object.defineProperty(new MemoryLeaseStore(), 'backend', { value: 'kubernetes' });
+    const t = { leaseDurationMs: 1_500, renewDeadlineMs: 1_000, retryPeriodMs: 200 };
+    assert.throws(
+      () => new LeaderElector({ ...t, store, lease: LEASE, identity: ME }),
+      (err: unknown) => err instanceof InvalidConfigError && err.field === 'leaseDuration' && /use whole seconds/.test(err.message),
+    );
+    assert.doesNotThrow(() => new LeaderElector({ ...t, store: new MemoryLeaseStore(), lease: LEASE, identity: ME }), 'other stores keep milliseconds');
+  });
 });
 
 describe('safety holes found by the randomized simulation (each failed before its fix)', () => {

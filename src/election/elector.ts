@@ -23,14 +23,15 @@ import { realClock, type Clock, type Timer } from '../clock.js';
 import { BackendUnavailableError, ConflictError, InvalidRecordError, StoreReopenedError, describeError } from '../errors.js';
 import { guardedLogger, silentLogger, type Logger } from '../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
+import { DEFAULT_CONTENTION_WINDOW_MS } from './elector-config.js';
 import {
-  DEFAULT_CONTENTION_WINDOW_MS,
   validateContentionWindow,
   validateIdentity,
+  validateKubernetesLeaseDuration,
   validateLeaseName,
   validateTimings,
   type Timings,
-} from './elector-config.js';
+} from '../config/election-options.js';
 import { AttemptSchedule } from './attempt-schedule.js';
 import { RecordView, sameRecord } from './record-view.js';
 
@@ -70,7 +71,7 @@ export interface ElectorOptions extends Timings {
   /** Default Math.random; injected so tests pin the jitter. */
   random?: () => number;
   /** Release the lease when stop() is called while leading. Default true. */
-  releaseOnStop?: boolean;
+  releaseOnCancel?: boolean;
   /**
    * A release keeps the term's acquireTime instead of writing now, so the released record
    * still says when the last term began (`leasehold run --skip-if-ran-within` reads it).
@@ -136,10 +137,12 @@ interface Stamp {
 }
 
 /**
- * One candidate: client-go's two phases, acquire (a standby tries at its turn until it leads)
- * and renew (the leader renews every retryPeriod until it steps down), over one attempt that
- * reads and compare-and-swaps the record. What it believes about the record is its RecordView;
- * when it acts next is its AttemptSchedule.
+ * The internal engine, not exported by the package: apps use LeaderElection
+ * (leader-election.ts), which wraps it with callbacks and a drain. One candidate: client-go's
+ * two phases, acquire (a standby tries at its turn until it leads) and renew (the leader renews
+ * every retryPeriod until it steps down), over one attempt that reads and compare-and-swaps the
+ * record. What it believes about the record is its RecordView; when it acts next is its
+ * AttemptSchedule.
  */
 export class LeaderElector {
   private readonly store: LeaseStore;
@@ -149,7 +152,7 @@ export class LeaderElector {
   readonly lease: string;
   readonly identity: string;
   readonly timings: Readonly<Timings>;
-  private readonly releaseOnStop: boolean;
+  private readonly releaseOnCancel: boolean;
   private readonly releaseKeepsAcquireTime: boolean;
   private readonly requestTimeoutMs: number;
   /** What this candidate believes about the record. */
@@ -169,6 +172,8 @@ export class LeaderElector {
     validateTimings(opts);
     validateLeaseName(opts.lease);
     validateIdentity(opts.identity);
+    // A Lease would otherwise hold a rounded duration: others would wait for a different lease.
+    if (opts.store.backend === 'kubernetes') validateKubernetesLeaseDuration(opts.leaseDurationMs);
     this.store = opts.store;
     this.lease = opts.lease;
     this.identity = opts.identity;
@@ -177,7 +182,7 @@ export class LeaderElector {
     this.listener = opts.listener ?? {};
     // A logger that throws must not skip a step of the election (the sidecar's and the library's).
     this.log = opts.log ? guardedLogger(opts.log) : silentLogger;
-    this.releaseOnStop = opts.releaseOnStop ?? true;
+    this.releaseOnCancel = opts.releaseOnCancel ?? true;
     this.releaseKeepsAcquireTime = opts.releaseKeepsAcquireTime ?? false;
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
     const contentionWindowMs = opts.contentionWindowMs ?? Math.min(DEFAULT_CONTENTION_WINDOW_MS, opts.leaseDurationMs);
@@ -300,7 +305,7 @@ export class LeaderElector {
     this.loop = null;
     const wasLeading = this.term !== null;
     this.stepDown('shutting down');
-    if (wasLeading && this.releaseOnStop) await this.release();
+    if (wasLeading && this.releaseOnCancel) await this.release();
   }
 
   /**

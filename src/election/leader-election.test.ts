@@ -254,6 +254,12 @@ describe('bad options: InvalidConfigError naming the rule, before anything is op
       over: { leaseDuration: 1 },
       message: /^unknown option "leaseDuration": LeaderElection.start knows store, lease, identity, leaseDurationMs, .*, log$/,
     },
+    {
+      name: "releaseOnExit, the sidecar's old name for the release option",
+      over: { releaseOnExit: false },
+      message: /^option "releaseOnExit" is now called "releaseOnCancel"/,
+    },
+    { name: "releaseOnStop, the elector's old name", over: { releaseOnStop: false }, message: /^option "releaseOnStop" is now called "releaseOnCancel"/ },
     { name: 'a signal that is not an AbortSignal', over: { signal: 5 }, message: /^signal must be an AbortSignal when given .*got 5$/ },
     { name: 'a log without methods', over: { log: {} }, message: /^log must be an object with debug, info, warn and error methods/ },
     {

@@ -7,7 +7,7 @@ import { openStore, type StoreSettings } from '../backends/open-store.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import { InvalidConfigError, describeError } from '../errors.js';
 import { createLogger, guardedLogger, isLogger, type Logger } from '../log.js';
-import { DEFAULT_LEASE_DURATION_MS, DEFAULT_RENEW_DEADLINE_MS, DEFAULT_RETRY_PERIOD_MS, quoted, validateElection } from './elector-config.js';
+import { quoted, resolvedTimings, validateElection } from '../config/election-options.js';
 import { LeaderElector, type LeadershipTerm } from './elector.js';
 import { MAX_TIMER_MS } from '../config/duration.js';
 import { realClock, type Clock, type Timer } from '../clock.js';
@@ -92,7 +92,9 @@ interface TermState {
 }
 
 /**
- * One candidate. `LeaderElection.start()` opens the store (if given settings), starts
+ * One candidate, as the package exports it (`import { LeaderElection } from 'leasehold'`): the
+ * public wrapper around the internal LeaderElector (elector.ts), which it runs with callbacks,
+ * terms with an AbortSignal, and a drain before the release. `LeaderElection.start()` opens the store (if given settings), starts
  * campaigning and returns; the callbacks say when it leads. A term's `signal` aborts before
  * `onStoppedLeading` runs and before anything else happens, so work started under a term can
  * stop before another process may have taken the lease.
@@ -119,13 +121,11 @@ export class LeaderElection {
       store,
       lease: opts.lease,
       identity: opts.identity,
-      leaseDurationMs: opts.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS,
-      renewDeadlineMs: opts.renewDeadlineMs ?? DEFAULT_RENEW_DEADLINE_MS,
-      retryPeriodMs: opts.retryPeriodMs ?? DEFAULT_RETRY_PERIOD_MS,
+      ...resolvedTimings(opts),
       contentionWindowMs: opts.contentionWindowMs,
       clock,
       // stop() releases itself, once the work has drained.
-      releaseOnStop: false,
+      releaseOnCancel: false,
       log,
       listener: {
         onStartedLeading: (t) => this.started(t),
@@ -263,10 +263,19 @@ const KNOWN_OPTIONS: readonly (keyof LeaderElectionOptions)[] = [
   'log',
 ];
 
+/** Names the release option once had, here and in the sidecar: refused with the one it has now. */
+const RENAMED_OPTIONS: Readonly<Record<string, keyof LeaderElectionOptions>> = { releaseOnExit: 'releaseOnCancel', releaseOnStop: 'releaseOnCancel' };
+
 /** The options' shape and every election rule, checked before any store is opened or file created. */
 function checkOptions(opts: LeaderElectionOptions): void {
   if (typeof opts !== 'object' || opts === null) throw new InvalidConfigError('LeaderElection.start needs an options object');
   const unknown = Object.keys(opts).find((key) => !(KNOWN_OPTIONS as readonly string[]).includes(key));
+  const renamed = unknown !== undefined && Object.hasOwn(RENAMED_OPTIONS, unknown) ? RENAMED_OPTIONS[unknown] : undefined;
+  if (unknown !== undefined && renamed !== undefined) {
+    throw new InvalidConfigError(`option ${JSON.stringify(unknown)} is now called ${JSON.stringify(renamed)}: the same setting, one name everywhere`, {
+      field: renamed,
+    });
+  }
   if (unknown !== undefined) {
     throw new InvalidConfigError(`unknown option ${JSON.stringify(unknown)}: LeaderElection.start knows ${KNOWN_OPTIONS.join(', ')}`);
   }
@@ -285,9 +294,7 @@ function checkOptions(opts: LeaderElectionOptions): void {
   validateElection({
     lease: opts.lease,
     identity: opts.identity,
-    leaseDurationMs: opts.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS,
-    renewDeadlineMs: opts.renewDeadlineMs ?? DEFAULT_RENEW_DEADLINE_MS,
-    retryPeriodMs: opts.retryPeriodMs ?? DEFAULT_RETRY_PERIOD_MS,
+    ...resolvedTimings(opts),
     contentionWindowMs: opts.contentionWindowMs,
     backend,
   });

@@ -10,7 +10,7 @@
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { LeaseRecord, VersionedRecord } from '../backends/lease-store.js';
-import { JITTER_FACTOR, type Timings } from './elector-config.js';
+import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 
 export class RecordView {
   private current: VersionedRecord | null = null;

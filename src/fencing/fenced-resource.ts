@@ -68,11 +68,6 @@ export class FencedSqliteResource {
     if (!r.accepted) throw new StaleTokenError(token, r.highest);
   }
 
-  /** The tutorial's step-5 bug, kept for the demonstration: no token check at all. */
-  writeUnfenced(value: string, writtenBy: string): void {
-    this.db.prepare('UPDATE resource SET value = ?, written_by = ? WHERE id = 1').run(value, writtenBy);
-  }
-
   read(): ResourceValue {
     const r = this.db.prepare('SELECT value, written_by, fencing_token FROM resource WHERE id = 1').get() as {
       value: string | null;

@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FencedSqliteResource } from './fenced-resource.js';
-import { readLeadership } from './status-reader.js';
+import { readLeadership } from '../status/status-reader.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-fencing-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

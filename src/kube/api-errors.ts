@@ -8,6 +8,7 @@
  *   wrong; retrying will not help);
  * - any other transport failure (refused, reset, timed out): BackendUnavailableError.
  */
+import { isTlsRefused } from '../util/tls-refused.js';
 import {
   BackendError,
   BackendUnavailableError,
@@ -64,17 +65,13 @@ export function httpReason(err: unknown): string | undefined {
   return httpStatus(err) === undefined ? undefined : (err as ApiStatus).reason;
 }
 
-/** Node's codes for a server certificate the client does not trust or that does not match. */
-const TLS_REFUSED =
-  /^(UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|CERT_\w+|ERR_TLS_CERT_ALTNAME_INVALID)$/;
-
 /** The coded error for a failure below HTTP: `what` names the call (`GET /apis/...`). */
 export function transportError(what: string, err: unknown): LeaseholdError {
   if (err instanceof LeaseholdError) return err; // already coded (a cancellation's reason)
   const e = err as { message?: string; code?: unknown };
   const code = typeof e?.code === 'string' ? e.code : undefined;
   const detail = [e?.message, code && !e?.message?.includes(code) ? code : undefined].filter(Boolean).join(': ') || String(err);
-  if (code && TLS_REFUSED.test(code)) {
+  if (isTlsRefused(code)) {
     return new StoreOpenError(
       `${what}: the API server's certificate was refused (${detail}): check the kubeconfig's certificate-authority and tls-server-name`,
       { cause: err },

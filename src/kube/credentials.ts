@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { StoreOpenError, UnauthorizedError, describeError } from '../errors.js';
-import { resolveExecutable } from '../run/child-process-group.js';
+import { resolveExecutable } from '../util/resolve-executable.js';
 
 /**
  * Supplies the Authorization header for each request. Credentials that can change (a rotated

@@ -1,5 +1,5 @@
 import { durationRangeError, parseDuration } from '../config/duration.js';
-import { kubernetesLeaseDurationError, validateLeaseName, validateTimings, type Timings } from '../election/elector-config.js';
+import { validateKubernetesLeaseDuration, validateLeaseName, validateTimings, type Timings } from '../config/election-options.js';
 import { InvalidConfigError, describeError } from '../errors.js';
 import { isReadyWhen, type ReadyWhen } from '../sidecar/health.js';
 import { ANNOTATION, SIDECAR_NAME, STATUS_MOUNT } from './annotations.js';
@@ -77,7 +77,7 @@ export function injectionSettings(pod: Pod, defaults: InjectorDefaults): Injecti
   try {
     validateLeaseName(leaseText);
   } catch (err) {
-    const rule = describeError(err).replace(/^lease name "[^"]*" is invalid: /, '');
+    const rule = ruleOf(err);
     if (a[ANNOTATION.lease] !== undefined) throw bad(ANNOTATION.lease, leaseText, rule);
     throw new InvalidConfigError(`the lease name derived from the pod's workload, ${JSON.stringify(leaseText)}, is invalid: ${rule}; set ${ANNOTATION.lease}`);
   }
@@ -97,8 +97,11 @@ export function injectionSettings(pod: Pod, defaults: InjectorDefaults): Injecti
       `annotations ${ANNOTATION.leaseDuration} ${JSON.stringify(leaseDuration)}, ${ANNOTATION.renewDeadline} ${JSON.stringify(renewDeadline)} and ${ANNOTATION.retryPeriod} ${JSON.stringify(retryPeriod)} are invalid together: ${describeError(err)}`,
     );
   }
-  const whole = kubernetesLeaseDurationError(timings.leaseDurationMs);
-  if (whole) throw bad(ANNOTATION.leaseDuration, leaseDuration, whole);
+  try {
+    validateKubernetesLeaseDuration(timings.leaseDurationMs);
+  } catch (err) {
+    throw bad(ANNOTATION.leaseDuration, leaseDuration, ruleOf(err));
+  }
 
   const readyWhen = get('readyWhen', ANNOTATION_DEFAULTS.readyWhen);
   if (!isReadyWhen(readyWhen)) throw bad(ANNOTATION.readyWhen, readyWhen, 'must be leader or elected-any');
@@ -149,4 +152,9 @@ export function injectionSettings(pod: Pod, defaults: InjectorDefaults): Injecti
     }
   }
   return { lease: leaseText, leaseDuration, renewDeadline, retryPeriod, readyWhen, podLabel, native, port, containers };
+}
+
+/** The rule an option check broke, without the option's own name (the annotation is named instead). */
+function ruleOf(err: unknown): string {
+  return err instanceof InvalidConfigError && err.rule ? err.rule : describeError(err);
 }

@@ -17,7 +17,7 @@ export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {
   minBackoffMs?: number;
   maxBackoffMs?: number;
   /** The command's environment for a term (the CLI strips its own configuration and adds the term). */
-  childEnv?: (term: LeadershipTerm) => NodeJS.ProcessEnv;
+  childEnv: (term: LeadershipTerm) => NodeJS.ProcessEnv;
   /**
    * With once: exit 0 without running when the lease's last term began less than this ago (a
    * run of this tick already began elsewhere), and release keeping the term's acquireTime so
@@ -167,13 +167,7 @@ export class LeaderRunner {
   private startChild(): void {
     const term = this.term;
     if (!term || this.shuttingDown || this.child?.running) return;
-    const env = this.opts.childEnv?.(term) ?? {
-      ...process.env,
-      LEASEHOLD_FENCING_TOKEN: String(term.token),
-      LEASEHOLD_LEASE: this.opts.lease,
-      LEASEHOLD_IDENTITY: this.opts.identity,
-      ...(this.opts.statusDir ? { LEASEHOLD_STATUS_DIR: this.opts.statusDir } : {}),
-    };
+    const env = this.opts.childEnv(term);
     const started = Date.now();
     let child: ChildProcessGroup;
     try {

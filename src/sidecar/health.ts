@@ -1,4 +1,4 @@
-import type { Timings } from '../election/elector-config.js';
+import type { Timings } from '../config/election-options.js';
 import type { ElectorSnapshot } from '../election/elector.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 

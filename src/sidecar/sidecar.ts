@@ -5,9 +5,10 @@ import type { Logger } from '../log.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import { InstrumentedStore } from '../backends/instrumented-store.js';
 import { LeaderElector, type ElectorListener, type LeadershipTerm } from '../election/elector.js';
-import type { Timings } from '../election/elector-config.js';
+import type { Timings } from '../config/election-options.js';
 import { ElectionMetrics } from './metrics.js';
-import { StatusPublisher, toLeaderStatus } from './status-publisher.js';
+import { StatusPublisher } from './status-publisher.js';
+import { toLeaderStatus } from '../status/to-leader-status.js';
 import { StatusServer } from './http-server.js';
 import { Readiness, liveness, withStoreProblem, type ReadyWhen } from './health.js';
 import type { PodLabeler } from './pod-labeler.js';
@@ -24,7 +25,7 @@ export interface SidecarOptions extends Timings {
   /** HTTP address; no server when undefined. */
   listen?: { host: string; port: number };
   readyWhen?: ReadyWhen;
-  releaseOnExit?: boolean;
+  releaseOnCancel?: boolean;
   /** See ElectorOptions.releaseKeepsAcquireTime. Default false. */
   releaseKeepsAcquireTime?: boolean;
   /** See ElectorOptions.contentionWindowMs. Default 32 ms. */
@@ -113,7 +114,7 @@ export class Sidecar {
       ...opts,
       store: new InstrumentedStore(opts.store, m.backendRequests),
       clock: this.clock,
-      releaseOnStop: opts.releaseOnExit ?? true,
+      releaseOnCancel: opts.releaseOnCancel ?? true,
       listener,
       log: opts.log,
     });

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { StatusPublisher, checkStatusDir, toLeaderStatus } from './status-publisher.js';
+import { StatusPublisher, checkStatusDir } from './status-publisher.js';
+import { toLeaderStatus } from '../status/to-leader-status.js';
 import { Readiness, liveness, withStoreProblem } from './health.js';
 import type { ElectorSnapshot } from '../election/elector.js';
 

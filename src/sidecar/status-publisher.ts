@@ -5,22 +5,7 @@ import { StatusDirError, describeError } from '../errors.js';
 import { fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
 import { escapeControl } from '../util/escape-control.js';
 import { makeDirs } from '../util/make-dirs.js';
-import type { ElectorSnapshot } from '../election/elector.js';
 import type { LeaderStatus } from '../status/leader-status.js';
-
-export function toLeaderStatus(s: ElectorSnapshot, now: Date): LeaderStatus {
-  return {
-    lease: s.lease,
-    identity: s.identity,
-    holder: s.holder,
-    isLeader: s.isLeader,
-    fencingToken: s.fencingToken,
-    acquiredAt: s.acquiredAt?.toISOString() ?? null,
-    renewedAt: s.renewedAt?.toISOString() ?? null,
-    validUntil: s.validUntil?.toISOString() ?? null,
-    updatedAt: now.toISOString(),
-  };
-}
 
 /**
  * Filesystems the kernel fills itself (statfs f_type from linux/magic.h): access() lets root

@@ -1,7 +1,8 @@
 /**
- * The status-file contract between the sidecar, which writes it (src/sidecar/status-publisher.ts),
- * and the app, which reads it (src/fencing/status-reader.ts): the content of status.json, as
- * docs/status-files.md describes it. Only types live here, so either side can import it.
+ * The status-file contract between the sidecar, which writes it (src/sidecar/status-publisher.ts,
+ * from to-leader-status.ts), and the app, which reads it (status-reader.ts): the content of
+ * status.json, as docs/status-files.md describes it. Only types live here, so either side can
+ * import it.
  */
 export interface LeaderStatus {
   lease: string;

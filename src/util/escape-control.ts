@@ -1,10 +1,21 @@
 /**
+ * Control characters (C0, DEL, C1) and the Unicode line separators: what would break a line in
+ * a file, a log or a terminal. Identities are refused with them; values read back are escaped.
+ */
+export const CONTROL = /[\p{Cc}\u2028\u2029]/u;
+
+/** True if `text` holds a control character or a line separator. */
+export function hasControl(text: string): boolean {
+  return CONTROL.test(text);
+}
+
+/**
  * A value that came from a store (another candidate's identity) may hold control characters
  * (only leasehold refuses them in its own): escaped as \uXXXX, it stays one line and cannot
  * move a terminal's cursor or forge a line in a file or on screen.
  */
 export function escapeControl(text: string): string {
-  return text.replace(/[\p{Cc}\u2028\u2029]/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return text.replace(new RegExp(CONTROL.source, 'gu'), (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /**

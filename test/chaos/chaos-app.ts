@@ -6,7 +6,7 @@
  * {"token","accepted"}.
  *   chaos-app.ts <statusDir> <resource.db> <identity>
  */
-import { readLeadership } from '../../src/fencing/status-reader.js';
+import { readLeadership } from '../../src/status/status-reader.js';
 import { FencedSqliteResource } from '../../src/fencing/fenced-resource.js';
 
 const [statusDir, resourcePath, id] = process.argv.slice(2);

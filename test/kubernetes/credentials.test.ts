@@ -3,10 +3,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { env, freshNamespace, rawLease } from '../support/kube.js';
+import { env, freshNamespace, rawLease, storeFromConfig } from '../support/kube.js';
 import { kubeconfigYaml } from '../support/control-plane.js';
 import { scratchDir } from '../support/scratch.js';
-import { KubernetesLeaseStore } from '../../src/backends/kubernetes-store.js';
 
 // The kubeconfig users other than a static token, against the real API server: client
 // certificates (what kind and kubeadm write), exec credential plugins (what cloud providers
@@ -39,7 +38,7 @@ describe('kubeconfig credentials on a real kube-apiserver', () => {
     execFileSync('cp', [`${ca}.crt`, join(dir.path, 'cluster-ca.crt')]);
     const path = join(dir.path, 'cert.kubeconfig');
     writeFileSync(path, kubeconfig(server, ['certificate-authority: cluster-ca.crt'], ['client-certificate: client.crt', 'client-key: client.key']));
-    const store = KubernetesLeaseStore.fromConfig({ kubeconfig: path, namespace: ns });
+    const store = storeFromConfig({ kubeconfig: path, namespace: ns });
     await store.create('by-cert', record('cert-holder'));
     assert.equal(rawLease(ns, 'by-cert').spec.holderIdentity, 'cert-holder');
     await store.close();
@@ -70,7 +69,7 @@ describe('kubeconfig credentials on a real kube-apiserver', () => {
         ],
       ),
     );
-    const store = KubernetesLeaseStore.fromConfig({ kubeconfig: path, namespace: ns });
+    const store = storeFromConfig({ kubeconfig: path, namespace: ns });
     const version = await store.create('by-exec', record('exec-holder'));
     await store.update('by-exec', record('exec-holder-2'), version);
     assert.equal(rawLease(ns, 'by-exec').spec.holderIdentity, 'exec-holder-2');
@@ -82,7 +81,7 @@ describe('kubeconfig credentials on a real kube-apiserver', () => {
     openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'other-ca.key', '-out', 'other-ca.crt', '-days', '1', '-subj', '/CN=other-ca']);
     const path = join(dir.path, 'wrong-ca.kubeconfig');
     writeFileSync(path, kubeconfig(server, ['certificate-authority: other-ca.crt'], ['token: irrelevant']));
-    const store = KubernetesLeaseStore.fromConfig({ kubeconfig: path, namespace: ns });
+    const store = storeFromConfig({ kubeconfig: path, namespace: ns });
     await assert.rejects(store.get('x'), (err: Error & { code: string }) => {
       assert.equal(err.code, 'LEASEHOLD_ERR_STORE_OPEN');
       assert.match(err.message, /certificate was refused .*check the kubeconfig's certificate-authority/i);

@@ -4,7 +4,7 @@ import { waitFor } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { leadersByStatus, startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
 import { admin, backendArgs, env, freshNamespace, kubectl, rawLease, storeFor } from '../support/kube.js';
-import { readLeadership } from '../../src/fencing/status-reader.js';
+import { readLeadership } from '../../src/status/status-reader.js';
 
 const T = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };
 

@@ -1,8 +1,7 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { admin, env, freshNamespace, kubectl, rawLease, storeFor } from '../support/kube.js';
+import { admin, env, freshNamespace, kubectl, rawLease, storeFor, storeFromConfig } from '../support/kube.js';
 import type { LeaseRecord } from '../../src/backends/lease-store.js';
-import { KubernetesLeaseStore } from '../../src/backends/kubernetes-store.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
@@ -137,7 +136,7 @@ describe('the kubernetes store on a real kube-apiserver', () => {
   });
 
   it('namespace: from the flag, else the kubeconfig context, else default', () => {
-    assert.equal(KubernetesLeaseStore.fromConfig({ kubeconfig: env().admin, namespace: 'x' }).namespace, 'x');
-    assert.equal(KubernetesLeaseStore.fromConfig({ kubeconfig: env().admin }).namespace, 'default');
+    assert.equal(storeFromConfig({ kubeconfig: env().admin, namespace: 'x' }).namespace, 'x');
+    assert.equal(storeFromConfig({ kubeconfig: env().admin }).namespace, 'default');
   });
 });

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { waitFor } from './cli.js';
 import { leadersByStatus, startSidecar, validLeaders, type Candidate, type Timing } from './sidecars.js';
-import { readLeadership } from '../../src/fencing/status-reader.js';
+import { readLeadership } from '../../src/status/status-reader.js';
 
 export interface Bounds {
   timing: Timing;

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { CoordinationV1Api, CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { KubernetesLeaseStore } from '../../src/backends/kubernetes-store.js';
+import { connect } from '../../src/kube/connect.js';
 
 /** The control plane started by test/support/with-control-plane.ts; tests fail fast without it. */
 export function env() {
@@ -40,7 +41,13 @@ export async function freshNamespace(prefix = 'lh'): Promise<string> {
 }
 
 export function storeFor(namespace: string, kubeconfig = env().admin): KubernetesLeaseStore {
-  return KubernetesLeaseStore.fromConfig({ namespace, kubeconfig });
+  return storeFromConfig({ namespace, kubeconfig });
+}
+
+/** A store on a connection of its own, as the sidecar connects (src/kube/connect.ts). */
+export function storeFromConfig(opts: { namespace?: string; kubeconfig?: string }): KubernetesLeaseStore {
+  const { client, namespace } = connect(opts);
+  return new KubernetesLeaseStore(client, namespace);
 }
 
 export function kubectl(args: string[], kubeconfig = env().admin): string {

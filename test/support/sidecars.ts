@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { readLeadership } from '../../src/fencing/status-reader.js';
+import { readLeadership } from '../../src/status/status-reader.js';
 import { readFileSync } from 'node:fs';
 import { startCli, type Proc } from './cli.js';
 

@@ -1,7 +1,7 @@
 import { describeError } from '../errors.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { LeaderStatus } from '../status/leader-status.js';
+import type { LeaderStatus } from './leader-status.js';
 
 export interface LeadershipView {
   /** True only if status.json says leader AND its validUntil has not passed. */

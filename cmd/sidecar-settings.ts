@@ -1,0 +1,78 @@
+/**
+ * The settings `sidecar` and `run` share (`run` is a sidecar that also runs a command): their
+ * flags, their validation, and opening the store. Commands import this, never each other.
+ */
+import { describeError } from '../src/errors.js';
+import type { Argv } from 'yargs';
+import { lookup } from 'node:dns/promises';
+import { connectKubernetes, openStore, type StoreSettings } from '../src/backends/open-store.js';
+import { checkStatusDir } from '../src/sidecar/status-publisher.js';
+import { parseListen } from '../src/sidecar/http-server.js';
+import { isReadyWhen } from '../src/sidecar/health.js';
+import { electionFlags, resolveElection } from './election-flags.js';
+import type { FlagsOf } from './env-flags.js';
+import { badFlag } from './usage-error.js';
+import type { Logger } from '../src/log.js';
+
+/**
+ * The store, and for `--pod-label` a PodLabeler for the pod named by --identity (labelled with
+ * the lease it campaigns for); both use one API connection (its credentials, its keep-alive
+ * sockets).
+ */
+export async function openStoreAndLabeler(settings: StoreSettings, podLabel: boolean, pod: string, lease: string, log: Logger) {
+  const kube = settings.backend === 'kubernetes' ? await connectKubernetes(settings) : undefined;
+  const store = await openStore({ ...settings, kube, log });
+  if (!podLabel || !kube) return { store, podLabeler: undefined };
+  const { PodLabeler } = await import('../src/sidecar/pod-labeler.js');
+  return { store, podLabeler: new PodLabeler(kube.client, kube.namespace, pod, lease, log) };
+}
+
+export type SidecarArgs = FlagsOf<typeof sidecarFlags>;
+
+export function sidecarFlags<T>(y: Argv<T>) {
+  return electionFlags(y)
+    .option('status-dir', { type: 'string', describe: 'Directory for status.json, is-leader, fencing-token, holder (/leader in a pod)' })
+    .option('listen', {
+      type: 'string',
+      default: '127.0.0.1:4040',
+      describe: 'HTTP address for /healthz /readyz /leader /metrics; ":PORT" binds every interface; "off" disables',
+    })
+    .option('ready-when', { type: 'string', default: 'leader', describe: 'leader | elected-any: when /readyz answers 200' })
+    .option('pod-label', {
+      type: 'boolean',
+      default: false,
+      describe: 'kubernetes: keep leasehold.io/role=leader|follower on this pod (the pod named by --identity)',
+    });
+}
+
+/** Validates every sidecar flag and path before anything is created; throws one clear error. */
+export function resolveSidecar(a: SidecarArgs) {
+  const election = resolveElection(a);
+  let listen: { host: string; port: number } | undefined;
+  if (a.listen !== 'off' && a.listen !== '') {
+    try {
+      listen = parseListen(a.listen);
+    } catch (err) {
+      throw badFlag('listen', a.listen, describeError(err));
+    }
+  }
+  const readyWhen = a['ready-when'];
+  if (!isReadyWhen(readyWhen)) throw badFlag('ready-when', readyWhen, 'must be leader or elected-any');
+  if (a['pod-label'] && election.store.backend !== 'kubernetes') {
+    throw badFlag('pod-label', true, 'needs --backend kubernetes (it labels the pod named by --identity)');
+  }
+  if (a['status-dir'] !== undefined) checkStatusDir(a['status-dir']);
+  // The --db file's checks (an SQLite file, on a local filesystem) run once, as the store opens:
+  // before anything is written.
+  return { ...election, listen, statusDir: a['status-dir'], readyWhen, podLabel: a['pod-label'] };
+}
+
+/** A --listen host that does not resolve is bad input: found before anything is written. */
+export async function checkListenHost(listen: { host: string } | undefined, raw: string): Promise<void> {
+  if (!listen) return;
+  try {
+    await lookup(listen.host);
+  } catch (err) {
+    throw badFlag('listen', raw, `the host ${JSON.stringify(listen.host)} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'lookup failed'})`);
+  }
+}

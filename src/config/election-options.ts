@@ -1,0 +1,164 @@
+/**
+ * The rules an election's options keep, in one place for the library (LeaderElection, the
+ * elector) and the CLI alike: timings, lease name, identity, contention window, and the
+ * Kubernetes backend's whole seconds. Each refusal is an InvalidConfigError whose `field` names
+ * the option (`leaseDuration`), so the CLI can name its flag without reading the message.
+ */
+import { InvalidConfigError } from '../errors.js';
+import { MAX_TIMER_MS, durationRangeError, formatDuration as ms } from './duration.js';
+import { hasControl } from '../util/escape-control.js';
+
+/** client-go's JitterFactor: a standby waits retryPeriod × (1 + rand × 1.2) between attempts. */
+export const JITTER_FACTOR = 1.2;
+
+export const DEFAULT_LEASE_DURATION_MS = 15_000;
+export const DEFAULT_RENEW_DEADLINE_MS = 10_000;
+export const DEFAULT_RETRY_PERIOD_MS = 2_000;
+
+/** The options these rules are about, as an InvalidConfigError's `field` names them. */
+export type ElectionField = 'lease' | 'identity' | 'leaseDuration' | 'renewDeadline' | 'retryPeriod' | 'contentionWindow';
+
+/**
+ * How a message names an option: 'duration' as durations are written (`leaseDuration 15s`),
+ * 'option' as the library's options are spelled (`leaseDurationMs 15000`, plain milliseconds).
+ */
+export type OptionNames = 'duration' | 'option';
+
+function nameOf(key: string, names: OptionNames): string {
+  return names === 'option' ? key : key.replace(/Ms$/, '');
+}
+
+function fieldOf(key: string): ElectionField {
+  return key.replace(/Ms$/, '') as ElectionField;
+}
+
+function showMs(v: number, names: OptionNames): string {
+  return names === 'option' ? String(v) : ms(v);
+}
+
+/** A value as the caller gave it: a number as is, anything else quoted (`"10"`), so the two never look alike. */
+export function quoted(v: unknown): string {
+  return typeof v === 'number' ? String(v) : (JSON.stringify(v) ?? String(v));
+}
+
+export interface Timings {
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+}
+
+/** The timings with the defaults (client-go's) filled in. */
+export function resolvedTimings(o: Partial<Timings>): Timings {
+  return {
+    leaseDurationMs: o.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS,
+    renewDeadlineMs: o.renewDeadlineMs ?? DEFAULT_RENEW_DEADLINE_MS,
+    retryPeriodMs: o.retryPeriodMs ?? DEFAULT_RETRY_PERIOD_MS,
+  };
+}
+
+/**
+ * Refuses timings that cannot be safe, naming the broken rule as client-go does:
+ * leaseDuration > renewDeadline > JitterFactor × retryPeriod > 0. The leader must give up
+ * (renewDeadline) before anyone else may take over (leaseDuration), and must get more than one
+ * jittered retry inside its deadline. `names`: how the messages name the options.
+ */
+export function validateTimings(t: Timings, names: OptionNames = 'duration'): void {
+  const n = (key: keyof Timings) => nameOf(key, names);
+  const show = (v: number) => showMs(v, names);
+  const refuse = (key: keyof Timings, message: string) => new InvalidConfigError(message, { field: fieldOf(key) });
+  for (const key of ['leaseDurationMs', 'renewDeadlineMs', 'retryPeriodMs'] as const) {
+    if (typeof t[key] !== 'number') throw refuse(key, `${key} must be a number of milliseconds, got ${JSON.stringify(t[key])}`);
+    if (!Number.isFinite(t[key])) throw refuse(key, `${n(key)} must be a finite duration, got ${t[key]}`);
+    if (t[key] > MAX_TIMER_MS) throw refuse(key, `${n(key)} must be at most ${MAX_TIMER_MS} ms (2^31 − 1, the longest a timer can wait), got ${t[key]}`);
+  }
+  if (t.retryPeriodMs <= 0) throw refuse('retryPeriodMs', `${n('retryPeriodMs')} must be greater than zero (got ${show(t.retryPeriodMs)})`);
+  // Durations given as text keep the same rule: timers are whole milliseconds.
+  for (const key of ['leaseDurationMs', 'renewDeadlineMs', 'retryPeriodMs'] as const) {
+    const why = durationRangeError(t[key]);
+    if (why) throw refuse(key, `${n(key)} ${why}, got ${t[key]}`);
+  }
+  const [lease, renew, retry] = [n('leaseDurationMs'), n('renewDeadlineMs'), n('retryPeriodMs')];
+  if (t.leaseDurationMs <= t.renewDeadlineMs) {
+    throw refuse('leaseDurationMs', `${lease} must be greater than ${renew} (got ${lease} ${show(t.leaseDurationMs)}, ${renew} ${show(t.renewDeadlineMs)})`);
+  }
+  if (t.renewDeadlineMs <= JITTER_FACTOR * t.retryPeriodMs) {
+    throw refuse(
+      'renewDeadlineMs',
+      `${renew} must be greater than ${retry}*JitterFactor (got ${renew} ${show(t.renewDeadlineMs)}, ${retry} ${show(t.retryPeriodMs)} × ${JITTER_FACTOR} = ${show(JITTER_FACTOR * t.retryPeriodMs)})`,
+    );
+  }
+}
+
+/** A Lease stores leaseDurationSeconds as an integer: with the kubernetes backend it must be whole seconds. */
+export function validateKubernetesLeaseDuration(leaseDurationMs: number, names: OptionNames = 'duration'): void {
+  if (leaseDurationMs % 1000 === 0) return;
+  const rule = 'the kubernetes backend stores leaseDurationSeconds as an integer: use whole seconds';
+  throw new InvalidConfigError(`${nameOf('leaseDurationMs', names)} ${showMs(leaseDurationMs, names)} is invalid: ${rule}`, { field: 'leaseDuration', rule });
+}
+
+/** A contention window is a finite, non-negative number of milliseconds, at most the lease duration. */
+export function validateContentionWindow(windowMs: number, leaseDurationMs: number, names: OptionNames = 'duration'): void {
+  if (typeof windowMs !== 'number' || !Number.isFinite(windowMs) || windowMs < 0 || windowMs > leaseDurationMs) {
+    throw new InvalidConfigError(
+      `${nameOf('contentionWindowMs', names)} must be between 0 and ${nameOf('leaseDurationMs', names)} (${showMs(leaseDurationMs, names)}): it delays the standbys' first try after the lease becomes free, got ${quoted(windowMs)}`,
+      { field: 'contentionWindow' },
+    );
+  }
+}
+
+/** DNS-1123 subdomain: what a Lease's metadata.name accepts; the SQLite store uses the same rule. */
+const LEASE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+export function validateLeaseName(name: string): void {
+  if (typeof name !== 'string') {
+    throw new InvalidConfigError(`lease is required: a string naming the lease (a DNS-1123 subdomain), got ${describe(name)}`, { field: 'lease' });
+  }
+  if (name.length === 0 || name.length > 253 || !LEASE_NAME.test(name)) {
+    const rule = "it must be a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)";
+    throw new InvalidConfigError(`lease name ${JSON.stringify(name)} is invalid: ${rule}`, { field: 'lease', rule });
+  }
+}
+
+export function validateIdentity(identity: string): void {
+  if (typeof identity !== 'string') {
+    throw new InvalidConfigError(`identity is required: a string unique among the candidates (a pod or host name), got ${describe(identity)}`, {
+      field: 'identity',
+    });
+  }
+  if (identity.trim() === '' || identity.length > 253 || hasControl(identity)) {
+    const rule = 'must be non-empty, at most 253 characters, with no control characters (newlines, tabs, escapes)';
+    throw new InvalidConfigError(`identity ${JSON.stringify(identity)} is invalid: it ${rule}`, { field: 'identity', rule });
+  }
+}
+
+export interface ElectionRules extends Timings {
+  lease: string;
+  identity: string;
+  contentionWindowMs?: number | undefined;
+  /** The store's backend when known: the Kubernetes backend adds its whole-seconds rule. */
+  backend?: string | undefined;
+}
+
+/**
+ * Every rule an election's options must keep, checked before anything is opened. Throws one
+ * InvalidConfigError naming the option as `names` spells it, and the rule.
+ */
+export function validateElection(o: ElectionRules, names: OptionNames = 'option'): void {
+  validateLeaseName(o.lease);
+  validateIdentity(o.identity);
+  validateTimings(o, names);
+  if (o.backend === 'kubernetes') validateKubernetesLeaseDuration(o.leaseDurationMs, names);
+  if (o.contentionWindowMs !== undefined) {
+    // A timer waits it: whole milliseconds, as the timings.
+    const why = typeof o.contentionWindowMs === 'number' && Number.isFinite(o.contentionWindowMs) ? durationRangeError(o.contentionWindowMs, 0) : null;
+    if (why)
+      throw new InvalidConfigError(`${nameOf('contentionWindowMs', names)} ${why}, got ${o.contentionWindowMs}`, { field: 'contentionWindow', rule: why });
+    validateContentionWindow(o.contentionWindowMs, o.leaseDurationMs, names);
+  }
+}
+
+/** A value of the wrong type, for a message: `undefined`, `null`, `a number (5)`. */
+function describe(v: unknown): string {
+  if (v === undefined || v === null) return String(v);
+  return `a ${typeof v} (${JSON.stringify(v) ?? typeof v})`;
+}

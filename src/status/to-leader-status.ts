@@ -1,0 +1,17 @@
+import type { ElectorSnapshot } from '../election/elector.js';
+import type { LeaderStatus } from './leader-status.js';
+
+/** What the sidecar publishes (status.json, GET /leader): the elector's view, times as ISO strings. */
+export function toLeaderStatus(s: ElectorSnapshot, now: Date): LeaderStatus {
+  return {
+    lease: s.lease,
+    identity: s.identity,
+    holder: s.holder,
+    isLeader: s.isLeader,
+    fencingToken: s.fencingToken,
+    acquiredAt: s.acquiredAt?.toISOString() ?? null,
+    renewedAt: s.renewedAt?.toISOString() ?? null,
+    validUntil: s.validUntil?.toISOString() ?? null,
+    updatedAt: now.toISOString(),
+  };
+}
