@@ -9,6 +9,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { waitFor } from '../helpers/cli.js';
 import { API_SERVER_ADDRESSES, CHART, ClusterSession, LOCAL_IMAGES } from './cluster-session.js';
+import { operatorChecks } from './operator-checks.js';
 import { allReady, onlyEndpointIs, onlyLeaderReady, readPods, readServiceEndpoints, singleLeader, type LeaseView } from '../helpers/cluster-views.js';
 
 const RELEASE = 'lh';
@@ -342,4 +343,7 @@ describe('the chart on a real node', () => {
       console.log(`cluster: network healed; ${healed.leader} leads with token ${healed.token}, and every view agrees`);
     },
   );
+
+  // Last, on the same node (one bring-up): the chart's release is uninstalled first.
+  operatorChecks(cluster, NS);
 });
