@@ -11,7 +11,9 @@
 # listens on the bridge's address only; one DNAT rule sends the in-cluster address of
 # kubernetes.default (10.96.0.1:443) to it, and a FORWARD rule drops anything from the pod
 # network that is not for the pod network itself, so no pod traffic is ever routed off the
-# machine. `down` removes the bridge, the rules, network namespaces and mounts, stops every
+# machine. No kube-proxy runs, so the API server could not reach a Service's IP (the operator's
+# webhook): --enable-aggregator-routing makes it resolve a Service to its endpoints itself, for
+# admission webhooks as for aggregated APIs. `down` removes the bridge, the rules, network namespaces and mounts, stops every
 # daemon by its PID, and restores the sysctls the kubelet changes.
 set -euo pipefail
 cmd="${1:?usage: cluster.sh up|down DIR}"
@@ -168,7 +170,7 @@ up() {
     --token-auth-file "$pki/tokens.csv" --authorization-mode Node,RBAC \
     --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$pki/sa.pub" \
     --service-account-signing-key-file "$pki/sa.key" --service-cluster-ip-range 10.96.0.0/24 \
-    --endpoint-reconciler-type none --allow-privileged --kubelet-preferred-address-types InternalIP --v 1
+    --endpoint-reconciler-type none --enable-aggregator-routing=true --allow-privileged --kubelet-preferred-address-types InternalIP --v 1
   wait_for kube-apiserver 120 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" get --raw /readyz
 
   log "kube-controller-manager and kube-scheduler"

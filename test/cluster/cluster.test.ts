@@ -12,6 +12,7 @@ import { API_SERVER_ADDRESSES, CHART, ClusterSession, LOCAL_IMAGES, chartMemory 
 import { allReady, onlyEndpointIs, onlyLeaderReady, readPods, readServiceEndpoints, singleLeader, type LeaseView } from '../support/cluster-views.js';
 import { HostPrometheus } from './host-prometheus.js';
 import { loadAll } from 'js-yaml';
+import { operatorChecks } from './operator-checks.js';
 
 const RELEASE = 'lh';
 const LEASE = 'lh-leasehold';
@@ -445,4 +446,7 @@ describe('the chart on a real node', () => {
       await agreed('elected-any', 180_000);
     },
   );
+
+  // Last, on the same node (one bring-up): the chart's release is uninstalled first.
+  operatorChecks(cluster, NS);
 });
