@@ -1,5 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { load } from 'js-yaml';
 import { injectionPatch, review, type PatchOp } from './mutate.js';
 import { workloadLeaseName } from './lease-name.js';
 import type { InjectorDefaults } from './injection-settings.js';
@@ -214,4 +216,11 @@ test('the review answers with the uid and a base64 JSONPatch; other operations a
   );
   assert.deepEqual(review(reviewOf(pod, 'UPDATE'), defaults).response, { uid: 'u-1', allowed: true });
   assert.throws(() => review({ kind: 'Nope' }, defaults), /not an admission\.k8s\.io\/v1 AdmissionReview/);
+});
+
+test("the injected sidecar's resources are the chart's defaults (values.yaml), so both ways deploy the same sidecar", () => {
+  const values = load(readFileSync(new URL('../../deploy/helm/leasehold/values.yaml', import.meta.url), 'utf8')) as { leasehold: { resources: unknown } };
+  const pod = deploymentPod();
+  const sidecar = apply(pod, injectionPatch(pod, defaults)).spec!.containers!.find((c) => c.name === 'leasehold')!;
+  assert.deepEqual(sidecar.resources, values.leasehold.resources);
 });

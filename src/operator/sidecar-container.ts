@@ -48,7 +48,7 @@ export function sidecarContainer(s: InjectionSettings, d: InjectorDefaults): Rec
       capabilities: { drop: ['ALL'] },
       seccompProfile: { type: 'RuntimeDefault' },
     },
-    resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '160Mi' } },
+    resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '64Mi' } },
   };
 }
 

@@ -67,6 +67,53 @@ describe('the chart alert rules, checked by promtool', () => {
 
   const promtoolRun = (args: string[]) => spawnSync(promtool, args, { encoding: 'utf8', cwd: dir.path });
 
+  it("the alerts and the dashboard query the job the chart's own ServiceMonitor gives the sidecars", () => {
+    const docs = renderAll(['metrics.prometheusRule.enabled=true', 'metrics.grafanaDashboard.enabled=true', 'metrics.serviceMonitor.enabled=true']) as {
+      kind: string;
+      metadata: { name: string; labels?: Record<string, string> };
+      spec?: { jobLabel?: string; endpoints?: { port: string }[] };
+      data?: Record<string, string>;
+    }[];
+    const monitor = docs.find((d) => d.kind === 'ServiceMonitor')!;
+    // The Prometheus Operator names the job after the Service, or after the Service's jobLabel label when set.
+    const scraped = docs.filter((d) => d.kind === 'Service' && d.metadata.name.endsWith('-metrics'));
+    assert.equal(scraped.length, 1);
+    const svc = scraped[0]!;
+    const job = (monitor.spec!.jobLabel && svc.metadata.labels?.[monitor.spec!.jobLabel]) || svc.metadata.name;
+    const rule = docs.find((d) => d.kind === 'PrometheusRule') as unknown as PrometheusRule;
+    const down = rule.spec.groups[0]!.rules.find((r) => r.alert === 'LeaseholdSidecarDown')!;
+    assert.match(down.expr, new RegExp(`up\\{job="${job}"`), `SidecarDown watches job ${job}: ${down.expr}`);
+    const dashboard = Object.values(docs.find((d) => d.kind === 'ConfigMap' && d.data)!.data!).join('');
+    const jobs = new Set([...dashboard.matchAll(/job=\\?"([^"\\]+)/g)].map((m) => m[1]));
+    assert.deepEqual([...jobs], [job], 'every dashboard query that names a job names the scraped one');
+  });
+
+  it('refuses alertLabels that would replace the labels every alert carries (lease, release, severity)', () => {
+    for (const key of ['lease', 'release', 'severity']) {
+      const r = spawnSync(
+        helmBin,
+        [
+          'template',
+          'demo',
+          CHART,
+          '--kube-version',
+          '1.37.0',
+          '--set',
+          'metrics.prometheusRule.enabled=true',
+          '--set',
+          `metrics.prometheusRule.alertLabels.${key}=x`,
+        ],
+        {
+          encoding: 'utf8',
+          env: { ...process.env, HELM_CACHE_HOME: join(dir.path, 'helm'), HELM_CONFIG_HOME: join(dir.path, 'helm'), HELM_DATA_HOME: join(dir.path, 'helm') },
+        },
+      );
+      assert.notEqual(r.status, 0, `alertLabels.${key} was accepted`);
+      assert.match(r.stderr, /alertLabels/);
+    }
+    assert.ok(render(['metrics.prometheusRule.enabled=true', 'metrics.prometheusRule.alertLabels.team=billing'])[0], 'any other label is accepted');
+  });
+
   it('renders no PrometheusRule unless asked', () => {
     assert.deepEqual(render([]), []);
   });
