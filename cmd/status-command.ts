@@ -56,7 +56,10 @@ export async function runStatus(a: StatusArgs): Promise<number> {
 }
 
 async function readAndPrint(a: StatusArgs, settings: StoreSettings, lease: string): Promise<number> {
-  const store = await openStore({ ...settings, readonly: true });
+  // A watch follows a replaced SQLite file: say so on stderr, as its other notices.
+  const notice = (message: string) => void process.stderr.write(`leasehold: ${message}\n`);
+  const log = { debug() {}, info() {}, warn: notice, error: notice };
+  const store = await openStore({ ...settings, readonly: true, log });
   try {
     if (a.watch) return await watchUntilSignal(store, lease, a.json);
     const report = await readReport(store, lease, new Date());

@@ -123,6 +123,24 @@ describe('SqliteLeaseStore on a real file', () => {
     }
   });
 
+  it('a reader (status, --watch) follows a database replaced under it, instead of reading the dead file', async () => {
+    const path = fresh();
+    const a = new SqliteLeaseStore(path);
+    await a.create('r', rec({ leaseTransitions: 5 }));
+    await a.close();
+    const reader = new SqliteLeaseStore(path, { readonly: true });
+    try {
+      assert.equal((await reader.get('r'))?.record.leaseTransitions, 5);
+      for (const f of ['', '-wal', '-shm']) rmSync(path + f, { force: true });
+      const b = new SqliteLeaseStore(path);
+      await b.create('r', rec({ holderIdentity: 'other', leaseTransitions: 7 }));
+      await b.close();
+      assert.equal((await reader.get('r'))?.record.leaseTransitions, 7, 'the record of the file the path names now');
+    } finally {
+      await reader.close();
+    }
+  });
+
   it('refuses a file that is not SQLite, without changing it', () => {
     const path = join(dir, 'notes.txt');
     writeFileSync(path, 'not a database\n');

@@ -150,7 +150,8 @@ export class SqliteLeaseStore implements LeaseStore {
    * have been created and deleted with the old file between two of this process's reads, so
    * a standby already waiting out an absence starts its wait over. After that it is a record
    * that vanished: the sitting leader steps down and recreates it at once with its next token,
-   * anyone else waits a lease duration.
+   * anyone else waits a lease duration. A reader (`leasehold status --watch`) reopens too, and
+   * reads the new file at once.
    *
    * It reopens only a clean start: no -wal or -shm of the opened file left beside the path,
    * and no mount over it. Otherwise SQLite would read the new file through the old log and a
@@ -162,7 +163,6 @@ export class SqliteLeaseStore implements LeaseStore {
    * SQLite neither checkpoints nor deletes the log (it checks the path's inode first).
    */
   private followReplacement(): void {
-    if (this.options.readonly) return;
     // The -wal is stat'ed only once the path names another file: see mainAndShmOf.
     if (sameFiles(mainAndShmOf(this.location), this.opened)) {
       this.refused = null;
@@ -183,6 +183,8 @@ export class SqliteLeaseStore implements LeaseStore {
     this.open();
     const message = `the database file ${this.location} was replaced or deleted (${describeIdentity(was)} is now ${describeIdentity(this.opened)}): reopened it`;
     this.options.onReopen?.(message);
+    // A reader (`leasehold status`, its --watch) waits out nothing: it reads the new file now.
+    if (this.options.readonly) return;
     throw new StoreReopenedError(message);
   }
 
