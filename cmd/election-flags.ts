@@ -93,8 +93,8 @@ export function resolveStore(a: StoreArgs): { store: StoreSettings; lease: strin
   checkFlag('lease', a.lease, () => validateLeaseName(a.lease));
   if (a.backend === 'sqlite' && a.db.trim() === '') throw badFlag('db', a.db, 'must be a file path');
   if (a.backend === 'postgres') {
-    parseTableName(a['postgres-table']);
-    clientConfig(a['postgres-url'], 5_000);
+    checkFlag('postgres-table', a['postgres-table'], () => parseTableName(a['postgres-table']));
+    clientConfig(a['postgres-url'], 5_000); // refused as `--postgres-url: ...`, never with the URL (it may hold a password)
   }
   if (a.namespace !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(a.namespace)) {
     throw badFlag('namespace', a.namespace, 'must be a DNS-1123 label (lowercase letters, digits and -, at most 63 characters)');

@@ -9,12 +9,12 @@
  */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { describeError, isLeaseholdError } from '../src/errors.js';
+import { isLeaseholdError } from '../src/errors.js';
 import { runSidecar } from './sidecar-command.js';
 import { sidecarFlags } from './sidecar-settings.js';
 import { runStatus, statusFlags } from './status-command.js';
 import { RUN_DESCRIPTION, runRun, runFlags } from './run-command.js';
-import { EXIT_USAGE, rejectRepeated, rejectRepeatedBooleans } from './usage-error.js';
+import { EXIT_USAGE, cliMessage, rejectRepeated, rejectRepeatedBooleans } from './usage-error.js';
 import { applyEnvFlags, booleanFlagsOf, checkBooleans, flagsOf } from './env-flags.js';
 import { ownVersion } from './own-version.js';
 import { OPERATOR_DESCRIPTION, operatorFlags, runOperator } from './operator-command.js';
@@ -104,6 +104,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  if (isLeaseholdError(err) && BAD_INPUT.has(err.code)) fail(describeError(err), EXIT_USAGE);
-  fail(describeError(err), 1);
+  if (isLeaseholdError(err) && BAD_INPUT.has(err.code)) fail(cliMessage(err), EXIT_USAGE);
+  fail(cliMessage(err), 1);
 });

@@ -1,4 +1,4 @@
-import { InvalidConfigError } from '../src/errors.js';
+import { InvalidConfigError, describeError } from '../src/errors.js';
 
 /** Exit code for bad input: a flag, a value, a path. Nothing has been written when it is used. */
 export const EXIT_USAGE = 2;
@@ -8,7 +8,7 @@ export function badFlag(flag: string, value: unknown, rule: string): InvalidConf
   return new InvalidConfigError(`invalid --${flag} ${JSON.stringify(value)}: ${rule}`, { rule });
 }
 
-/** The flag for each option an InvalidConfigError's `field` names (src/ knows no flag). */
+/** The flag for each setting an error's `field` names (src/ knows no flag). */
 const FLAG_OF: Record<string, string> = {
   lease: 'lease',
   identity: 'identity',
@@ -16,7 +16,37 @@ const FLAG_OF: Record<string, string> = {
   renewDeadline: 'renew-deadline',
   retryPeriod: 'retry-period',
   contentionWindow: 'contention-window',
+  db: 'db',
+  statusDir: 'status-dir',
+  postgresTable: 'postgres-table',
+  postgresUrl: 'postgres-url',
+  kubeconfig: 'kubeconfig',
 };
+
+/** Library settings a message may advise, and the flag that sets each on the command line. */
+const ADVISED_FLAG: Record<string, string> = {
+  allowNetworkFilesystem: 'allow-network-filesystem',
+};
+
+/** The setting an error is about (`field`, on InvalidConfigError, StoreOpenError and StatusDirError). */
+function fieldOf(err: unknown): string | undefined {
+  const field = err instanceof Error ? (err as { field?: unknown }).field : undefined;
+  return typeof field === 'string' ? field : undefined;
+}
+
+/**
+ * An error as the CLI tells it: led by the flag its setting comes from (`--db: the database file
+ * ...`) unless the message names that flag already, and followed by the flag for any setting it
+ * advises. Only the message is used, so a --postgres-url value (it may hold a password) is never shown.
+ */
+export function cliMessage(err: unknown): string {
+  const message = describeError(err);
+  const field = fieldOf(err);
+  const flag = field === undefined ? undefined : FLAG_OF[field];
+  const led = flag === undefined || message.includes(`--${flag}`) ? message : `--${flag}: ${message}`;
+  const advised = Object.keys(ADVISED_FLAG).filter((setting) => message.includes(setting));
+  return advised.reduce((text, setting) => `${text} (on the command line: --${ADVISED_FLAG[setting]!})`, led);
+}
 
 /** The flag an option's refusal is about, or undefined when it names none. */
 export function flagOf(err: unknown): string | undefined {

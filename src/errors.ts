@@ -41,10 +41,15 @@ export class InvalidConfigError extends LeaseholdError {
   }
 }
 
-/** The lease store could not be opened (not an SQLite file, unreadable kubeconfig, ...). */
+/**
+ * The lease store could not be opened (not an SQLite file, unreadable kubeconfig, ...). `field`
+ * names the setting at fault when one is (`db`, `kubeconfig`): the CLI names its own flag from it.
+ */
 export class StoreOpenError extends LeaseholdError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('LEASEHOLD_ERR_STORE_OPEN', message, options);
+  readonly field: string | undefined;
+  constructor(message: string, options?: { cause?: unknown; field?: string }) {
+    super('LEASEHOLD_ERR_STORE_OPEN', message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.field = options?.field;
   }
 }
 
@@ -95,8 +100,9 @@ export class BackendError extends LeaseholdError {
   }
 }
 
-/** The status directory cannot be created or written. */
+/** The status directory cannot be created or written; `field` is `statusDir`, for the CLI to name its flag. */
 export class StatusDirError extends LeaseholdError {
+  readonly field = 'statusDir';
   constructor(message: string, options?: { cause?: unknown }) {
     super('LEASEHOLD_ERR_STATUS_DIR', message, options);
   }

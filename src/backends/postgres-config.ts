@@ -10,15 +10,14 @@ import { InvalidConfigError } from '../errors.js';
 export const DEFAULT_POSTGRES_TABLE = 'public.leases';
 
 const IDENT = /^[a-z_][a-z0-9_]{0,62}$/;
+const TABLE_RULE = 'must be table or schema.table, each a lowercase SQL identifier (letters, digits, _; at most 63 characters)';
 
 /** Parses `schema.table` (lowercase SQL identifiers); InvalidConfigError naming the rule. */
 export function parseTableName(text: string): { schema: string; table: string } {
   const parts = text.split('.');
   const [schema, table] = parts.length === 1 ? ['public', parts[0]!] : parts.length === 2 ? [parts[0]!, parts[1]!] : ['', ''];
   if (!IDENT.test(schema) || !IDENT.test(table)) {
-    throw new InvalidConfigError(
-      `invalid --postgres-table ${JSON.stringify(text)}: must be table or schema.table, each a lowercase SQL identifier (letters, digits, _; at most 63 characters)`,
-    );
+    throw new InvalidConfigError(`invalid PostgreSQL table ${JSON.stringify(text)}: ${TABLE_RULE}`, { field: 'postgresTable', rule: TABLE_RULE });
   }
   return { schema, table };
 }
@@ -58,12 +57,16 @@ export function clientConfig(url: string | undefined, connectTimeoutMs: number, 
   try {
     parsed = new URL(url);
   } catch {
-    throw new InvalidConfigError('invalid --postgres-url: not a URL; expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=...]');
+    throw new InvalidConfigError('invalid PostgreSQL URL: not a URL; expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=...]', {
+      field: 'postgresUrl',
+    });
   }
   if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
-    throw new InvalidConfigError(`invalid --postgres-url: the scheme must be postgres:// or postgresql://, got ${parsed.protocol}//`);
+    throw new InvalidConfigError(`invalid PostgreSQL URL: the scheme must be postgres:// or postgresql://, got ${parsed.protocol}//`, {
+      field: 'postgresUrl',
+    });
   }
-  checkTls(parsed.searchParams.get('sslmode'), 'sslmode in --postgres-url');
+  checkTls(parsed.searchParams.get('sslmode'), 'sslmode in the PostgreSQL URL', 'postgresUrl');
   for (const param of ['sslrootcert', 'sslcert', 'sslkey']) {
     const file = parsed.searchParams.get(param);
     if (file === null) continue;
@@ -71,7 +74,9 @@ export function clientConfig(url: string | undefined, connectTimeoutMs: number, 
       accessSync(file, constants.R_OK);
     } catch (err) {
       const why = (err as { code?: string }).code === 'ENOENT' ? 'no such file' : 'it cannot be read';
-      throw new InvalidConfigError(`invalid ${param} in --postgres-url: ${JSON.stringify(file)}: ${why}; it must be a readable PEM file`);
+      throw new InvalidConfigError(`invalid ${param} in the PostgreSQL URL: ${JSON.stringify(file)}: ${why}; it must be a readable PEM file`, {
+        field: 'postgresUrl',
+      });
     }
   }
   return { ...base, connectionString: withoutSslAlias(url, parsed) };
@@ -91,9 +96,12 @@ function withoutSslAlias(url: string, parsed: URL): string {
 /** The sslmode values node-postgres knows; any other it would silently treat as TLS (or, from PGSSLMODE, as no TLS). */
 export const SSL_MODES = ['disable', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify'] as const;
 
-function checkTls(mode: string | null | undefined, where: string): void {
+function checkTls(mode: string | null | undefined, where: string, field?: string): void {
   if (mode === null || mode === undefined || mode === '') return;
   if (!(SSL_MODES as readonly string[]).includes(mode)) {
-    throw new InvalidConfigError(`invalid ${where}: ${JSON.stringify(mode.slice(0, 40))}: must be one of ${SSL_MODES.join(', ')}`);
+    throw new InvalidConfigError(
+      `invalid ${where}: ${JSON.stringify(mode.slice(0, 40))}: must be one of ${SSL_MODES.join(', ')}`,
+      field === undefined ? undefined : { field },
+    );
   }
 }

@@ -50,12 +50,35 @@ it('a flood of hints costs one delivery per interval: the first at once, a burst
 it('table names and URLs are checked without echoing a password', () => {
   assert.deepEqual(parseTableName('leases'), { schema: 'public', table: 'leases' });
   assert.deepEqual(parseTableName('ops.leases'), { schema: 'ops', table: 'leases' });
-  for (const bad of ['Leases', 'a.b.c', 'x;drop', '', 'a.']) assert.throws(() => parseTableName(bad), /invalid --postgres-table/);
+  for (const bad of ['Leases', 'a.b.c', 'x;drop', '', 'a.']) assert.throws(() => parseTableName(bad), /invalid PostgreSQL table/);
   assert.throws(
     () => clientConfig('postgres://u:hunter2@[x', 1000),
     (err: Error) => !err.message.includes('hunter2'),
   );
   assert.equal(describeTarget(clientConfig('postgres://u:hunter2@db.example:6543/leases?sslmode=require', 1000)), 'u@db.example:6543/leases');
+});
+
+// A library caller gave `url` and `table`, not --postgres-url: the message names them in words,
+// never echoes the URL (it may hold a password), and `field` lets the CLI add its flag.
+it('tells a library caller about the PostgreSQL table and URL in words, with no CLI flag and no password', () => {
+  const url = (rest: string) => `postgres://u:hunter2@db.example/leases${rest}`;
+  const refusals: [() => unknown, RegExp, string][] = [
+    [() => parseTableName('Bad-Name'), /^invalid PostgreSQL table "Bad-Name": must be table or schema\.table/, 'postgresTable'],
+    [() => clientConfig('postgres://u:hunter2@[x', 1000, {}), /^invalid PostgreSQL URL: not a URL/, 'postgresUrl'],
+    [() => clientConfig('mysql://u:hunter2@db.example/leases', 1000, {}), /^invalid PostgreSQL URL: the scheme must be postgres:\/\//, 'postgresUrl'],
+    [() => clientConfig(url('?sslmode=bogus'), 1000, {}), /^invalid sslmode in the PostgreSQL URL: "bogus"/, 'postgresUrl'],
+    [() => clientConfig(url('?sslrootcert=/nonexistent/ca.crt'), 1000, {}), /^invalid sslrootcert in the PostgreSQL URL: /, 'postgresUrl'],
+  ];
+  for (const [refuse, pattern, field] of refusals) {
+    assert.throws(refuse, (err: Error & { code?: string; field?: string }) => {
+      assert.equal(err.code, 'LEASEHOLD_ERR_INVALID_CONFIG');
+      assert.match(err.message, pattern);
+      assert.doesNotMatch(err.message, /--[a-z]/);
+      assert.ok(!err.message.includes('hunter2'), err.message);
+      assert.equal(err.field, field);
+      return true;
+    });
+  }
 });
 
 it('sslmode prefer, require and verify-ca are sent as verify-full, what node-postgres does with them anyway, so it prints no warning', () => {
@@ -79,12 +102,12 @@ it('an sslmode node-postgres does not know, in the URL or PGSSLMODE, and an unre
     });
   refused(
     () => clientConfig(url('sslmode=bogus'), 1000, {}),
-    /^invalid sslmode in --postgres-url: "bogus": must be one of disable, prefer, require, verify-ca, verify-full, no-verify$/,
+    /^invalid sslmode in the PostgreSQL URL: "bogus": must be one of disable, prefer, require, verify-ca, verify-full, no-verify$/,
   );
   refused(() => clientConfig(undefined, 1000, { PGSSLMODE: 'bogus' }), /^invalid PGSSLMODE: "bogus": must be one of/);
   refused(
     () => clientConfig(url('sslmode=verify-full&sslrootcert=/nonexistent/ca.crt'), 1000, {}),
-    /^invalid sslrootcert in --postgres-url: "\/nonexistent\/ca.crt": no such file; it must be a readable PEM file$/,
+    /^invalid sslrootcert in the PostgreSQL URL: "\/nonexistent\/ca.crt": no such file; it must be a readable PEM file$/,
   );
   for (const mode of ['disable', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify']) clientConfig(url(`sslmode=${mode}`), 1000, { PGSSLMODE: mode });
   const dir = mkdtempSync(join(tmpdir(), 'leasehold-ca-'));

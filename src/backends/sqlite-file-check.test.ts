@@ -1,10 +1,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkLocalFilesystem } from './sqlite-file-check.js';
+import { checkLocalFilesystem, checkSqliteFile } from './sqlite-file-check.js';
 
-describe('--db on a network filesystem', () => {
+describe('a database file on a network filesystem', () => {
   const fake = (type: number) => () => ({ type });
   for (const [name, type] of [
     ['nfs', 0x6969],
@@ -18,7 +19,7 @@ describe('--db on a network filesystem', () => {
         () => checkLocalFilesystem('/shared/leases.db', false, fake(type)),
         (err: Error & { code?: string }) => {
           assert.equal(err.code, 'LEASEHOLD_ERR_STORE_OPEN');
-          assert.match(err.message, new RegExp(`is on a network filesystem \\(${name}\\).*Local mode is one machine.*--allow-network-filesystem`));
+          assert.match(err.message, new RegExp(`is on a network filesystem \\(${name}\\).*Local mode is one machine.*allowNetworkFilesystem: true`));
           return true;
         },
       );
@@ -36,4 +37,29 @@ describe('--db on a network filesystem', () => {
   it('looks at the nearest existing directory when the file does not exist yet', () => {
     checkLocalFilesystem(join(tmpdir(), 'no', 'such', 'dir', 'leases.db'), false);
   });
+});
+
+// A library caller never typed a flag: the message names the setting in words, and `field`
+// lets the CLI put its --db in front.
+it('tells a library caller about the database file in words, with no CLI flag in the message', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'leasehold-dbcheck-'));
+  try {
+    writeFileSync(join(dir, 'notes.txt'), 'not a database, long enough to have a header\n');
+    const refusals: [() => void, RegExp][] = [
+      [() => checkSqliteFile(dir), /^the database file .* is not a regular file$/],
+      [() => checkSqliteFile(join(dir, 'notes.txt')), /^the database file .*notes\.txt is not an SQLite database/],
+      [() => checkLocalFilesystem(join(dir, 'l.db'), false, () => ({ type: 0x6969 })), /^the database file .* is on a network filesystem \(nfs\)/],
+    ];
+    for (const [refuse, pattern] of refusals) {
+      assert.throws(refuse, (err: Error & { code?: string; field?: string }) => {
+        assert.equal(err.code, 'LEASEHOLD_ERR_STORE_OPEN');
+        assert.match(err.message, pattern);
+        assert.doesNotMatch(err.message, /--[a-z]/);
+        assert.equal(err.field, 'db');
+        return true;
+      });
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -12,12 +12,12 @@ export function checkSqliteFile(path: string): void {
   let size: number;
   try {
     const st = statSync(path);
-    if (!st.isFile()) throw new StoreOpenError(`--db ${path} is not a regular file`);
+    if (!st.isFile()) throw new StoreOpenError(`the database file ${path} is not a regular file`, { field: 'db' });
     size = st.size;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     if (err instanceof StoreOpenError) throw err;
-    throw new StoreOpenError(`--db ${path} cannot be read: ${describeError(err)}`, { cause: err });
+    throw new StoreOpenError(`the database file ${path} cannot be read: ${describeError(err)}`, { cause: err, field: 'db' });
   }
   if (size === 0) return;
   const fd = openSync(path, 'r');
@@ -25,7 +25,7 @@ export function checkSqliteFile(path: string): void {
     const buf = Buffer.alloc(16);
     readSync(fd, buf, 0, 16, 0);
     if (buf.toString('latin1') !== SQLITE_HEADER) {
-      throw new StoreOpenError(`--db ${path} is not an SQLite database (its header is not "SQLite format 3")`);
+      throw new StoreOpenError(`the database file ${path} is not an SQLite database (its header is not "SQLite format 3")`, { field: 'db' });
     }
   } finally {
     closeSync(fd);
@@ -82,7 +82,8 @@ export function checkLocalFilesystem(path: string, allow: boolean, statfs: (p: s
   }
   if (name) {
     throw new StoreOpenError(
-      `--db ${path} is on a network filesystem (${name}): SQLite's locks are unreliable there and WAL needs shared memory on one host, so candidates on two machines could both lead. Local mode is one machine: across machines use --backend kubernetes (or postgres); if every candidate runs on this one machine, pass --allow-network-filesystem (in the library: the store setting allowNetworkFilesystem: true)`,
+      `the database file ${path} is on a network filesystem (${name}): SQLite's locks are unreliable there and WAL needs shared memory on one host, so candidates on two machines could both lead. Local mode is one machine: across machines use the kubernetes (or postgres) backend; if every candidate runs on this one machine, set the store setting allowNetworkFilesystem: true`,
+      { field: 'db' },
     );
   }
 }

@@ -82,7 +82,8 @@ export class SqliteLeaseStore implements LeaseStore {
     const mounted = mountPointAt(path);
     if (mounted) {
       throw new StoreOpenError(
-        `--db ${path}: ${mounted} is a mount point (a file mounted over it): SQLite finds the -wal and -shm by name beside the database, so they would not be this file's for every process, and a checkpoint could write one file's log into another. Mount the directory that holds the database instead`,
+        `the database file ${path}: ${mounted} is a mount point (a file mounted over it): SQLite finds the -wal and -shm by name beside the database, so they would not be this file's for every process, and a checkpoint could write one file's log into another. Mount the directory that holds the database instead`,
+        { field: 'db' },
       );
     }
     let db: Database.Database;

@@ -157,7 +157,7 @@ export class RecordView {
       this.log.error('the lease is held under this identity by a record this process did not write', {
         holder: rec.holderIdentity,
         token: rec.leaseTransitions,
-        rule: 'another process runs with the same --identity (or this one restarted): treated as another holder until it expires',
+        rule: 'another process runs with the same identity (or this one restarted): treated as another holder until it expires',
       });
     }
     return false;

@@ -129,7 +129,7 @@ describe('loadConnection', () => {
     { name: 'not YAML', text: 'clusters: [\n', error: /is not valid YAML/ },
     { name: 'a YAML list', text: '- a\n- b\n', error: /is not a mapping/ },
     { name: 'KUBECONFIG names no file', env: { HOME: dir, KUBECONFIG: join(dir, 'none-1') }, error: /KUBECONFIG names no existing file/ },
-    { name: 'nothing configured', env: { HOME: join(dir, 'empty-home') }, error: /no Kubernetes cluster configured: pass --kubeconfig/ },
+    { name: 'nothing configured', env: { HOME: join(dir, 'empty-home') }, error: /no Kubernetes cluster configured: give a kubeconfig file/ },
     { name: 'impersonation (as)', text: config({ user: ['token: abc', 'as: admin'] }), error: /sets as \(impersonation\), which leasehold does not support/ },
     {
       name: 'impersonation (as-groups, as-uid)',

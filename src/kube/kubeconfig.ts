@@ -66,7 +66,8 @@ export function loadConnection(explicitPath?: string, env: NodeJS.ProcessEnv = p
   if (existsSync(home)) return fromFiles([readKubeconfig(home)]);
   if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT) return inCluster(env);
   throw new StoreOpenError(
-    'no Kubernetes cluster configured: pass --kubeconfig, set KUBECONFIG, create ~/.kube/config, or run in a pod with a service account',
+    'no Kubernetes cluster configured: give a kubeconfig file, set KUBECONFIG, create ~/.kube/config, or run in a pod with a service account',
+    { field: 'kubeconfig' },
   );
 }
 

@@ -127,7 +127,7 @@ export class LeaderRunner {
 
   private logSkip(r: LeaseRecord): void {
     const at = r.acquireTime!;
-    this.log.info('skipping: a run began within --skip-if-ran-within', {
+    this.log.info('skipping: a run began within skipIfRanWithinMs', {
       ranAt: at.toISOString(),
       holder: r.holderIdentity, // '' once that run has finished and released
       token: r.leaseTransitions,
@@ -140,7 +140,7 @@ export class LeaderRunner {
     this.tryTimer = null;
     this.guard?.stopTaking();
     await this.giveUp(() => {
-      this.log.error('not elected within --try: giving up', { tryMs: this.opts.tryMs, holder: this.sidecar.elector.snapshot().holder });
+      this.log.error('not elected within tryMs: giving up', { tryMs: this.opts.tryMs, holder: this.sidecar.elector.snapshot().holder });
       return EXIT_NOT_ELECTED;
     });
   }

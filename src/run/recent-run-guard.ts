@@ -109,7 +109,7 @@ export class RecentRunGuard implements LeaseStore {
   /** A write that holds the lease (not a release): refused once closed; tracked until answered. */
   private take(record: LeaseRecord, send: () => Promise<string>): Promise<string> {
     if (record.holderIdentity === '' || !this.armed) return send();
-    if (this.closed) return Promise.reject(new ConflictError('a run began within --skip-if-ran-within, or --try ran out: not taking the lease'));
+    if (this.closed) return Promise.reject(new ConflictError('a run began within skipIfRanWithinMs, or tryMs ran out: not taking the lease'));
     this.sent = [...this.sent.slice(-7), record];
     const p = send();
     this.pending.add(p);

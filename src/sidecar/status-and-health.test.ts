@@ -75,8 +75,29 @@ describe('StatusPublisher', () => {
       rmSync(d, { recursive: true, force: true });
     }
     // access() tells root it may write here; only creating a file shows it cannot.
-    assert.throws(() => checkStatusDir('/proc/self/fd'), /--status-dir \/proc\/self\/fd is not writable/);
+    assert.throws(() => checkStatusDir('/proc/self/fd'), /the status directory \/proc\/self\/fd is not writable/);
   });
+});
+
+// A library caller never typed --status-dir: the message says "the status directory", and
+// `field` lets the CLI put the flag in front.
+it('tells a library caller about the status directory in words, with no CLI flag in the message', () => {
+  writeFileSync(join(dir, 'a-file'), '');
+  const refusals: [() => void, RegExp][] = [
+    [() => checkStatusDir(join(dir, 'a-file')), /^the status directory .*a-file is not a directory$/],
+    [() => checkStatusDir(join(dir, 'a-file', 'status')), /^the status directory .*a-file\/status cannot be created: .*a-file is not a directory$/],
+    [() => checkStatusDir('/proc/x'), /^the status directory \/proc\/x cannot be created: \/proc is a proc filesystem/],
+    [() => new StatusPublisher(join(dir, 'a-file', 'status')).prepare(), /^the status directory .*a-file\/status is not writable: /],
+  ];
+  for (const [refuse, pattern] of refusals) {
+    assert.throws(refuse, (err: Error & { code?: string; field?: string }) => {
+      assert.equal(err.code, 'LEASEHOLD_ERR_STATUS_DIR');
+      assert.match(err.message, pattern);
+      assert.doesNotMatch(err.message, /--[a-z]/);
+      assert.equal(err.field, 'statusDir');
+      return true;
+    });
+  }
 });
 
 describe('health', () => {

@@ -34,7 +34,7 @@ function probeWritable(dir: string, display: string): void {
     rmSync(probe);
   } catch (err) {
     // Its own error: an ENOENT here (in /proc) must not read as "the directory is missing".
-    throw new StatusDirError(`--status-dir ${display} is not writable: ${describeError(err)}`, { cause: err });
+    throw new StatusDirError(`the status directory ${display} is not writable: ${describeError(err)}`, { cause: err });
   }
 }
 
@@ -50,14 +50,16 @@ export function checkStatusDir(dir: string): void {
       const st = statSync(probe);
       if (!st.isDirectory()) {
         throw new StatusDirError(
-          probe === resolve(dir) ? `--status-dir ${dir} is not a directory` : `--status-dir ${dir} cannot be created: ${probe} is not a directory`,
+          probe === resolve(dir)
+            ? `the status directory ${dir} is not a directory`
+            : `the status directory ${dir} cannot be created: ${probe} is not a directory`,
         );
       }
       accessSync(probe, constants.W_OK | constants.X_OK);
       if (probe === resolve(dir)) probeWritable(probe, dir);
       const kernel = probe === resolve(dir) ? undefined : KERNEL_FILESYSTEMS[statfsSync(probe).type >>> 0];
       if (kernel) {
-        throw new StatusDirError(`--status-dir ${dir} cannot be created: ${probe} is a ${kernel} filesystem, where the kernel makes every entry`);
+        throw new StatusDirError(`the status directory ${dir} cannot be created: ${probe} is a ${kernel} filesystem, where the kernel makes every entry`);
       }
       return;
     } catch (err) {
@@ -67,7 +69,7 @@ export function checkStatusDir(dir: string): void {
         probe = dirname(probe);
         continue;
       }
-      throw new StatusDirError(`--status-dir ${dir} is not writable: ${describeError(err)}`, { cause: err });
+      throw new StatusDirError(`the status directory ${dir} is not writable: ${describeError(err)}`, { cause: err });
     }
   }
 }
@@ -97,7 +99,7 @@ export class StatusPublisher {
       writeFileAtomic(this.dir, '.probe', '');
       rmSync(join(this.dir, '.probe'));
     } catch (err) {
-      throw new StatusDirError(`--status-dir ${this.dir} is not writable: ${describeError(err)}`, { cause: err });
+      throw new StatusDirError(`the status directory ${this.dir} is not writable: ${describeError(err)}`, { cause: err });
     }
   }
 

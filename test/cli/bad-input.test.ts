@@ -81,12 +81,12 @@ const cases: Case[] = [
   {
     name: 'status dir under a file',
     args: ['sidecar', '--status-dir', `${A_FILE}/status`],
-    message: /--status-dir a-file\/status cannot be created: .*a-file is not a directory/,
+    message: /--status-dir: the status directory a-file\/status cannot be created: .*a-file is not a directory/,
   },
-  { name: 'status dir is a file', args: ['sidecar', '--status-dir', A_FILE], message: /--status-dir a-file is not a directory/ },
-  { name: '--db that is not SQLite', args: ['sidecar', '--db', NOT_SQLITE], message: /--db notes.txt is not an SQLite database/ },
-  { name: 'status on a --db that is not SQLite', args: ['status', '--db', NOT_SQLITE], message: /--db notes.txt is not an SQLite database/ },
-  { name: 'status with no store yet', args: ['status'], message: /no lease store at \.\/\.leasehold\/leases\.db/ },
+  { name: 'status dir is a file', args: ['sidecar', '--status-dir', A_FILE], message: /--status-dir: the status directory a-file is not a directory/ },
+  { name: '--db that is not SQLite', args: ['sidecar', '--db', NOT_SQLITE], message: /--db: the database file notes.txt is not an SQLite database/ },
+  { name: 'status on a --db that is not SQLite', args: ['status', '--db', NOT_SQLITE], message: /--db: the database file notes.txt is not an SQLite database/ },
+  { name: 'status with no store yet', args: ['status'], message: /--db: no lease store at \.\/\.leasehold\/leases\.db/ },
   { name: 'run without a command', args: ['run'], message: /no command given: use leasehold run \[flags\] -- CMD/ },
   { name: 'run a missing executable', args: ['run', '--', 'no-such-command-xyz'], message: /cannot run "no-such-command-xyz": not found in PATH/ },
   { name: 'run a file that is not executable', args: ['run', '--', `./${NOT_SQLITE}`], message: /cannot run "\.\/notes\.txt": it is not executable/ },
@@ -122,7 +122,7 @@ const cases: Case[] = [
   {
     name: 'an existing --status-dir where no file can be made (root may "write" there by access())',
     args: ['sidecar', '--status-dir', '/proc/self/fd', '--db', 'x.db', '--listen', 'off'],
-    message: /--status-dir \/proc\/self\/fd is not writable: .*\/proc\/self\/fd\/\.probe\./,
+    message: /--status-dir: the status directory \/proc\/self\/fd is not writable: .*\/proc\/self\/fd\/\.probe\./,
   },
   { name: 'an identity with a newline', args: ['sidecar', '--identity', 'a\nb'], message: /invalid --identity "a\\nb": .*no control characters/ },
   { name: 'an identity with an escape sequence', args: ['sidecar', '--identity', 'a\u001b[2Jb'], message: /no control characters/ },
@@ -160,7 +160,7 @@ const cases: Case[] = [
   {
     name: 'a --status-dir where no directory can be made (it hung in a recursive mkdir)',
     args: ['sidecar', '--status-dir', '/proc/x', '--listen', 'off'],
-    message: /--status-dir \/proc\/x cannot be created: \/proc is a proc filesystem/,
+    message: /--status-dir: the status directory \/proc\/x cannot be created: \/proc is a proc filesystem/,
   },
   {
     name: 'run with its command but no --',

@@ -392,7 +392,7 @@ describe('neighbours on PostgreSQL', () => {
       assert.equal(bogus.code, 2, bogus.stderr);
       assert.equal(
         bogus.stderr,
-        'leasehold: invalid sslmode in --postgres-url: "bogus": must be one of disable, prefer, require, verify-ca, verify-full, no-verify\n',
+        'leasehold: --postgres-url: invalid sslmode in the PostgreSQL URL: "bogus": must be one of disable, prefer, require, verify-ca, verify-full, no-verify\n',
       );
       const env = await runCli([...cmd, '--backend', 'postgres', '--lease', 'x', '--postgres-url', server_.url()], { PGSSLMODE: 'bogus' });
       assert.equal(env.code, 2, env.stderr);
@@ -407,7 +407,10 @@ describe('neighbours on PostgreSQL', () => {
         `${server_.url()}?sslmode=verify-full&sslrootcert=/nonexistent/ca.crt`,
       ]);
       assert.equal(missing.code, 2, missing.stderr);
-      assert.equal(missing.stderr, 'leasehold: invalid sslrootcert in --postgres-url: "/nonexistent/ca.crt": no such file; it must be a readable PEM file\n');
+      assert.equal(
+        missing.stderr,
+        'leasehold: --postgres-url: invalid sslrootcert in the PostgreSQL URL: "/nonexistent/ca.crt": no such file; it must be a readable PEM file\n',
+      );
     }
   });
 });

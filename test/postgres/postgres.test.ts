@@ -159,7 +159,7 @@ describe('bad PostgreSQL input: one line, exit 2, nothing written, no password s
   };
 
   it('a malformed URL or table name', async () => {
-    oneLine(await sidecar(['--postgres-url', `postgres://leasehold:${PASSWORDS.leasehold}@[not-a-host`]), /invalid --postgres-url: not a URL/);
+    oneLine(await sidecar(['--postgres-url', `postgres://leasehold:${PASSWORDS.leasehold}@[not-a-host`]), /--postgres-url: invalid PostgreSQL URL: not a URL/);
     oneLine(await sidecar(['--postgres-url', `mysql://leasehold:${PASSWORDS.leasehold}@h/db`]), /scheme must be postgres/);
     oneLine(await sidecar(['--postgres-url', (await server).url(), '--postgres-table', 'Bad-Name']), /invalid --postgres-table "Bad-Name"/);
   });

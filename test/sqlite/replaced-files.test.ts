@@ -134,7 +134,7 @@ describe('a database replaced under running candidates', () => {
         // A newcomer is refused in one line, without opening the file.
         const newcomer = await runCli(['status', '--db', db, '--lease', 'm']);
         assert.equal(newcomer.code, 2, newcomer.stderr);
-        assert.match(newcomer.stderr, /^leasehold: --db .*l\.db: .*l\.db is a mount point \(a file mounted over it\).*Mount the directory/);
+        assert.match(newcomer.stderr, /^leasehold: --db: the database file .*l\.db: .*l\.db is a mount point \(a file mounted over it\).*Mount the directory/);
         assert.equal(newcomer.stderr.trim().split('\n').length, 1);
         assert.equal(sha256(other), otherHash, 'the mounted file was written to');
         assert.ok(!existsSync(`${other}-wal`), 'a log beside the mounted file');

@@ -95,7 +95,7 @@ async function exits(ps: Proc[], timeoutMs = 30_000): Promise<Array<number | nul
 }
 
 function skips(ps: Proc[]): number {
-  return ps.filter((p) => p.stderr().includes('"msg":"skipping: a run began within --skip-if-ran-within"')).length;
+  return ps.filter((p) => p.stderr().includes('"msg":"skipping: a run began within skipIfRanWithinMs"')).length;
 }
 
 function describeTick(c: Cron, tick: string, ps: Proc[]): string {
@@ -133,7 +133,7 @@ export async function overrunScenario(backend: string[], work: string, procs: Pr
   const impatient = c.runner('next', 9, '0', ['--try', '1s']);
   const next = await c.tick('next', '0');
   assert.equal(await exits([impatient]).then((x) => x[0]), 124, `--try 1s gives up with 124 while the long run holds the lease\n${impatient.stderr()}`);
-  assert.match(impatient.stderr(), /"msg":"not elected within --try: giving up".*"holder":"long-\d"/);
+  assert.match(impatient.stderr(), /"msg":"not elected within tryMs: giving up".*"holder":"long-\d"/);
   assert.equal(c.lines('next').starts.length, 0, 'nothing of the next tick runs while the long run holds the lease');
   c.release('long');
   const codes = await exits([...first, ...next]);

@@ -1,0 +1,22 @@
+import { it } from 'node:test';
+import assert from 'node:assert/strict';
+import { InvalidConfigError, StatusDirError, StoreOpenError } from '../src/errors.js';
+import { cliMessage } from './usage-error.js';
+
+it('leads a refusal with the flag its setting comes from, and adds the flag for a setting it advises', () => {
+  assert.equal(
+    cliMessage(new StoreOpenError('the database file x.db is not a regular file', { field: 'db' })),
+    '--db: the database file x.db is not a regular file',
+  );
+  assert.equal(cliMessage(new StatusDirError('the status directory s is not a directory')), '--status-dir: the status directory s is not a directory');
+  assert.equal(
+    cliMessage(
+      new StoreOpenError('the database file x.db is on a network filesystem (nfs): ... set the store setting allowNetworkFilesystem: true', { field: 'db' }),
+    ),
+    '--db: the database file x.db is on a network filesystem (nfs): ... set the store setting allowNetworkFilesystem: true (on the command line: --allow-network-filesystem)',
+  );
+  // A message that names its flag already (the CLI's own timing and flag checks) is left as it is.
+  const named = new InvalidConfigError('invalid --lease "X": rule', { field: 'lease' });
+  assert.equal(cliMessage(named), 'invalid --lease "X": rule');
+  assert.equal(cliMessage(new Error('plain')), 'plain');
+});
