@@ -5,27 +5,16 @@
  * ServiceMonitor gives them (job, namespace, pod), and evaluates the rule groups it is given.
  * Everything lives in one temp folder, removed by stop().
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
-import { REPO, start, waitFor, type Proc } from '../support/cli.js';
+import { start, waitFor, type Proc } from '../support/cli.js';
+import { buildTool } from '../support/build-tool.js';
+import { freePort } from '../support/control-plane.js';
 
 export interface Alert {
   labels: Record<string, string>;
   state: 'pending' | 'firing';
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 export class HostPrometheus {
@@ -34,11 +23,7 @@ export class HostPrometheus {
   private readonly dir = mkdtempSync('/tmp/leasehold-prometheus-');
 
   async start(o: { kubeconfig: string; namespace: string; release: string; job: string; scrapeSeconds: number; groups: unknown }): Promise<void> {
-    const bin = execFileSync('bash', [join(REPO, 'test/support/build-prometheus.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
-      .toString()
-      .trim()
-      .split('\n')
-      .at(-1)!;
+    const bin = buildTool('build-prometheus.sh');
     writeFileSync(join(this.dir, 'rules.yaml'), dump({ groups: o.groups }));
     writeFileSync(
       join(this.dir, 'prometheus.yml'),

@@ -6,11 +6,12 @@
  */
 import { after, describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump, loadAll } from 'js-yaml';
 import { REPO, tempDir } from '../support/cli.js';
+import { buildTool } from '../support/build-tool.js';
 
 const CHART = join(REPO, 'deploy/helm/leasehold');
 const RULES_TEST = join(REPO, 'test/kubernetes/alerts/rules-test.yaml');
@@ -27,20 +28,13 @@ interface PrometheusRule {
   spec: { groups: { name: string; rules: Rule[] }[] };
 }
 
-const build = (script: string) =>
-  execFileSync('bash', [join(REPO, 'test/support', script)], { stdio: ['ignore', 'pipe', 'inherit'] })
-    .toString()
-    .trim()
-    .split('\n')
-    .at(-1)!;
-
 describe('the chart alert rules, checked by promtool', () => {
   let helmBin = '';
   let promtool = '';
   const dir = tempDir('leasehold-alerts-');
   before(() => {
-    helmBin = build('build-helm.sh');
-    promtool = join(build('build-prometheus.sh'), 'promtool');
+    helmBin = buildTool('build-helm.sh');
+    promtool = join(buildTool('build-prometheus.sh'), 'promtool');
   });
   after(() => dir.cleanup());
 
@@ -48,12 +42,17 @@ describe('the chart alert rules, checked by promtool', () => {
     return renderAll(set).filter((d): d is PrometheusRule => d.kind === 'PrometheusRule');
   }
 
-  function renderAll(set: string[]): { kind: string }[] {
+  /** `helm template` of the chart with these `--set` values: its exit status, output and errors. */
+  function helmTemplate(set: string[]) {
     const home = join(dir.path, 'helm');
-    const r = spawnSync(helmBin, ['template', 'demo', CHART, '--namespace', 'apps', '--kube-version', '1.37.0', ...set.flatMap((s) => ['--set', s])], {
+    return spawnSync(helmBin, ['template', 'demo', CHART, '--namespace', 'apps', '--kube-version', '1.37.0', ...set.flatMap((s) => ['--set', s])], {
       encoding: 'utf8',
       env: { ...process.env, HELM_CACHE_HOME: home, HELM_CONFIG_HOME: home, HELM_DATA_HOME: home },
     });
+  }
+
+  function renderAll(set: string[]): { kind: string }[] {
+    const r = helmTemplate(set);
     assert.equal(r.status, 0, r.stderr);
     return (loadAll(r.stdout) as ({ kind: string } | null)[]).filter((d): d is { kind: string } => d !== null);
   }
@@ -90,24 +89,7 @@ describe('the chart alert rules, checked by promtool', () => {
 
   it('refuses alertLabels that would replace the labels every alert carries (lease, release, severity)', () => {
     for (const key of ['lease', 'release', 'severity']) {
-      const r = spawnSync(
-        helmBin,
-        [
-          'template',
-          'demo',
-          CHART,
-          '--kube-version',
-          '1.37.0',
-          '--set',
-          'metrics.prometheusRule.enabled=true',
-          '--set',
-          `metrics.prometheusRule.alertLabels.${key}=x`,
-        ],
-        {
-          encoding: 'utf8',
-          env: { ...process.env, HELM_CACHE_HOME: join(dir.path, 'helm'), HELM_CONFIG_HOME: join(dir.path, 'helm'), HELM_DATA_HOME: join(dir.path, 'helm') },
-        },
-      );
+      const r = helmTemplate(['metrics.prometheusRule.enabled=true', `metrics.prometheusRule.alertLabels.${key}=x`]);
       assert.notEqual(r.status, 0, `alertLabels.${key} was accepted`);
       assert.match(r.stderr, /alertLabels/);
     }

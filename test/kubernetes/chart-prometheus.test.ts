@@ -10,14 +10,15 @@
  */
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { dump, loadAll } from 'js-yaml';
 import { REPO, start, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { validLeaders, type Candidate } from '../support/sidecars.js';
+import { buildTool } from '../support/build-tool.js';
+import { freePort } from '../support/control-plane.js';
 
 const CHART = join(REPO, 'deploy/helm/leasehold');
 const LEASE = 'observed';
@@ -25,24 +26,6 @@ const TIMINGS = { leaseDuration: '4s', renewDeadline: '3s', retryPeriod: '500ms'
 const SCRAPE_S = 1;
 // LeaseholdNoLeader's `for` with these: 4s + 2 × 500ms + the 1s scrape interval.
 const NO_LEADER_FOR_S = 6;
-
-const build = (script: string) =>
-  execFileSync('bash', [join(REPO, 'test/support', script)], { stdio: ['ignore', 'pipe', 'inherit'] })
-    .toString()
-    .trim()
-    .split('\n')
-    .at(-1)!;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface Alert {
   labels: Record<string, string>;
@@ -55,8 +38,8 @@ describe('the chart rules and dashboard on a real Prometheus scraping real sidec
   let prometheusDir = '';
   let helmBin = '';
   before(() => {
-    helmBin = build('build-helm.sh');
-    prometheusDir = build('build-prometheus.sh');
+    helmBin = buildTool('build-helm.sh');
+    prometheusDir = buildTool('build-prometheus.sh');
   });
 
   function render(): { groups: unknown; dashboard: { panels: { title: string; targets: { expr: string }[] }[] } } {

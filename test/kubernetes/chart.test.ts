@@ -1,6 +1,6 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO, waitFor } from '../support/cli.js';
@@ -9,6 +9,7 @@ import { startSidecar, validLeaders, type Candidate } from '../support/sidecars.
 import { env, freshNamespace, kubectl, rawLease } from '../support/kube.js';
 import { kubeconfig } from '../support/control-plane.js';
 import { loadAllYaml } from '@kubernetes/client-node';
+import { buildTool } from '../support/build-tool.js';
 
 const CHART = join(REPO, 'deploy/helm/leasehold');
 let helmBin = '';
@@ -42,9 +43,7 @@ describe('the Helm chart', () => {
   const dir = scratchDir(() => cands);
   const cands: Candidate[] = [];
   before(() => {
-    helmBin = execFileSync('bash', [join(REPO, 'test/support/build-helm.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
-      .toString()
-      .trim();
+    helmBin = buildTool('build-helm.sh');
   });
 
   it('passes helm lint --strict', () => {

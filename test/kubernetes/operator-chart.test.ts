@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { REPO } from '../support/cli.js';
 import { env, freshNamespace, kubectl } from '../support/kube.js';
 import yaml from 'js-yaml';
+import { buildTool } from '../support/build-tool.js';
 
 const CHART = join(REPO, 'deploy/helm/leasehold-operator');
 let helmBin = '';
@@ -61,9 +62,7 @@ function createPod(ns: string, name: string): { ok: boolean; out: string } {
 
 describe('the operator chart', () => {
   before(() => {
-    helmBin = execFileSync('bash', [join(REPO, 'test/support/build-helm.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
-      .toString()
-      .trim();
+    helmBin = buildTool('build-helm.sh');
   });
 
   it('passes helm lint --strict', () => {

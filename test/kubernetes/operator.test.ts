@@ -7,25 +7,14 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
 import { startCli, waitFor, isAlive, type Proc } from '../support/cli.js';
 import { env, freshNamespace, kubectl } from '../support/kube.js';
+import { freePort } from '../support/control-plane.js';
 
 const WEBHOOK = `leasehold-operator-test-${process.pid}`;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** kubectl with a manifest on its standard input. */
 function kubectlIn(args: string[], input: string): string {

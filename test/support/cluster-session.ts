@@ -8,6 +8,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO } from './cli.js';
+import { buildTool } from './build-tool.js';
 
 export const CHART = join(REPO, 'deploy/helm/leasehold');
 
@@ -55,7 +56,7 @@ export class ClusterSession {
     this.kubeconfig = lastLine(
       execFileSync('bash', [join(REPO, 'test/cluster/cluster.sh'), 'up', this.dir], { stdio: ['ignore', 'pipe', 'inherit'], timeout: 1_800_000 }),
     );
-    this.helmBin = lastLine(execFileSync('bash', [join(REPO, 'test/support/build-helm.sh')], { stdio: ['ignore', 'pipe', 'inherit'] }));
+    this.helmBin = buildTool('build-helm.sh');
   }
 
   /** Tears everything down (pods, daemons, mounts, network, sysctls) and removes the folder. */

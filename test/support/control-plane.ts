@@ -9,12 +9,10 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { request } from 'node:https';
-
-const HERE = dirname(fileURLToPath(import.meta.url));
+import { buildTool } from './build-tool.js';
 
 export interface ControlPlaneOptions {
   /** Write an audit log of every request on leases (Metadata level) to `auditLog`. */
@@ -54,8 +52,7 @@ function log(msg: string): void {
 
 /** Runs build-control-plane.sh (a no-op when cached) and returns the binaries' folder. */
 export function binaries(): string {
-  const out = execFileSync('bash', [join(HERE, 'build-control-plane.sh')], { stdio: ['ignore', 'pipe', 'inherit'] });
-  return out.toString().trim().split('\n').at(-1)!;
+  return buildTool('build-control-plane.sh');
 }
 
 /** A loopback port nobody listens on now (the kernel's choice); shared with test/support/postgres.ts. */
