@@ -6,8 +6,9 @@
  *     (each candidate authenticates as its own user), over an idle window;
  *   - RSS and CPU of each process over that window (from /proc);
  *   - graceful handoff (SIGTERM to the leader) and crash failover (SIGKILL) latency,
- *     min / median / p95 over TRIALS trials, measured from the signal to the Lease naming the
- *     standby (read every 5 ms over one keep-alive connection).
+ *     min / median / p95 over TRIALS trials, measured from the signal to the Lease naming a
+ *     standby (read every 5 ms over one keep-alive connection): two of a kind, three leasehold
+ *     candidates, and a client-go leader handing over to a leasehold standby (bench/latency-rows.ts).
  * RSS is sampled every second over the idle window (median and max reported); leasehold runs
  * as deployed, with its HTTP listener (probes and metrics) on.
  */
@@ -22,6 +23,7 @@ import { loadConnection } from '../src/kube/kubeconfig.js';
 import { waitFor, type Proc } from '../test/support/cli.js';
 import { imageNode } from './image-node.js';
 import { buildGoCandidate, createNamespace as createKubeNamespace, startKubeCandidate, type Impl } from './candidates.js';
+import { LATENCY_ROWS, latencyKey, latencyNamespace, parseLatencyRow, type LatencyRow } from './latency-rows.js';
 export type { Impl } from './candidates.js';
 import { startControlPlane } from '../test/support/control-plane.js';
 import { KubernetesLeaseStore } from '../src/backends/kubernetes-store.js';
@@ -33,7 +35,6 @@ import { LeaseTimeline, selfReportedSinceFree } from './lease-timeline.js';
  * flags before the memory ones), "leasehold-jit" the same sidecar on that Node without flags,
  * measured at idle only, for comparison.
  */
-const IMPLS: Impl[] = ['leasehold', 'client-go'];
 const IDLE_IMPLS: Impl[] = ['leasehold', 'leasehold-jitless', 'leasehold-jit', 'client-go'];
 /** Start-up is over (watches connected, first reads and the first major GC done) before the idle window opens. */
 const SETTLE_MS = 20_000;
@@ -45,8 +46,10 @@ export interface KubernetesBenchOptions {
   trials: number;
   idleSeconds: number;
   log: (m: string) => void;
-  /** e.g. "leasehold:SIGTERM": measure only that latency row (for diagnosis). */
+  /** e.g. "leasehold:SIGTERM" or "client-go/leasehold:SIGTERM": measure only that latency row (parseLatencyRow). */
   only?: string;
+  /** The latency rows alone, without the idle windows (`--only failover`). */
+  latencyOnly?: boolean;
 }
 
 export interface ProcessIdle {
@@ -66,13 +69,19 @@ export interface IdleResult {
 export interface KubernetesBenchResult {
   markdown: string;
   idle: IdleResult[];
-  /** Keyed "leasehold SIGTERM", "client-go SIGKILL", ... */
+  /** Keyed by latencyKey: "leasehold SIGTERM", "client-go SIGKILL", "leasehold SIGTERM, 3 candidates", "client-go to leasehold SIGTERM". */
   latency: Record<string, ReturnType<typeof summary>>;
   /** Crash failover measured from the expiry: keyed "leasehold" and "client-go" (from the records), "leasehold self" (its log). */
   afterExpiry: Record<string, ReturnType<typeof summary>>;
 }
 
-export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log, only }: KubernetesBenchOptions): Promise<KubernetesBenchResult> {
+export async function benchKubernetes({
+  trials: TRIALS,
+  idleSeconds: IDLE_S,
+  log,
+  only,
+  latencyOnly = false,
+}: KubernetesBenchOptions): Promise<KubernetesBenchResult> {
   const node = imageNode();
   const users = Array.from({ length: 12 }, (_, i) => `candidate-${i}`);
   const cp = await startControlPlane({ audit: true, extraUsers: users });
@@ -153,8 +162,16 @@ export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log
     return impl !== 'client-go' ? proc.stderr().includes(`"holder":"${leaderId}"`) : proc.stdout().includes(`"holder":"${leaderId}"`);
   }
 
-  async function latency(impl: Impl, signal: 'SIGTERM' | 'SIGKILL'): Promise<{ fromSignal: number[]; afterExpiry: number[]; selfReported: number[] }> {
-    const ns = `lat-${impl}-${signal.toLowerCase()}`;
+  /**
+   * One handoff or failover row: a leader of the row's kind and its standbys on one Lease; each
+   * trial signals the leader and times the signal to the Lease naming one of the standbys, then
+   * replaces it with a fresh standby. When the new holder is not of the leader's kind (client-go
+   * to leasehold), a fresh leader of that kind first takes the Lease over from it, untimed: the
+   * holder is SIGTERMed once the fresh one has seen it.
+   */
+  async function latency(row: LatencyRow): Promise<{ fromSignal: number[]; afterExpiry: number[]; selfReported: number[] }> {
+    const { signal } = row;
+    const ns = latencyNamespace(row);
     await createNamespace(ns);
     const watcher = new KubernetesLeaseStore(admin, ns);
     const timeline = new LeaseTimeline((on) => watcher.watch('lat', on));
@@ -162,85 +179,91 @@ export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log
     const selfReported: number[] = [];
     const leaseMs = parseDuration(FAST_T.lease)!;
     let gen = 0;
-    const mk = () => {
+    const mk = (impl: Impl) => {
       const id = `${impl}-${gen++}`;
-      return { id, ...launch(impl, ns, 'lat', id, FAST_T) };
+      return { id, impl, ...launch(impl, ns, 'lat', id, FAST_T) };
     };
-    let cands = [mk(), mk()];
+    const holds = async <C extends { id: string }>(cs: C[]) => {
+      const h = await holder(ns, 'lat');
+      return cs.find((c) => c.id === h);
+    };
+    let cands = [mk(row.leader)];
     const out: number[] = [];
     try {
       for (let i = 0; i < TRIALS; i++) {
-        const leaderId = await waitFor(
-          'a leader',
-          async () => {
-            const h = await holder(ns, 'lat');
-            return cands.some((c) => c.id === h) ? h : undefined;
-          },
-          30_000,
-        );
-        const leader = cands.find((c) => c.id === leaderId)!;
-        const other = cands.find((c) => c !== leader)!;
-        // The standby must be up and have seen the leader (its first read and watch done).
-        await waitFor('the standby to see the leader', () => sawLeader(impl, other.proc, leaderId), 60_000);
-        // And long enough to have seen a renewal after its first read: a standby that has only
+        let leader = await waitFor('a leader', () => holds(cands), 30_000);
+        if (leader.impl !== row.leader) {
+          const fresh = mk(row.leader);
+          await waitFor('the new leader-to-be to see the holder', () => sawLeader(fresh.impl, fresh.proc, leader.id), 60_000);
+          for (const c of cands) c.proc.kill('SIGTERM');
+          await Promise.all(cands.map((c) => c.proc.exited));
+          cands = [fresh];
+          leader = await waitFor('it to hold the Lease', () => holds(cands), 30_000);
+        }
+        while (cands.length < row.candidates) cands.push(mk(row.standby));
+        const standbys = cands.filter((c) => c !== leader);
+        // The standbys must be up and have seen the leader (their first read and watch done).
+        await waitFor('the standbys to see the leader', () => standbys.every((c) => sawLeader(c.impl, c.proc, leader.id)), 60_000);
+        // And long enough to have seen a renewal after their first read: a standby that has only
         // read the record once counts its expiry from that read (it cannot know when the
         // renewal it read happened), which is later than the bench's view of the expiry.
         await new Promise((r) => setTimeout(r, 2 * parseDuration(FAST_T.retry)!));
         const t0 = performance.now();
         leader.proc.kill(signal);
-        await waitFor('the standby to hold the Lease', async () => (await holder(ns, 'lat')) === other.id, 30_000, 5);
+        const other = await waitFor('a standby to hold the Lease', () => holds(standbys), 30_000, 5);
         out.push(Math.round(performance.now() - t0));
         if (signal === 'SIGKILL') {
           await waitFor('the bench to see the new holder', () => timeline.sightings.some((s) => s.at >= t0 && s.holder === other.id), 10_000, 5);
           const a = timeline.afterExpiry(leader.id, other.id, leaseMs, t0 - 2 * leaseMs);
           if (a !== undefined) afterExpiry.push(a);
-          const self = impl === 'client-go' ? undefined : selfReportedSinceFree(other.proc.stderr());
+          const self = other.impl === 'client-go' ? undefined : selfReportedSinceFree(other.proc.stderr());
           if (self !== undefined) selfReported.push(self);
         }
         await leader.proc.exited;
         const slowAfterExpiry = signal === 'SIGKILL' && (afterExpiry.at(-1) ?? 0) > 100;
-        if (impl === 'leasehold' && ((signal === 'SIGTERM' && out.at(-1)! > 2_000) || slowAfterExpiry)) {
+        if (other.impl === 'leasehold' && ((signal === 'SIGTERM' && out.at(-1)! > 2_000) || slowAfterExpiry)) {
           // An outlier worth reading: keep both processes' logs.
           const file = join(cp.dir, `..`, `leasehold-bench-outlier-${Date.now()}.log`);
           writeFileSync(file, `leader ${leader.id}\n${leader.proc.stderr()}\nstandby ${other.id}\n${other.proc.stderr()}`);
           log(`outlier ${out.at(-1)} ms: logs in ${file}`);
         }
-        cands = [other, mk()];
-        log(`${impl} ${signal} trial ${i + 1}/${TRIALS}: ${out.at(-1)} ms${signal === 'SIGKILL' ? `, ${afterExpiry.at(-1)} ms after the expiry` : ''}`);
+        cands = cands.filter((c) => c !== leader);
+        log(`${latencyKey(row)} trial ${i + 1}/${TRIALS}: ${out.at(-1)} ms${signal === 'SIGKILL' ? `, ${afterExpiry.at(-1)} ms after the expiry` : ''}`);
       }
     } finally {
       for (const c of cands) c.proc.kill('SIGKILL');
+      await Promise.all(cands.map((c) => c.proc.exited));
       timeline.close();
     }
     return { fromSignal: out, afterExpiry, selfReported };
   }
 
-  try {
-    if (only) {
-      const [impl, sig] = only.split(':') as [Impl, 'SIGTERM' | 'SIGKILL'];
-      const r = await latency(impl, sig);
-      const s = summary(r.fromSignal);
-      const after = r.afterExpiry.length ? summary(r.afterExpiry) : null;
-      return {
-        markdown: `${only}: ${JSON.stringify(s)}${after ? `\nafter expiry: ${JSON.stringify(after)}` : ''}\n`,
-        idle: [],
-        latency: { [`${impl} ${sig}`]: s },
-        afterExpiry: after ? { [impl]: after } : {},
-      };
-    }
-    const idleResults: IdleResult[] = [];
-    for (const impl of IDLE_IMPLS) idleResults.push(await idle(impl));
+  /** Every row of LATENCY_ROWS (or the one asked for), keyed by latencyKey. */
+  async function latencies(rows: readonly LatencyRow[]) {
     const lat: Record<string, ReturnType<typeof summary>> = {};
     const afterExpiry: Record<string, ReturnType<typeof summary>> = {};
-    for (const impl of IMPLS) {
-      lat[`${impl} SIGTERM`] = summary((await latency(impl, 'SIGTERM')).fromSignal);
-      const kill = await latency(impl, 'SIGKILL');
-      lat[`${impl} SIGKILL`] = summary(kill.fromSignal);
-      afterExpiry[impl] = summary(kill.afterExpiry);
-      if (kill.selfReported.length) afterExpiry[`${impl} self`] = summary(kill.selfReported);
+    for (const row of rows) {
+      const r = await latency(row);
+      lat[latencyKey(row)] = summary(r.fromSignal);
+      if (r.afterExpiry.length) afterExpiry[row.leader === row.standby ? row.leader : latencyKey(row)] = summary(r.afterExpiry);
+      if (r.selfReported.length) afterExpiry[`${row.leader === row.standby ? row.leader : latencyKey(row)} self`] = summary(r.selfReported);
     }
+    return { lat, afterExpiry };
+  }
+
+  try {
+    if (only) {
+      const { lat, afterExpiry } = await latencies([parseLatencyRow(only)]);
+      const md = Object.entries({ ...lat, ...Object.fromEntries(Object.entries(afterExpiry).map(([k, v]) => [`${k}, after the expiry`, v])) })
+        .map(([k, v]) => `${k}: ${JSON.stringify(v)}`)
+        .join('\n');
+      return { markdown: `${md}\n`, idle: [], latency: lat, afterExpiry };
+    }
+    const idleResults: IdleResult[] = [];
+    if (!latencyOnly) for (const impl of IDLE_IMPLS) idleResults.push(await idle(impl));
+    const { lat, afterExpiry } = await latencies(LATENCY_ROWS);
     return {
-      markdown: kubernetesMarkdown(idleResults, lat, afterExpiry, TRIALS, IDLE_S, node.version, node.flags.join(' ')),
+      markdown: (latencyOnly ? '' : idleMarkdown(idleResults, IDLE_S, node.version, node.flags.join(' '))) + latencyMarkdown(lat, afterExpiry, TRIALS),
       idle: idleResults,
       latency: lat,
       afterExpiry,
@@ -253,15 +276,7 @@ export async function benchKubernetes({ trials: TRIALS, idleSeconds: IDLE_S, log
 
 export const standbyRequestsPerMin = (r: IdleResult) => r.standbys.reduce((a, s) => a + s.perMin, 0) / r.standbys.length;
 
-function kubernetesMarkdown(
-  idleResults: IdleResult[],
-  lat: Record<string, ReturnType<typeof summary>>,
-  afterExpiry: Record<string, ReturnType<typeof summary>>,
-  trials: number,
-  idleSeconds: number,
-  nodeVersion: string,
-  nodeFlags: string,
-): string {
+function idleMarkdown(idleResults: IdleResult[], idleSeconds: number, nodeVersion: string, nodeFlags: string): string {
   const f1 = (n: number) => n.toFixed(1);
   const idleRows = idleResults
     .flatMap((r) =>
@@ -270,10 +285,6 @@ function kubernetesMarkdown(
       ),
     )
     .join('\n');
-  const latRow = (impl: Impl, sig: string) => {
-    const s = lat[`${impl} ${sig}`]!;
-    return `| ${impl} | ${sig} | ${s.min} ms | ${s.median} ms | ${s.p95} ms |`;
-  };
   return `### API requests and resources at idle
 
 ${idleSeconds} s with 1 leader + 2 standbys per implementation, opened ${SETTLE_MS / 1000} s after the first leader (start-up over), timings ${IDLE_T.lease} / ${IDLE_T.deadline} / ${IDLE_T.retry}
@@ -292,19 +303,31 @@ A leasehold standby holds one watch and reads only for a safety re-read (every
 max(60 × retryPeriod, leaseDuration)), when the lease could have expired, or when it is
 released; client-go's standby reads every retryPeriod.
 
-### Handoff and failover latency
+`;
+}
 
-${trials} trials per row, timings ${FAST_T.lease} / ${FAST_T.deadline} / ${FAST_T.retry}, two candidates; from the signal to the Lease
-naming the standby (read every 5 ms).
+/** The latency table's rows, graceful handoffs first. */
+const DISPLAYED_ROWS = [...LATENCY_ROWS].sort((a, b) => (a.signal === b.signal ? 0 : a.signal === 'SIGTERM' ? -1 : 1));
 
-![Each trial of the four rows below on a logarithmic axis](benchmarks-latency.svg)
+function latencyMarkdown(lat: Record<string, ReturnType<typeof summary>>, afterExpiry: Record<string, ReturnType<typeof summary>>, trials: number): string {
+  const latRow = (r: LatencyRow) => {
+    const s = lat[latencyKey(r)];
+    const who = r.leader === r.standby ? r.leader : `${r.leader} leader, ${r.standby} standby`;
+    return s ? [`| ${who} | ${r.signal} | ${r.candidates} | ${s.min} ms | ${s.median} ms | ${s.p95} ms |`] : [];
+  };
+  return `### Handoff and failover latency
 
-| implementation | signal | min | median | p95 |
-| --- | --- | ---: | ---: | ---: |
-${latRow('leasehold', 'SIGTERM')}
-${latRow('client-go', 'SIGTERM')}
-${latRow('leasehold', 'SIGKILL')}
-${latRow('client-go', 'SIGKILL')}
+${trials} trials per row, timings ${FAST_T.lease} / ${FAST_T.deadline} / ${FAST_T.retry}; from the signal to the Lease
+naming a standby (read every 5 ms). Before each signal every standby has seen the leader, and
+each signalled leader is replaced by a fresh standby. In the client-go to leasehold row a
+client-go leader releases and a leasehold standby takes over on the same Lease, as in a rollout
+from one to the other; before each trial a fresh client-go candidate takes the Lease back, untimed.
+
+![Each trial of the two-candidate rows of one implementation below, on a logarithmic axis](benchmarks-latency.svg)
+
+| implementation | signal | candidates | min | median | p95 |
+| --- | --- | ---: | ---: | ---: | ---: |
+${DISPLAYED_ROWS.flatMap(latRow).join('\n')}
 
 ### Crash failover after the expiry
 

@@ -2,36 +2,39 @@
  * The SQLite part of `npm run bench` (bench/run.ts): the store's throughput and local failover.
  *   - acquire/renew attempts per second (each a real, fsynced SQLite transaction): 1 process;
  *     8 processes on one lease (1 renews, 7 contend); 8 processes on 8 leases;
- *   - failover latency, 2 `leasehold sidecar` processes, after SIGKILL and after SIGTERM,
- *     min / median / p95 over TRIALS trials each;
+ *   - failover latency of `leasehold sidecar` processes (bench/sidecar-failover.ts): 2 after
+ *     SIGKILL, 2 and 3 after SIGTERM, min / median / p95 over TRIALS trials each;
  *   - durable renewals against the disk's raw sync rate (bench/sqlite-disk.ts).
  */
 import { benchSqliteDisk } from './sqlite-disk.js';
-import { selfReportedSinceFree } from './lease-timeline.js';
+import { SIDECAR_TIMING, sidecarFailover } from './sidecar-failover.js';
 import { join } from 'node:path';
 import { summary } from './cli-args.js';
 import { REPO, start, tempDir, waitFor, type Proc } from '../test/support/cli.js';
-import { startSidecar, validLeaders, type Candidate } from '../test/support/sidecars.js';
 
 export interface SqliteBenchOptions {
   trials: number;
   /** Seconds per throughput run. */
   seconds: number;
   log: (m: string) => void;
+  /** Only the failover rows (`--only failover`): no throughput, no disk. */
+  latencyOnly?: boolean;
 }
 
 export interface SqliteBenchResult {
   markdown: string;
-  /** Durable renewals against the disk's raw fdatasync'ed overwrites (bench/sqlite-disk.ts), the middle of its repeats. */
+  /** Durable renewals against the disk's raw fdatasync'ed overwrites (bench/sqlite-disk.ts), the middle of its repeats; NaN when latencyOnly. */
   syncRatio: number;
   kill: ReturnType<typeof summary>;
   term: ReturnType<typeof summary>;
+  /** SIGTERM with 3 candidates (2 standbys). */
+  term3: ReturnType<typeof summary>;
   afterExpiry: ReturnType<typeof summary>;
 }
 
 const WORKER = join(REPO, 'bench/store-worker.ts');
 
-export async function benchSqlite({ trials: TRIALS, seconds: SECONDS, log }: SqliteBenchOptions): Promise<SqliteBenchResult> {
+export async function benchSqlite({ trials: TRIALS, seconds: SECONDS, log, latencyOnly = false }: SqliteBenchOptions): Promise<SqliteBenchResult> {
   const throughput = async (procs: number, leases: number, dir: string, mode = ''): Promise<{ ops: number; leaderOps: number; durableOps: number }> => {
     const db = join(dir, `tp-${procs}-${leases}${mode}.db`);
     const ws: Proc[] = [];
@@ -46,48 +49,49 @@ export async function benchSqlite({ trials: TRIALS, seconds: SECONDS, log }: Sql
     return { ops: perS('ops'), leaderOps: perS('leaderOps'), durableOps: perS('durableOps') };
   };
 
-  /** After SIGKILL: each new leader's sinceFreeMs (the gap from the expiry it observed to its takeover). */
-  const afterExpiry: number[] = [];
-  const failover = async (signal: 'SIGKILL' | 'SIGTERM', dir: string): Promise<number[]> => {
-    const timing = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };
-    const backend = ['--db', join(dir, `failover-${signal}.db`), '--lease', 'bench'];
-    let cands: Candidate[] = [startSidecar(dir, `${signal}-a`, backend, timing), startSidecar(dir, `${signal}-b`, backend, timing)];
-    const out: number[] = [];
-    try {
-      for (let i = 0; i < TRIALS; i++) {
-        const leader = await waitFor('a leader', () => validLeaders(cands)[0], 20_000);
-        // Let the standby observe the leader's renewals for a moment, as in steady state.
-        await new Promise((r) => setTimeout(r, 500));
-        const t0 = performance.now();
-        leader.c.proc.kill(signal);
-        const next = await waitFor('the standby to lead', () => validLeaders(cands).find((l) => l.c !== leader.c), 20_000, 2);
-        out.push(Math.round(performance.now() - t0));
-        if (signal === 'SIGKILL') {
-          const self = await waitFor('its "became leader" line', () => selfReportedSinceFree(next.c.proc.stderr()), 5_000, 5);
-          afterExpiry.push(self);
-        }
-        await leader.c.proc.exited;
-        cands = cands.map((c) => (c === leader.c ? startSidecar(dir, `${c.id}`, backend, timing) : c));
-        log(`${signal} trial ${i + 1}/${TRIALS}: ${out.at(-1)} ms`);
-      }
-    } finally {
-      for (const c of cands) c.proc.kill('SIGKILL');
-    }
-    return out;
-  };
+  const failover = (signal: 'SIGKILL' | 'SIGTERM', candidates: number, dir: string) =>
+    sidecarFailover({
+      dir,
+      backend: ['--db', join(dir, `failover-${signal}-${candidates}.db`), '--lease', 'bench'],
+      signal,
+      candidates,
+      trials: TRIALS,
+      label: `sqlite-${signal.toLowerCase()}-${candidates}`,
+      log,
+    });
 
   const dir = tempDir('leasehold-bench-');
   try {
+    log('failover: SIGKILL');
+    const killed = await failover('SIGKILL', 2, dir.path);
+    const kill = summary(killed.fromSignal);
+    const after = summary(killed.sinceFree);
+    log('failover: SIGTERM, 2 and 3 candidates');
+    const term = summary((await failover('SIGTERM', 2, dir.path)).fromSignal);
+    const term3 = summary((await failover('SIGTERM', 3, dir.path)).fromSignal);
+    const t = SIDECAR_TIMING;
+    const failoverMd = `### Failover latency, \`leasehold sidecar\` processes on one SQLite file
+
+Timings \`--lease-duration ${t.leaseDuration} --renew-deadline ${t.renewDeadline} --retry-period ${t.retryPeriod}\`, ${TRIALS} trials per row,
+two candidates unless said otherwise. Measured from the signal to a standby's status file saying
+leader (the app's view), polled every 2 ms; every standby has seen the leader before the signal.
+
+| event | min | median | p95 | bound |
+| --- | ---: | ---: | ---: | --- |
+| SIGKILL (no release; the lease must expire) | ${kill.min} ms | ${kill.median} ms | ${kill.p95} ms | leaseDuration + 2.2 × retryPeriod = 2880 ms |
+| SIGTERM (release on exit) | ${term.min} ms | ${term.median} ms | ${term.p95} ms | the standby's watch (50 ms poll of \`PRAGMA data_version\`) |
+| SIGTERM, 3 candidates (release on exit, 2 standbys) | ${term3.min} ms | ${term3.median} ms | ${term3.p95} ms | the same |
+| SIGKILL, from the expiry the standby observed to its takeover (its log's \`sinceFreeMs\`) | ${after.min} ms | ${after.median} ms | ${after.p95} ms | ≤ 50 ms (goal); never < 0 |
+
+The standby learns of the leader's renewals through its watch, a 50 ms poll of
+\`PRAGMA data_version\`, so its expiry is up to 50 ms later than the leader's last renewal + 2 s.
+`;
+    if (latencyOnly) return { markdown: failoverMd, kill, term, term3, afterExpiry: after, syncRatio: NaN };
     log(`throughput: ${SECONDS}s per run`);
     const one = await throughput(1, 1, dir.path);
     log(`sqlite: ${Math.round(one.leaderOps)} renewals/s by one writer (${Math.round(one.durableOps)} distinct milliseconds)`);
     const eightOne = await throughput(8, 1, dir.path);
     const eightEight = await throughput(8, 8, dir.path);
-    log('failover: SIGKILL');
-    const kill = summary(await failover('SIGKILL', dir.path));
-    log('failover: SIGTERM');
-    const term = summary(await failover('SIGTERM', dir.path));
-    const after = summary(afterExpiry);
     log('durable renewals against the disk');
     const disk = await benchSqliteDisk({ seconds: 2 * SECONDS, repeats: 3, log });
     const ratio = [...disk.ratios].sort((a, b) => a - b)[Math.floor(disk.ratios.length / 2)]!;
@@ -114,24 +118,11 @@ one does (its \`renewTime\` has millisecond resolution, so at most 1,000 of them
 differ). The store's durable renewals are therefore measured on their own, against the disk's
 raw sync, in "SQLite durable renewals against the disk" below.
 
-${SECONDS} s per throughput run; ${TRIALS} failover trials per signal.
+${SECONDS} s per throughput run.
 
-### Failover latency, two \`leasehold sidecar\` processes on one SQLite file
-
-Timings \`--lease-duration 2s --renew-deadline 1500ms --retry-period 400ms\`. Measured from the
-signal to the standby's status file saying leader (the app's view), polled every 2 ms.
-
-| event | min | median | p95 | bound |
-| --- | ---: | ---: | ---: | --- |
-| SIGKILL (no release; the lease must expire) | ${kill.min} ms | ${kill.median} ms | ${kill.p95} ms | leaseDuration + 2.2 × retryPeriod = 2880 ms |
-| SIGTERM (release on exit) | ${term.min} ms | ${term.median} ms | ${term.p95} ms | the standby's watch (50 ms poll of \`PRAGMA data_version\`) |
-| SIGKILL, from the expiry the standby observed to its takeover (its log's \`sinceFreeMs\`) | ${after.min} ms | ${after.median} ms | ${after.p95} ms | ≤ 50 ms (goal); never < 0 |
-
-The standby learns of the leader's renewals through its watch, a 50 ms poll of
-\`PRAGMA data_version\`, so its expiry is up to 50 ms later than the leader's last renewal + 2 s.
-
+${failoverMd}
 ${disk.markdown}`;
-    return { markdown: md, kill, term, afterExpiry: after, syncRatio: ratio };
+    return { markdown: md, kill, term, term3, afterExpiry: after, syncRatio: ratio };
   } finally {
     dir.cleanup();
   }
