@@ -216,7 +216,11 @@ export async function benchKubernetes({
           await waitFor('the bench to see the new holder', () => timeline.sightings.some((s) => s.at >= t0 && s.holder === other.id), 10_000, 5);
           const a = timeline.afterExpiry(leader.id, other.id, leaseMs, t0 - 2 * leaseMs);
           if (a !== undefined) afterExpiry.push(a);
-          const self = other.impl === 'client-go' ? undefined : selfReportedSinceFree(other.proc.stderr());
+          // Its log line can come a moment after the Lease names it.
+          const self =
+            other.impl === 'client-go'
+              ? undefined
+              : await waitFor('its "became leader" line', () => selfReportedSinceFree(other.proc.stderr()), 2_000, 5).catch(() => undefined);
           if (self !== undefined) selfReported.push(self);
         }
         await leader.proc.exited;

@@ -73,7 +73,7 @@ const idleS = numberOption('idle-seconds', 60);
 const phases: { name: string; what: string; estimateS: number; on: boolean }[] = [
   {
     name: 'kubernetes',
-    what: 'leasehold and client-go on one API server: idle requests, RSS, CPU; handoff and failover latency',
+    what: `leasehold and client-go on one API server: ${failoverOnly ? '' : 'idle requests, RSS, CPU; '}handoff and failover latency`,
     // Each latency trial about 7 s; the client-go to leasehold row's hand-back adds about 4 s to each of its trials.
     estimateS: 60 + (failoverOnly ? 0 : 4 * (idleS + 45)) + LATENCY_ROWS.length * trials * 7 + trials * 4,
     on: wantKube,
@@ -182,7 +182,7 @@ if (splice) {
 } else if (!write) {
   process.stdout.write(
     [
-      failoverOnly ? handoffGoalsMarkdown({ sqlite, postgres, kube, scale: null, standbys }) : '',
+      failoverOnly ? `${handoffGoalsMarkdown({ sqlite, postgres, kube, scale: null, standbys })}\n` : '',
       kube?.markdown,
       sqlite?.markdown,
       sqliteDisk?.markdown,
