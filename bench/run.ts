@@ -4,7 +4,8 @@
  *                 [--splice] [--standbys N] [--scale-trials N] [--scale-setups sqlite,leasehold,client-go] [--no-write]
  *
  * Runs every benchmark and rewrites docs/benchmarks.md: a summary of leasehold against
- * client-go's leader election with the ratios and the issue's targets, then the Kubernetes
+ * client-go's leader election with the ratios and the issue's targets, each handoff and failover
+ * goal per store and size (bench/handoff-goals.ts), then the Kubernetes
  * section (bench/kubernetes.ts: a real kube-apiserver + etcd, both implementations with the
  * same timings), the SQLite section (bench/sqlite.ts), and, root only, on the single-node cluster of
  * the cluster tier (one bring-up for both): memory in pods beside client-go (bench/pod-memory.ts)
@@ -30,7 +31,7 @@ import { ClusterSession } from '../test/support/cluster-session.js';
 import { benchPostgres } from './postgres.js';
 import { benchScale } from './scale.js';
 import { handoffGoalsMarkdown } from './handoff-goals.js';
-import { LATENCY_ROWS } from './latency-rows.js';
+import { LATENCY_ROWS, parseLatencyRow } from './latency-rows.js';
 import { benchStreams } from './streams.js';
 import { imageNode, type ImageNode } from './image-node.js';
 import { latencyChart } from './latency-chart.js';
@@ -54,6 +55,8 @@ const started = Date.now();
 
 // `--only failover`: the latency rows of the three stores alone.
 const failoverOnly = only === 'failover';
+// One Kubernetes latency row: a mistyped one fails here, before anything starts.
+if (only.includes(':')) parseLatencyRow(only);
 const wantKube = only === '' || only === 'kubernetes' || failoverOnly || only.includes(':');
 const wantSqlite = only === '' || only === 'sqlite' || failoverOnly;
 const wantPostgres = only === '' || only === 'postgres' || failoverOnly;
