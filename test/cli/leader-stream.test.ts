@@ -3,8 +3,9 @@
  * election nor the other readers, and each stream's events come in the order the sidecar
  * wrote its status files.
  */
-import { describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { REPO, start, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
@@ -112,5 +113,61 @@ describe('GET /leader?watch=1 on real sidecars', () => {
       assert.ok(window.length >= 4, `${c.id}: ${window.length} file states while streaming`);
       assert.ok(isSubsequence(window, streamed), `${c.id}: every state the files showed is in the stream, in the same order`);
     }
+  });
+});
+
+describe('GET and HEAD /leader: what opens a stream', () => {
+  const procs: Proc[] = [];
+  const sockets: Socket[] = [];
+  const dir = scratchDir(() => {
+    for (const s of sockets) s.destroy();
+    return procs;
+  });
+  let port = 0;
+  const streamsOpen = async () => Number(/^leasehold_http_streams (\d+)$/m.exec(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())?.[1]);
+
+  before(async () => {
+    const db = join(dir.path, 'leases.db');
+    const proc = startCli([
+      'sidecar',
+      '--db',
+      db,
+      '--lease',
+      'watch',
+      '--identity',
+      'a',
+      '--status-dir',
+      join(dir.path, 'status'),
+      '--listen',
+      '127.0.0.1:0',
+      ...T,
+    ]);
+    procs.push(proc);
+    port = Number(await waitFor('the address', () => /"listen":"127\.0\.0\.1:(\d+)"/.exec(proc.stderr())?.[1], 20_000));
+  });
+
+  it('a repeated, contradictory or unknown watch parameter gets 400 and one line naming it and the rule', { timeout: 60_000 }, async () => {
+    const refused: [string, string][] = [
+      ['watch=1&watch=0', 'watch is given 2 times: give it once, watch=1 (a stream) or watch=0\n'],
+      ['watch=0&watch=1', 'watch is given 2 times: give it once, watch=1 (a stream) or watch=0\n'],
+      ['watch=1&watch=1', 'watch is given 2 times: give it once, watch=1 (a stream) or watch=0\n'],
+      ['watch=true&watch=false&watch=1', 'watch is given 3 times: give it once, watch=1 (a stream) or watch=0\n'],
+      ['watch=yes', 'watch=yes is not allowed: use watch=1 (a stream) or watch=0\n'],
+      ['watch=', 'watch= is not allowed: use watch=1 (a stream) or watch=0\n'],
+    ];
+    for (const [query, line] of refused) {
+      const ac = new AbortController();
+      const res = await fetch(`http://127.0.0.1:${port}/leader?${query}`, { headers: { accept: 'text/event-stream' }, signal: ac.signal });
+      if (res.status !== 400) ac.abort(); // a stream never ends by itself
+      assert.equal(res.status, 400, `${query}: ${res.headers.get('content-type')}`);
+      assert.equal(res.headers.get('content-type'), 'text/plain');
+      assert.equal(await res.text(), line, query);
+    }
+    for (const query of ['watch=0', 'watch=false']) {
+      const res = await fetch(`http://127.0.0.1:${port}/leader?${query}`, { headers: { accept: 'text/event-stream' } });
+      assert.equal(res.headers.get('content-type'), 'application/json', query);
+      await res.text();
+    }
+    assert.equal(await streamsOpen(), 0, 'none of them opened a stream');
   });
 });
