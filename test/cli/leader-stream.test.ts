@@ -5,7 +5,7 @@
  */
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { REPO, start, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
@@ -116,6 +116,18 @@ describe('GET /leader?watch=1 on real sidecars', () => {
   });
 });
 
+/** Writes `requests` on one connection and collects what the server sends back. */
+function rawConnection(port: number, requests: string): { received: () => string; ended: () => boolean; socket: Socket } {
+  let received = '';
+  let ended = false;
+  const socket = connect(port, '127.0.0.1', () => socket.write(requests));
+  socket.setEncoding('utf8');
+  socket.on('data', (d: string) => (received += d));
+  socket.on('close', () => (ended = true));
+  socket.on('error', () => {});
+  return { received: () => received, ended: () => ended, socket };
+}
+
 describe('GET and HEAD /leader: what opens a stream', () => {
   const procs: Proc[] = [];
   const sockets: Socket[] = [];
@@ -169,5 +181,23 @@ describe('GET and HEAD /leader: what opens a stream', () => {
       await res.text();
     }
     assert.equal(await streamsOpen(), 0, 'none of them opened a stream');
+  });
+
+  it('HEAD answers the headers of a stream and ends: the connection serves the next request', { timeout: 30_000 }, async () => {
+    for (const head of ['HEAD /leader?watch=1 HTTP/1.1\r\nhost: x\r\n', 'HEAD /leader HTTP/1.1\r\nhost: x\r\naccept: text/event-stream\r\n']) {
+      // Pipelined: a stream started by the HEAD would hold the connection and /healthz would never be answered.
+      const c = rawConnection(port, `${head}\r\nGET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`);
+      sockets.push(c.socket);
+      await waitFor(`${head.split('\r')[0]}: the next request answered and the connection closed`, () => c.ended() && c.received().includes('ok: '), 10_000);
+      const [headResponse, rest] = c.received().split(/\r\n\r\n(?=HTTP\/1\.1 )/, 2) as [string, string | undefined];
+      assert.match(headResponse, /^HTTP\/1\.1 200 OK\r\n/);
+      assert.match(headResponse, /\r\ncontent-type: text\/event-stream\r\n/);
+      assert.doesNotMatch(c.received(), /event: leader|data: /, 'no event was written');
+      assert.match(rest ?? '', /^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nok: /);
+    }
+    const res = await fetch(`http://127.0.0.1:${port}/leader?watch=1`, { method: 'HEAD' });
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), '');
+    assert.equal(await streamsOpen(), 0, 'a HEAD opens no stream');
   });
 });
