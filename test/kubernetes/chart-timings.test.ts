@@ -65,6 +65,7 @@ describe('the chart refuses timings the sidecar would refuse', () => {
     [{ retryPeriod: '0s' }, /leasehold\.retryPeriod "0s" must be from 1ms to 2147483647ms/],
     [{ retryPeriod: '0.5ms' }, /leasehold\.retryPeriod "0\.5ms" must be a whole number of milliseconds/],
     [{ renewDeadline: '1.0001s' }, /leasehold\.renewDeadline "1\.0001s" must be a whole number of milliseconds/],
+    [{ renewDeadline: '1.0000000000000001s', retryPeriod: '100ms' }, /leasehold\.renewDeadline "1\.0000000000000001s" must be a whole number of milliseconds/],
     [{ leaseDuration: '600h', renewDeadline: '10s' }, /leasehold\.leaseDuration "600h" must be from 1ms to 2147483647ms/],
   ];
 
@@ -90,6 +91,8 @@ describe('the chart refuses timings the sidecar would refuse', () => {
     { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' },
     { leaseDuration: '1m', renewDeadline: '45.5s', retryPeriod: '1.25s' },
     { leaseDuration: '1h', renewDeadline: '59m59.999s', retryPeriod: '0.001m' },
+    // 1005 ms: exact in the chart and the CLI alike (a float product would make it 1004.999...).
+    { renewDeadline: '1.005s', retryPeriod: '0.835s' },
   ];
   for (const t of accepted) {
     it(`renders ${JSON.stringify(t)}, which the CLI accepts, passing the values unchanged`, () => {
