@@ -3,13 +3,25 @@ const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 
 /**
  * Parses a Go-style duration ("15s", "500ms", "1m30s", "1.5s") into milliseconds.
  * Returns null when the text is not one; a bare number is refused (is "15" seconds or ms?).
+ * Decimal arithmetic on the digits, not floats: "1.005s" is 1005 (a float product gives
+ * 1004.9999999999999, which the whole-milliseconds rule would refuse), the same as the Helm
+ * charts compute. A duration finer than a millisecond comes back as a non-integer within 1 ms
+ * of it, so durationRangeError refuses it however small the excess ("1.0000000000000001s").
  */
 export function parseDuration(text: string): number | null {
   const s = text.trim();
   if (!/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(s)) return null;
-  let total = 0;
-  for (const m of s.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) total += Number(m[1]) * UNITS[m[2]!]!;
-  return total;
+  let whole = 0n;
+  let finer = false;
+  for (const m of s.matchAll(/(\d+)(?:\.(\d+))?(ms|s|m|h)/g)) {
+    const fraction = m[2] ?? '';
+    // The value × 10^digits, in milliseconds: exact for any number of digits.
+    const scaled = BigInt(m[1]! + fraction) * BigInt(UNITS[m[3]!]!);
+    const divisor = 10n ** BigInt(fraction.length);
+    whole += scaled / divisor;
+    if (scaled % divisor !== 0n) finer = true;
+  }
+  return finer ? Number(whole) + 0.5 : Number(whole);
 }
 
 /** The longest a Node timer can wait (2^31 − 1 ms, about 24.8 days); longer ones fire at once. */

@@ -19,9 +19,14 @@ export interface HttpHandlers {
 
 const NO_COUNTERS: StreamCounters = { opened() {}, closed() {}, refused() {}, dropped() {} };
 
-/** `/leader?watch=`: 1 or true streams, 0 or false (or none) answers once. */
+/**
+ * `/leader?watch=`: 1 or true streams, 0 or false (or none) answers once. Given more than once
+ * it is refused, even with equal values: which one wins differs between proxies and clients.
+ */
 function wantsStream(req: IncomingMessage, query: URLSearchParams): boolean {
-  const watch = query.get('watch');
+  const given = query.getAll('watch');
+  if (given.length > 1) throw new BadRequest(`watch is given ${given.length} times: give it once, watch=1 (a stream) or watch=0`);
+  const watch = given[0] ?? null;
   if (watch === null || watch === '0' || watch === 'false') return watch === null && /\btext\/event-stream\b/.test(req.headers.accept ?? '');
   if (watch === '1' || watch === 'true') return true;
   throw new BadRequest(`watch=${JSON.stringify(watch).slice(1, -1)} is not allowed: use watch=1 (a stream) or watch=0`);

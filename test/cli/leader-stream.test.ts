@@ -3,8 +3,9 @@
  * election nor the other readers, and each stream's events come in the order the sidecar
  * wrote its status files.
  */
-import { describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { REPO, start, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
@@ -112,5 +113,91 @@ describe('GET /leader?watch=1 on real sidecars', () => {
       assert.ok(window.length >= 4, `${c.id}: ${window.length} file states while streaming`);
       assert.ok(isSubsequence(window, streamed), `${c.id}: every state the files showed is in the stream, in the same order`);
     }
+  });
+});
+
+/** Writes `requests` on one connection and collects what the server sends back. */
+function rawConnection(port: number, requests: string): { received: () => string; ended: () => boolean; socket: Socket } {
+  let received = '';
+  let ended = false;
+  const socket = connect(port, '127.0.0.1', () => socket.write(requests));
+  socket.setEncoding('utf8');
+  socket.on('data', (d: string) => (received += d));
+  socket.on('close', () => (ended = true));
+  socket.on('error', () => {});
+  return { received: () => received, ended: () => ended, socket };
+}
+
+describe('GET and HEAD /leader: what opens a stream', () => {
+  const procs: Proc[] = [];
+  const sockets: Socket[] = [];
+  const dir = scratchDir(() => {
+    for (const s of sockets) s.destroy();
+    return procs;
+  });
+  let port = 0;
+  const streamsOpen = async () => Number(/^leasehold_http_streams (\d+)$/m.exec(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())?.[1]);
+
+  before(async () => {
+    const db = join(dir.path, 'leases.db');
+    const proc = startCli([
+      'sidecar',
+      '--db',
+      db,
+      '--lease',
+      'watch',
+      '--identity',
+      'a',
+      '--status-dir',
+      join(dir.path, 'status'),
+      '--listen',
+      '127.0.0.1:0',
+      ...T,
+    ]);
+    procs.push(proc);
+    port = Number(await waitFor('the address', () => /"listen":"127\.0\.0\.1:(\d+)"/.exec(proc.stderr())?.[1], 20_000));
+  });
+
+  it('a repeated, contradictory or unknown watch parameter gets 400 and one line naming it and the rule', { timeout: 60_000 }, async () => {
+    const refused: [string, string][] = [
+      ['watch=1&watch=0', 'watch is given 2 times: give it once, watch=1 (a stream) or watch=0\n'],
+      ['watch=0&watch=1', 'watch is given 2 times: give it once, watch=1 (a stream) or watch=0\n'],
+      ['watch=1&watch=1', 'watch is given 2 times: give it once, watch=1 (a stream) or watch=0\n'],
+      ['watch=true&watch=false&watch=1', 'watch is given 3 times: give it once, watch=1 (a stream) or watch=0\n'],
+      ['watch=yes', 'watch=yes is not allowed: use watch=1 (a stream) or watch=0\n'],
+      ['watch=', 'watch= is not allowed: use watch=1 (a stream) or watch=0\n'],
+    ];
+    for (const [query, line] of refused) {
+      const ac = new AbortController();
+      const res = await fetch(`http://127.0.0.1:${port}/leader?${query}`, { headers: { accept: 'text/event-stream' }, signal: ac.signal });
+      if (res.status !== 400) ac.abort(); // a stream never ends by itself
+      assert.equal(res.status, 400, `${query}: ${res.headers.get('content-type')}`);
+      assert.equal(res.headers.get('content-type'), 'text/plain');
+      assert.equal(await res.text(), line, query);
+    }
+    for (const query of ['watch=0', 'watch=false']) {
+      const res = await fetch(`http://127.0.0.1:${port}/leader?${query}`, { headers: { accept: 'text/event-stream' } });
+      assert.equal(res.headers.get('content-type'), 'application/json', query);
+      await res.text();
+    }
+    assert.equal(await streamsOpen(), 0, 'none of them opened a stream');
+  });
+
+  it('HEAD answers the headers of a stream and ends: the connection serves the next request', { timeout: 30_000 }, async () => {
+    for (const head of ['HEAD /leader?watch=1 HTTP/1.1\r\nhost: x\r\n', 'HEAD /leader HTTP/1.1\r\nhost: x\r\naccept: text/event-stream\r\n']) {
+      // Pipelined: a stream started by the HEAD would hold the connection and /healthz would never be answered.
+      const c = rawConnection(port, `${head}\r\nGET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`);
+      sockets.push(c.socket);
+      await waitFor(`${head.split('\r')[0]}: the next request answered and the connection closed`, () => c.ended() && c.received().includes('ok: '), 10_000);
+      const [headResponse, rest] = c.received().split(/\r\n\r\n(?=HTTP\/1\.1 )/, 2) as [string, string | undefined];
+      assert.match(headResponse, /^HTTP\/1\.1 200 OK\r\n/);
+      assert.match(headResponse, /\r\ncontent-type: text\/event-stream\r\n/);
+      assert.doesNotMatch(c.received(), /event: leader|data: /, 'no event was written');
+      assert.match(rest ?? '', /^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nok: /);
+    }
+    const res = await fetch(`http://127.0.0.1:${port}/leader?watch=1`, { method: 'HEAD' });
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), '');
+    assert.equal(await streamsOpen(), 0, 'a HEAD opens no stream');
   });
 });

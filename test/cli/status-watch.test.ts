@@ -1,6 +1,7 @@
 /** `leasehold status --watch` on SQLite (test/postgres and test/kubernetes run the same scenario there). */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { runCli, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
@@ -32,5 +33,22 @@ describe('leasehold status --watch on SQLite', () => {
     const r = await runCli(['status', '--db', join(dir.path, 'missing.db'), '--watch']);
     assert.equal(r.code, 2);
     assert.equal(r.stderr.trim().split('\n').length, 1);
+  });
+
+  it('--watch on a PostgreSQL that refuses connections at start exits 3 with one line, as without it; --help says so', async () => {
+    // A port just freed: nothing listens there, so the connection is refused at once.
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const { port } = probe.address() as { port: number };
+    await new Promise((resolve) => probe.close(resolve));
+    const backend = ['--backend', 'postgres', '--postgres-url', `postgres://leasehold@127.0.0.1:${port}/leases`, '--lease', 'refused'];
+    for (const extra of [['--watch'], []]) {
+      const r = await runCli(['status', ...backend, ...extra]);
+      assert.equal(r.code, 3, r.stderr);
+      assert.match(r.stderr, new RegExp(`^leasehold: postgres connect .*ECONNREFUSED 127\\.0\\.0\\.1:${port}\\n$`));
+      assert.equal(r.stdout, '');
+    }
+    const help = await runCli(['status', '--help']);
+    assert.match(help.stdout.replace(/\s+/g, ' '), /3 status: the store did not answer in time or refused the connection;/);
   });
 });

@@ -65,6 +65,7 @@ a ServiceAccount bound to this chart's Role, and the app container mounting /lea
 {{- define "leasehold.sidecar" -}}
 {{- $root := .root -}}
 {{- $v := $root.Values.leasehold -}}
+{{- include "leasehold.checkTimings" $root -}}
 - name: leasehold
   image: "{{ $v.image.repository }}:{{ default $root.Chart.AppVersion $v.image.tag }}"
   imagePullPolicy: {{ $v.image.pullPolicy }}
@@ -152,4 +153,75 @@ a ServiceAccount bound to this chart's Role, and the app container mounting /lea
 {{/* The label matchers every alert and panel uses: this lease's series, in this namespace unless metrics.prometheusRule.selector says otherwise. */}}
 {{- define "leasehold.seriesSelector" -}}
 {{- default (printf "namespace=%q" .Release.Namespace) .Values.metrics.prometheusRule.selector -}}
+{{- end }}
+
+{{/*
+A duration value in whole milliseconds, as the sidecar parses it; fails, naming the value, when
+the sidecar would refuse it (finer than 1ms, or longer than a timer can wait). Integer
+arithmetic on the digits, so "1.005s" is exactly 1005.
+  include "leasehold.milliseconds" (dict "name" "leasehold.retryPeriod" "value" "1.5s")
+*/}}
+{{- define "leasehold.milliseconds" -}}
+{{- $max := 2147483647 -}}
+{{- $range := printf "must be from 1ms to %dms (2^31 - 1 ms, the longest a timer can wait)" $max -}}
+{{- $text := toString .value -}}
+{{- $total := 0 -}}
+{{- $tooLong := false -}}
+{{- $notWhole := false -}}
+{{- range regexFindAll "[0-9.]+(ms|s|m|h)" $text -1 -}}
+{{- $digits := splitList "." (regexFind "^[0-9.]+" .) -}}
+{{- $scale := get (dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000) (regexFind "(ms|s|m|h)$" .) -}}
+{{- $int := first $digits -}}
+{{- /* More than 10 digits is past the limit whatever the unit; atoi would overflow. */ -}}
+{{- if gt (len $int) 10 }}{{ $tooLong = true }}{{ else }}{{ $total = add $total (mul (atoi $int) $scale) }}{{ end -}}
+{{- $frac := "" -}}
+{{- if gt (len $digits) 1 }}{{ $frac = regexReplaceAll "0+$" (index $digits 1) "" }}{{ end -}}
+{{- if $frac -}}
+{{- /* A fraction with more than 7 significant digits is never whole milliseconds, even in hours. */ -}}
+{{- if gt (len $frac) 7 }}{{ $notWhole = true }}{{ else -}}
+{{- $part := mul (atoi $frac) $scale -}}
+{{- $den := atoi (printf "1%s" (repeat (len $frac) "0")) -}}
+{{- if mod $part $den }}{{ $notWhole = true }}{{ else }}{{ $total = add $total (div $part $den) }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- if gt $total $max }}{{ $tooLong = true }}{{ end -}}
+{{- end -}}
+{{- if $notWhole -}}
+{{- fail (printf "%s %q must be a whole number of milliseconds (no finer than 1ms): the sidecar would exit 2 on every start" .name $text) -}}
+{{- end -}}
+{{- if or $tooLong (lt $total 1) -}}
+{{- fail (printf "%s %q %s: the sidecar would exit 2 on every start" .name $text $range) -}}
+{{- end -}}
+{{- $total -}}
+{{- end }}
+
+{{/* Milliseconds shown as durations are written: 15000 -> 15s, 2400 -> 2400ms, 90000 -> 1m30s. */}}
+{{- define "leasehold.showMs" -}}
+{{- $ms := int64 . -}}
+{{- if or (lt $ms 1000) (mod $ms 1000) }}{{ printf "%dms" $ms }}
+{{- else if lt $ms 60000 }}{{ printf "%ds" (div $ms 1000) }}
+{{- else if mod $ms 60000 }}{{ printf "%dm%ds" (div $ms 60000) (div (mod $ms 60000) 1000) }}
+{{- else }}{{ printf "%dm" (div $ms 60000) }}
+{{- end }}
+{{- end }}
+
+{{/*
+Refuses, at template time, timings the sidecar would refuse at start (src/config/election-options.ts):
+leaseDuration > renewDeadline > 1.2 × retryPeriod (client-go's JitterFactor) > 0. Without this the
+chart renders and every pod's sidecar exits 2 in a crash loop. Called with the chart's root.
+*/}}
+{{- define "leasehold.checkTimings" -}}
+{{- $v := .Values.leasehold -}}
+{{- $lease := include "leasehold.milliseconds" (dict "name" "leasehold.leaseDuration" "value" $v.leaseDuration) | atoi -}}
+{{- $renew := include "leasehold.milliseconds" (dict "name" "leasehold.renewDeadline" "value" $v.renewDeadline) | atoi -}}
+{{- $retry := include "leasehold.milliseconds" (dict "name" "leasehold.retryPeriod" "value" $v.retryPeriod) | atoi -}}
+{{- if le $lease $renew -}}
+{{- fail (printf "leasehold.leaseDuration must be greater than leasehold.renewDeadline, so the leader steps down before another may take over (got leaseDuration %s, renewDeadline %s)" (include "leasehold.showMs" $lease) (include "leasehold.showMs" $renew)) -}}
+{{- end -}}
+{{- /* renewDeadline > 1.2 × retryPeriod, in integers: 5 × renewDeadline > 6 × retryPeriod. */ -}}
+{{- if le (mul $renew 5) (mul $retry 6) -}}
+{{- $jittered := printf "%vms" (divf (mul $retry 6) 5) -}}
+{{- if not (mod (mul $retry 6) 5) }}{{ $jittered = include "leasehold.showMs" (div (mul $retry 6) 5) }}{{ end -}}
+{{- fail (printf "leasehold.renewDeadline must be greater than leasehold.retryPeriod × 1.2 (client-go's JitterFactor), so the leader gets more than one retry before it steps down (got renewDeadline %s, retryPeriod %s × 1.2 = %s)" (include "leasehold.showMs" $renew) (include "leasehold.showMs" $retry) $jittered) -}}
+{{- end -}}
 {{- end }}
