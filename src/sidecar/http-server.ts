@@ -29,7 +29,9 @@ function wantsStream(req: IncomingMessage, query: URLSearchParams): boolean {
   const watch = given[0] ?? null;
   if (watch === null || watch === '0' || watch === 'false') return watch === null && /\btext\/event-stream\b/.test(req.headers.accept ?? '');
   if (watch === '1' || watch === 'true') return true;
-  throw new BadRequest(`watch=${JSON.stringify(watch).slice(1, -1)} is not allowed: use watch=1 (a stream) or watch=0`);
+  // Echo a bounded, escaped prefix: the line is for a human, and the value is the caller's.
+  const shown = JSON.stringify(watch.length > 32 ? `${watch.slice(0, 32)}…` : watch).slice(1, -1);
+  throw new BadRequest(`watch=${shown} is not allowed: use watch=1 (a stream) or watch=0`);
 }
 
 class BadRequest extends Error {}

@@ -48,6 +48,10 @@ async function serve(limits: { maxStreams?: number; maxBufferedBytes?: number } 
       current = s;
       server.publish(s);
     },
+    /** What /leader would answer now, without publishing it (a standby's observed renewal). */
+    snapshot(s: LeaderStatus) {
+      current = s;
+    },
   };
 }
 
@@ -103,6 +107,22 @@ describe('GET /leader as a server-sent-events stream', () => {
   after(async () => {
     for (const s of sockets) s.destroy();
     for (const s of servers) await s.close();
+  });
+
+  it('a stream opens on the state last published (the files), never on a newer snapshot', async () => {
+    const srv = await serve();
+    servers.push(srv.server);
+    const follower = status({ isLeader: false, holder: 'other', fencingToken: null, validUntil: null });
+    srv.set(follower);
+    // A standby's snapshot moves with each renewal it observes; its files change only when the
+    // leadership does, and a stream must not run ahead of them.
+    const newer = { ...follower, renewedAt: '2026-12-02T09:00:05.000Z' };
+    srv.snapshot(newer);
+    const r = await reader(`${srv.url}/leader?watch=1`);
+    await until('the first event', () => r.events.length === 1);
+    assert.equal(r.events[0]!.renewedAt, follower.renewedAt, 'the first event is what the files hold');
+    r.close();
+    await r.done;
   });
 
   it('sends the current state first, then one event per change; the old shape stays', async () => {

@@ -35,8 +35,9 @@ const BATCH = 100;
 const KEPT_EVENTS = 64;
 
 /**
- * The server-sent-events side of `GET /leader`: each open stream gets the current state first,
- * then one `leader` event per status change, in the order the status files were written.
+ * The server-sent-events side of `GET /leader`: each open stream gets the current state first
+ * (as last published), then one `leader` event per status change, in the order the status
+ * files were written.
  * publish() only queues the event; the streams are written later, a batch per turn of the
  * event loop, so a thousand streams add nothing to the election's own path. A write only
  * hands bytes to a socket and never waits on one, so a reader that does not read can never
@@ -81,8 +82,11 @@ export class LeaderStreams {
       res.end();
       return;
     }
-    // A change not yet published is queued for every stream first, so all see the same sequence.
-    this.publish(current);
+    // A stream starts on the last published state, the one the status files hold, and not on a
+    // fresh snapshot: a standby's snapshot carries the leader's newest renewal, which the files
+    // (written on each change of leadership, not on each renewal observed) do not, and a stream
+    // must never run ahead of the files. `current` serves only before anything was published.
+    if (this.events.length === 0) this.publish(current);
     const newest = this.events.at(-1)!;
     this.streams.set(res, newest.seq);
     this.counters.opened();

@@ -49,6 +49,10 @@ describe('GET /leader?watch=1 on real sidecars', () => {
     const poller = start(process.execPath, ['--import', 'tsx', join(REPO, 'test/support/status-json-poller.ts'), ...cands.map((c) => c.statusDir)]);
     procs.push(poller);
     const first = await waitFor('a first leader', () => validLeaders(cands)[0], 20_000);
+    // The poller prints each file's content when it first reads it. Streams open only once it
+    // reads both files: its start-up (tsx compiling it) takes seconds on a loaded machine, and
+    // the states streamed before it ran would be missing from what the files are compared with.
+    await waitFor('the poller to read both status files', () => cands.every((c) => poller.stdout().includes(JSON.stringify(c.statusDir))), 30_000);
     const leader = cands.find((c) => c === first.c)!;
     const standby = cands.find((c) => c !== leader)!;
 
@@ -166,6 +170,7 @@ describe('GET and HEAD /leader: what opens a stream', () => {
       ['watch=true&watch=false&watch=1', 'watch is given 3 times: give it once, watch=1 (a stream) or watch=0\n'],
       ['watch=yes', 'watch=yes is not allowed: use watch=1 (a stream) or watch=0\n'],
       ['watch=', 'watch= is not allowed: use watch=1 (a stream) or watch=0\n'],
+      [`watch=${'x'.repeat(5000)}`, `watch=${'x'.repeat(32)}… is not allowed: use watch=1 (a stream) or watch=0\n`],
     ];
     for (const [query, line] of refused) {
       const ac = new AbortController();
