@@ -157,7 +157,9 @@ export class LeaderElection {
     const timings = checkOptions(opts);
     const log = opts.log ? guardedLogger(opts.log) : createLogger({ level: 'error', base: { lease: opts.lease, identity: opts.identity } });
     const owns = !isStore(opts.store);
-    const store = isStore(opts.store) ? opts.store : await openStore({ db: '', log, ...opts.store });
+    // The store bounds each request (PostgreSQL: on the server too) by the elector's own
+    // request timeout, as the CLI opens it, unless the settings name another.
+    const store = isStore(opts.store) ? opts.store : await openStore({ db: '', log, requestTimeoutMs: timings.renewDeadlineMs / 2, ...opts.store });
     let election: LeaderElection;
     try {
       election = new LeaderElection(opts, timings, store, owns, log, internal.clock ?? realClock);
