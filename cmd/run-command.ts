@@ -14,7 +14,7 @@ import { childEnvironment, type FlagsOf } from './env-flags.js';
 export type RunArgs = FlagsOf<typeof runFlags> & { '--'?: (string | number)[] };
 
 export const RUN_DESCRIPTION =
-  'Run a command only while leader: wait to be elected, start CMD with LEASEHOLD_FENCING_TOKEN, LEASEHOLD_LEASE, LEASEHOLD_IDENTITY and LEASEHOLD_STATUS_DIR set, stop it (SIGTERM, then SIGKILL after --grace-period) when leadership is lost';
+  'Run a command only while leader: wait to be elected, start CMD with LEASEHOLD_FENCING_TOKEN, LEASEHOLD_LEASE and LEASEHOLD_IDENTITY set (and LEASEHOLD_STATUS_DIR with --status-dir), stop it (SIGTERM, then SIGKILL after --grace-period) when leadership is lost';
 
 export function runFlags<T>(y: Argv<T>) {
   return sidecarFlags(y)

@@ -7,7 +7,7 @@ import { openStore, type StoreSettings } from '../backends/open-store.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import { InvalidConfigError, describeError } from '../errors.js';
 import { createLogger, guardedLogger, isLogger, type Logger } from '../log.js';
-import { quoted, resolvedTimings, validateElection } from '../config/election-options.js';
+import { quoted, resolvedTimings, validateElection, type Timings } from '../config/election-options.js';
 import { LeaderElector, type LeadershipTerm } from './elector.js';
 import { MAX_TIMER_MS } from '../config/duration.js';
 import { realClock, type Clock, type Timer } from '../clock.js';
@@ -110,6 +110,7 @@ export class LeaderElection {
 
   private constructor(
     private readonly opts: LeaderElectionOptions,
+    timings: Timings,
     private readonly store: LeaseStore,
     private readonly ownsStore: boolean,
     log: Logger,
@@ -121,7 +122,7 @@ export class LeaderElection {
       store,
       lease: opts.lease,
       identity: opts.identity,
-      ...resolvedTimings(opts),
+      ...timings,
       contentionWindowMs: opts.contentionWindowMs,
       clock,
       // stop() releases itself, once the work has drained.
@@ -153,13 +154,15 @@ export class LeaderElection {
    * the store and starts. `internal` is for this package's tests (a fake clock), not the API.
    */
   static async start(opts: LeaderElectionOptions, internal: { clock?: Clock } = {}): Promise<LeaderElection> {
-    checkOptions(opts);
+    const timings = checkOptions(opts);
     const log = opts.log ? guardedLogger(opts.log) : createLogger({ level: 'error', base: { lease: opts.lease, identity: opts.identity } });
     const owns = !isStore(opts.store);
-    const store = isStore(opts.store) ? opts.store : await openStore({ db: '', log, ...opts.store });
+    // The store bounds each request (PostgreSQL: on the server too) by the elector's own
+    // request timeout, as the CLI opens it, unless the settings name another.
+    const store = isStore(opts.store) ? opts.store : await openStore({ db: '', log, requestTimeoutMs: timings.renewDeadlineMs / 2, ...opts.store });
     let election: LeaderElection;
     try {
-      election = new LeaderElection(opts, store, owns, log, internal.clock ?? realClock);
+      election = new LeaderElection(opts, timings, store, owns, log, internal.clock ?? realClock);
     } catch (err) {
       if (owns) await store.close();
       throw err;
@@ -266,8 +269,11 @@ const KNOWN_OPTIONS: readonly (keyof LeaderElectionOptions)[] = [
 /** Names the release option once had, here and in the sidecar: refused with the one it has now. */
 const RENAMED_OPTIONS: Readonly<Record<string, keyof LeaderElectionOptions>> = { releaseOnExit: 'releaseOnCancel', releaseOnStop: 'releaseOnCancel' };
 
-/** The options' shape and every election rule, checked before any store is opened or file created. */
-function checkOptions(opts: LeaderElectionOptions): void {
+/**
+ * The options' shape and every election rule, checked before any store is opened or file created.
+ * Returns the timings with their defaults filled in: the ones validated are the ones the elector runs with.
+ */
+function checkOptions(opts: LeaderElectionOptions): Timings {
   if (typeof opts !== 'object' || opts === null) throw new InvalidConfigError('LeaderElection.start needs an options object');
   const unknown = Object.keys(opts).find((key) => !(KNOWN_OPTIONS as readonly string[]).includes(key));
   const renamed = unknown !== undefined && Object.hasOwn(RENAMED_OPTIONS, unknown) ? RENAMED_OPTIONS[unknown] : undefined;
@@ -291,10 +297,11 @@ function checkOptions(opts: LeaderElectionOptions): void {
   if (!isStore(opts.store) && opts.store.backend === 'sqlite' && !opts.store.db) {
     throw new InvalidConfigError('store.db is required with backend "sqlite": the path of the database file every candidate on this machine shares');
   }
+  const timings = resolvedTimings(opts);
   validateElection({
     lease: opts.lease,
     identity: opts.identity,
-    ...resolvedTimings(opts),
+    ...timings,
     contentionWindowMs: opts.contentionWindowMs,
     backend,
   });
@@ -311,6 +318,7 @@ function checkOptions(opts: LeaderElectionOptions): void {
   if (opts.log !== undefined && !isLogger(opts.log)) {
     throw new InvalidConfigError('log must be an object with debug, info, warn and error methods when given (createLogger() makes one)');
   }
+  return timings;
 }
 
 /** What start() uses of a signal; duck-typed, so an AbortSignal from another realm or polyfill passes too. */

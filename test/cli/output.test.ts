@@ -65,6 +65,16 @@ describe('what the CLI prints', () => {
     }
   });
 
+  it('run --help promises LEASEHOLD_STATUS_DIR only with --status-dir, as the command gets it', { timeout: 60_000 }, async () => {
+    for (const args of [['--help'], ['run', '--help']]) {
+      const text = (await runCli(args)).stdout.replace(/\s+/g, ' ');
+      assert.match(text, /LEASEHOLD_IDENTITY set \(and LEASEHOLD_STATUS_DIR with --status-dir\)/, args.join(' '));
+    }
+    const r = await runOnce(join(dir.path, 'env.db'), 'env', 'env', T, ['sh', '-c', 'echo "dir=${LEASEHOLD_STATUS_DIR-unset}"']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'dir=unset\n');
+  });
+
   it('status escapes a hostile holder: no escape sequence, no forged line', async () => {
     const db = join(dir.path, 'hostile.db');
     const holder = 'evil\x1b[2J\nstate    released';

@@ -31,6 +31,32 @@ describe('a database locked by another process at start', () => {
     return p;
   }
 
+  it('a write transaction held open (BEGIN IMMEDIATE) blocks writers only: status still reads the lease, a sidecar exits 1', { timeout: 90_000 }, async () => {
+    const db = join(dir.path, 'immediate.db');
+    const store = new SqliteLeaseStore(db);
+    await store.create('y', { holderIdentity: 'peer', leaseDurationSeconds: 15, acquireTime: null, renewTime: new Date(), leaseTransitions: 2 });
+    await store.close();
+    const script = [
+      'import sqlite3, time',
+      `c = sqlite3.connect(${JSON.stringify(db)}, isolation_level=None)`,
+      "c.execute('BEGIN IMMEDIATE')",
+      "print('locked', flush=True)",
+      'time.sleep(60)',
+    ].join('\n');
+    const lock = start('python3', ['-c', script]);
+    procs.push(lock);
+    await waitFor('the neighbour to hold the write lock', () => lock.stdout().includes('locked'), 10_000);
+    // WAL: readers are not blocked by a writer (docs/neighbours.md says so).
+    const status = await runCli(['status', '--db', db, '--lease', 'y']);
+    assert.equal(status.code, 0, status.stderr);
+    assert.match(status.stdout, /^holder {3}peer$/m);
+    const side = await runCli(['sidecar', '--db', db, '--lease', 'y', '--listen', 'off', '--log-format', 'text'], {}, undefined, 60_000);
+    assert.equal(side.code, 1, side.stderr);
+    assert.match(side.stderr, /^leasehold: .*locked by another process/m);
+    lock.kill('SIGKILL');
+    await lock.exited;
+  });
+
   it('status exits 3 with one line, a sidecar exits 1 with one line; neither reports bad input', { timeout: 90_000 }, async () => {
     const db = join(dir.path, 'locked.db');
     await new SqliteLeaseStore(db).close(); // creates the table
