@@ -33,10 +33,29 @@ function helm(args: string[]): { code: number; out: string; err: string } {
 /* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-call */
 type Obj = { kind: string; metadata: { name: string }; spec: Record<string, any>; rules?: any[]; webhooks?: any[] };
 
+const template = (set: string[]) =>
+  helm(['template', 'ops', CHART, '--namespace', 'leasehold-system', '--kube-version', '1.31.0', ...set.flatMap((s) => ['--set', s])]);
+
 function render(set: string[] = []): Obj[] {
-  const r = helm(['template', 'ops', CHART, '--namespace', 'leasehold-system', '--kube-version', '1.31.0', ...set.flatMap((s) => ['--set', s])]);
+  const r = template(set);
   assert.equal(r.code, 0, r.err);
   return (yaml.loadAll(r.out) as (Obj | null)[]).filter((d): d is Obj => d !== null);
+}
+
+/**
+ * Values the chart must refuse, each with the value its message must name: a dotted path, which
+ * helm's schema check names as a JSON pointer (`at '/webhook/failurePolicy'`), or a phrase.
+ */
+function assertRefused(cases: [string, string][]): void {
+  for (const [set, value] of cases) {
+    const named = value.includes(' ') ? value : `at '/${value.split('.').join('/')}'`;
+    const r = template([set]);
+    assert.notEqual(r.code, 0, `${set} should be refused`);
+    assert.ok(r.err.includes(named), `${set}: ${named} not in ${r.err}`);
+    const lint = helm(['lint', '--strict', CHART, '--set', set]);
+    assert.notEqual(lint.code, 0, `helm lint: ${set} should be refused`);
+    assert.ok((lint.out + lint.err).includes(named), `helm lint ${set}: ${named} not in ${lint.out}${lint.err}`);
+  }
 }
 const one = (docs: Obj[], kind: string) => docs.filter((d) => d.kind === kind)[0]!;
 
@@ -68,6 +87,60 @@ describe('the operator chart', () => {
   it('passes helm lint --strict', () => {
     const r = helm(['lint', '--strict', CHART]);
     assert.equal(r.code, 0, r.out + r.err);
+  });
+
+  it('refuses values of the wrong type or shape, naming the value (values.schema.json)', () => {
+    assertRefused([
+      ['replicaCount=two', 'replicaCount'],
+      ['replicaCount=0', 'replicaCount'],
+      ['image.pullPolicy=Sometimes', 'image.pullPolicy'],
+      ['image.repository=', 'image.repository'],
+      ['webhook.failurePolicy=Retry', 'webhook.failurePolicy'],
+      ['webhook.timeoutSeconds=31', 'webhook.timeoutSeconds'],
+      ['webhook.namespaceOptIn=yes', 'webhook.namespaceOptIn'],
+      ['webhook.excludeNamespaces[0]=Not_A_Namespace', 'webhook.excludeNamespaces.0'],
+      ['nativeSidecar=sometimes', 'nativeSidecar'],
+      ['certValidity=90', 'certValidity'],
+      ['caValidity=ten-years', 'caValidity'],
+      ['resync=30', 'resync'],
+      ['logFormat=xml', 'logFormat'],
+      ['podDisruptionBudget.minAvailable=half', 'podDisruptionBudget.minAvailable'],
+      // The Secret is "<name>-tls", a DNS-1123 label: 60 characters and more would not be one.
+      [`fullnameOverride=${'a'.repeat(60)}`, 'fullnameOverride'],
+      ['fullnameOverride=Ops_Operator', 'fullnameOverride'],
+      ['webhookk.failurePolicy=Fail', "'webhookk' not allowed"],
+    ]);
+  });
+
+  it('renders good values as given', () => {
+    const docs = render([
+      'replicaCount=3',
+      'image.pullPolicy=Always',
+      'webhook.timeoutSeconds=30',
+      'webhook.excludeNamespaces[0]=batch',
+      'nativeSidecar=auto',
+      'certValidity=720h',
+      'caValidity=8760h',
+      'resync=1m30s',
+      'logFormat=text',
+      'podDisruptionBudget.minAvailable=50%',
+      'fullnameOverride=ops',
+    ]);
+    const deployment = one(docs, 'Deployment');
+    assert.equal(deployment.spec.replicas, 3);
+    const args = deployment.spec.template.spec.containers[0].args as string[];
+    for (const arg of [
+      '--native-sidecar=auto',
+      '--cert-validity=720h',
+      '--ca-validity=8760h',
+      '--resync=1m30s',
+      '--log-format=text',
+      '--exclude-namespace=batch',
+    ]) {
+      assert.ok(args.includes(arg), `${arg} in ${args.join(' ')}`);
+    }
+    assert.equal(one(docs, 'PodDisruptionBudget').spec.minAvailable, '50%');
+    assert.equal(one(docs, 'MutatingWebhookConfiguration').webhooks![0].timeoutSeconds, 30);
   });
 
   it('renders 2 replicas, a PDB, and a webhook only for labelled pods outside kube-system and its own namespace', () => {
