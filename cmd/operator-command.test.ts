@@ -36,3 +36,9 @@ it("refuses them by the sidecar's rules, naming the flags and the rule", () => {
   ];
   for (const [argv, message] of cases) assert.throws(() => resolve(...argv), { message }, argv.join(' '));
 });
+
+it('--certificates: the operator keeps its own by default; external serves what another keeps', () => {
+  assert.equal(resolve().certificates, 'operator');
+  assert.equal(resolve('--certificates', 'external').certificates, 'external');
+  assert.throws(() => resolve('--certificates', 'cert-manager'), { message: /^invalid --certificates "cert-manager": must be operator or external$/ });
+});

@@ -25,6 +25,12 @@ export function operatorFlags<T>(y: Argv<T>) {
   return timingFlags(own)
     .option('listen', { type: 'string', default: '0.0.0.0:8443', describe: 'HTTPS address of the webhook (/mutate-pods, /healthz, /metrics)' })
     .option('secret', { type: 'string', default: 'leasehold-operator-tls', describe: 'The Secret keeping the CA and the serving certificate' })
+    .option('certificates', {
+      type: 'string',
+      default: 'operator',
+      describe:
+        "operator: keep its own CA, the Secret and the caBundle; external: serve the Secret's tls.crt/tls.key as another (cert-manager) keeps them, writing neither",
+    })
     .option('webhook-configuration', { type: 'string', default: 'leasehold-operator', describe: 'The MutatingWebhookConfiguration whose caBundle is kept' })
     .option('service', {
       type: 'string',
@@ -52,6 +58,7 @@ export function operatorFlags<T>(y: Argv<T>) {
 export type OperatorArgs = FlagsOf<typeof operatorFlags>;
 
 const NATIVE = ['true', 'false', 'auto'] as const;
+const CERTIFICATES = ['operator', 'external'] as const;
 const LOG_FORMATS = ['json', 'text'] as const;
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -90,6 +97,8 @@ export function resolveOperator(a: OperatorArgs) {
   }
   const native = NATIVE.find((v) => v === a['native-sidecar']);
   if (native === undefined) throw badFlag('native-sidecar', a['native-sidecar'], 'must be true, false or auto');
+  const certificates = CERTIFICATES.find((v) => v === a.certificates);
+  if (certificates === undefined) throw badFlag('certificates', a.certificates, 'must be operator or external');
   const certValidityMs = lifetime('cert-validity', a['cert-validity']);
   const caValidityMs = lifetime('ca-validity', a['ca-validity']);
   if (caValidityMs <= certValidityMs) throw badFlag('ca-validity', a['ca-validity'], `must be longer than --cert-validity (${a['cert-validity']})`);
@@ -103,6 +112,7 @@ export function resolveOperator(a: OperatorArgs) {
     identity,
     listen,
     native,
+    certificates,
     certValidityMs,
     caValidityMs,
     resyncMs: duration('resync', a.resync),
@@ -125,6 +135,7 @@ export async function runOperator(a: OperatorArgs): Promise<number> {
     lease: s.lease,
     ...s.timings,
     tls: { namespace: ns, secret: s.secret, webhookConfiguration: s['webhook-configuration'] },
+    certificates: s.certificates,
     policy: {
       hosts: [`${s.service}.${ns}.svc`, `${s.service}.${ns}.svc.cluster.local`, `${s.service}.${ns}`, s.service, ...s['extra-host']],
       certValidityMs: s.certValidityMs,

@@ -49,6 +49,11 @@ const cases: Case[] = [
     env: { LEASEHOLD_RETRY_PERIOD: 'often' },
     message: /invalid --retry-period "often": expected a duration/,
   },
+  {
+    name: 'operator with an unknown certificate source',
+    args: ['operator', '--sidecar-image', 'leasehold:1', '--certificates', 'cert-manager'],
+    message: /invalid --certificates "cert-manager": must be operator or external/,
+  },
   { name: 'unknown flag', args: ['sidecar', '--leese', 'x'], message: /Unknown argument: leese/ },
   {
     name: 'unparsable duration',
