@@ -43,3 +43,23 @@ for (const name of Object.keys(CHARTS) as ChartName[]) {
     assert.equal(readFileSync(join(dir, 'README.md'), 'utf8'), renderReadme(name));
   });
 }
+
+it("the operator chart README gives docs/operator.md's instructions: every command and manifest in it, verbatim", () => {
+  const readme = renderReadme('leasehold-operator');
+  const docs = readFileSync(join(REPO, 'docs/operator.md'), 'utf8');
+  const blocks = [...readme.matchAll(/```[a-z]*\n[\s\S]*?```/g)].map((m) => m[0]);
+  assert.ok(
+    blocks.some((b) => b.includes('leasehold.io/inject: "true"')),
+    'the README shows the pod template label',
+  );
+  for (const block of blocks) assert.ok(docs.includes(block), `docs/operator.md lacks:\n${block}`);
+  // Injection reads the pod's labels, which come from the pod template: a label on the Deployment itself does nothing.
+  const texts: [string, string][] = [
+    ['README', readme],
+    ['docs/operator.md', docs],
+    ['README.md', readFileSync(join(REPO, 'README.md'), 'utf8')],
+  ];
+  for (const [name, text] of texts) {
+    assert.doesNotMatch(text, /kubectl label (deployment|deploy|statefulset)/, name);
+  }
+});
