@@ -42,14 +42,9 @@ export function storeFlags<T>(y: Argv<T>) {
     .option('kubeconfig', { type: 'string', describe: 'kubernetes: kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)' });
 }
 
-export function electionFlags<T>(y: Argv<T>) {
-  return storeFlags(y)
-    .option('allow-network-filesystem', {
-      type: 'boolean',
-      default: false,
-      describe: 'sqlite: accept a --db on NFS/SMB/FUSE (only if every candidate runs on this one machine)',
-    })
-    .option('identity', { type: 'string', describe: 'This candidate\'s unique identity (default: "<hostname>_<random>")' })
+/** The election's timings: the sidecar's, `run`'s and the operator's own election share them. */
+export function timingFlags<T>(y: Argv<T>) {
+  return y
     .option('lease-duration', {
       type: 'string',
       default: formatDuration(DEFAULT_LEASE_DURATION_MS),
@@ -64,7 +59,18 @@ export function electionFlags<T>(y: Argv<T>) {
       type: 'string',
       default: formatDuration(DEFAULT_RETRY_PERIOD_MS),
       describe: 'Interval between attempts (standbys add up to 120% jitter)',
+    });
+}
+
+export function electionFlags<T>(y: Argv<T>) {
+  const withIdentity = storeFlags(y)
+    .option('allow-network-filesystem', {
+      type: 'boolean',
+      default: false,
+      describe: 'sqlite: accept a --db on NFS/SMB/FUSE (only if every candidate runs on this one machine)',
     })
+    .option('identity', { type: 'string', describe: 'This candidate\'s unique identity (default: "<hostname>_<random>")' });
+  return timingFlags(withIdentity)
     .option('contention-window', {
       type: 'string',
       default: formatDuration(DEFAULT_CONTENTION_WINDOW_MS),
@@ -76,6 +82,7 @@ export function electionFlags<T>(y: Argv<T>) {
 }
 
 export type StoreArgs = FlagsOf<typeof storeFlags>;
+export type TimingArgs = FlagsOf<typeof timingFlags>;
 export type ElectionArgs = FlagsOf<typeof electionFlags>;
 
 export interface ElectionSettings extends Timings {
@@ -121,10 +128,12 @@ export function duration(flag: string, text: string, min = 1): number {
   return ms;
 }
 
-/** Turns raw flags into validated settings, or throws one InvalidConfigError naming the flag and rule. */
-export function resolveElection(a: ElectionArgs): ElectionSettings {
-  const { store: located, lease } = resolveStore(a);
-  const store: StoreSettings = { ...located, allowNetworkFilesystem: a['allow-network-filesystem'] };
+/**
+ * The three timing flags as validated Timings (validateTimings' rules: leaseDuration >
+ * renewDeadline > 1.2 × retryPeriod > 0), or one InvalidConfigError naming the flags and the
+ * rule. `kubernetes`: a Lease stores whole seconds, so --lease-duration must be whole seconds.
+ */
+export function resolveTimings(a: TimingArgs, kubernetes: boolean): Timings {
   const timings: Timings = {
     leaseDurationMs: duration('lease-duration', a['lease-duration']),
     renewDeadlineMs: duration('renew-deadline', a['renew-deadline']),
@@ -137,7 +146,15 @@ export function resolveElection(a: ElectionArgs): ElectionSettings {
       `invalid timings --lease-duration ${a['lease-duration']} --renew-deadline ${a['renew-deadline']} --retry-period ${a['retry-period']}: ${describeError(err)}`,
     );
   }
-  if (store.backend === 'kubernetes') checkFlag('lease-duration', a['lease-duration'], () => validateKubernetesLeaseDuration(timings.leaseDurationMs));
+  if (kubernetes) checkFlag('lease-duration', a['lease-duration'], () => validateKubernetesLeaseDuration(timings.leaseDurationMs));
+  return timings;
+}
+
+/** Turns raw flags into validated settings, or throws one InvalidConfigError naming the flag and rule. */
+export function resolveElection(a: ElectionArgs): ElectionSettings {
+  const { store: located, lease } = resolveStore(a);
+  const store: StoreSettings = { ...located, allowNetworkFilesystem: a['allow-network-filesystem'] };
+  const timings = resolveTimings(a, store.backend === 'kubernetes');
   const contentionWindowMs = duration('contention-window', a['contention-window'], 0);
   try {
     validateContentionWindow(contentionWindowMs, timings.leaseDurationMs);

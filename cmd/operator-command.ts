@@ -1,14 +1,14 @@
 import { hostname } from 'node:os';
 import type { Argv } from 'yargs';
 import { parseDuration } from '../src/config/duration.js';
-import { validateIdentity, validateLeaseName, validateTimings } from '../src/config/election-options.js';
+import { validateIdentity, validateLeaseName } from '../src/config/election-options.js';
 import { describeError } from '../src/errors.js';
 import { connect } from '../src/kube/connect.js';
 import { createLogger } from '../src/log.js';
 import { parseListen } from '../src/sidecar/http-server.js';
 import { Operator } from '../src/operator/operator.js';
 import { OperatorMetrics } from '../src/operator/operator-metrics.js';
-import { duration } from './election-flags.js';
+import { duration, resolveTimings, timingFlags } from './election-flags.js';
 import type { FlagsOf } from './env-flags.js';
 import { onShutdownSignal } from './signals.js';
 import { badFlag } from './usage-error.js';
@@ -16,13 +16,21 @@ import { badFlag } from './usage-error.js';
 export const OPERATOR_DESCRIPTION = 'Inject the sidecar into pods labelled leasehold.io/inject=true (a mutating admission webhook) and keep their RBAC';
 
 export function operatorFlags<T>(y: Argv<T>) {
-  return y
+  const own = y
     .option('namespace', { type: 'string', describe: "The operator's namespace: its Secret, its lease (default: the pod's own)" })
     .option('kubeconfig', { type: 'string', describe: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)' })
     .option('identity', { type: 'string', describe: "This replica's identity (default: the host name, the pod's name in a pod)" })
-    .option('lease', { type: 'string', default: 'leasehold-operator', describe: 'The lease the replicas elect their reconciler with' })
+    .option('lease', { type: 'string', default: 'leasehold-operator', describe: 'The lease the replicas elect their reconciler with' });
+  // The replicas' own election, with the sidecar's flags and rules (its lease is a Kubernetes Lease).
+  return timingFlags(own)
     .option('listen', { type: 'string', default: '0.0.0.0:8443', describe: 'HTTPS address of the webhook (/mutate-pods, /healthz, /metrics)' })
     .option('secret', { type: 'string', default: 'leasehold-operator-tls', describe: 'The Secret keeping the CA and the serving certificate' })
+    .option('certificates', {
+      type: 'string',
+      default: 'operator',
+      describe:
+        "operator: keep its own CA, the Secret and the caBundle; external: serve the Secret's tls.crt/tls.key as another (cert-manager) keeps them, writing neither",
+    })
     .option('webhook-configuration', { type: 'string', default: 'leasehold-operator', describe: 'The MutatingWebhookConfiguration whose caBundle is kept' })
     .option('service', {
       type: 'string',
@@ -50,6 +58,7 @@ export function operatorFlags<T>(y: Argv<T>) {
 export type OperatorArgs = FlagsOf<typeof operatorFlags>;
 
 const NATIVE = ['true', 'false', 'auto'] as const;
+const CERTIFICATES = ['operator', 'external'] as const;
 const LOG_FORMATS = ['json', 'text'] as const;
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -88,6 +97,8 @@ export function resolveOperator(a: OperatorArgs) {
   }
   const native = NATIVE.find((v) => v === a['native-sidecar']);
   if (native === undefined) throw badFlag('native-sidecar', a['native-sidecar'], 'must be true, false or auto');
+  const certificates = CERTIFICATES.find((v) => v === a.certificates);
+  if (certificates === undefined) throw badFlag('certificates', a.certificates, 'must be operator or external');
   const certValidityMs = lifetime('cert-validity', a['cert-validity']);
   const caValidityMs = lifetime('ca-validity', a['ca-validity']);
   if (caValidityMs <= certValidityMs) throw badFlag('ca-validity', a['ca-validity'], `must be longer than --cert-validity (${a['cert-validity']})`);
@@ -95,13 +106,13 @@ export function resolveOperator(a: OperatorArgs) {
   if (logFormat === undefined) throw badFlag('log-format', a['log-format'], 'must be json or text');
   const logLevel = LOG_LEVELS.find((v) => v === a['log-level']);
   if (logLevel === undefined) throw badFlag('log-level', a['log-level'], 'must be debug, info, warn or error');
-  const timings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
-  validateTimings(timings);
+  const timings = resolveTimings(a, true);
   return {
     ...a,
     identity,
     listen,
     native,
+    certificates,
     certValidityMs,
     caValidityMs,
     resyncMs: duration('resync', a.resync),
@@ -124,6 +135,7 @@ export async function runOperator(a: OperatorArgs): Promise<number> {
     lease: s.lease,
     ...s.timings,
     tls: { namespace: ns, secret: s.secret, webhookConfiguration: s['webhook-configuration'] },
+    certificates: s.certificates,
     policy: {
       hosts: [`${s.service}.${ns}.svc`, `${s.service}.${ns}.svc.cluster.local`, `${s.service}.${ns}`, s.service, ...s['extra-host']],
       certValidityMs: s.certValidityMs,

@@ -1,7 +1,8 @@
 /**
- * Writes deploy/helm/leasehold/README.md from the chart itself: each value documented with a
- * `# --` comment in values.yaml (the helm-docs convention), its type from values.schema.json
- * and its default from values.yaml. `--check` fails when the README is out of date (npm run lint).
+ * Writes each chart's README.md (deploy/helm/leasehold, deploy/helm/leasehold-operator) from the
+ * chart itself: each value documented with a `# --` comment in values.yaml (the helm-docs
+ * convention), its type from values.schema.json and its default from values.yaml. `--check`
+ * fails when a README is out of date (npm run lint).
  *   node --import tsx scripts/chart-readme.ts [--check]
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -9,7 +10,53 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { load } from 'js-yaml';
 
-const CHART = resolve(dirname(fileURLToPath(import.meta.url)), '../deploy/helm/leasehold');
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Each chart, and what its README says before the value table (how to use it). */
+export const CHARTS = {
+  leasehold: {
+    dir: 'deploy/helm/leasehold',
+    usage: ['How to install it and what was verified', 'on a real node: the repository README, "Run on Kubernetes".'],
+  },
+  'leasehold-operator': {
+    dir: 'deploy/helm/leasehold-operator',
+    usage: [
+      'docs/operator.md in the',
+      'repository describes every annotation, the RBAC, the certificates and the failure policy.',
+      '',
+      '```sh',
+      'helm install leasehold-operator deploy/helm/leasehold-operator -n leasehold-system --create-namespace \\',
+      '  --set image.repository=<your-registry>/leasehold --set image.tag=0.1.0',
+      '```',
+      '',
+      "then label your workload's pod template (not the Deployment itself: the webhook sees pods, and",
+      'a pod gets the labels of its template):',
+      '',
+      '```yaml',
+      'spec:',
+      '  template:',
+      '    metadata:',
+      '      labels:',
+      '        leasehold.io/inject: "true"',
+      '```',
+      '',
+      'or, for a Deployment already running (its pods are replaced, injected):',
+      '',
+      '```sh',
+      'kubectl patch deployment web --type merge \\',
+      '  -p \'{"spec":{"template":{"metadata":{"labels":{"leasehold.io/inject":"true"}}}}}\'',
+      '```',
+      '',
+      'cert-manager is not needed (the operator keeps its own CA); to use it instead, set',
+      '`certManager.enabled=true` (docs/operator.md, "Certificates").',
+      '',
+      '`helm uninstall` deletes the webhook configuration with the release; the operator never creates',
+      'one, so nothing is left to refuse pods.',
+    ],
+  },
+} as const;
+
+export type ChartName = keyof typeof CHARTS;
 
 interface Row {
   key: string;
@@ -60,7 +107,8 @@ function defaultOf(values: Record<string, unknown>, key: string): string {
   return '`' + JSON.stringify(v).replace(/\|/g, '\\|') + '`';
 }
 
-export function renderReadme(): string {
+export function renderReadme(name: ChartName = 'leasehold'): string {
+  const CHART = join(REPO, CHARTS[name].dir);
   const valuesYaml = readFileSync(join(CHART, 'values.yaml'), 'utf8');
   const values = load(valuesYaml) as Record<string, unknown>;
   const schema = JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8')) as Schema;
@@ -80,8 +128,8 @@ export function renderReadme(): string {
     `${chart.description}`,
     '',
     `Chart ${chart.version}, app ${chart.appVersion}, Kubernetes ${chart.kubeVersion}. Written by \`scripts/chart-readme.ts\` from`,
-    '`values.yaml` and `values.schema.json`; do not edit by hand. How to install it and what was verified',
-    'on a real node: the repository README, "Run on Kubernetes".',
+    `\`values.yaml\` and \`values.schema.json\`; do not edit by hand. ${CHARTS[name].usage[0]}`,
+    ...CHARTS[name].usage.slice(1),
     '',
     '## Values',
     '',
@@ -93,21 +141,23 @@ export function renderReadme(): string {
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const out = join(CHART, 'README.md');
-  const want = renderReadme();
-  if (process.argv.includes('--check')) {
-    let have = '';
-    try {
-      have = readFileSync(out, 'utf8');
-    } catch {
-      // missing: out of date
+  for (const name of Object.keys(CHARTS) as ChartName[]) {
+    const out = join(REPO, CHARTS[name].dir, 'README.md');
+    const want = renderReadme(name);
+    if (process.argv.includes('--check')) {
+      let have = '';
+      try {
+        have = readFileSync(out, 'utf8');
+      } catch {
+        // missing: out of date
+      }
+      if (have !== want) {
+        process.stderr.write(`${CHARTS[name].dir}/README.md is out of date: run npm run chart:readme\n`);
+        process.exitCode = 1;
+      }
+    } else {
+      writeFileSync(out, want);
+      process.stdout.write(`wrote ${out}\n`);
     }
-    if (have !== want) {
-      process.stderr.write('deploy/helm/leasehold/README.md is out of date: run npm run chart:readme\n');
-      process.exit(1);
-    }
-  } else {
-    writeFileSync(out, want);
-    process.stdout.write(`wrote ${out}\n`);
   }
 }

@@ -5,7 +5,7 @@ import type { Logger } from '../log.js';
 import type { InjectorDefaults } from './injection-settings.js';
 import type { OperatorMetrics } from './operator-metrics.js';
 import { Reconciler } from './reconciler.js';
-import { loadTls, syncTls, type TlsLocation } from './tls-keeper.js';
+import { loadServingPair, loadTls, syncTls, type ServingPair, type TlsLocation } from './tls-keeper.js';
 import type { TlsPolicy } from './tls-state.js';
 import { WebhookServer } from './webhook-server.js';
 
@@ -17,6 +17,12 @@ export interface OperatorOptions {
   renewDeadlineMs: number;
   retryPeriodMs: number;
   tls: TlsLocation;
+  /**
+   * 'operator': the elected replica keeps its own CA and serving certificate in the Secret and
+   * the caBundle. 'external': another (cert-manager) keeps the Secret and the caBundle; every
+   * replica only serves the Secret's tls.crt and tls.key, and writes neither.
+   */
+  certificates: 'operator' | 'external';
   policy: TlsPolicy;
   listen: { host: string; port: number };
   injector: Omit<InjectorDefaults, 'clusterSupportsNativeSidecars'>;
@@ -99,16 +105,28 @@ export class Operator {
     await reconciler.stop();
   }
 
-  /** One certificate pass: the leader moves the Secret on; every replica serves what it holds. */
+  /** What to serve now: the Secret as another keeps it, or (the leader) as moved on by this pass. */
+  private async servingPair(): Promise<ServingPair | null> {
+    const o = this.o;
+    if (o.certificates === 'external') return loadServingPair(o.kube.client, o.tls);
+    return this.leading ? (await syncTls(o.kube.client, o.tls, o.policy, Date.now())).state : await loadTls(o.kube.client, o.tls);
+  }
+
+  /**
+   * One certificate pass: the leader moves the Secret on (unless another keeps it); every replica
+   * serves what it holds. A pair that cannot be served (a key that does not match) is logged and
+   * the one served so far is kept.
+   */
   private checkTls(): Promise<void> {
     if (this.checking) return this.checking;
     this.checking = (async () => {
       const o = this.o;
       try {
-        const state = this.leading ? (await syncTls(o.kube.client, o.tls, o.policy, Date.now())).state : await loadTls(o.kube.client, o.tls);
+        const state = await this.servingPair();
         if (!state || this.stopped) return;
-        if (this.server!.certificate !== state.tlsCert) o.log.info('serving certificate loaded');
+        const changed = this.server!.certificate !== state.tlsCert;
         this.server!.setCertificate(state.tlsCert, state.tlsKey);
+        if (changed) o.log.info('serving certificate loaded');
         this.listening ??= this.server!.listen(o.listen.host, o.listen.port).then((port) => {
           o.log.info('webhook listening', { port });
           return port;

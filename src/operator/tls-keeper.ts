@@ -34,6 +34,30 @@ export async function loadTls(client: KubeClient, l: TlsLocation): Promise<TlsSt
   }
 }
 
+/** A serving certificate and its key, PEM, as another keeps them in a Secret. */
+export interface ServingPair {
+  tlsCert: string;
+  tlsKey: string;
+}
+
+/**
+ * The `tls.crt` and `tls.key` of a Secret someone else keeps (cert-manager writes them, with
+ * `ca.crt`, into a `kubernetes.io/tls` Secret), or null while it is absent or lacks either.
+ * Read only: in this mode nothing here writes the Secret or the caBundle.
+ */
+export async function loadServingPair(client: KubeClient, l: Pick<TlsLocation, 'namespace' | 'secret'>): Promise<ServingPair | null> {
+  let data: Record<string, string> | undefined;
+  try {
+    data = (await client.request<Secret>('GET', secretPath({ ...l, webhookConfiguration: '' }))).data;
+  } catch (err) {
+    if (httpStatus(err) === 404) return null;
+    throw err;
+  }
+  const text = (key: string) => (data?.[key] ? Buffer.from(data[key], 'base64').toString() : '');
+  const pair = { tlsCert: text('tls.crt'), tlsKey: text('tls.key') };
+  return pair.tlsCert && pair.tlsKey ? pair : null;
+}
+
 /**
  * One pass of the leader's certificate keeping: moves the Secret on (nextTlsState) and writes
  * its CA bundle into the webhook configuration. Writes are compare-and-swap (resourceVersion):

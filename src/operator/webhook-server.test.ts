@@ -83,3 +83,24 @@ test('the server answers AdmissionReviews over TLS with a certificate the CA sig
   assert.match(scraped, /leasehold_operator_admission_seconds_count\{result="injected"\} 2/);
   assert.match(scraped, /leasehold_operator_admission_seconds_count\{result="refused"\} 1/);
 });
+
+test('a certificate whose key does not match is refused, and the one served so far is kept', async (t) => {
+  const server = new WebhookServer(defaults, silentLogger, new OperatorMetrics(false));
+  const first = leaf();
+  const other = leaf();
+  // Before it listens, as after: a pair that cannot be served never becomes the current one.
+  assert.throws(() => server.setCertificate(first.certPem, other.keyPem));
+  assert.equal(server.certificate, undefined);
+  server.setCertificate(first.certPem, first.keyPem);
+  const port = await server.listen('127.0.0.1', 0);
+  t.after(() => server.close());
+  const second = leaf();
+  assert.throws(() => server.setCertificate(second.certPem, first.keyPem));
+  assert.equal(server.certificate, first.certPem);
+  const served = await call(port, 'POST', MUTATE_PATH, reviewBody());
+  assert.equal(served.status, 200);
+  assert.equal(served.cert, new X509Certificate(first.certPem).toString());
+  // The matching pair, given next, is taken.
+  server.setCertificate(second.certPem, second.keyPem);
+  assert.equal((await call(port, 'GET', '/healthz')).cert, new X509Certificate(second.certPem).toString());
+});

@@ -3,6 +3,7 @@ import type * as Https from 'node:https';
 import type { Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createSecureContext } from 'node:tls';
 import { describeError, isLeaseholdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { InjectorDefaults } from './injection-settings.js';
@@ -33,11 +34,16 @@ export class WebhookServer {
     private readonly metrics: OperatorMetrics,
   ) {}
 
-  /** The certificate it serves, PEM; replaced for every new TLS connection from now on. */
+  /**
+   * The certificate it serves, PEM; replaced for every new TLS connection from now on. Throws,
+   * keeping the one served so far, when the pair cannot be served (a key that does not match).
+   */
   setCertificate(certPem: string, keyPem: string): void {
     if (this.cert?.certPem === certPem && this.cert.keyPem === keyPem) return;
+    const options = { cert: certPem, key: keyPem };
+    if (this.server) this.server.setSecureContext(options);
+    else createSecureContext(options);
     this.cert = { certPem, keyPem };
-    this.server?.setSecureContext({ cert: certPem, key: keyPem });
   }
 
   get certificate(): string | undefined {

@@ -33,6 +33,27 @@ const cases: Case[] = [
     args: ['operator', '--sidecar-image', 'leasehold:1', '--secret', 'Bad_Name'],
     message: /invalid --secret "Bad_Name": must be a DNS-1123 label/,
   },
+  {
+    name: "operator election timings broken together (the sidecar's rule)",
+    args: ['operator', '--sidecar-image', 'leasehold:1', '--lease-duration', '10s', '--renew-deadline', '10s'],
+    message: /invalid timings --lease-duration 10s --renew-deadline 10s --retry-period 2s: leaseDuration must be greater than renewDeadline/,
+  },
+  {
+    name: 'operator lease duration in fractional seconds (its lease is a Kubernetes Lease)',
+    args: ['operator', '--sidecar-image', 'leasehold:1', '--lease-duration', '15500ms'],
+    message: /invalid --lease-duration "15500ms": .*leaseDurationSeconds as an integer/,
+  },
+  {
+    name: 'operator retry period through its variable',
+    args: ['operator', '--sidecar-image', 'leasehold:1'],
+    env: { LEASEHOLD_RETRY_PERIOD: 'often' },
+    message: /invalid --retry-period "often": expected a duration/,
+  },
+  {
+    name: 'operator with an unknown certificate source',
+    args: ['operator', '--sidecar-image', 'leasehold:1', '--certificates', 'cert-manager'],
+    message: /invalid --certificates "cert-manager": must be operator or external/,
+  },
   { name: 'unknown flag', args: ['sidecar', '--leese', 'x'], message: /Unknown argument: leese/ },
   {
     name: 'unparsable duration',

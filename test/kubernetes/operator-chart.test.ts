@@ -31,14 +31,42 @@ function helm(args: string[]): { code: number; out: string; err: string } {
 
 /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment */
 /* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-call */
-type Obj = { kind: string; metadata: { name: string }; spec: Record<string, any>; rules?: any[]; webhooks?: any[] };
+type Obj = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; annotations?: Record<string, string> };
+  spec: Record<string, any>;
+  rules?: any[];
+  webhooks?: any[];
+};
 
-function render(set: string[] = []): Obj[] {
-  const r = helm(['template', 'ops', CHART, '--namespace', 'leasehold-system', '--kube-version', '1.31.0', ...set.flatMap((s) => ['--set', s])]);
+const template = (set: string[], namespace = 'leasehold-system') =>
+  helm(['template', 'ops', CHART, '--namespace', namespace, '--kube-version', '1.31.0', ...set.flatMap((s) => ['--set', s])]);
+
+function render(set: string[] = [], namespace?: string): Obj[] {
+  const r = template(set, namespace);
   assert.equal(r.code, 0, r.err);
   return (yaml.loadAll(r.out) as (Obj | null)[]).filter((d): d is Obj => d !== null);
 }
+
+/**
+ * Values the chart must refuse, each with the value its message must name: a dotted path, which
+ * helm's schema check names as a JSON pointer (`at '/webhook/failurePolicy'`), or a phrase.
+ */
+function assertRefused(cases: [string, string][], { lint = true } = {}): void {
+  for (const [set, value] of cases) {
+    const named = value.includes(' ') ? value : `at '/${value.split('.').join('/')}'`;
+    const r = template([set]);
+    assert.notEqual(r.code, 0, `${set} should be refused`);
+    assert.ok(r.err.includes(named), `${set}: ${named} not in ${r.err}`);
+    if (!lint) continue;
+    const linted = helm(['lint', '--strict', CHART, '--set', set]);
+    assert.notEqual(linted.code, 0, `helm lint: ${set} should be refused`);
+    assert.ok((linted.out + linted.err).includes(named), `helm lint ${set}: ${named} not in ${linted.out}${linted.err}`);
+  }
+}
 const one = (docs: Obj[], kind: string) => docs.filter((d) => d.kind === kind)[0]!;
+const named = (docs: Obj[], kind: string, name: string) => docs.find((d) => d.kind === kind && d.metadata.name === name)!;
 
 function createPod(ns: string, name: string): { ok: boolean; out: string } {
   const manifest = {
@@ -70,6 +98,86 @@ describe('the operator chart', () => {
     assert.equal(r.code, 0, r.out + r.err);
   });
 
+  it('refuses values of the wrong type or shape, naming the value (values.schema.json)', () => {
+    assertRefused([
+      ['replicaCount=two', 'replicaCount'],
+      ['replicaCount=0', 'replicaCount'],
+      ['image.pullPolicy=Sometimes', 'image.pullPolicy'],
+      ['image.repository=', 'image.repository'],
+      ['webhook.failurePolicy=Retry', 'webhook.failurePolicy'],
+      ['webhook.timeoutSeconds=31', 'webhook.timeoutSeconds'],
+      ['webhook.namespaceOptIn=yes', 'webhook.namespaceOptIn'],
+      ['webhook.excludeNamespaces[0]=Not_A_Namespace', 'webhook.excludeNamespaces.0'],
+      ['nativeSidecar=sometimes', 'nativeSidecar'],
+      ['certValidity=90', 'certValidity'],
+      ['caValidity=ten-years', 'caValidity'],
+      ['resync=30', 'resync'],
+      ['logFormat=xml', 'logFormat'],
+      ['podDisruptionBudget.minAvailable=half', 'podDisruptionBudget.minAvailable'],
+      // The Secret is "<name>-tls", a DNS-1123 label: 60 characters and more would not be one.
+      [`fullnameOverride=${'a'.repeat(60)}`, 'fullnameOverride'],
+      ['fullnameOverride=Ops_Operator', 'fullnameOverride'],
+      ['webhookk.failurePolicy=Fail', "'webhookk' not allowed"],
+      // A Lease stores whole seconds: the operator would refuse 1500ms at start, in a crash loop.
+      ['leaderElection.leaseDuration=1500ms', 'leaderElection.leaseDuration'],
+      ['leaderElection.renewDeadline=10', 'leaderElection.renewDeadline'],
+      ['leaderElection.retryPeriod=often', 'leaderElection.retryPeriod'],
+    ]);
+  });
+
+  it("refuses election timings that break the sidecar's rules, naming the values (at template time)", () => {
+    // helm lint reports a template's `fail` without failing, so helm template (and install) is what refuses these.
+    assertRefused(
+      [
+        ['leaderElection.renewDeadline=15s', 'leaderElection.leaseDuration "15s" must be greater than leaderElection.renewDeadline "15s"'],
+        ['leaderElection.leaseDuration=10s', 'leaderElection.leaseDuration "10s" must be greater than leaderElection.renewDeadline "10s"'],
+        ['leaderElection.renewDeadline=2400ms', 'leaderElection.renewDeadline "2400ms" must be greater than 1.2 × leaderElection.retryPeriod "2s"'],
+        ['leaderElection.retryPeriod=0s', 'leaderElection.retryPeriod "0s" must be greater than zero'],
+        ['caValidity=1h', 'caValidity "1h" must be longer than certValidity "2160h"'],
+      ],
+      { lint: false },
+    );
+  });
+
+  it('passes the election timings to the operator', () => {
+    const args = (set: string[]) => one(render(set), 'Deployment').spec.template.spec.containers[0].args as string[];
+    const defaults = args([]);
+    for (const arg of ['--lease-duration=15s', '--renew-deadline=10s', '--retry-period=2s']) assert.ok(defaults.includes(arg), arg);
+    const set = args(['leaderElection.leaseDuration=1m', 'leaderElection.renewDeadline=40s', 'leaderElection.retryPeriod=2500ms']);
+    for (const arg of ['--lease-duration=1m', '--renew-deadline=40s', '--retry-period=2500ms']) assert.ok(set.includes(arg), arg);
+  });
+
+  it('renders good values as given', () => {
+    const docs = render([
+      'replicaCount=3',
+      'image.pullPolicy=Always',
+      'webhook.timeoutSeconds=30',
+      'webhook.excludeNamespaces[0]=batch',
+      'nativeSidecar=auto',
+      'certValidity=720h',
+      'caValidity=8760h',
+      'resync=1m30s',
+      'logFormat=text',
+      'podDisruptionBudget.minAvailable=50%',
+      'fullnameOverride=ops',
+    ]);
+    const deployment = one(docs, 'Deployment');
+    assert.equal(deployment.spec.replicas, 3);
+    const args = deployment.spec.template.spec.containers[0].args as string[];
+    for (const arg of [
+      '--native-sidecar=auto',
+      '--cert-validity=720h',
+      '--ca-validity=8760h',
+      '--resync=1m30s',
+      '--log-format=text',
+      '--exclude-namespace=batch',
+    ]) {
+      assert.ok(args.includes(arg), `${arg} in ${args.join(' ')}`);
+    }
+    assert.equal(one(docs, 'PodDisruptionBudget').spec.minAvailable, '50%');
+    assert.equal(one(docs, 'MutatingWebhookConfiguration').webhooks![0].timeoutSeconds, 30);
+  });
+
   it('renders 2 replicas, a PDB, and a webhook only for labelled pods outside kube-system and its own namespace', () => {
     const docs = render();
     assert.equal(one(docs, 'Deployment').spec.replicas, 2);
@@ -96,6 +204,102 @@ describe('the operator chart', () => {
     assert.ok(!role.rules!.some((r) => r.verbs.includes('escalate') || r.verbs.includes('bind') || r.verbs.includes('*')));
     const hookRule = role.rules!.find((r) => r.resources.includes('mutatingwebhookconfigurations'));
     assert.deepEqual(hookRule.resourceNames, ['ops-leasehold-operator']);
+  });
+
+  describe('with certManager.enabled', () => {
+    const cm = (set: string[] = [], namespace?: string) => render(['certManager.enabled=true', ...set], namespace);
+    const args = (docs: Obj[]) => one(docs, 'Deployment').spec.template.spec.containers[0].args as string[];
+
+    it("renders a Certificate for the Service's DNS names into the Secret the operator serves, and has the cainjector fill the caBundle", () => {
+      const docs = cm();
+      const service = one(docs, 'Service').metadata.name;
+      const cert = named(docs, 'Certificate', 'ops-leasehold-operator');
+      assert.deepEqual(cert.spec.dnsNames, [
+        `${service}.leasehold-system.svc`,
+        `${service}.leasehold-system.svc.cluster.local`,
+        `${service}.leasehold-system`,
+        service,
+      ]);
+      assert.equal(cert.metadata.namespace, 'leasehold-system');
+      assert.equal(cert.spec.duration, '2160h');
+      assert.equal(cert.spec.renewBefore, '720h');
+      assert.ok(args(docs).includes(`--secret=${cert.spec.secretName}`), 'the operator serves the Secret cert-manager writes');
+      assert.ok(args(docs).includes('--certificates=external'), 'and writes neither the Secret nor the caBundle');
+      const hook = one(docs, 'MutatingWebhookConfiguration');
+      assert.equal(hook.metadata.annotations?.['cert-manager.io/inject-ca-from'], `leasehold-system/${cert.metadata.name}`);
+      assert.equal(hook.webhooks![0].clientConfig.caBundle, undefined);
+    });
+
+    it('without an issuer, makes a CA of its own: a selfSigned Issuer signs only the CA, which keeps its key on renewal', () => {
+      const docs = cm();
+      const serving = named(docs, 'Certificate', 'ops-leasehold-operator');
+      const caIssuer = named(docs, 'Issuer', String(serving.spec.issuerRef.name));
+      assert.deepEqual(serving.spec.issuerRef, { name: caIssuer.metadata.name, kind: 'Issuer', group: 'cert-manager.io' });
+      const ca = docs.find((d) => d.kind === 'Certificate' && d.spec.secretName === caIssuer.spec.ca.secretName)!;
+      assert.equal(ca.spec.isCA, true);
+      assert.equal(ca.spec.privateKey.rotationPolicy, 'Never');
+      assert.equal(ca.spec.duration, '87600h');
+      assert.deepEqual(named(docs, 'Issuer', String(ca.spec.issuerRef.name)).spec, { selfSigned: {} });
+    });
+
+    it('with an issuer given, uses it and makes none', () => {
+      const docs = cm([
+        'certManager.issuerRef.name=corp-ca',
+        'certManager.issuerRef.kind=ClusterIssuer',
+        'certManager.duration=720h',
+        'certManager.renewBefore=240h',
+      ]);
+      assert.equal(docs.filter((d) => d.kind === 'Issuer').length, 0);
+      const certs = docs.filter((d) => d.kind === 'Certificate');
+      assert.equal(certs.length, 1);
+      assert.deepEqual(certs[0]!.spec.issuerRef, { name: 'corp-ca', kind: 'ClusterIssuer', group: 'cert-manager.io' });
+      assert.equal(certs[0]!.spec.duration, '720h');
+    });
+
+    it('holds less: reads its one Secret, and no webhook configuration at all', () => {
+      const docs = cm();
+      const role = docs.find((d) => d.kind === 'Role')!;
+      assert.deepEqual(role.rules, [{ apiGroups: [''], resources: ['secrets'], resourceNames: ['ops-leasehold-operator-cert'], verbs: ['get'] }]);
+      const cluster = docs.find((d) => d.kind === 'ClusterRole')!;
+      assert.ok(!cluster.rules!.some((r) => r.resources.includes('mutatingwebhookconfigurations')));
+      // Without cert-manager, none of it.
+      const own = render();
+      assert.equal(own.filter((d) => d.apiVersion.startsWith('cert-manager.io/')).length, 0);
+      assert.equal(one(own, 'MutatingWebhookConfiguration').metadata.annotations, undefined);
+      assert.ok(args(own).includes('--secret=ops-leasehold-operator-tls') && !args(own).some((a) => a.startsWith('--certificates')));
+    });
+
+    it('refuses settings cert-manager would refuse, naming the values', () => {
+      assertRefused([
+        ['certManager.issuerRef.kind=Issuers', 'certManager.issuerRef.kind'],
+        ['certManager.issuerRef.name=Corp_CA', 'certManager.issuerRef.name'],
+        ['certManager.duration=90d', 'certManager.duration'],
+        ['certManager.enabled=on', 'certManager.enabled'],
+      ]);
+      assertRefused(
+        [
+          ['certManager.renewBefore=2160h', 'certManager.renewBefore "2160h" must be less than certManager.duration "2160h"'],
+          ['certManager.duration=30m', `certManager.duration "30m" must be at least 1h`],
+          ['certManager.caDuration=720h', 'certManager.caDuration "720h" must be longer than certManager.duration "2160h"'],
+        ].map(([set, message]) => [`certManager.enabled=true,${set}`, message] as [string, string]),
+        { lint: false },
+      );
+    });
+
+    it('its other resources are accepted by the API server (server-side dry run; no cert-manager CRDs here)', async () => {
+      const ns = await freshNamespace('lhocm');
+      try {
+        const rest = cm([], ns).filter((d) => !d.apiVersion.startsWith('cert-manager.io/'));
+        const out = execFileSync(join(env().binDir, 'kubectl'), ['--kubeconfig', env().admin, 'apply', '--dry-run=server', '-f', '-'], {
+          input: rest.map((d) => JSON.stringify(d)).join('\n'),
+          stdio: ['pipe', 'pipe', 'pipe'],
+        }).toString();
+        assert.match(out, /mutatingwebhookconfiguration\.admissionregistration\.k8s\.io\/ops-leasehold-operator created \(server dry run\)/);
+        assert.match(out, /deployment\.apps\/ops-leasehold-operator created \(server dry run\)/);
+      } finally {
+        kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']);
+      }
+    });
   });
 
   describe('installed on the API server', () => {

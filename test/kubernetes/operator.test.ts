@@ -79,6 +79,13 @@ describe('leasehold operator on a real API server', () => {
       '2s',
       '--tls-check',
       '1s',
+      // Its own election's timings (not the 15s/10s/2s defaults): the Lease must show them.
+      '--lease-duration',
+      '6s',
+      '--renew-deadline',
+      '4s',
+      '--retry-period',
+      '1s',
       '--log-level',
       'debug',
     ]);
@@ -149,6 +156,23 @@ describe('leasehold operator on a real API server', () => {
       // best effort
     }
     for (const ns of [ops, app, other]) if (ns) kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']);
+  });
+
+  it('elects its reconciler on the Lease with the timings of its flags', async () => {
+    const lease = await waitFor(
+      'the Lease',
+      () => {
+        try {
+          return json<{ spec: { holderIdentity?: string; leaseDurationSeconds?: number } }>(['get', 'lease', 'leasehold-operator', '-n', ops]);
+        } catch {
+          return undefined;
+        }
+      },
+      30_000,
+      100,
+    );
+    assert.equal(lease.spec.leaseDurationSeconds, 6);
+    assert.match(lease.spec.holderIdentity ?? '', /^op-\d+$/);
   });
 
   it('injects a labelled pod: the sidecar, the status volume read-only, the lease from its name', () => {

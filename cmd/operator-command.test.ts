@@ -1,0 +1,44 @@
+import { it } from 'node:test';
+import assert from 'node:assert/strict';
+import yargs from 'yargs';
+import { operatorFlags, resolveOperator } from './operator-command.js';
+
+const resolve = (...argv: string[]) =>
+  resolveOperator(
+    operatorFlags(yargs(['--sidecar-image', 'leasehold:1', '--identity', 'op-0', ...argv]))
+      .strict()
+      .parseSync(),
+  );
+
+it("the operator's own election takes the sidecar's defaults: 15s, 10s, 2s", () => {
+  assert.deepEqual(resolve().timings, { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
+});
+
+it('--lease-duration, --renew-deadline and --retry-period set it', () => {
+  assert.deepEqual(resolve('--lease-duration', '30s', '--renew-deadline', '20s', '--retry-period', '4s').timings, {
+    leaseDurationMs: 30_000,
+    renewDeadlineMs: 20_000,
+    retryPeriodMs: 4_000,
+  });
+});
+
+it("refuses them by the sidecar's rules, naming the flags and the rule", () => {
+  const cases: [string[], RegExp][] = [
+    [['--lease-duration', 'soon'], /^invalid --lease-duration "soon": expected a duration such as 15s/],
+    [['--retry-period', '0s'], /^invalid --retry-period "0s": must be from 1ms/],
+    [
+      ['--lease-duration', '10s', '--renew-deadline', '10s'],
+      /^invalid timings --lease-duration 10s --renew-deadline 10s --retry-period 2s: leaseDuration must be greater than renewDeadline/,
+    ],
+    [['--renew-deadline', '2s', '--retry-period', '2s'], /renewDeadline must be greater than retryPeriod\*JitterFactor/],
+    // Its lease is a Kubernetes Lease, which stores whole seconds.
+    [['--lease-duration', '15500ms'], /^invalid --lease-duration "15500ms": .*leaseDurationSeconds as an integer/],
+  ];
+  for (const [argv, message] of cases) assert.throws(() => resolve(...argv), { message }, argv.join(' '));
+});
+
+it('--certificates: the operator keeps its own by default; external serves what another keeps', () => {
+  assert.equal(resolve().certificates, 'operator');
+  assert.equal(resolve('--certificates', 'external').certificates, 'external');
+  assert.throws(() => resolve('--certificates', 'cert-manager'), { message: /^invalid --certificates "cert-manager": must be operator or external$/ });
+});
