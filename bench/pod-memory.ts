@@ -13,17 +13,10 @@
  * Go binary, shared and reclaimable).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CHART, type ClusterSession, LOCAL_IMAGES, chartMemory } from '../test/support/cluster-session.js';
 import { REPO, waitFor } from '../test/support/cli.js';
-
-export interface ContainerMemory {
-  workingSetMB: number;
-  rssMB: number;
-  anonMB: number;
-  fileMB: number;
-}
+import { containerMemory, type ContainerMemory } from './cgroup-memory.js';
 
 export interface PodMemoryResult {
   leasehold: { leader: ContainerMemory; standby: ContainerMemory };
@@ -93,36 +86,8 @@ spec:
 `;
 }
 
-function statusKB(pid: number, key: string): number {
-  return Number(new RegExp(`${key}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
-}
-
-/**
- * A container's memory cgroup (v1, cgroupfs driver: …/kubepods/…/pod<uid>/<container id>), found
- * from the host through its process, so a `FROM scratch` container (no `cat`) is read the same way.
- */
-function memoryCgroupDir(pid: number): string {
-  const path = /^\d+:memory:(.*)$/m.exec(readFileSync(`/proc/${pid}/cgroup`, 'utf8'))?.[1];
-  if (path !== undefined && existsSync(join('/sys/fs/cgroup/memory', path, 'memory.stat'))) return join('/sys/fs/cgroup/memory', path);
-  if (path !== undefined && existsSync(join('/sys/fs/cgroup', path, 'memory.stat'))) return join('/sys/fs/cgroup', path);
-  throw new Error(`no memory cgroup found for PID ${pid} (${path ?? 'no memory line in /proc/PID/cgroup'})`);
-}
-
-function workingSetBytes(dir: string): number {
-  const v1 = existsSync(join(dir, 'memory.usage_in_bytes'));
-  const usage = Number(readFileSync(join(dir, v1 ? 'memory.usage_in_bytes' : 'memory.current'), 'utf8'));
-  const stat = readFileSync(join(dir, 'memory.stat'), 'utf8');
-  return usage - Number((v1 ? /^total_inactive_file (\d+)$/m : /^inactive_file (\d+)$/m).exec(stat)![1]);
-}
-
 function read(s: ClusterSession, pod: string, container: string): ContainerMemory {
-  const pid = s.containerPid(pod, container);
-  return {
-    workingSetMB: workingSetBytes(memoryCgroupDir(pid)) / 2 ** 20,
-    rssMB: statusKB(pid, 'VmRSS') / 1024,
-    anonMB: statusKB(pid, 'RssAnon') / 1024,
-    fileMB: statusKB(pid, 'RssFile') / 1024,
-  };
+  return containerMemory(s.containerPid(pod, container));
 }
 
 /** The sidecar's own V8 figures, MiB, from its /metrics (prom-client's default metrics), read from the app container. */

@@ -11,3 +11,21 @@ export function cpuTicks(pid: number): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return Number(fields[11]) + Number(fields[12]);
 }
+
+/** A thread's scheduler figures (/proc/PID/schedstat): time on a CPU, time runnable but waiting for one (ns), timeslices run. */
+export interface SchedStat {
+  cpuNs: number;
+  waitNs: number;
+  slices: number;
+}
+
+export function parseSchedstat(text: string): SchedStat {
+  const [cpuNs, waitNs, slices] = text.trim().split(/\s+/).map(Number);
+  if (![cpuNs, waitNs, slices].every((n) => Number.isFinite(n))) throw new Error(`not a schedstat line: ${JSON.stringify(text)}`);
+  return { cpuNs: cpuNs!, waitNs: waitNs!, slices: slices! };
+}
+
+/** The main thread's scheduler figures (for Node, the thread that runs JavaScript). */
+export function schedStat(pid: number): SchedStat {
+  return parseSchedstat(readFileSync(`/proc/${pid}/schedstat`, 'utf8'));
+}

@@ -1,7 +1,7 @@
 /**
  * npm run bench [-- --trials N] [--seconds S] [--idle-seconds S] [--cluster-trials N]
- *                 [--only sqlite|sqlite-disk|postgres|kubernetes|failover|scale|streams|pod|cluster|pod,cluster|LEADER[/STANDBY]:SIGNAL[:N]]
- *                 [--splice] [--standbys N] [--scale-trials N] [--scale-setups sqlite,leasehold,client-go] [--no-write]
+ *                 [--only sqlite|sqlite-disk|postgres|kubernetes|failover|scale|streams|pod|cluster|operator|pod,cluster,operator|LEADER[/STANDBY]:SIGNAL[:N]]
+ *                 [--splice] [--standbys N] [--scale-trials N] [--scale-setups sqlite,leasehold,client-go] [--operator-pods N] [--no-write]
  *
  * Runs every benchmark and rewrites docs/benchmarks.md: a summary of leasehold against
  * client-go's leader election with the ratios and the issue's targets, each handoff and failover
@@ -9,7 +9,8 @@
  * section (bench/kubernetes.ts: a real kube-apiserver + etcd, both implementations with the
  * same timings), the SQLite section (bench/sqlite.ts), and, root only, on the single-node cluster of
  * the cluster tier (one bring-up for both): memory in pods beside client-go (bench/pod-memory.ts)
- * and the chart's handoffs and start-up (bench/cluster-figures.ts). `--only` runs one part and writes
+ * and the chart's handoffs and start-up (bench/cluster-figures.ts), and the operator's admission
+ * latency and memory (bench/operator-admission.ts). `--only` runs one part and writes
  * nothing (e.g. `--only leasehold:SIGTERM` for one Kubernetes latency row, `leasehold:SIGTERM:3` with 3
  * candidates, `client-go/leasehold:SIGTERM` for a client-go leader and a leasehold standby; BENCH_DEBUG=1
  * gives the sidecars' debug logs). `--only failover` runs every handoff and failover row of SQLite,
@@ -27,6 +28,7 @@ import { benchSqlite } from './sqlite.js';
 import { benchSqliteDisk } from './sqlite-disk.js';
 import { benchPodMemory, type PodMemoryResult } from './pod-memory.js';
 import { benchClusterFigures } from './cluster-figures.js';
+import { benchOperator } from './operator-admission.js';
 import { ClusterSession } from '../test/support/cluster-session.js';
 import { benchPostgres } from './postgres.js';
 import { benchScale } from './scale.js';
@@ -43,8 +45,9 @@ const trials = numberOption('trials', 20);
 const only = option('only', '');
 const write = !process.argv.includes('--no-write') && only === '';
 const parts = only.split(',');
-const clusterOnly = only !== '' && parts.every((p) => p === 'pod' || p === 'cluster');
-// `--only sqlite|sqlite-disk|memory|streams|pod|cluster --splice`: re-run one part and replace its
+const CLUSTER_PARTS = ['pod', 'cluster', 'operator'];
+const clusterOnly = only !== '' && parts.every((p) => CLUSTER_PARTS.includes(p));
+// `--only sqlite|sqlite-disk|memory|streams|pod|cluster|operator --splice`: re-run one part and replace its
 // section in docs/benchmarks.md, saying so there (the summary tables above it keep the full run's figures).
 const splice = process.argv.includes('--splice') && (only === 'sqlite' || only === 'sqlite-disk' || only === 'memory' || only === 'streams' || clusterOnly);
 const node = imageNode();
@@ -63,7 +66,11 @@ const wantPostgres = only === '' || only === 'postgres' || failoverOnly;
 // The cluster parts need root (they bring up a kubelet and a CNI bridge), as the cluster tier does.
 const wantPod = (only === '' || parts.includes('pod')) && process.getuid?.() === 0;
 const wantCluster = (only === '' || parts.includes('cluster')) && process.getuid?.() === 0;
-if (clusterOnly && !wantPod && !wantCluster) throw new Error('--only pod|cluster needs root: they bring up a single-node Kubernetes');
+const wantOperator = (only === '' || parts.includes('operator')) && process.getuid?.() === 0;
+if (clusterOnly && !wantPod && !wantCluster && !wantOperator) throw new Error('--only pod|cluster|operator needs root: they bring up a single-node Kubernetes');
+// 20 pod creations per second is issue 24's rate; at least 600 of each kind for a p99.
+const operatorPods = numberOption('operator-pods', 1000);
+const operatorRate = 20;
 const clusterTrials = numberOption('cluster-trials', 10);
 const wantScale = only === '' || only === 'scale';
 const wantStreams = only === '' || only === 'streams';
@@ -108,6 +115,12 @@ const phases: { name: string; what: string; estimateS: number; on: boolean }[] =
     estimateS: clusterTrials * (25 + 2 * 20 + 40),
     on: wantCluster,
   },
+  {
+    name: 'operator',
+    what: `the operator: admission latency of ${operatorPods} labelled pods at ${operatorRate}/s against as many unlabelled, its memory`,
+    estimateS: 150 + (2 * operatorPods) / operatorRate + 60,
+    on: wantOperator,
+  },
 ];
 const phase = (name: string) => {
   const on = phases.filter((p) => p.on);
@@ -133,8 +146,9 @@ if (wantStreams) phase('streams');
 const streams = wantStreams ? await benchStreams({ trials: Math.min(trials, 12), streams: streamCount, log }) : null;
 let pod: PodMemoryResult | null = null;
 let cluster: { markdown: string } | null = null;
-if (wantPod || wantCluster) {
-  // One bring-up for both parts, torn down whatever happens.
+let operator: { markdown: string } | null = null;
+if (wantPod || wantCluster || wantOperator) {
+  // One bring-up for the three parts, torn down whatever happens.
   const session = new ClusterSession();
   try {
     log('cluster: bringing up the single-node Kubernetes (minutes when the images are not cached)');
@@ -143,11 +157,14 @@ if (wantPod || wantCluster) {
     pod = wantPod ? await benchPodMemory(session, node.flags, log) : null;
     if (wantCluster) phase('cluster');
     cluster = wantCluster ? await benchClusterFigures(session, clusterTrials, log) : null;
+    if (wantOperator) phase('operator');
+    operator = wantOperator ? await benchOperator(session, { podsPerArm: operatorPods, rate: operatorRate }, log) : null;
   } finally {
     session.down();
   }
 }
 const clusterCommand = `flock /tmp/cluster.lock npm run bench -- --cluster-trials ${clusterTrials}`;
+const OPERATOR_HEADING = '## The operator: admission latency and memory\n';
 
 if (splice) {
   const today = new Date().toISOString().slice(0, 10);
@@ -155,6 +172,11 @@ if (splice) {
     const note = (what: string) => `_This section was re-measured by \`${clusterCommand} --only ${only} --splice\` (as root) on ${today}${what}._\n\n`;
     if (pod) replaceOrAppend('## Memory in a pod\n', `## Memory in a pod\n\n${note('')}${pod.markdown}`);
     if (cluster) replaceOrAppend('## On a real cluster\n', `## On a real cluster\n\n${note(`, ${clusterTrials} trials per row`)}${cluster.markdown}`);
+    if (operator)
+      replaceOrAppend(
+        OPERATOR_HEADING,
+        `${OPERATOR_HEADING}\n_This section was measured by \`flock /tmp/cluster.lock npm run bench -- --only ${only} --operator-pods ${operatorPods} --splice\` (as root) on ${today}._\n\n${operator.markdown}`,
+      );
   } else if (only === 'memory') {
     // The breakdown alone; the two idle-standby rows come from the last full run, kept as they are.
     const doc = readFileSync(BENCH_DOC, 'utf8');
@@ -194,6 +216,7 @@ if (splice) {
       streams?.markdown,
       pod?.markdown,
       cluster?.markdown,
+      operator?.markdown,
     ]
       .filter(Boolean)
       .join('\n'),
@@ -242,7 +265,9 @@ ${streams!.markdown}
 ${pod ? pod.markdown : 'Not measured in this run: the pod phase needs root (it brings up a kubelet and a CNI bridge).\n'}
 ## On a real cluster
 
-${cluster ? `${clusterTrials} trials per row (\`--cluster-trials\`).\n\n${cluster.markdown}` : 'Not measured in this run: the cluster phase needs root (it brings up a kubelet and a CNI bridge).\n'}`;
+${cluster ? `${clusterTrials} trials per row (\`--cluster-trials\`).\n\n${cluster.markdown}` : 'Not measured in this run: the cluster phase needs root (it brings up a kubelet and a CNI bridge).\n'}
+${OPERATOR_HEADING}
+${operator ? `${operatorPods} pods of each kind (\`--operator-pods\`).\n\n${operator.markdown}` : 'Not measured in this run: the operator phase needs root (it brings up a kubelet and a CNI bridge).\n'}`;
   writeFileSync(BENCH_DOC, md);
   const l = kube!.latency;
   writeFileSync(

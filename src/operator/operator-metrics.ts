@@ -1,5 +1,8 @@
 import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
+/** Upper bounds (seconds) of leasehold_operator_admission_seconds. */
+export const ADMISSION_BUCKETS = [0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1];
+
 /** The operator's metrics, on its own registry (served at /metrics on the webhook port). */
 export class OperatorMetrics {
   readonly registry = new Registry();
@@ -14,7 +17,9 @@ export class OperatorMetrics {
       name: 'leasehold_operator_admission_seconds',
       help: 'Time to answer one AdmissionReview, by result (injected, unchanged, refused, error)',
       labelNames: ['result'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1],
+      // Fine under 10 ms, where the answer's cost lies (the goal is p99 ≤ 10 ms at the API server):
+      // the API server's own webhook histogram has nothing between 5 ms and 25 ms.
+      buckets: ADMISSION_BUCKETS,
       registers: [this.registry],
     });
     this.uninjectedPods = new Gauge({

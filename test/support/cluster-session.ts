@@ -112,9 +112,9 @@ export class ClusterSession {
     if (r.status !== 0) throw new Error(`kubectl apply: ${r.stderr}`);
   }
 
-  /** The host PID of a container's process (its task in containerd), e.g. for nsenter. */
-  containerPid(pod: string, container: string): number {
-    const status = JSON.parse(this.kubectl('get', 'pod', pod, '-o', 'json')) as {
+  /** The host PID of a container's process (its task in containerd), e.g. for nsenter; the pod in the session's namespace unless named. */
+  containerPid(pod: string, container: string, namespace = this.namespace): number {
+    const status = JSON.parse(this.kubectl('get', 'pod', pod, '-n', namespace, '-o', 'json')) as {
       status: { containerStatuses?: { name: string; containerID: string }[]; initContainerStatuses?: { name: string; containerID: string }[] };
     };
     const all = [...(status.status.containerStatuses ?? []), ...(status.status.initContainerStatuses ?? [])];
@@ -126,8 +126,8 @@ export class ClusterSession {
   }
 
   /** When a container of a pod last started (its running state), as epoch ms. */
-  containerStartedAt(pod: string, container: string): number {
-    const status = JSON.parse(this.kubectl('get', 'pod', pod, '-o', 'json')) as {
+  containerStartedAt(pod: string, container: string, namespace = this.namespace): number {
+    const status = JSON.parse(this.kubectl('get', 'pod', pod, '-n', namespace, '-o', 'json')) as {
       status: { containerStatuses: { name: string; state: { running?: { startedAt: string } } }[] };
     };
     return Date.parse(status.status.containerStatuses.find((c) => c.name === container)!.state.running!.startedAt);
