@@ -5,7 +5,7 @@ import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordErro
 import { throwIfAborted } from '../abort.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { checkLocalFilesystem, checkSqliteFile } from './sqlite-file-check.js';
-import { makeDirs } from '../util/make-dirs.js';
+import { MakeDirsError, makeDirs } from '../util/make-dirs.js';
 import { describeIdentity, identityOf, mainAndShmOf, mountPointAt, sameFiles, unsafeReplacement, type FileIdentity } from './sqlite-file-identity.js';
 
 /**
@@ -86,9 +86,15 @@ export class SqliteLeaseStore implements LeaseStore {
         { field: 'db' },
       );
     }
+    if (!readonly) {
+      try {
+        makeDirs(dirname(path));
+      } catch (err) {
+        throw new StoreOpenError(`the database's directory ${err instanceof MakeDirsError ? err.message : describeError(err)}`, { cause: err, field: 'db' });
+      }
+    }
     let db: Database.Database;
     try {
-      if (!readonly) makeDirs(dirname(path));
       db = new Database(path, { timeout: this.options.busyTimeoutMs ?? 1000, readonly, fileMustExist: readonly });
     } catch (err) {
       throw new StoreOpenError(`cannot open SQLite lease store ${path}: ${explainOpenFailure(path, err)}`, { cause: err });

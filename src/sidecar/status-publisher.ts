@@ -1,26 +1,11 @@
-import { accessSync, closeSync, constants, openSync, rmSync, statSync, statfsSync } from 'node:fs';
+import { accessSync, closeSync, constants, openSync, rmSync, statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { StatusDirError, describeError } from '../errors.js';
 import { fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
 import { escapeControl } from '../util/escape-control.js';
-import { makeDirs } from '../util/make-dirs.js';
+import { kernelFilesystem, makeDirs } from '../util/make-dirs.js';
 import type { LeaderStatus } from '../status/leader-status.js';
-
-/**
- * Filesystems the kernel fills itself (statfs f_type from linux/magic.h): access() lets root
- * "write" there, yet no directory can be made. Found before anything is written.
- */
-const KERNEL_FILESYSTEMS: Record<number, string> = {
-  0x9fa0: 'proc',
-  0x62656572: 'sysfs',
-  0x63677270: 'cgroup2',
-  0x27e0eb: 'cgroup',
-  0x64626720: 'debugfs',
-  0x74726163: 'tracefs',
-  0x73636673: 'securityfs',
-  0x1cd1: 'devpts',
-};
 
 /**
  * Proves an existing directory writable by creating and removing an empty file: access() lets
@@ -57,7 +42,7 @@ export function checkStatusDir(dir: string): void {
       }
       accessSync(probe, constants.W_OK | constants.X_OK);
       if (probe === resolve(dir)) probeWritable(probe, dir);
-      const kernel = probe === resolve(dir) ? undefined : KERNEL_FILESYSTEMS[statfsSync(probe).type >>> 0];
+      const kernel = probe === resolve(dir) ? undefined : kernelFilesystem(probe);
       if (kernel) {
         throw new StatusDirError(`the status directory ${dir} cannot be created: ${probe} is a ${kernel} filesystem, where the kernel makes every entry`);
       }

@@ -1,4 +1,4 @@
-import { mkdirSync, statSync } from 'node:fs';
+import { mkdirSync, statSync, statfsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
 /**
@@ -6,6 +6,46 @@ import { dirname, resolve } from 'node:path';
  * mkdirSync loops forever where mkdir answers ENOENT under an existing directory (in /proc:
  * `--db /proc/x/y.db` hung at 80 % CPU); here every failure is thrown at once.
  */
+/**
+ * Filesystems the kernel fills itself (statfs f_type from linux/magic.h): access() lets root
+ * "write" there, yet no directory can be made. Found before anything is written.
+ */
+const KERNEL_FILESYSTEMS: Record<number, string> = {
+  0x9fa0: 'proc',
+  0x62656572: 'sysfs',
+  0x63677270: 'cgroup2',
+  0x27e0eb: 'cgroup',
+  0x64626720: 'debugfs',
+  0x74726163: 'tracefs',
+  0x73636673: 'securityfs',
+  0x1cd1: 'devpts',
+};
+
+/** A directory that could not be made, named with the reason; `code` is the system's. */
+export class MakeDirsError extends Error {
+  readonly code: string | undefined;
+  constructor(message: string, cause: unknown) {
+    super(message, { cause });
+    this.name = 'MakeDirsError';
+    this.code = (cause as NodeJS.ErrnoException).code;
+  }
+}
+
+/** The kernel filesystem `path` is on (proc, sysfs, ...), or undefined for any other. */
+export function kernelFilesystem(path: string): string | undefined {
+  return KERNEL_FILESYSTEMS[statfsSync(path).type >>> 0];
+}
+
+/**
+ * Why no directory can be made under `existing`, the nearest existing ancestor, when the
+ * kernel's filesystems say "no such file" instead: else the error itself.
+ */
+export function explainMkdirFailure(existing: string, err: unknown): string {
+  const kernel = kernelFilesystem(existing);
+  if (kernel) return `${existing} is a ${kernel} filesystem, where the kernel makes every entry`;
+  return err instanceof Error ? err.message : String(err);
+}
+
 export function makeDirs(dir: string): void {
   const missing: string[] = [];
   let probe = resolve(dir);
@@ -24,7 +64,8 @@ export function makeDirs(dir: string): void {
     try {
       mkdirSync(d);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err; // another process made it
+      // EEXIST: another process made it. Else the error names the directory and the reason.
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new MakeDirsError(`${d} cannot be created: ${explainMkdirFailure(dirname(d), err)}`, err);
     }
   }
 }
