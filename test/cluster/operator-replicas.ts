@@ -1,8 +1,8 @@
 /**
  * The operator's replicas as the cluster tier reads them from the host (the pod network is on a
- * bridge of this machine): each one's pod IP, the certificate its webhook port serves, and a
- * gauge of its /metrics. The port's certificate is what a check compares, not trusted: it is
- * read without verification.
+ * bridge of this machine): each one's pod IP, the certificate its webhook port serves (verified
+ * as the API server verifies it), and a gauge of its /metrics (read without verification: only
+ * its value matters there).
  */
 import { get } from 'node:https';
 import { connect } from 'node:tls';
@@ -27,15 +27,19 @@ export function readyReplicas(kubectl: Kubectl, ns: string, release: string): Re
     .map((p) => ({ name: p.metadata.name, ip: p.status.podIP! }));
 }
 
-/** The SHA-256 fingerprint of the certificate a replica serves now (a new connection each time). */
-export function servedFingerprint(ip: string): Promise<string> {
+/**
+ * The SHA-256 fingerprint of the certificate a replica serves now, on a new connection verified
+ * as the API server verifies one to the webhook: against `ca` (the caBundle, PEM) for the
+ * Service's name `servername`. Rejects when that handshake fails.
+ */
+export function servedFingerprint(ip: string, ca: string, servername: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const s = connect({ host: ip, port: WEBHOOK_PORT, rejectUnauthorized: false, timeout: 5_000 }, () => {
+    const s = connect({ host: ip, port: WEBHOOK_PORT, ca, servername, timeout: 5_000 }, () => {
       resolve(s.getPeerX509Certificate()!.fingerprint256);
       s.end();
     });
     s.on('timeout', () => s.destroy(new Error(`no TLS answer from ${ip}:${WEBHOOK_PORT}`)));
-    s.on('error', reject);
+    s.on('error', (err: Error) => reject(new Error(`TLS to ${ip}:${WEBHOOK_PORT} as ${servername}: ${err.message}`, { cause: err })));
   });
 }
 
