@@ -1,3 +1,4 @@
+import { realClock, type Clock, type Timer } from '../clock.js';
 import { httpStatus } from '../kube/api-errors.js';
 import type { KubeClient, WatchHandle } from '../kube/api-client.js';
 import { describeError } from '../errors.js';
@@ -26,10 +27,25 @@ export interface ReconcilerOptions {
   metrics: OperatorMetrics;
   /** Namespaces the webhook never sees (kube-system, the operator's own): neither granted nor reported. */
   excludedNamespaces: string[];
+  /** Times the gap between passes and the resync; tests pass a FakeClock. */
+  clock?: Clock;
 }
 
 const RBAC = '/apis/rbac.authorization.k8s.io/v1';
 const POD_SELECTOR = `${INJECT_LABEL}=true`;
+
+/**
+ * The least time between the end of one pass and the start of the next. A pass lists every
+ * labelled pod, Role and RoleBinding in the cluster, on the thread that also answers admission;
+ * without a floor, a steady stream of pod events (a rollout, a burst of Jobs: each pod brings
+ * several events) runs passes back to back, so the leader spends its time listing while the API
+ * server waits for its answers. With it, however many events arrive, the cost is at most one pass
+ * per gap. The first event after a quiet gap still runs a pass at once, so a lone new pod's
+ * Role comes as soon as before. A second is short beside what may wait on a pass in a burst (a
+ * new pair's Role, which always follows its pod's creation; a report due within 30 s), and long
+ * beside one pass.
+ */
+export const PASS_GAP_MS = 1_000;
 
 /** The grants the injected pods need, by Role name and namespace. */
 export function grantsOf(pods: PodItem[], excluded: string[]): Map<string, Grant> {
@@ -53,42 +69,77 @@ export function grantsOf(pods: PodItem[], excluded: string[]): Map<string, Grant
  * to that Lease and its RoleBinding; each removed when no pod uses it any more; and every pod
  * labelled for injection that runs without the sidecar reported once (an Event on the pod, a
  * warning log line) and counted in leasehold_operator_uninjected_pods. It runs on a watch of the
- * labelled pods, and in full every `resyncMs`, until stop().
+ * labelled pods, and every `resyncMs`, until stop().
+ *
+ * Every pass is a full one, and events only say when to run it: a pass starts at once when the
+ * last one ended at least PASS_GAP_MS ago, else when that gap has passed, and the events meanwhile
+ * are folded into it. Handling each event by itself (ensure that pod's pair) would save the lists
+ * on a quiet cluster, but removing a pair needs to know that no other pod uses it, which only a
+ * list (or a cache of every labelled pod, with its own staleness to get right) tells; one pass
+ * type, rate-bounded, keeps every guarantee in one place.
  */
 export class Reconciler {
   private watch: WatchHandle | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private resync: Timer | undefined;
+  /** The pass waiting for the gap to pass. */
+  private waiting: Timer | undefined;
   private running: Promise<void> | undefined;
   private again = false;
+  private lastEnd = -Infinity;
   private stopped = false;
   private readonly reported = new Set<string>();
+  private readonly clock: Clock;
 
-  constructor(private readonly o: ReconcilerOptions) {}
+  constructor(private readonly o: ReconcilerOptions) {
+    this.clock = o.clock ?? realClock;
+  }
 
   start(resyncMs: number): void {
-    this.timer = setInterval(() => this.trigger(), resyncMs);
+    const every = () => {
+      this.resync = this.clock.setTimer(() => {
+        this.trigger();
+        every();
+      }, resyncMs);
+    };
+    every();
     this.trigger();
     void this.openWatch();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.timer);
+    this.resync?.cancel();
+    this.waiting?.cancel();
     this.watch?.abort();
     await this.running;
   }
 
-  /** Runs one pass now, or once more after the one under way. */
+  /** Asks for a pass: now if the gap since the last one has passed, else once it has; one pass answers every ask made before it starts. */
   trigger(): void {
     if (this.stopped) return;
     if (this.running) {
       this.again = true;
       return;
     }
+    if (this.waiting) return;
+    const wait = this.lastEnd + PASS_GAP_MS - this.clock.monotonic();
+    if (wait > 0) {
+      this.waiting = this.clock.setTimer(() => {
+        this.waiting = undefined;
+        this.run();
+      }, wait);
+      return;
+    }
+    this.run();
+  }
+
+  private run(): void {
+    if (this.stopped) return;
     this.running = this.reconcile()
       .catch((err: unknown) => this.o.log.warn('reconcile failed', { error: describeError(err) }))
       .finally(() => {
         this.running = undefined;
+        this.lastEnd = this.clock.monotonic();
         if (this.again) {
           this.again = false;
           this.trigger();
