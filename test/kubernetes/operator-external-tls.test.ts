@@ -66,6 +66,31 @@ describe('leasehold operator serving the certificates another keeps (--certifica
       ),
     ) as SecretJson;
 
+  /** `leasehold operator --certificates external` on this test's webhook, rereading its Secret every second. */
+  const startExternal = (identity: string, listen: number, secret: string, more: string[]) =>
+    startCli([
+      'operator',
+      '--kubeconfig',
+      env().admin,
+      '--namespace',
+      ops,
+      '--identity',
+      identity,
+      '--listen',
+      `127.0.0.1:${listen}`,
+      '--certificates',
+      'external',
+      '--secret',
+      secret,
+      '--webhook-configuration',
+      WEBHOOK,
+      '--sidecar-image',
+      'leasehold:test',
+      '--tls-check',
+      '1s',
+      ...more,
+    ]);
+
   const createPod = (name: string): { ok: boolean; injected: boolean; out: string } => {
     const manifest = {
       apiVersion: 'v1',
@@ -145,33 +170,7 @@ describe('leasehold operator serving the certificates another keeps (--certifica
     async () => {
       const first = serving();
       writeSecret(first, 'create');
-      operator = startCli([
-        'operator',
-        '--kubeconfig',
-        env().admin,
-        '--namespace',
-        ops,
-        '--identity',
-        'ext-0',
-        '--listen',
-        `127.0.0.1:${port}`,
-        '--certificates',
-        'external',
-        '--secret',
-        SECRET,
-        '--webhook-configuration',
-        WEBHOOK,
-        '--sidecar-image',
-        'leasehold:test',
-        '--tls-check',
-        '1s',
-        '--lease-duration',
-        '4s',
-        '--renew-deadline',
-        '3s',
-        '--retry-period',
-        '1s',
-      ]);
+      operator = startExternal('ext-0', port, SECRET, ['--lease-duration', '4s', '--renew-deadline', '3s', '--retry-period', '1s']);
       // The API server reads webhook configurations through its cache: wait for a first injection.
       let n = 0;
       await waitFor('a first injection', () => createPod(`probe-${n++}`).injected, 30_000, 200);
@@ -216,29 +215,7 @@ describe('leasehold operator serving the certificates another keeps (--certifica
   it('says so when the Secret is absent or its certificate expired, and serves nothing without one', { timeout: 60_000 }, async () => {
     // A second operator on a Secret nobody wrote: it opens no port (admission never goes without a certificate).
     const idle = await freePort();
-    waiting = startCli([
-      'operator',
-      '--kubeconfig',
-      env().admin,
-      '--namespace',
-      ops,
-      '--identity',
-      'ext-waiting',
-      '--lease',
-      'ext-waiting',
-      '--listen',
-      `127.0.0.1:${idle}`,
-      '--certificates',
-      'external',
-      '--secret',
-      'not-written-yet',
-      '--webhook-configuration',
-      WEBHOOK,
-      '--sidecar-image',
-      'leasehold:test',
-      '--tls-check',
-      '1s',
-    ]);
+    waiting = startExternal('ext-waiting', idle, 'not-written-yet', ['--lease', 'ext-waiting']);
     await waitFor('the wait logged', () => waiting!.stderr().includes('waiting for the serving certificate'), 15_000, 100);
     assert.match(waiting.stderr(), new RegExp(`"secret":"${ops}/not-written-yet"`));
     const refused = await new Promise<boolean>((resolve) => {
