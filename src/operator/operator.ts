@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { describeError } from '../errors.js';
 import { LeaderElection, type Leadership } from '../election/leader-election.js';
 import type { KubeConnection } from '../kube/connect.js';
@@ -55,6 +56,8 @@ export class Operator {
   private leading = false;
   private listening: Promise<number> | undefined;
   private stopped = false;
+  /** The last warning about the external Secret, so each is logged once, not every --tls-check. */
+  private externalWarning = '';
 
   constructor(private readonly o: OperatorOptions) {}
 
@@ -113,6 +116,34 @@ export class Operator {
   }
 
   /**
+   * With --certificates external nothing here can mend the Secret: say, once each, why there is
+   * nothing to serve (no port is opened until there is) or why the API server will not trust
+   * what is served (expired: cert-manager should have renewed it).
+   */
+  private warnExternal(pair: ServingPair | null): void {
+    const o = this.o;
+    const secret = `${o.tls.namespace}/${o.tls.secret}`;
+    let warning = '';
+    let fields: Record<string, string> = { secret };
+    if (!pair) warning = 'waiting for the serving certificate: the Secret is absent or lacks tls.crt or tls.key';
+    else {
+      let validTo: Date | undefined;
+      try {
+        validTo = new Date(new X509Certificate(pair.tlsCert).validTo);
+      } catch {
+        // Not a certificate: setCertificate refuses it and says so.
+      }
+      if (validTo && validTo.getTime() <= Date.now()) {
+        warning = 'serving certificate expired: the API server refuses it; is cert-manager renewing it?';
+        fields = { secret, notAfter: validTo.toISOString() };
+      }
+    }
+    const key = warning && `${warning} ${fields.notAfter ?? ''}`;
+    if (key && key !== this.externalWarning) o.log.warn(warning, fields);
+    this.externalWarning = key;
+  }
+
+  /**
    * One certificate pass: the leader moves the Secret on (unless another keeps it); every replica
    * serves what it holds. A pair that cannot be served (a key that does not match) is logged and
    * the one served so far is kept.
@@ -123,6 +154,7 @@ export class Operator {
       const o = this.o;
       try {
         const state = await this.servingPair();
+        if (o.certificates === 'external') this.warnExternal(state);
         if (!state || this.stopped) return;
         const changed = this.server!.certificate !== state.tlsCert;
         this.server!.setCertificate(state.tlsCert, state.tlsKey);

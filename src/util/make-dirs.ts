@@ -2,11 +2,6 @@ import { mkdirSync, statSync, statfsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
 /**
- * `mkdir -p`, one level at a time from the nearest existing ancestor. Node's own recursive
- * mkdirSync loops forever where mkdir answers ENOENT under an existing directory (in /proc:
- * `--db /proc/x/y.db` hung at 80 % CPU); here every failure is thrown at once.
- */
-/**
  * Filesystems the kernel fills itself (statfs f_type from linux/magic.h): access() lets root
  * "write" there, yet no directory can be made. Found before anything is written.
  */
@@ -46,6 +41,11 @@ export function explainMkdirFailure(existing: string, err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/**
+ * `mkdir -p`, one level at a time from the nearest existing ancestor. Node's own recursive
+ * mkdirSync loops forever where mkdir answers ENOENT under an existing directory (in /proc:
+ * `--db /proc/x/y.db` hung at 80 % CPU); here every failure is thrown at once.
+ */
 export function makeDirs(dir: string): void {
   const missing: string[] = [];
   let probe = resolve(dir);

@@ -93,6 +93,8 @@ describe('the chart refuses timings the sidecar would refuse', () => {
     { leaseDuration: '1h', renewDeadline: '59m59.999s', retryPeriod: '0.001m' },
     // 1005 ms: exact in the chart and the CLI alike (a float product would make it 1004.999...).
     { renewDeadline: '1.005s', retryPeriod: '0.835s' },
+    // Leading zeros: the sidecar reads 15s; more than 10 digits must not count as too long.
+    { leaseDuration: '00000000015s' },
   ];
   for (const t of accepted) {
     it(`renders ${JSON.stringify(t)}, which the CLI accepts, passing the values unchanged`, () => {

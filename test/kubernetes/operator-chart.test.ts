@@ -132,7 +132,17 @@ describe('the operator chart', () => {
         ['leaderElection.renewDeadline=15s', 'leaderElection.leaseDuration "15s" must be greater than leaderElection.renewDeadline "15s"'],
         ['leaderElection.leaseDuration=10s', 'leaderElection.leaseDuration "10s" must be greater than leaderElection.renewDeadline "10s"'],
         ['leaderElection.renewDeadline=2400ms', 'leaderElection.renewDeadline "2400ms" must be greater than 1.2 × leaderElection.retryPeriod "2s"'],
-        ['leaderElection.retryPeriod=0s', 'leaderElection.retryPeriod "0s" must be greater than zero'],
+        ['leaderElection.retryPeriod=0s', 'leaderElection.retryPeriod "0s" must be from 1ms to 2147483647ms'],
+        // The operator's own duration rules (parseDuration, durationRangeError), not float seconds:
+        // each of these rendered and the operator exited 2 in a crash loop.
+        ['leaderElection.retryPeriod=0.5ms', 'leaderElection.retryPeriod "0.5ms" must be a whole number of milliseconds'],
+        ['leaderElection.retryPeriod=1.0001s', 'leaderElection.retryPeriod "1.0001s" must be a whole number of milliseconds'],
+        ['leaderElection.leaseDuration=600h', 'leaderElection.leaseDuration "600h" must be from 1ms to 2147483647ms'],
+        ['leaderElection.renewDeadline=3600ms,leaderElection.retryPeriod=3s', 'leaderElection.renewDeadline "3600ms" must be greater than 1.2 ×'],
+        ['resync=0s', 'resync "0s" must be from 1ms to 2147483647ms'],
+        ['resync=0.5ms', 'resync "0.5ms" must be a whole number of milliseconds'],
+        ['resync=600h', 'resync "600h" must be from 1ms to 2147483647ms'],
+        ['certValidity=30s', 'certValidity "30s" must be at least 1m'],
         ['caValidity=1h', 'caValidity "1h" must be longer than certValidity "2160h"'],
       ],
       { lint: false },

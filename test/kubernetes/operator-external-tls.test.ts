@@ -49,6 +49,7 @@ describe('leasehold operator serving the certificates another keeps (--certifica
   let app = '';
   let port = 0;
   let operator: Proc | undefined;
+  let waiting: Proc | undefined;
 
   /** Writes the Secret as cert-manager does (type kubernetes.io/tls); returns its resourceVersion. */
   const writeSecret = (pair: { certPem: string; keyPem: string }, verb: 'create' | 'replace') =>
@@ -64,6 +65,31 @@ describe('leasehold operator serving the certificates another keeps (--certifica
         }),
       ),
     ) as SecretJson;
+
+  /** `leasehold operator --certificates external` on this test's webhook, rereading its Secret every second. */
+  const startExternal = (identity: string, listen: number, secret: string, more: string[]) =>
+    startCli([
+      'operator',
+      '--kubeconfig',
+      env().admin,
+      '--namespace',
+      ops,
+      '--identity',
+      identity,
+      '--listen',
+      `127.0.0.1:${listen}`,
+      '--certificates',
+      'external',
+      '--secret',
+      secret,
+      '--webhook-configuration',
+      WEBHOOK,
+      '--sidecar-image',
+      'leasehold:test',
+      '--tls-check',
+      '1s',
+      ...more,
+    ]);
 
   const createPod = (name: string): { ok: boolean; injected: boolean; out: string } => {
     const manifest = {
@@ -127,6 +153,7 @@ describe('leasehold operator serving the certificates another keeps (--certifica
 
   after(() => {
     if (operator && isAlive(operator.pid)) operator.kill('SIGKILL');
+    if (waiting && isAlive(waiting.pid)) waiting.kill('SIGKILL');
     try {
       kubectl(['delete', 'mutatingwebhookconfiguration', WEBHOOK, '--ignore-not-found']);
     } catch {
@@ -143,33 +170,7 @@ describe('leasehold operator serving the certificates another keeps (--certifica
     async () => {
       const first = serving();
       writeSecret(first, 'create');
-      operator = startCli([
-        'operator',
-        '--kubeconfig',
-        env().admin,
-        '--namespace',
-        ops,
-        '--identity',
-        'ext-0',
-        '--listen',
-        `127.0.0.1:${port}`,
-        '--certificates',
-        'external',
-        '--secret',
-        SECRET,
-        '--webhook-configuration',
-        WEBHOOK,
-        '--sidecar-image',
-        'leasehold:test',
-        '--tls-check',
-        '1s',
-        '--lease-duration',
-        '4s',
-        '--renew-deadline',
-        '3s',
-        '--retry-period',
-        '1s',
-      ]);
+      operator = startExternal('ext-0', port, SECRET, ['--lease-duration', '4s', '--renew-deadline', '3s', '--retry-period', '1s']);
       // The API server reads webhook configurations through its cache: wait for a first injection.
       let n = 0;
       await waitFor('a first injection', () => createPod(`probe-${n++}`).injected, 30_000, 200);
@@ -209,5 +210,31 @@ describe('leasehold operator serving the certificates another keeps (--certifica
     assert.equal(await served(), before);
     const r = createPod('while-broken');
     assert.ok(r.ok && r.injected, r.out);
+  });
+
+  it('says so when the Secret is absent or its certificate expired, and serves nothing without one', { timeout: 60_000 }, async () => {
+    // A second operator on a Secret nobody wrote: it opens no port (admission never goes without a certificate).
+    const idle = await freePort();
+    waiting = startExternal('ext-waiting', idle, 'not-written-yet', ['--lease', 'ext-waiting']);
+    await waitFor('the wait logged', () => waiting!.stderr().includes('waiting for the serving certificate'), 15_000, 100);
+    assert.match(waiting.stderr(), new RegExp(`"secret":"${ops}/not-written-yet"`));
+    const refused = await new Promise<boolean>((resolve) => {
+      const s = connect({ host: '127.0.0.1', port: idle, rejectUnauthorized: false }, () => resolve(false));
+      s.on('error', () => resolve(true));
+    });
+    assert.ok(refused, 'nothing listens without a certificate');
+    waiting.kill('SIGKILL');
+
+    // An expired certificate (cert-manager stopped renewing): served as it is, and said.
+    const expired = issue({
+      commonName: '127.0.0.1',
+      hosts: ['127.0.0.1'],
+      notBefore: new Date(now - 7_200_000),
+      notAfter: new Date(now - 3_600_000),
+      issuer: { ...ca, commonName: 'test-issuer-ca' },
+    });
+    writeSecret(expired, 'replace');
+    await waitFor('the expiry logged', () => operator!.stderr().includes('serving certificate expired'), 15_000, 100);
+    assert.match(operator!.stderr(), new RegExp(`"notAfter":"${new Date(Math.floor((now - 3_600_000) / 1000) * 1000).toISOString()}"`));
   });
 });

@@ -41,6 +41,46 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/*
+A duration value in whole milliseconds, as the operator parses its flags (parseDuration,
+durationRangeError); fails, naming the value, when the operator would refuse it (finer than 1ms,
+or longer than a timer can wait). Integer arithmetic on the digits, so "1.005s" is exactly 1005;
+the same rules as the leasehold chart's "leasehold.milliseconds".
+  include "lho.milliseconds" (dict "name" "resync" "value" "1.5s")
+*/}}
+{{- define "lho.milliseconds" -}}
+{{- $max := 2147483647 -}}
+{{- $text := toString .value -}}
+{{- $total := 0 -}}
+{{- $tooLong := false -}}
+{{- $notWhole := false -}}
+{{- range regexFindAll "[0-9.]+(ms|s|m|h)" $text -1 -}}
+{{- $digits := splitList "." (regexFind "^[0-9.]+" .) -}}
+{{- $scale := get (dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000) (regexFind "(ms|s|m|h)$" .) -}}
+{{- /* Leading zeros change nothing ("015s" is 15s to the operator); past 10 digits is past the limit whatever the unit, and atoi would overflow. */ -}}
+{{- $int := regexReplaceAll "^0+" (first $digits) "" -}}
+{{- if gt (len $int) 10 }}{{ $tooLong = true }}{{ else if $int }}{{ $total = add $total (mul (atoi $int) $scale) }}{{ end -}}
+{{- $frac := "" -}}
+{{- if gt (len $digits) 1 }}{{ $frac = regexReplaceAll "0+$" (index $digits 1) "" }}{{ end -}}
+{{- if $frac -}}
+{{- /* A fraction with more than 7 significant digits is never whole milliseconds, even in hours. */ -}}
+{{- if gt (len $frac) 7 }}{{ $notWhole = true }}{{ else -}}
+{{- $part := mul (atoi $frac) $scale -}}
+{{- $den := atoi (printf "1%s" (repeat (len $frac) "0")) -}}
+{{- if mod $part $den }}{{ $notWhole = true }}{{ else }}{{ $total = add $total (div $part $den) }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- if gt $total $max }}{{ $tooLong = true }}{{ end -}}
+{{- end -}}
+{{- if $notWhole -}}
+{{- fail (printf "%s %q must be a whole number of milliseconds (no finer than 1ms): the operator would exit 2 on every start" .name $text) -}}
+{{- end -}}
+{{- if or $tooLong (lt $total 1) -}}
+{{- fail (printf "%s %q must be from 1ms to %dms (2^31 - 1 ms, the longest a timer can wait): the operator would exit 2 on every start" .name $text $max) -}}
+{{- end -}}
+{{- $total -}}
+{{- end }}
+
+{{/*
 Refuses values the operator would refuse at start (exit 2, in a crash loop), with the rule
 and the values named: the election's timings keep the sidecar's rules (validateTimings:
 leaseDuration > renewDeadline > 1.2 × retryPeriod > 0), the CA outlives its certificates, and
@@ -48,17 +88,21 @@ cert-manager gets durations it accepts.
 */}}
 {{- define "lho.validate" -}}
 {{- $e := .Values.leaderElection -}}
-{{- $lease := include "lho.seconds" $e.leaseDuration | float64 -}}
-{{- $renew := include "lho.seconds" $e.renewDeadline | float64 -}}
-{{- $retry := include "lho.seconds" $e.retryPeriod | float64 -}}
-{{- if le $retry 0.0 -}}
-{{- fail (printf "leaderElection.retryPeriod %q must be greater than zero" $e.retryPeriod) -}}
-{{- end -}}
+{{- $lease := include "lho.milliseconds" (dict "name" "leaderElection.leaseDuration" "value" $e.leaseDuration) | atoi -}}
+{{- $renew := include "lho.milliseconds" (dict "name" "leaderElection.renewDeadline" "value" $e.renewDeadline) | atoi -}}
+{{- $retry := include "lho.milliseconds" (dict "name" "leaderElection.retryPeriod" "value" $e.retryPeriod) | atoi -}}
+{{- $_ := include "lho.milliseconds" (dict "name" "resync" "value" .Values.resync) -}}
 {{- if le $lease $renew -}}
 {{- fail (printf "leaderElection.leaseDuration %q must be greater than leaderElection.renewDeadline %q: the elected replica must give up before another may take over" $e.leaseDuration $e.renewDeadline) -}}
 {{- end -}}
-{{- if le $renew (mulf $retry 1.2) -}}
+{{- /* renewDeadline > 1.2 × retryPeriod, in integers: 5 × renewDeadline > 6 × retryPeriod. */ -}}
+{{- if le (mul $renew 5) (mul $retry 6) -}}
 {{- fail (printf "leaderElection.renewDeadline %q must be greater than 1.2 × leaderElection.retryPeriod %q: the elected replica needs more than one jittered retry before it gives up" $e.renewDeadline $e.retryPeriod) -}}
+{{- end -}}
+{{- range $name := list "certValidity" "caValidity" -}}
+{{- if lt (include "lho.seconds" (get $.Values $name) | float64) 60.0 -}}
+{{- fail (printf "%s %q must be at least 1m, as the operator's --%s is" $name (get $.Values $name) (ternary "cert-validity" "ca-validity" (eq $name "certValidity"))) -}}
+{{- end -}}
 {{- end -}}
 {{- if le (include "lho.seconds" .Values.caValidity | float64) (include "lho.seconds" .Values.certValidity | float64) -}}
 {{- fail (printf "caValidity %q must be longer than certValidity %q: the CA signs the serving certificates" .Values.caValidity .Values.certValidity) -}}

@@ -171,9 +171,9 @@ arithmetic on the digits, so "1.005s" is exactly 1005.
 {{- range regexFindAll "[0-9.]+(ms|s|m|h)" $text -1 -}}
 {{- $digits := splitList "." (regexFind "^[0-9.]+" .) -}}
 {{- $scale := get (dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000) (regexFind "(ms|s|m|h)$" .) -}}
-{{- $int := first $digits -}}
-{{- /* More than 10 digits is past the limit whatever the unit; atoi would overflow. */ -}}
-{{- if gt (len $int) 10 }}{{ $tooLong = true }}{{ else }}{{ $total = add $total (mul (atoi $int) $scale) }}{{ end -}}
+{{- /* Leading zeros change nothing ("015s" is 15s to the sidecar); past 10 digits is past the limit whatever the unit, and atoi would overflow. */ -}}
+{{- $int := regexReplaceAll "^0+" (first $digits) "" -}}
+{{- if gt (len $int) 10 }}{{ $tooLong = true }}{{ else if $int }}{{ $total = add $total (mul (atoi $int) $scale) }}{{ end -}}
 {{- $frac := "" -}}
 {{- if gt (len $digits) 1 }}{{ $frac = regexReplaceAll "0+$" (index $digits 1) "" }}{{ end -}}
 {{- if $frac -}}
