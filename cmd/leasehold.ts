@@ -36,6 +36,7 @@ const BOOLEAN_FLAGS: Record<string, string[]> = {
 };
 
 const EPILOGUE = `Every flag can also be set as LEASEHOLD_<FLAG> (--lease-duration as LEASEHOLD_LEASE_DURATION); the command line wins, and each command reads only its own flags' variables. Boolean flags and variables take true or false. Exit status: 0 done (status: the lease exists; run --skip-if-ran-within: skipped); 1 a failure (status: no such lease); 2 bad input, one line, nothing written; 3 status: the store did not answer in time or refused the connection; run: the command's status, 75 if leadership was lost first (--once), 124 not elected within --try, 127 the command cannot start; 128 + n on a second signal during shutdown.`;
+const OPERATOR_EPILOGUE = `Every flag can also be set as LEASEHOLD_<FLAG> (--lease-duration as LEASEHOLD_LEASE_DURATION); the command line wins. Exit status: 0 stopped by SIGTERM or SIGINT; 1 a failure (the API server or the Secret unusable); 2 bad input, one line, nothing written.`;
 
 /** yargs names stray words "Unknown arguments"; for `run` they are most likely a command missing its `--`. */
 function usageMessage(msg: string, argv: string[]): string {
@@ -78,7 +79,7 @@ async function main(): Promise<void> {
     .command(
       'operator',
       OPERATOR_DESCRIPTION,
-      (y) => operatorFlags(y).epilogue(EPILOGUE),
+      (y) => operatorFlags(y).epilogue(OPERATOR_EPILOGUE),
       (a) =>
         run(() =>
           runOperator(

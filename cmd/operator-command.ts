@@ -31,13 +31,22 @@ export function operatorFlags<T>(y: Argv<T>) {
       describe:
         "operator: keep its own CA, the Secret and the caBundle; external: serve the Secret's tls.crt/tls.key as another (cert-manager) keeps them, writing neither",
     })
-    .option('webhook-configuration', { type: 'string', default: 'leasehold-operator', describe: 'The MutatingWebhookConfiguration whose caBundle is kept' })
+    .option('webhook-configuration', {
+      type: 'string',
+      default: 'leasehold-operator',
+      describe: 'The MutatingWebhookConfiguration whose caBundle is kept (--certificates operator only)',
+    })
     .option('service', {
       type: 'string',
       default: 'leasehold-operator',
       describe: "The webhook Service's name: the serving certificate names <service>.<namespace>.svc",
     })
-    .option('extra-host', { type: 'string', array: true, default: [] as string[], describe: 'More names or IPv4 addresses for the serving certificate' })
+    .option('extra-host', {
+      type: 'string',
+      array: true,
+      default: [] as string[],
+      describe: 'More names or IPv4 addresses for the serving certificate (--certificates operator only)',
+    })
     .option('sidecar-image', { type: 'string', describe: 'The image of the injected sidecar (required)' })
     .option('sidecar-image-pull-policy', { type: 'string', default: 'IfNotPresent', describe: 'Always | IfNotPresent | Never' })
     .option('native-sidecar', { type: 'string', default: 'false', describe: 'Default of leasehold.io/native-sidecar: true | false | auto' })
@@ -49,8 +58,16 @@ export function operatorFlags<T>(y: Argv<T>) {
     })
     .option('resync', { type: 'string', default: '30s', describe: 'Full reconcile interval (RBAC, uninjected pods)' })
     .option('tls-check', { type: 'string', default: '10s', describe: 'How often each replica rereads the Secret (the leader renews what is due)' })
-    .option('cert-validity', { type: 'string', default: '2160h', describe: 'Serving certificate lifetime; renewed with a third left' })
-    .option('ca-validity', { type: 'string', default: '87600h', describe: 'CA lifetime; a new CA joins the bundle with a third left' })
+    .option('cert-validity', {
+      type: 'string',
+      default: '2160h',
+      describe: 'Serving certificate lifetime; renewed with a third left (--certificates operator only)',
+    })
+    .option('ca-validity', {
+      type: 'string',
+      default: '87600h',
+      describe: 'CA lifetime; a new CA joins the bundle with a third left (--certificates operator only)',
+    })
     .option('log-format', { type: 'string', default: 'json', describe: 'json | text' })
     .option('log-level', { type: 'string', default: 'info', describe: 'debug | info | warn | error' });
 }

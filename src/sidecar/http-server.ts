@@ -25,13 +25,13 @@ const NO_COUNTERS: StreamCounters = { opened() {}, closed() {}, refused() {}, dr
  */
 function wantsStream(req: IncomingMessage, query: URLSearchParams): boolean {
   const given = query.getAll('watch');
-  if (given.length > 1) throw new BadRequest(`watch is given ${given.length} times: give it once, watch=1 (a stream) or watch=0`);
+  if (given.length > 1) throw new BadRequest(`watch is given ${given.length} times: give it once, watch=1 or true (a stream), watch=0 or false`);
   const watch = given[0] ?? null;
   if (watch === null || watch === '0' || watch === 'false') return watch === null && /\btext\/event-stream\b/.test(req.headers.accept ?? '');
   if (watch === '1' || watch === 'true') return true;
   // Echo a bounded, escaped prefix: the line is for a human, and the value is the caller's.
   const shown = JSON.stringify(watch.length > 32 ? `${watch.slice(0, 32)}…` : watch).slice(1, -1);
-  throw new BadRequest(`watch=${shown} is not allowed: use watch=1 (a stream) or watch=0`);
+  throw new BadRequest(`watch=${shown} is not allowed: use watch=1 or true (a stream), watch=0 or false`);
 }
 
 class BadRequest extends Error {}

@@ -181,7 +181,7 @@ describe('GET /leader as a server-sent-events stream', () => {
     servers.push(srv.server);
     const res = await fetch(`${srv.url}/leader?watch=yes`);
     assert.equal(res.status, 400);
-    assert.equal(await res.text(), 'watch=yes is not allowed: use watch=1 (a stream) or watch=0\n');
+    assert.equal(await res.text(), 'watch=yes is not allowed: use watch=1 or true (a stream), watch=0 or false\n');
     const once = await fetch(`${srv.url}/leader?watch=0`, { headers: { accept: 'text/event-stream' } });
     assert.equal(once.headers.get('content-type'), 'application/json', 'watch=0 answers once whatever Accept says');
     await once.text();

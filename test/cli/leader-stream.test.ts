@@ -164,13 +164,13 @@ describe('GET and HEAD /leader: what opens a stream', () => {
 
   it('a repeated, contradictory or unknown watch parameter gets 400 and one line naming it and the rule', { timeout: 60_000 }, async () => {
     const refused: [string, string][] = [
-      ['watch=1&watch=0', 'watch is given 2 times: give it once, watch=1 (a stream) or watch=0\n'],
-      ['watch=0&watch=1', 'watch is given 2 times: give it once, watch=1 (a stream) or watch=0\n'],
-      ['watch=1&watch=1', 'watch is given 2 times: give it once, watch=1 (a stream) or watch=0\n'],
-      ['watch=true&watch=false&watch=1', 'watch is given 3 times: give it once, watch=1 (a stream) or watch=0\n'],
-      ['watch=yes', 'watch=yes is not allowed: use watch=1 (a stream) or watch=0\n'],
-      ['watch=', 'watch= is not allowed: use watch=1 (a stream) or watch=0\n'],
-      [`watch=${'x'.repeat(5000)}`, `watch=${'x'.repeat(32)}… is not allowed: use watch=1 (a stream) or watch=0\n`],
+      ['watch=1&watch=0', 'watch is given 2 times: give it once, watch=1 or true (a stream), watch=0 or false\n'],
+      ['watch=0&watch=1', 'watch is given 2 times: give it once, watch=1 or true (a stream), watch=0 or false\n'],
+      ['watch=1&watch=1', 'watch is given 2 times: give it once, watch=1 or true (a stream), watch=0 or false\n'],
+      ['watch=true&watch=false&watch=1', 'watch is given 3 times: give it once, watch=1 or true (a stream), watch=0 or false\n'],
+      ['watch=yes', 'watch=yes is not allowed: use watch=1 or true (a stream), watch=0 or false\n'],
+      ['watch=', 'watch= is not allowed: use watch=1 or true (a stream), watch=0 or false\n'],
+      [`watch=${'x'.repeat(5000)}`, `watch=${'x'.repeat(32)}… is not allowed: use watch=1 or true (a stream), watch=0 or false\n`],
     ];
     for (const [query, line] of refused) {
       const ac = new AbortController();

@@ -57,6 +57,15 @@ describe('what the CLI prints', () => {
     assert.match(run.stdout.replace(/\s+/g, ' '), /leasehold run \[flags\] -- CMD \[ARGS\.\.\.\] Run a command only while leader: wait to be elected/);
   });
 
+  it('operator --help gives its own exit statuses, not those of status and run', async () => {
+    const r = await runCli(['operator', '--help']);
+    assert.equal(r.code, 0, r.stderr);
+    const text = r.stdout.replace(/\s+/g, ' ');
+    assert.match(text, /Exit status: 0 stopped by SIGTERM or SIGINT; 1 a failure .*; 2 bad input/);
+    assert.doesNotMatch(text, /--skip-if-ran-within|124 not elected/);
+    assert.match(text, /--extra-host .*\(--certificates operator only\)/);
+  });
+
   it('--release-on-exit names every signal that releases: SIGTERM, SIGINT and SIGHUP (cmd/signals.ts)', async () => {
     for (const command of ['sidecar', 'run']) {
       const r = await runCli([command, '--help']);
