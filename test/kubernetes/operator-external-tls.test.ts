@@ -8,21 +8,16 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
 import { connect } from 'node:tls';
-import { startCli, waitFor, isAlive, type Proc } from '../support/cli.js';
-import { env, freshNamespace, kubectl } from '../support/kube.js';
+import { waitFor, type Proc } from '../support/cli.js';
+import { freshNamespace, kubectl } from '../support/kube.js';
+import { kubectlIn, startOperatorProcess, stopOperators, webhookCaBundle, webhookConfiguration } from '../support/operator-process.js';
 import { freePort } from '../support/control-plane.js';
 import { issue, type KeyPair } from '../../src/operator/x509.js';
 
 const WEBHOOK = `leasehold-operator-external-${process.pid}`;
 const SECRET = 'webhook-cert';
-
-function kubectlIn(args: string[], input: string): string {
-  return execFileSync(join(env().binDir, 'kubectl'), ['--kubeconfig', env().admin, ...args], { input, stdio: ['pipe', 'pipe', 'pipe'] }).toString();
-}
 
 const json = <T>(args: string[]) => JSON.parse(kubectl([...args, '-o', 'json'])) as T;
 const b64 = (text: string) => Buffer.from(text).toString('base64');
@@ -68,28 +63,7 @@ describe('leasehold operator serving the certificates another keeps (--certifica
 
   /** `leasehold operator --certificates external` on this test's webhook, rereading its Secret every second. */
   const startExternal = (identity: string, listen: number, secret: string, more: string[]) =>
-    startCli([
-      'operator',
-      '--kubeconfig',
-      env().admin,
-      '--namespace',
-      ops,
-      '--identity',
-      identity,
-      '--listen',
-      `127.0.0.1:${listen}`,
-      '--certificates',
-      'external',
-      '--secret',
-      secret,
-      '--webhook-configuration',
-      WEBHOOK,
-      '--sidecar-image',
-      'leasehold:test',
-      '--tls-check',
-      '1s',
-      ...more,
-    ]);
+    startOperatorProcess({ namespace: ops, identity, port: listen, webhook: WEBHOOK, flags: ['--certificates', 'external', '--secret', secret, ...more] });
 
   const createPod = (name: string): { ok: boolean; injected: boolean; out: string } => {
     const manifest = {
@@ -117,48 +91,22 @@ describe('leasehold operator serving the certificates another keeps (--certifica
       s.on('error', reject);
     });
   const fingerprint = (pair: KeyPair) => new X509Certificate(pair.certPem).fingerprint256;
-  const caBundle = () =>
-    json<{ webhooks: { clientConfig: { caBundle?: string } }[] }>(['get', 'mutatingwebhookconfiguration', WEBHOOK]).webhooks[0]!.clientConfig.caBundle ?? '';
+  const caBundle = () => webhookCaBundle(WEBHOOK);
 
   before(async () => {
     ops = await freshNamespace('opext');
     app = await freshNamespace('opextapp');
     kubectl(['create', 'serviceaccount', 'default', '-n', app]);
     port = await freePort();
+    // The CA, as cert-manager's cainjector writes it from the Certificate's ca.crt.
     kubectlIn(
       ['create', '-f', '-'],
-      JSON.stringify({
-        apiVersion: 'admissionregistration.k8s.io/v1',
-        kind: 'MutatingWebhookConfiguration',
-        metadata: { name: WEBHOOK },
-        webhooks: [
-          {
-            name: 'inject.leasehold.io',
-            admissionReviewVersions: ['v1'],
-            sideEffects: 'None',
-            failurePolicy: 'Fail',
-            timeoutSeconds: 5,
-            reinvocationPolicy: 'Never',
-            // The CA, as cert-manager's cainjector writes it from the Certificate's ca.crt.
-            clientConfig: { url: `https://127.0.0.1:${port}/mutate-pods`, caBundle: b64(ca.certPem) },
-            rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'], scope: 'Namespaced' }],
-            objectSelector: { matchLabels: { 'leasehold.io/inject': 'true' } },
-            // Only this test's namespace: other tests share this API server.
-            namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: [app] }] },
-          },
-        ],
-      }),
+      JSON.stringify(webhookConfiguration({ name: WEBHOOK, port, failurePolicy: 'Fail', namespaces: [app], caBundle: b64(ca.certPem) })),
     );
   });
 
   after(() => {
-    if (operator && isAlive(operator.pid)) operator.kill('SIGKILL');
-    if (waiting && isAlive(waiting.pid)) waiting.kill('SIGKILL');
-    try {
-      kubectl(['delete', 'mutatingwebhookconfiguration', WEBHOOK, '--ignore-not-found']);
-    } catch {
-      // best effort
-    }
+    stopOperators([operator, waiting], WEBHOOK);
     for (const ns of [ops, app]) if (ns) kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']);
   });
 

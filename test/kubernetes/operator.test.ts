@@ -7,19 +7,13 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
-import { startCli, waitFor, isAlive, type Proc } from '../support/cli.js';
-import { env, freshNamespace, kubectl } from '../support/kube.js';
+import { waitFor, type Proc } from '../support/cli.js';
+import { freshNamespace, kubectl } from '../support/kube.js';
+import { kubectlIn, startOperatorProcess, stopOperators, webhookCaBundle, webhookConfiguration } from '../support/operator-process.js';
 import { freePort } from '../support/control-plane.js';
 
 const WEBHOOK = `leasehold-operator-test-${process.pid}`;
-
-/** kubectl with a manifest on its standard input. */
-function kubectlIn(args: string[], input: string): string {
-  return execFileSync(join(env().binDir, 'kubectl'), ['--kubeconfig', env().admin, ...args], { input, stdio: ['pipe', 'pipe', 'pipe'] }).toString();
-}
 
 const json = <T>(args: string[]) => JSON.parse(kubectl([...args, '-o', 'json'])) as T;
 interface PodJson {
@@ -59,73 +53,39 @@ describe('leasehold operator on a real API server', () => {
   const started: Proc[] = [];
 
   const startOperator = () => {
-    const p = startCli([
-      'operator',
-      '--kubeconfig',
-      env().admin,
-      '--namespace',
-      ops,
-      '--identity',
-      `op-${started.length}`,
-      '--listen',
-      `127.0.0.1:${port}`,
-      '--extra-host',
-      '127.0.0.1',
-      '--webhook-configuration',
-      WEBHOOK,
-      '--sidecar-image',
-      'leasehold:test',
-      '--resync',
-      '2s',
-      '--tls-check',
-      '1s',
-      // Its own election's timings (not the 15s/10s/2s defaults): the Lease must show them.
-      '--lease-duration',
-      '6s',
-      '--renew-deadline',
-      '4s',
-      '--retry-period',
-      '1s',
-      '--log-level',
-      'debug',
-    ]);
+    const p = startOperatorProcess({
+      namespace: ops,
+      identity: `op-${started.length}`,
+      port,
+      webhook: WEBHOOK,
+      flags: [
+        '--extra-host',
+        '127.0.0.1',
+        '--resync',
+        '2s',
+        // Its own election's timings (not the 15s/10s/2s defaults): the Lease must show them.
+        '--lease-duration',
+        '6s',
+        '--renew-deadline',
+        '4s',
+        '--retry-period',
+        '1s',
+        '--log-level',
+        'debug',
+      ],
+    });
     started.push(p);
     return p;
   };
 
-  const webhookConfig = (failurePolicy: 'Fail' | 'Ignore') => ({
-    apiVersion: 'admissionregistration.k8s.io/v1',
-    kind: 'MutatingWebhookConfiguration',
-    metadata: { name: WEBHOOK },
-    webhooks: [
-      {
-        name: 'inject.leasehold.io',
-        admissionReviewVersions: ['v1'],
-        sideEffects: 'None',
-        failurePolicy,
-        timeoutSeconds: 5,
-        reinvocationPolicy: 'Never',
-        clientConfig: { url: `https://127.0.0.1:${port}/mutate-pods` },
-        rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'], scope: 'Namespaced' }],
-        objectSelector: { matchLabels: { 'leasehold.io/inject': 'true' } },
-        // Only this test's namespaces: other tests share this API server.
-        namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: [app, other] }] },
-      },
-    ],
-  });
+  const webhookConfig = (failurePolicy: 'Fail' | 'Ignore', caBundle?: string) =>
+    webhookConfiguration({ name: WEBHOOK, port, failurePolicy, namespaces: [app, other], caBundle });
 
   const applyWebhook = (failurePolicy: 'Fail' | 'Ignore') => {
-    const current = json<{ webhooks: { clientConfig: { caBundle?: string } }[] }>(['get', 'mutatingwebhookconfiguration', WEBHOOK]);
-    const next = webhookConfig(failurePolicy);
-    next.webhooks[0]!.clientConfig = {
-      ...next.webhooks[0]!.clientConfig,
-      ...(current.webhooks[0]?.clientConfig.caBundle ? { caBundle: current.webhooks[0].clientConfig.caBundle } : {}),
-    };
-    kubectlIn(['apply', '-f', '-'], JSON.stringify(next));
+    kubectlIn(['apply', '-f', '-'], JSON.stringify(webhookConfig(failurePolicy, webhookCaBundle(WEBHOOK))));
   };
 
-  const caBundle = () =>
-    json<{ webhooks: { clientConfig: { caBundle?: string } }[] }>(['get', 'mutatingwebhookconfiguration', WEBHOOK]).webhooks[0]!.clientConfig.caBundle ?? '';
+  const caBundle = () => webhookCaBundle(WEBHOOK);
 
   before(async () => {
     ops = await freshNamespace('op');
@@ -149,12 +109,7 @@ describe('leasehold operator on a real API server', () => {
   });
 
   after(() => {
-    for (const p of started) if (isAlive(p.pid)) p.kill('SIGKILL');
-    try {
-      kubectl(['delete', 'mutatingwebhookconfiguration', WEBHOOK, '--ignore-not-found']);
-    } catch {
-      // best effort
-    }
+    stopOperators(started, WEBHOOK);
     for (const ns of [ops, app, other]) if (ns) kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']);
   });
 
