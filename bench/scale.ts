@@ -219,7 +219,7 @@ function sqliteSetup(dir: string): Setup {
     const timer = setInterval(() => {
       try {
         watcher = new SqliteLeaseStore(db, { readonly: true });
-        stop = watcher.watch('scale', on, undefined, 2);
+        stop = watcher.watch('scale', on, undefined, { everyMs: 2 });
         clearInterval(timer);
       } catch {
         // not created yet

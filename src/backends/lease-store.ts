@@ -14,6 +14,20 @@ export interface LeaseRecord {
   renewTime: Date | null;
   /** Grows by one on every change of term; never decreases, never reused. */
   leaseTransitions: number;
+  /**
+   * The standby that has said it will take the lease the moment it is free, so the others stand
+   * back (src/election/successor.ts). Not part of the lease itself: no candidate's right to the
+   * lease depends on it, and a store that cannot keep it (successorSupported() false) drops it.
+   * Absent or null: nobody has.
+   */
+  successor?: SuccessorClaim | null;
+}
+
+/** A standby's claim to go first when the lease is next free. */
+export interface SuccessorClaim {
+  identity: string;
+  /** When the claimant last wrote (or refreshed) the claim, by its own clock; to the millisecond. */
+  claimedAt: Date;
 }
 
 export interface VersionedRecord {
@@ -31,6 +45,15 @@ export interface WatchEvent {
   record?: VersionedRecord | null;
   /** The last state of a deleted record (its token must not be forgotten). */
   deleted?: LeaseRecord;
+}
+
+export interface WatchOptions {
+  /**
+   * Asked by a store that polls (SQLite) before each wait: while true, it polls at its quick
+   * rate. The elector answers true while this candidate is the named successor, whose takeover
+   * waits on noticing the release; the other standbys keep the cheap rate.
+   */
+  eager?: () => boolean;
 }
 
 /**
@@ -79,13 +102,20 @@ export interface LeaseStore {
    * (a Kubernetes watch is connected); standbys then stop polling and wait for events, with a
    * periodic safety re-read. Returns a function that stops watching.
    */
-  watch?(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void): () => void;
+  watch?(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void, opts?: WatchOptions): () => void;
 
   /**
    * Optional: what is wrong with the store that will not fix itself and that a person must
    * act on (PostgreSQL: the table was dropped), or null. Health and readiness report it.
    */
   problem?(): string | null;
+
+  /**
+   * Optional: whether `successor` round-trips (written by create/update, returned by get and
+   * watch events). Absent or false: the store drops it, and candidates never claim (a claim that
+   * vanished on write would be claimed again and again). May change when the store reopens.
+   */
+  successorSupported?(): boolean;
 
   close(): Promise<void>;
 }

@@ -3,7 +3,7 @@ import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordError, StoreOpenError, StoreReopenedError, describeError } from '../errors.js';
 import { throwIfAborted } from '../abort.js';
-import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
+import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent, WatchOptions } from './lease-store.js';
 import { checkLocalFilesystem, checkSqliteFile } from './sqlite-file-check.js';
 import { MakeDirsError, makeDirs } from '../util/make-dirs.js';
 import { describeIdentity, identityOf, mainAndShmOf, mountPointAt, sameFiles, unsafeReplacement, type FileIdentity } from './sqlite-file-identity.js';
@@ -261,7 +261,8 @@ export class SqliteLeaseStore implements LeaseStore {
    * that lasts longer than the poll. It never reports itself healthy: standbys keep their
    * timed reads (which cost no network here) and notice a replaced file through them.
    */
-  watch(name: string, onEvent: (e: WatchEvent) => void, _onHealth?: (healthy: boolean) => void, everyMs = 50): () => void {
+  watch(name: string, onEvent: (e: WatchEvent) => void, _onHealth?: (healthy: boolean) => void, opts: WatchOptions & { everyMs?: number } = {}): () => void {
+    const everyMs = opts.everyMs ?? 50;
     let generation = this.generation;
     let stmt = this.db.prepare('PRAGMA data_version').pluck();
     let lastData = stmt.get() as number;

@@ -167,6 +167,33 @@ export function leaseStoreContract(storeName: string, open: () => Promise<Contra
       assert.deepEqual(await s.get(name), { record: contractRecord(), version: v1 });
     });
 
+    it('a successor claim, where the store keeps one, round-trips; a claim-only update moves the version; null clears it', async (t) => {
+      if (!s.successorSupported?.()) {
+        t.skip(`${storeName} keeps no successor`);
+        return;
+      }
+      const name = fresh();
+      const claim = { identity: 'b', claimedAt: later };
+      const v1 = await s.create(name, contractRecord({ successor: claim }));
+      assert.deepEqual(await s.get(name), { record: contractRecord({ successor: claim }), version: v1 });
+      const moved = { identity: 'c', claimedAt: new Date(later.getTime() + 1) };
+      const v2 = await s.update(name, contractRecord({ successor: moved }), v1);
+      assert.notEqual(v2, v1, 'a write that changes only the successor is still a write');
+      assert.deepEqual(await s.get(name), { record: contractRecord({ successor: moved }), version: v2 });
+      await assert.rejects(s.update(name, contractRecord(), v1), { code: 'LEASEHOLD_ERR_CONFLICT' });
+      const v3 = await s.update(name, contractRecord({ successor: null }), v2);
+      // No claim reads back as no field at all, as a record written without one.
+      assert.deepEqual(await s.get(name), { record: contractRecord(), version: v3 });
+    });
+
+    it('a record written without a successor reads back without the field', async () => {
+      const name = fresh();
+      const v1 = await s.create(name, contractRecord());
+      const got = await s.get(name);
+      assert.deepEqual(got, { record: contractRecord(), version: v1 });
+      assert.equal(Object.hasOwn(got.record, 'successor'), false);
+    });
+
     it("watch, where a store has one, reports another writer's change and a deletion, and stops when told", async (t) => {
       if (!s.watch) {
         t.skip(`${storeName} has no watch`);

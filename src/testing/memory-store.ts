@@ -25,6 +25,7 @@ export class MemoryLeaseStore implements LeaseStore {
   /** Seeds or overwrites a record as another writer would; returns its new version. */
   put(name: string, record: LeaseRecord): string {
     const version = String(++this.seq);
+    record = withoutEmptySuccessor(record);
     this.rows.set(name, { record: structuredClone(record), version });
     for (const w of this.watchers) w(this.eventsCarryRecords ? { record: { record: structuredClone(record), version } } : {});
     return version;
@@ -119,5 +120,17 @@ export class MemoryLeaseStore implements LeaseStore {
     return this.put(name, record);
   }
 
+  /** Keeps a successor claim, as every real store with room for it does. */
+  successorSupported(): boolean {
+    return true;
+  }
+
   async close(): Promise<void> {}
+}
+
+/** No claim is stored as no field, as the real stores read it back. */
+function withoutEmptySuccessor(record: LeaseRecord): LeaseRecord {
+  if (record.successor) return record;
+  const { successor: _none, ...rest } = record;
+  return rest;
 }
