@@ -15,6 +15,8 @@ export class InstrumentedStore implements LeaseStore {
     this.location = inner.location;
     this.maxToken = inner.maxToken;
     if (inner.watch) this.watch = inner.watch.bind(inner);
+    // Without it the elector would see a store that keeps no claims, and never claim.
+    if (inner.successorSupported) this.successorSupported = inner.successorSupported.bind(inner);
   }
 
   get(name: string, opts?: CallOptions): Promise<VersionedRecord | null> {
@@ -30,6 +32,7 @@ export class InstrumentedStore implements LeaseStore {
   }
 
   watch?: LeaseStore['watch'];
+  successorSupported?: LeaseStore['successorSupported'];
 
   close(): Promise<void> {
     return this.inner.close();

@@ -11,6 +11,7 @@ import { sleep, type Clock } from '../clock.js';
 import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import { RELEASE_WINDOW_FACTOR, contentionDelayMs } from './elector-config.js';
 import type { RecordView } from './record-view.js';
+import type { ClaimTimings } from './successor.js';
 
 export interface ScheduleOptions {
   timings: Readonly<Timings>;
@@ -23,6 +24,10 @@ export interface ScheduleOptions {
   view: RecordView;
   /** Whether the candidate leads now. */
   leading: () => boolean;
+  /** The successor claim's timings (successor.ts). */
+  claims: ClaimTimings;
+  /** Whether the store keeps successor claims now; when not, nobody claims and the window alone rules. */
+  claimsKept: () => boolean;
 }
 
 export class AttemptSchedule {
@@ -33,6 +38,8 @@ export class AttemptSchedule {
   private readonly contentionWindowMs: number;
   private readonly view: RecordView;
   private readonly leading: () => boolean;
+  private readonly claims: ClaimTimings;
+  private readonly claimsKept: () => boolean;
 
   /** This standby's delay for the moment the lease last became free (drawn once per moment). */
   private slot: { freeAtMono: number; delayMs: number } | null = null;
@@ -49,6 +56,10 @@ export class AttemptSchedule {
   private watchHealthy = false;
   /** When the loop should next make progress (end of its wait or of its attempt); for liveness. */
   private dueMono: number | null = null;
+  /** This standby's delay for the moment it found no live successor claim (drawn once per moment). */
+  private volunteer: { needAtMono: number; delayMs: number } | null = null;
+  /** When this standby last wrote (or tried to write) its claim: a failed write waits a retry period. */
+  private lastClaimMono: number | null = null;
 
   constructor(opts: ScheduleOptions) {
     this.timings = opts.timings;
@@ -58,6 +69,8 @@ export class AttemptSchedule {
     this.contentionWindowMs = opts.contentionWindowMs;
     this.view = opts.view;
     this.leading = opts.leading;
+    this.claims = opts.claims;
+    this.claimsKept = opts.claimsKept;
   }
 
   /** Monotonic ms by which the loop should next make progress; null before its first turn. */
@@ -121,6 +134,23 @@ export class AttemptSchedule {
     this.wake = null;
   }
 
+  /** A claim write (successor.ts) is due: to volunteer, or to refresh this standby's own claim. */
+  dueForClaim(): boolean {
+    const due = this.claimDueMono();
+    const now = this.clock.monotonic();
+    if (due === null || now < due) return false;
+    return this.lastClaimMono === null || now - this.lastClaimMono >= this.timings.retryPeriodMs;
+  }
+
+  claimAttempted(): void {
+    this.lastClaimMono = this.clock.monotonic();
+  }
+
+  /** Whether the store keeps claims and this standby holds the live one: it goes first when the lease is free. */
+  namedSuccessor(): boolean {
+    return !this.leading() && this.claimsKept() && this.view.claim(this.claims.lifetimeMs) === 'self';
+  }
+
   dueForAttempt(): boolean {
     if (this.hintPending) {
       this.hintPending = false;
@@ -143,9 +173,32 @@ export class AttemptSchedule {
     const now = this.clock.monotonic();
     const slot = this.contentionSlot();
     const untilSlot = slot ? Math.max(0, slot.endMono - now) : Infinity;
-    if (!this.waitingOnWatch()) return Math.min(jittered, untilSlot);
+    const claimDue = this.claimDueMono();
+    const untilClaim = claimDue === null ? Infinity : Math.max(claimDue, (this.lastClaimMono ?? -Infinity) + retry) - now;
+    if (!this.waitingOnWatch()) return Math.max(0, Math.min(jittered, untilSlot, untilClaim));
     const untilSafety = (this.lastAttemptMono ?? now) + this.safetyRereadMs - now;
-    return Math.max(0, Math.min(untilSlot, untilSafety));
+    return Math.max(0, Math.min(untilSlot, untilSafety, untilClaim));
+  }
+
+  /**
+   * When this standby should next write its claim, or null: only while another holds the lease
+   * and it has not expired (a free lease is taken, not claimed), and the store keeps claims. Its
+   * own live claim is refreshed every refreshMs; with no live claim (none written, or one not
+   * seen to change for its lifetime) it volunteers at its own moment in the volunteer window.
+   */
+  private claimDueMono(): number | null {
+    if (this.leading() || !this.claimsKept()) return null;
+    const seen = this.view.observed;
+    if (!seen || seen.record.holderIdentity === '' || this.view.freeOnSight(seen) || this.view.expired(seen.record)) return null;
+    const since = this.view.claimSinceMono;
+    const state = this.view.claim(this.claims.lifetimeMs);
+    if (state === 'self') return since + this.claims.refreshMs;
+    if (state === 'other') return null;
+    const needAtMono = seen.record.successor ? since + this.claims.lifetimeMs : since;
+    if (this.volunteer?.needAtMono !== needAtMono) {
+      this.volunteer = { needAtMono, delayMs: contentionDelayMs(this.random(), this.claims.volunteerWindowMs) };
+    }
+    return needAtMono + this.volunteer.delayMs;
   }
 
   /**
@@ -176,7 +229,10 @@ export class AttemptSchedule {
     if (this.slot?.freeAtMono !== freeAtMono) {
       // A release's wider window stays within a lease duration, however wide the window asked.
       const window = freeOnSight ? Math.min(RELEASE_WINDOW_FACTOR * this.contentionWindowMs, this.timings.leaseDurationMs) : this.contentionWindowMs;
-      this.slot = { freeAtMono, delayMs: contentionDelayMs(this.random(), window) };
+      const turn = contentionDelayMs(this.random(), window);
+      // The named successor goes at once; the others first give it the grace to be seen taking over.
+      const claim = this.claimsKept() ? this.view.claim(this.claims.lifetimeMs) : 'none';
+      this.slot = { freeAtMono, delayMs: claim === 'self' ? 0 : claim === 'other' ? this.claims.graceMs + turn : turn };
     }
     return { freeAtMono, endMono: freeAtMono + this.slot.delayMs };
   }

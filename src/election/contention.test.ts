@@ -27,7 +27,8 @@ function standbys(n: number, opts: { seed?: number; random?: () => number; watch
   const rand = opts.random ?? prng(opts.seed ?? 1);
   const electors = Array.from(
     { length: n },
-    (_, i) => new LeaderElector({ ...timings, store, lease: LEASE, identity: `standby-${i}`, clock, random: rand, ...opts.elector }),
+    // The window alone: the successor claim (successor.test.ts) would name one of them first.
+    (_, i) => new LeaderElector({ ...timings, store, lease: LEASE, identity: `standby-${i}`, clock, random: rand, successorClaims: false, ...opts.elector }),
   );
   return {
     clock,

@@ -49,6 +49,8 @@ function setup(opts: { listener?: ElectorListener; random?: () => number; identi
     clock,
     random: opts.random ?? (() => 0),
     requestTimeoutMs: opts.requestTimeoutMs,
+    // These cases pin the lease traffic alone; successor.test.ts covers the claim's writes.
+    successorClaims: false,
     listener: opts.listener ?? {
       onStartedLeading: (t) => events.push(`started:${t.token}`),
       onStoppedLeading: (r) => events.push(`stopped:${r}`),

@@ -23,7 +23,8 @@ import { realClock, type Clock, type Timer } from '../clock.js';
 import { BackendUnavailableError, ConflictError, InvalidRecordError, StoreReopenedError, describeError } from '../errors.js';
 import { guardedLogger, silentLogger, type Logger } from '../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
-import { DEFAULT_CONTENTION_WINDOW_MS } from './elector-config.js';
+import { DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR } from './elector-config.js';
+import { CLAIM_LIFETIME_REFRESHES, VOLUNTEER_WINDOW_MS, claimForNewTerm, withClaim } from './successor.js';
 import {
   validateContentionWindow,
   validateIdentity,
@@ -93,6 +94,12 @@ export interface ElectorOptions extends Timings {
    * first: with many standbys only a few try (see contentionDelayMs). Default 32 ms.
    */
   contentionWindowMs?: number;
+  /**
+   * Standbys claim to be the successor, in stores that keep claims (src/election/successor.ts):
+   * the claimant takes a free lease at once and the others stand back. Default true; false
+   * leaves the contention window as the only rule (and writes no claims).
+   */
+  successorClaims?: boolean;
   listener?: ElectorListener;
   log?: Logger;
 }
@@ -188,14 +195,24 @@ export class LeaderElector {
     const contentionWindowMs = opts.contentionWindowMs ?? Math.min(DEFAULT_CONTENTION_WINDOW_MS, opts.leaseDurationMs);
     validateContentionWindow(contentionWindowMs, opts.leaseDurationMs);
     this.view = new RecordView(this.identity, this.timings, this.clock, this.log);
+    const safetyRereadMs = opts.safetyRereadMs ?? Math.max(60 * opts.retryPeriodMs, opts.leaseDurationMs);
+    const claims = opts.successorClaims ?? true;
     this.schedule = new AttemptSchedule({
       timings: this.timings,
       clock: this.clock,
       random: opts.random ?? Math.random,
-      safetyRereadMs: opts.safetyRereadMs ?? Math.max(60 * opts.retryPeriodMs, opts.leaseDurationMs),
+      safetyRereadMs,
       contentionWindowMs,
       view: this.view,
       leading: () => this.term !== null,
+      claims: {
+        // The claimant refreshes when a standby would re-read anyway: a claim costs no extra requests.
+        refreshMs: safetyRereadMs,
+        lifetimeMs: CLAIM_LIFETIME_REFRESHES * safetyRereadMs,
+        volunteerWindowMs: Math.min(VOLUNTEER_WINDOW_MS, opts.leaseDurationMs / 2),
+        graceMs: Math.min(RELEASE_WINDOW_FACTOR * contentionWindowMs, opts.leaseDurationMs),
+      },
+      claimsKept: () => claims && this.store.successorSupported?.() === true,
     });
   }
 
@@ -238,6 +255,8 @@ export class LeaderElector {
         this.lease,
         (e) => this.onWatchEvent(e),
         (healthy) => this.schedule.setWatchHealth(healthy),
+        // A polling store polls quickly only for the named successor, whose takeover waits on it.
+        { eager: () => this.schedule.namedSuccessor() },
       ) ?? null;
     this.loop = this.runLoop();
   }
@@ -255,7 +274,12 @@ export class LeaderElector {
 
   /** One turn of the loop: an attempt if one is due, then the wait until the next. */
   private async turn(): Promise<void> {
-    if (this.schedule.dueForAttempt()) {
+    // A claim first: a polling standby is due for an attempt at every turn, so after it the claim
+    // would never come. The claim's write (or the read after a lost race) is an observation too.
+    if (this.schedule.dueForClaim()) {
+      this.schedule.attempting(2 * this.requestTimeoutMs);
+      await this.writeClaim();
+    } else if (this.schedule.dueForAttempt()) {
       // Each attempt is at most three requests, each bounded by requestTimeout.
       this.schedule.attempting(3 * this.requestTimeoutMs);
       await this.tryAcquireOrRenew();
@@ -306,6 +330,47 @@ export class LeaderElector {
     const wasLeading = this.term !== null;
     this.stepDown('shutting down');
     if (wasLeading && this.releaseOnCancel) await this.release();
+    else if (!wasLeading) await this.withdrawClaim();
+  }
+
+  /**
+   * Writes this standby's successor claim (successor.ts) into the record last seen, changing
+   * nothing else: a volunteer when no live claim is there, or its own claim's refresh. A lost
+   * race re-reads, and the next turn judges again from what it found.
+   */
+  private async writeClaim(): Promise<void> {
+    this.schedule.claimAttempted();
+    const seen = this.view.observed;
+    if (!seen) return;
+    const claimed = withClaim(seen.record, { identity: this.identity, claimedAt: this.clock.now() });
+    try {
+      const version = await this.call('update', (o) => this.store.update(this.lease, claimed, seen.version, o));
+      // Not our lease write: the holder's expiry still counts from its last renewal (see RecordView.observe).
+      this.observe({ record: claimed, version });
+      this.log.debug('claimed to be the successor', { holder: seen.record.holderIdentity });
+    } catch (err) {
+      this.log.debug('successor claim not written', { reason: describeError(err) });
+      if (err instanceof ConflictError) {
+        const current = await this.safeGet();
+        if (current) this.observe(current);
+      }
+    }
+  }
+
+  /** A standby that stops takes its claim back, so the others do not stand back for it. */
+  private async withdrawClaim(): Promise<void> {
+    if (this.store.successorSupported?.() !== true) return;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const current = attempt === 0 ? this.view.observed : await this.safeGet();
+      if (!current || current.record.successor?.identity !== this.identity) return;
+      try {
+        await this.call('update', (o) => this.store.update(this.lease, withClaim(current.record, null), current.version, o));
+        this.log.info('withdrew the successor claim');
+        return;
+      } catch (err) {
+        if (!(err instanceof ConflictError)) return;
+      }
+    }
   }
 
   /**
@@ -427,7 +492,7 @@ export class LeaderElector {
 
   /** The record of a new term: this candidate, now, the next token after any seen. */
   private newTermRecord(rec: LeaseRecord, now: Date): LeaseRecord {
-    return this.freshRecord(now, Math.max(rec.leaseTransitions, this.view.highestToken) + 1);
+    return { ...this.freshRecord(now, Math.max(rec.leaseTransitions, this.view.highestToken) + 1), successor: claimForNewTerm(rec, this.identity) };
   }
 
   /** A record created from nothing continues from the highest token ever seen (after a deletion). */
@@ -454,6 +519,7 @@ export class LeaderElector {
       acquireTime: rec.acquireTime ?? this.term?.acquiredAt ?? now,
       renewTime: now,
       leaseTransitions: rec.leaseTransitions,
+      successor: rec.successor ?? null,
     };
   }
 
@@ -585,6 +651,8 @@ export class LeaderElector {
         acquireTime: this.releaseKeepsAcquireTime ? current.record.acquireTime : now,
         renewTime: now,
         leaseTransitions: current.record.leaseTransitions,
+        // The named successor is the one to take it now.
+        successor: current.record.successor ?? null,
       };
       sent = released;
       try {

@@ -11,6 +11,7 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { LeaseRecord, VersionedRecord } from '../backends/lease-store.js';
 import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
+import { claimState, sameClaim, type ClaimState } from './successor.js';
 
 export class RecordView {
   private current: VersionedRecord | null = null;
@@ -40,6 +41,8 @@ export class RecordView {
   private recentWrites: LeaseRecord[] = [];
   /** The foreign record under our identity that was last reported, so it is logged once. */
   private reportedImpostor: string | null = null;
+  /** When the successor claim in the record was last seen to change (successor.ts judges it by this). */
+  private claimSeenAtMono = 0;
 
   constructor(
     private readonly identity: string,
@@ -78,8 +81,11 @@ export class RecordView {
     this.lastViewMono = this.clock.monotonic();
     const previous = this.current;
     if (previous && previous.version === got.version) return false;
+    if (!previous || !sameClaim(previous.record.successor, got.record.successor)) this.claimSeenAtMono = this.clock.monotonic();
     if (previous && !own && sameContent(previous.record, got.record)) {
-      this.current = { record: previous.record, version: got.version };
+      // The lease's content is unchanged (a label, or a successor claim): its expiry still counts
+      // from the last change, but the claim is the one now in the record.
+      this.current = { record: got.record, version: got.version };
       return false;
     }
     this.current = got;
@@ -88,6 +94,17 @@ export class RecordView {
     this.highest = Math.max(this.highest, got.record.leaseTransitions);
     if (own) this.ownVersion = got.version;
     return !previous || previous.record.holderIdentity !== got.record.holderIdentity || previous.record.leaseTransitions !== got.record.leaseTransitions;
+  }
+
+  /** What this candidate makes of the successor claim in the record last seen. */
+  claim(lifetimeMs: number): ClaimState {
+    const claim = this.current?.record.successor;
+    return claimState(claim, this.identity, this.clock.monotonic() - this.claimSeenAtMono, lifetimeMs);
+  }
+
+  /** When the claim in the record last seen (or its absence) was first seen as it is. */
+  get claimSinceMono(): number {
+    return this.claimSeenAtMono;
   }
 
   /** A watch reported the record deleted, with the token it last had. */
