@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { KubernetesLeaseStore } from './kubernetes-store.js';
-import { InvalidConfigError } from '../errors.js';
+import { InvalidConfigError, InvalidRecordError } from '../errors.js';
 import type { KubeClient } from '../kube/api-client.js';
 import type { LeaseRecord } from './lease-store.js';
 
@@ -39,5 +39,25 @@ describe('KubernetesLeaseStore: a duration a Lease cannot hold', () => {
       [],
       'nothing written',
     );
+  });
+});
+
+describe('KubernetesLeaseStore: a successor claim that would not read back', () => {
+  it('refuses it with an invalid-record error before any request, instead of writing an annotation read as no claim', async () => {
+    const { client, requests } = counted();
+    const store = new KubernetesLeaseStore(client, 'default');
+    const whole = { ...record, leaseDurationSeconds: 15 };
+    const bad = [
+      { identity: '', claimedAt: new Date('2026-12-02T09:00:00.000Z') },
+      { identity: 'b\nc', claimedAt: new Date('2026-12-02T09:00:00.000Z') },
+      { identity: 'x'.repeat(254), claimedAt: new Date('2026-12-02T09:00:00.000Z') },
+      { identity: 'b', claimedAt: new Date(NaN) },
+    ];
+    for (const successor of bad) {
+      for (const write of [() => store.create('x', { ...whole, successor }), () => store.update('x', { ...whole, successor }, '1')]) {
+        await assert.rejects(write, (err: unknown) => err instanceof InvalidRecordError && /^successor claim: /.test(err.message));
+      }
+    }
+    assert.deepEqual(requests, [], 'nothing sent');
   });
 });

@@ -5,6 +5,7 @@ import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent 
 import { formatMicroTime, parseMicroTime } from './micro-time.js';
 import { validateKubernetesLeaseDuration } from '../config/election-options.js';
 import { reconnectDelayMs } from '../util/backoff.js';
+import { SUCCESSOR_ANNOTATION, formatSuccessor, parseSuccessor } from './successor-annotation.js';
 
 /** The parts of a coordination.k8s.io/v1 Lease this store reads; every other field is carried as is. */
 interface LeaseSpec {
@@ -18,7 +19,14 @@ interface LeaseSpec {
 interface Lease {
   apiVersion?: string;
   kind?: string;
-  metadata?: { name?: string; namespace?: string; resourceVersion?: string; uid?: string; [other: string]: unknown };
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    resourceVersion?: string;
+    uid?: string;
+    annotations?: Record<string, string>;
+    [other: string]: unknown;
+  };
   spec?: LeaseSpec;
 }
 
@@ -33,7 +41,10 @@ const WATCH_TIMEOUT_SECONDS = 300;
  * - 404 on read means "absent": the elector creates it; 409 on create means someone was faster;
  * - acquireTime/renewTime are MicroTime, RFC 3339 with exactly six fractional digits;
  * - fields this store does not own (labels, annotations, spec.strategy, spec.preferredHolder)
- *   are carried over from the object last read, as client-go's Update does.
+ *   are carried over from the object last read, as client-go's Update does;
+ * - the successor claim is the one annotation this store owns, leasehold.io/successor
+ *   (src/backends/successor-annotation.ts): written when the record has a claim, removed when
+ *   it has none; every other annotation is carried.
  * The version is the resourceVersion; the API server changes it on every write.
  */
 export class KubernetesLeaseStore implements LeaseStore {
@@ -78,10 +89,11 @@ export class KubernetesLeaseStore implements LeaseStore {
 
   async create(name: string, record: LeaseRecord, opts?: CallOptions): Promise<string> {
     checkWholeSeconds(record);
+    checkSuccessor(record);
     const body: Lease = {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
-      metadata: { name, namespace: this.namespace },
+      metadata: { name, namespace: this.namespace, ...annotationsFor(record, undefined) },
       spec: toSpec(record, undefined),
     };
     try {
@@ -94,6 +106,7 @@ export class KubernetesLeaseStore implements LeaseStore {
 
   async update(name: string, record: LeaseRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
     checkWholeSeconds(record);
+    checkSuccessor(record);
     if (!this.uids.has(name)) {
       // A version this store never read (another store's, or made up). Without the Lease's uid
       // as a precondition the API server would create a missing Lease on update, so learn it
@@ -106,7 +119,14 @@ export class KubernetesLeaseStore implements LeaseStore {
     const body: Lease = {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
-      metadata: { ...base.metadata, name, namespace: this.namespace, resourceVersion: expectedVersion, uid: base.metadata?.uid ?? this.uids.get(name) },
+      metadata: {
+        ...base.metadata,
+        ...annotationsFor(record, base.metadata?.annotations),
+        name,
+        namespace: this.namespace,
+        resourceVersion: expectedVersion,
+        uid: base.metadata?.uid ?? this.uids.get(name),
+      },
       spec: toSpec(record, base.spec),
     };
     try {
@@ -140,7 +160,7 @@ export class KubernetesLeaseStore implements LeaseStore {
             const obj = object as Lease | undefined;
             if (type === 'DELETED') {
               this.objects.delete(name);
-              onEvent({ record: null, deleted: obj?.spec ? fromSpec(obj.spec) : undefined });
+              onEvent({ record: null, deleted: obj?.spec ? fromLease(obj) : undefined });
             } else if ((type === 'ADDED' || type === 'MODIFIED') && obj?.metadata?.resourceVersion) {
               onEvent({ record: this.remember(name, obj) });
             }
@@ -173,6 +193,11 @@ export class KubernetesLeaseStore implements LeaseStore {
     };
   }
 
+  /** The claim is an annotation, which every Lease can hold. */
+  successorSupported(): boolean {
+    return true;
+  }
+
   async close(): Promise<void> {
     this.client.close();
   }
@@ -182,7 +207,7 @@ export class KubernetesLeaseStore implements LeaseStore {
     if (!version) throw new BackendError(`Lease ${this.namespace}/${name} came back without a resourceVersion`);
     this.objects.set(name, lease);
     if (lease.metadata?.uid) this.uids.set(name, lease.metadata.uid);
-    return { record: fromSpec(lease.spec), version };
+    return { record: fromLease(lease), version };
   }
 
   /**
@@ -223,6 +248,22 @@ function checkWholeSeconds(r: LeaseRecord): void {
   validateKubernetesLeaseDuration(r.leaseDurationSeconds * 1000);
 }
 
+/** A claim that would not read back is refused before anything is sent. */
+function checkSuccessor(r: LeaseRecord): void {
+  if (r.successor) formatSuccessor(r.successor);
+}
+
+/**
+ * The annotations to write: those read (a neighbour's, kept as they are) with ours set to the
+ * record's claim, or removed when it has none. No annotations at all stay absent.
+ */
+function annotationsFor(r: LeaseRecord, read: Record<string, string> | undefined): { annotations?: Record<string, string> } {
+  const annotations = { ...read };
+  if (r.successor) annotations[SUCCESSOR_ANNOTATION] = formatSuccessor(r.successor);
+  else delete annotations[SUCCESSOR_ANNOTATION];
+  return Object.keys(annotations).length > 0 || read !== undefined ? { annotations } : {};
+}
+
 function toSpec(r: LeaseRecord, base: LeaseSpec | undefined): LeaseSpec {
   return {
     ...base,
@@ -233,6 +274,13 @@ function toSpec(r: LeaseRecord, base: LeaseSpec | undefined): LeaseSpec {
     renewTime: r.renewTime ? formatMicroTime(r.renewTime) : undefined,
     leaseTransitions: r.leaseTransitions,
   };
+}
+
+/** The record a Lease holds: its spec, and the claim when our annotation holds a well-formed one. */
+function fromLease(lease: Lease): LeaseRecord {
+  const record = fromSpec(lease.spec);
+  const successor = parseSuccessor(lease.metadata?.annotations?.[SUCCESSOR_ANNOTATION]);
+  return successor ? { ...record, successor } : record;
 }
 
 function fromSpec(spec: LeaseSpec | undefined): LeaseRecord {

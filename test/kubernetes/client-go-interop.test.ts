@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { REPO, start, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
-import { admin, backendArgs, env, freshNamespace } from '../support/kube.js';
+import { admin, backendArgs, env, freshNamespace, rawLease, storeFor } from '../support/kube.js';
 
 const HANDOFFS = 20;
 const T = { leaseDuration: '4s', renewDeadline: '3s', retryPeriod: '1s' };
@@ -57,6 +57,82 @@ function intervals(inst: Instance, endOfTest: number): Interval[] {
 describe("client-go's leader election and leasehold share one Lease", () => {
   scratchDir(() => all);
   const all: Instance[] = [];
+
+  it("a successor claim survives a client-go leader's renewals and its release", { timeout: 60_000 }, async () => {
+    const goBin = execFileSync('bash', [join(REPO, 'test/support/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
+      .toString()
+      .trim();
+    const ns = await freshNamespace('interop-claim');
+    const lease = 'claim';
+    const id = 'client-go-claim';
+    const proc = start(goBin, [
+      '--kubeconfig',
+      env().admin,
+      '--namespace',
+      ns,
+      '--lease',
+      lease,
+      '--identity',
+      id,
+      '--lease-duration',
+      T.leaseDuration,
+      '--renew-deadline',
+      T.renewDeadline,
+      '--retry-period',
+      T.retryPeriod,
+    ]);
+    all.push({ kind: 'client-go', id, proc });
+    const store = storeFor(ns);
+    try {
+      const claim = { identity: 'leasehold-standby', claimedAt: new Date('2026-12-02T09:15:26.456Z') };
+      await waitFor('client-go to lead', async () => (await store.get(lease))?.record.holderIdentity === id, 20_000);
+      // Written as a standby writes it: read, then compare-and-swap. A renewal in between is a
+      // conflict; read again.
+      await waitFor(
+        'the claim to be written',
+        async () => {
+          const current = (await store.get(lease))!;
+          try {
+            await store.update(lease, { ...current.record, successor: claim }, current.version);
+            return true;
+          } catch (err) {
+            if ((err as { code?: string }).code === 'LEASEHOLD_ERR_CONFLICT') return false;
+            throw err;
+          }
+        },
+        10_000,
+      );
+      const renewals = new Set<number>();
+      const claimed = await waitFor(
+        'client-go to renew twice after the claim',
+        async () => {
+          const got = (await store.get(lease))!;
+          assert.equal(got.record.holderIdentity, id, 'client-go keeps leading');
+          renewals.add(got.record.renewTime!.getTime());
+          return renewals.size >= 3 && got;
+        },
+        15_000,
+      );
+      assert.deepEqual(claimed.record.successor, claim, "client-go's renewals keep the claim");
+
+      proc.kill('SIGTERM');
+      const released = await waitFor(
+        'client-go to release',
+        async () => {
+          const got = await store.get(lease);
+          return got?.record.holderIdentity === '' && got;
+        },
+        10_000,
+      );
+      assert.deepEqual(released.record.successor, claim, "client-go's release keeps the claim");
+      const annotations = rawLease(ns, lease).metadata.annotations as Record<string, string>;
+      assert.equal(annotations['leasehold.io/successor'], '{"identity":"leasehold-standby","claimedAt":"2026-12-02T09:15:26.456Z"}');
+      assert.equal((await proc.exited).code, 0, `client-go exits cleanly: ${proc.stderr().slice(-500)}`);
+    } finally {
+      proc.kill('SIGTERM');
+      await store.close();
+    }
+  });
 
   it(`never two leaders over ${HANDOFFS} handoffs in both directions; the token grows on each`, { timeout: 300_000 }, async () => {
     const goBin = execFileSync('bash', [join(REPO, 'test/support/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
