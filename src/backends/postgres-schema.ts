@@ -25,7 +25,8 @@ export function createStatements(schema: string, table: string): string[] {
   renew_time DOUBLE PRECISION NOT NULL,
   lease_duration_seconds DOUBLE PRECISION NOT NULL,
   acquire_time DOUBLE PRECISION NOT NULL DEFAULT 0,
-  version BIGINT NOT NULL DEFAULT 1
+  version BIGINT NOT NULL DEFAULT 1,
+  successor TEXT NOT NULL DEFAULT ''
 )`,
     `CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $f$
 BEGIN
@@ -38,11 +39,23 @@ $f$`,
   ];
 }
 
-/** What an administrator runs for a role without DDL rights: everything, in one transaction, then the grants. */
+/**
+ * Adds the successor claim's column (successor-column.ts) to a table made before it existed.
+ * Without it leasehold works as before, less the fast graceful handoff.
+ */
+export function addSuccessorStatement(schema: string, table: string): string {
+  return `ALTER TABLE "${schema}"."${table}" ADD COLUMN IF NOT EXISTS successor TEXT NOT NULL DEFAULT ''`;
+}
+
+/**
+ * What an administrator runs for a role without DDL rights: everything, in one transaction,
+ * then the grants. The ALTER TABLE does nothing to a table just created; it brings a table
+ * made by an earlier leasehold up to date, so the one script serves both.
+ */
 export function adminScript(schema: string, table: string, role: string): string {
   const grants = [
     ...(schema === 'public' ? [] : [`GRANT USAGE ON SCHEMA "${schema}" TO "${role}";`]),
     `GRANT SELECT, INSERT, UPDATE ON "${schema}"."${table}" TO "${role}";`,
   ];
-  return ['BEGIN;', ...createStatements(schema, table).map((s) => `${s};`), 'COMMIT;', ...grants].join('\n');
+  return ['BEGIN;', ...createStatements(schema, table).map((s) => `${s};`), `${addSuccessorStatement(schema, table)};`, 'COMMIT;', ...grants].join('\n');
 }

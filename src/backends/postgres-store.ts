@@ -2,7 +2,9 @@
  * Leases in a PostgreSQL table, for candidates on several machines without Kubernetes. The
  * table is the tutorial's `leases` table plus a `version` column:
  *   name TEXT PRIMARY KEY, holder_identity TEXT, fencing_token BIGINT, renew_time and
- *   lease_duration_seconds and acquire_time DOUBLE PRECISION (epoch seconds), version BIGINT
+ *   lease_duration_seconds and acquire_time DOUBLE PRECISION (epoch seconds), version BIGINT,
+ *   successor TEXT (a standby's claim to go first, successor-column.ts; optional: a table
+ *   without it, that this role may not alter, costs only the fast graceful handoff)
  * - compare-and-swap: `UPDATE ... WHERE name = $1 AND version = $2`, and `version + 1`; an
  *   update that matches no row lost a race (or the row was deleted): ConflictError. No write is
  *   ever blind;
@@ -35,7 +37,8 @@ import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent 
 import { DEFAULT_POSTGRES_TABLE, clientConfig, describeTarget, parseTableName } from './postgres-config.js';
 import { loadDriver as loadOptional } from './driver.js';
 import { HintThrottle, channelName, notifiedLease } from './postgres-notify.js';
-import { adminScript, createStatements } from './postgres-schema.js';
+import { addSuccessorStatement, adminScript, createStatements } from './postgres-schema.js';
+import { encodeSuccessor, withSuccessor } from './successor-column.js';
 
 /** Backends one candidate holds at any moment (the documented bound: docs/postgres.md). */
 export const MAX_BACKENDS = 1;
@@ -47,6 +50,13 @@ const CLIENT_CHECK_MS = 1_000;
 const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
 /** At most one read per this, however many notifications arrive. */
 const DEFAULT_HINT_INTERVAL_MS = 250;
+/**
+ * How long adding the successor column may wait for the table's lock. ALTER TABLE queues for
+ * an exclusive lock, and every read and write of the table queues behind it meanwhile: the
+ * applications sharing the database must not stall for leasehold's upgrade. If it cannot have
+ * the lock at once, this process runs without the column and a later start tries again.
+ */
+const ADD_COLUMN_LOCK_TIMEOUT_MS = 200;
 
 export interface PostgresStoreOptions {
   /** A postgres:// URL; when absent, the PG* variables and ~/.pgpass (as psql reads them). */
@@ -75,6 +85,7 @@ interface Row {
   lease_duration_seconds: number;
   acquire_time: number;
   version: string;
+  successor: string;
 }
 
 const COLUMNS = ['name', 'holder_identity', 'fencing_token', 'renew_time', 'lease_duration_seconds', 'acquire_time', 'version'];
@@ -123,6 +134,8 @@ export class PostgresLeaseStore implements LeaseStore {
   private notifyInStatement = false;
   /** What is wrong with the store that will not fix itself (the table was dropped); null when fine. */
   private problemText: string | null = null;
+  /** The table has the `successor` column, found or added at open. */
+  private hasSuccessor = false;
 
   private constructor(
     private readonly pg: typeof import('pg').default,
@@ -222,6 +235,7 @@ export class PostgresLeaseStore implements LeaseStore {
         `${this.location} has the wrong columns: missing ${missing.join(', ')}; leasehold needs ${COLUMNS.join(', ')} (see docs/postgres.md)`,
       );
     }
+    this.hasSuccessor = have.has('successor') || (!readonly && (await this.addSuccessor(client)));
     // The trigger counts only if it notifies this table's channel: one made by an older
     // leasehold notified `leasehold_<schema>_<table>`, which nobody listens to any more.
     const trigger = await client.query<{ proname: string }>(
@@ -239,10 +253,52 @@ export class PostgresLeaseStore implements LeaseStore {
       );
   }
 
+  /**
+   * Adds the successor column to a table made before it, under the advisory lock that table
+   * creation takes, when this role may (it owns the table). A role that may not, or a table
+   * busy past ADD_COLUMN_LOCK_TIMEOUT_MS, leaves the table as it is: leasehold works as before
+   * without the fast graceful handoff, and says once what an administrator runs.
+   */
+  private async addSuccessor(client: pg.Client): Promise<boolean> {
+    const sql = addSuccessorStatement(this.schema, this.table);
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`leasehold:${this.schema}.${this.table}`]);
+      // Another candidate may have added it while this one waited on the lock: then no ALTER,
+      // whose exclusive lock would stall the table for nothing.
+      const found = await client.query(
+        "SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'successor' AND attnum > 0 AND NOT attisdropped",
+        [`${this.schema}.${this.table}`],
+      );
+      if (found.rows.length === 0) {
+        await client.query(`SET LOCAL lock_timeout = ${ADD_COLUMN_LOCK_TIMEOUT_MS}`);
+        await client.query(sql);
+      }
+      await client.query('COMMIT');
+      this.log?.info('postgres table: added the successor column (fast graceful handoff)', { store: this.location });
+      return true;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      const code = (err as { code?: string }).code ?? '';
+      // 42501: not the table's owner; 55P03: the table is busy; 57014: the statement bound.
+      if (!/^(42501|55P03|57014)$/.test(code)) throw this.translate(err, 'add the successor column');
+      this.log?.info(
+        `postgres table without the successor column, which this role may not add now (${describeError(err)}): leasehold works as before, without the fast graceful handoff; to have it, an administrator runs: ${sql};`,
+        { store: this.location },
+      );
+      return false;
+    }
+  }
+
+  /** Whether the table has the `successor` column: found or added at open (docs/postgres.md). */
+  successorSupported(): boolean {
+    return this.hasSuccessor;
+  }
+
   async get(name: string, opts?: CallOptions): Promise<VersionedRecord | null> {
     const r = await this.query<Row>(
       'get',
-      `SELECT holder_identity, fencing_token, renew_time, lease_duration_seconds, acquire_time, version FROM ${this.qualified} WHERE name = $1`,
+      `SELECT holder_identity, fencing_token, renew_time, lease_duration_seconds, acquire_time, version, ${this.hasSuccessor ? 'successor' : "'' AS successor"} FROM ${this.qualified} WHERE name = $1`,
       [name],
       opts,
     );
@@ -251,13 +307,14 @@ export class PostgresLeaseStore implements LeaseStore {
   }
 
   async create(name: string, record: LeaseRecord, opts?: CallOptions): Promise<string> {
+    // Without the column, the claim is dropped (successorSupported() false: nobody claims).
     const r = await this.query<{ version: string }>(
       'create',
       `WITH w AS (
-         INSERT INTO ${this.qualified} (name, holder_identity, fencing_token, renew_time, lease_duration_seconds, acquire_time, version)
-         VALUES ($1, $2, $3, $4, $5, $6, 1) ON CONFLICT (name) DO NOTHING RETURNING version
+         INSERT INTO ${this.qualified} (name, holder_identity, fencing_token, renew_time, lease_duration_seconds, acquire_time, version${this.hasSuccessor ? ', successor' : ''})
+         VALUES ($1, $2, $3, $4, $5, $6, 1${this.hasSuccessor ? ', $9' : ''}) ON CONFLICT (name) DO NOTHING RETURNING version
        ) SELECT version, CASE WHEN $8 THEN pg_notify($7, $1) END FROM w`,
-      [name, ...values(record), this.channel, this.notifyInStatement],
+      [name, ...values(record), this.channel, this.notifyInStatement, ...(this.hasSuccessor ? [encodeSuccessor(record.successor)] : [])],
       opts,
     );
     if (r.rows.length === 0) throw new ConflictError(`lease ${name} already exists in ${this.location}`);
@@ -270,10 +327,10 @@ export class PostgresLeaseStore implements LeaseStore {
       'update',
       `WITH w AS (
          UPDATE ${this.qualified}
-         SET holder_identity = $3, fencing_token = $4, renew_time = $5, lease_duration_seconds = $6, acquire_time = $7, version = version + 1
+         SET holder_identity = $3, fencing_token = $4, renew_time = $5, lease_duration_seconds = $6, acquire_time = $7, version = version + 1${this.hasSuccessor ? ', successor = $10' : ''}
          WHERE name = $1 AND version = $2 RETURNING version
        ) SELECT version, CASE WHEN $9 THEN pg_notify($8, $1) END FROM w`,
-      [name, expectedVersion, ...values(record), this.channel, this.notifyInStatement],
+      [name, expectedVersion, ...values(record), this.channel, this.notifyInStatement, ...(this.hasSuccessor ? [encodeSuccessor(record.successor)] : [])],
       opts,
     );
     if (r.rows.length === 0) throw new ConflictError(`lease ${name} changed or was deleted since version ${expectedVersion} was read (${this.location})`);
@@ -517,11 +574,14 @@ function toRecord(row: Row): LeaseRecord {
     throw new InvalidRecordError(`the row's fencing_token ${row.fencing_token} is not an integer from 0 to ${Number.MAX_SAFE_INTEGER}`);
   }
   const time = (s: number) => (s > 0 && Number.isFinite(s) ? new Date(Math.round(s * 1000)) : null);
-  return {
-    holderIdentity: row.holder_identity,
-    leaseDurationSeconds: Number(row.lease_duration_seconds),
-    acquireTime: time(Number(row.acquire_time)),
-    renewTime: time(Number(row.renew_time)),
-    leaseTransitions: token,
-  };
+  return withSuccessor(
+    {
+      holderIdentity: row.holder_identity,
+      leaseDurationSeconds: Number(row.lease_duration_seconds),
+      acquireTime: time(Number(row.acquire_time)),
+      renewTime: time(Number(row.renew_time)),
+      leaseTransitions: token,
+    },
+    row.successor,
+  );
 }

@@ -4,7 +4,8 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync, readFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { SqliteLeaseStore } from './sqlite-store.js';
+import { SqliteLeaseStore, WATCH_EAGER_EVERY_MS } from './sqlite-store.js';
+import { FakeClock } from '../testing/fake-clock.js';
 import type { LeaseRecord } from './lease-store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-sqlite-'));
@@ -27,7 +28,7 @@ const code = async (p: Promise<unknown>) =>
   );
 
 describe('SqliteLeaseStore on a real file', () => {
-  it('creates the tutorial table, column for column, plus a defaulted acquire_time', async () => {
+  it('creates the tutorial table, column for column, plus a defaulted acquire_time and successor', async () => {
     const path = fresh();
     await new SqliteLeaseStore(path).close();
     const db = new Database(path, { readonly: true });
@@ -42,9 +43,13 @@ describe('SqliteLeaseStore on a real file', () => {
         ['renew_time', 'REAL', 1, 0],
         ['lease_duration_seconds', 'REAL', 1, 0],
         ['acquire_time', 'REAL', 1, 0],
+        ['successor', 'TEXT', 1, 0],
       ],
     );
-    assert.equal(cols.at(-1)!.dflt_value, '0');
+    assert.deepEqual(
+      cols.slice(-2).map((c) => c.dflt_value),
+      ['0', "''"],
+    );
   });
 
   it('is durable: WAL with synchronous=FULL', async () => {
@@ -179,5 +184,163 @@ describe('SqliteLeaseStore on a real file', () => {
     const s = new SqliteLeaseStore(path, { statfs: nfs, allowNetworkFilesystem: true });
     await s.close();
     assert.equal(existsSync(path), true);
+  });
+});
+
+describe('SqliteLeaseStore: the successor column', () => {
+  const claim = { identity: 'b', claimedAt: new Date('2026-12-02T09:15:26.456Z') };
+  const columnsOf = (path: string) => {
+    const db = new Database(path, { readonly: true });
+    try {
+      return (db.prepare('PRAGMA table_info(leases)').all() as { name: string }[]).map((c) => c.name);
+    } finally {
+      db.close();
+    }
+  };
+  /** An older table: leasehold's columns before the successor (acquire_time), with a row. */
+  const oldTable = () => {
+    const path = fresh();
+    const db = new Database(path);
+    db.pragma('journal_mode = WAL');
+    db.exec(
+      'CREATE TABLE leases (name TEXT PRIMARY KEY, holder_identity TEXT NOT NULL, fencing_token INTEGER NOT NULL, renew_time REAL NOT NULL, lease_duration_seconds REAL NOT NULL, acquire_time REAL NOT NULL DEFAULT 0)',
+    );
+    db.prepare('INSERT INTO leases VALUES (?, ?, ?, ?, ?, ?)').run('job', 'old', 3, 1_700_000_000.25, 5, 1_700_000_000);
+    db.close();
+    return path;
+  };
+
+  it('an older table: a reader (status) leaves it alone and keeps no claim; a writer adds the column and keeps claims', async () => {
+    const path = oldTable();
+    const before = readFileSync(path);
+    const ro = new SqliteLeaseStore(path, { readonly: true });
+    assert.equal(ro.successorSupported(), false);
+    const got = (await ro.get('job'))!;
+    assert.equal(Object.hasOwn(got.record, 'successor'), false);
+    await ro.close();
+    assert.equal(columnsOf(path).includes('successor'), false, 'the reader added no column');
+    assert.ok(readFileSync(path).equals(before), 'the reader wrote nothing');
+    const s = new SqliteLeaseStore(path);
+    try {
+      assert.equal(s.successorSupported(), true);
+      assert.equal(columnsOf(path).at(-1), 'successor');
+      const v1 = (await s.get('job'))!.version;
+      assert.equal(v1, got.version, 'the new column, empty, leaves the version as it was');
+      const v2 = await s.update('job', { ...got.record, successor: claim }, v1);
+      assert.deepEqual((await s.get('job'))?.record.successor, claim);
+      const ro2 = new SqliteLeaseStore(path, { readonly: true });
+      assert.equal(ro2.successorSupported(), true, 'a reader of the migrated table sees claims');
+      assert.deepEqual(await ro2.get('job'), { record: { ...got.record, successor: claim }, version: v2 });
+      await ro2.close();
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('a writer that knows nothing of the column (the Python candidates, raw SQL) still works beside claims', async () => {
+    const path = fresh();
+    const s = new SqliteLeaseStore(path);
+    const peer = new Database(path);
+    try {
+      // The tutorial's statements, verbatim in their columns: the insert gets the default.
+      peer
+        .prepare('INSERT INTO leases (name, holder_identity, fencing_token, renew_time, lease_duration_seconds) VALUES (?, ?, ?, ?, ?)')
+        .run('py', 'py', 1, 1_700_000_000, 5);
+      const read = (await s.get('py'))!;
+      assert.equal(Object.hasOwn(read.record, 'successor'), false);
+      const v = await s.update('py', { ...read.record, successor: claim }, read.version);
+      // The peer renews without a word about the claim: a conflict for leasehold, which re-reads.
+      peer.prepare('UPDATE leases SET renew_time = ?, lease_duration_seconds = ? WHERE name = ?').run(1_700_000_001, 5, 'py');
+      assert.equal(await code(s.update('py', { ...read.record, successor: null }, v)), 'LEASEHOLD_ERR_CONFLICT');
+      const after = (await s.get('py'))!;
+      assert.deepEqual(after.record.successor, claim, "the peer's write kept the claim it does not know");
+      assert.equal(after.record.renewTime?.getTime(), 1_700_000_001_000);
+    } finally {
+      peer.close();
+      await s.close();
+    }
+  });
+
+  it('a malformed value written by a neighbour reads as no claim, never throws, and still moves the version', async () => {
+    const path = fresh();
+    const s = new SqliteLeaseStore(path);
+    const peer = new Database(path);
+    try {
+      let v = await s.create('x', rec({ successor: claim }));
+      for (const bad of [
+        'garbage',
+        '{"identity":5,"claimedAt":1}',
+        '{"identity":"b","claimedAt":"2026-12-02T09:15:26.456Z"}',
+        '{"identity":"b","claimedAt":1e300}',
+        '[]',
+        'null',
+      ]) {
+        peer.prepare('UPDATE leases SET successor = ? WHERE name = ?').run(bad, 'x');
+        const got = (await s.get('x'))!;
+        assert.equal(Object.hasOwn(got.record, 'successor'), false, bad);
+        assert.notEqual(got.version, v, bad);
+        v = got.version;
+      }
+    } finally {
+      peer.close();
+      await s.close();
+    }
+  });
+
+  it('watch: while eager() is true a commit by another connection is seen after the quick wait, else after the slow one; eager() is polls.asked before each wait', async () => {
+    const clock = new FakeClock();
+    const path = fresh();
+    const s = new SqliteLeaseStore(path, { clock });
+    const other = new SqliteLeaseStore(path);
+    let eager = false;
+    const polls = { asked: 0 };
+    const seen: (string | null | undefined)[] = [];
+    const stop = s.watch('w', (e) => seen.push(e.record === null ? null : e.record?.record.holderIdentity), undefined, {
+      eager: () => (polls.asked++, eager),
+    });
+    try {
+      assert.equal(polls.asked, 1, 'polls.asked before the first wait');
+      await other.create('w', rec({ holderIdentity: 'slow' }));
+      await clock.advance(WATCH_EAGER_EVERY_MS);
+      assert.deepEqual(seen, [], 'not eager: no poll before the slow interval');
+      await clock.advance(50 - WATCH_EAGER_EVERY_MS);
+      assert.deepEqual(seen, ['slow']);
+      assert.equal(polls.asked, 2, 'one poll in 50 ms, then polls.asked again');
+      eager = true;
+      await clock.advance(50); // the wait chosen while not eager runs out
+      const asks: number = polls.asked;
+      const v = (await other.get('w'))!.version;
+      await other.update('w', rec({ holderIdentity: 'quick' }), v);
+      await clock.advance(WATCH_EAGER_EVERY_MS);
+      assert.deepEqual(seen, ['slow', 'quick'], 'eager: seen after one quick wait');
+      assert.equal(polls.asked, asks + 1, 'one poll');
+      await clock.advance(50);
+      assert.equal(polls.asked, asks + 1 + 50 / WATCH_EAGER_EVERY_MS, 'eager: a poll every quick interval');
+      stop();
+      const stopped = polls.asked;
+      await clock.advance(500);
+      assert.equal(polls.asked, stopped, 'no poll after stop');
+      assert.equal(clock.pendingTimers(), 0);
+    } finally {
+      stop();
+      await other.close();
+      await s.close();
+    }
+  });
+
+  it('watch: everyMs sets the slow interval (the bench), and the quick one is never slower', async () => {
+    const clock = new FakeClock();
+    const s = new SqliteLeaseStore(fresh(), { clock });
+    let asked = 0;
+    const stopSlow = s.watch('w', () => {}, undefined, { everyMs: 20, eager: () => (asked++, false) });
+    await clock.advance(100);
+    assert.equal(asked, 1 + 100 / 20);
+    stopSlow();
+    asked = 0;
+    const stopFast = s.watch('w', () => {}, undefined, { everyMs: 2, eager: () => (asked++, true) });
+    await clock.advance(10);
+    assert.equal(asked, 1 + 10 / 2);
+    stopFast();
+    await s.close();
   });
 });

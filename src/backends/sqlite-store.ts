@@ -4,6 +4,8 @@ import { dirname } from 'node:path';
 import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordError, StoreOpenError, StoreReopenedError, describeError } from '../errors.js';
 import { throwIfAborted } from '../abort.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent, WatchOptions } from './lease-store.js';
+import type { Clock, Timer } from '../clock.js';
+import { encodeSuccessor, withSuccessor } from './successor-column.js';
 import { checkLocalFilesystem, checkSqliteFile } from './sqlite-file-check.js';
 import { MakeDirsError, makeDirs } from '../util/make-dirs.js';
 import { describeIdentity, identityOf, mainAndShmOf, mountPointAt, sameFiles, unsafeReplacement, type FileIdentity } from './sqlite-file-identity.js';
@@ -12,7 +14,9 @@ import { describeIdentity, identityOf, mainAndShmOf, mountPointAt, sameFiles, un
  * Leases in one SQLite file shared by processes on one machine.
  *
  * The table is the tutorial's, column for column, so its Python candidates can share the file;
- * leasehold adds only `acquire_time`, with a default, which those candidates never write.
+ * leasehold adds only `acquire_time` and `successor` (successor-column.ts), each with a default,
+ * which those candidates never write. A writer adds a missing column when it opens the file; a
+ * reader (`leasehold status`) never writes and reads a missing column as its default.
  *
  * Compare-and-swap: the version of a row is a digest of all its values. Every write by any
  * peer (the Python candidates know nothing of versions) changes `renew_time` or the holder, so
@@ -41,7 +45,18 @@ export interface SqliteStoreOptions {
   allowNetworkFilesystem?: boolean;
   /** Reads a directory's filesystem type; tests stand in a network filesystem with it. Default fs.statfsSync. */
   statfs?: (path: string) => { type: number };
+  /** Paces watch()'s polls; tests pass a FakeClock. Default: real timers that keep no process alive. */
+  clock?: Clock;
 }
+
+/** watch()'s poll interval by default, and while the caller is eager (the named successor). */
+const WATCH_EVERY_MS = 50;
+/**
+ * The named successor takes over as soon as it sees the release, so its poll bounds the
+ * graceful handoff: 5 ms keeps that well inside the 50 ms goal. The cost is CPU in that one
+ * standby only (docs/benchmarks.md); the others keep WATCH_EVERY_MS.
+ */
+export const WATCH_EAGER_EVERY_MS = 5;
 
 interface LeaseRow {
   holder_identity: string;
@@ -49,6 +64,8 @@ interface LeaseRow {
   renew_time: number;
   lease_duration_seconds: number;
   acquire_time: number;
+  /** successor-column.ts: '' for no claim. */
+  successor: string;
 }
 
 export class SqliteLeaseStore implements LeaseStore {
@@ -65,6 +82,8 @@ export class SqliteLeaseStore implements LeaseStore {
   private refused: string | null = null;
   /** Bumped on every reopen, so a watch re-prepares its statements. */
   private generation = 0;
+  /** The table has the `successor` column (a writer adds it; a reader may find an older table). */
+  private hasSuccessor = false;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     this.location = path;
@@ -101,6 +120,7 @@ export class SqliteLeaseStore implements LeaseStore {
     }
     this.db = db;
     let hasAcquireTime = true;
+    let hasSuccessor = true;
     try {
       if (!readonly) {
         // Many processes may open a new file at once: give set-up more patience than a
@@ -117,6 +137,7 @@ export class SqliteLeaseStore implements LeaseStore {
         const columns = db.prepare('PRAGMA table_info(leases)').all() as { name: string }[];
         if (columns.length === 0) throw new Error('it has no leases table');
         hasAcquireTime = columns.some((c) => c.name === 'acquire_time');
+        hasSuccessor = columns.some((c) => c.name === 'successor');
       }
     } catch (err) {
       db.close();
@@ -133,18 +154,19 @@ export class SqliteLeaseStore implements LeaseStore {
     this.opened = identityOf(path);
     this.refused = null;
     this.generation++;
+    this.hasSuccessor = hasSuccessor;
     this.selectRow = db.prepare(
-      `SELECT holder_identity, fencing_token, renew_time, lease_duration_seconds, ${hasAcquireTime ? 'acquire_time' : '0 AS acquire_time'} FROM leases WHERE name = ?`,
+      `SELECT holder_identity, fencing_token, renew_time, lease_duration_seconds, ${hasAcquireTime ? 'acquire_time' : '0 AS acquire_time'}, ${hasSuccessor ? 'successor' : "'' AS successor"} FROM leases WHERE name = ?`,
     );
     if (readonly) {
       this.insertRow = this.updateRow = db.prepare('SELECT 1');
       return;
     }
     this.insertRow = db.prepare(
-      'INSERT INTO leases (name, holder_identity, fencing_token, renew_time, lease_duration_seconds, acquire_time) VALUES (?, ?, ?, ?, ?, ?)',
+      'INSERT INTO leases (name, holder_identity, fencing_token, renew_time, lease_duration_seconds, acquire_time, successor) VALUES (?, ?, ?, ?, ?, ?, ?)',
     );
     this.updateRow = db.prepare(
-      'UPDATE leases SET holder_identity = ?, fencing_token = ?, renew_time = ?, lease_duration_seconds = ?, acquire_time = ? WHERE name = ?',
+      'UPDATE leases SET holder_identity = ?, fencing_token = ?, renew_time = ?, lease_duration_seconds = ?, acquire_time = ?, successor = ? WHERE name = ?',
     );
   }
 
@@ -209,6 +231,9 @@ export class SqliteLeaseStore implements LeaseStore {
         if (!columns.some((c) => c.name === 'acquire_time')) {
           this.db.exec('ALTER TABLE leases ADD COLUMN acquire_time REAL NOT NULL DEFAULT 0');
         }
+        if (!columns.some((c) => c.name === 'successor')) {
+          this.db.exec("ALTER TABLE leases ADD COLUMN successor TEXT NOT NULL DEFAULT ''");
+        }
       })
       .immediate();
   }
@@ -228,7 +253,7 @@ export class SqliteLeaseStore implements LeaseStore {
       this.db
         .transaction(() => {
           if (this.selectRow.get(name)) throw new ConflictError(`lease ${name} already exists`);
-          this.insertRow.run(name, row.holder_identity, row.fencing_token, row.renew_time, row.lease_duration_seconds, row.acquire_time);
+          this.insertRow.run(name, row.holder_identity, row.fencing_token, row.renew_time, row.lease_duration_seconds, row.acquire_time, row.successor);
           return versionOf(row);
         })
         .immediate(),
@@ -246,7 +271,7 @@ export class SqliteLeaseStore implements LeaseStore {
           if (versionOf(current) !== expectedVersion) {
             throw new ConflictError(`lease ${name} changed since it was read`);
           }
-          this.updateRow.run(row.holder_identity, row.fencing_token, row.renew_time, row.lease_duration_seconds, row.acquire_time, name);
+          this.updateRow.run(row.holder_identity, row.fencing_token, row.renew_time, row.lease_duration_seconds, row.acquire_time, row.successor, name);
           return versionOf(row);
         })
         .immediate(),
@@ -260,14 +285,20 @@ export class SqliteLeaseStore implements LeaseStore {
    * (a deletion as `record: null`), so a candidate sees every state the row passes through
    * that lasts longer than the poll. It never reports itself healthy: standbys keep their
    * timed reads (which cost no network here) and notice a replaced file through them.
+   *
+   * Before each wait it asks `opts.eager()`: while true (this candidate is the named
+   * successor) it waits WATCH_EAGER_EVERY_MS instead, so the release is seen at once.
+   * `opts.everyMs` replaces the slow interval (the bench polls faster); the quick one is never
+   * slower than it.
    */
   watch(name: string, onEvent: (e: WatchEvent) => void, _onHealth?: (healthy: boolean) => void, opts: WatchOptions & { everyMs?: number } = {}): () => void {
-    const everyMs = opts.everyMs ?? 50;
+    const slowMs = opts.everyMs ?? WATCH_EVERY_MS;
+    const quickMs = Math.min(slowMs, WATCH_EAGER_EVERY_MS);
     let generation = this.generation;
     let stmt = this.db.prepare('PRAGMA data_version').pluck();
     let lastData = stmt.get() as number;
     let lastRow: string | null = versionOrNull(this.selectRow.get(name));
-    const timer = setInterval(() => {
+    const poll = () => {
       if (!this.db.open) return;
       try {
         if (generation !== this.generation) {
@@ -286,9 +317,42 @@ export class SqliteLeaseStore implements LeaseStore {
       } catch {
         // a busy or closed database: the elector's own retries cover it
       }
-    }, everyMs);
-    timer.unref();
-    return () => clearInterval(timer);
+    };
+    let stopped = false;
+    let timer: Timer | null = null;
+    // A chain of single timers, not an interval: each wait is chosen when it starts.
+    const next = () => {
+      if (stopped) return;
+      let eager = false;
+      try {
+        eager = opts.eager?.() === true;
+      } catch {
+        // the caller's question failed: the cheap rate is always safe
+      }
+      timer = this.after(eager ? quickMs : slowMs, () => {
+        timer = null;
+        poll();
+        next();
+      });
+    };
+    next();
+    return () => {
+      stopped = true;
+      timer?.cancel();
+    };
+  }
+
+  /** Whether the table has the `successor` column: a writer always adds it; a reader may find an older table. */
+  successorSupported(): boolean {
+    return this.hasSuccessor;
+  }
+
+  /** A timer that never keeps the process alive (the elector's own timers do). */
+  private after(ms: number, fn: () => void): Timer {
+    if (this.options.clock) return this.options.clock.setTimer(fn, ms);
+    const handle = setTimeout(fn, ms);
+    handle.unref();
+    return { cancel: () => clearTimeout(handle) };
   }
 
   async close(): Promise<void> {
@@ -352,13 +416,16 @@ function toRecord(row: LeaseRow): LeaseRecord {
   if (!Number.isSafeInteger(row.fencing_token) || row.fencing_token < 0) {
     throw new InvalidRecordError(`the stored fencing token ${row.fencing_token} is not an integer from 0 to ${Number.MAX_SAFE_INTEGER}`);
   }
-  return {
-    holderIdentity: row.holder_identity,
-    leaseDurationSeconds: row.lease_duration_seconds,
-    acquireTime: row.acquire_time > 0 ? dateOrNull(row.acquire_time) : null,
-    renewTime: dateOrNull(row.renew_time),
-    leaseTransitions: row.fencing_token,
-  };
+  return withSuccessor(
+    {
+      holderIdentity: row.holder_identity,
+      leaseDurationSeconds: row.lease_duration_seconds,
+      acquireTime: row.acquire_time > 0 ? dateOrNull(row.acquire_time) : null,
+      renewTime: dateOrNull(row.renew_time),
+      leaseTransitions: row.fencing_token,
+    },
+    row.successor,
+  );
 }
 
 /** Seconds since the epoch as a Date; null when a peer wrote something no Date can hold. */
@@ -375,6 +442,7 @@ function toRow(r: LeaseRecord): LeaseRow {
     renew_time: renew.getTime() / 1000,
     lease_duration_seconds: r.leaseDurationSeconds,
     acquire_time: r.acquireTime ? r.acquireTime.getTime() / 1000 : 0,
+    successor: encodeSuccessor(r.successor),
   };
 }
 
@@ -382,7 +450,10 @@ function versionOrNull(row: LeaseRow | undefined): string | null {
   return row ? versionOf(row) : null;
 }
 
-/** All of a row's values; any write by any peer changes at least renew_time or the holder. */
+/**
+ * All of a row's values; any write by any peer changes at least renew_time or the holder, and
+ * a claim-only write (a standby naming itself successor) changes `successor`.
+ */
 function versionOf(row: LeaseRow): string {
-  return JSON.stringify([row.holder_identity, row.fencing_token, row.renew_time, row.lease_duration_seconds, row.acquire_time]);
+  return JSON.stringify([row.holder_identity, row.fencing_token, row.renew_time, row.lease_duration_seconds, row.acquire_time, row.successor]);
 }

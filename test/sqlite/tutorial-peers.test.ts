@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import { REPO, start, waitFor } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
 
 const PY = join(REPO, 'test/support/tutorial_candidate.py');
 
-async function python(db: string, id: string, durationS: number) {
-  const p = start('python3', [PY, db, 'shared', id, String(durationS)]);
+async function python(db: string, id: string, durationS: number, lease = 'shared') {
+  const p = start('python3', [PY, db, lease, id, String(durationS)]);
   const r = await p.exited;
   assert.equal(r.code, 0, p.stderr());
   return JSON.parse(p.stdout()) as { acquired: boolean; token: number | null; reason: string };
@@ -49,4 +50,33 @@ describe("the tutorial's Python candidates share one SQLite file with leasehold"
     assert.equal(taken.token, 3);
     assert.equal((await python(db, 'py', 3)).acquired, false, 'python sees leasehold holding it');
   });
+
+  it(
+    'a successor claim in the row: Python candidates, which know nothing of the column, create, take over and renew as before',
+    { timeout: 30_000 },
+    async () => {
+      const file = join(dir.path, 'claims.db');
+      const store = new SqliteLeaseStore(file);
+      try {
+        // A row Python creates has no claim.
+        assert.deepEqual(await python(file, 'py', 2, 'c'), { acquired: true, token: 1, reason: 'acquired empty lease' });
+        const made = (await store.get('c'))!;
+        assert.equal(Object.hasOwn(made.record, 'successor'), false);
+        // leasehold releases it naming a successor; Python takes the free lease over it.
+        const claim = { identity: 'lh-b', claimedAt: new Date() };
+        await store.update('c', { ...made.record, holderIdentity: '', successor: claim }, made.version);
+        assert.deepEqual(await python(file, 'py2', 2, 'c'), { acquired: true, token: 2, reason: 'took over' });
+        assert.equal((await python(file, 'py2', 2, 'c')).reason, 'renewed');
+        const now = (await store.get('c'))!;
+        assert.equal(now.record.holderIdentity, 'py2');
+        assert.equal(now.record.leaseTransitions, 2);
+        assert.deepEqual(now.record.successor, claim, 'the claim is left as it was: it gives nobody the lease');
+        // And leasehold's compare-and-swap on the row Python wrote still holds.
+        await store.update('c', { ...now.record, successor: null }, now.version);
+        assert.equal(Object.hasOwn((await store.get('c'))!.record, 'successor'), false);
+      } finally {
+        await store.close();
+      }
+    },
+  );
 });
