@@ -8,7 +8,8 @@ import { checkListenHost, openStoreAndLabeler, resolveSidecar, sidecarFlags } fr
 import { badFlag } from './usage-error.js';
 import { onShutdownSignal } from './signals.js';
 import { CommandStartError } from '../src/errors.js';
-import { childEnvironment, type FlagsOf } from './env-flags.js';
+import type { FlagsOf } from './env-flags.js';
+import { childEnvironment } from './env-variables.js';
 
 /** The flags, plus what follows `--` (yargs' populate--). */
 export type RunArgs = FlagsOf<typeof runFlags> & { '--'?: (string | number)[] };
