@@ -15,13 +15,20 @@ import { EXIT_USAGE, cliMessage, exitWith } from './usage-error.js';
 const BAD_INPUT = new Set(['LEASEHOLD_ERR_INVALID_CONFIG', 'LEASEHOLD_ERR_STORE_OPEN', 'LEASEHOLD_ERR_STATUS_DIR', 'LEASEHOLD_ERR_COMMAND_START']);
 
 /**
- * `leasehold sidecar` with plain flags skips yargs (cmd/sidecar-fast-path.ts: the long-running
- * process keeps no CLI parser); everything else, and any input the fast path is unsure of, goes
- * to the yargs CLI, imported only then.
+ * `leasehold sidecar` and `leasehold run` with plain flags skip yargs (cmd/sidecar-fast-path.ts,
+ * cmd/run-fast-path.ts: the long-running process keeps no CLI parser); everything else, and any
+ * input the fast paths are unsure of, goes to the yargs CLI, imported only then.
  */
 async function main(): Promise<number> {
-  const fast = sidecarFastPath(process.argv.slice(2), process.env);
+  const argv = process.argv.slice(2);
+  const fast = sidecarFastPath(argv, process.env);
   if (fast) return runSidecar(fast.args, fast.settings);
+  if (argv[0] === 'run') {
+    const { RUN_FLAGS, runFastPath } = await import('./run-fast-path.js');
+    const { runRun } = await import('./run-command.js');
+    const plain = runFastPath(argv, process.env);
+    if (plain) return runRun(plain.args, RUN_FLAGS, plain.settings);
+  }
   const { runYargsCli } = await import('./yargs-cli.js');
   return runYargsCli();
 }

@@ -4,26 +4,33 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sidecarFastPath } from './sidecar-fast-path.js';
-import { SIDECAR_OPTIONS, resolveSidecar, sidecarFlags, type SidecarArgs } from './sidecar-settings.js';
+import { SIDECAR_OPTIONS, resolveSidecar, sidecarFlags } from './sidecar-settings.js';
 import { booleanFlagsOf, flagsOf } from './env-flags.js';
 import { runYargsCli } from './yargs-cli.js';
+import { RUN_OPTIONS, resolveRun, runFlags } from './run-command.js';
+import { RUN_FLAGS, runFastPath } from './run-fast-path.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-fast-path-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const statusDir = join(dir, 'status');
 
-/** What the yargs path hands the sidecar command, and the settings it resolves from it. */
+const pick = (table: object, a: Record<string, unknown>) => Object.fromEntries(Object.keys(table).flatMap((k) => (a[k] === undefined ? [] : [[k, a[k]]])));
+
+/** What the yargs path hands the sidecar or run command, and the settings it resolves from it. */
 async function viaYargs(argv: string[], env: NodeJS.ProcessEnv) {
-  let handed: SidecarArgs | undefined;
-  await runYargsCli(argv, env, async (a) => {
-    handed = a;
-    return 0;
+  let handed: { command: string; args: Record<string, unknown>; settings: unknown } | undefined;
+  await runYargsCli(argv, env, {
+    sidecar: async (a) => {
+      handed = { command: 'sidecar', args: pick(SIDECAR_OPTIONS, a), settings: resolveSidecar(a) };
+      return 0;
+    },
+    run: async (a) => {
+      handed = { command: 'run', args: { ...pick(RUN_OPTIONS, a), '--': (a['--'] ?? []).map(String) }, settings: resolveRun(a) };
+      return 0;
+    },
   });
-  assert.ok(handed, 'yargs ran the sidecar command');
-  const args = Object.fromEntries(
-    Object.keys(SIDECAR_OPTIONS).flatMap((k) => (handed![k as keyof SidecarArgs] === undefined ? [] : [[k, handed![k as keyof SidecarArgs]]])),
-  );
-  return { args, settings: resolveSidecar(handed) };
+  assert.ok(handed, 'yargs ran the command');
+  return handed;
 }
 
 interface Case {
@@ -104,6 +111,7 @@ describe('the sidecar fast path and the yargs path agree', () => {
       const fast = sidecarFastPath(c.argv, c.env ?? {});
       assert.ok(fast, 'the fast path accepts it');
       const slow = await viaYargs(c.argv, c.env ?? {});
+      assert.equal(slow.command, 'sidecar');
       assert.deepEqual(fast.args, slow.args);
       assert.deepEqual(fast.settings, slow.settings);
     });
@@ -114,12 +122,60 @@ describe('the sidecar fast path and the yargs path agree', () => {
     assert.ok(fast);
     const slow = await viaYargs(['sidecar'], {});
     assert.match(fast.settings.identity, /_[0-9a-f]{8}$/);
-    assert.deepEqual({ ...fast.settings, identity: '' }, { ...slow.settings, identity: '' });
+    assert.deepEqual({ ...fast.settings, identity: '' }, { ...(slow.settings as object), identity: '' });
   });
 
   for (const c of DECLINED) {
     it(`declines ${JSON.stringify(c.argv)} ${JSON.stringify(c.env ?? {})}`, () => {
       assert.equal(sidecarFastPath(c.argv, c.env ?? {}), undefined);
+    });
+  }
+});
+
+const CMD = ['--', 'sh', '-c', 'exit 0', '--lease', 'not-ours'];
+/** `run`: its own flags, its listener off by default, and its command after `--` handed on as given. */
+const RUN_ACCEPTED: Case[] = [
+  { argv: ['run', ...ID, ...CMD] },
+  { argv: ['run', ...ID, '--once', '--skip-if-ran-within', '50s', '--try=10s', ...CMD] },
+  { argv: ['run', ...ID, '--grace-period', '2s', '--listen', ':4042', '--once=false', '--', 'true'] },
+  { argv: ['run', ...ID, '--', 'echo', '1', '--', '-x', '"quoted"'] },
+  { argv: ['run', '--', 'true'], env: { LEASEHOLD_IDENTITY: 'env-id', LEASEHOLD_ONCE: 'true', LEASEHOLD_TRY: '5s', LEASEHOLD_JSON: 'x' } },
+  { argv: ['run', ...ID, '--', 'true'], env: { LEASEHOLD_FENCING_TOKEN: '4', LEASEHOLD_LEASE: 'parent', LEASEHOLD_DB: join(dir, 'r.db') } },
+];
+const RUN_DECLINED: Case[] = [
+  { argv: ['run', ...ID] },
+  { argv: ['run', ...ID, '--'] },
+  { argv: ['run', ...ID, 'true'] },
+  { argv: ['run', ...ID, '--help', '--', 'true'] },
+  { argv: ['run', ...ID, '--once', '--once', '--', 'true'] },
+  { argv: ['run', ...ID, '--try', '5s', '--', 'true'] },
+  { argv: ['run', ...ID, '--once', '--skip-if-ran-within', 'soon', '--', 'true'] },
+  { argv: ['run', ...ID, '--grace-period', '1h', '--', 'true'] },
+  { argv: ['run', ...ID, '--gracePeriod', '1s', '--', 'true'] },
+  { argv: ['run', ...ID, '--', 'true'], env: { LEASEHOLD_ONCE: 'yes' } },
+];
+
+describe('the run fast path and the yargs path agree', () => {
+  it('reads the same option table as the yargs builder', () => {
+    assert.deepEqual(RUN_FLAGS, flagsOf(runFlags));
+    const booleans = Object.entries(RUN_OPTIONS).flatMap(([k, o]) => (o.type === 'boolean' ? [k] : []));
+    assert.deepEqual(booleans.sort(), booleanFlagsOf(runFlags).sort());
+  });
+
+  for (const c of RUN_ACCEPTED) {
+    it(`accepts ${JSON.stringify(c.argv.slice(1))} ${JSON.stringify(c.env ?? {})}: the settings yargs gives`, async () => {
+      const fast = runFastPath(c.argv, c.env ?? {});
+      assert.ok(fast, 'the fast path accepts it');
+      const slow = await viaYargs(c.argv, c.env ?? {});
+      assert.equal(slow.command, 'run');
+      assert.deepEqual(fast.args, slow.args);
+      assert.deepEqual(fast.settings, slow.settings);
+    });
+  }
+
+  for (const c of [...RUN_DECLINED, ...ACCEPTED]) {
+    it(`declines ${JSON.stringify(c.argv)} ${JSON.stringify(c.env ?? {})}`, () => {
+      assert.equal(runFastPath(c.argv, c.env ?? {}), undefined);
     });
   }
 });

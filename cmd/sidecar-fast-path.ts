@@ -10,6 +10,7 @@
  * at most once, every value valid. Anything else (help, version, an unknown, repeated or
  * camelCase flag, a stray word, a value yargs would read differently, an invalid value) makes it
  * decline, and the yargs path answers as it always has: its messages, its exit codes.
+ * plainFlags is that parser for any command's table; cmd/run-fast-path.ts uses it for `run`.
  * cmd/sidecar-fast-path.test.ts holds the two paths to the same settings.
  */
 import { applyEnvFlags, checkBooleans } from './env-variables.js';
@@ -23,9 +24,7 @@ export interface FastSidecar {
   settings: ReturnType<typeof resolveSidecar>;
 }
 
-const TABLE: Readonly<Record<string, { type: 'string' | 'boolean'; default?: string | boolean }>> = SIDECAR_OPTIONS;
-const FLAGS = Object.keys(TABLE);
-const BOOLEANS = FLAGS.filter((f) => TABLE[f]!.type === 'boolean');
+type Table = Readonly<Record<string, { readonly type: 'string' | 'boolean'; readonly default?: string | boolean }>>;
 
 /**
  * A value yargs reads as written: not one in quotes (yargs strips matching quotes), not one
@@ -35,22 +34,32 @@ function plain(value: string): boolean {
   return !/^["'-]/.test(value);
 }
 
-/** The sidecar's settings from argv (after the node binary and script) and env, or undefined: ask yargs. */
-export function sidecarFastPath(argv: readonly string[], env: NodeJS.ProcessEnv): FastSidecar | undefined {
-  if (argv[0] !== 'sidecar' || argv.includes('--')) return undefined;
+/**
+ * `command`'s flags from argv (after the node binary and script, the command word first) and
+ * env, as yargs would hand them to it, with the table's defaults; or undefined when the input is
+ * anything but plain. `withCommand`: the command takes a command of its own after `--` (`run`),
+ * handed on as `--`, as yargs' populate-- does.
+ */
+export function plainFlags(command: string, table: Table, argv: readonly string[], env: NodeJS.ProcessEnv, withCommand = false) {
+  const flags = Object.keys(table);
+  const booleans = flags.filter((f) => table[f]!.type === 'boolean');
+  const sep = argv.indexOf('--');
+  if (argv[0] !== command || (withCommand ? sep < 0 || sep === argv.length - 1 : sep >= 0)) return undefined;
   try {
-    checkBooleans([...argv], env, BOOLEANS);
-    rejectRepeatedBooleans(argv, BOOLEANS);
+    checkBooleans([...argv], env, booleans);
+    rejectRepeatedBooleans(argv, booleans);
   } catch {
     return undefined;
   }
-  const words = applyEnvFlags([...argv], env, { sidecar: FLAGS }).slice(1);
+  const all = applyEnvFlags([...argv], env, { [command]: flags });
+  const end = all.indexOf('--');
+  const words = all.slice(1, end < 0 ? all.length : end);
   const given = new Map<string, string | boolean>();
   for (let i = 0; i < words.length; i++) {
     const m = /^--(no-)?([a-z][a-z0-9-]*)(?:=(.*))?$/s.exec(words[i]!);
     if (!m) return undefined;
     const [, no, flag, inline] = m as unknown as [string, string | undefined, string, string | undefined];
-    const spec = Object.hasOwn(TABLE, flag) ? TABLE[flag] : undefined;
+    const spec = Object.hasOwn(table, flag) ? table[flag] : undefined;
     if (!spec || given.has(flag)) return undefined;
     let value: string | boolean;
     if (spec.type === 'boolean') {
@@ -65,14 +74,21 @@ export function sidecarFastPath(argv: readonly string[], env: NodeJS.ProcessEnv)
     }
     given.set(flag, value);
   }
-  const args: Record<string, string | boolean> = {};
-  for (const flag of FLAGS) {
-    const value = given.get(flag) ?? TABLE[flag]!.default;
+  const args: Record<string, string | boolean | string[]> = {};
+  for (const flag of flags) {
+    const value = given.get(flag) ?? table[flag]!.default;
     if (value !== undefined) args[flag] = value;
   }
+  if (withCommand) args['--'] = all.slice(end + 1);
+  return args;
+}
+
+/** The sidecar's settings from argv (after the node binary and script) and env, or undefined: ask yargs. */
+export function sidecarFastPath(argv: readonly string[], env: NodeJS.ProcessEnv): FastSidecar | undefined {
+  const args = plainFlags('sidecar', SIDECAR_OPTIONS, argv, env) as SidecarArgs | undefined;
+  if (!args) return undefined;
   try {
-    const settings = resolveSidecar(args as SidecarArgs);
-    return { args: args as SidecarArgs, settings };
+    return { args, settings: resolveSidecar(args) };
   } catch {
     return undefined;
   }

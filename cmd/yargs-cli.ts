@@ -1,7 +1,7 @@
 /**
- * The CLI as yargs parses it. cmd/leasehold.ts loads this module only when the sidecar's fast
- * path (cmd/sidecar-fast-path.ts) declines, so a sidecar started with plain flags never loads
- * yargs.
+ * The CLI as yargs parses it. cmd/leasehold.ts loads this module only when the fast paths
+ * (cmd/sidecar-fast-path.ts, cmd/run-fast-path.ts) decline, so a sidecar or a run started with
+ * plain flags never loads yargs.
  */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
@@ -37,9 +37,10 @@ function usageMessage(msg: string, argv: string[]): string {
 
 /**
  * The whole CLI, parsed by yargs: every command, --help, --version and every usage message.
- * `sidecar` runs the sidecar command (a test passes its own, to see what yargs hands it).
+ * `commands`: the sidecar and run commands (a test passes its own, to see what yargs hands them).
  */
-export async function runYargsCli(argv = hideBin(process.argv), env = process.env, sidecar = runSidecar): Promise<number> {
+export async function runYargsCli(argv = hideBin(process.argv), env = process.env, commands = { sidecar: runSidecar, run: runRun }): Promise<number> {
+  const { sidecar, run: runCommand } = commands;
   let result = 0;
   const run = (fn: () => Promise<number>) => async () => {
     result = await fn();
@@ -65,7 +66,7 @@ export async function runYargsCli(argv = hideBin(process.argv), env = process.en
       'run',
       RUN_DESCRIPTION,
       (y) => runFlags(y).epilogue(EPILOGUE),
-      (a) => run(() => runRun(rejectRepeated(a, COMMAND_FLAGS.run), COMMAND_FLAGS.run))(),
+      (a) => run(() => runCommand(rejectRepeated(a, COMMAND_FLAGS.run), COMMAND_FLAGS.run))(),
     )
     .command(
       'operator',
