@@ -52,6 +52,7 @@ const ACCEPTED: Case[] = [
   { argv: ['sidecar', ...ID, '--listen', 'off', '--ready-when', 'elected-any', '--log-format', 'text', '--log-level', 'debug'] },
   { argv: ['sidecar', ...ID, '--listen=', '--status-dir', statusDir] },
   { argv: ['sidecar', ...ID, '--listen', ':4041', '--lease', '123'] },
+  { argv: ['sidecar', ...ID, '--lease', 'true', '--db', '0x10', '--namespace=1e3', '--kubeconfig', 'a b'] },
   { argv: ['sidecar', ...ID, '--listen=[::1]:0', '--db=a=b.db'] },
   // LEASEHOLD_<FLAG>: read for the sidecar's own flags; the command line wins.
   { argv: ['sidecar'], env: { LEASEHOLD_IDENTITY: 'env-id', LEASEHOLD_LEASE_DURATION: '20s', LEASEHOLD_POD_LABEL: 'false', LEASEHOLD_LISTEN: 'off' } },
@@ -97,6 +98,12 @@ const DECLINED: Case[] = [
   { argv: ['sidecar', ...ID], env: { LEASEHOLD_POD_LABEL: 'yes' } },
   { argv: ['sidecar', ...ID], env: { LEASEHOLD_LEASE_DURATION: 'soon' } },
   { argv: ['sidecar', ...ID], env: { LEASEHOLD_LEASE: '"quoted"' } },
+  // Valid as written, but yargs would not read them as written (it strips the quotes; it may take
+  // a word that starts with a dash for a flag).
+  { argv: ['sidecar', ...ID, '--db', '"q.db"'] },
+  { argv: ['sidecar', ...ID, "--db='q.db'"] },
+  { argv: ['sidecar', ...ID, '--db', '-q.db'] },
+  { argv: ['sidecar', ...ID], env: { LEASEHOLD_DB: "'q.db'" } },
 ];
 
 describe('the sidecar fast path and the yargs path agree', () => {
