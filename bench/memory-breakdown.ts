@@ -19,16 +19,27 @@ export interface MemoryRow {
 
 /** node:http as the sidecar loads it: by require (src/util/node-http.ts), not an ESM import. */
 const HTTP = [join(REPO, 'dist/src/util/node-http.js'), 'node:https'];
+/**
+ * What `leasehold sidecar` loads with plain flags: cmd/leasehold.js's fast path, the sidecar, a
+ * store, prom-client; no yargs (cmd/sidecar-fast-path.ts).
+ */
+const SIDECAR = [
+  ...HTTP,
+  'prom-client',
+  join(REPO, 'dist/cmd/sidecar-fast-path.js'),
+  join(REPO, 'dist/cmd/sidecar-command.js'),
+  join(REPO, 'dist/src/backends/kubernetes-store.js'),
+];
 const STEPS: { what: string; imports: string[]; flags: 'none' | 'image' }[] = [
   { what: 'empty node, no flags', imports: [], flags: 'none' },
   { what: "empty node, the image's flags", imports: [], flags: 'image' },
   { what: '(for comparison: an ESM import of node:http, which loads undici)', imports: ['node:http'], flags: 'image' },
   { what: '+ node:http (by require, as the sidecar loads it), node:https: any HTTP client and server', imports: HTTP, flags: 'image' },
-  { what: '+ yargs (the CLI)', imports: [...HTTP, 'yargs'], flags: 'image' },
-  { what: '+ prom-client (metrics)', imports: [...HTTP, 'yargs', 'prom-client'], flags: 'image' },
+  { what: '+ prom-client (metrics)', imports: [...HTTP, 'prom-client'], flags: 'image' },
+  { what: "+ leasehold's own modules (sidecar, Kubernetes store)", imports: SIDECAR, flags: 'image' },
   {
-    what: "+ leasehold's own modules (sidecar, Kubernetes store)",
-    imports: [...HTTP, 'yargs', 'prom-client', join(REPO, 'dist/cmd/sidecar-command.js'), join(REPO, 'dist/src/backends/kubernetes-store.js')],
+    what: '(for comparison: the same + yargs, which `leasehold sidecar` loads only for input its fast path leaves to it)',
+    imports: [...SIDECAR, 'yargs'],
     flags: 'image',
   },
 ];

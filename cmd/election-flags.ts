@@ -19,66 +19,82 @@ import { InvalidConfigError, describeError } from '../src/errors.js';
 import { clientConfig, parseTableName } from '../src/backends/postgres-config.js';
 import { badFlag, checkFlag } from './usage-error.js';
 import type { FlagsOf } from './env-flags.js';
+import type { OptionTable } from './option-table.js';
 
-/** The flags every command that touches a lease shares. Each is also LEASEHOLD_<FLAG>. */
-export function storeFlags<T>(y: Argv<T>) {
-  return y
-    .option('backend', { type: 'string', default: 'sqlite', describe: `Where leases live: ${BACKENDS.join(' | ')}` })
-    .option('lease', { type: 'string', default: 'leasehold', describe: 'Lease name (a DNS-1123 subdomain)' })
-    .option('db', { type: 'string', default: './.leasehold/leases.db', describe: 'sqlite: the shared database file' })
-    .option('namespace', {
-      type: 'string',
-      describe: "kubernetes: the Lease's namespace (default: the kubeconfig context's, in a pod the pod's own, else default)",
-    })
-    .option('postgres-url', {
-      type: 'string',
-      describe: 'postgres: postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=...] (default: the PG* variables and ~/.pgpass); never logged',
-    })
-    .option('postgres-table', {
-      type: 'string',
-      default: 'public.leases',
-      describe: 'postgres: the lease table, schema.table (created on first use if the role may)',
-    })
-    .option('kubeconfig', { type: 'string', describe: 'kubernetes: kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)' });
-}
+/**
+ * The flags every command that touches a lease shares. Each is also LEASEHOLD_<FLAG>. Written
+ * as plain tables, not yargs calls, so that cmd/sidecar-fast-path.ts reads the same table
+ * without loading yargs.
+ */
+export const STORE_OPTIONS = {
+  backend: { type: 'string', default: 'sqlite', describe: `Where leases live: ${BACKENDS.join(' | ')}` },
+  lease: { type: 'string', default: 'leasehold', describe: 'Lease name (a DNS-1123 subdomain)' },
+  db: { type: 'string', default: './.leasehold/leases.db', describe: 'sqlite: the shared database file' },
+  namespace: {
+    type: 'string',
+    describe: "kubernetes: the Lease's namespace (default: the kubeconfig context's, in a pod the pod's own, else default)",
+  },
+  'postgres-url': {
+    type: 'string',
+    describe: 'postgres: postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=...] (default: the PG* variables and ~/.pgpass); never logged',
+  },
+  'postgres-table': {
+    type: 'string',
+    default: 'public.leases',
+    describe: 'postgres: the lease table, schema.table (created on first use if the role may)',
+  },
+  kubeconfig: { type: 'string', describe: 'kubernetes: kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)' },
+} as const satisfies OptionTable;
 
 /** The election's timings: the sidecar's, `run`'s and the operator's own election share them. */
+export const TIMING_OPTIONS = {
+  'lease-duration': {
+    type: 'string',
+    default: formatDuration(DEFAULT_LEASE_DURATION_MS),
+    describe: 'How long others wait on an unchanged lease before taking it',
+  },
+  'renew-deadline': {
+    type: 'string',
+    default: formatDuration(DEFAULT_RENEW_DEADLINE_MS),
+    describe: 'The leader steps down if it cannot renew within this',
+  },
+  'retry-period': {
+    type: 'string',
+    default: formatDuration(DEFAULT_RETRY_PERIOD_MS),
+    describe: 'Interval between attempts (standbys add up to 120% jitter)',
+  },
+} as const satisfies OptionTable;
+
+/** A campaign's flags: the store's, then the timings', in the order --help lists them. */
+export const ELECTION_OPTIONS = {
+  ...STORE_OPTIONS,
+  'allow-network-filesystem': {
+    type: 'boolean',
+    default: false,
+    describe: 'sqlite: accept a --db on NFS/SMB/FUSE (only if every candidate runs on this one machine)',
+  },
+  identity: { type: 'string', describe: 'This candidate\'s unique identity (default: "<hostname>_<random>")' },
+  ...TIMING_OPTIONS,
+  'contention-window': {
+    type: 'string',
+    default: formatDuration(DEFAULT_CONTENTION_WINDOW_MS),
+    describe: 'When the lease expires, standbys try within this (5 × after a release), most near its end: few tries however many standbys',
+  },
+  'release-on-exit': { type: 'boolean', default: true, describe: 'Release the lease on SIGTERM/SIGINT/SIGHUP (--no-release-on-exit to keep it)' },
+  'log-format': { type: 'string', default: 'json', describe: 'json | text (logs go to stderr)' },
+  'log-level': { type: 'string', default: 'info', describe: 'debug | info | warn | error' },
+} as const satisfies OptionTable;
+
+export function storeFlags<T>(y: Argv<T>) {
+  return y.options(STORE_OPTIONS);
+}
+
 export function timingFlags<T>(y: Argv<T>) {
-  return y
-    .option('lease-duration', {
-      type: 'string',
-      default: formatDuration(DEFAULT_LEASE_DURATION_MS),
-      describe: 'How long others wait on an unchanged lease before taking it',
-    })
-    .option('renew-deadline', {
-      type: 'string',
-      default: formatDuration(DEFAULT_RENEW_DEADLINE_MS),
-      describe: 'The leader steps down if it cannot renew within this',
-    })
-    .option('retry-period', {
-      type: 'string',
-      default: formatDuration(DEFAULT_RETRY_PERIOD_MS),
-      describe: 'Interval between attempts (standbys add up to 120% jitter)',
-    });
+  return y.options(TIMING_OPTIONS);
 }
 
 export function electionFlags<T>(y: Argv<T>) {
-  const withIdentity = storeFlags(y)
-    .option('allow-network-filesystem', {
-      type: 'boolean',
-      default: false,
-      describe: 'sqlite: accept a --db on NFS/SMB/FUSE (only if every candidate runs on this one machine)',
-    })
-    .option('identity', { type: 'string', describe: 'This candidate\'s unique identity (default: "<hostname>_<random>")' });
-  return timingFlags(withIdentity)
-    .option('contention-window', {
-      type: 'string',
-      default: formatDuration(DEFAULT_CONTENTION_WINDOW_MS),
-      describe: 'When the lease expires, standbys try within this (5 × after a release), most near its end: few tries however many standbys',
-    })
-    .option('release-on-exit', { type: 'boolean', default: true, describe: 'Release the lease on SIGTERM/SIGINT/SIGHUP (--no-release-on-exit to keep it)' })
-    .option('log-format', { type: 'string', default: 'json', describe: 'json | text (logs go to stderr)' })
-    .option('log-level', { type: 'string', default: 'info', describe: 'debug | info | warn | error' });
+  return y.options(ELECTION_OPTIONS);
 }
 
 export type StoreArgs = FlagsOf<typeof storeFlags>;

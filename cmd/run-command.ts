@@ -4,11 +4,13 @@ import { formatDuration } from '../src/config/duration.js';
 import { duration } from './election-flags.js';
 import { resolveExecutable } from '../src/util/resolve-executable.js';
 import { EXIT_NOT_ELECTED, LeaderRunner } from '../src/run/leader-runner.js';
-import { checkListenHost, openStoreAndLabeler, resolveSidecar, sidecarFlags } from './sidecar-settings.js';
+import { SIDECAR_OPTIONS, checkListenHost, openStoreAndLabeler, resolveSidecar } from './sidecar-settings.js';
+import type { OptionTable } from './option-table.js';
 import { badFlag } from './usage-error.js';
 import { onShutdownSignal } from './signals.js';
 import { CommandStartError } from '../src/errors.js';
-import { childEnvironment, type FlagsOf } from './env-flags.js';
+import type { FlagsOf } from './env-flags.js';
+import { childEnvironment } from './env-variables.js';
 
 /** The flags, plus what follows `--` (yargs' populate--). */
 export type RunArgs = FlagsOf<typeof runFlags> & { '--'?: (string | number)[] };
@@ -16,24 +18,32 @@ export type RunArgs = FlagsOf<typeof runFlags> & { '--'?: (string | number)[] };
 export const RUN_DESCRIPTION =
   'Run a command only while leader: wait to be elected, start CMD with LEASEHOLD_FENCING_TOKEN, LEASEHOLD_LEASE and LEASEHOLD_IDENTITY set (and LEASEHOLD_STATUS_DIR with --status-dir), stop it (SIGTERM, then SIGKILL after --grace-period) when leadership is lost';
 
+/** `run`'s flags: the sidecar's (with no HTTP listener by default), then its own (cmd/option-table.ts). */
+export const RUN_OPTIONS = {
+  ...SIDECAR_OPTIONS,
+  listen: { ...SIDECAR_OPTIONS.listen, default: 'off' },
+  once: { type: 'boolean', default: false, describe: 'Run CMD once while leader, then release and exit with its status' },
+  'skip-if-ran-within': {
+    type: 'string',
+    describe:
+      'With --once, for cron: exit 0 without running CMD if a run (a term of this lease) began less than this ago, here or on another candidate; less than the cron interval',
+  },
+  try: { type: 'string', describe: `With --once: give up after waiting this long to be elected (exit ${EXIT_NOT_ELECTED})` },
+  'grace-period': {
+    type: 'string',
+    describe: 'SIGTERM→SIGKILL delay when leadership is lost (default and maximum: lease-duration − renew-deadline, at most 5s by default)',
+  },
+} as const satisfies OptionTable;
+
 export function runFlags<T>(y: Argv<T>) {
-  return sidecarFlags(y)
-    .option('once', { type: 'boolean', default: false, describe: 'Run CMD once while leader, then release and exit with its status' })
-    .option('skip-if-ran-within', {
-      type: 'string',
-      describe:
-        'With --once, for cron: exit 0 without running CMD if a run (a term of this lease) began less than this ago, here or on another candidate; less than the cron interval',
-    })
-    .option('try', { type: 'string', describe: `With --once: give up after waiting this long to be elected (exit ${EXIT_NOT_ELECTED})` })
-    .option('grace-period', {
-      type: 'string',
-      describe: 'SIGTERM→SIGKILL delay when leadership is lost (default and maximum: lease-duration − renew-deadline, at most 5s by default)',
-    })
-    .default('listen', 'off')
-    .usage(`leasehold run [flags] -- CMD [ARGS...]\n\n${RUN_DESCRIPTION}`);
+  return y.options(RUN_OPTIONS).usage(`leasehold run [flags] -- CMD [ARGS...]\n\n${RUN_DESCRIPTION}`);
 }
 
-export async function runRun(a: RunArgs, flags: readonly string[]): Promise<number> {
+/**
+ * Validates every `run` flag and the command's presence before anything is created; throws one
+ * clear error. The command itself is looked up on PATH later, in runRun.
+ */
+export function resolveRun(a: RunArgs) {
   const argv = (a['--'] ?? []).map(String);
   if (argv.length === 0) throw new CommandStartError('no command given: use leasehold run [flags] -- CMD [ARGS...]');
   const s = resolveSidecar(a);
@@ -52,6 +62,12 @@ export async function runRun(a: RunArgs, flags: readonly string[]): Promise<numb
   }
   const skipIfRanWithinMs = onceOnly(a, 'skip-if-ran-within');
   const tryMs = onceOnly(a, 'try');
+  return { ...s, argv, gracePeriodMs, skipIfRanWithinMs, tryMs };
+}
+
+/** `r`: the settings when the caller resolved them already (the fast path), so they are resolved once (one random identity). */
+export async function runRun(a: RunArgs, flags: readonly string[], r = resolveRun(a)): Promise<number> {
+  const { argv, gracePeriodMs, skipIfRanWithinMs, tryMs, ...s } = r;
   resolveExecutable(argv[0]!);
   await checkListenHost(s.listen, a.listen);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });

@@ -9,7 +9,8 @@ import { connectKubernetes, openStore, type StoreSettings } from '../src/backend
 import { checkStatusDir } from '../src/sidecar/status-publisher.js';
 import { parseListen } from '../src/sidecar/http-server.js';
 import { isReadyWhen } from '../src/sidecar/health.js';
-import { electionFlags, resolveElection } from './election-flags.js';
+import { ELECTION_OPTIONS, resolveElection } from './election-flags.js';
+import type { OptionTable } from './option-table.js';
 import type { FlagsOf } from './env-flags.js';
 import { badFlag } from './usage-error.js';
 import type { Logger } from '../src/log.js';
@@ -29,20 +30,25 @@ export async function openStoreAndLabeler(settings: StoreSettings, podLabel: boo
 
 export type SidecarArgs = FlagsOf<typeof sidecarFlags>;
 
+/** The sidecar's flags: a campaign's, then its own (see cmd/option-table.ts). */
+export const SIDECAR_OPTIONS = {
+  ...ELECTION_OPTIONS,
+  'status-dir': { type: 'string', describe: 'Directory for status.json, is-leader, fencing-token, holder (/leader in a pod)' },
+  listen: {
+    type: 'string',
+    default: '127.0.0.1:4040',
+    describe: 'HTTP address for /healthz /readyz /leader /metrics; ":PORT" binds every interface; "off" disables',
+  },
+  'ready-when': { type: 'string', default: 'leader', describe: 'leader | elected-any: when /readyz answers 200' },
+  'pod-label': {
+    type: 'boolean',
+    default: false,
+    describe: 'kubernetes: keep leasehold.io/role=leader|follower on this pod (the pod named by --identity)',
+  },
+} as const satisfies OptionTable;
+
 export function sidecarFlags<T>(y: Argv<T>) {
-  return electionFlags(y)
-    .option('status-dir', { type: 'string', describe: 'Directory for status.json, is-leader, fencing-token, holder (/leader in a pod)' })
-    .option('listen', {
-      type: 'string',
-      default: '127.0.0.1:4040',
-      describe: 'HTTP address for /healthz /readyz /leader /metrics; ":PORT" binds every interface; "off" disables',
-    })
-    .option('ready-when', { type: 'string', default: 'leader', describe: 'leader | elected-any: when /readyz answers 200' })
-    .option('pod-label', {
-      type: 'boolean',
-      default: false,
-      describe: 'kubernetes: keep leasehold.io/role=leader|follower on this pod (the pod named by --identity)',
-    });
+  return y.options(SIDECAR_OPTIONS);
 }
 
 /** Validates every sidecar flag and path before anything is created; throws one clear error. */

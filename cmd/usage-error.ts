@@ -93,3 +93,9 @@ export function rejectRepeatedBooleans(argv: readonly string[], booleans: readon
     seen.set(flag, forms);
   }
 }
+
+/** The CLI's last word: one line on stderr, then the exit code. */
+export function exitWith(message: string, code: number): never {
+  process.stderr.write(`leasehold: ${message.replace(/\s*\n\s*/g, ' ').trim()}\n`);
+  process.exit(code);
+}

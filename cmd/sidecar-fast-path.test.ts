@@ -1,0 +1,188 @@
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sidecarFastPath } from './sidecar-fast-path.js';
+import { SIDECAR_OPTIONS, resolveSidecar, sidecarFlags } from './sidecar-settings.js';
+import { booleanFlagsOf, flagsOf } from './env-flags.js';
+import { runYargsCli } from './yargs-cli.js';
+import { RUN_OPTIONS, resolveRun, runFlags } from './run-command.js';
+import { RUN_FLAGS, runFastPath } from './run-fast-path.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'leasehold-fast-path-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+const statusDir = join(dir, 'status');
+
+const pick = (table: object, a: Record<string, unknown>) => Object.fromEntries(Object.keys(table).flatMap((k) => (a[k] === undefined ? [] : [[k, a[k]]])));
+
+/** What the yargs path hands the sidecar or run command, and the settings it resolves from it. */
+async function viaYargs(argv: string[], env: NodeJS.ProcessEnv) {
+  let handed: { command: string; args: Record<string, unknown>; settings: unknown } | undefined;
+  await runYargsCli(argv, env, {
+    sidecar: async (a) => {
+      handed = { command: 'sidecar', args: pick(SIDECAR_OPTIONS, a), settings: resolveSidecar(a) };
+      return 0;
+    },
+    run: async (a) => {
+      handed = { command: 'run', args: { ...pick(RUN_OPTIONS, a), '--': (a['--'] ?? []).map(String) }, settings: resolveRun(a) };
+      return 0;
+    },
+  });
+  assert.ok(handed, 'yargs ran the command');
+  return handed;
+}
+
+interface Case {
+  argv: string[];
+  env?: NodeJS.ProcessEnv;
+}
+
+const ID = ['--identity', 'pod-a'];
+/** Input the fast path must take, with the settings yargs gives it. */
+const ACCEPTED: Case[] = [
+  { argv: ['sidecar', ...ID] },
+  { argv: ['sidecar', '--identity=pod-a', '--lease', 'billing', '--db', join(dir, 'x.db')] },
+  { argv: ['sidecar', ...ID, '--lease-duration', '30s', '--renew-deadline=20s', '--retry-period', '4s', '--contention-window', '0s'] },
+  { argv: ['sidecar', ...ID, '--backend', 'kubernetes', '--namespace', 'team-a', '--kubeconfig', '/k/config', '--pod-label'] },
+  { argv: ['sidecar', ...ID, '--backend=postgres', '--postgres-url', 'postgres://u@h/db', '--postgres-table', 'leasing.leases'] },
+  { argv: ['sidecar', ...ID, '--no-release-on-exit', '--allow-network-filesystem'] },
+  { argv: ['sidecar', ...ID, '--release-on-exit=false', '--allow-network-filesystem=true', '--pod-label=false'] },
+  { argv: ['sidecar', ...ID, '--release-on-exit=true'] },
+  { argv: ['sidecar', ...ID, '--listen', 'off', '--ready-when', 'elected-any', '--log-format', 'text', '--log-level', 'debug'] },
+  { argv: ['sidecar', ...ID, '--listen=', '--status-dir', statusDir] },
+  { argv: ['sidecar', ...ID, '--listen', ':4041', '--lease', '123'] },
+  { argv: ['sidecar', ...ID, '--lease', 'true', '--db', '0x10', '--namespace=1e3', '--kubeconfig', 'a b'] },
+  { argv: ['sidecar', ...ID, '--listen=[::1]:0', '--db=a=b.db'] },
+  // LEASEHOLD_<FLAG>: read for the sidecar's own flags; the command line wins.
+  { argv: ['sidecar'], env: { LEASEHOLD_IDENTITY: 'env-id', LEASEHOLD_LEASE_DURATION: '20s', LEASEHOLD_POD_LABEL: 'false', LEASEHOLD_LISTEN: 'off' } },
+  { argv: ['sidecar', '--lease', 'flag'], env: { LEASEHOLD_LEASE: 'env', LEASEHOLD_IDENTITY: 'env-id', LEASEHOLD_RELEASE_ON_EXIT: 'false' } },
+  { argv: ['sidecar', ...ID, '--release-on-exit'], env: { LEASEHOLD_RELEASE_ON_EXIT: 'false', LEASEHOLD_ONCE: 'maybe', LEASEHOLD_JSON: 'x' } },
+  // Inside a `run` command the parent's lease, identity and status dir are not flags.
+  { argv: ['sidecar', ...ID], env: { LEASEHOLD_FENCING_TOKEN: '4', LEASEHOLD_LEASE: 'parent', LEASEHOLD_STATUS_DIR: '/nowhere' } },
+];
+
+/** Input the fast path must leave to yargs: its messages and exit codes are the CLI's. */
+const DECLINED: Case[] = [
+  { argv: [] },
+  { argv: ['status'] },
+  { argv: ['run', '--', 'true'] },
+  { argv: ['sidecar', '--help'] },
+  { argv: ['sidecar', '-h'] },
+  { argv: ['sidecar', '--version'] },
+  { argv: ['sidecar', '--leese', 'x'] },
+  { argv: ['sidecar', 'extra'] },
+  { argv: ['sidecar', ...ID, '--'] },
+  { argv: ['sidecar', ...ID, '--lease', 'a', '--lease', 'b'] },
+  { argv: ['sidecar', ...ID, '--pod-label', '--no-pod-label'] },
+  { argv: ['sidecar', ...ID, '--leaseDuration', '30s'] },
+  { argv: ['sidecar', ...ID, '--lease'] },
+  { argv: ['sidecar', ...ID, '--lease', '--db', 'x'] },
+  { argv: ['sidecar', ...ID, '--lease', '"quoted"'] },
+  { argv: ['sidecar', ...ID, "--lease='quoted'"] },
+  { argv: ['sidecar', ...ID, '--no-lease'] },
+  { argv: ['sidecar', ...ID, '--pod-label', 'true'] },
+  { argv: ['sidecar', ...ID, '--no-release-on-exit=false'] },
+  { argv: ['sidecar', ...ID, '--release-on-exit=nope'] },
+  { argv: ['sidecar', ...ID, '--lease-duration', 'abc'] },
+  { argv: ['sidecar', ...ID, '--lease-duration', '10s', '--renew-deadline', '10s'] },
+  { argv: ['sidecar', ...ID, '--contention-window', '1h'] },
+  { argv: ['sidecar', ...ID, '--backend', 'etcd'] },
+  { argv: ['sidecar', ...ID, '--lease', 'Bad_Name'] },
+  { argv: ['sidecar', '--identity', ''] },
+  { argv: ['sidecar', ...ID, '--listen', 'nope:port'] },
+  { argv: ['sidecar', ...ID, '--ready-when', 'always'] },
+  { argv: ['sidecar', ...ID, '--log-format', 'xml'] },
+  { argv: ['sidecar', ...ID, '--pod-label'] },
+  { argv: ['sidecar', ...ID, '--status-dir', '/proc/leasehold'] },
+  { argv: ['sidecar', ...ID], env: { LEASEHOLD_POD_LABEL: 'yes' } },
+  { argv: ['sidecar', ...ID], env: { LEASEHOLD_LEASE_DURATION: 'soon' } },
+  { argv: ['sidecar', ...ID], env: { LEASEHOLD_LEASE: '"quoted"' } },
+  // Valid as written, but yargs would not read them as written (it strips the quotes; it may take
+  // a word that starts with a dash for a flag).
+  { argv: ['sidecar', ...ID, '--db', '"q.db"'] },
+  { argv: ['sidecar', ...ID, "--db='q.db'"] },
+  { argv: ['sidecar', ...ID, '--db', '-q.db'] },
+  { argv: ['sidecar', ...ID], env: { LEASEHOLD_DB: "'q.db'" } },
+];
+
+describe('the sidecar fast path and the yargs path agree', () => {
+  it('reads the same option table as the yargs builder', () => {
+    assert.deepEqual(Object.keys(SIDECAR_OPTIONS), flagsOf(sidecarFlags));
+    const booleans = Object.entries(SIDECAR_OPTIONS).flatMap(([k, o]) => (o.type === 'boolean' ? [k] : []));
+    assert.deepEqual(booleans.sort(), booleanFlagsOf(sidecarFlags).sort());
+  });
+
+  for (const c of ACCEPTED) {
+    it(`accepts ${JSON.stringify(c.argv.slice(1))} ${JSON.stringify(c.env ?? {})}: the settings yargs gives`, async () => {
+      const fast = sidecarFastPath(c.argv, c.env ?? {});
+      assert.ok(fast, 'the fast path accepts it');
+      const slow = await viaYargs(c.argv, c.env ?? {});
+      assert.equal(slow.command, 'sidecar');
+      assert.deepEqual(fast.args, slow.args);
+      assert.deepEqual(fast.settings, slow.settings);
+    });
+  }
+
+  it('without --identity, the same settings but for the random part of the identity', async () => {
+    const fast = sidecarFastPath(['sidecar'], {});
+    assert.ok(fast);
+    const slow = await viaYargs(['sidecar'], {});
+    assert.match(fast.settings.identity, /_[0-9a-f]{8}$/);
+    assert.deepEqual({ ...fast.settings, identity: '' }, { ...(slow.settings as object), identity: '' });
+  });
+
+  for (const c of DECLINED) {
+    it(`declines ${JSON.stringify(c.argv)} ${JSON.stringify(c.env ?? {})}`, () => {
+      assert.equal(sidecarFastPath(c.argv, c.env ?? {}), undefined);
+    });
+  }
+});
+
+const CMD = ['--', 'sh', '-c', 'exit 0', '--lease', 'not-ours'];
+/** `run`: its own flags, its listener off by default, and its command after `--` handed on as given. */
+const RUN_ACCEPTED: Case[] = [
+  { argv: ['run', ...ID, ...CMD] },
+  { argv: ['run', ...ID, '--once', '--skip-if-ran-within', '50s', '--try=10s', ...CMD] },
+  { argv: ['run', ...ID, '--grace-period', '2s', '--listen', ':4042', '--once=false', '--', 'true'] },
+  { argv: ['run', ...ID, '--', 'echo', '1', '--', '-x', '"quoted"'] },
+  { argv: ['run', '--', 'true'], env: { LEASEHOLD_IDENTITY: 'env-id', LEASEHOLD_ONCE: 'true', LEASEHOLD_TRY: '5s', LEASEHOLD_JSON: 'x' } },
+  { argv: ['run', ...ID, '--', 'true'], env: { LEASEHOLD_FENCING_TOKEN: '4', LEASEHOLD_LEASE: 'parent', LEASEHOLD_DB: join(dir, 'r.db') } },
+];
+const RUN_DECLINED: Case[] = [
+  { argv: ['run', ...ID] },
+  { argv: ['run', ...ID, '--'] },
+  { argv: ['run', ...ID, 'true'] },
+  { argv: ['run', ...ID, '--help', '--', 'true'] },
+  { argv: ['run', ...ID, '--once', '--once', '--', 'true'] },
+  { argv: ['run', ...ID, '--try', '5s', '--', 'true'] },
+  { argv: ['run', ...ID, '--once', '--skip-if-ran-within', 'soon', '--', 'true'] },
+  { argv: ['run', ...ID, '--grace-period', '1h', '--', 'true'] },
+  { argv: ['run', ...ID, '--gracePeriod', '1s', '--', 'true'] },
+  { argv: ['run', ...ID, '--', 'true'], env: { LEASEHOLD_ONCE: 'yes' } },
+];
+
+describe('the run fast path and the yargs path agree', () => {
+  it('reads the same option table as the yargs builder', () => {
+    assert.deepEqual(RUN_FLAGS, flagsOf(runFlags));
+    const booleans = Object.entries(RUN_OPTIONS).flatMap(([k, o]) => (o.type === 'boolean' ? [k] : []));
+    assert.deepEqual(booleans.sort(), booleanFlagsOf(runFlags).sort());
+  });
+
+  for (const c of RUN_ACCEPTED) {
+    it(`accepts ${JSON.stringify(c.argv.slice(1))} ${JSON.stringify(c.env ?? {})}: the settings yargs gives`, async () => {
+      const fast = runFastPath(c.argv, c.env ?? {});
+      assert.ok(fast, 'the fast path accepts it');
+      const slow = await viaYargs(c.argv, c.env ?? {});
+      assert.equal(slow.command, 'run');
+      assert.deepEqual(fast.args, slow.args);
+      assert.deepEqual(fast.settings, slow.settings);
+    });
+  }
+
+  for (const c of [...RUN_DECLINED, ...ACCEPTED]) {
+    it(`declines ${JSON.stringify(c.argv)} ${JSON.stringify(c.env ?? {})}`, () => {
+      assert.equal(runFastPath(c.argv, c.env ?? {}), undefined);
+    });
+  }
+});
