@@ -193,7 +193,7 @@ export class AttemptSchedule {
     const since = this.view.claimSinceMono;
     const state = this.view.claim(this.claims.lifetimeMs);
     if (state === 'self') return since + this.claims.refreshMs;
-    if (state === 'other') return null;
+    // Another's live claim is replaced once it has not changed for its lifetime.
     const needAtMono = seen.record.successor ? since + this.claims.lifetimeMs : since;
     if (this.volunteer?.needAtMono !== needAtMono) {
       this.volunteer = { needAtMono, delayMs: contentionDelayMs(this.random(), this.claims.volunteerWindowMs) };

@@ -309,8 +309,11 @@ export class LeaderElector {
     }
     if (e.record === null) this.view.noteAbsent();
     if (e.record) {
+      const claimBefore = this.view.claimSinceMono;
       this.observe(e.record);
-      if (e.record.record.holderIdentity !== '') return;
+      // A held lease needs no turn now, unless its successor claim changed: the wait until a
+      // claim is due (to volunteer, or to stand back) is judged again.
+      if (e.record.record.holderIdentity !== '' && this.view.claimSinceMono === claimBefore) return;
     }
     this.schedule.wakeUp();
   }

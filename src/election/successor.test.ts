@@ -1,0 +1,251 @@
+/**
+ * The successor claim (successor.ts): one standby names itself, takes a free lease at once, and
+ * the others stand back. Real electors on one in-memory store whose events carry records (as a
+ * Kubernetes watch), on the fake clock.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { LeaderElector, type ElectorOptions } from './elector.js';
+import { DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR } from './elector-config.js';
+import { FakeClock } from '../testing/fake-clock.js';
+import { MemoryLeaseStore } from '../testing/memory-store.js';
+import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent, WatchOptions } from '../backends/lease-store.js';
+
+const LEASE = 'billing';
+const timings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+/** Defaults: safety re-read max(60 × retryPeriod, leaseDuration) = 120 s; a claim lives 2.5 of them. */
+const REFRESH_MS = 120_000;
+const LIFETIME_MS = 300_000;
+const T0 = new Date('2026-12-03T09:00:00.000Z');
+const RELEASED: LeaseRecord = { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: T0, renewTime: T0, leaseTransitions: 3 };
+const GRACE_MS = RELEASE_WINDOW_FACTOR * DEFAULT_CONTENTION_WINDOW_MS;
+
+/** One candidate's view of the shared store: counts its own writes, and keeps claims only if told. */
+class CandidateStore implements LeaseStore {
+  readonly backend = 'memory';
+  readonly location = 'memory';
+  updates: LeaseRecord[] = [];
+  watchOpts: WatchOptions | undefined;
+  constructor(
+    private readonly inner: MemoryLeaseStore,
+    private readonly keepsClaims = true,
+  ) {}
+  get(name: string, opts?: CallOptions): Promise<VersionedRecord | null> {
+    return this.inner.get(name, opts);
+  }
+  create(name: string, record: LeaseRecord, opts?: CallOptions): Promise<string> {
+    return this.inner.create(name, record, opts);
+  }
+  update(name: string, record: LeaseRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    this.updates.push(structuredClone(record));
+    return this.inner.update(name, record, expectedVersion, opts);
+  }
+  watch(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void, opts?: WatchOptions): () => void {
+    this.watchOpts = opts;
+    return this.inner.watch(name, onEvent, onHealth);
+  }
+  successorSupported(): boolean {
+    return this.keepsClaims;
+  }
+  async close(): Promise<void> {}
+}
+
+function world() {
+  const clock = new FakeClock();
+  const shared = new MemoryLeaseStore();
+  shared.eventsCarryRecords = true;
+  const electors: LeaderElector[] = [];
+  const stores = new Map<string, CandidateStore>();
+  const add = (identity: string, draw: number, over: Partial<ElectorOptions> & { keepsClaims?: boolean } = {}) => {
+    const store = new CandidateStore(shared, over.keepsClaims ?? true);
+    stores.set(identity, store);
+    const e = new LeaderElector({ ...timings, store, lease: LEASE, identity, clock, random: () => draw, ...over });
+    electors.push(e);
+    e.start();
+    shared.setWatchHealth(true);
+    return e;
+  };
+  return {
+    clock,
+    shared,
+    add,
+    store: (id: string) => stores.get(id)!,
+    record: () => shared.peek(LEASE)!,
+    claimant: () => shared.peek(LEASE)?.successor?.identity ?? null,
+    leaders: () => electors.filter((e) => e.isLeader()).map((e) => e.identity),
+    /** Updates a candidate sent that changed the lease itself, not only the claim. */
+    leaseWrites: (id: string) => stores.get(id)!.updates.filter((r) => r.holderIdentity !== '' && r.holderIdentity === id),
+    stopAll: () => Promise.all(electors.map((e) => e.stop())),
+  };
+}
+
+/** A leader L and standbys; returns once L leads and `claimant` holds the claim. */
+async function steady(w: ReturnType<typeof world>, standbys: [string, number][], leaderOpts: Partial<ElectorOptions> = {}) {
+  w.shared.put(LEASE, RELEASED);
+  const leader = w.add('L', 0, leaderOpts);
+  await w.clock.advance(0);
+  assert.deepEqual(w.leaders(), ['L']);
+  const es = standbys.map(([id, draw]) => w.add(id, draw));
+  await w.clock.advance(2_000);
+  return { leader, standbys: es };
+}
+
+describe('the successor claim', () => {
+  it('a standby finding no claim writes one naming itself, changing nothing else; only one of several does', async () => {
+    const w = world();
+    const { standbys } = await steady(w, [
+      ['a', 0.2],
+      ['b', 0.9],
+    ]);
+    assert.equal(w.claimant(), 'a', 'the earlier draw claims');
+    assert.equal(w.store('b').updates.length, 0, 'b saw the claim and wrote nothing');
+    const claimWrite = w.store('a').updates[0]!;
+    assert.equal(w.store('a').updates.length, 1);
+    assert.equal(claimWrite.holderIdentity, 'L');
+    assert.equal(claimWrite.leaseTransitions, w.record().leaseTransitions, "L's term, untouched");
+    assert.equal(standbys.length, 2);
+    await w.stopAll();
+  });
+
+  it('the claimant takes a released lease at once; the other standby writes nothing', async () => {
+    const w = world();
+    const { leader } = await steady(w, [
+      ['a', 0.2],
+      ['b', 0.9],
+    ]);
+    const stopped = leader.stop(); // releases
+    await w.clock.advance(0);
+    await stopped;
+    assert.deepEqual(w.leaders(), ['a'], 'taken with no time passing');
+    assert.equal(w.record().successor, undefined, 'its own claim ended with its new term');
+    await w.clock.advance(GRACE_MS + DEFAULT_CONTENTION_WINDOW_MS * RELEASE_WINDOW_FACTOR + 1);
+    assert.equal(w.store('b').updates.filter((r) => r.holderIdentity === 'b').length, 0, 'b never tried: it saw a take the lease within the grace');
+    await w.stopAll();
+  });
+
+  it('without claims (a store that keeps none) the same release waits for a turn in the window', async () => {
+    const w = world();
+    w.shared.put(LEASE, RELEASED);
+    const leader = w.add('L', 0, { keepsClaims: false });
+    await w.clock.advance(0);
+    w.add('a', 0.2, { keepsClaims: false });
+    await w.clock.advance(2_000);
+    assert.equal(w.claimant(), null, 'nobody claims');
+    const stopped = leader.stop();
+    await w.clock.advance(0);
+    await stopped;
+    assert.deepEqual(w.leaders(), [], 'not at once');
+    await w.clock.advance(RELEASE_WINDOW_FACTOR * DEFAULT_CONTENTION_WINDOW_MS);
+    assert.deepEqual(w.leaders(), ['a']);
+    await w.stopAll();
+  });
+
+  it('a crashed leader: the claimant takes over at its observed expiry, the others after the grace see it and write nothing', async () => {
+    const w = world();
+    // L stops renewing without releasing: a crash, as far as the others can tell.
+    const { leader } = await steady(
+      w,
+      [
+        ['a', 0.9],
+        ['b', 0.2],
+        ['c', 0.5],
+      ],
+      { releaseOnCancel: false },
+    );
+    assert.equal(w.claimant(), 'b');
+    const lastRenewal = w.record().renewTime!.getTime();
+    await leader.stop();
+    const expiry = lastRenewal + timings.leaseDurationMs;
+    await w.clock.advance(expiry - w.clock.now().getTime() - 1);
+    assert.deepEqual(w.leaders(), [], 'nobody before the expiry');
+    await w.clock.advance(1);
+    assert.deepEqual(w.leaders(), ['b'], 'the claimant, at the expiry');
+    await w.clock.advance(GRACE_MS + DEFAULT_CONTENTION_WINDOW_MS + 1);
+    assert.deepEqual(w.leaseWrites('a'), []);
+    assert.deepEqual(w.leaseWrites('c'), []);
+    await w.stopAll();
+  });
+
+  it('a claim is not a renewal: a crashed leader expires on time however the claim changes', async () => {
+    const w = world();
+    const { leader } = await steady(w, [['a', 0.2]], { releaseOnCancel: false });
+    const lastRenewal = w.record().renewTime!.getTime();
+    await leader.stop();
+    // A neighbour rewrites the claim (to one nobody holds) twice after the crash.
+    await w.clock.advance(5_000);
+    w.shared.put(LEASE, { ...w.record(), successor: { identity: 'ghost', claimedAt: w.clock.now() } });
+    await w.clock.advance(5_000);
+    w.shared.put(LEASE, { ...w.record(), successor: { identity: 'ghost', claimedAt: w.clock.now() } });
+    const expiry = lastRenewal + timings.leaseDurationMs;
+    await w.clock.advance(expiry - w.clock.now().getTime() + GRACE_MS + DEFAULT_CONTENTION_WINDOW_MS);
+    assert.deepEqual(w.leaders(), ['a'], 'taken within the grace and a turn after the expiry, not a lease after the last claim');
+    await w.stopAll();
+  });
+
+  it("the leader's renewals and its release carry the claim to the claimant", async () => {
+    const w = world();
+    const { leader } = await steady(w, [['a', 0.2]]);
+    await w.clock.advance(10_000); // five renewals
+    assert.equal(w.claimant(), 'a');
+    assert.equal(w.record().holderIdentity, 'L');
+    const stopped = leader.stop();
+    // The released record, before anyone takes it, still names a.
+    await stopped;
+    await w.clock.advance(0);
+    assert.deepEqual(w.leaders(), ['a']);
+    await w.stopAll();
+  });
+
+  it('a standby that stops withdraws its claim, and another then claims', async () => {
+    const w = world();
+    const { standbys } = await steady(w, [
+      ['a', 0.2],
+      ['b', 0.9],
+    ]);
+    assert.equal(w.claimant(), 'a');
+    await standbys[0]!.stop();
+    assert.equal(w.claimant(), null, 'withdrawn');
+    await w.clock.advance(1_000);
+    assert.equal(w.claimant(), 'b');
+    await w.stopAll();
+  });
+
+  it('the claimant refreshes its claim every safety period; a claim not seen to change for its lifetime is replaced', async () => {
+    const w = world();
+    await steady(w, [['a', 0.2]]);
+    const first = w.record().successor!.claimedAt.getTime();
+    await w.clock.advance(REFRESH_MS);
+    assert.ok(w.record().successor!.claimedAt.getTime() > first, 'refreshed');
+    // A claimant that died without withdrawing: its claim stays as it was.
+    w.shared.put(LEASE, { ...w.record(), successor: { identity: 'ghost', claimedAt: w.clock.now() } });
+    await w.clock.advance(LIFETIME_MS - 1);
+    assert.equal(w.claimant(), 'ghost', 'alive until its lifetime has passed');
+    await w.clock.advance(1_001);
+    assert.equal(w.claimant(), 'a', 'replaced');
+    await w.stopAll();
+  });
+
+  it('a store that keeps no claims gets no claim writes', async () => {
+    const w = world();
+    w.shared.put(LEASE, RELEASED);
+    w.add('L', 0, { keepsClaims: false });
+    await w.clock.advance(0);
+    w.add('a', 0, { keepsClaims: false });
+    await w.clock.advance(600_000);
+    assert.deepEqual(w.store('a').updates, []);
+    await w.stopAll();
+  });
+
+  it('asks a polling store to poll quickly only while this standby holds the claim', async () => {
+    const w = world();
+    const { standbys } = await steady(w, [
+      ['a', 0.2],
+      ['b', 0.9],
+    ]);
+    assert.equal(w.store('a').watchOpts?.eager?.(), true);
+    assert.equal(w.store('b').watchOpts?.eager?.(), false);
+    assert.equal(w.store('L').watchOpts?.eager?.(), false, 'the leader polls nothing');
+    await standbys[0]!.stop();
+    await w.stopAll();
+  });
+});
