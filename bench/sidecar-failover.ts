@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { selfReportedSinceFree } from './lease-timeline.js';
 import { waitFor } from '../test/support/cli.js';
+import { VOLUNTEER_WINDOW_MS } from '../src/election/successor.js';
 import { startSidecar, validLeaders, type Candidate } from '../test/support/sidecars.js';
 
 /** The timings of every SQLite and PostgreSQL failover row. */
@@ -57,7 +58,10 @@ export async function sidecarFailover({ dir, backend, signal, candidates, trials
       // Every standby is up and follows this leader (a replacement that has not read the lease yet
       // would time its own start-up), then observes its renewals for a moment, as in steady state.
       await waitFor('the standbys to see the leader', () => cands.every((c) => c === leader.c || statusHolder(c) === leader.c.id), 20_000);
-      await sleep(500);
+      // Then as long as a standby may take to claim to be the successor (its volunteer window,
+      // 1 s) and a little more, as a rollout's next step comes only after the replacement is
+      // ready. A claim not written by then shows up here as a slow handoff, not as a skipped one.
+      await sleep(VOLUNTEER_WINDOW_MS + 500);
       const t0 = performance.now();
       leader.c.proc.kill(signal);
       const next = await waitFor('a standby to lead', () => validLeaders(cands).find((l) => l.c !== leader.c), 20_000, 2);

@@ -45,11 +45,19 @@ export class HintThrottle {
     private readonly clock: Clock,
     private readonly intervalMs: number,
     private readonly deliver: () => void,
+    /**
+     * While true, the interval is `eagerIntervalMs`: the named successor (WatchOptions.eager),
+     * whose takeover waits on this hint, should not wait out an interval a renewal's hint began.
+     * A flood then costs that one candidate more reads, and the others none more.
+     */
+    private readonly eager: () => boolean = () => false,
+    private readonly eagerIntervalMs = intervalMs,
   ) {}
 
   hint(): void {
     if (this.timer) return; // one is already due: it covers this one
-    const wait = this.lastAt + this.intervalMs - this.clock.monotonic();
+    const interval = this.eager() ? Math.min(this.eagerIntervalMs, this.intervalMs) : this.intervalMs;
+    const wait = this.lastAt + interval - this.clock.monotonic();
     if (wait <= 0) return this.fire();
     this.timer = this.clock.setTimer(() => {
       this.timer = null;

@@ -47,6 +47,39 @@ it('a flood of hints costs one delivery per interval: the first at once, a burst
   t.cancel();
 });
 
+it('the named successor (eager) waits out only the short interval: a release right after a renewal is heard at once', async () => {
+  const clock = new FakeClock();
+  let eager = false;
+  const delivered = { n: 0 };
+  const t = new HintThrottle(
+    clock,
+    250,
+    () => delivered.n++,
+    () => eager,
+    20,
+  );
+  t.hint(); // a renewal's hint
+  await clock.advance(30);
+  t.hint(); // the release, 30 ms later: a standby waits for the end of its interval
+  assert.equal(delivered.n, 1);
+  await clock.advance(220);
+  assert.equal(delivered.n, 2);
+  eager = true;
+  await clock.advance(400);
+  t.hint(); // a renewal
+  assert.equal(delivered.n, 3);
+  await clock.advance(30);
+  t.hint(); // the release, 30 ms later: the claimant reads now
+  assert.equal(delivered.n, 4);
+  // A flood costs the claimant one read per 20 ms, no more.
+  for (let ms = 0; ms < 1_000; ms += 5) {
+    t.hint();
+    await clock.advance(5);
+  }
+  assert.ok(delivered.n <= 4 + 51, `${delivered.n} deliveries`);
+  t.cancel();
+});
+
 it('table names and URLs are checked without echoing a password', () => {
   assert.deepEqual(parseTableName('leases'), { schema: 'public', table: 'leases' });
   assert.deepEqual(parseTableName('ops.leases'), { schema: 'ops', table: 'leases' });

@@ -313,7 +313,8 @@ export class LeaderElector {
       this.observe(e.record);
       // A held lease needs no turn now, unless its successor claim changed: the wait until a
       // claim is due (to volunteer, or to stand back) is judged again.
-      if (e.record.record.holderIdentity !== '' && this.view.claimSinceMono === claimBefore) return;
+      // (Our own takeover's event, which ends our claim, is not news.)
+      if (e.record.record.holderIdentity !== '' && (this.view.claimSinceMono === claimBefore || this.view.isOwn(e.record))) return;
     }
     this.schedule.wakeUp();
   }
@@ -395,7 +396,7 @@ export class LeaderElector {
   /**
    * The algorithm, over one observed record:
    *   1. The leader renews from its cached record: one request (client-go's fast path).
-   *   2. Read the record. A standby reads even when its watch showed the lease free: writing
+   *   2. Read the record (the named successor, at a release it has seen, writes at once). A standby reads even when its watch showed the lease free: writing
    *      straight from the event saved a request, but with many standbys the new holder's event
    *      reaches them all only after a while (each must wake and parse it), and every standby
    *      whose turn came first sent a write that conflicted (nearly all of them with many
@@ -424,7 +425,17 @@ export class LeaderElector {
       }
     }
 
-    // 2. Read.
+    // 2. Read; but the named successor writes straight from a release it has seen: it is the
+    // one standby meant to go now, so the herd the read protects against is not there, and a
+    // view gone stale costs only a conflict and the read after it.
+    const seen = this.view.observed;
+    if (!term && seen && seen.record.holderIdentity === '' && this.schedule.namedSuccessor()) {
+      try {
+        return await this.write('update', null, (now) => this.newTermRecord(seen.record, now), seen.version);
+      } catch (err) {
+        if (!(err instanceof ConflictError)) throw err;
+      }
+    }
     const current = await this.call('get', (o) => this.store.get(this.lease, o));
 
     // 3. Absent. Leadership is judged now, not at the start of the attempt: a candidate that

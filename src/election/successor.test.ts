@@ -25,18 +25,21 @@ class CandidateStore implements LeaseStore {
   readonly backend = 'memory';
   readonly location = 'memory';
   updates: LeaseRecord[] = [];
+  calls: string[] = [];
   watchOpts: WatchOptions | undefined;
   constructor(
     private readonly inner: MemoryLeaseStore,
     private readonly keepsClaims = true,
   ) {}
   get(name: string, opts?: CallOptions): Promise<VersionedRecord | null> {
+    this.calls.push('get');
     return this.inner.get(name, opts);
   }
   create(name: string, record: LeaseRecord, opts?: CallOptions): Promise<string> {
     return this.inner.create(name, record, opts);
   }
   update(name: string, record: LeaseRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    this.calls.push('update');
     this.updates.push(structuredClone(record));
     return this.inner.update(name, record, expectedVersion, opts);
   }
@@ -113,10 +116,12 @@ describe('the successor claim', () => {
       ['a', 0.2],
       ['b', 0.9],
     ]);
+    const mark = w.store('a').calls.length;
     const stopped = leader.stop(); // releases
     await w.clock.advance(0);
     await stopped;
     assert.deepEqual(w.leaders(), ['a'], 'taken with no time passing');
+    assert.deepEqual(w.store('a').calls.slice(mark), ['update'], 'one write, straight from the release it saw');
     assert.equal(w.record().successor, undefined, 'its own claim ended with its new term');
     await w.clock.advance(GRACE_MS + DEFAULT_CONTENTION_WINDOW_MS * RELEASE_WINDOW_FACTOR + 1);
     assert.equal(w.store('b').updates.filter((r) => r.holderIdentity === 'b').length, 0, 'b never tried: it saw a take the lease within the grace');

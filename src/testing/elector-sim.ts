@@ -134,6 +134,11 @@ class FaultyLink implements LeaseStore {
     };
   }
 
+  /** The memory store keeps successor claims: the simulation runs the claim's writes and timing too. */
+  successorSupported(): boolean {
+    return true;
+  }
+
   async close(): Promise<void> {}
 
   /** Sends one request: it may be slow, hang, fail, lose its answer, or land late. */
