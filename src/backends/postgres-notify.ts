@@ -33,35 +33,43 @@ export function notifiedLease(payload: string): string {
 }
 
 /**
- * Passes on at most one hint per `intervalMs`: the first at once, the rest of a burst as one
- * hint at the end of the interval. A flood of notifications (forged or not) then costs each
- * candidate at most one read per interval, and a real release is still noticed within it.
+ * Passes hints on at the rate of one per `intervalMs`, with a small burst: a token bucket of
+ * `burst` tokens, one refilled per interval; a hint with no token left is passed on when the
+ * next token comes, as one for all that arrived meanwhile. A flood of notifications (forged or
+ * not) then costs each candidate at most `burst` reads and then one per interval. The burst is
+ * for the release that follows a renewal closely: with one token, that release waited out the
+ * interval the renewal's hint began (up to 250 ms), and a graceful handoff with it.
  */
 export class HintThrottle {
-  private lastAt = -Infinity;
+  private tokens: number;
+  /** When the bucket was last topped up (monotonic ms). */
+  private refilledAt: number;
   private timer: Timer | null = null;
 
   constructor(
     private readonly clock: Clock,
     private readonly intervalMs: number,
     private readonly deliver: () => void,
-    /**
-     * While true, the interval is `eagerIntervalMs`: the named successor (WatchOptions.eager),
-     * whose takeover waits on this hint, should not wait out an interval a renewal's hint began.
-     * A flood then costs that one candidate more reads, and the others none more.
-     */
-    private readonly eager: () => boolean = () => false,
-    private readonly eagerIntervalMs = intervalMs,
-  ) {}
+    private readonly burst = 3,
+  ) {
+    this.tokens = burst;
+    this.refilledAt = clock.monotonic();
+  }
 
   hint(): void {
     if (this.timer) return; // one is already due: it covers this one
-    const interval = this.eager() ? Math.min(this.eagerIntervalMs, this.intervalMs) : this.intervalMs;
-    const wait = this.lastAt + interval - this.clock.monotonic();
-    if (wait <= 0) return this.fire();
+    this.refill();
+    if (this.tokens >= 1) {
+      this.tokens -= 1;
+      this.deliver();
+      return;
+    }
+    const wait = this.refilledAt + this.intervalMs - this.clock.monotonic();
     this.timer = this.clock.setTimer(() => {
       this.timer = null;
-      this.fire();
+      this.refill();
+      this.tokens = Math.max(0, this.tokens - 1);
+      this.deliver();
     }, wait);
   }
 
@@ -70,8 +78,11 @@ export class HintThrottle {
     this.timer = null;
   }
 
-  private fire(): void {
-    this.lastAt = this.clock.monotonic();
-    this.deliver();
+  private refill(): void {
+    const now = this.clock.monotonic();
+    const earned = Math.floor((now - this.refilledAt) / this.intervalMs);
+    if (earned <= 0) return;
+    this.tokens = Math.min(this.burst, this.tokens + earned);
+    this.refilledAt = this.tokens === this.burst ? now : this.refilledAt + earned * this.intervalMs;
   }
 }

@@ -33,7 +33,7 @@ import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordErro
 import { reconnectDelayMs } from '../util/backoff.js';
 import { isTlsRefused } from '../util/tls-refused.js';
 import type { Logger } from '../log.js';
-import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent, WatchOptions } from './lease-store.js';
+import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
 import { DEFAULT_POSTGRES_TABLE, clientConfig, describeTarget, parseTableName } from './postgres-config.js';
 import { loadDriver as loadOptional } from './driver.js';
 import { HintThrottle, channelName, notifiedLease } from './postgres-notify.js';
@@ -50,8 +50,6 @@ const CLIENT_CHECK_MS = 1_000;
 const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
 /** At most one read per this, however many notifications arrive. */
 const DEFAULT_HINT_INTERVAL_MS = 250;
-/** The named successor's interval: a release is then noticed within it, even right after a renewal's hint. */
-const EAGER_HINT_INTERVAL_MS = 20;
 /**
  * How long adding the successor column may wait for the table's lock. ALTER TABLE queues for
  * an exclusive lock, and every read and write of the table queues behind it meanwhile: the
@@ -345,9 +343,9 @@ export class PostgresLeaseStore implements LeaseStore {
    * connection is up and listening; every reconnect is a hint, since notifications sent while
    * it was down are lost.
    */
-  watch(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void, opts: WatchOptions = {}): () => void {
+  watch(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void): () => void {
     const id = this.watchSeq++;
-    const hints = new HintThrottle(realClock, this.hintIntervalMs, () => onEvent({}), opts.eager, EAGER_HINT_INTERVAL_MS);
+    const hints = new HintThrottle(realClock, this.hintIntervalMs, () => onEvent({}));
     this.watchers.set(id, { name, hints, onHealth });
     if (this.client) onHealth?.(true);
     else void this.connection().catch(() => {}); // health follows the connection
