@@ -24,7 +24,9 @@ it('pages describe the handoff the code does: the named successor at once, the o
   const wrong: string[] = [];
   for (const page of pages) {
     // Whole sentences here: "the named successor: it takes over at once" is one claim.
-    const whole = readFileSync(join(REPO, page), 'utf8').replace(/\s+/g, ' ').split(/(?<=\.)\s/);
+    const whole = readFileSync(join(REPO, page), 'utf8')
+      .replace(/\s+/g, ' ')
+      .split(/(?<=\.)\s/);
     for (const s of whole) {
       const aboutHandoff = /handoff|release|taken over|takes over/i.test(s);
       if (!aboutHandoff) continue;
