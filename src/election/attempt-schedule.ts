@@ -136,10 +136,14 @@ export class AttemptSchedule {
 
   /** A claim write (successor.ts) is due: to volunteer, or to refresh this standby's own claim. */
   dueForClaim(): boolean {
+    if (!this.claimDueNow()) return false;
+    return this.lastClaimMono === null || this.clock.monotonic() - this.lastClaimMono >= this.timings.retryPeriodMs;
+  }
+
+  /** The record as last seen still asks for this standby's claim now (whatever its last try). */
+  claimDueNow(): boolean {
     const due = this.claimDueMono();
-    const now = this.clock.monotonic();
-    if (due === null || now < due) return false;
-    return this.lastClaimMono === null || now - this.lastClaimMono >= this.timings.retryPeriodMs;
+    return due !== null && this.clock.monotonic() >= due;
   }
 
   claimAttempted(): void {

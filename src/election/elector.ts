@@ -344,10 +344,22 @@ export class LeaderElector {
    */
   private async writeClaim(): Promise<void> {
     this.schedule.claimAttempted();
-    const seen = this.view.observed;
-    if (!seen) return;
-    const claimed = withClaim(seen.record, { identity: this.identity, claimedAt: this.clock.now() });
+    const last = this.view.observed;
+    if (!last) return;
     try {
+      let seen = last;
+      // A volunteer reads first (the claimant refreshing its own claim does not): of many
+      // standbys whose moments came close together, those after the first one's claim see it
+      // and send nothing, as a takeover's read does (attempt(), step 2). Without the read, each
+      // wrote from a view its watch had not yet brought up to date, and lost the race.
+      if (!this.schedule.namedSuccessor()) {
+        const current = await this.call('get', (o) => this.store.get(this.lease, o));
+        if (!current) return;
+        this.observe(current);
+        if (!this.schedule.claimDueNow()) return;
+        seen = current;
+      }
+      const claimed = withClaim(seen.record, { identity: this.identity, claimedAt: this.clock.now() });
       const version = await this.call('update', (o) => this.store.update(this.lease, claimed, seen.version, o));
       // Not our lease write: the holder's expiry still counts from its last renewal (see RecordView.observe).
       this.observe({ record: claimed, version });

@@ -30,6 +30,8 @@ class CandidateStore implements LeaseStore {
   constructor(
     private readonly inner: MemoryLeaseStore,
     private readonly keepsClaims = true,
+    /** Its watch delivers nothing: the candidate learns only by reading. */
+    private readonly deaf = false,
   ) {}
   get(name: string, opts?: CallOptions): Promise<VersionedRecord | null> {
     this.calls.push('get');
@@ -45,6 +47,7 @@ class CandidateStore implements LeaseStore {
   }
   watch(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void, opts?: WatchOptions): () => void {
     this.watchOpts = opts;
+    if (this.deaf) return () => {};
     return this.inner.watch(name, onEvent, onHealth);
   }
   successorSupported(): boolean {
@@ -59,8 +62,8 @@ function world() {
   shared.eventsCarryRecords = true;
   const electors: LeaderElector[] = [];
   const stores = new Map<string, CandidateStore>();
-  const add = (identity: string, draw: number, over: Partial<ElectorOptions> & { keepsClaims?: boolean } = {}) => {
-    const store = new CandidateStore(shared, over.keepsClaims ?? true);
+  const add = (identity: string, draw: number, over: Partial<ElectorOptions> & { keepsClaims?: boolean; deaf?: boolean } = {}) => {
+    const store = new CandidateStore(shared, over.keepsClaims ?? true, over.deaf ?? false);
     stores.set(identity, store);
     const e = new LeaderElector({ ...timings, store, lease: LEASE, identity, clock, random: () => draw, ...over });
     electors.push(e);
@@ -107,6 +110,21 @@ describe('the successor claim', () => {
     assert.equal(claimWrite.holderIdentity, 'L');
     assert.equal(claimWrite.leaseTransitions, w.record().leaseTransitions, "L's term, untouched");
     assert.equal(standbys.length, 2);
+    await w.stopAll();
+  });
+
+  it('volunteers whose moments come close together: the later one reads, sees the claim, and writes nothing', async () => {
+    const w = world();
+    w.shared.put(LEASE, RELEASED);
+    w.add('L', 0);
+    await w.clock.advance(0);
+    // Two standbys that learn only by reading (their views go stale between reads), drawing
+    // moments 17 ms apart in the volunteer window.
+    w.add('a', 0.2, { deaf: true });
+    w.add('b', 0.21, { deaf: true });
+    await w.clock.advance(1_000);
+    assert.equal(w.claimant(), 'a');
+    assert.deepEqual(w.store('b').updates, [], 'b sent no claim to lose');
     await w.stopAll();
   });
 
