@@ -150,6 +150,12 @@ export class AttemptSchedule {
     this.lastClaimMono = this.clock.monotonic();
   }
 
+  /** The lease, as last observed, is free, and this standby's turn for that moment has not come. */
+  turnPending(): boolean {
+    const slot = this.contentionSlot();
+    return slot !== null && this.clock.monotonic() < slot.endMono;
+  }
+
   /** Whether the store keeps claims and this standby holds the live one: it goes first when the lease is free. */
   namedSuccessor(): boolean {
     return !this.leading() && this.claimsKept() && this.view.claim(this.claims.lifetimeMs) === 'self';
