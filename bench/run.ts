@@ -47,9 +47,11 @@ const write = !process.argv.includes('--no-write') && only === '';
 const parts = only.split(',');
 const CLUSTER_PARTS = ['pod', 'cluster', 'operator'];
 const clusterOnly = only !== '' && parts.every((p) => CLUSTER_PARTS.includes(p));
-// `--only sqlite|sqlite-disk|memory|streams|pod|cluster|operator --splice`: re-run one part and replace its
+// `--only sqlite|sqlite-disk|memory|streams|scale|pod|cluster|operator --splice`: re-run one part and replace its
 // section in docs/benchmarks.md, saying so there (the summary tables above it keep the full run's figures).
-const splice = process.argv.includes('--splice') && (only === 'sqlite' || only === 'sqlite-disk' || only === 'memory' || only === 'streams' || clusterOnly);
+const splice =
+  process.argv.includes('--splice') &&
+  (only === 'sqlite' || only === 'sqlite-disk' || only === 'memory' || only === 'streams' || only === 'scale' || clusterOnly);
 const node = imageNode();
 const BENCH_DOC = join(REPO, 'docs/benchmarks.md');
 const STREAMS_HEADING = '## Leadership as a stream\n';
@@ -197,6 +199,10 @@ if (splice) {
   } else if (only === 'sqlite-disk') {
     const note = `\n_Re-measured by \`npm run bench -- --only sqlite-disk --splice\` on ${today}, after the full run._\n`;
     replaceSection('### SQLite durable renewals against the disk\n', '\n## PostgreSQL\n', sqliteDisk!.markdown + note);
+  } else if (only === 'scale') {
+    const heading = `## One lease, ${standbys} standbys\n`;
+    const note = `_This section was re-measured by \`npm run bench -- --only scale --splice\` on ${today}, after the full run; the summary and goals tables above quote the full run's figures._\n\n`;
+    replaceSection(heading, STREAMS_HEADING, `${heading}\n${note}${scale!.markdown}\n`);
   } else if (only === 'streams') {
     const note = `_This section was measured by \`npm run bench -- --only streams --splice\` on ${today}, apart from the full run._\n\n`;
     replaceSection(STREAMS_HEADING, '## Memory in a pod\n', `${STREAMS_HEADING}\n${note}${streams!.markdown}\n`);

@@ -68,7 +68,9 @@ export class HintThrottle {
     this.timer = this.clock.setTimer(() => {
       this.timer = null;
       this.refill();
-      this.tokens = Math.max(0, this.tokens - 1);
+      // A timer may fire a little early: the token it waited for is charged all the same.
+      if (this.tokens >= 1) this.tokens -= 1;
+      else this.refilledAt += this.intervalMs;
       this.deliver();
     }, wait);
   }

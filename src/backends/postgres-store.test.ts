@@ -61,6 +61,19 @@ it("a release right after a renewal is passed on at once, not at the end of the 
   t.cancel();
 });
 
+it('a timer that fires a little early still costs its token: a flood gets one delivery per interval', async () => {
+  const base = new FakeClock();
+  const early = { now: () => base.now(), monotonic: () => base.monotonic(), setTimer: (fn: () => void, ms: number) => base.setTimer(fn, Math.max(0, ms - 1)) };
+  const delivered = { n: 0 };
+  const t = new HintThrottle(early, 250, () => delivered.n++);
+  for (let ms = 0; ms < 10_000; ms += 10) {
+    t.hint();
+    await base.advance(10);
+  }
+  assert.ok(delivered.n <= 3 + 41, `${delivered.n} deliveries in 10 s`);
+  t.cancel();
+});
+
 it('table names and URLs are checked without echoing a password', () => {
   assert.deepEqual(parseTableName('leases'), { schema: 'public', table: 'leases' });
   assert.deepEqual(parseTableName('ops.leases'), { schema: 'ops', table: 'leases' });

@@ -136,14 +136,24 @@ export class AttemptSchedule {
 
   /** A claim write (successor.ts) is due: to volunteer, or to refresh this standby's own claim. */
   dueForClaim(): boolean {
+    if (!this.claimDueNow()) return false;
+    return this.lastClaimMono === null || this.clock.monotonic() - this.lastClaimMono >= this.timings.retryPeriodMs;
+  }
+
+  /** The record as last seen still asks for this standby's claim now (whatever its last try). */
+  claimDueNow(): boolean {
     const due = this.claimDueMono();
-    const now = this.clock.monotonic();
-    if (due === null || now < due) return false;
-    return this.lastClaimMono === null || now - this.lastClaimMono >= this.timings.retryPeriodMs;
+    return due !== null && this.clock.monotonic() >= due;
   }
 
   claimAttempted(): void {
     this.lastClaimMono = this.clock.monotonic();
+  }
+
+  /** The lease, as last observed, is free, and this standby's turn for that moment has not come. */
+  turnPending(): boolean {
+    const slot = this.contentionSlot();
+    return slot !== null && this.clock.monotonic() < slot.endMono;
   }
 
   /** Whether the store keeps claims and this standby holds the live one: it goes first when the lease is free. */

@@ -206,7 +206,7 @@ export class LeaderElector {
       view: this.view,
       leading: () => this.term !== null,
       claims: {
-        // The claimant refreshes when a standby would re-read anyway: a claim costs no extra requests.
+        // As often as a standby re-reads: the claimant's one write per safety period, beside its re-read.
         refreshMs: safetyRereadMs,
         lifetimeMs: CLAIM_LIFETIME_REFRESHES * safetyRereadMs,
         volunteerWindowMs: Math.min(VOLUNTEER_WINDOW_MS, opts.leaseDurationMs / 2),
@@ -282,7 +282,7 @@ export class LeaderElector {
     } else if (this.schedule.dueForAttempt()) {
       // Each attempt is at most three requests, each bounded by requestTimeout.
       this.schedule.attempting(3 * this.requestTimeoutMs);
-      await this.tryAcquireOrRenew();
+      await this.tryAcquireOrRenew(true);
     }
     if (this.stopped) return;
     // An event arrived while that attempt was in flight (its read may predate the release the
@@ -344,13 +344,30 @@ export class LeaderElector {
    */
   private async writeClaim(): Promise<void> {
     this.schedule.claimAttempted();
-    const seen = this.view.observed;
-    if (!seen) return;
-    const claimed = withClaim(seen.record, { identity: this.identity, claimedAt: this.clock.now() });
+    const last = this.view.observed;
+    if (!last) return;
     try {
+      let seen = last;
+      // A volunteer reads first (the claimant refreshing its own claim does not): of many
+      // standbys whose moments came close together, those after the first one's claim see it
+      // and send nothing, as a takeover's read does (attempt(), step 2). Without the read, each
+      // wrote from a view its watch had not yet brought up to date, and lost the race.
+      if (!this.schedule.namedSuccessor()) {
+        const current = await this.call('get', (o) => this.store.get(this.lease, o));
+        if (!current) {
+          this.view.noteAbsent();
+          return;
+        }
+        this.observe(current);
+        if (!this.schedule.claimDueNow()) return;
+        seen = current;
+      }
+      const claimed = withClaim(seen.record, { identity: this.identity, claimedAt: this.clock.now() });
       const version = await this.call('update', (o) => this.store.update(this.lease, claimed, seen.version, o));
-      // Not our lease write: the holder's expiry still counts from its last renewal (see RecordView.observe).
-      this.observe({ record: claimed, version });
+      // Not our lease write: the holder's expiry still counts from its last renewal (see
+      // RecordView.observe). Unless the watch has meanwhile shown a newer record (a release
+      // that landed right after the claim): the answer must not take the view back before it.
+      if (this.view.observed?.version === seen.version) this.observe({ record: claimed, version });
       this.log.debug('claimed to be the successor', { holder: seen.record.holderIdentity });
     } catch (err) {
       this.log.debug('successor claim not written', { reason: describeError(err) });
@@ -379,12 +396,13 @@ export class LeaderElector {
 
   /**
    * One attempt, as client-go's tryAcquireOrRenew: true when this candidate leads afterwards.
-   * Never throws: a failed backend call is a failed attempt.
+   * Never throws: a failed backend call is a failed attempt. `atTurn` (the loop's attempts): a
+   * standby that finds the lease free before its turn for that moment does not write yet.
    */
-  async tryAcquireOrRenew(): Promise<boolean> {
+  async tryAcquireOrRenew(atTurn = false): Promise<boolean> {
     this.schedule.attemptStarted();
     try {
-      return await this.attempt();
+      return await this.attempt(atTurn);
     } catch (err) {
       this.attemptFailed(err);
       return false;
@@ -411,7 +429,7 @@ export class LeaderElector {
    *   5. Ours and leading: renew, keeping the token. Otherwise (released, expired, or ours from
    *      an ended term): a new term with the next token after any seen.
    */
-  private async attempt(): Promise<boolean> {
+  private async attempt(atTurn: boolean): Promise<boolean> {
     const term = this.term;
 
     // 1. Fast path.
@@ -475,6 +493,10 @@ export class LeaderElector {
     if (own && this.term) {
       return this.write('update', this.term, (now) => this.renewalRecord(current.record, now), current.version);
     }
+    // A standby whose read found the lease free before its turn for that moment waits for the
+    // turn, as if an event had shown it: a hint without a record woke it (PostgreSQL's
+    // notification, SQLite's poll), or its read crossed the expiry. The schedule wakes it then.
+    if (atTurn && !this.term && this.schedule.turnPending()) return false;
     this.stepDown('the lease changed hands');
     return this.write('update', null, (now) => this.newTermRecord(current.record, now), current.version);
   }

@@ -26,10 +26,14 @@ class CandidateStore implements LeaseStore {
   readonly location = 'memory';
   updates: LeaseRecord[] = [];
   calls: string[] = [];
+  /** Runs after a write has landed and before its answer comes back (a race with the watch). */
+  beforeAnswer: (() => void) | null = null;
   watchOpts: WatchOptions | undefined;
   constructor(
     private readonly inner: MemoryLeaseStore,
     private readonly keepsClaims = true,
+    /** Its watch delivers nothing: the candidate learns only by reading. */
+    private readonly deaf = false,
   ) {}
   get(name: string, opts?: CallOptions): Promise<VersionedRecord | null> {
     this.calls.push('get');
@@ -38,13 +42,18 @@ class CandidateStore implements LeaseStore {
   create(name: string, record: LeaseRecord, opts?: CallOptions): Promise<string> {
     return this.inner.create(name, record, opts);
   }
-  update(name: string, record: LeaseRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+  async update(name: string, record: LeaseRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
     this.calls.push('update');
     this.updates.push(structuredClone(record));
-    return this.inner.update(name, record, expectedVersion, opts);
+    const version = await this.inner.update(name, record, expectedVersion, opts);
+    const hook = this.beforeAnswer;
+    this.beforeAnswer = null;
+    hook?.();
+    return version;
   }
   watch(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void, opts?: WatchOptions): () => void {
     this.watchOpts = opts;
+    if (this.deaf) return () => {};
     return this.inner.watch(name, onEvent, onHealth);
   }
   successorSupported(): boolean {
@@ -53,14 +62,14 @@ class CandidateStore implements LeaseStore {
   async close(): Promise<void> {}
 }
 
-function world() {
+function world(eventsCarryRecords = true) {
   const clock = new FakeClock();
   const shared = new MemoryLeaseStore();
-  shared.eventsCarryRecords = true;
+  shared.eventsCarryRecords = eventsCarryRecords;
   const electors: LeaderElector[] = [];
   const stores = new Map<string, CandidateStore>();
-  const add = (identity: string, draw: number, over: Partial<ElectorOptions> & { keepsClaims?: boolean } = {}) => {
-    const store = new CandidateStore(shared, over.keepsClaims ?? true);
+  const add = (identity: string, draw: number, over: Partial<ElectorOptions> & { keepsClaims?: boolean; deaf?: boolean } = {}) => {
+    const store = new CandidateStore(shared, over.keepsClaims ?? true, over.deaf ?? false);
     stores.set(identity, store);
     const e = new LeaderElector({ ...timings, store, lease: LEASE, identity, clock, random: () => draw, ...over });
     electors.push(e);
@@ -110,6 +119,21 @@ describe('the successor claim', () => {
     await w.stopAll();
   });
 
+  it('volunteers whose moments come close together: the later one reads, sees the claim, and writes nothing', async () => {
+    const w = world();
+    w.shared.put(LEASE, RELEASED);
+    w.add('L', 0);
+    await w.clock.advance(0);
+    // Two standbys that learn only by reading (their views go stale between reads), drawing
+    // moments 17 ms apart in the volunteer window.
+    w.add('a', 0.2, { deaf: true });
+    w.add('b', 0.21, { deaf: true });
+    await w.clock.advance(1_000);
+    assert.equal(w.claimant(), 'a');
+    assert.deepEqual(w.store('b').updates, [], 'b sent no claim to lose');
+    await w.stopAll();
+  });
+
   it('the claimant takes a released lease at once; the other standby writes nothing', async () => {
     const w = world();
     const { leader } = await steady(w, [
@@ -125,6 +149,35 @@ describe('the successor claim', () => {
     assert.equal(w.record().successor, undefined, 'its own claim ended with its new term');
     await w.clock.advance(GRACE_MS + DEFAULT_CONTENTION_WINDOW_MS * RELEASE_WINDOW_FACTOR + 1);
     assert.equal(w.store('b').updates.filter((r) => r.holderIdentity === 'b').length, 0, 'b never tried: it saw a take the lease within the grace');
+    await w.stopAll();
+  });
+
+  it('with events that carry no record (PostgreSQL, SQLite): the claimant reads and takes at once; the other waits its grace', async () => {
+    const w = world(false);
+    const { leader } = await steady(w, [
+      ['a', 0.2],
+      ['b', 0],
+    ]);
+    assert.equal(w.claimant(), 'b');
+    const stopped = leader.stop();
+    await w.clock.advance(0);
+    await stopped;
+    assert.deepEqual(w.leaders(), ['b']);
+    await w.clock.advance(GRACE_MS + RELEASE_WINDOW_FACTOR * DEFAULT_CONTENTION_WINDOW_MS + 1);
+    assert.deepEqual(w.leaseWrites('a'), [], 'a read the release at once too, and waited for its turn');
+    await w.stopAll();
+  });
+
+  it('a release that lands between a claim and its answer is not undone by the answer', async () => {
+    const w = world();
+    // A leader that is not an elector here: the test writes its release at the worst moment.
+    w.shared.put(LEASE, { ...RELEASED, holderIdentity: 'L', leaseDurationSeconds: 15, leaseTransitions: 4 });
+    const a = w.add('a', 0.2);
+    // a's claim lands; before its answer comes back, L releases and a's watch shows it.
+    w.store('a').beforeAnswer = () => void w.shared.put(LEASE, { ...w.record(), holderIdentity: '', leaseDurationSeconds: 1 });
+    await w.clock.advance(1_000);
+    assert.equal(w.record().holderIdentity, 'a', 'a took the release it saw, at once');
+    assert.equal(a.isLeader(), true);
     await w.stopAll();
   });
 

@@ -13,7 +13,8 @@
  * the record under the lease's own rules: a claim gives no right to the lease, a stale or forged
  * one delays nobody past the grace, and a store that cannot keep claims leaves the window as
  * the only rule. The claim is kept apart from the lease's expiry: writing it changes neither
- * holder nor times, and a standby does not count it as a renewal.
+ * holder nor token (the times are written back as read, to the millisecond), and a standby does
+ * not count it as a renewal.
  */
 import type { LeaseRecord, SuccessorClaim } from '../backends/lease-store.js';
 
