@@ -138,8 +138,8 @@ export function handoffGoalRows(i: HandoffGoalInputs): GoalRow[] {
 export const HANDOFF_GOAL_NOTE = [
   `**Graceful handoff p95 ≤ ${GOAL_MS} ms: not met where the table says so.** With a live successor claim`,
   '(src/election/successor.ts) a handoff is the leader noticing its signal and writing the release, the release',
-  'reaching the named successor (a watch event on Kubernetes, a NOTIFY read at most 20 ms after the last one on',
-  "PostgreSQL, a poll every 5 ms on SQLite), and the successor's one write: three steps in series, each a request",
+  'reaching the named successor (a watch event on Kubernetes; a NOTIFY on PostgreSQL, read at once unless a flood has',
+  "used up its burst of 3; a poll every 5 ms on SQLite), and the successor's one write: three steps in series, each a request",
   'or a wake-up on a machine the bench shares with every candidate and the store. What is left over the goal is',
   'the time of those steps under that load. A handoff without a live claim (a standby started less than a second',
   `before it, or a claimant that died without taking its claim back) waits ${RELEASE_WINDOW_FACTOR} × \`--contention-window\` and a turn`,
