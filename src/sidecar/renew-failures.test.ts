@@ -4,6 +4,7 @@ import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
 import { silentLogger } from '../log.js';
 import { Sidecar } from './sidecar.js';
+import { DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR } from '../election/elector-config.js';
 
 const T = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 
@@ -18,7 +19,7 @@ it('a renewal that hangs past renewDeadline counts as a failed renewal when the 
   store.put('l', { holderIdentity: '', leaseDurationSeconds: 15, acquireTime: null, renewTime: null, leaseTransitions: 0 });
   const s = new Sidecar({ ...T, store, lease: 'l', identity: 'me', log: silentLogger, clock });
   await s.start();
-  await clock.advance(100);
+  await clock.advance(RELEASE_WINDOW_FACTOR * DEFAULT_CONTENTION_WINDOW_MS); // its turn after the release it read
   assert.equal(s.elector.isLeader(), true);
   assert.equal(await renewFailures(s), 0);
   // Every call from now on hangs, as a request to an API server cut off by the network does.

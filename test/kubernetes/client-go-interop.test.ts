@@ -8,6 +8,24 @@ import { admin, backendArgs, env, freshNamespace, rawLease, storeFor } from '../
 
 const HANDOFFS = 20;
 const T = { leaseDuration: '4s', renewDeadline: '3s', retryPeriod: '1s' };
+
+/** The Go peer's flags: client-go's LeaseLock on this Lease, with the same timings as leasehold's. */
+const goArgs = (ns: string, lease: string, id: string) => [
+  '--kubeconfig',
+  env().admin,
+  '--namespace',
+  ns,
+  '--lease',
+  lease,
+  '--identity',
+  id,
+  '--lease-duration',
+  T.leaseDuration,
+  '--renew-deadline',
+  T.renewDeadline,
+  '--retry-period',
+  T.retryPeriod,
+];
 const RETRY_MS = 1_000;
 const MARGIN_MS = 1_500;
 
@@ -65,22 +83,7 @@ describe("client-go's leader election and leasehold share one Lease", () => {
     const ns = await freshNamespace('interop-claim');
     const lease = 'claim';
     const id = 'client-go-claim';
-    const proc = start(goBin, [
-      '--kubeconfig',
-      env().admin,
-      '--namespace',
-      ns,
-      '--lease',
-      lease,
-      '--identity',
-      id,
-      '--lease-duration',
-      T.leaseDuration,
-      '--renew-deadline',
-      T.renewDeadline,
-      '--retry-period',
-      T.retryPeriod,
-    ]);
+    const proc = start(goBin, goArgs(ns, lease, id));
     all.push({ kind: 'client-go', id, proc });
     const store = storeFor(ns);
     try {
@@ -159,22 +162,7 @@ describe("client-go's leader election and leasehold share one Lease", () => {
               '--retry-period',
               T.retryPeriod,
             ])
-          : start(goBin, [
-              '--kubeconfig',
-              env().admin,
-              '--namespace',
-              ns,
-              '--lease',
-              lease,
-              '--identity',
-              id,
-              '--lease-duration',
-              T.leaseDuration,
-              '--renew-deadline',
-              T.renewDeadline,
-              '--retry-period',
-              T.retryPeriod,
-            ]);
+          : start(goBin, goArgs(ns, lease, id));
       const inst = { kind, id, proc };
       all.push(inst);
       return inst;

@@ -1,20 +1,12 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { admin, env, freshNamespace, kubectl, rawLease, storeFor, storeFromConfig } from '../support/kube.js';
-import type { LeaseRecord } from '../../src/backends/lease-store.js';
+import { leaseRecord, RECORD_TIME as at } from '../support/lease-record.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 
-const at = new Date('2026-12-02T09:15:24.123Z');
-const rec = (over: Partial<LeaseRecord> = {}): LeaseRecord => ({
-  holderIdentity: 'a',
-  leaseDurationSeconds: 15,
-  acquireTime: at,
-  renewTime: at,
-  leaseTransitions: 1,
-  ...over,
-});
+const rec = leaseRecord;
 
 async function code(p: Promise<unknown>): Promise<string> {
   try {

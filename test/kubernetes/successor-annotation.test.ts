@@ -1,21 +1,14 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { freshNamespace, kubectl, rawLease, storeFor } from '../support/kube.js';
-import type { LeaseRecord, VersionedRecord, WatchEvent } from '../../src/backends/lease-store.js';
+import type { VersionedRecord, WatchEvent } from '../../src/backends/lease-store.js';
+import { leaseRecord } from '../support/lease-record.js';
 import { waitFor } from '../support/cli.js';
 
 // The successor claim as the leasehold.io/successor annotation, on a real kube-apiserver: the
 // store owns that one annotation and nothing else on the Lease's metadata.
-const at = new Date('2026-12-02T09:15:24.123Z');
 const claimedAt = new Date('2026-12-02T09:15:26.456Z');
-const rec = (over: Partial<LeaseRecord> = {}): LeaseRecord => ({
-  holderIdentity: 'a',
-  leaseDurationSeconds: 15,
-  acquireTime: at,
-  renewTime: at,
-  leaseTransitions: 1,
-  ...over,
-});
+const rec = leaseRecord;
 const KEY = 'leasehold.io/successor';
 
 function metadataOf(ns: string, name: string): { annotations: Record<string, string>; labels: Record<string, string> } {
