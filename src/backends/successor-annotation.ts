@@ -1,6 +1,6 @@
-import { validateIdentity } from '../config/election-options.js';
 import { InvalidRecordError } from '../errors.js';
 import type { SuccessorClaim } from './lease-store.js';
+import { claimFromJson, claimProblem } from './successor-json.js';
 
 /**
  * The successor claim on a Kubernetes Lease lives in this annotation, not in the spec: the
@@ -30,28 +30,5 @@ export function formatSuccessor(claim: SuccessorClaim): string {
  * simply goes through the contention window.
  */
 export function parseSuccessor(value: unknown): SuccessorClaim | null {
-  if (typeof value !== 'string') return null;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch {
-    return null;
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return null;
-  const { identity, claimedAt } = parsed as { identity?: unknown; claimedAt?: unknown };
-  if (typeof identity !== 'string' || typeof claimedAt !== 'string' || !RFC3339.test(claimedAt)) return null;
-  const at = new Date(claimedAt);
-  if (claimProblem(identity, at)) return null;
-  return { identity, claimedAt: at };
-}
-
-/** What makes a claim unusable, or null: its identity breaks the identity rules, or its time is not a time. */
-function claimProblem(identity: string, claimedAt: Date): string | null {
-  try {
-    validateIdentity(identity);
-  } catch (err) {
-    return (err as Error).message;
-  }
-  if (!(claimedAt instanceof Date) || Number.isNaN(claimedAt.getTime())) return `claimedAt ${String(claimedAt)} is not a valid time`;
-  return null;
+  return claimFromJson(value, (t) => (typeof t === 'string' && RFC3339.test(t) ? new Date(t) : null));
 }

@@ -1,4 +1,5 @@
 import type { LeaseRecord, SuccessorClaim } from './lease-store.js';
+import { claimFromJson } from './successor-json.js';
 
 /**
  * How the SQL stores (SQLite, PostgreSQL) keep a successor claim in their `successor TEXT NOT
@@ -13,20 +14,9 @@ export function encodeSuccessor(claim: SuccessorClaim | null | undefined): strin
   return JSON.stringify({ identity: claim.identity, claimedAt: claim.claimedAt.getTime() });
 }
 
-/** The claim a column value holds, or null for '' and for anything malformed. */
+/** The claim a column value holds, or null for '' and for anything malformed (successor-json.ts). */
 export function decodeSuccessor(text: unknown): SuccessorClaim | null {
-  if (typeof text !== 'string' || text === '') return null;
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (typeof v !== 'object' || v === null) return null;
-  const { identity, claimedAt } = v as { identity?: unknown; claimedAt?: unknown };
-  if (typeof identity !== 'string' || identity === '' || typeof claimedAt !== 'number' || !Number.isFinite(claimedAt)) return null;
-  const at = new Date(claimedAt);
-  return Number.isNaN(at.getTime()) ? null : { identity, claimedAt: at };
+  return claimFromJson(text, (t) => (typeof t === 'number' && Number.isFinite(t) ? new Date(t) : null));
 }
 
 /** Adds `successor` to a record read from a row only when there is a claim: no claim, no key. */
