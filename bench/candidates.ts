@@ -3,11 +3,10 @@
  * a leasehold sidecar on the image's Node (with its flags, `--jitless` alone, or none) or the
  * client-go peer, on one lease with the same timings.
  */
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import type { ImageNode } from './image-node.js';
+import { buildTool } from '../test/support/build-tool.js';
 import type { KubeClient } from '../src/kube/api-client.js';
-import { CLI, REPO, start, type Proc } from '../test/support/cli.js';
+import { CLI, start, type Proc } from '../test/support/cli.js';
 
 export type Impl = 'leasehold' | 'leasehold-jitless' | 'leasehold-jit' | 'client-go';
 
@@ -21,9 +20,7 @@ export const timingArgs = (t: Timings): string[] => ['--lease-duration', t.lease
 
 /** Builds (or reuses from the cache) the client-go peer; returns its binary. */
 export function buildGoCandidate(): string {
-  return execFileSync('bash', [join(REPO, 'test/support/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
-    .toString()
-    .trim();
+  return buildTool('build-go-candidate.sh');
 }
 
 export const createNamespace = (admin: KubeClient, name: string) =>

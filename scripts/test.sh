@@ -6,11 +6,14 @@
 #      test/support/coverage-floor.mjs, the step fails
 #   3. the same local tiers on the Node version the image ships (the Dockerfile's NODE_IMAGE),
 #      with better-sqlite3 built for it (scripts/test-on-node.sh; both cached)
-#   4. the PostgreSQL tier on a real PostgreSQL server (Debian's, started in a temporary
+#   4. the tools the next tiers use (control plane, helm, prometheus, the client-go peer, and as
+#      root the node binaries and images), each built once into ~/.cache/leasehold before any
+#      test starts its clock (test/support/build-test-tools.sh)
+#   5. the PostgreSQL tier on a real PostgreSQL server (Debian's, started in a temporary
 #      directory on a loopback port and removed after)
-#   5. the Kubernetes tier on a real kube-apiserver + etcd (built once, cached; see test/support/),
+#   6. the Kubernetes tier on a real kube-apiserver + etcd (built once, cached; see test/support/),
 #      including the image built from the Dockerfile, run by a private Docker daemon
-#   6. the cluster tier: that image and the chart, installed by helm on a real single-node
+#   7. the cluster tier: that image and the chart, installed by helm on a real single-node
 #      Kubernetes that test/cluster/cluster.sh brings up and tears down (root needed)
 # The files of each tier come from scripts/test-files.sh, the one list package.json uses too.
 set -euo pipefail
@@ -31,6 +34,14 @@ node --import tsx --import ./test/support/coverage-test-processes.mjs --test --t
 image_node="$(sed -n 's/^ARG NODE_IMAGE=node:\([0-9.]*\)-.*/\1/p' Dockerfile)"
 step "unit, SQLite and CLI tiers on Node $image_node (the image's)"
 bash scripts/test-on-node.sh "$image_node"
+
+step "tools for the Kubernetes and cluster tiers (built once, cached in ~/.cache/leasehold)"
+tools_started=$SECONDS
+node_flag=()
+[[ $(id -u) -eq 0 ]] && node_flag=(--node)
+LEASEHOLD_TOOLS_PREBUILT="$(bash test/support/build-test-tools.sh "${node_flag[@]}")"
+export LEASEHOLD_TOOLS_PREBUILT
+echo "tools ready in $((SECONDS - tools_started))s: $LEASEHOLD_TOOLS_PREBUILT"
 
 step "PostgreSQL tier (a real PostgreSQL server)"
 mapfile -t pg_tests < <(tests postgres)

@@ -16,6 +16,7 @@ applets="sh cat echo sleep ls wget trap true false date grep httpd"
 busybox_tar="$cache/busybox-local-$(printf '%s' "$applets" | sha256sum | cut -c1-8).tar"
 log() { printf '[node-images] %s\n' "$*" >&2; }
 if [[ -f "$pause_tar" && -f "$busybox_tar" ]]; then printf '%s\n%s\n' "$pause_tar" "$busybox_tar"; exit 0; fi
+source "$(dirname "${BASH_SOURCE[0]}")/../support/prebuilt-guard.sh" && refuse_build_inside_tests node-images
 mkdir -p "$cache"
 work="$(mktemp -d /tmp/leasehold-node-images-XXXXXX)"
 trap 'bash "$repo/test/image/dockerd.sh" stop "$work/docker"; rm -rf "$work"' EXIT

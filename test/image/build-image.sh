@@ -14,6 +14,7 @@ inputs="$(cd "$repo" && git ls-files -s Dockerfile .dockerignore package.json pa
 dirty="$(cd "$repo" && git status --porcelain -- Dockerfile .dockerignore package.json package-lock.json tsconfig.json tsconfig.build.json cmd src examples | sha256sum | cut -c1-6)"
 out="$cache/leasehold-node$version-$inputs-$dirty.tar"
 if [[ -f "$out" ]]; then log "cached: $out"; echo "$out"; exit 0; fi
+source "$(dirname "${BASH_SOURCE[0]}")/../support/prebuilt-guard.sh" && refuse_build_inside_tests image
 
 base="$(bash "$repo/test/image/build-node-base.sh" "$version")"
 work="$(mktemp -d /tmp/leasehold-docker-XXXXXX)"

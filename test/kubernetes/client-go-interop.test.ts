@@ -1,9 +1,8 @@
-import { describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
-import { REPO, start, startCli, waitFor, type Proc } from '../support/cli.js';
+import { start, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
+import { buildTool } from '../support/build-tool.js';
 import { admin, backendArgs, env, freshNamespace, rawLease, storeFor } from '../support/kube.js';
 
 const HANDOFFS = 20;
@@ -75,11 +74,12 @@ function intervals(inst: Instance, endOfTest: number): Interval[] {
 describe("client-go's leader election and leasehold share one Lease", () => {
   scratchDir(() => all);
   const all: Instance[] = [];
+  let goBin: string;
+  before(() => {
+    goBin = buildTool('build-go-candidate.sh');
+  });
 
   it("a successor claim survives a client-go leader's renewals and its release", { timeout: 60_000 }, async () => {
-    const goBin = execFileSync('bash', [join(REPO, 'test/support/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
-      .toString()
-      .trim();
     const ns = await freshNamespace('interop-claim');
     const lease = 'claim';
     const id = 'client-go-claim';
@@ -138,9 +138,6 @@ describe("client-go's leader election and leasehold share one Lease", () => {
   });
 
   it(`never two leaders over ${HANDOFFS} handoffs in both directions; the token grows on each`, { timeout: 300_000 }, async () => {
-    const goBin = execFileSync('bash', [join(REPO, 'test/support/build-go-candidate.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
-      .toString()
-      .trim();
     const ns = await freshNamespace('interop');
     const lease = 'interop';
     let generation = 0;

@@ -43,6 +43,7 @@ if complete "$DEST"; then
   log "cached: $DEST"
   echo "$DEST"; exit 0
 fi
+source "$(dirname "${BASH_SOURCE[0]}")/prebuilt-guard.sh" && refuse_build_inside_tests control-plane
 
 command -v go >/dev/null || { log "go is not on PATH: the control plane is built with the Go toolchain"; exit 1; }
 mkdir -p "$DEST"

@@ -7,6 +7,7 @@ if [[ -n "${LEASEHOLD_HELM:-}" ]]; then echo "$LEASEHOLD_HELM"; exit 0; fi
 cache="${LEASEHOLD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/leasehold}/helm"
 bin="$cache/helm-v$HELM_VERSION"
 if [[ -x "$bin" ]]; then echo "$bin"; exit 0; fi
+source "$(dirname "${BASH_SOURCE[0]}")/prebuilt-guard.sh" && refuse_build_inside_tests helm
 mkdir -p "$cache"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -13,6 +13,7 @@ if [[ -n "${LEASEHOLD_PROMETHEUS_DIR:-}" ]]; then
 fi
 DEST="${LEASEHOLD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/leasehold}/prometheus-v$PROM_VERSION"
 if complete "$DEST"; then log "cached: $DEST"; echo "$DEST"; exit 0; fi
+source "$(dirname "${BASH_SOURCE[0]}")/prebuilt-guard.sh" && refuse_build_inside_tests prometheus
 
 command -v go >/dev/null || { log "go is not on PATH: promtool and prometheus are built with the Go toolchain"; exit 1; }
 mkdir -p "$DEST"
