@@ -5,9 +5,9 @@
  *   lease_duration_seconds and acquire_time DOUBLE PRECISION (epoch seconds), version BIGINT,
  *   successor TEXT (a standby's claim to go first, successor-column.ts; optional: a table
  *   without it, that this role may not alter, costs only the fast graceful handoff)
- * - compare-and-swap: `UPDATE ... WHERE name = $1 AND version = $2`, and `version + 1`; an
- *   update that matches no row lost a race (or the row was deleted): ConflictError. No write is
- *   ever blind;
+ * - compare-and-swap: `UPDATE ... WHERE name = $1 AND version = $2`; an update that matches no
+ *   row lost a race (or the row was deleted): ConflictError. No write is ever blind. A version
+ *   never repeats for a lease name, across deletes and re-creates (writeVersion below);
  * - durability: the session sets `synchronous_commit = on`, so a write that returned success
  *   is flushed to the server's WAL, whatever the server's default;
  * - every write notifies the table's channel (postgres-notify.ts) with the lease's name, and the
@@ -57,6 +57,16 @@ const DEFAULT_HINT_INTERVAL_MS = 250;
  * the lock at once, this process runs without the column and a later start tries again.
  */
 const ADD_COLUMN_LOCK_TIMEOUT_MS = 200;
+/**
+ * The version every write gives the row: the writing transaction's id (64 bits with its epoch,
+ * never reused by the server) above 2^62. A version counted per row (`version + 1`) started
+ * again at 1 when the row was deleted and re-created, so a version read before the deletion
+ * became current again and a write from that old read was accepted. The offset keeps these
+ * versions clear of the small ones an earlier leasehold counted up from 1 in the same table.
+ */
+const WRITE_VERSION = 'txid_current() + 4611686018427387904';
+/** The largest value of the version column (BIGINT): anything past it was never issued. */
+const MAX_BIGINT = 9223372036854775807n;
 
 export interface PostgresStoreOptions {
   /** A postgres:// URL; when absent, the PG* variables and ~/.pgpass (as psql reads them). */
@@ -312,7 +322,7 @@ export class PostgresLeaseStore implements LeaseStore {
       'create',
       `WITH w AS (
          INSERT INTO ${this.qualified} (name, holder_identity, fencing_token, renew_time, lease_duration_seconds, acquire_time, version${this.hasSuccessor ? ', successor' : ''})
-         VALUES ($1, $2, $3, $4, $5, $6, 1${this.hasSuccessor ? ', $9' : ''}) ON CONFLICT (name) DO NOTHING RETURNING version
+         VALUES ($1, $2, $3, $4, $5, $6, ${WRITE_VERSION}${this.hasSuccessor ? ', $9' : ''}) ON CONFLICT (name) DO NOTHING RETURNING version
        ) SELECT version, CASE WHEN $8 THEN pg_notify($7, $1) END FROM w`,
       [name, ...values(record), this.channel, this.notifyInStatement, ...(this.hasSuccessor ? [encodeSuccessor(record.successor)] : [])],
       opts,
@@ -322,12 +332,13 @@ export class PostgresLeaseStore implements LeaseStore {
   }
 
   async update(name: string, record: LeaseRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
-    if (!/^\d{1,18}$/.test(expectedVersion)) throw new ConflictError(`lease ${name}: version ${JSON.stringify(expectedVersion)} is not one this store issued`);
+    if (!/^\d{1,19}$/.test(expectedVersion) || BigInt(expectedVersion) > MAX_BIGINT)
+      throw new ConflictError(`lease ${name}: version ${JSON.stringify(expectedVersion)} is not one this store issued`);
     const r = await this.query<{ version: string }>(
       'update',
       `WITH w AS (
          UPDATE ${this.qualified}
-         SET holder_identity = $3, fencing_token = $4, renew_time = $5, lease_duration_seconds = $6, acquire_time = $7, version = version + 1${this.hasSuccessor ? ', successor = $10' : ''}
+         SET holder_identity = $3, fencing_token = $4, renew_time = $5, lease_duration_seconds = $6, acquire_time = $7, version = ${WRITE_VERSION}${this.hasSuccessor ? ', successor = $10' : ''}
          WHERE name = $1 AND version = $2 RETURNING version
        ) SELECT version, CASE WHEN $9 THEN pg_notify($8, $1) END FROM w`,
       [name, expectedVersion, ...values(record), this.channel, this.notifyInStatement, ...(this.hasSuccessor ? [encodeSuccessor(record.successor)] : [])],

@@ -138,6 +138,27 @@ export function leaseStoreContract(storeName: string, open: () => Promise<Contra
       assert.equal(await s.get(name), null);
     });
 
+    it('a version read before the record was deleted and re-created never comes back: an update carrying it is a ConflictError', async () => {
+      const name = fresh();
+      // Versions a candidate may hold from before the deletion: the create and two renewals.
+      const stale = [await s.create(name, contractRecord())];
+      for (const ms of [1_000, 2_000]) stale.push(await s.update(name, contractRecord({ renewTime: new Date(at.getTime() + ms) }), stale.at(-1)!));
+      await subject.deleteElsewhere(name);
+      // Another candidate re-creates it with a later token and renews it as often as before.
+      const theirs = (ms: number) =>
+        contractRecord({ holderIdentity: 'c', acquireTime: later, renewTime: new Date(later.getTime() + ms), leaseTransitions: 3 });
+      let version = await s.create(name, theirs(0));
+      for (const ms of [1_000, 2_000, 3_000]) {
+        assert.ok(!stale.includes(version), `version ${version} of the re-created record was issued before the deletion too`);
+        version = await s.update(name, theirs(ms), version);
+      }
+      assert.ok(!stale.includes(version), `version ${version} of the re-created record was issued before the deletion too`);
+      for (const old of stale) {
+        assert.equal(await codeOf(s.update(name, contractRecord({ leaseTransitions: 2, renewTime: later }), old)), 'LEASEHOLD_ERR_CONFLICT');
+      }
+      assert.deepEqual(await s.get(name), { record: theirs(3_000), version });
+    });
+
     it('update of a lease that never existed, with a version from another lease, is a ConflictError and creates nothing', async () => {
       const other = fresh();
       const foreign = await s.create(other, contractRecord());
