@@ -9,22 +9,29 @@ import { runSimulation } from '../testing/elector-sim.js';
  */
 const SEEDS = Number(process.env.LEASEHOLD_SIM_SEEDS ?? 200);
 const ONLY = process.env.LEASEHOLD_SIM_SEED;
+/** `restart`: versions start again when the record is re-created (the store mode of elector-sim.ts). */
+const MODES = process.env.LEASEHOLD_SIM_VERSIONS ? [process.env.LEASEHOLD_SIM_VERSIONS] : ['unique', 'restart'];
 
 describe('elector under randomized faults (seeded simulation)', () => {
-  it(`keeps every safety invariant over ${ONLY ? `seed ${ONLY}` : `${SEEDS} seeds`}`, async () => {
-    const seeds = ONLY ? [Number(ONLY)] : Array.from({ length: SEEDS }, (_, i) => i + 1);
-    let terms = 0;
-    const faults: Record<string, number> = {};
-    for (const seed of seeds) {
-      const r = await runSimulation(seed);
-      assert.deepEqual(r.violations, [], `seed ${seed} (replay with LEASEHOLD_SIM_SEED=${seed})`);
-      terms += r.terms;
-      for (const [k, v] of Object.entries(r.faults)) faults[k] = (faults[k] ?? 0) + v;
-    }
-    // The simulation must actually exercise elections and faults, or it proves nothing.
-    assert.ok(terms >= seeds.length, `only ${terms} terms in ${seeds.length} seeds`);
-    if (!ONLY)
-      for (const f of ['pause', 'crash and restart', 'lease deleted', 'request hangs', 'write applied, answer lost'])
-        assert.ok(faults[f], `no "${f}" fault was injected`);
-  });
+  for (const mode of MODES)
+    it(`keeps every safety invariant over ${ONLY ? `seed ${ONLY}` : `${SEEDS} seeds`}, versions ${mode}`, async () => {
+      await simulate(mode);
+    });
 });
+
+async function simulate(mode: string): Promise<void> {
+  const seeds = ONLY ? [Number(ONLY)] : Array.from({ length: SEEDS }, (_, i) => i + 1);
+  let terms = 0;
+  const faults: Record<string, number> = {};
+  for (const seed of seeds) {
+    const r = await runSimulation(seed, undefined, false, { versionsRestart: mode === 'restart' });
+    assert.deepEqual(r.violations, [], `seed ${seed} (replay with LEASEHOLD_SIM_SEED=${seed} LEASEHOLD_SIM_VERSIONS=${mode})`);
+    terms += r.terms;
+    for (const [k, v] of Object.entries(r.faults)) faults[k] = (faults[k] ?? 0) + v;
+  }
+  // The simulation must actually exercise elections and faults, or it proves nothing.
+  assert.ok(terms >= seeds.length, `only ${terms} terms in ${seeds.length} seeds`);
+  if (!ONLY)
+    for (const f of ['pause', 'crash and restart', 'lease deleted', 'request hangs', 'write applied, answer lost', 'link cut off'])
+      assert.ok(faults[f], `no "${f}" fault was injected`);
+}

@@ -352,7 +352,9 @@ export class LeaderElector {
       // standbys whose moments came close together, those after the first one's claim see it
       // and send nothing, as a takeover's read does (attempt(), step 2). Without the read, each
       // wrote from a view its watch had not yet brought up to date, and lost the race.
-      if (!this.schedule.namedSuccessor()) {
+      // The claimant reads too when its view is older than one request timeout: a claim-only
+      // write rewrites the record as seen, so from an old view it could bring back an old term.
+      if (!this.schedule.namedSuccessor() || !this.fresh(last)) {
         const current = await this.call('get', (o) => this.store.get(this.lease, o));
         if (!current) {
           this.view.noteAbsent();
@@ -382,7 +384,11 @@ export class LeaderElector {
   private async withdrawClaim(): Promise<void> {
     if (this.store.successorSupported?.() !== true) return;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const current = attempt === 0 ? this.view.observed : await this.safeGet();
+      const seen = this.view.observed;
+      // Nothing to withdraw unless the record last seen holds our claim; to withdraw it, a
+      // recent view or a read (see fresh()).
+      if (attempt === 0 && seen?.record.successor?.identity !== this.identity) return;
+      const current = attempt === 0 && seen && this.fresh(seen) ? seen : await this.safeGet();
       if (!current || current.record.successor?.identity !== this.identity) return;
       try {
         await this.call('update', (o) => this.store.update(this.lease, withClaim(current.record, null), current.version, o));
@@ -444,10 +450,11 @@ export class LeaderElector {
     }
 
     // 2. Read; but the named successor writes straight from a release it has seen: it is the
-    // one standby meant to go now, so the herd the read protects against is not there, and a
-    // view gone stale costs only a conflict and the read after it.
+    // one standby meant to go now, so the herd the read protects against is not there. Only from
+    // a view at most one request timeout old: an older version (a retry after its first write
+    // went unanswered, a pause) may have been issued again to a re-created record since.
     const seen = this.view.observed;
-    if (!term && seen && seen.record.holderIdentity === '' && this.schedule.namedSuccessor()) {
+    if (!term && seen && seen.record.holderIdentity === '' && this.schedule.namedSuccessor() && this.fresh(seen)) {
       try {
         return await this.write('update', null, (now) => this.newTermRecord(seen.record, now), seen.version);
       } catch (err) {
@@ -506,6 +513,12 @@ export class LeaderElector {
    * renews `renewing` or opens a new term (null). Both count from the request's start.
    */
   private async write(op: 'create' | 'update', renewing: Term | null, build: (now: Date) => LeaseRecord, expectedVersion?: string): Promise<boolean> {
+    // A takeover counts on the version it names being the record as it is now. A pause between
+    // the read and this moment can make that view old; it is read again at the next turn.
+    if (op === 'update' && renewing === null && !this.view.confirmedWithin(expectedVersion!, this.requestTimeoutMs)) {
+      this.log.debug('not taking over from a view older than one request timeout; reading again', { requestTimeoutMs: this.requestTimeoutMs });
+      return false;
+    }
     const start: Stamp = { wall: this.clock.now(), mono: this.clock.monotonic() };
     // Taken before the request: our own write's watch event can arrive before its answer.
     const seen = this.view.observed;
@@ -516,6 +529,11 @@ export class LeaderElector {
       op === 'create' ? this.store.create(this.lease, record, o) : this.store.update(this.lease, record, expectedVersion!, o),
     );
     return this.succeeded({ record, version }, renewing, start, freedAtMono);
+  }
+
+  /** The record `seen` is the one last seen, confirmed at most one request timeout ago (RecordView.confirmedWithin). */
+  private fresh(seen: VersionedRecord): boolean {
+    return this.view.confirmedWithin(seen.version, this.requestTimeoutMs);
   }
 
   /**
@@ -677,7 +695,11 @@ export class LeaderElector {
     this.stepDown('releasing the lease');
     let sent: LeaseRecord | null = null;
     for (let attempt = 0; attempt < 5; attempt++) {
-      const current = attempt === 0 && this.view.observed ? this.view.observed : await this.safeGet();
+      const seen = this.view.observed;
+      // Our record, last seen: released from that view only while it is recent (see fresh()),
+      // else from a read. Another's record last seen: nothing of ours to release.
+      if (attempt === 0 && seen && !this.view.isOwn(seen)) return false;
+      const current = attempt === 0 && seen && this.fresh(seen) ? seen : await this.safeGet();
       if (current && sent && sameRecord(current.record, sent)) return true; // an unanswered release landed
       if (!current || !this.view.isOwn(current)) return false;
       const now = this.clock.now();

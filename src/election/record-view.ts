@@ -56,6 +56,15 @@ export class RecordView {
     return this.current;
   }
 
+  /**
+   * `version` is the record last seen, and this candidate learnt so (a read, an event, its own
+   * write) at most `ms` ago. A write from an older view is not sent: a store whose versions
+   * restart when the record is re-created may have issued that version again since.
+   */
+  confirmedWithin(version: string, ms: number): boolean {
+    return this.current?.version === version && this.lastViewMono !== null && this.clock.monotonic() - this.lastViewMono <= ms;
+  }
+
   /** The highest token seen in any record or deletion (0 if none): the next term goes past it. */
   get highestToken(): number {
     return this.highest;
@@ -80,7 +89,16 @@ export class RecordView {
     this.absentUntilMono = null;
     this.lastViewMono = this.clock.monotonic();
     const previous = this.current;
-    if (previous && previous.version === got.version) return false;
+    // The same version is the same record, unless the store issued it again to a re-created
+    // record: our own write, and any different content, are taken in whatever the version says.
+    if (
+      previous &&
+      previous.version === got.version &&
+      !own &&
+      sameContent(previous.record, got.record) &&
+      sameClaim(previous.record.successor, got.record.successor)
+    )
+      return false;
     if (!previous || !sameClaim(previous.record.successor, got.record.successor)) this.claimSeenAtMono = this.clock.monotonic();
     if (previous && !own && sameContent(previous.record, got.record)) {
       // The lease's content is unchanged (a label, or a successor claim): its expiry still counts

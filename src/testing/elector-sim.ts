@@ -10,7 +10,12 @@
  *   - every term's token is unique and greater than every earlier term's;
  *   - a leader that is not paused steps down by its renewDeadline;
  *   - nobody starts a term while another candidate's term is still valid (no takeover before
- *     the observed expiry).
+ *     the observed expiry);
+ *   - no update lowers the record's token (a write from a view the store no longer holds).
+ * With `versionsRestart`, the store counts each record's versions from 1 again when it is
+ * re-created (PostgreSQL before its versions were drawn from transaction ids): a version read
+ * before a deletion comes back, and only the elector's rule of never taking over from a view
+ * older than one request timeout keeps the contract.
  * Used by the unit tier (a few hundred seeds) and `npm run chaos -- --backend elector`.
  */
 import { BackendUnavailableError } from '../errors.js';
@@ -78,12 +83,16 @@ class SimProcess implements Clock {
 class FaultyLink implements LeaseStore {
   readonly backend = 'memory';
   readonly location = 'sim';
+  /** While cut off, requests get no answer and land nowhere, and the watch is down. */
+  private cut = false;
+  private readonly linkHealth = new Set<(healthy: boolean) => void>();
   constructor(
     private readonly mem: MemoryLeaseStore,
     private readonly proc: SimProcess,
     private readonly base: FakeClock,
     private readonly rand: () => number,
     private readonly count: (fault: string) => void,
+    private readonly violation: (what: string) => void,
   ) {}
 
   get(name: string): Promise<VersionedRecord | null> {
@@ -93,7 +102,13 @@ class FaultyLink implements LeaseStore {
     return this.send('create', () => this.mem.create(name, record));
   }
   update(name: string, record: LeaseRecord, expectedVersion: string): Promise<string> {
-    return this.send('update', () => this.mem.update(name, record, expectedVersion));
+    return this.send('update', async () => {
+      const before = this.mem.peek(name)?.leaseTransitions;
+      const version = await this.mem.update(name, record, expectedVersion);
+      if (before !== undefined && record.leaseTransitions < before)
+        this.violation(`an update (from version ${expectedVersion}) took the record's token from ${before} back to ${record.leaseTransitions}`);
+      return version;
+    });
   }
 
   /**
@@ -105,6 +120,21 @@ class FaultyLink implements LeaseStore {
     let closed = false;
     let connected = true;
     let lastDue = 0;
+    let storeUp = true;
+    const health = (healthy: boolean) => {
+      if (closed) return;
+      const was = connected;
+      connected = healthy && storeUp && !this.cut;
+      if (connected === was) return;
+      this.proc.run(() => onHealth?.(connected));
+      // A reconnected watch starts from the current state, as a Kubernetes watch without a
+      // resourceVersion does.
+      if (connected && this.mem.eventsCarryRecords) {
+        const row = this.mem.peekVersioned(name);
+        this.base.setTimer(() => !closed && this.proc.run(() => onEvent({ record: row })), 0);
+      }
+    };
+    this.linkHealth.add(health);
     const stop = this.mem.watch(
       name,
       (e) => {
@@ -117,19 +147,13 @@ class FaultyLink implements LeaseStore {
         this.base.setTimer(() => !closed && this.proc.run(() => onEvent(e)), due - this.base.monotonic());
       },
       (healthy) => {
-        if (closed) return;
-        connected = healthy;
-        this.proc.run(() => onHealth?.(healthy));
-        // A reconnected watch starts from the current state, as a Kubernetes watch without a
-        // resourceVersion does.
-        if (healthy && this.mem.eventsCarryRecords) {
-          const row = this.mem.peekVersioned(name);
-          this.base.setTimer(() => !closed && this.proc.run(() => onEvent({ record: row })), 0);
-        }
+        storeUp = healthy;
+        health(healthy);
       },
     );
     return () => {
       closed = true;
+      this.linkHealth.delete(health);
       stop();
     };
   }
@@ -141,11 +165,30 @@ class FaultyLink implements LeaseStore {
 
   async close(): Promise<void> {}
 
+  /**
+   * Cuts this process off from the store for `ms` (its network, not the store's): what it
+   * sends meanwhile is lost, and its watch is down. Its view of the record grows old while the
+   * others carry on, which is where a write from an old view would do harm.
+   */
+  cutOff(ms: number): void {
+    if (this.cut) return;
+    this.cut = true;
+    for (const h of this.linkHealth) h(false);
+    this.base.setTimer(() => {
+      this.cut = false;
+      for (const h of this.linkHealth) h(true);
+    }, ms);
+  }
+
   /** Sends one request: it may be slow, hang, fail, lose its answer, or land late. */
   private send<T>(op: string, apply: () => Promise<T>): Promise<T> {
     const r = this.rand();
     return new Promise<T>((resolve, reject) => {
       const answer = (fn: () => void) => this.proc.run(fn);
+      if (this.cut) {
+        this.count('request cut off');
+        return;
+      }
       if (r < 0.03) {
         this.count('request hangs');
         return;
@@ -160,11 +203,17 @@ class FaultyLink implements LeaseStore {
       const delay = late ? 2_000 + this.rand() * 8_000 : this.rand() * 300;
       if (lostAnswer) this.count('write applied, answer lost');
       if (late) this.count('request late');
-      // The server applies the request after half the delay and answers after the rest.
+      // The server applies the request after half the delay and answers after the rest; a cut
+      // link loses what is on it.
       this.base.setTimer(() => {
+        if (this.cut) return;
         apply().then(
-          (v) => this.base.setTimer(() => answer(() => (lostAnswer ? reject(new BackendUnavailableError('sim: connection reset')) : resolve(v))), delay / 2),
-          (e: unknown) => this.base.setTimer(() => answer(() => reject(e)), delay / 2),
+          (v) =>
+            this.base.setTimer(
+              () => this.cut || answer(() => (lostAnswer ? reject(new BackendUnavailableError('sim: connection reset')) : resolve(v))),
+              delay / 2,
+            ),
+          (e: unknown) => this.base.setTimer(() => this.cut || answer(() => reject(e)), delay / 2),
         );
       }, delay / 2);
     });
@@ -175,16 +224,23 @@ interface Candidate {
   name: string;
   identity: string;
   proc: SimProcess;
+  link: FaultyLink;
   elector: LeaderElector;
   term: LeadershipTerm | null;
   /** The highest token this candidate had seen at the end of the last step. */
   knew: number;
 }
 
-export async function runSimulation(seed: number, steps = 300, trace = false): Promise<SimulationResult> {
+export interface SimulationOptions {
+  /** The store's versions start again at 1 when the record is re-created (see the header). */
+  versionsRestart?: boolean;
+}
+
+export async function runSimulation(seed: number, steps = 300, trace = false, opts: SimulationOptions = {}): Promise<SimulationResult> {
   const rand = prng(seed);
   const base = new FakeClock();
   const mem = new MemoryLeaseStore();
+  mem.versionsRestartOnCreate = opts.versionsRestart ?? false;
   mem.eventsCarryRecords = rand() < 0.5; // Kubernetes-like watches, or SQLite-like hints
   const violations: string[] = [];
   const faults: Record<string, number> = {};
@@ -205,9 +261,17 @@ export async function runSimulation(seed: number, steps = 300, trace = false): P
   const spawn = (identity: string): Candidate => {
     const proc = new SimProcess(base, 1 + (rand() * 2 - 1) * MAX_DRIFT);
     const c = { name: `${identity}#${candidates.length}`, identity, proc, term: null, knew: 0 } as Candidate;
+    c.link = new FaultyLink(
+      mem,
+      proc,
+      base,
+      rand,
+      (f) => count(f, identity),
+      (what) => violations.push(`${t()}: ${what} (${c.name})`),
+    );
     c.elector = new LeaderElector({
       ...TIMINGS,
-      store: new FaultyLink(mem, proc, base, rand, (f) => count(f, identity)),
+      store: c.link,
       lease: LEASE,
       identity,
       clock: proc,
@@ -292,6 +356,9 @@ export async function runSimulation(seed: number, steps = 300, trace = false): P
       count('watch disconnect');
       mem.setWatchHealth(false);
       base.setTimer(() => mem.setWatchHealth(true), rand() * 10_000);
+    } else if (pick && r < 0.12) {
+      count('link cut off', pick.name);
+      pick.link.cutOff(rand() * 40_000);
     }
 
     for (const c of candidates) if (!c.proc.dead) c.knew = c.elector.snapshot().highestToken;

@@ -22,9 +22,19 @@ export class MemoryLeaseStore implements LeaseStore {
   /** Send versioned records in events, as a Kubernetes watch does (default: empty hints). */
   eventsCarryRecords = false;
 
+  /**
+   * Count each record's versions from 1 again when it is created, as a per-row counter does
+   * (PostgreSQL's `version + 1` before it drew versions that never repeat): a version read before
+   * a deletion becomes current again once the re-created record has been written as often. Only
+   * the elector's own rule (no takeover from an old view) keeps it safe then. Default false: a
+   * version never repeats.
+   */
+  versionsRestartOnCreate = false;
+
   /** Seeds or overwrites a record as another writer would; returns its new version. */
   put(name: string, record: LeaseRecord): string {
-    const version = String(++this.seq);
+    const previous = this.rows.get(name);
+    const version = this.versionsRestartOnCreate ? String(previous ? Number(previous.version) + 1 : 1) : String(++this.seq);
     record = withoutEmptySuccessor(record);
     this.rows.set(name, { record: structuredClone(record), version });
     for (const w of this.watchers) w(this.eventsCarryRecords ? { record: { record: structuredClone(record), version } } : {});

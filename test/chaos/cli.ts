@@ -3,10 +3,12 @@
  * Runs the chaos driver (test/chaos/run-chaos.ts) and prints its report; exits 1 on any
  * violation. A failing seed is printed and can be replayed with --seed.
  *
- * npm run chaos -- --backend elector [--seeds N] [--seed FIRST]
+ * npm run chaos -- --backend elector [--seeds N] [--seed FIRST] [--versions unique|restart|both]
  * Runs the elector's seeded simulation (src/testing/elector-sim.ts) over N seeds (default
- * 20000; the unit tier runs 200), printing progress; a failing seed prints its violations and
- * the events before them, and replays with LEASEHOLD_SIM_SEED=N in the unit test.
+ * 20000; the unit tier runs 200), each on a store whose versions never repeat and on one whose
+ * versions start again when the record is re-created (default both), printing progress; a
+ * failing seed prints its violations and the events before them, and replays with
+ * LEASEHOLD_SIM_SEED=N (and LEASEHOLD_SIM_VERSIONS) in the unit test.
  */
 import { join } from 'node:path';
 import { option } from '../../bench/cli-args.js';
@@ -25,22 +27,32 @@ if (which === 'elector') {
   const { runSimulation } = await import('../../src/testing/elector-sim.js');
   const count = Number(option('seeds', '20000'));
   const first = Number(option('seed', '1'));
+  const versions = option('versions', 'both');
+  const modes = versions === 'both' ? ['unique', 'restart'] : [versions];
+  if (!modes.every((m) => m === 'unique' || m === 'restart')) {
+    say(`--versions ${versions}: expected unique, restart or both`);
+    process.exit(2);
+  }
   const t0 = Date.now();
   let terms = 0;
   for (let i = 0; i < count; i++) {
-    const r = await runSimulation(first + i);
-    terms += r.terms;
-    if (r.violations.length > 0) {
-      say(`seed ${r.seed}: ${r.violations.join('; ')}`);
-      for (const e of r.events.slice(-40)) say(`  ${e}`);
-      process.exit(1);
+    for (const mode of modes) {
+      const r = await runSimulation(first + i, undefined, false, { versionsRestart: mode === 'restart' });
+      terms += r.terms;
+      if (r.violations.length > 0) {
+        say(`seed ${r.seed} (versions ${mode}): ${r.violations.join('; ')}`);
+        for (const e of r.events.slice(-40)) say(`  ${e}`);
+        process.exit(1);
+      }
     }
     if ((i + 1) % 1000 === 0) {
       const rate = (i + 1) / ((Date.now() - t0) / 1000);
       say(`${i + 1}/${count} seeds, ${terms} terms, no violation; about ${Math.round((count - i - 1) / rate)} s left`);
     }
   }
-  console.log(`elector simulation: ${count} seeds from ${first}, ${terms} terms, 0 violations, ${Math.round((Date.now() - t0) / 1000)} s`);
+  console.log(
+    `elector simulation: ${count} seeds from ${first} (versions ${versions}), ${terms} terms, 0 violations, ${Math.round((Date.now() - t0) / 1000)} s`,
+  );
   process.exit(0);
 }
 
