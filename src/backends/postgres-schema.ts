@@ -12,10 +12,30 @@ export function notifyFunction(schema: string, table: string): string {
   return `"${schema}"."${channelName(schema, table)}"`;
 }
 
+/**
+ * Set by leasehold's own sessions: the trigger then leaves the notification to them, and they
+ * send it after their write has committed. A notification sent inside the write's transaction
+ * is queued at commit, and with the server's NOTIFY queue full (any role that may connect can
+ * fill it) the commit fails: the election would stop. Other writers are still notified for.
+ */
+export const NOTIFIES_AFTER_COMMIT = 'leasehold.notifies_after_commit';
+
+/** The trigger function's statement (also how leasehold brings an earlier body up to date). */
+export function notifyFunctionStatement(schema: string, table: string): string {
+  return `CREATE OR REPLACE FUNCTION ${notifyFunction(schema, table)}() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  IF current_setting('${NOTIFIES_AFTER_COMMIT}', true) = 'on' THEN
+    RETURN NULL;
+  END IF;
+  PERFORM pg_notify('${channelName(schema, table)}', CASE WHEN TG_OP = 'DELETE' THEN OLD.name ELSE NEW.name END);
+  RETURN NULL;
+END
+$f$`;
+}
+
 /** Statements leasehold runs to create a missing table (in one transaction). */
 export function createStatements(schema: string, table: string): string[] {
   const qualified = `"${schema}"."${table}"`;
-  const channel = channelName(schema, table);
   const fn = notifyFunction(schema, table);
   return [
     `CREATE TABLE IF NOT EXISTS ${qualified} (
@@ -28,12 +48,7 @@ export function createStatements(schema: string, table: string): string[] {
   version BIGINT NOT NULL DEFAULT 1,
   successor TEXT NOT NULL DEFAULT ''
 )`,
-    `CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $f$
-BEGIN
-  PERFORM pg_notify('${channel}', CASE WHEN TG_OP = 'DELETE' THEN OLD.name ELSE NEW.name END);
-  RETURN NULL;
-END
-$f$`,
+    notifyFunctionStatement(schema, table),
     `DROP TRIGGER IF EXISTS leasehold_notify ON ${qualified}`,
     `CREATE TRIGGER leasehold_notify AFTER INSERT OR UPDATE OR DELETE ON ${qualified} FOR EACH ROW EXECUTE FUNCTION ${fn}()`,
   ];

@@ -10,8 +10,10 @@
  *   never repeats for a lease name, across deletes and re-creates (writeVersion below);
  * - durability: the session sets `synchronous_commit = on`, so a write that returned success
  *   is flushed to the server's WAL, whatever the server's default;
- * - every write notifies the table's channel (postgres-notify.ts) with the lease's name, and the
- *   store LISTENs on its one connection. A notification is a hint to read the row, nothing
+ * - every write notifies the table's channel (postgres-notify.ts) with the lease's name, after it
+ *   has committed, in a statement of its own: a write never waits on, nor fails with, its
+ *   notification (the server's NOTIFY queue can be filled by any role that may connect). The
+ *   table's trigger notifies for other writers only. The store LISTENs on its one connection. A notification is a hint to read the row, nothing
  *   more: any role that can connect may send one, so its payload never reaches the elector, and
  *   a flood of them costs at most one read per hint interval. Notifications are lost while the
  *   connection is down, so every reconnect is a hint too;
@@ -37,7 +39,7 @@ import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent 
 import { DEFAULT_POSTGRES_TABLE, clientConfig, describeTarget, parseTableName } from './postgres-config.js';
 import { loadDriver as loadOptional } from './driver.js';
 import { HintThrottle, channelName, notifiedLease } from './postgres-notify.js';
-import { addSuccessorStatement, adminScript, createStatements } from './postgres-schema.js';
+import { NOTIFIES_AFTER_COMMIT, addSuccessorStatement, adminScript, createStatements, notifyFunctionStatement } from './postgres-schema.js';
 import { encodeSuccessor, withSuccessor } from './successor-column.js';
 
 /** Backends one candidate holds at any moment (the documented bound: docs/postgres.md). */
@@ -65,6 +67,8 @@ const ADD_COLUMN_LOCK_TIMEOUT_MS = 200;
  * versions clear of the small ones an earlier leasehold counted up from 1 in the same table.
  */
 const WRITE_VERSION = 'txid_current() + 4611686018427387904';
+/** A notification that could not be sent is logged at most once per this. */
+const HINT_FAILURE_LOG_INTERVAL_MS = 60_000;
 /** The largest value of the version column (BIGINT): anything past it was never issued. */
 const MAX_BIGINT = 9223372036854775807n;
 
@@ -140,8 +144,13 @@ export class PostgresLeaseStore implements LeaseStore {
   private reconnectAt = 0;
   private readonly watchers = new Map<number, Watcher>();
   private watchSeq = 0;
-  /** The table has no current notify trigger (made by hand, or by an older leasehold): leasehold's own writes notify in their statement. */
-  private notifyInStatement = false;
+  /**
+   * leasehold notifies its own writes after they commit. False only while the table's trigger
+   * is an earlier one that notifies inside every write, which this role may not replace.
+   */
+  private notifyAfterCommit = true;
+  /** When a notification that could not be sent was last logged (performance.now() ms). */
+  private hintFailureLoggedAt = -Infinity;
   /** What is wrong with the store that will not fix itself (the table was dropped); null when fine. */
   private problemText: string | null = null;
   /** The table has the `successor` column, found or added at open. */
@@ -248,19 +257,65 @@ export class PostgresLeaseStore implements LeaseStore {
     this.hasSuccessor = have.has('successor') || (!readonly && (await this.addSuccessor(client)));
     // The trigger counts only if it notifies this table's channel: one made by an older
     // leasehold notified `leasehold_<schema>_<table>`, which nobody listens to any more.
-    const trigger = await client.query<{ proname: string }>(
-      "SELECT p.proname FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname = 'leasehold_notify'",
+    const trigger = await client.query<{ proname: string; prosrc: string }>(
+      "SELECT p.proname, p.prosrc FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname = 'leasehold_notify'",
       [`${this.schema}.${this.table}`],
     );
     const triggerFn = trigger.rows[0]?.proname;
-    this.notifyInStatement = triggerFn !== this.channel;
+    // This table's trigger, as an earlier leasehold made it, notifies inside every write.
+    if (triggerFn === this.channel && !trigger.rows[0]!.prosrc.includes(NOTIFIES_AFTER_COMMIT))
+      this.notifyAfterCommit = !readonly && (await this.quietTrigger(client));
     if (triggerFn === undefined)
       this.log?.warn('postgres table without the leasehold_notify trigger: standbys learn of changes by re-reading', { store: this.location });
-    else if (this.notifyInStatement)
+    else if (triggerFn !== this.channel)
       this.log?.warn(
         'postgres table with an older leasehold_notify trigger (it notifies another channel): leasehold notifies from its own writes; recreate the trigger with the SQL in docs/postgres.md',
         { store: this.location },
       );
+  }
+
+  /**
+   * Replaces the body of this table's trigger function, made by an earlier leasehold, with one
+   * that leaves leasehold's own writes to notify after they commit (CREATE OR REPLACE keeps the
+   * function, so the trigger and the table are not touched, nor locked). A role that does not
+   * own the function keeps the earlier one: its writes fail while the NOTIFY queue is full, and
+   * it says once what an administrator runs.
+   */
+  private async quietTrigger(client: pg.Client): Promise<boolean> {
+    const sql = notifyFunctionStatement(this.schema, this.table);
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`leasehold:${this.schema}.${this.table}`]);
+      await client.query(sql);
+      await client.query('COMMIT');
+      this.log?.info("postgres table: the leasehold_notify trigger now leaves leasehold's writes to notify after they commit", { store: this.location });
+      return true;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      if ((err as { code?: string }).code !== '42501') throw this.translate(err, 'update the trigger function');
+      this.log?.warn(
+        `postgres table with an earlier leasehold_notify trigger function, which notifies inside every write and which this role may not replace (${describeError(err)}): while another session fills the server's NOTIFY queue, every lease write fails; an administrator runs: ${sql.replace(/\s+/g, ' ')};`,
+        { store: this.location },
+      );
+      return false;
+    }
+  }
+
+  /**
+   * Tells the listeners of a write that has committed: its own statement, not awaited. A
+   * notification is only a hint (standbys read on their own at the record's expiry and at the
+   * safety re-read), so one that fails (the NOTIFY queue full, the connection gone) is logged at
+   * most once per HINT_FAILURE_LOG_INTERVAL_MS and never fails the write.
+   */
+  private hintAfterCommit(name: string): void {
+    const client = this.client;
+    if (!this.notifyAfterCommit || !client) return;
+    client.query('SELECT pg_notify($1, $2)', [this.channel, name]).catch((err: unknown) => {
+      const now = performance.now();
+      if (now - this.hintFailureLoggedAt < HINT_FAILURE_LOG_INTERVAL_MS) return;
+      this.hintFailureLoggedAt = now;
+      this.log?.warn('postgres notification not sent: standbys learn of changes by re-reading', { store: this.location, error: describeError(err) });
+    });
   }
 
   /**
@@ -322,12 +377,13 @@ export class PostgresLeaseStore implements LeaseStore {
       'create',
       `WITH w AS (
          INSERT INTO ${this.qualified} (name, holder_identity, fencing_token, renew_time, lease_duration_seconds, acquire_time, version${this.hasSuccessor ? ', successor' : ''})
-         VALUES ($1, $2, $3, $4, $5, $6, ${WRITE_VERSION}${this.hasSuccessor ? ', $9' : ''}) ON CONFLICT (name) DO NOTHING RETURNING version
-       ) SELECT version, CASE WHEN $8 THEN pg_notify($7, $1) END FROM w`,
-      [name, ...values(record), this.channel, this.notifyInStatement, ...(this.hasSuccessor ? [encodeSuccessor(record.successor)] : [])],
+         VALUES ($1, $2, $3, $4, $5, $6, ${WRITE_VERSION}${this.hasSuccessor ? ', $7' : ''}) ON CONFLICT (name) DO NOTHING RETURNING version
+       ) SELECT version FROM w`,
+      [name, ...values(record), ...(this.hasSuccessor ? [encodeSuccessor(record.successor)] : [])],
       opts,
     );
     if (r.rows.length === 0) throw new ConflictError(`lease ${name} already exists in ${this.location}`);
+    this.hintAfterCommit(name);
     return String(r.rows[0]!.version);
   }
 
@@ -338,13 +394,14 @@ export class PostgresLeaseStore implements LeaseStore {
       'update',
       `WITH w AS (
          UPDATE ${this.qualified}
-         SET holder_identity = $3, fencing_token = $4, renew_time = $5, lease_duration_seconds = $6, acquire_time = $7, version = ${WRITE_VERSION}${this.hasSuccessor ? ', successor = $10' : ''}
+         SET holder_identity = $3, fencing_token = $4, renew_time = $5, lease_duration_seconds = $6, acquire_time = $7, version = ${WRITE_VERSION}${this.hasSuccessor ? ', successor = $8' : ''}
          WHERE name = $1 AND version = $2 RETURNING version
-       ) SELECT version, CASE WHEN $9 THEN pg_notify($8, $1) END FROM w`,
-      [name, expectedVersion, ...values(record), this.channel, this.notifyInStatement, ...(this.hasSuccessor ? [encodeSuccessor(record.successor)] : [])],
+       ) SELECT version FROM w`,
+      [name, expectedVersion, ...values(record), ...(this.hasSuccessor ? [encodeSuccessor(record.successor)] : [])],
       opts,
     );
     if (r.rows.length === 0) throw new ConflictError(`lease ${name} changed or was deleted since version ${expectedVersion} was read (${this.location})`);
+    this.hintAfterCommit(name);
     return String(r.rows[0]!.version);
   }
 
@@ -404,6 +461,8 @@ export class PostgresLeaseStore implements LeaseStore {
       try {
         await client.connect();
         await client.query('SET synchronous_commit = on');
+        // The trigger leaves this session's writes to notify after they commit (hintAfterCommit).
+        await client.query(`SET ${NOTIFIES_AFTER_COMMIT} = on`);
         // PostgreSQL 14+: a backend whose client vanished mid-statement ends within a second.
         await client.query(`SET client_connection_check_interval = ${CLIENT_CHECK_MS}`).catch((err: unknown) => {
           if ((err as { code?: string }).code !== '42704') throw err; // unknown parameter: an older server
