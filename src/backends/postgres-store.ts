@@ -591,6 +591,8 @@ export class PostgresLeaseStore implements LeaseStore {
     if (code === '3D000') return new StoreOpenError(`${what}: ${describeError(err)}`, { cause: err });
     if (code === '42501') return new StoreOpenError(`${what}: no permission (${describeError(err)})`, { cause: err });
     if (code === '22003') return new InvalidRecordError(`${what}: ${describeError(err)}`, { cause: err });
+    // An integrity constraint of the table (a CHECK, NOT NULL) refuses the record; the message names it.
+    if (code === '23514' || code === '23502') return new InvalidRecordError(`${what}: the table refused the record: ${describeError(err)}`, { cause: err });
     if (code === '42P01') {
       this.problemText = `the lease table ${this.schema}.${this.table} does not exist (it was dropped): recreate it with the SQL in docs/postgres.md, or restart leasehold to create it`;
       return new BackendError(`${what}: ${this.problemText}`, { cause: err });

@@ -370,6 +370,9 @@ export class SqliteLeaseStore implements LeaseStore {
       if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
         throw new BackendUnavailableError(`SQLite ${op} on ${this.location}: database is locked by another process`, { cause: err });
       }
+      // A constraint of the table (a CHECK, NOT NULL) refuses the record: no retry will pass it.
+      if (code.startsWith('SQLITE_CONSTRAINT'))
+        throw new InvalidRecordError(`SQLite ${op} on ${this.location} refused the record: ${describeError(err)}`, { cause: err });
       throw new BackendError(`SQLite ${op} on ${this.location} failed: ${describeError(err)}`, { cause: err });
     }
   }

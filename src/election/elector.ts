@@ -719,6 +719,15 @@ export class LeaderElector {
         this.log.info('released lease', { token: released.leaseTransitions });
         return true;
       } catch (err) {
+        // The store refuses the released record itself (a constraint of the table): no retry
+        // passes, and the others wait out the lease as after a crash. Said once, as an error.
+        if (err instanceof InvalidRecordError) {
+          this.log.error('the store refused the release: the lease is left to expire', {
+            reason: describeError(err),
+            leaseDurationMs: this.timings.leaseDurationMs,
+          });
+          return false;
+        }
         if (!(err instanceof ConflictError)) {
           this.log.warn('release failed', { reason: describeError(err) });
           if (!(err instanceof BackendUnavailableError)) return false;
