@@ -115,6 +115,7 @@ export class Sidecar {
       store: new InstrumentedStore(opts.store, m.backendRequests),
       clock: this.clock,
       releaseOnCancel: opts.releaseOnCancel ?? true,
+      releaseGate: () => this.readyToRelease(),
       listener,
       log: opts.log,
     });
@@ -170,14 +171,38 @@ export class Sidecar {
     this.metrics.validUntil.set({ lease: this.opts.lease }, term.validUntil.getTime() / 1000);
   }
 
-  /** The status files first, then the /leader streams, so a stream never runs ahead of the files. */
-  private publish(): void {
+  /**
+   * Asked by the elector on shutdown, after the step-down and before the release: "not leader"
+   * must be on the status volume first. The step-down's own write is tried once more (space
+   * or descriptors may be back); if it still fails, the files may say "leader" with a
+   * validUntil ahead, and a release would let the next leader start while this one's app
+   * still believes it leads. The lease is left to expire instead, which others judge by
+   * leaseDuration, longer than renewDeadline and so past that validUntil.
+   */
+  private readyToRelease(): boolean {
+    const error = this.publish();
+    if (error === null) return true;
+    this.log.error('the step-down could not be written to the status files: the lease is left to expire, not released', {
+      dir: this.publisher?.dir,
+      error,
+    });
+    return false;
+  }
+
+  /**
+   * The status files first, then the /leader streams, so a stream never runs ahead of the
+   * files. Returns why the files could not be written, or null when they hold this state.
+   */
+  private publish(): string | null {
     const status = toLeaderStatus(this.elector.snapshot(), this.clock.now());
+    let error: string | null = null;
     try {
       this.publisher?.publish(status);
     } catch (err) {
-      this.log.error('cannot write status files', { dir: this.publisher?.dir, error: describeError(err) });
+      error = describeError(err);
+      this.log.error('cannot write status files', { dir: this.publisher?.dir, error });
     }
     this.server?.publish(status);
+    return error;
   }
 }
