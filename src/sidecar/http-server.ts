@@ -58,6 +58,11 @@ export class StatusServer {
     this.streams.publish(status);
   }
 
+  /** See LeaderStreams.drain. */
+  drainStreams(timeoutMs: number): Promise<{ streams: number; closed: number }> {
+    return this.streams.drain(timeoutMs);
+  }
+
   async listen(host: string, port: number): Promise<AddressInfo> {
     const server = http.createServer((req, res) => void this.route(req, res));
     this.server = server;

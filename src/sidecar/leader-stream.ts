@@ -112,6 +112,47 @@ export class LeaderStreams {
     }
   }
 
+  /**
+   * Hands the newest event to every stream now, all of them in this turn rather than a batch
+   * per turn, and waits until each socket has taken all it was given, at most `timeoutMs`. A
+   * stream still holding bytes then is closed: its reader sees the stream end rather than
+   * "leader". Called before a release, so no reader of this sidecar still sees "leader" once
+   * the next leader can start. Returns the streams written to and the ones closed.
+   */
+  async drain(timeoutMs: number): Promise<{ streams: number; closed: number }> {
+    const waiting = new Set<ServerResponse>();
+    const flushed: Promise<void>[] = [];
+    const count = this.streams.size;
+    for (const res of this.streams.keys()) {
+      this.catchUp(res);
+      if (res.destroyed || res.writableLength === 0) continue;
+      waiting.add(res);
+      flushed.push(
+        new Promise<void>((resolve) => {
+          const done = () => {
+            waiting.delete(res);
+            resolve();
+          };
+          res.once('close', done);
+          // A comment line (readers ignore it) whose callback runs once the socket has taken
+          // every byte before it: writes go out in order.
+          res.write(': flushed\n\n', done);
+        }),
+      );
+    }
+    if (waiting.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all(flushed), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+      clearTimeout(timer);
+    }
+    const closed = waiting.size;
+    for (const res of waiting) {
+      this.counters.dropped();
+      res.destroy();
+    }
+    return { streams: count, closed };
+  }
+
   /** Ends every stream (a reader sees the end, then reconnects elsewhere). */
   endAll(): void {
     this.stopHeartbeat();

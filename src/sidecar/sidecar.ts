@@ -16,6 +16,12 @@ import type { PodLabeler } from './pod-labeler.js';
 /** The elector's reason for a step-down when no renewal succeeded within renewDeadline. */
 const RENEW_DEADLINE_REASON = 'no successful renewal within renewDeadline';
 
+/**
+ * How long a release waits for the /leader streams to take "not leader"; a stream that has
+ * not by then is closed. Short: a reader that does not read must not hold up the handoff.
+ */
+const STREAM_DRAIN_MS = 500;
+
 export interface SidecarOptions extends Timings {
   store: LeaseStore;
   lease: string;
@@ -177,16 +183,25 @@ export class Sidecar {
    * or descriptors may be back); if it still fails, the files may say "leader" with a
    * validUntil ahead, and a release would let the next leader start while this one's app
    * still believes it leads. The lease is left to expire instead, which others judge by
-   * leaseDuration, longer than renewDeadline and so past that validUntil.
+   * leaseDuration, longer than renewDeadline and so past that validUntil. Then every /leader
+   * stream is handed "not leader" (see LeaderStreams.drain).
    */
-  private readyToRelease(): boolean {
+  private async readyToRelease(): Promise<boolean> {
     const error = this.publish();
-    if (error === null) return true;
-    this.log.error('the step-down could not be written to the status files: the lease is left to expire, not released', {
-      dir: this.publisher?.dir,
-      error,
-    });
-    return false;
+    if (error !== null) {
+      this.log.error('the step-down could not be written to the status files: the lease is left to expire, not released', {
+        dir: this.publisher?.dir,
+        error,
+      });
+      return false;
+    }
+    // The streams next: each reader has "not leader" before the next leader can start.
+    if (this.server && this.server.streams.size > 0) {
+      const started = this.clock.monotonic();
+      const { streams, closed } = await this.server.drainStreams(STREAM_DRAIN_MS);
+      this.log.info('streams told "not leader"', { streams, closed, ms: Math.round(this.clock.monotonic() - started) });
+    }
+    return true;
   }
 
   /**
