@@ -6,6 +6,20 @@ import type { Registry } from 'prom-client';
 import type { LeaderStatus } from '../status/leader-status.js';
 import type { Verdict } from './health.js';
 import { LeaderStreams, leaderBody, type StreamCounters, type StreamLimits } from './leader-stream.js';
+import { httpBounds, openDescriptors, openFilesLimit, type HttpBounds } from './connection-budget.js';
+
+/**
+ * A request's headers must arrive within this (a probe's or a scrape's come at once): a
+ * connection that sends nothing or half a request is closed then, instead of holding a
+ * descriptor and its buffers.
+ */
+export const HEADERS_TIMEOUT_MS = 5_000;
+/** The whole request (only GET and HEAD are served: no body to wait for). */
+export const REQUEST_TIMEOUT_MS = 10_000;
+/** An idle kept-alive connection between two requests. */
+export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/** How often node:http looks for connections past those timeouts (by default only every 30 s). */
+const TIMEOUT_CHECK_MS = 1_000;
 
 export interface HttpHandlers {
   status(): LeaderStatus;
@@ -15,6 +29,8 @@ export interface HttpHandlers {
   /** Counts streams for the metrics; none by default. */
   streamCounters?: StreamCounters;
   streamLimits?: StreamLimits;
+  /** Default: from the descriptors left to this process (connection-budget.ts), and streamLimits.maxStreams. */
+  bounds?: HttpBounds;
 }
 
 const NO_COUNTERS: StreamCounters = { opened() {}, closed() {}, refused() {}, dropped() {} };
@@ -49,8 +65,11 @@ export class StatusServer {
   private server: Server | null = null;
   /** Server-sent-events streams of /leader. */
   readonly streams: LeaderStreams;
+  /** Connections and streams open at once; set up after the store is open, so its descriptors are counted. */
+  readonly bounds: HttpBounds;
   constructor(private readonly h: HttpHandlers) {
-    this.streams = new LeaderStreams(h.streamCounters ?? NO_COUNTERS, h.streamLimits);
+    this.bounds = h.bounds ?? httpBounds(openFilesLimit(), openDescriptors(), h.streamLimits?.maxStreams);
+    this.streams = new LeaderStreams(h.streamCounters ?? NO_COUNTERS, { ...h.streamLimits, maxStreams: this.bounds.maxStreams });
   }
 
   /** Sends a status change to every open stream. */
@@ -64,7 +83,13 @@ export class StatusServer {
   }
 
   async listen(host: string, port: number): Promise<AddressInfo> {
-    const server = http.createServer((req, res) => void this.route(req, res));
+    const server = http.createServer(
+      { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: TIMEOUT_CHECK_MS },
+      (req, res) => void this.route(req, res),
+    );
+    server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+    // Streams included: one more connection is closed as it arrives.
+    server.maxConnections = this.bounds.maxConnections;
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

@@ -157,6 +157,8 @@ export class Sidecar {
       renewDeadline: this.opts.renewDeadlineMs,
       retryPeriod: this.opts.retryPeriodMs,
       listen: address ? `${address.address}:${address.port}` : null,
+      httpConnections: this.server?.bounds.maxConnections ?? null,
+      httpStreams: this.server?.bounds.maxStreams ?? null,
       statusDir: this.opts.statusDir ?? null,
     });
     this.elector.start();
