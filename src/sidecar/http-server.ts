@@ -1,4 +1,5 @@
 import { describeError } from '../errors.js';
+import { escapeForTerminal } from '../util/escape-control.js';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { http } from '../util/node-http.js';
 import type { AddressInfo } from 'node:net';
@@ -46,7 +47,7 @@ function wantsStream(req: IncomingMessage, query: URLSearchParams): boolean {
   if (watch === null || watch === '0' || watch === 'false') return watch === null && /\btext\/event-stream\b/.test(req.headers.accept ?? '');
   if (watch === '1' || watch === 'true') return true;
   // Echo a bounded, escaped prefix: the line is for a human, and the value is the caller's.
-  const shown = JSON.stringify(watch.length > 32 ? `${watch.slice(0, 32)}…` : watch).slice(1, -1);
+  const shown = escapeForTerminal(JSON.stringify(watch.length > 32 ? `${watch.slice(0, 32)}…` : watch).slice(1, -1));
   throw new BadRequest(`watch=${shown} is not allowed: use watch=1 or true (a stream), watch=0 or false`);
 }
 
@@ -112,7 +113,12 @@ export class StatusServer {
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'method not allowed\n');
-    const [path, search] = (req.url ?? '/').split('?', 2) as [string, string | undefined];
+    // The query is all after the first '?': a second '?' belongs to a value (watch=1?x is
+    // refused as a value, not cut to watch=1).
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const search = q < 0 ? '' : url.slice(q + 1);
     try {
       switch (path) {
         case '/healthz':
@@ -122,7 +128,7 @@ export class StatusServer {
           return verdict(res, this.h.readiness());
         case '/leader': {
           const s = this.h.status();
-          if (wantsStream(req, new URLSearchParams(search ?? ''))) return this.streams.open(res, s);
+          if (wantsStream(req, new URLSearchParams(search))) return this.streams.open(res, s);
           return send(res, 200, 'application/json', leaderBody(s) + '\n');
         }
         case '/metrics':
@@ -132,7 +138,7 @@ export class StatusServer {
       }
     } catch (err) {
       if (err instanceof BadRequest) return send(res, 400, 'text/plain', `${err.message}\n`);
-      return send(res, 500, 'text/plain', `internal error: ${describeError(err)}\n`);
+      return send(res, 500, 'text/plain', `internal error: ${escapeForTerminal(describeError(err))}\n`);
     }
   }
 }

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { LeaderStatus } from '../status/leader-status.js';
+import { jsonForTerminal } from '../util/escape-control.js';
 
 /** Streams open at once by default: enough for every pod of a large app, small enough to bound memory. */
 export const DEFAULT_MAX_STREAMS = 1024;
@@ -24,9 +25,13 @@ export interface StreamCounters {
   dropped(): void;
 }
 
-/** `/leader`'s body, the shape of the old leader-elector sidecar: the status plus `name`. */
+/**
+ * `/leader`'s body, the shape of the old leader-elector sidecar: the status plus `name`. The
+ * holder comes from the store, where anyone who can write the record put it: what a terminal
+ * would act on is escaped (jsonForTerminal), and the JSON still parses to the same value.
+ */
 export function leaderBody(s: LeaderStatus): string {
-  return JSON.stringify({ name: s.holder ?? '', ...s });
+  return jsonForTerminal({ name: s.holder ?? '', ...s });
 }
 
 /** Streams written to per turn of the event loop: the election's timers and I/O run between batches. */
