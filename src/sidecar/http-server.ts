@@ -19,7 +19,7 @@ export const HEADERS_TIMEOUT_MS = 5_000;
 export const REQUEST_TIMEOUT_MS = 10_000;
 /** An idle kept-alive connection between two requests. */
 export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
-/** How often node:http looks for connections past those timeouts (by default only every 30 s). */
+/** How often node:http looks for connections past those timeouts (its default is far less often than they are). */
 const TIMEOUT_CHECK_MS = 1_000;
 
 export interface HttpHandlers {
