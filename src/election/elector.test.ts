@@ -604,6 +604,45 @@ describe('the campaign loop', () => {
     assert.equal(elector.isLeader(), false);
   });
 
+  it('releaseGate: asked after the step-down, before the release; no (or a throw) leaves the record as it was', async () => {
+    const cases: [string, () => boolean | Promise<boolean>, string][] = [
+      ['yes', () => true, ''],
+      ['yes, later', () => Promise.resolve(true), ''],
+      ['no', () => false, ME],
+      [
+        'throws',
+        () => {
+          throw new Error('boom');
+        },
+        ME,
+      ],
+    ];
+    for (const [name, answer, holder] of cases) {
+      const clock = new FakeClock();
+      const store = new MemoryLeaseStore();
+      const seen: string[] = [];
+      const elector = new LeaderElector({
+        ...timings,
+        store,
+        lease: LEASE,
+        identity: ME,
+        clock,
+        random: () => 0,
+        listener: { onStoppedLeading: () => seen.push('stopped') },
+        releaseGate: () => {
+          seen.push(`gate:${store.peek(LEASE)?.holderIdentity}`);
+          return answer();
+        },
+      });
+      store.put(LEASE, released());
+      elector.start();
+      await clock.advance(0);
+      await elector.stop();
+      assert.deepEqual(seen, ['stopped', `gate:${ME}`], name);
+      assert.equal(store.peek(LEASE)?.holderIdentity, holder, name);
+    }
+  });
+
   it('tokens strictly increase over handoffs among three candidates', async () => {
     const clock = new FakeClock();
     const store = new MemoryLeaseStore();

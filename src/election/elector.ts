@@ -74,6 +74,13 @@ export interface ElectorOptions extends Timings {
   /** Release the lease when stop() is called while leading. Default true. */
   releaseOnCancel?: boolean;
   /**
+   * Asked on stop(), after the step-down was announced and before the release is sent: the
+   * release waits for it, and `false` (or a throw) leaves the lease to expire instead. The
+   * sidecar answers whether "not leader" reached every reader: a release while a reader
+   * still sees "leader" would let the next leader start beside it.
+   */
+  releaseGate?: () => boolean | Promise<boolean>;
+  /**
    * A release keeps the term's acquireTime instead of writing now, so the released record
    * still says when the last term began (`leasehold run --skip-if-ran-within` reads it).
    * client-go ignores acquireTime on a released lease. Default false: client-go's release.
@@ -160,6 +167,7 @@ export class LeaderElector {
   readonly identity: string;
   readonly timings: Readonly<Timings>;
   private readonly releaseOnCancel: boolean;
+  private readonly releaseGate: () => boolean | Promise<boolean>;
   private readonly releaseKeepsAcquireTime: boolean;
   private readonly requestTimeoutMs: number;
   /** What this candidate believes about the record. */
@@ -190,6 +198,7 @@ export class LeaderElector {
     // A logger that throws must not skip a step of the election (the sidecar's and the library's).
     this.log = opts.log ? guardedLogger(opts.log) : silentLogger;
     this.releaseOnCancel = opts.releaseOnCancel ?? true;
+    this.releaseGate = opts.releaseGate ?? (() => true);
     this.releaseKeepsAcquireTime = opts.releaseKeepsAcquireTime ?? false;
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
     const contentionWindowMs = opts.contentionWindowMs ?? Math.min(DEFAULT_CONTENTION_WINDOW_MS, opts.leaseDurationMs);
@@ -322,7 +331,8 @@ export class LeaderElector {
   /**
    * Ends the loop (waiting for a request in flight), steps down, and releases the lease if
    * configured to. The step-down is announced before the release is attempted, so the app
-   * stops acting as leader before anyone else can start.
+   * stops acting as leader before anyone else can start; the release waits for releaseGate,
+   * and is not sent when it says no.
    */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -333,8 +343,17 @@ export class LeaderElector {
     this.loop = null;
     const wasLeading = this.term !== null;
     this.stepDown('shutting down');
-    if (wasLeading && this.releaseOnCancel) await this.release();
+    if (wasLeading && this.releaseOnCancel && (await this.releaseAllowed())) await this.release();
     else if (!wasLeading) await this.withdrawClaim();
+  }
+
+  private async releaseAllowed(): Promise<boolean> {
+    try {
+      return await this.releaseGate();
+    } catch (err) {
+      this.log.error('releaseGate failed: the lease is left to expire, not released', { error: describeError(err) });
+      return false;
+    }
   }
 
   /**

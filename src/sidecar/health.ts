@@ -1,6 +1,7 @@
 import type { Timings } from '../config/election-options.js';
 import type { ElectorSnapshot } from '../election/elector.js';
 import type { LeaseStore } from '../backends/lease-store.js';
+import { escapeForTerminal } from '../util/escape-control.js';
 
 const READY_WHEN = ['leader', 'elected-any'] as const;
 export type ReadyWhen = (typeof READY_WHEN)[number];
@@ -48,7 +49,8 @@ export class Readiness {
   check(s: ElectorSnapshot): Verdict {
     if (s.holder) this.seenLeader = true;
     if (this.mode === 'leader') {
-      return s.isLeader ? { ok: true, reason: 'leader' } : { ok: false, reason: `not leader (holder: ${s.holder || 'none'})` };
+      // The holder is the store's: escaped, so the body cannot move the cursor of whoever prints it.
+      return s.isLeader ? { ok: true, reason: 'leader' } : { ok: false, reason: `not leader (holder: ${s.holder ? escapeForTerminal(s.holder) : 'none'})` };
     }
     return this.seenLeader ? { ok: true, reason: 'a leader has been elected' } : { ok: false, reason: 'no leader seen yet' };
   }
@@ -61,5 +63,5 @@ export class Readiness {
  */
 export function withStoreProblem(store: Pick<LeaseStore, 'problem'>, v: Verdict): Verdict {
   const problem = store.problem?.() ?? null;
-  return problem === null ? v : { ok: false, reason: `store: ${problem}` };
+  return problem === null ? v : { ok: false, reason: `store: ${escapeForTerminal(problem)}` };
 }

@@ -1,4 +1,5 @@
 import { describeError } from '../errors.js';
+import { escapeForTerminal } from '../util/escape-control.js';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { http } from '../util/node-http.js';
 import type { AddressInfo } from 'node:net';
@@ -6,6 +7,20 @@ import type { Registry } from 'prom-client';
 import type { LeaderStatus } from '../status/leader-status.js';
 import type { Verdict } from './health.js';
 import { LeaderStreams, leaderBody, type StreamCounters, type StreamLimits } from './leader-stream.js';
+import { httpBounds, openDescriptors, openFilesLimit, type HttpBounds } from './connection-budget.js';
+
+/**
+ * A request's headers must arrive within this (a probe's or a scrape's come at once): a
+ * connection that sends nothing or half a request is closed then, instead of holding a
+ * descriptor and its buffers.
+ */
+export const HEADERS_TIMEOUT_MS = 5_000;
+/** The whole request (only GET and HEAD are served: no body to wait for). */
+export const REQUEST_TIMEOUT_MS = 10_000;
+/** An idle kept-alive connection between two requests. */
+export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/** How often node:http looks for connections past those timeouts (its default is far less often than they are). */
+const TIMEOUT_CHECK_MS = 1_000;
 
 export interface HttpHandlers {
   status(): LeaderStatus;
@@ -15,6 +30,8 @@ export interface HttpHandlers {
   /** Counts streams for the metrics; none by default. */
   streamCounters?: StreamCounters;
   streamLimits?: StreamLimits;
+  /** Default: from the descriptors left to this process (connection-budget.ts), and streamLimits.maxStreams. */
+  bounds?: HttpBounds;
 }
 
 const NO_COUNTERS: StreamCounters = { opened() {}, closed() {}, refused() {}, dropped() {} };
@@ -30,7 +47,7 @@ function wantsStream(req: IncomingMessage, query: URLSearchParams): boolean {
   if (watch === null || watch === '0' || watch === 'false') return watch === null && /\btext\/event-stream\b/.test(req.headers.accept ?? '');
   if (watch === '1' || watch === 'true') return true;
   // Echo a bounded, escaped prefix: the line is for a human, and the value is the caller's.
-  const shown = JSON.stringify(watch.length > 32 ? `${watch.slice(0, 32)}…` : watch).slice(1, -1);
+  const shown = escapeForTerminal(JSON.stringify(watch.length > 32 ? `${watch.slice(0, 32)}…` : watch).slice(1, -1));
   throw new BadRequest(`watch=${shown} is not allowed: use watch=1 or true (a stream), watch=0 or false`);
 }
 
@@ -49,8 +66,11 @@ export class StatusServer {
   private server: Server | null = null;
   /** Server-sent-events streams of /leader. */
   readonly streams: LeaderStreams;
+  /** Connections and streams open at once; set up after the store is open, so its descriptors are counted. */
+  readonly bounds: HttpBounds;
   constructor(private readonly h: HttpHandlers) {
-    this.streams = new LeaderStreams(h.streamCounters ?? NO_COUNTERS, h.streamLimits);
+    this.bounds = h.bounds ?? httpBounds(openFilesLimit(), openDescriptors(), h.streamLimits?.maxStreams);
+    this.streams = new LeaderStreams(h.streamCounters ?? NO_COUNTERS, { ...h.streamLimits, maxStreams: this.bounds.maxStreams });
   }
 
   /** Sends a status change to every open stream. */
@@ -58,8 +78,19 @@ export class StatusServer {
     this.streams.publish(status);
   }
 
+  /** See LeaderStreams.drain. */
+  drainStreams(timeoutMs: number): Promise<{ streams: number; closed: number }> {
+    return this.streams.drain(timeoutMs);
+  }
+
   async listen(host: string, port: number): Promise<AddressInfo> {
-    const server = http.createServer((req, res) => void this.route(req, res));
+    const server = http.createServer(
+      { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: TIMEOUT_CHECK_MS },
+      (req, res) => void this.route(req, res),
+    );
+    server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+    // Streams included: one more connection is closed as it arrives.
+    server.maxConnections = this.bounds.maxConnections;
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -82,7 +113,12 @@ export class StatusServer {
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'method not allowed\n');
-    const [path, search] = (req.url ?? '/').split('?', 2) as [string, string | undefined];
+    // The query is all after the first '?': a second '?' belongs to a value (watch=1?x is
+    // refused as a value, not cut to watch=1).
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const search = q < 0 ? '' : url.slice(q + 1);
     try {
       switch (path) {
         case '/healthz':
@@ -92,7 +128,7 @@ export class StatusServer {
           return verdict(res, this.h.readiness());
         case '/leader': {
           const s = this.h.status();
-          if (wantsStream(req, new URLSearchParams(search ?? ''))) return this.streams.open(res, s);
+          if (wantsStream(req, new URLSearchParams(search))) return this.streams.open(res, s);
           return send(res, 200, 'application/json', leaderBody(s) + '\n');
         }
         case '/metrics':
@@ -102,7 +138,7 @@ export class StatusServer {
       }
     } catch (err) {
       if (err instanceof BadRequest) return send(res, 400, 'text/plain', `${err.message}\n`);
-      return send(res, 500, 'text/plain', `internal error: ${describeError(err)}\n`);
+      return send(res, 500, 'text/plain', `internal error: ${escapeForTerminal(describeError(err))}\n`);
     }
   }
 }

@@ -207,6 +207,31 @@ describe('GET /leader as a server-sent-events stream', () => {
     await Promise.all([a.done, b.done, again.done]);
   });
 
+  it('drain: every stream is handed the newest event before it returns; one whose socket does not take it is closed at the bound', async () => {
+    const srv = await serve({ maxBufferedBytes: 64 * 1024 * 1024 });
+    servers.push(srv.server);
+    const droppedBefore = counts.dropped;
+    const stuck = await stuckReader(srv.port);
+    sockets.push(stuck);
+    const live = await reader(`${srv.url}/leader?watch=1`);
+    await until('both streams', () => srv.server.streams.size === 2);
+    // More than the kernel's socket buffers hold: the stuck reader's stream keeps bytes unsent.
+    const pad = 'x'.repeat(64 * 1024);
+    for (let i = 1; i <= 256; i++) {
+      srv.set(status({ renewedAt: new Date(Date.UTC(2026, 11, 2, 9, 0, i)).toISOString(), holder: `me${pad}` }));
+      await new Promise((r) => setImmediate(r)); // the turn that writes it
+    }
+    srv.set(status({ isLeader: false, holder: '', fencingToken: null, validUntil: null }));
+    // At once, before the batched writes of the published events have had a turn.
+    assert.deepEqual(await srv.server.drainStreams(50), { streams: 2, closed: 1 });
+    assert.equal(counts.dropped, droppedBefore + 1);
+    await until('the last event to reach the reader', () => live.events.at(-1)?.isLeader === false);
+    assert.equal(live.events.length, 258, 'every event, the last one included');
+    await until('the closed stream to be gone; the reader that reads stays open', () => srv.server.streams.size === 1);
+    await srv.server.close();
+    await live.done;
+  });
+
   it('a reader that never reads is closed once its backlog passes the bound; the others get every event in order', async () => {
     const srv = await serve({ maxBufferedBytes: 256 * 1024 });
     servers.push(srv.server);

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { LeaderStatus } from '../status/leader-status.js';
+import { jsonForTerminal } from '../util/escape-control.js';
 
 /** Streams open at once by default: enough for every pod of a large app, small enough to bound memory. */
 export const DEFAULT_MAX_STREAMS = 1024;
@@ -24,9 +25,13 @@ export interface StreamCounters {
   dropped(): void;
 }
 
-/** `/leader`'s body, the shape of the old leader-elector sidecar: the status plus `name`. */
+/**
+ * `/leader`'s body, the shape of the old leader-elector sidecar: the status plus `name`. The
+ * holder comes from the store, where anyone who can write the record put it: what a terminal
+ * would act on is escaped (jsonForTerminal), and the JSON still parses to the same value.
+ */
 export function leaderBody(s: LeaderStatus): string {
-  return JSON.stringify({ name: s.holder ?? '', ...s });
+  return jsonForTerminal({ name: s.holder ?? '', ...s });
 }
 
 /** Streams written to per turn of the event loop: the election's timers and I/O run between batches. */
@@ -110,6 +115,47 @@ export class LeaderStreams {
       this.flushing = true;
       setImmediate(() => this.flush([...this.streams.keys()], 0));
     }
+  }
+
+  /**
+   * Hands the newest event to every stream now, all of them in this turn rather than a batch
+   * per turn, and waits until each socket has taken all it was given, at most `timeoutMs`. A
+   * stream still holding bytes then is closed: its reader sees the stream end rather than
+   * "leader". Called before a release, so no reader of this sidecar still sees "leader" once
+   * the next leader can start. Returns the streams written to and the ones closed.
+   */
+  async drain(timeoutMs: number): Promise<{ streams: number; closed: number }> {
+    const waiting = new Set<ServerResponse>();
+    const flushed: Promise<void>[] = [];
+    const count = this.streams.size;
+    for (const res of this.streams.keys()) {
+      this.catchUp(res);
+      if (res.destroyed || res.writableLength === 0) continue;
+      waiting.add(res);
+      flushed.push(
+        new Promise<void>((resolve) => {
+          const done = () => {
+            waiting.delete(res);
+            resolve();
+          };
+          res.once('close', done);
+          // A comment line (readers ignore it) whose callback runs once the socket has taken
+          // every byte before it: writes go out in order.
+          res.write(': flushed\n\n', done);
+        }),
+      );
+    }
+    if (waiting.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all(flushed), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+      clearTimeout(timer);
+    }
+    const closed = waiting.size;
+    for (const res of waiting) {
+      this.counters.dropped();
+      res.destroy();
+    }
+    return { streams: count, closed };
   }
 
   /** Ends every stream (a reader sees the end, then reconnects elsewhere). */

@@ -16,6 +16,12 @@ import type { PodLabeler } from './pod-labeler.js';
 /** The elector's reason for a step-down when no renewal succeeded within renewDeadline. */
 const RENEW_DEADLINE_REASON = 'no successful renewal within renewDeadline';
 
+/**
+ * How long a release waits for the /leader streams to take "not leader"; a stream that has
+ * not by then is closed. Short: a reader that does not read must not hold up the handoff.
+ */
+const STREAM_DRAIN_MS = 500;
+
 export interface SidecarOptions extends Timings {
   store: LeaseStore;
   lease: string;
@@ -115,6 +121,7 @@ export class Sidecar {
       store: new InstrumentedStore(opts.store, m.backendRequests),
       clock: this.clock,
       releaseOnCancel: opts.releaseOnCancel ?? true,
+      releaseGate: () => this.readyToRelease(),
       listener,
       log: opts.log,
     });
@@ -150,6 +157,8 @@ export class Sidecar {
       renewDeadline: this.opts.renewDeadlineMs,
       retryPeriod: this.opts.retryPeriodMs,
       listen: address ? `${address.address}:${address.port}` : null,
+      httpConnections: this.server?.bounds.maxConnections ?? null,
+      httpStreams: this.server?.bounds.maxStreams ?? null,
       statusDir: this.opts.statusDir ?? null,
     });
     this.elector.start();
@@ -170,14 +179,47 @@ export class Sidecar {
     this.metrics.validUntil.set({ lease: this.opts.lease }, term.validUntil.getTime() / 1000);
   }
 
-  /** The status files first, then the /leader streams, so a stream never runs ahead of the files. */
-  private publish(): void {
+  /**
+   * Asked by the elector on shutdown, after the step-down and before the release: "not leader"
+   * must be on the status volume first. The step-down's own write is tried once more (space
+   * or descriptors may be back); if it still fails, the files may say "leader" with a
+   * validUntil ahead, and a release would let the next leader start while this one's app
+   * still believes it leads. The lease is left to expire instead, which others judge by
+   * leaseDuration, longer than renewDeadline and so past that validUntil. Then every /leader
+   * stream is handed "not leader" (see LeaderStreams.drain).
+   */
+  private async readyToRelease(): Promise<boolean> {
+    const error = this.publish();
+    if (error !== null) {
+      this.log.error('the step-down could not be written to the status files: the lease is left to expire, not released', {
+        dir: this.publisher?.dir,
+        error,
+      });
+      return false;
+    }
+    // The streams next: each reader has "not leader" before the next leader can start.
+    if (this.server && this.server.streams.size > 0) {
+      const started = this.clock.monotonic();
+      const { streams, closed } = await this.server.drainStreams(STREAM_DRAIN_MS);
+      this.log.info('streams told "not leader"', { streams, closed, ms: Math.round(this.clock.monotonic() - started) });
+    }
+    return true;
+  }
+
+  /**
+   * The status files first, then the /leader streams, so a stream never runs ahead of the
+   * files. Returns why the files could not be written, or null when they hold this state.
+   */
+  private publish(): string | null {
     const status = toLeaderStatus(this.elector.snapshot(), this.clock.now());
+    let error: string | null = null;
     try {
       this.publisher?.publish(status);
     } catch (err) {
-      this.log.error('cannot write status files', { dir: this.publisher?.dir, error: describeError(err) });
+      error = describeError(err);
+      this.log.error('cannot write status files', { dir: this.publisher?.dir, error });
     }
     this.server?.publish(status);
+    return error;
   }
 }

@@ -126,6 +126,11 @@ describe('health', () => {
     assert.equal(any.check(snap({ isLeader: false, holder: 'other' })).ok, true);
     assert.equal(any.check(snap({ isLeader: false, holder: '' })).ok, true, 'stays ready during a handoff');
   });
+
+  it("readiness names the holder escaped: the store's value cannot drive a terminal", () => {
+    const v = new Readiness('leader').check(snap({ isLeader: false, holder: 'x\u001b[2J\u009b1m\n\u202e' }));
+    assert.equal(v.reason, 'not leader (holder: x\\u001b[2J\\u009b1m\\u000a\\u202e)');
+  });
 });
 
 it('a store problem that will not fix itself (a dropped table) fails liveness and readiness with its reason', () => {

@@ -30,3 +30,15 @@ export function escapeForTerminal(text: string): string {
     return c.length > 1 ? `\\u{${hex}}` : `\\u${hex.padStart(4, '0')}`;
   });
 }
+
+/**
+ * JSON for a body someone may print raw (`curl` on a terminal): what escapeForTerminal escapes
+ * is written as JSON's own \uXXXX escapes (a pair for a character past U+FFFF). Such
+ * characters can only stand inside strings, so the JSON parses to the same value; only its
+ * bytes can no longer move a cursor, reorder a line or hide text.
+ */
+export function jsonForTerminal(value: unknown): string {
+  return JSON.stringify(value).replace(new RegExp(`${CONTROL.source}|\\p{Cf}`, 'gu'), (c) =>
+    [...Array(c.length).keys()].map((i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''),
+  );
+}

@@ -1,7 +1,10 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
 import { startCli, tempDir, waitFor, type Proc } from '../support/cli.js';
+import { openStream } from '../support/sse-client.js';
 
 const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '400ms'];
 
@@ -67,5 +70,53 @@ describe('HTTP: /healthz /readyz /leader /metrics', () => {
 
     assert.equal((await fetch(`http://${la}/nope`)).status, 404);
     assert.equal((await fetch(`http://${la}/leader`, { method: 'POST' })).status, 405);
+  });
+});
+
+describe('HTTP: a holder that another writer put in the store', () => {
+  const dir = tempDir();
+  const procs: Proc[] = [];
+  after(() => {
+    for (const p of procs) p.kill('SIGKILL');
+    dir.cleanup();
+  });
+
+  it('is escaped in every body: no control character, terminal escape or bidi override leaves raw', { timeout: 60_000 }, async () => {
+    const db = join(dir.path, 'leases.db');
+    await new SqliteLeaseStore(db).close();
+    // ESC and CSI (C0 and C1) sequences that clear a screen, a newline that forges a line, a bidi override.
+    const holder = 'evil\u001b[2J\u009b31m\n\u202eX\u2028';
+    const raw = new Database(db);
+    raw
+      .prepare('INSERT INTO leases (name, holder_identity, fencing_token, renew_time, lease_duration_seconds) VALUES (?, ?, ?, ?, ?)')
+      .run('web', holder, 7, Date.now() / 1000, 3600);
+    raw.close();
+    const p = startCli(['sidecar', '--db', db, '--lease', 'web', '--identity', 'me', '--listen', '127.0.0.1:0', ...T]);
+    procs.push(p);
+    const at = await address(p);
+    const leader = await waitFor(
+      'the holder seen',
+      async () => {
+        const text = await (await fetch(`http://${at}/leader`)).text();
+        return (JSON.parse(text) as { holder: string | null }).holder === holder && text;
+      },
+      20_000,
+    );
+    const unsafe = /[\p{Cc}\p{Cf}\u2028\u2029]/u;
+    assert.ok(leader.endsWith('}\n'));
+    assert.doesNotMatch(leader.slice(0, -1), unsafe, '/leader holds no raw control or format character but its final newline');
+    assert.equal((JSON.parse(leader) as { name: string }).name, holder, 'and parses to the holder as stored');
+
+    const ready = await fetch(`http://${at}/readyz`);
+    assert.equal(ready.status, 503);
+    const line = await ready.text();
+    assert.equal(line, 'unavailable: not leader (holder: evil\\u001b[2J\\u009b31m\\u000a\\u202eX\\u2028)\n');
+
+    const [host, port] = at.split(':') as [string, string];
+    const stream = await openStream(host, Number(port));
+    await waitFor('the first event', () => stream.events.length > 0, 10_000);
+    stream.close();
+    assert.doesNotMatch(stream.events[0]!, unsafe, 'nor does the stream');
+    assert.equal((JSON.parse(stream.events[0]!) as { holder: string }).holder, holder);
   });
 });

@@ -170,6 +170,9 @@ describe('GET and HEAD /leader: what opens a stream', () => {
       ['watch=true&watch=false&watch=1', 'watch is given 3 times: give it once, watch=1 or true (a stream), watch=0 or false\n'],
       ['watch=yes', 'watch=yes is not allowed: use watch=1 or true (a stream), watch=0 or false\n'],
       ['watch=', 'watch= is not allowed: use watch=1 or true (a stream), watch=0 or false\n'],
+      // All after the first '?' is the query: not cut to watch=1 at the second.
+      ['watch=1?x', 'watch=1?x is not allowed: use watch=1 or true (a stream), watch=0 or false\n'],
+      ['watch=%C2%9B2J', 'watch=\\u009b2J is not allowed: use watch=1 or true (a stream), watch=0 or false\n'],
       [`watch=${'x'.repeat(5000)}`, `watch=${'x'.repeat(32)}… is not allowed: use watch=1 or true (a stream), watch=0 or false\n`],
     ];
     for (const [query, line] of refused) {

@@ -5,10 +5,18 @@
  */
 import { connect, type Socket } from 'node:net';
 
+/** Events read by every client of this process, in the order they were read. */
+let arrived = 0;
+
 export interface SseClient {
   socket: Socket;
   /** The raw JSON of each event, in order. */
   events: string[];
+  /**
+   * For each event, its place among the events every client of this process has read so far:
+   * compares arrival across streams (which sidecar's stream said what first).
+   */
+  arrivals: number[];
   /** True once the server ended or closed the stream. */
   ended: () => boolean;
   close: () => void;
@@ -17,12 +25,13 @@ export interface SseClient {
 export function openStream(host: string, port: number, opts: { stuck?: boolean } = {}): Promise<SseClient> {
   return new Promise((resolve, reject) => {
     const events: string[] = [];
+    const arrivals: number[] = [];
     let ended = false;
     let buf = '';
     const socket = connect(port, host, () => {
       socket.write(`GET /leader?watch=1 HTTP/1.1\r\nhost: ${host}\r\naccept: text/event-stream\r\n\r\n`);
       if (opts.stuck) socket.pause();
-      resolve({ socket, events, ended: () => ended, close: () => socket.destroy() });
+      resolve({ socket, events, arrivals, ended: () => ended, close: () => socket.destroy() });
     });
     socket.once('error', (err) => (ended ? undefined : reject(err)));
     socket.on('close', () => (ended = true));
@@ -33,6 +42,7 @@ export function openStream(host: string, port: number, opts: { stuck?: boolean }
       // Chunked transfer encoding interleaves size lines; the events' own lines are all we read.
       for (let m = /^data: (.*)\n/m.exec(buf); m; m = /^data: (.*)\n/m.exec(buf)) {
         events.push(m[1]!);
+        arrivals.push(arrived++);
         buf = buf.slice(m.index + m[0].length);
       }
     });
