@@ -17,10 +17,10 @@ export interface ReadResult<T> {
 }
 
 /**
- * Opens `path`, runs `read` with the row's SELECT, and closes it. The connection is opened for
- * writing when the user may (query_only: no statement can write): closed last, it does what the
- * last candidate would have done, copying the log into the file and deleting it, where a
- * read-only connection would leave them. A user who may not write the file gets a read-only one.
+ * Opens `path`, runs `read` with the bounded SELECT (sqlite-row-select.ts), and closes it. The
+ * connection is opened for writing when the user may (query_only: no statement can write):
+ * closed last, it does what the last candidate would have done, copying the log into the file
+ * and deleting it, where a read-only connection would leave them. A user who may not write the file gets a read-only one.
  */
 export function readOnce<T>(path: string, busyTimeoutMs: number, read: (select: Database.Statement<[string]>, columns: RowColumns) => T): ReadResult<T> {
   refuseMountPoint(path);

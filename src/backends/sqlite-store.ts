@@ -10,7 +10,7 @@ import { checkLocalFilesystem, checkSqliteFile } from './sqlite-file-check.js';
 import { MakeDirsError, makeDirs } from '../util/make-dirs.js';
 import { describeIdentity, identityOf, mainAndShmOf, refuseMountPoint, sameFiles, unsafeReplacement, type FileIdentity } from './sqlite-file-identity.js';
 import { foreignLog } from './sqlite-wal-owner.js';
-import { selectRowSql } from './sqlite-row-select.js';
+import { selectRowSql, MAX_NUMBER_BYTES, MAX_TEXT_BYTES } from './sqlite-row-select.js';
 import { changeMark, readOnce } from './sqlite-reader.js';
 
 /**
@@ -44,6 +44,8 @@ export interface SqliteStoreOptions {
    * or refuses to (once per replacement).
    */
   onReopen?: (message: string) => void;
+  /** Told, in one line, when a row holds a value over its bound (sqlite-row-select.ts), once per such row. */
+  onOversized?: (message: string) => void;
   /**
    * Accept a file on a network filesystem (NFS, SMB, FUSE...), which is refused otherwise:
    * only when every candidate runs on this one machine (the CLI's --allow-network-filesystem).
@@ -72,6 +74,8 @@ interface LeaseRow {
   acquire_time: number;
   /** successor-column.ts: '' for no claim. */
   successor: string;
+  /** The columns over their bound and their sizes, or null (sqlite-row-select.ts). */
+  oversized?: string | null;
 }
 
 export class SqliteLeaseStore implements LeaseStore {
@@ -90,6 +94,8 @@ export class SqliteLeaseStore implements LeaseStore {
   private generation = 0;
   /** The table has the `successor` column (a writer adds it; a reader may find an older table). */
   private hasSuccessor = false;
+  /** The last oversized-values notice, so a row that keeps them is reported once. */
+  private toldOversized: string | null = null;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     this.location = path;
@@ -238,6 +244,7 @@ export class SqliteLeaseStore implements LeaseStore {
   async get(name: string, opts?: CallOptions): Promise<VersionedRecord | null> {
     throwIfAborted(opts);
     const row = this.run('get', () => (this.options.readonly ? this.readRow(name) : this.selectRow.get(name)));
+    if (row) this.tellOversized(name, row);
     return row ? { record: toRecord(row), version: versionOf(row) } : null;
   }
 
@@ -334,6 +341,7 @@ export class SqliteLeaseStore implements LeaseStore {
         if (v === lastData) return;
         lastData = v;
         const row = this.selectRow.get(name);
+        if (row) this.tellOversized(name, row);
         const version = versionOrNull(row);
         if (version === lastRow) return;
         lastRow = version;
@@ -362,6 +370,7 @@ export class SqliteLeaseStore implements LeaseStore {
       lastMark = mark;
       try {
         const row = this.readRow(name);
+        if (row) this.tellOversized(name, row);
         const version = versionOrNull(row);
         if (version === lastRow) return;
         lastRow = version;
@@ -374,6 +383,17 @@ export class SqliteLeaseStore implements LeaseStore {
 
   private refuseWrite(op: string): void {
     if (this.options.readonly) throw new BackendError(`SQLite ${op} on ${this.location}: this store was opened read-only`);
+  }
+
+  /** Tells onOversized once per row that holds values over their bound. */
+  private tellOversized(name: string, row: LeaseRow): void {
+    const over = row.oversized ?? null;
+    if (over === this.toldOversized) return;
+    this.toldOversized = over;
+    if (over === null) return;
+    this.options.onOversized?.(
+      `the lease ${name} in ${this.location} holds values over their bound (${over}; at most ${MAX_TEXT_BYTES} bytes for a text, ${MAX_NUMBER_BYTES} for a number): each was read as a note of its size, never loaded, and no rule accepts it (a successor claim over it is no claim)`,
+    );
   }
 
   /** Whether the table has the `successor` column: a writer always adds it; a reader may find an older table. */
