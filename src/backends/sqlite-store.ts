@@ -10,6 +10,7 @@ import { checkLocalFilesystem, checkSqliteFile } from './sqlite-file-check.js';
 import { MakeDirsError, makeDirs } from '../util/make-dirs.js';
 import { describeIdentity, identityOf, mainAndShmOf, refuseMountPoint, sameFiles, unsafeReplacement, type FileIdentity } from './sqlite-file-identity.js';
 import { foreignLog } from './sqlite-wal-owner.js';
+import { escapeControl } from '../util/escape-control.js';
 import { selectRowSql, MAX_NUMBER_BYTES, MAX_TEXT_BYTES } from './sqlite-row-select.js';
 import { changeMark, readOnce } from './sqlite-reader.js';
 
@@ -483,7 +484,8 @@ function explainOpenFailure(path: string, err: unknown): string {
 
 function toRecord(row: LeaseRow): LeaseRecord {
   if (!Number.isSafeInteger(row.fencing_token) || row.fencing_token < 0) {
-    throw new InvalidRecordError(`the stored fencing token ${row.fencing_token} is not an integer from 0 to ${Number.MAX_SAFE_INTEGER}`);
+    // Any peer can store any text there: escaped, it cannot forge a line or drive a terminal.
+    throw new InvalidRecordError(`the stored fencing token ${escapeControl(String(row.fencing_token))} is not an integer from 0 to ${Number.MAX_SAFE_INTEGER}`);
   }
   return withSuccessor(
     {
