@@ -11,7 +11,8 @@ import { MakeDirsError, makeDirs } from '../util/make-dirs.js';
 import { describeIdentity, identityOf, mainAndShmOf, refuseMountPoint, sameFiles, unsafeReplacement, type FileIdentity } from './sqlite-file-identity.js';
 import { foreignLog } from './sqlite-wal-owner.js';
 import { escapeControl } from '../util/escape-control.js';
-import { selectRowSql, MAX_NUMBER_BYTES, MAX_TEXT_BYTES } from './sqlite-row-select.js';
+import { selectRowSql } from './sqlite-row-select.js';
+import { oversizedNotice } from './bounded-sql.js';
 import { changeMark, readOnce } from './sqlite-reader.js';
 
 /**
@@ -392,9 +393,7 @@ export class SqliteLeaseStore implements LeaseStore {
     if (over === this.toldOversized) return;
     this.toldOversized = over;
     if (over === null) return;
-    this.options.onOversized?.(
-      `the lease ${name} in ${this.location} holds values over their bound (${over}; at most ${MAX_TEXT_BYTES} bytes for a text, ${MAX_NUMBER_BYTES} for a number): each was read as a note of its size, never loaded, and no rule accepts it (a successor claim over it is no claim)`,
-    );
+    this.options.onOversized?.(oversizedNotice(name, this.location, over));
   }
 
   /** Whether the table has the `successor` column: a writer always adds it; a reader may find an older table. */
