@@ -49,15 +49,26 @@ export async function runStatus(a: StatusArgs): Promise<number> {
   try {
     return await readAndPrint(a, settings, lease);
   } catch (err) {
-    if (!isLeaseholdError(err, 'LEASEHOLD_ERR_BACKEND_UNAVAILABLE')) throw err;
-    process.stderr.write(`leasehold: ${describeError(err).replace(/\s*\n\s*/g, ' ')}\n`);
+    if (!isLeaseholdError(err, 'LEASEHOLD_ERR_BACKEND_UNAVAILABLE')) throw printable(err);
+    process.stderr.write(`leasehold: ${escapeForTerminal(describeError(err).replace(/\s*\n\s*/g, ' '))}\n`);
     return EXIT_STORE_UNAVAILABLE;
   }
 }
 
+/**
+ * The error with its message (and its cause's) escaped for a terminal, class and code kept: a
+ * message may quote a value read from the store (an invalid token), which any peer can write.
+ */
+function printable(err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  err.message = escapeForTerminal(err.message);
+  if (err.cause instanceof Error) err.cause.message = escapeForTerminal(err.cause.message);
+  return err;
+}
+
 async function readAndPrint(a: StatusArgs, settings: StoreSettings, lease: string): Promise<number> {
   // A watch follows a replaced SQLite file: say so on stderr, as its other notices.
-  const notice = (message: string) => void process.stderr.write(`leasehold: ${message}\n`);
+  const notice = (message: string) => void process.stderr.write(`leasehold: ${escapeForTerminal(message)}\n`);
   const log = { debug() {}, info() {}, warn: notice, error: notice };
   const store = await openStore({ ...settings, readonly: true, log });
   try {

@@ -61,7 +61,8 @@ export async function watchLease(store: LeaseStore, lease: string, o: WatchOptio
           const untilExpiry = r.state === 'held' && r.expiresAt ? Date.parse(r.expiresAt) - now.getTime() + 1 : Infinity;
           nextMs = Math.max(1, Math.min(WATCH_REREAD_MS, untilExpiry));
         } catch (err) {
-          const message = describeError(err).replace(/\s*\n\s*/g, ' ');
+          // A message may quote a value read from the store (an invalid token): escaped, it stays one line and inert.
+          const message = escapeForTerminal(describeError(err).replace(/\s*\n\s*/g, ' '));
           if (message !== lastError) process.stderr.write(`leasehold: ${message} (still watching)\n`);
           lastError = message;
         }

@@ -54,9 +54,13 @@ export async function openStore(s: StoreSettings): Promise<LeaseStore> {
         const { checkSqliteFile } = await import('./sqlite-file-check.js');
         checkSqliteFile(s.db);
         if (!existsSync(s.db)) throw new StoreOpenError(`no lease store at ${s.db}: no candidate has run with this database file yet`, { field: 'db' });
-        return new SqliteLeaseStore(s.db, { readonly: true, onReopen: (message) => log?.warn(message) });
+        return new SqliteLeaseStore(s.db, { readonly: true, onOversized: (message) => log?.warn(message) });
       }
-      return new SqliteLeaseStore(s.db, { onReopen: (message) => log?.warn(message), allowNetworkFilesystem: s.allowNetworkFilesystem ?? false });
+      return new SqliteLeaseStore(s.db, {
+        onReopen: (message) => log?.warn(message),
+        onOversized: (message) => log?.warn(message),
+        allowNetworkFilesystem: s.allowNetworkFilesystem ?? false,
+      });
     }
     case 'postgres': {
       const { PostgresLeaseStore } = await import('./postgres-store.js');

@@ -41,6 +41,7 @@ import { loadDriver as loadOptional } from './driver.js';
 import { HintThrottle, channelName, notifiedLease } from './postgres-notify.js';
 import { NOTIFIES_AFTER_COMMIT, addSuccessorStatement, adminScript, createStatements, notifyFunctionStatement } from './postgres-schema.js';
 import { encodeSuccessor, withSuccessor } from './successor-column.js';
+import { MAX_TEXT_BYTES, boundedColumn, oversizedColumn, oversizedNotice } from './bounded-sql.js';
 
 /** Backends one candidate holds at any moment (the documented bound: docs/postgres.md). */
 export const MAX_BACKENDS = 1;
@@ -100,7 +101,12 @@ interface Row {
   acquire_time: number;
   version: string;
   successor: string;
+  /** bounded-sql.ts: the columns over their bound and their sizes, or null. */
+  oversized?: string | null;
 }
+
+const BOUNDED: [string, number][] = [['holder_identity', MAX_TEXT_BYTES]];
+const BOUNDED_WITH_SUCCESSOR: [string, number][] = [...BOUNDED, ['successor', MAX_TEXT_BYTES]];
 
 const COLUMNS = ['name', 'holder_identity', 'fencing_token', 'renew_time', 'lease_duration_seconds', 'acquire_time', 'version'];
 let driver: typeof pg | null = null;
@@ -153,6 +159,8 @@ export class PostgresLeaseStore implements LeaseStore {
   private hintFailureLoggedAt = -Infinity;
   /** What is wrong with the store that will not fix itself (the table was dropped); null when fine. */
   private problemText: string | null = null;
+  /** The last oversized-values notice, so a row that keeps them is told once. */
+  private toldOversized: string | null = null;
   /** The table has the `successor` column, found or added at open. */
   private hasSuccessor = false;
 
@@ -363,11 +371,14 @@ export class PostgresLeaseStore implements LeaseStore {
   async get(name: string, opts?: CallOptions): Promise<VersionedRecord | null> {
     const r = await this.query<Row>(
       'get',
-      `SELECT holder_identity, fencing_token, renew_time, lease_duration_seconds, acquire_time, version, ${this.hasSuccessor ? 'successor' : "'' AS successor"} FROM ${this.qualified} WHERE name = $1`,
+      // The text columns are any size another role with rights on the table stored: bounded-sql.ts.
+      `SELECT ${boundedColumn('holder_identity', MAX_TEXT_BYTES)}, fencing_token, renew_time, lease_duration_seconds, acquire_time, version, ${this.hasSuccessor ? `${boundedColumn('successor', MAX_TEXT_BYTES)}, ${oversizedColumn(BOUNDED_WITH_SUCCESSOR)}` : `'' AS successor, ${oversizedColumn(BOUNDED)}`} FROM ${this.qualified} WHERE name = $1`,
       [name],
       opts,
     );
     const row = r.rows[0];
+    if (row?.oversized && row.oversized !== this.toldOversized) this.log?.warn(oversizedNotice(name, this.location, row.oversized), { store: this.location });
+    this.toldOversized = row?.oversized ?? null;
     return row ? { record: toRecord(row), version: String(row.version) } : null;
   }
 

@@ -1,5 +1,6 @@
 import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { StoreOpenError } from '../errors.js';
 
 // What the database path and its -wal and -shm name on disk, so the store can tell whether
 // the path still names the files it opened, and whether a new file there would be paired
@@ -97,4 +98,15 @@ export function mountPointAt(path: string, mountinfo?: string): string | null {
     if (names.has(decoded)) return decoded;
   }
   return null;
+}
+
+/** Throws StoreOpenError when the database file, its -wal or its -shm is a mount point (mountPointAt). */
+export function refuseMountPoint(path: string): void {
+  const mounted = mountPointAt(path);
+  if (mounted) {
+    throw new StoreOpenError(
+      `the database file ${path}: ${mounted} is a mount point (a file mounted over it): SQLite finds the -wal and -shm by name beside the database, so they would not be this file's for every process, and a checkpoint could write one file's log into another. Mount the directory that holds the database instead`,
+      { field: 'db' },
+    );
+  }
 }

@@ -8,7 +8,12 @@ import type { Clock, Timer } from '../clock.js';
 import { encodeSuccessor, withSuccessor } from './successor-column.js';
 import { checkLocalFilesystem, checkSqliteFile } from './sqlite-file-check.js';
 import { MakeDirsError, makeDirs } from '../util/make-dirs.js';
-import { describeIdentity, identityOf, mainAndShmOf, mountPointAt, sameFiles, unsafeReplacement, type FileIdentity } from './sqlite-file-identity.js';
+import { describeIdentity, identityOf, mainAndShmOf, refuseMountPoint, sameFiles, unsafeReplacement, type FileIdentity } from './sqlite-file-identity.js';
+import { foreignLog } from './sqlite-wal-owner.js';
+import { escapeControl } from '../util/escape-control.js';
+import { selectRowSql } from './sqlite-row-select.js';
+import { oversizedNotice } from './bounded-sql.js';
+import { changeMark, readOnce } from './sqlite-reader.js';
 
 /**
  * Leases in one SQLite file shared by processes on one machine.
@@ -31,13 +36,18 @@ import { describeIdentity, identityOf, mainAndShmOf, mountPointAt, sameFiles, un
 export interface SqliteStoreOptions {
   /** How long a write waits for another process's write lock before failing. Default 1000 ms. */
   busyTimeoutMs?: number;
-  /** Open an existing file for reading only (`leasehold status`): nothing is created or migrated. */
+  /**
+   * Read an existing file only (`leasehold status`): nothing is created or migrated, and no
+   * connection stays open between reads (sqlite-reader.ts).
+   */
   readonly?: boolean;
   /**
    * Told, in one line, when the file was found replaced or deleted and the store reopened it,
    * or refuses to (once per replacement).
    */
   onReopen?: (message: string) => void;
+  /** Told, in one line, when a row holds a value over its bound (sqlite-row-select.ts), once per such row. */
+  onOversized?: (message: string) => void;
   /**
    * Accept a file on a network filesystem (NFS, SMB, FUSE...), which is refused otherwise:
    * only when every candidate runs on this one machine (the CLI's --allow-network-filesystem).
@@ -66,6 +76,8 @@ interface LeaseRow {
   acquire_time: number;
   /** successor-column.ts: '' for no claim. */
   successor: string;
+  /** The columns over their bound and their sizes, or null (sqlite-row-select.ts). */
+  oversized?: string | null;
 }
 
 export class SqliteLeaseStore implements LeaseStore {
@@ -84,6 +96,8 @@ export class SqliteLeaseStore implements LeaseStore {
   private generation = 0;
   /** The table has the `successor` column (a writer adds it; a reader may find an older table). */
   private hasSuccessor = false;
+  /** The last oversized-values notice, so a row that keeps them is reported once. */
+  private toldOversized: string | null = null;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     this.location = path;
@@ -92,76 +106,67 @@ export class SqliteLeaseStore implements LeaseStore {
     // Here, not only in the CLI: every caller (the library too) is refused a file whose locks
     // do not hold across machines. Reading (`leasehold status`) decides nothing.
     if (!options.readonly) checkLocalFilesystem(path, options.allowNetworkFilesystem ?? false, options.statfs);
-    this.open();
-  }
-
-  private open(): void {
-    const path = this.location;
-    const readonly = this.options.readonly ?? false;
-    const mounted = mountPointAt(path);
-    if (mounted) {
-      throw new StoreOpenError(
-        `the database file ${path}: ${mounted} is a mount point (a file mounted over it): SQLite finds the -wal and -shm by name beside the database, so they would not be this file's for every process, and a checkpoint could write one file's log into another. Mount the directory that holds the database instead`,
-        { field: 'db' },
-      );
-    }
-    if (!readonly) {
+    if (!options.readonly) this.open();
+    else {
       try {
-        makeDirs(dirname(path));
+        this.readRow(null);
       } catch (err) {
-        throw new StoreOpenError(`the database's directory ${err instanceof MakeDirsError ? err.message : describeError(err)}`, { cause: err, field: 'db' });
+        throw err instanceof StoreOpenError ? err : setupFailure(path, err);
       }
     }
+  }
+
+  /**
+   * A reader's one read (sqlite-reader.ts): the row named `name` (none for null, which only
+   * checks that the file opens and has the table).
+   */
+  private readRow(name: string | null): LeaseRow | undefined {
+    const { value, columns } = readOnce(this.location, this.options.busyTimeoutMs ?? 1000, (select) =>
+      name === null ? undefined : (select.get(name) as LeaseRow | undefined),
+    );
+    this.hasSuccessor = columns.hasSuccessor;
+    return value;
+  }
+
+  /** A writer's connection, kept open for the store's life. */
+  private open(): void {
+    const path = this.location;
+    refuseMountPoint(path);
+    try {
+      makeDirs(dirname(path));
+    } catch (err) {
+      throw new StoreOpenError(`the database's directory ${err instanceof MakeDirsError ? err.message : describeError(err)}`, { cause: err, field: 'db' });
+    }
+    // Before SQLite opens it: opening would read the file through the log, and a checkpoint copy it in.
+    const foreign = foreignLog(path);
+    if (foreign) throw new StoreOpenError(`the database file ${path}: ${foreign}`, { field: 'db' });
     let db: Database.Database;
     try {
-      db = new Database(path, { timeout: this.options.busyTimeoutMs ?? 1000, readonly, fileMustExist: readonly });
+      db = new Database(path, { timeout: this.options.busyTimeoutMs ?? 1000 });
     } catch (err) {
       throw new StoreOpenError(`cannot open SQLite lease store ${path}: ${explainOpenFailure(path, err)}`, { cause: err });
     }
     this.db = db;
-    let hasAcquireTime = true;
-    let hasSuccessor = true;
     try {
-      if (!readonly) {
-        // Many processes may open a new file at once: give set-up more patience than a
-        // lease operation gets, and retry the WAL switch, which can report busy at once.
-        db.pragma('busy_timeout = 10000');
-        retryBusy(() => db.pragma('journal_mode = WAL'));
-        db.pragma('synchronous = FULL');
-        retryBusy(() => this.migrate());
-        db.pragma(`busy_timeout = ${Math.round(this.options.busyTimeoutMs ?? 1000)}`);
-        // A read-only file (or directory) opens fine and fails only at the first write: find
-        // out now, so a candidate that can never lead does not report itself healthy.
-        retryBusy(() => db.exec('BEGIN IMMEDIATE; ROLLBACK'));
-      } else {
-        const columns = db.prepare('PRAGMA table_info(leases)').all() as { name: string }[];
-        if (columns.length === 0) throw new Error('it has no leases table');
-        hasAcquireTime = columns.some((c) => c.name === 'acquire_time');
-        hasSuccessor = columns.some((c) => c.name === 'successor');
-      }
+      // Many processes may open a new file at once: give set-up more patience than a
+      // lease operation gets, and retry the WAL switch, which can report busy at once.
+      db.pragma('busy_timeout = 10000');
+      retryBusy(() => db.pragma('journal_mode = WAL'));
+      db.pragma('synchronous = FULL');
+      retryBusy(() => this.migrate());
+      db.pragma(`busy_timeout = ${Math.round(this.options.busyTimeoutMs ?? 1000)}`);
+      // A read-only file (or directory) opens fine and fails only at the first write: find
+      // out now, so a candidate that can never lead does not report itself healthy.
+      retryBusy(() => db.exec('BEGIN IMMEDIATE; ROLLBACK'));
     } catch (err) {
       db.close();
-      // Another process holding a transaction open is an outage of the store, not bad input:
-      // status exits 3, and a sidecar or run exits 1 (a restart tries again).
-      if (/^SQLITE_(BUSY|LOCKED)/.test((err as { code?: string }).code ?? '')) {
-        throw new BackendUnavailableError(
-          `cannot set up SQLite lease store ${path}: the database is locked by another process (a transaction held open?) and stayed locked past the set-up's patience`,
-          { cause: err },
-        );
-      }
-      throw new StoreOpenError(`cannot prepare SQLite lease store ${path}: ${explainOpenFailure(path, err)}`, { cause: err });
+      throw setupFailure(path, err);
     }
     this.opened = identityOf(path);
     this.refused = null;
     this.generation++;
-    this.hasSuccessor = hasSuccessor;
-    this.selectRow = db.prepare(
-      `SELECT holder_identity, fencing_token, renew_time, lease_duration_seconds, ${hasAcquireTime ? 'acquire_time' : '0 AS acquire_time'}, ${hasSuccessor ? 'successor' : "'' AS successor"} FROM leases WHERE name = ?`,
-    );
-    if (readonly) {
-      this.insertRow = this.updateRow = db.prepare('SELECT 1');
-      return;
-    }
+    this.hasSuccessor = true;
+    this.selectRow = db.prepare(selectRowSql({ hasAcquireTime: true, hasSuccessor: true }));
     this.insertRow = db.prepare(
       'INSERT INTO leases (name, holder_identity, fencing_token, renew_time, lease_duration_seconds, acquire_time, successor) VALUES (?, ?, ?, ?, ?, ?, ?)',
     );
@@ -179,8 +184,8 @@ export class SqliteLeaseStore implements LeaseStore {
    * have been created and deleted with the old file between two of this process's reads, so
    * a standby already waiting out an absence starts its wait over. After that it is a record
    * that vanished: the sitting leader steps down and recreates it at once with its next token,
-   * anyone else waits a lease duration. A reader (`leasehold status --watch`) reopens too, and
-   * reads the new file at once.
+   * anyone else waits a lease duration. A reader (`leasehold status --watch`) holds no
+   * connection: each of its reads opens what the path names then.
    *
    * It reopens only a clean start: no -wal or -shm of the opened file left beside the path,
    * and no mount over it. Otherwise SQLite would read the new file through the old log and a
@@ -212,8 +217,6 @@ export class SqliteLeaseStore implements LeaseStore {
     this.open();
     const message = `the database file ${this.location} was replaced or deleted (${describeIdentity(was)} is now ${describeIdentity(this.opened)}): reopened it`;
     this.options.onReopen?.(message);
-    // A reader (`leasehold status`, its --watch) waits out nothing: it reads the new file now.
-    if (this.options.readonly) return;
     throw new StoreReopenedError(message);
   }
 
@@ -242,12 +245,14 @@ export class SqliteLeaseStore implements LeaseStore {
   // it, nothing written) or completes before anything else runs, so there is nothing to cancel.
   async get(name: string, opts?: CallOptions): Promise<VersionedRecord | null> {
     throwIfAborted(opts);
-    const row = this.run('get', () => this.selectRow.get(name));
+    const row = this.run('get', () => (this.options.readonly ? this.readRow(name) : this.selectRow.get(name)));
+    if (row) this.tellOversized(name, row);
     return row ? { record: toRecord(row), version: versionOf(row) } : null;
   }
 
   async create(name: string, record: LeaseRecord, opts?: CallOptions): Promise<string> {
     throwIfAborted(opts);
+    this.refuseWrite('create');
     const row = toRow(record);
     return this.run('create', () =>
       this.db
@@ -262,6 +267,7 @@ export class SqliteLeaseStore implements LeaseStore {
 
   async update(name: string, record: LeaseRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
     throwIfAborted(opts);
+    this.refuseWrite('update');
     const row = toRow(record);
     return this.run('update', () =>
       this.db
@@ -294,30 +300,7 @@ export class SqliteLeaseStore implements LeaseStore {
   watch(name: string, onEvent: (e: WatchEvent) => void, _onHealth?: (healthy: boolean) => void, opts: WatchOptions & { everyMs?: number } = {}): () => void {
     const slowMs = opts.everyMs ?? WATCH_EVERY_MS;
     const quickMs = Math.min(slowMs, WATCH_EAGER_EVERY_MS);
-    let generation = this.generation;
-    let stmt = this.db.prepare('PRAGMA data_version').pluck();
-    let lastData = stmt.get() as number;
-    let lastRow: string | null = versionOrNull(this.selectRow.get(name));
-    const poll = () => {
-      if (!this.db.open) return;
-      try {
-        if (generation !== this.generation) {
-          generation = this.generation;
-          stmt = this.db.prepare('PRAGMA data_version').pluck();
-          lastData = NaN;
-        }
-        const v = stmt.get() as number;
-        if (v === lastData) return;
-        lastData = v;
-        const row = this.selectRow.get(name);
-        const version = versionOrNull(row);
-        if (version === lastRow) return;
-        lastRow = version;
-        onEvent({ record: row ? { record: toRecord(row), version: version! } : null });
-      } catch {
-        // a busy or closed database: the elector's own retries cover it
-      }
-    };
+    const poll = this.options.readonly ? this.readerPoll(name, onEvent) : this.writerPoll(name, onEvent);
     let stopped = false;
     let timer: Timer | null = null;
     // A chain of single timers, not an interval: each wait is chosen when it starts.
@@ -342,6 +325,77 @@ export class SqliteLeaseStore implements LeaseStore {
     };
   }
 
+  /** A candidate's poll: `PRAGMA data_version` on its open connection. */
+  private writerPoll(name: string, onEvent: (e: WatchEvent) => void): () => void {
+    let generation = this.generation;
+    let stmt = this.db.prepare('PRAGMA data_version').pluck();
+    let lastData = stmt.get() as number;
+    let lastRow: string | null = versionOrNull(this.selectRow.get(name));
+    return () => {
+      if (!this.db.open) return;
+      try {
+        if (generation !== this.generation) {
+          generation = this.generation;
+          stmt = this.db.prepare('PRAGMA data_version').pluck();
+          lastData = NaN;
+        }
+        const v = stmt.get() as number;
+        if (v === lastData) return;
+        lastData = v;
+        const row = this.selectRow.get(name);
+        if (row) this.tellOversized(name, row);
+        const version = versionOrNull(row);
+        if (version === lastRow) return;
+        lastRow = version;
+        onEvent({ record: row ? { record: toRecord(row), version: version! } : null });
+      } catch {
+        // a busy or closed database: the elector's own retries cover it
+      }
+    };
+  }
+
+  /**
+   * A reader's poll: it holds no connection, so it watches changeMark (the file's inode and the
+   * WAL index header in the -shm) and reads the row when that moved.
+   */
+  private readerPoll(name: string, onEvent: (e: WatchEvent) => void): () => void {
+    let lastMark = changeMark(this.location);
+    let lastRow: string | null = null;
+    try {
+      lastRow = versionOrNull(this.readRow(name));
+    } catch {
+      // unreadable now: the first poll that reads it reports it
+    }
+    return () => {
+      const mark = changeMark(this.location);
+      if (mark === lastMark) return;
+      lastMark = mark;
+      try {
+        const row = this.readRow(name);
+        if (row) this.tellOversized(name, row);
+        const version = versionOrNull(row);
+        if (version === lastRow) return;
+        lastRow = version;
+        onEvent({ record: row ? { record: toRecord(row), version: version! } : null });
+      } catch {
+        // a busy or replaced file: the reader's own reads report it
+      }
+    };
+  }
+
+  private refuseWrite(op: string): void {
+    if (this.options.readonly) throw new BackendError(`SQLite ${op} on ${this.location}: this store was opened read-only`);
+  }
+
+  /** Tells onOversized once per row that holds values over their bound. */
+  private tellOversized(name: string, row: LeaseRow): void {
+    const over = row.oversized ?? null;
+    if (over === this.toldOversized) return;
+    this.toldOversized = over;
+    if (over === null) return;
+    this.options.onOversized?.(oversizedNotice(name, this.location, over));
+  }
+
   /** Whether the table has the `successor` column: a writer always adds it; a reader may find an older table. */
   successorSupported(): boolean {
     return this.hasSuccessor;
@@ -356,13 +410,13 @@ export class SqliteLeaseStore implements LeaseStore {
   }
 
   async close(): Promise<void> {
-    if (this.db.open) this.db.close();
+    if (this.db?.open) this.db.close();
   }
 
   /** Runs one statement or transaction, turning SQLite's errors into leasehold's. */
   private run<T>(op: string, fn: () => T): T {
     try {
-      this.followReplacement();
+      if (!this.options.readonly) this.followReplacement();
       return fn();
     } catch (err) {
       if (err instanceof ConflictError || err instanceof StoreOpenError || err instanceof StoreReopenedError || err instanceof InvalidRecordError) throw err;
@@ -376,6 +430,21 @@ export class SqliteLeaseStore implements LeaseStore {
       throw new BackendError(`SQLite ${op} on ${this.location} failed: ${describeError(err)}`, { cause: err });
     }
   }
+}
+
+/**
+ * A failure to set the store up, as leasehold's error. Another process holding a transaction
+ * open is an outage of the store, not bad input: status exits 3, and a sidecar or run exits 1
+ * (a restart tries again).
+ */
+function setupFailure(path: string, err: unknown): Error {
+  if (/^SQLITE_(BUSY|LOCKED)/.test((err as { code?: string }).code ?? '')) {
+    return new BackendUnavailableError(
+      `cannot set up SQLite lease store ${path}: the database is locked by another process (a transaction held open?) and stayed locked past the set-up's patience`,
+      { cause: err },
+    );
+  }
+  return new StoreOpenError(`cannot prepare SQLite lease store ${path}: ${explainOpenFailure(path, err)}`, { cause: err });
 }
 
 /** Runs `fn`, retrying for up to 10 s while SQLite reports the file busy or locked. */
@@ -417,7 +486,8 @@ function explainOpenFailure(path: string, err: unknown): string {
 
 function toRecord(row: LeaseRow): LeaseRecord {
   if (!Number.isSafeInteger(row.fencing_token) || row.fencing_token < 0) {
-    throw new InvalidRecordError(`the stored fencing token ${row.fencing_token} is not an integer from 0 to ${Number.MAX_SAFE_INTEGER}`);
+    // Any peer can store any text there: escaped, it cannot forge a line or drive a terminal.
+    throw new InvalidRecordError(`the stored fencing token ${escapeControl(String(row.fencing_token))} is not an integer from 0 to ${Number.MAX_SAFE_INTEGER}`);
   }
   return withSuccessor(
     {
