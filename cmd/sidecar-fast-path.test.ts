@@ -25,7 +25,7 @@ async function viaYargs(argv: string[], env: NodeJS.ProcessEnv) {
       return 0;
     },
     run: async (a) => {
-      handed = { command: 'run', args: { ...pick(RUN_OPTIONS, a), '--': (a['--'] ?? []).map(String) }, settings: resolveRun(a) };
+      handed = { command: 'run', args: { ...pick(RUN_OPTIONS, a), '--': a['--'] }, settings: resolveRun(a) };
       return 0;
     },
   });
@@ -146,6 +146,8 @@ const RUN_ACCEPTED: Case[] = [
   { argv: ['run', ...ID, '--once', '--skip-if-ran-within', '50s', '--try=10s', ...CMD] },
   { argv: ['run', ...ID, '--grace-period', '2s', '--listen', ':4042', '--once=false', '--', 'true'] },
   { argv: ['run', ...ID, '--', 'echo', '1', '--', '-x', '"quoted"'] },
+  // Words a parser may read as numbers reach CMD as typed, on both paths.
+  { argv: ['run', ...ID, '--', 'echo', '1.10', '0x10', '1e3', '-0', '', ' a '] },
   { argv: ['run', '--', 'true'], env: { LEASEHOLD_IDENTITY: 'env-id', LEASEHOLD_ONCE: 'true', LEASEHOLD_TRY: '5s', LEASEHOLD_JSON: 'x' } },
   { argv: ['run', ...ID, '--', 'true'], env: { LEASEHOLD_FENCING_TOKEN: '4', LEASEHOLD_LEASE: 'parent', LEASEHOLD_DB: join(dir, 'r.db') } },
 ];

@@ -8,7 +8,7 @@ import { hideBin } from 'yargs/helpers';
 import { runSidecar } from './sidecar-command.js';
 import { sidecarFlags } from './sidecar-settings.js';
 import { runStatus, statusFlags } from './status-command.js';
-import { RUN_DESCRIPTION, runRun, runFlags } from './run-command.js';
+import { RUN_DESCRIPTION, commandAfterSeparator, runRun, runFlags } from './run-command.js';
 import { EXIT_USAGE, exitWith, rejectRepeated, rejectRepeatedBooleans } from './usage-error.js';
 import { applyEnvFlags, booleanFlagsOf, checkBooleans, flagsOf } from './env-flags.js';
 import { ownVersion } from './own-version.js';
@@ -66,7 +66,8 @@ export async function runYargsCli(argv = hideBin(process.argv), env = process.en
       'run',
       RUN_DESCRIPTION,
       (y) => runFlags(y).epilogue(EPILOGUE),
-      (a) => run(() => runCommand(rejectRepeated(a, COMMAND_FLAGS.run), COMMAND_FLAGS.run))(),
+      // populate-- keeps CMD out of the flags (and of .strict()); CMD itself is taken from argv.
+      (a) => run(() => runCommand({ ...rejectRepeated(a, COMMAND_FLAGS.run), '--': commandAfterSeparator(argv) }, COMMAND_FLAGS.run))(),
     )
     .command(
       'operator',
