@@ -19,6 +19,9 @@ it('maps LEASEHOLD_<FLAG> to --flag after the command word', () => {
 it('lets the command line win', () => {
   assert.deepEqual(applyEnvFlags(['sidecar', '--lease=x'], { LEASEHOLD_LEASE: 'y' }, COMMANDS), ['sidecar', '--lease=x']);
   assert.deepEqual(applyEnvFlags(['sidecar', '--no-release-on-exit'], { LEASEHOLD_RELEASE_ON_EXIT: 'true' }, COMMANDS), ['sidecar', '--no-release-on-exit']);
+  // In yargs' camelCase spelling too: the variable is not added beside it (a flag given twice).
+  assert.deepEqual(applyEnvFlags(['sidecar', '--leaseDuration', '20s'], { LEASEHOLD_LEASE_DURATION: '30s' }, COMMANDS), ['sidecar', '--leaseDuration', '20s']);
+  assert.deepEqual(applyEnvFlags(['sidecar', '--no-releaseOnExit'], { LEASEHOLD_RELEASE_ON_EXIT: 'true' }, COMMANDS), ['sidecar', '--no-releaseOnExit']);
 });
 
 it('ignores variables that are not flags, such as the token handed to a child', () => {

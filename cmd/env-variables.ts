@@ -47,8 +47,21 @@ export function checkBooleans(argv: string[], env: NodeJS.ProcessEnv, booleans: 
 }
 
 /**
+ * The flag a command-line word names, in the table's spelling, for each spelling yargs takes:
+ * `--lease-duration`, `--leaseDuration` (its camelCase alias), `--no-pod-label`, `--x=value`.
+ */
+export function flagNamed(arg: string): string {
+  return arg
+    .slice(2)
+    .split('=')[0]!
+    .replace(/^no-/, '')
+    .replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+/**
  * Returns argv with `--flag=value` inserted after the command word for each variable of that
- * command's flags that is set. `commands` maps each command word to its flags.
+ * command's flags that is set and whose flag the command line does not give, in any spelling.
+ * `commands` maps each command word to its flags.
  */
 export function applyEnvFlags(argv: string[], env: NodeJS.ProcessEnv, commands: Record<string, readonly string[]>): string[] {
   const flags = argv.length > 0 ? commands[argv[0]!] : undefined;
@@ -57,7 +70,7 @@ export function applyEnvFlags(argv: string[], env: NodeJS.ProcessEnv, commands: 
   const insideRun = env.LEASEHOLD_FENCING_TOKEN !== undefined && argv[0] !== 'status';
   const sep = argv.indexOf('--');
   const own = sep >= 0 ? argv.slice(0, sep) : argv;
-  const given = new Set(own.filter((a) => a.startsWith('--')).map((a) => a.slice(2).split('=')[0]!.replace(/^no-/, '')));
+  const given = new Set(own.filter((a) => a.startsWith('--')).map(flagNamed));
   const extra: string[] = [];
   for (const flag of flags) {
     const name = envName(flag);

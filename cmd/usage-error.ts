@@ -1,4 +1,5 @@
 import { InvalidConfigError, describeError } from '../src/errors.js';
+import { flagNamed } from './env-variables.js';
 
 /** Exit code for bad input: a flag, a value, a path. Nothing has been written when it is used. */
 export const EXIT_USAGE = 2;
@@ -84,9 +85,8 @@ export function rejectRepeatedBooleans(argv: readonly string[], booleans: readon
   const sep = argv.indexOf('--');
   const seen = new Map<string, string[]>();
   for (const arg of sep >= 0 ? argv.slice(0, sep) : argv) {
-    const m = /^--(?:no-)?([^=]+)(?:=.*)?$/s.exec(arg);
-    if (!m) continue;
-    const flag = m[1]!.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+    if (!arg.startsWith('--')) continue;
+    const flag = flagNamed(arg);
     if (!booleans.includes(flag)) continue;
     const forms = [...(seen.get(flag) ?? []), arg];
     if (forms.length > 1) throw badFlag(flag, forms, 'given more than once: give each flag at most once');
