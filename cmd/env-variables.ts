@@ -27,15 +27,16 @@ export function envName(flag: string): string {
 /**
  * A boolean flag or variable takes only `true` or `false`: yargs reads any other word as
  * false, so `--release-on-exit=nope` would silently keep the lease at shutdown. Checks
- * `--flag=VALUE` and `--no-flag=VALUE` before `--`, and each LEASEHOLD_<FLAG> of a boolean.
+ * `--flag=VALUE` and `--no-flag=VALUE` before `--`, in every spelling (`--releaseOnExit=`),
+ * and each LEASEHOLD_<FLAG> of a boolean.
  */
 export function checkBooleans(argv: string[], env: NodeJS.ProcessEnv, booleans: readonly string[]): void {
   const sep = argv.indexOf('--');
   for (const arg of sep >= 0 ? argv.slice(0, sep) : argv) {
-    const m = /^--(?:no-)?([^=]+)=(.*)$/s.exec(arg);
-    if (m && booleans.includes(m[1]!) && m[2] !== 'true' && m[2] !== 'false') {
-      throw new InvalidConfigError(`invalid ${arg.slice(0, arg.indexOf('='))} ${JSON.stringify(m[2])}: must be true or false`);
-    }
+    const eq = arg.indexOf('=');
+    if (!arg.startsWith('--') || eq < 0 || !booleans.includes(flagNamed(arg))) continue;
+    const value = arg.slice(eq + 1);
+    if (value !== 'true' && value !== 'false') throw new InvalidConfigError(`invalid ${arg.slice(0, eq)} ${JSON.stringify(value)}: must be true or false`);
   }
   for (const flag of booleans) {
     const name = envName(flag);

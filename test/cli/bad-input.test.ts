@@ -171,6 +171,11 @@ const cases: Case[] = [
     env: { LEASEHOLD_RELEASE_ON_EXIT: 'nope' },
     message: /invalid LEASEHOLD_RELEASE_ON_EXIT "nope" \(for --release-on-exit\): must be true or false/,
   },
+  {
+    name: 'a boolean flag in camelCase given a word (yargs would read it as false)',
+    args: ['run', '--releaseOnExit=nope', '--', 'true'],
+    message: /invalid --releaseOnExit "nope": must be true or false/,
+  },
   { name: 'a negated boolean given a value', args: ['run', '--no-once=yes', '--', 'true'], message: /invalid --no-once "yes": must be true or false/ },
   { name: '--json given a number', args: ['status', '--json=1'], message: /invalid --json "1": must be true or false/ },
   {
