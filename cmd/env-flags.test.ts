@@ -24,6 +24,15 @@ it('lets the command line win', () => {
   assert.deepEqual(applyEnvFlags(['sidecar', '--no-releaseOnExit'], { LEASEHOLD_RELEASE_ON_EXIT: 'true' }, COMMANDS), ['sidecar', '--no-releaseOnExit']);
 });
 
+it('refuses an empty variable it would read, naming it; one the command line overrides is not read', () => {
+  assert.throws(() => applyEnvFlags(['sidecar'], { LEASEHOLD_STATUS_DIR: '' }, COMMANDS), {
+    message: 'invalid LEASEHOLD_STATUS_DIR "" (for --status-dir): must be non-empty (unset the variable for the default)',
+  });
+  assert.deepEqual(applyEnvFlags(['sidecar', '--status-dir', '/s'], { LEASEHOLD_STATUS_DIR: '' }, COMMANDS), ['sidecar', '--status-dir', '/s']);
+  // Inside a `run` command the parent's term variables are not read at all.
+  assert.deepEqual(applyEnvFlags(['sidecar'], { LEASEHOLD_FENCING_TOKEN: '3', LEASEHOLD_STATUS_DIR: '' }, COMMANDS), ['sidecar']);
+});
+
 it('ignores variables that are not flags, such as the token handed to a child', () => {
   assert.deepEqual(applyEnvFlags(['status'], { LEASEHOLD_FENCING_TOKEN: '7', LEASEHOLD_TEST_X: '1' }, COMMANDS), ['status']);
 });

@@ -48,6 +48,20 @@ export function checkBooleans(argv: string[], env: NodeJS.ProcessEnv, booleans: 
 }
 
 /**
+ * The one rule for empty values, on the command line and in variables alike: an empty value is
+ * bad input, never a setting. Read as a setting, an empty --status-dir puts the status files in
+ * the working directory and an empty --listen would have to mean something of its own, and an
+ * empty variable (a template with nothing to put there) does so unseen. Left out, a flag has
+ * its default. `variable`: the message is about LEASEHOLD_<FLAG>, not the flag.
+ */
+export function emptyValueRule(command: string, flag: string, variable = false): string {
+  const fallback = variable ? 'unset the variable for the default' : 'leave the flag out for its default';
+  // Only the sidecar's and run's listener has an "off".
+  const off = flag === 'listen' && (command === 'sidecar' || command === 'run') ? ', or give off for no listener' : '';
+  return `must be non-empty (${fallback}${off})`;
+}
+
+/**
  * The flag a command-line word names, in the table's spelling, for each spelling yargs takes:
  * `--lease-duration`, `--leaseDuration` (its camelCase alias), `--no-pod-label`, `--x=value`.
  */
@@ -62,7 +76,8 @@ export function flagNamed(arg: string): string {
 /**
  * Returns argv with `--flag=value` inserted after the command word for each variable of that
  * command's flags that is set and whose flag the command line does not give, in any spelling.
- * `commands` maps each command word to its flags.
+ * `commands` maps each command word to its flags. A variable it would read that is set but
+ * empty is refused (emptyValueRule).
  */
 export function applyEnvFlags(argv: string[], env: NodeJS.ProcessEnv, commands: Record<string, readonly string[]>): string[] {
   const flags = argv.length > 0 ? commands[argv[0]!] : undefined;
@@ -77,7 +92,9 @@ export function applyEnvFlags(argv: string[], env: NodeJS.ProcessEnv, commands: 
     const name = envName(flag);
     if (insideRun && (TERM_VARIABLES as readonly string[]).includes(name)) continue;
     const value = env[name];
-    if (value !== undefined && !given.has(flag)) extra.push(`--${flag}=${value}`);
+    if (value === undefined || given.has(flag)) continue;
+    if (value === '') throw new InvalidConfigError(`invalid ${name} "" (for --${flag}): ${emptyValueRule(argv[0]!, flag, true)}`);
+    extra.push(`--${flag}=${value}`);
   }
   return [argv[0]!, ...extra, ...argv.slice(1)];
 }

@@ -1,5 +1,5 @@
 import { InvalidConfigError, describeError } from '../src/errors.js';
-import { flagNamed } from './env-variables.js';
+import { emptyValueRule, flagNamed } from './env-variables.js';
 
 /** Exit code for bad input: a flag, a value, a path. Nothing has been written when it is used. */
 export const EXIT_USAGE = 2;
@@ -72,6 +72,25 @@ export function rejectRepeated<T extends Record<string, unknown>>(args: T, flags
   for (const flag of flags) {
     const value = args[flag];
     if (Array.isArray(value)) throw badFlag(flag, value.map(String), 'given more than once: give each flag at most once');
+  }
+  return args;
+}
+
+/**
+ * A flag given an empty value (`--status-dir=`, `--lease ''`) is bad input: emptyValueRule.
+ * Seen in the parsed `args`, and as `--flag=` in `argv` before `--` too: yargs drops that form
+ * from a list flag (`--extra-host=`) rather than hand it on.
+ */
+export function rejectEmpty<T extends Record<string, unknown>>(args: T, argv: readonly string[], flags: readonly string[], command: string): T {
+  const sep = argv.indexOf('--');
+  for (const arg of sep >= 0 ? argv.slice(0, sep) : argv) {
+    if (/^--[^=]+=$/.test(arg) && flags.includes(flagNamed(arg))) {
+      throw badFlag(flagNamed(arg), '', emptyValueRule(command, flagNamed(arg)));
+    }
+  }
+  for (const flag of flags) {
+    const value = args[flag];
+    if (value === '' || (Array.isArray(value) && value.includes(''))) throw badFlag(flag, '', emptyValueRule(command, flag));
   }
   return args;
 }
