@@ -19,6 +19,18 @@ it('maps LEASEHOLD_<FLAG> to --flag after the command word', () => {
 it('lets the command line win', () => {
   assert.deepEqual(applyEnvFlags(['sidecar', '--lease=x'], { LEASEHOLD_LEASE: 'y' }, COMMANDS), ['sidecar', '--lease=x']);
   assert.deepEqual(applyEnvFlags(['sidecar', '--no-release-on-exit'], { LEASEHOLD_RELEASE_ON_EXIT: 'true' }, COMMANDS), ['sidecar', '--no-release-on-exit']);
+  // In yargs' camelCase spelling too: the variable is not added beside it (a flag given twice).
+  assert.deepEqual(applyEnvFlags(['sidecar', '--leaseDuration', '20s'], { LEASEHOLD_LEASE_DURATION: '30s' }, COMMANDS), ['sidecar', '--leaseDuration', '20s']);
+  assert.deepEqual(applyEnvFlags(['sidecar', '--no-releaseOnExit'], { LEASEHOLD_RELEASE_ON_EXIT: 'true' }, COMMANDS), ['sidecar', '--no-releaseOnExit']);
+});
+
+it('refuses an empty variable it would read, naming it; one the command line overrides is not read', () => {
+  assert.throws(() => applyEnvFlags(['sidecar'], { LEASEHOLD_STATUS_DIR: '' }, COMMANDS), {
+    message: 'invalid LEASEHOLD_STATUS_DIR "" (for --status-dir): must be non-empty (unset the variable for the default)',
+  });
+  assert.deepEqual(applyEnvFlags(['sidecar', '--status-dir', '/s'], { LEASEHOLD_STATUS_DIR: '' }, COMMANDS), ['sidecar', '--status-dir', '/s']);
+  // Inside a `run` command the parent's term variables are not read at all.
+  assert.deepEqual(applyEnvFlags(['sidecar'], { LEASEHOLD_FENCING_TOKEN: '3', LEASEHOLD_STATUS_DIR: '' }, COMMANDS), ['sidecar']);
 });
 
 it('ignores variables that are not flags, such as the token handed to a child', () => {

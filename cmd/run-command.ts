@@ -12,8 +12,8 @@ import { CommandStartError } from '../src/errors.js';
 import type { FlagsOf } from './env-flags.js';
 import { childEnvironment } from './env-variables.js';
 
-/** The flags, plus what follows `--` (yargs' populate--). */
-export type RunArgs = FlagsOf<typeof runFlags> & { '--'?: (string | number)[] };
+/** The flags, plus CMD and its arguments: what follows the first `--`, as given (commandAfterSeparator). */
+export type RunArgs = FlagsOf<typeof runFlags> & { '--'?: string[] };
 
 export const RUN_DESCRIPTION =
   'Run a command only while leader: wait to be elected, start CMD with LEASEHOLD_FENCING_TOKEN, LEASEHOLD_LEASE and LEASEHOLD_IDENTITY set (and LEASEHOLD_STATUS_DIR with --status-dir), stop it (SIGTERM, then SIGKILL after --grace-period) when leadership is lost';
@@ -35,6 +35,16 @@ export const RUN_OPTIONS = {
   },
 } as const satisfies OptionTable;
 
+/**
+ * CMD and its arguments: every word after the first `--` of the command line, byte for byte.
+ * Taken from argv itself, never from a parser's result: yargs reads `1.10` there as the number
+ * 1.1 (and `0x10` as 16), and CMD must get what the user typed.
+ */
+export function commandAfterSeparator(argv: readonly string[]): string[] {
+  const sep = argv.indexOf('--');
+  return sep < 0 ? [] : argv.slice(sep + 1);
+}
+
 export function runFlags<T>(y: Argv<T>) {
   return y.options(RUN_OPTIONS).usage(`leasehold run [flags] -- CMD [ARGS...]\n\n${RUN_DESCRIPTION}`);
 }
@@ -44,7 +54,7 @@ export function runFlags<T>(y: Argv<T>) {
  * clear error. The command itself is looked up on PATH later, in runRun.
  */
 export function resolveRun(a: RunArgs) {
-  const argv = (a['--'] ?? []).map(String);
+  const argv = a['--'] ?? [];
   if (argv.length === 0) throw new CommandStartError('no command given: use leasehold run [flags] -- CMD [ARGS...]');
   const s = resolveSidecar(a);
   const remaining = s.leaseDurationMs - s.renewDeadlineMs;

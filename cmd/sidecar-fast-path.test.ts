@@ -25,7 +25,7 @@ async function viaYargs(argv: string[], env: NodeJS.ProcessEnv) {
       return 0;
     },
     run: async (a) => {
-      handed = { command: 'run', args: { ...pick(RUN_OPTIONS, a), '--': (a['--'] ?? []).map(String) }, settings: resolveRun(a) };
+      handed = { command: 'run', args: { ...pick(RUN_OPTIONS, a), '--': a['--'] }, settings: resolveRun(a) };
       return 0;
     },
   });
@@ -50,7 +50,7 @@ const ACCEPTED: Case[] = [
   { argv: ['sidecar', ...ID, '--release-on-exit=false', '--allow-network-filesystem=true', '--pod-label=false'] },
   { argv: ['sidecar', ...ID, '--release-on-exit=true'] },
   { argv: ['sidecar', ...ID, '--listen', 'off', '--ready-when', 'elected-any', '--log-format', 'text', '--log-level', 'debug'] },
-  { argv: ['sidecar', ...ID, '--listen=', '--status-dir', statusDir] },
+  { argv: ['sidecar', ...ID, '--listen=off', '--status-dir', statusDir] },
   { argv: ['sidecar', ...ID, '--listen', ':4041', '--lease', '123'] },
   { argv: ['sidecar', ...ID, '--lease', 'true', '--db', '0x10', '--namespace=1e3', '--kubeconfig', 'a b'] },
   { argv: ['sidecar', ...ID, '--listen=[::1]:0', '--db=a=b.db'] },
@@ -81,6 +81,10 @@ const DECLINED: Case[] = [
   { argv: ['sidecar', ...ID, '--lease', '"quoted"'] },
   { argv: ['sidecar', ...ID, "--lease='quoted'"] },
   { argv: ['sidecar', ...ID, '--no-lease'] },
+  // An empty value is bad input, flag or variable (emptyValueRule): told by the yargs path.
+  { argv: ['sidecar', ...ID, '--listen='] },
+  { argv: ['sidecar', ...ID, '--status-dir', ''] },
+  { argv: ['sidecar', ...ID], env: { LEASEHOLD_STATUS_DIR: '' } },
   { argv: ['sidecar', ...ID, '--pod-label', 'true'] },
   { argv: ['sidecar', ...ID, '--no-release-on-exit=false'] },
   { argv: ['sidecar', ...ID, '--release-on-exit=nope'] },
@@ -146,6 +150,8 @@ const RUN_ACCEPTED: Case[] = [
   { argv: ['run', ...ID, '--once', '--skip-if-ran-within', '50s', '--try=10s', ...CMD] },
   { argv: ['run', ...ID, '--grace-period', '2s', '--listen', ':4042', '--once=false', '--', 'true'] },
   { argv: ['run', ...ID, '--', 'echo', '1', '--', '-x', '"quoted"'] },
+  // Words a parser may read as numbers reach CMD as typed, on both paths.
+  { argv: ['run', ...ID, '--', 'echo', '1.10', '0x10', '1e3', '-0', '', ' a '] },
   { argv: ['run', '--', 'true'], env: { LEASEHOLD_IDENTITY: 'env-id', LEASEHOLD_ONCE: 'true', LEASEHOLD_TRY: '5s', LEASEHOLD_JSON: 'x' } },
   { argv: ['run', ...ID, '--', 'true'], env: { LEASEHOLD_FENCING_TOKEN: '4', LEASEHOLD_LEASE: 'parent', LEASEHOLD_DB: join(dir, 'r.db') } },
 ];

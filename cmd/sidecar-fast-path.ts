@@ -28,10 +28,11 @@ type Table = Readonly<Record<string, { readonly type: 'string' | 'boolean'; read
 
 /**
  * A value yargs reads as written: not one in quotes (yargs strips matching quotes), not one
- * that starts with a dash (after `--flag ` yargs may read it as a flag).
+ * that starts with a dash (after `--flag ` yargs may read it as a flag); and not empty, which
+ * is bad input (emptyValueRule), told by the yargs path.
  */
 function plain(value: string): boolean {
-  return !/^["'-]/.test(value);
+  return value !== '' && !/^["'-]/.test(value);
 }
 
 /**
@@ -45,13 +46,14 @@ export function plainFlags(command: string, table: Table, argv: readonly string[
   const booleans = flags.filter((f) => table[f]!.type === 'boolean');
   const sep = argv.indexOf('--');
   if (argv[0] !== command || (withCommand ? sep < 0 || sep === argv.length - 1 : sep >= 0)) return undefined;
+  let all: string[];
   try {
     checkBooleans([...argv], env, booleans);
     rejectRepeatedBooleans(argv, booleans);
+    all = applyEnvFlags([...argv], env, { [command]: flags });
   } catch {
     return undefined;
   }
-  const all = applyEnvFlags([...argv], env, { [command]: flags });
   const end = all.indexOf('--');
   const words = all.slice(1, end < 0 ? all.length : end);
   const given = new Map<string, string | boolean>();

@@ -55,7 +55,7 @@ export function sidecarFlags<T>(y: Argv<T>) {
 export function resolveSidecar(a: SidecarArgs) {
   const election = resolveElection(a);
   let listen: { host: string; port: number } | undefined;
-  if (a.listen !== 'off' && a.listen !== '') {
+  if (a.listen !== 'off') {
     try {
       listen = parseListen(a.listen);
     } catch (err) {

@@ -171,6 +171,51 @@ const cases: Case[] = [
     env: { LEASEHOLD_RELEASE_ON_EXIT: 'nope' },
     message: /invalid LEASEHOLD_RELEASE_ON_EXIT "nope" \(for --release-on-exit\): must be true or false/,
   },
+  {
+    name: 'a boolean flag in camelCase given a word (yargs would read it as false)',
+    args: ['run', '--releaseOnExit=nope', '--', 'true'],
+    message: /invalid --releaseOnExit "nope": must be true or false/,
+  },
+  // One rule for empty values, flag or variable: bad input, never a setting (an empty
+  // --status-dir wrote the status files into the working directory).
+  {
+    name: 'an empty LEASEHOLD_STATUS_DIR',
+    args: ['sidecar', '--listen', 'off'],
+    env: { LEASEHOLD_STATUS_DIR: '' },
+    message: /invalid LEASEHOLD_STATUS_DIR "" \(for --status-dir\): must be non-empty \(unset the variable for the default\)$/,
+  },
+  {
+    name: 'an empty --status-dir',
+    args: ['sidecar', '--listen', 'off', '--status-dir='],
+    message: /invalid --status-dir "": must be non-empty \(leave the flag out for its default\)$/,
+  },
+  {
+    name: '--status-dir with no value',
+    args: ['run', '--listen', 'off', '--status-dir', '--', 'true'],
+    message: /invalid --status-dir "": must be non-empty/,
+  },
+  {
+    name: 'an empty --listen (it meant off)',
+    args: ['sidecar', '--listen='],
+    message: /invalid --listen "": must be non-empty \(leave the flag out for its default, or give off for no listener\)$/,
+  },
+  {
+    name: 'an empty LEASEHOLD_LISTEN',
+    args: ['run', '--', 'true'],
+    env: { LEASEHOLD_LISTEN: '' },
+    message: /invalid LEASEHOLD_LISTEN "" \(for --listen\): must be non-empty \(unset the variable for the default, or give off for no listener\)$/,
+  },
+  { name: 'an empty LEASEHOLD_DB for status', args: ['status'], env: { LEASEHOLD_DB: '' }, message: /invalid LEASEHOLD_DB "" \(for --db\): must be non-empty/ },
+  {
+    name: "an empty operator --listen (the operator's has no off)",
+    args: ['operator', '--sidecar-image', 'leasehold:1', '--listen='],
+    message: /invalid --listen "": must be non-empty \(leave the flag out for its default\)$/,
+  },
+  {
+    name: 'an empty operator --extra-host',
+    args: ['operator', '--sidecar-image', 'leasehold:1', '--extra-host', 'a.example', '--extra-host='],
+    message: /invalid --extra-host "": must be non-empty/,
+  },
   { name: 'a negated boolean given a value', args: ['run', '--no-once=yes', '--', 'true'], message: /invalid --no-once "yes": must be true or false/ },
   { name: '--json given a number', args: ['status', '--json=1'], message: /invalid --json "1": must be true or false/ },
   {
