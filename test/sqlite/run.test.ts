@@ -119,9 +119,22 @@ describe('leasehold run -- CMD', () => {
     procs.push(p);
     const first = await waitFor('the first command', () => current(work), 20_000);
     const store = new SqliteLeaseStore(db);
-    const got = (await store.get('run-regrace'))!;
-    const stolen = { ...got.record, holderIdentity: 'intruder', renewTime: new Date(), leaseTransitions: got.record.leaseTransitions + 1 };
-    const v = await store.update('run-regrace', stolen, got.version);
+    // The leader renews between our read and our write now and then (a conflict): read again.
+    const { stolen, v } = await waitFor(
+      'the intruder to take the lease',
+      async () => {
+        const got = (await store.get('run-regrace'))!;
+        const stolen = { ...got.record, holderIdentity: 'intruder', renewTime: new Date(), leaseTransitions: got.record.leaseTransitions + 1 };
+        try {
+          return { stolen, v: await store.update('run-regrace', stolen, got.version) };
+        } catch (err) {
+          if ((err as { code?: string }).code === 'LEASEHOLD_ERR_CONFLICT') return undefined;
+          throw err;
+        }
+      },
+      10_000,
+      10,
+    );
     await waitFor('the step-down', () => p.stderr().includes('"stopped leading"'), 10_000, 10);
     // The intruder releases at once: leasehold takes the lease again while the ignored SIGTERM's grace runs.
     await store.update('run-regrace', { ...stolen, holderIdentity: '', leaseDurationSeconds: 1, renewTime: new Date() }, v);
