@@ -14,6 +14,8 @@ export interface InjectorDefaults {
   nativeSidecar: 'true' | 'false' | 'auto';
   /** Whether the API server supports native sidecars (Kubernetes 1.29+), for "auto". */
   clusterSupportsNativeSidecars: boolean;
+  /** The key injection marks are signed with (src/operator/mark-key.ts). */
+  markKey: Buffer;
 }
 
 /** The defaults of the annotations: the chart's values.yaml defaults, so both ways behave alike. */

@@ -17,7 +17,13 @@ const leaf = () =>
     notAfter: new Date(now + 3_600_000),
     issuer: { ...ca, commonName: 'ca' },
   });
-const defaults = { image: 'leasehold:test', imagePullPolicy: 'IfNotPresent', nativeSidecar: 'false', clusterSupportsNativeSidecars: true } as const;
+const defaults = {
+  image: 'leasehold:test',
+  imagePullPolicy: 'IfNotPresent',
+  nativeSidecar: 'false',
+  clusterSupportsNativeSidecars: true,
+  markKey: Buffer.alloc(32, 1),
+} as const;
 
 /** One request on a fresh TLS connection, trusting only the test CA; resolves with status, body and the served certificate. */
 function call(port: number, method: string, path: string, body?: string): Promise<{ status: number; body: string; cert: string }> {
