@@ -37,6 +37,11 @@ export interface InjectionSettings {
   podLabel: boolean;
   native: boolean;
   port: number;
+  /**
+   * The pod shares the node's network (spec.hostNetwork): the sidecar then listens on 127.0.0.1
+   * only, where the kubelet's probes still reach it, instead of on every address of the node.
+   */
+  hostNetwork: boolean;
   /** The app containers that get the status volume, read-only at /leader. */
   containers: string[];
 }
@@ -153,7 +158,8 @@ export function injectionSettings(pod: Pod, defaults: InjectorDefaults): Injecti
       );
     }
   }
-  return { lease: leaseText, leaseDuration, renewDeadline, retryPeriod, readyWhen, podLabel, native, port, containers };
+  const hostNetwork = spec.hostNetwork === true;
+  return { lease: leaseText, leaseDuration, renewDeadline, retryPeriod, readyWhen, podLabel, native, port, hostNetwork, containers };
 }
 
 /** The rule an option check broke, without the option's own name (the annotation is named instead). */

@@ -295,3 +295,27 @@ test('injector annotations on a pod without the sidecar are overwritten, and the
     injectionMark(defaults.markKey, { namespace: 'shop', serviceAccount: 'default', lease: 'web', podLabel: false }),
   );
 });
+
+test('a hostNetwork pod gets a sidecar listening on 127.0.0.1, probed there, not on every address of the node', () => {
+  const sidecarOf = (pod: Pod) => apply(pod, injectionPatch(pod, defaults)).spec!.containers!.find((c) => c.name === 'leasehold')!;
+  const host = sidecarOf(deploymentPod({ 'leasehold.io/port': '9090' }, { hostNetwork: true }));
+  const args = host.args as string[];
+  assert.ok(args.includes('--listen=127.0.0.1:9090'), args.join(' '));
+  assert.ok(!args.some((a) => a.startsWith('--listen=0.0.0.0')));
+  assert.deepEqual(host.livenessProbe, {
+    httpGet: { host: '127.0.0.1', path: '/healthz', port: 9090 },
+    periodSeconds: 10,
+    timeoutSeconds: 1,
+    failureThreshold: 3,
+  });
+  assert.deepEqual(host.readinessProbe, {
+    httpGet: { host: '127.0.0.1', path: '/readyz', port: 9090 },
+    periodSeconds: 2,
+    timeoutSeconds: 1,
+    failureThreshold: 1,
+  });
+  // In its own network namespace, as before: every address of the pod, probed at the pod's IP.
+  const own = sidecarOf(deploymentPod(undefined, { hostNetwork: false }));
+  assert.ok((own.args as string[]).includes('--listen=0.0.0.0:4040'));
+  assert.deepEqual(own.readinessProbe, { httpGet: { path: '/readyz', port: 4040 }, periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 1 });
+});
