@@ -1,3 +1,4 @@
+import { posix } from 'node:path';
 import { durationRangeError, parseDuration } from '../config/duration.js';
 import { validateKubernetesLeaseDuration, validateLeaseName, validateTimings, type Timings } from '../config/election-options.js';
 import { InvalidConfigError, describeError } from '../errors.js';
@@ -152,7 +153,7 @@ export function injectionSettings(pod: Pod, defaults: InjectorDefaults): Injecti
   for (const c of spec.containers ?? []) {
     if (!containers.includes(c.name)) continue;
     if (c.name === SIDECAR_NAME) continue;
-    if ((c.volumeMounts ?? []).some((m) => m.mountPath.replace(/\/+$/, '') === STATUS_MOUNT)) {
+    if ((c.volumeMounts ?? []).some((m) => samePath(m.mountPath, STATUS_MOUNT))) {
       throw new InvalidConfigError(
         `container ${JSON.stringify(c.name)} already mounts ${STATUS_MOUNT}: leave it out of ${ANNOTATION.containers}, or free ${STATUS_MOUNT} for the status volume`,
       );
@@ -160,6 +161,15 @@ export function injectionSettings(pod: Pod, defaults: InjectorDefaults): Injecti
   }
   const hostNetwork = spec.hostNetwork === true;
   return { lease: leaseText, leaseDuration, renewDeadline, retryPeriod, readyWhen, podLabel, native, port, hostNetwork, containers };
+}
+
+/**
+ * Whether two container paths name one directory: `//leader`, `/./leader`, `/leader/.` and
+ * `/leader/` are all `/leader` to the runtime, and two mounts there would collide.
+ */
+function samePath(a: string, b: string): boolean {
+  const norm = (p: string) => posix.normalize(p).replace(/(.)\/+$/, '$1');
+  return norm(a) === norm(b);
 }
 
 /** The rule an option check broke, without the option's own name (the annotation is named instead). */

@@ -319,3 +319,14 @@ test('a hostNetwork pod gets a sidecar listening on 127.0.0.1, probed there, not
   assert.ok((own.args as string[]).includes('--listen=0.0.0.0:4040'));
   assert.deepEqual(own.readinessProbe, { httpGet: { path: '/readyz', port: 4040 }, periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 1 });
 });
+
+test('a container mounting /leader under another spelling is refused as one mounting /leader', () => {
+  for (const mountPath of ['/leader', '/leader/', '//leader', '/./leader', '/leader/.', '/leader//', '/tmp/../leader']) {
+    const pod = deploymentPod(undefined, { containers: [{ name: 'app', volumeMounts: [{ name: 'x', mountPath }] }] });
+    assert.match(refusal(pod), /container "app" already mounts \/leader/, mountPath);
+  }
+  for (const mountPath of ['/leaders', '/leader/sub', '/data/leader']) {
+    const pod = deploymentPod(undefined, { containers: [{ name: 'app', volumeMounts: [{ name: 'x', mountPath }] }] });
+    assert.equal(review(reviewOf(pod), defaults).response.allowed, true, mountPath);
+  }
+});
