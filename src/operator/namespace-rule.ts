@@ -1,3 +1,4 @@
+import { httpStatus } from '../kube/api-errors.js';
 import type { KubeClient } from '../kube/api-client.js';
 import { ALLOWED_LEASES, NAMESPACE_OPT_IN } from './annotations.js';
 
@@ -32,11 +33,17 @@ export async function namespaceRule(client: KubeClient, o: { excluded: string[];
     allowedLeases(ns) {
       let names = allowed.get(ns);
       if (!names) {
-        names = client.request<Namespace>('GET', `/api/v1/namespaces/${encodeURIComponent(ns)}`).then((n) =>
-          (n.metadata?.annotations?.[ALLOWED_LEASES] ?? '')
-            .split(',')
-            .map((s) => s.trim())
-            .filter((s) => s !== ''),
+        names = client.request<Namespace>('GET', `/api/v1/namespaces/${encodeURIComponent(ns)}`).then(
+          (n) =>
+            (n.metadata?.annotations?.[ALLOWED_LEASES] ?? '')
+              .split(',')
+              .map((s) => s.trim())
+              .filter((s) => s !== ''),
+          // A namespace gone meanwhile allows nothing; any other failure fails the pass.
+          (err: unknown) => {
+            if (httpStatus(err) === 404) return [];
+            throw err;
+          },
         );
         allowed.set(ns, names);
       }

@@ -282,7 +282,11 @@ test('a pod that looks injected without a valid mark is never granted, and is re
   // podLabel claimed after admission: the mark was made for false.
   const escalated = pod('escalated', { sa: 'intruder', lease: 'jobs' });
   escalated.metadata.annotations![INJECTED_POD_LABEL] = 'true';
-  for (const p of [real, forged, otherKey, relabelled, copied, escalated]) cluster.pods.set(p.metadata.name, p);
+  // The annotations without the sidecar (a template copied from an injected pod, created while
+  // the webhook was not called): an uninjected pod, reported as one.
+  const template = pod('template', { injected: false });
+  template.metadata.annotations = { ...real.metadata.annotations };
+  for (const p of [real, forged, otherKey, relabelled, copied, escalated, template]) cluster.pods.set(p.metadata.name, p);
   // A Role an earlier operator made for the forged pod is taken back.
   const stale = `app/${grantName('intruder', 'kube-scheduler')}`;
   cluster.rbac.roles.set(stale, { metadata: { name: grantName('intruder', 'kube-scheduler'), namespace: 'app' } });
@@ -298,11 +302,12 @@ test('a pod that looks injected without a valid mark is never granted, and is re
       ['forged', 'LeaseholdNotGranted'],
       ['other-key', 'LeaseholdNotGranted'],
       ['relabelled', 'LeaseholdNotGranted'],
+      ['template', 'LeaseholdNotInjected'],
     ]);
     assert.match(cluster.events[0]!.message, /no valid injection mark/);
     await clock.advance(RESYNC_MS);
     assert.equal(cluster.podLists(), 2);
-    assert.equal(cluster.events.length, 5, 'each reported once');
+    assert.equal(cluster.events.length, 6, 'each reported once');
   } finally {
     await reconciler.stop();
   }

@@ -3,7 +3,7 @@ import { httpStatus } from '../kube/api-errors.js';
 import type { KubeClient, WatchHandle } from '../kube/api-client.js';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { INJECTED_LEASE, INJECT_LABEL } from './annotations.js';
+import { INJECT_LABEL } from './annotations.js';
 import { claimedFields, hasValidMark } from './injection-mark.js';
 import { leaseVerdicts, type LeaseVerdict } from './lease-guard.js';
 import { alreadyInjected } from './mutate.js';
@@ -74,10 +74,10 @@ export function grantsOf(pods: PodItem[], inScope: (ns: string) => boolean, mark
   for (const pod of pods) {
     const ns = pod.metadata?.namespace;
     if (!ns || !inScope(ns) || !live(pod)) continue;
-    const looksInjected = alreadyInjected(pod) || pod.metadata?.annotations?.[INJECTED_LEASE] !== undefined;
-    if (!looksInjected) continue;
+    // Without the sidecar it is an uninjected pod, reported as such (report()), whatever its annotations.
+    if (!alreadyInjected(pod)) continue;
     const fields = claimedFields(pod);
-    if (!fields || !alreadyInjected(pod) || !hasValidMark(pod, markKey)) {
+    if (!fields || !hasValidMark(pod, markKey)) {
       refused.push({ pod, reason: 'it carries no valid injection mark: it was not injected by this operator' });
       continue;
     }
