@@ -42,3 +42,11 @@ it('--certificates: the operator keeps its own by default; external serves what 
   assert.equal(resolve('--certificates', 'external').certificates, 'external');
   assert.throws(() => resolve('--certificates', 'cert-manager'), { message: /^invalid --certificates "cert-manager": must be operator or external$/ });
 });
+
+it('--mark-secret names the Secret of the injection marks, a DNS-1123 label; --namespace-opt-in is off by default', () => {
+  assert.equal(resolve()['mark-secret'], 'leasehold-operator-mark');
+  assert.equal(resolve('--mark-secret', 'ops-mark')['mark-secret'], 'ops-mark');
+  assert.throws(() => resolve('--mark-secret', 'Bad_Name'), { message: /^invalid --mark-secret "Bad_Name": must be a DNS-1123 label$/ });
+  assert.equal(resolve()['namespace-opt-in'], false);
+  assert.equal(resolve('--namespace-opt-in')['namespace-opt-in'], true);
+});

@@ -25,6 +25,11 @@ export function operatorFlags<T>(y: Argv<T>) {
   return timingFlags(own)
     .option('listen', { type: 'string', default: '0.0.0.0:8443', describe: 'HTTPS address of the webhook (/mutate-pods, /healthz, /metrics)' })
     .option('secret', { type: 'string', default: 'leasehold-operator-tls', describe: 'The Secret keeping the CA and the serving certificate' })
+    .option('mark-secret', {
+      type: 'string',
+      default: 'leasehold-operator-mark',
+      describe: 'The Secret keeping the key that marks pods as injected by this webhook (made on first start)',
+    })
     .option('certificates', {
       type: 'string',
       default: 'operator',
@@ -55,6 +60,11 @@ export function operatorFlags<T>(y: Argv<T>) {
       array: true,
       default: [] as string[],
       describe: 'Namespaces never granted nor reported, besides kube-system and its own',
+    })
+    .option('namespace-opt-in', {
+      type: 'boolean',
+      default: false,
+      describe: 'Grant and report only in namespaces labelled leasehold.io/injection=enabled (the webhook namespaceSelector of the same name)',
     })
     .option('resync', { type: 'string', default: '30s', describe: 'Full reconcile interval (RBAC, uninjected pods)' })
     .option('tls-check', { type: 'string', default: '10s', describe: 'How often each replica rereads the Secret (the leader renews what is due)' })
@@ -88,7 +98,7 @@ function lifetime(flag: string, text: string): number {
 
 export function resolveOperator(a: OperatorArgs) {
   if (!a['sidecar-image']) throw badFlag('sidecar-image', a['sidecar-image'] ?? '', "is required: the image the sidecar runs (the operator's own)");
-  for (const flag of ['secret', 'webhook-configuration', 'service'] as const) {
+  for (const flag of ['secret', 'mark-secret', 'webhook-configuration', 'service'] as const) {
     if (!DNS_LABEL.test(a[flag])) throw badFlag(flag, a[flag], 'must be a DNS-1123 label');
   }
   if (a.namespace !== undefined && !DNS_LABEL.test(a.namespace)) throw badFlag('namespace', a.namespace, 'must be a DNS-1123 label');
@@ -161,7 +171,9 @@ export async function runOperator(a: OperatorArgs): Promise<number> {
     },
     listen: s.listen,
     injector: { image: s.image, imagePullPolicy: s['sidecar-image-pull-policy'], nativeSidecar: s.native },
+    markSecret: s['mark-secret'],
     excludedNamespaces: ['kube-system', ns, ...s['exclude-namespace']],
+    namespaceOptIn: s['namespace-opt-in'],
     resyncMs: s.resyncMs,
     tlsCheckMs: s.tlsCheckMs,
     log,

@@ -22,6 +22,23 @@ export const INJECTED_LEASE = 'leasehold.io/injected-lease';
 /** Written by the injector: "true" when the sidecar keeps pod labels (its Role then holds pods). */
 export const INJECTED_POD_LABEL = 'leasehold.io/injected-pod-label';
 
+/**
+ * Written by the injector: an HMAC of the namespace, ServiceAccount, lease and pod-label mode
+ * under the operator's own key (src/operator/injection-mark.ts). The reconciler grants only pods
+ * whose mark is valid: the other two annotations and the container's name a pod creator can write.
+ */
+export const INJECTED_MARK = 'leasehold.io/injected-mark';
+
+/** The namespace label that opts a namespace in when the operator runs with --namespace-opt-in (the chart's webhook.namespaceOptIn). */
+export const NAMESPACE_OPT_IN = { key: 'leasehold.io/injection', value: 'enabled' } as const;
+
+/**
+ * A namespace annotation its owner sets: comma-separated names of existing Leases that were not
+ * made for leasehold (another controller's) and that injected pods of the namespace may still be
+ * granted. Any other existing Lease without leasehold's label is refused.
+ */
+export const ALLOWED_LEASES = 'leasehold.io/allowed-leases';
+
 /** The injected container's name and the status volume's: a pod holding either is left unchanged or refused. */
 export const SIDECAR_NAME = 'leasehold';
 export const STATUS_VOLUME = 'leasehold-status';

@@ -1,3 +1,4 @@
+import { posix } from 'node:path';
 import { durationRangeError, parseDuration } from '../config/duration.js';
 import { validateKubernetesLeaseDuration, validateLeaseName, validateTimings, type Timings } from '../config/election-options.js';
 import { InvalidConfigError, describeError } from '../errors.js';
@@ -14,6 +15,8 @@ export interface InjectorDefaults {
   nativeSidecar: 'true' | 'false' | 'auto';
   /** Whether the API server supports native sidecars (Kubernetes 1.29+), for "auto". */
   clusterSupportsNativeSidecars: boolean;
+  /** The key injection marks are signed with (src/operator/mark-key.ts). */
+  markKey: Buffer;
 }
 
 /** The defaults of the annotations: the chart's values.yaml defaults, so both ways behave alike. */
@@ -35,6 +38,11 @@ export interface InjectionSettings {
   podLabel: boolean;
   native: boolean;
   port: number;
+  /**
+   * The pod shares the node's network (spec.hostNetwork): the sidecar then listens on 127.0.0.1
+   * only, where the kubelet's probes still reach it, instead of on every address of the node.
+   */
+  hostNetwork: boolean;
   /** The app containers that get the status volume, read-only at /leader. */
   containers: string[];
 }
@@ -145,13 +153,23 @@ export function injectionSettings(pod: Pod, defaults: InjectorDefaults): Injecti
   for (const c of spec.containers ?? []) {
     if (!containers.includes(c.name)) continue;
     if (c.name === SIDECAR_NAME) continue;
-    if ((c.volumeMounts ?? []).some((m) => m.mountPath.replace(/\/+$/, '') === STATUS_MOUNT)) {
+    if ((c.volumeMounts ?? []).some((m) => samePath(m.mountPath, STATUS_MOUNT))) {
       throw new InvalidConfigError(
         `container ${JSON.stringify(c.name)} already mounts ${STATUS_MOUNT}: leave it out of ${ANNOTATION.containers}, or free ${STATUS_MOUNT} for the status volume`,
       );
     }
   }
-  return { lease: leaseText, leaseDuration, renewDeadline, retryPeriod, readyWhen, podLabel, native, port, containers };
+  const hostNetwork = spec.hostNetwork === true;
+  return { lease: leaseText, leaseDuration, renewDeadline, retryPeriod, readyWhen, podLabel, native, port, hostNetwork, containers };
+}
+
+/**
+ * Whether two container paths name one directory: `//leader`, `/./leader`, `/leader/.` and
+ * `/leader/` are all `/leader` to the runtime, and two mounts there would collide.
+ */
+function samePath(a: string, b: string): boolean {
+  const norm = (p: string) => posix.normalize(p).replace(/(.)\/+$/, '$1');
+  return norm(a) === norm(b);
 }
 
 /** The rule an option check broke, without the option's own name (the annotation is named instead). */

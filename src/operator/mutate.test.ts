@@ -6,8 +6,15 @@ import { injectionPatch, review, type PatchOp } from './mutate.js';
 import { workloadLeaseName } from './lease-name.js';
 import type { InjectorDefaults } from './injection-settings.js';
 import type { Pod } from './pod-types.js';
+import { hasValidMark, injectionMark } from './injection-mark.js';
 
-const defaults: InjectorDefaults = { image: 'leasehold:test', imagePullPolicy: 'IfNotPresent', nativeSidecar: 'false', clusterSupportsNativeSidecars: true };
+const defaults: InjectorDefaults = {
+  image: 'leasehold:test',
+  imagePullPolicy: 'IfNotPresent',
+  nativeSidecar: 'false',
+  clusterSupportsNativeSidecars: true,
+  markKey: Buffer.alloc(32, 1),
+};
 
 /** A pod as a Deployment's ReplicaSet sends it to admission: no name yet, owned by the ReplicaSet. */
 function deploymentPod(annotations?: Record<string, string>, extra: Partial<NonNullable<Pod['spec']>> = {}): Pod {
@@ -86,7 +93,12 @@ test('a Deployment pod gets a plain sidecar, the status volume read-only in ever
     { name: 'data', mountPath: '/data' },
     { name: 'leasehold-status', mountPath: '/leader', readOnly: true },
   ]);
-  assert.deepEqual(out.metadata!.annotations, { 'leasehold.io/injected-lease': 'web', 'leasehold.io/injected-pod-label': 'false' });
+  assert.deepEqual(out.metadata!.annotations, {
+    'leasehold.io/injected-lease': 'web',
+    'leasehold.io/injected-pod-label': 'false',
+    'leasehold.io/injected-mark': injectionMark(defaults.markKey, { namespace: 'shop', serviceAccount: 'default', lease: 'web', podLabel: false }),
+  });
+  assert.ok(hasValidMark(out, defaults.markKey));
 });
 
 test('native-sidecar "true" makes an init container with restartPolicy Always, after the pod\'s own', () => {
@@ -223,4 +235,98 @@ test("the injected sidecar's resources are the chart's defaults (values.yaml), s
   const pod = deploymentPod();
   const sidecar = apply(pod, injectionPatch(pod, defaults)).spec!.containers!.find((c) => c.name === 'leasehold')!;
   assert.deepEqual(sidecar.resources, values.leasehold.resources);
+});
+
+/** A pod as its creator can write it: the injector's container and annotations, copied from an injected pod or made up. */
+function lookalike(annotations: Record<string, string>, namespace = 'shop'): Pod {
+  return {
+    metadata: { generateName: 'x-', namespace, labels: { 'leasehold.io/inject': 'true' }, annotations },
+    spec: {
+      serviceAccountName: 'intruder',
+      containers: [
+        { name: 'app', image: 'busybox' },
+        { name: 'leasehold', image: 'anything' },
+      ],
+    },
+  };
+}
+
+test('a pod that looks injected without a valid mark is refused, not left unchanged', () => {
+  const made = { 'leasehold.io/lease': 'kube-scheduler', 'leasehold.io/injected-lease': 'kube-scheduler', 'leasehold.io/injected-pod-label': 'true' };
+  assert.match(
+    refusal(lookalike(made)),
+    /^leasehold: the pod has a container named "leasehold" but no valid annotation leasehold\.io\/injected-mark, which only this operator's webhook writes: rename that container, or remove the label leasehold\.io\/inject/,
+  );
+  // A mark made for other fields (another namespace, ServiceAccount, lease or mode) is no mark.
+  const markFor = (f: { namespace?: string; serviceAccount?: string; lease?: string; podLabel?: boolean }) =>
+    injectionMark(defaults.markKey, { namespace: 'shop', serviceAccount: 'intruder', lease: 'kube-scheduler', podLabel: true, ...f });
+  for (const wrong of [
+    markFor({ namespace: 'other' }),
+    markFor({ serviceAccount: 'web' }),
+    markFor({ lease: 'web' }),
+    markFor({ podLabel: false }),
+    injectionMark(Buffer.alloc(32, 2), { namespace: 'shop', serviceAccount: 'intruder', lease: 'kube-scheduler', podLabel: true }),
+    'v1.',
+  ]) {
+    assert.equal(review(reviewOf(lookalike({ ...made, 'leasehold.io/injected-mark': wrong })), defaults).response.allowed, false, wrong);
+  }
+  // The request's namespace is the one checked, whatever the object says.
+  assert.equal(
+    review(reviewOf(lookalike({ ...made, 'leasehold.io/injected-mark': markFor({ namespace: 'other' }) }, 'other')), defaults).response.allowed,
+    false,
+  );
+  // The mark this webhook made for the same fields: a copy of an injected pod, left as it is.
+  assert.deepEqual(review(reviewOf(lookalike({ ...made, 'leasehold.io/injected-mark': markFor({}) })), defaults).response, { uid: 'u-1', allowed: true });
+});
+
+test('injector annotations on a pod without the sidecar are overwritten, and the mark signs what was injected', () => {
+  const pod = deploymentPod({
+    'leasehold.io/injected-lease': 'kube-scheduler',
+    'leasehold.io/injected-pod-label': 'true',
+    'leasehold.io/injected-mark': 'v1.forged',
+  });
+  const r = review(reviewOf(pod), defaults).response;
+  const ops = JSON.parse(Buffer.from(r.patch!, 'base64').toString()) as PatchOp[];
+  const set = Object.fromEntries(ops.filter((o) => o.path.startsWith('/metadata/annotations/')).map((o) => [o.path, o.value]));
+  assert.equal(set['/metadata/annotations/leasehold.io~1injected-lease'], 'web');
+  assert.equal(set['/metadata/annotations/leasehold.io~1injected-pod-label'], 'false');
+  assert.equal(
+    set['/metadata/annotations/leasehold.io~1injected-mark'],
+    injectionMark(defaults.markKey, { namespace: 'shop', serviceAccount: 'default', lease: 'web', podLabel: false }),
+  );
+});
+
+test('a hostNetwork pod gets a sidecar listening on 127.0.0.1, probed there, not on every address of the node', () => {
+  const sidecarOf = (pod: Pod) => apply(pod, injectionPatch(pod, defaults)).spec!.containers!.find((c) => c.name === 'leasehold')!;
+  const host = sidecarOf(deploymentPod({ 'leasehold.io/port': '9090' }, { hostNetwork: true }));
+  const args = host.args as string[];
+  assert.ok(args.includes('--listen=127.0.0.1:9090'), args.join(' '));
+  assert.ok(!args.some((a) => a.startsWith('--listen=0.0.0.0')));
+  assert.deepEqual(host.livenessProbe, {
+    httpGet: { host: '127.0.0.1', path: '/healthz', port: 9090 },
+    periodSeconds: 10,
+    timeoutSeconds: 1,
+    failureThreshold: 3,
+  });
+  assert.deepEqual(host.readinessProbe, {
+    httpGet: { host: '127.0.0.1', path: '/readyz', port: 9090 },
+    periodSeconds: 2,
+    timeoutSeconds: 1,
+    failureThreshold: 1,
+  });
+  // In its own network namespace, as before: every address of the pod, probed at the pod's IP.
+  const own = sidecarOf(deploymentPod(undefined, { hostNetwork: false }));
+  assert.ok((own.args as string[]).includes('--listen=0.0.0.0:4040'));
+  assert.deepEqual(own.readinessProbe, { httpGet: { path: '/readyz', port: 4040 }, periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 1 });
+});
+
+test('a container mounting /leader under another spelling is refused as one mounting /leader', () => {
+  for (const mountPath of ['/leader', '/leader/', '//leader', '/./leader', '/leader/.', '/leader//', '/tmp/../leader']) {
+    const pod = deploymentPod(undefined, { containers: [{ name: 'app', volumeMounts: [{ name: 'x', mountPath }] }] });
+    assert.match(refusal(pod), /container "app" already mounts \/leader/, mountPath);
+  }
+  for (const mountPath of ['/leaders', '/leader/sub', '/data/leader']) {
+    const pod = deploymentPod(undefined, { containers: [{ name: 'app', volumeMounts: [{ name: 'x', mountPath }] }] });
+    assert.equal(review(reviewOf(pod), defaults).response.allowed, true, mountPath);
+  }
 });

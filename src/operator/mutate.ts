@@ -1,5 +1,6 @@
 import { InvalidConfigError, describeError, isLeaseholdError } from '../errors.js';
-import { INJECTED_LEASE, INJECTED_POD_LABEL, SIDECAR_NAME, STATUS_MOUNT, STATUS_VOLUME } from './annotations.js';
+import { INJECTED_LEASE, INJECTED_MARK, INJECTED_POD_LABEL, INJECT_LABEL, SIDECAR_NAME, STATUS_MOUNT, STATUS_VOLUME } from './annotations.js';
+import { hasValidMark, injectionMark, serviceAccountOf } from './injection-mark.js';
 import { injectionSettings, type InjectorDefaults } from './injection-settings.js';
 import type { Pod } from './pod-types.js';
 import { sidecarContainer, statusVolume } from './sidecar-container.js';
@@ -14,18 +15,26 @@ export interface PatchOp {
 /** A JSON Pointer segment (RFC 6901): '~' and '/' escaped. */
 const seg = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 
-/** True when the pod already has the sidecar (or anything by its name): injection leaves it as it is. */
+/** True when the pod has a container or init container by the sidecar's name (injected, or looking so). */
 export function alreadyInjected(pod: Pod): boolean {
   const spec = pod.spec ?? {};
   return [...(spec.containers ?? []), ...(spec.initContainers ?? [])].some((c) => c.name === SIDECAR_NAME);
 }
 
 /**
- * The JSONPatch that injects the sidecar into `pod`, or [] when it already has it. Throws an
- * InvalidConfigError (naming the annotation and the rule) when the pod cannot be injected.
+ * The JSONPatch that injects the sidecar into `pod`, or [] when this webhook already injected it
+ * (a copy of an injected pod, same namespace and ServiceAccount). Throws an InvalidConfigError
+ * (naming the annotation and the rule) when the pod cannot be injected. A pod that has a
+ * container by the sidecar's name without a valid mark is refused rather than re-injected: a
+ * second container of that name is invalid, and renaming the pod's own is its owner's choice.
  */
 export function injectionPatch(pod: Pod, defaults: InjectorDefaults): PatchOp[] {
-  if (alreadyInjected(pod)) return [];
+  if (alreadyInjected(pod)) {
+    if (hasValidMark(pod, defaults.markKey)) return [];
+    throw new InvalidConfigError(
+      `the pod has a container named ${JSON.stringify(SIDECAR_NAME)} but no valid annotation ${INJECTED_MARK}, which only this operator's webhook writes: rename that container, or remove the label ${INJECT_LABEL} to run your own sidecar`,
+    );
+  }
   const spec = pod.spec ?? {};
   if ((spec.volumes ?? []).some((v) => v.name === STATUS_VOLUME)) {
     throw new InvalidConfigError(`the pod already has a volume named ${STATUS_VOLUME}: the injector needs that name for the status volume`);
@@ -55,7 +64,9 @@ export function injectionPatch(pod: Pod, defaults: InjectorDefaults): PatchOp[] 
         : { op: 'add', path: `/spec/containers/${i}/volumeMounts`, value: [mount] },
     );
   });
-  const marks = { [INJECTED_LEASE]: s.lease, [INJECTED_POD_LABEL]: String(s.podLabel) };
+  const namespace = pod.metadata?.namespace ?? '';
+  const mark = injectionMark(defaults.markKey, { namespace, serviceAccount: serviceAccountOf(pod), lease: s.lease, podLabel: s.podLabel });
+  const marks = { [INJECTED_LEASE]: s.lease, [INJECTED_POD_LABEL]: String(s.podLabel), [INJECTED_MARK]: mark };
   if (!pod.metadata?.annotations) ops.push({ op: 'add', path: '/metadata/annotations', value: marks });
   else for (const [k, v] of Object.entries(marks)) ops.push({ op: 'add', path: `/metadata/annotations/${seg(k)}`, value: v });
   return ops;
@@ -92,7 +103,9 @@ export function review(body: unknown, defaults: InjectorDefaults): AdmissionRevi
   });
   const pod = r.request.object;
   if (r.request.kind?.kind !== 'Pod' || r.request.operation !== 'CREATE' || !pod) return answer({ allowed: true });
-  if (!pod.metadata?.namespace && r.request.namespace) pod.metadata = { ...pod.metadata, namespace: r.request.namespace };
+  // The request's namespace is where the pod is created (the API server refuses an object naming
+  // another): the mark is signed for it.
+  if (r.request.namespace) pod.metadata = { ...pod.metadata, namespace: r.request.namespace };
   try {
     const patch = injectionPatch(pod, defaults);
     if (patch.length === 0) return answer({ allowed: true });

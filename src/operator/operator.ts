@@ -4,6 +4,7 @@ import { LeaderElection, type Leadership } from '../election/leader-election.js'
 import type { KubeConnection } from '../kube/connect.js';
 import type { Logger } from '../log.js';
 import type { InjectorDefaults } from './injection-settings.js';
+import { loadMarkKey } from './mark-key.js';
 import type { OperatorMetrics } from './operator-metrics.js';
 import { Reconciler } from './reconciler.js';
 import { loadServingPair, loadTls, syncTls, type ServingPair, type TlsLocation } from './tls-keeper.js';
@@ -26,8 +27,12 @@ export interface OperatorOptions {
   certificates: 'operator' | 'external';
   policy: TlsPolicy;
   listen: { host: string; port: number };
-  injector: Omit<InjectorDefaults, 'clusterSupportsNativeSidecars'>;
+  injector: Omit<InjectorDefaults, 'clusterSupportsNativeSidecars' | 'markKey'>;
+  /** The Secret in its namespace holding the key injection marks are signed with (made on first start). */
+  markSecret: string;
   excludedNamespaces: string[];
+  /** Only namespaces labelled leasehold.io/injection=enabled are granted and reported (the webhook's namespaceOptIn). */
+  namespaceOptIn: boolean;
   resyncMs: number;
   /** How often every replica rereads the Secret (and the leader moves it on). */
   tlsCheckMs: number;
@@ -56,6 +61,7 @@ export class Operator {
   private leading = false;
   private listening: Promise<number> | undefined;
   private stopped = false;
+  private markKey: Buffer | undefined;
   /** The last warning about the external Secret, so each is logged once, not every --tls-check. */
   private externalWarning = '';
 
@@ -69,7 +75,10 @@ export class Operator {
   async start(): Promise<void> {
     const o = this.o;
     const native = await supportsNativeSidecars(o.kube);
-    this.server = new WebhookServer({ ...o.injector, clusterSupportsNativeSidecars: native }, o.log, o.metrics);
+    // Before the port opens: a replica signs every pod it injects, so it serves none without the key.
+    const markKey = await loadMarkKey(o.kube.client, o.kube.namespace, o.markSecret);
+    this.markKey = markKey;
+    this.server = new WebhookServer({ ...o.injector, clusterSupportsNativeSidecars: native, markKey }, o.log, o.metrics);
     this.election = await LeaderElection.start({
       store: { backend: 'kubernetes', kube: o.kube, namespace: o.kube.namespace },
       lease: o.lease,
@@ -100,7 +109,14 @@ export class Operator {
     // A pass begun as a follower only read the Secret: this one keeps it.
     await this.checking;
     await this.checkTls();
-    const reconciler = new Reconciler({ client: o.kube.client, log: o.log, metrics: o.metrics, excludedNamespaces: o.excludedNamespaces });
+    const reconciler = new Reconciler({
+      client: o.kube.client,
+      log: o.log,
+      metrics: o.metrics,
+      excludedNamespaces: o.excludedNamespaces,
+      namespaceOptIn: o.namespaceOptIn,
+      markKey: this.markKey!,
+    });
     reconciler.start(o.resyncMs);
     await new Promise<void>((resolve) => l.signal.addEventListener('abort', () => resolve(), { once: true }));
     this.leading = false;

@@ -22,15 +22,15 @@ export function grantName(serviceAccount: string, lease: string): string {
 }
 
 /**
- * The rules of the chart's Role (deploy/helm/leasehold/templates/rbac.yaml): the one Lease by
- * name; create for any lease, since RBAC cannot name an object that does not exist yet; pods
- * get/list/patch only in podLabel mode (a new leader relabels a former leader, which RBAC cannot
- * name in advance).
+ * The rules of the chart's Role (deploy/helm/leasehold/templates/rbac.yaml) but one: the one
+ * Lease by name; pods get/list/patch only in podLabel mode (a new leader relabels a former
+ * leader, which RBAC cannot name in advance). Not the chart's `create` on every Lease (RBAC
+ * cannot name an object that does not exist yet): the operator makes the Lease itself before it
+ * grants it (src/operator/lease-guard.ts), so injected pods cannot create Leases of other names.
  */
 export function roleRules(g: Pick<Grant, 'lease' | 'podLabel'>): unknown[] {
   return [
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [g.lease], verbs: ['get', 'update', 'list', 'watch'] },
-    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
     ...(g.podLabel ? [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'patch'] }] : []),
   ];
 }

@@ -3,8 +3,11 @@ import { httpStatus } from '../kube/api-errors.js';
 import type { KubeClient, WatchHandle } from '../kube/api-client.js';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { INJECTED_LEASE, INJECTED_POD_LABEL, INJECT_LABEL } from './annotations.js';
+import { INJECT_LABEL } from './annotations.js';
+import { claimedFields, hasValidMark } from './injection-mark.js';
+import { leaseVerdicts, type LeaseVerdict } from './lease-guard.js';
 import { alreadyInjected } from './mutate.js';
+import { namespaceRule, type NamespaceRule } from './namespace-rule.js';
 import type { OperatorMetrics } from './operator-metrics.js';
 import type { Pod } from './pod-types.js';
 import { MANAGED_BY, grantName, roleBindingFor, roleFor, type Grant } from './rbac.js';
@@ -27,6 +30,10 @@ export interface ReconcilerOptions {
   metrics: OperatorMetrics;
   /** Namespaces the webhook never sees (kube-system, the operator's own): neither granted nor reported. */
   excludedNamespaces: string[];
+  /** webhook.namespaceOptIn: only namespaces labelled leasehold.io/injection=enabled are granted or reported, as the webhook sees only those. */
+  namespaceOptIn: boolean;
+  /** The key the webhook signs injection marks with: only a pod with a valid mark is granted. */
+  markKey: Buffer;
   /** Times the gap between passes and the resync; tests pass a FakeClock. */
   clock?: Clock;
 }
@@ -47,21 +54,38 @@ const POD_SELECTOR = `${INJECT_LABEL}=true`;
  */
 export const PASS_GAP_MS = 1_000;
 
-/** The grants the injected pods need, by Role name and namespace. */
-export function grantsOf(pods: PodItem[], excluded: string[]): Map<string, Grant> {
-  const out = new Map<string, Grant>();
+/** Why a pod that looks injected gets no grant: said once per pod, in a log line and an Event. */
+export interface Refusal {
+  pod: PodItem;
+  reason: string;
+}
+
+const live = (pod: PodItem) => pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed';
+
+/**
+ * The grants the injected pods need, by Role name and namespace, and the pods that look injected
+ * (a container by the sidecar's name, the injector's annotations) but carry no valid mark: a pod
+ * creator wrote those, not the webhook, and they earn nothing. Pods in namespaces the webhook
+ * does not see are neither.
+ */
+export function grantsOf(pods: PodItem[], inScope: (ns: string) => boolean, markKey: Buffer): { grants: Map<string, Grant>; refused: Refusal[] } {
+  const grants = new Map<string, Grant>();
+  const refused: Refusal[] = [];
   for (const pod of pods) {
     const ns = pod.metadata?.namespace;
-    const lease = pod.metadata?.annotations?.[INJECTED_LEASE];
-    if (!ns || !lease || excluded.includes(ns) || !alreadyInjected(pod)) continue;
-    if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') continue;
-    const sa = pod.spec?.serviceAccountName || 'default';
-    const key = `${ns}/${grantName(sa, lease)}`;
-    const podLabel = pod.metadata?.annotations?.[INJECTED_POD_LABEL] === 'true';
-    const prev = out.get(key);
-    out.set(key, { namespace: ns, serviceAccount: sa, lease, podLabel: podLabel || (prev?.podLabel ?? false) });
+    if (!ns || !inScope(ns) || !live(pod)) continue;
+    // Without the sidecar it is an uninjected pod, reported as such (report()), whatever its annotations.
+    if (!alreadyInjected(pod)) continue;
+    const fields = claimedFields(pod);
+    if (!fields || !hasValidMark(pod, markKey)) {
+      refused.push({ pod, reason: 'it carries no valid injection mark: it was not injected by this operator' });
+      continue;
+    }
+    const key = `${ns}/${grantName(fields.serviceAccount, fields.lease)}`;
+    const prev = grants.get(key);
+    grants.set(key, { namespace: ns, serviceAccount: fields.serviceAccount, lease: fields.lease, podLabel: fields.podLabel || (prev?.podLabel ?? false) });
   }
-  return out;
+  return { grants, refused };
 }
 
 /**
@@ -88,6 +112,8 @@ export class Reconciler {
   private lastEnd = -Infinity;
   private stopped = false;
   private readonly reported = new Set<string>();
+  /** The reason each refused pod was last reported with, by uid: a pod is reported again only for a new reason. */
+  private readonly refusedReported = new Map<string, string>();
   private readonly clock: Clock;
 
   constructor(private readonly o: ReconcilerOptions) {
@@ -167,9 +193,20 @@ export class Reconciler {
 
   /** One full pass; exported through trigger() and for tests. */
   async reconcile(): Promise<void> {
-    const { client, excludedNamespaces: excluded } = this.o;
+    const { client } = this.o;
     const pods = (await client.request<{ items: PodItem[] }>('GET', `/api/v1/pods?labelSelector=${encodeURIComponent(POD_SELECTOR)}`)).items;
-    const wanted = grantsOf(pods, excluded);
+    const rule = await namespaceRule(client, { excluded: this.o.excludedNamespaces, optIn: this.o.namespaceOptIn });
+    const { grants: marked, refused } = grantsOf(pods, (ns) => rule.inScope(ns), this.o.markKey);
+    // A Lease that exists without leasehold's label is another's: granted only where the
+    // namespace's owner allows it by name. An absent one is made now, labelled, so the pods never
+    // need the right to create Leases.
+    const verdicts = await leaseVerdicts(client, this.o.log, [...marked.values()], rule);
+    const wanted = new Map<string, Grant>();
+    for (const [key, grant] of marked) {
+      const verdict = verdicts.get(`${grant.namespace}/${grant.lease}`);
+      if (verdict?.granted) wanted.set(key, grant);
+      else refused.push(...podsOf(pods, grant).map((pod) => ({ pod, reason: reasonOf(grant, verdict) })));
+    }
     const selector = encodeURIComponent(`${MANAGED_BY.key}=${MANAGED_BY.value}`);
     const roles = (await client.request<{ items: Managed[] }>('GET', `${RBAC}/roles?labelSelector=${selector}`)).items;
     const bindings = (await client.request<{ items: Managed[] }>('GET', `${RBAC}/rolebindings?labelSelector=${selector}`)).items;
@@ -190,7 +227,23 @@ export class Reconciler {
     for (const [key, b] of haveBindings) if (!wanted.has(key)) await this.remove('rolebindings', b);
     for (const [key, r] of haveRoles) if (!wanted.has(key)) await this.remove('roles', r);
     this.o.metrics.managedRoles.set(wanted.size);
-    await this.report(pods);
+    await this.reportRefused(refused);
+    await this.report(pods, rule);
+  }
+
+  /** Each refused pod once per reason: a log line and a Warning Event LeaseholdNotGranted. */
+  private async reportRefused(refused: Refusal[]): Promise<void> {
+    const now = new Set(refused.map((r) => r.pod.metadata?.uid ?? ''));
+    for (const uid of this.refusedReported.keys()) if (!now.has(uid)) this.refusedReported.delete(uid);
+    for (const { pod, reason } of refused) {
+      const uid = pod.metadata?.uid ?? '';
+      if (this.refusedReported.get(uid) === reason) continue;
+      const ns = pod.metadata!.namespace!;
+      const name = pod.metadata?.name ?? '';
+      this.o.log.warn('pod not granted', { namespace: ns, pod: name, reason });
+      if (await this.event(pod, 'LeaseholdNotGranted', `leasehold-operator grants this pod's ServiceAccount nothing: ${reason}`))
+        this.refusedReported.set(uid, reason);
+    }
   }
 
   private async ensure<T extends Managed>(kind: 'roles' | 'rolebindings', have: Managed | undefined, want: T, same: (have: Managed, want: T) => boolean) {
@@ -221,19 +274,19 @@ export class Reconciler {
   }
 
   /** Labelled pods without the sidecar: each reported once, all counted. */
-  private async report(pods: PodItem[]): Promise<void> {
+  private async report(pods: PodItem[], rule: NamespaceRule): Promise<void> {
     const bare = pods.filter(
       (p) =>
         p.metadata?.namespace &&
-        !this.o.excludedNamespaces.includes(p.metadata.namespace) &&
+        rule.inScope(p.metadata.namespace) &&
         !alreadyInjected(p) &&
         !p.metadata.deletionTimestamp &&
         p.status?.phase !== 'Succeeded' &&
         p.status?.phase !== 'Failed',
     );
     this.o.metrics.uninjectedPods.set(bare.length);
-    const live = new Set(bare.map((p) => p.metadata?.uid ?? ''));
-    for (const uid of this.reported) if (!live.has(uid)) this.reported.delete(uid);
+    const seen = new Set(bare.map((p) => p.metadata?.uid ?? ''));
+    for (const uid of this.reported) if (!seen.has(uid)) this.reported.delete(uid);
     for (const pod of bare) {
       const uid = pod.metadata?.uid ?? '';
       if (this.reported.has(uid)) continue;
@@ -241,26 +294,47 @@ export class Reconciler {
       const name = pod.metadata!.name ?? '';
       const message = `pod is labelled ${INJECT_LABEL}=true but runs without the leasehold sidecar: it was created while the webhook was not called (failurePolicy Ignore); delete it to have it recreated with the sidecar`;
       this.o.log.warn('labelled pod not injected', { namespace: ns, pod: name });
-      try {
-        await this.o.client.request('POST', `/api/v1/namespaces/${ns}/events`, {
-          body: {
-            apiVersion: 'v1',
-            kind: 'Event',
-            metadata: { generateName: `${name}.leasehold-`, namespace: ns },
-            involvedObject: { apiVersion: 'v1', kind: 'Pod', name, namespace: ns, uid },
-            reason: 'LeaseholdNotInjected',
-            message,
-            type: 'Warning',
-            source: { component: 'leasehold-operator' },
-            firstTimestamp: new Date().toISOString(),
-            lastTimestamp: new Date().toISOString(),
-            count: 1,
-          },
-        });
-        this.reported.add(uid);
-      } catch (err) {
-        this.o.log.warn('could not record the event', { namespace: ns, pod: name, error: describeError(err) });
-      }
+      if (await this.event(pod, 'LeaseholdNotInjected', message)) this.reported.add(uid);
     }
   }
+
+  /** A Warning Event on the pod; false (logged) when it could not be recorded, so it is tried again next pass. */
+  private async event(pod: PodItem, reason: string, message: string): Promise<boolean> {
+    const ns = pod.metadata!.namespace!;
+    const name = pod.metadata?.name ?? '';
+    const uid = pod.metadata?.uid ?? '';
+    try {
+      await this.o.client.request('POST', `/api/v1/namespaces/${ns}/events`, {
+        body: {
+          apiVersion: 'v1',
+          kind: 'Event',
+          metadata: { generateName: `${name}.leasehold-`, namespace: ns },
+          involvedObject: { apiVersion: 'v1', kind: 'Pod', name, namespace: ns, uid },
+          reason,
+          message,
+          type: 'Warning',
+          source: { component: 'leasehold-operator' },
+          firstTimestamp: new Date().toISOString(),
+          lastTimestamp: new Date().toISOString(),
+          count: 1,
+        },
+      });
+      return true;
+    } catch (err) {
+      this.o.log.warn('could not record the event', { namespace: ns, pod: name, error: describeError(err) });
+      return false;
+    }
+  }
+}
+
+/** The live pods of one grant. */
+function podsOf(pods: PodItem[], g: Grant): PodItem[] {
+  return pods.filter((p) => {
+    const f = claimedFields(p);
+    return live(p) && f?.namespace === g.namespace && f.serviceAccount === g.serviceAccount && f.lease === g.lease;
+  });
+}
+
+function reasonOf(g: Grant, verdict: LeaseVerdict | undefined): string {
+  return verdict?.reason ?? `Lease ${g.namespace}/${g.lease} could not be checked`;
 }

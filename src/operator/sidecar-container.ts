@@ -8,6 +8,10 @@ import type { InjectionSettings, InjectorDefaults } from './injection-settings.j
  * with restartPolicy Always, placed among the init containers.
  */
 export function sidecarContainer(s: InjectionSettings, d: InjectorDefaults): Record<string, unknown> {
+  // In the node's network a wildcard address would open the port on every interface of the node.
+  // The kubelet probes from the node's network too, so on loopback it still reaches the sidecar.
+  const host = s.hostNetwork ? '127.0.0.1' : '0.0.0.0';
+  const probeHost = s.hostNetwork ? { host } : {};
   return {
     name: SIDECAR_NAME,
     image: d.image,
@@ -23,7 +27,7 @@ export function sidecarContainer(s: InjectionSettings, d: InjectorDefaults): Rec
       '--release-on-exit=true',
       `--ready-when=${s.readyWhen}`,
       `--status-dir=${STATUS_MOUNT}`,
-      `--listen=0.0.0.0:${s.port}`,
+      `--listen=${host}:${s.port}`,
       '--log-format=json',
       ...(s.podLabel ? ['--pod-label'] : []),
     ],
@@ -34,8 +38,8 @@ export function sidecarContainer(s: InjectionSettings, d: InjectorDefaults): Rec
       { name: 'LEASEHOLD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
     ],
     ports: [{ name: SIDECAR_NAME, containerPort: s.port, protocol: 'TCP' }],
-    livenessProbe: { httpGet: { path: '/healthz', port: s.port }, periodSeconds: 10, timeoutSeconds: 1, failureThreshold: 3 },
-    readinessProbe: { httpGet: { path: '/readyz', port: s.port }, periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 1 },
+    livenessProbe: { httpGet: { ...probeHost, path: '/healthz', port: s.port }, periodSeconds: 10, timeoutSeconds: 1, failureThreshold: 3 },
+    readinessProbe: { httpGet: { ...probeHost, path: '/readyz', port: s.port }, periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 1 },
     volumeMounts: [{ name: STATUS_VOLUME, mountPath: STATUS_MOUNT }],
     // Non-root whatever the pod says: the image's own user, no privilege, nothing written
     // outside the status volume.

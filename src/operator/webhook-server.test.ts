@@ -1,9 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:https';
+import { connect, type TLSSocket } from 'node:tls';
 import { X509Certificate } from 'node:crypto';
 import { silentLogger } from '../log.js';
-import { WebhookServer, MUTATE_PATH } from './webhook-server.js';
+import { MAX_BODY_BYTES, MAX_CONCURRENT_REVIEWS, WebhookServer, MUTATE_PATH } from './webhook-server.js';
 import { OperatorMetrics } from './operator-metrics.js';
 import { issue } from './x509.js';
 
@@ -17,7 +18,13 @@ const leaf = () =>
     notAfter: new Date(now + 3_600_000),
     issuer: { ...ca, commonName: 'ca' },
   });
-const defaults = { image: 'leasehold:test', imagePullPolicy: 'IfNotPresent', nativeSidecar: 'false', clusterSupportsNativeSidecars: true } as const;
+const defaults = {
+  image: 'leasehold:test',
+  imagePullPolicy: 'IfNotPresent',
+  nativeSidecar: 'false',
+  clusterSupportsNativeSidecars: true,
+  markKey: Buffer.alloc(32, 1),
+} as const;
 
 /** One request on a fresh TLS connection, trusting only the test CA; resolves with status, body and the served certificate. */
 function call(port: number, method: string, path: string, body?: string): Promise<{ status: number; body: string; cert: string }> {
@@ -106,4 +113,80 @@ test('a certificate whose key does not match is refused, and the one served so f
   // The matching pair, given next, is taken.
   server.setCertificate(second.certPem, second.keyPem);
   assert.equal((await call(port, 'GET', '/healthz')).cert, new X509Certificate(second.certPem).toString());
+});
+
+/**
+ * A request written by hand on its own TLS connection: the head as given (and as much of the
+ * body), the rest left unsent. `response` is everything the server sent, once it closes.
+ */
+function raw(port: number, contentLength: number | 'chunked', bodyPart = ''): { socket: TLSSocket; response: Promise<string> } {
+  const socket = connect({ host: '127.0.0.1', port, ca: ca.certPem, servername: 'localhost' });
+  const length = contentLength === 'chunked' ? 'Transfer-Encoding: chunked' : `Content-Length: ${contentLength}`;
+  socket.write(`POST ${MUTATE_PATH} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n${length}\r\n\r\n${bodyPart}`);
+  let text = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (c: string) => (text += c));
+  const response = new Promise<string>((resolve) => {
+    socket.on('close', () => resolve(text));
+    socket.on('error', () => undefined);
+  });
+  return { socket, response };
+}
+
+/** Lets the event loop run until `cond` holds (the server has taken what was sent), or fails after many turns. */
+async function turnsUntil(what: string, cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 5_000 && !cond(); i++) await new Promise((r) => setImmediate(r));
+  assert.ok(cond(), what);
+}
+
+async function listening(t: import('node:test').TestContext, limits = {}) {
+  const server = new WebhookServer(defaults, silentLogger, new OperatorMetrics(false), limits);
+  const cert = leaf();
+  server.setCertificate(cert.certPem, cert.keyPem);
+  const port = await server.listen('127.0.0.1', 0);
+  t.after(() => server.close());
+  return { server, port };
+}
+
+test('a body larger than any pod the API server sends is refused (413) without being read, and the connection closed', { timeout: 20_000 }, async (t) => {
+  const { server, port } = await listening(t);
+  // Announced: refused on the headers alone.
+  const announced = raw(port, MAX_BODY_BYTES + 1);
+  t.after(() => announced.socket.destroy());
+  assert.match(await announced.response, /^HTTP\/1\.1 413 [\s\S]*exceeds 4194304 bytes/);
+  // Chunked, without a length: refused once the bound is passed.
+  const chunked = raw(port, 'chunked');
+  t.after(() => chunked.socket.destroy());
+  const chunk = 'x'.repeat(256 * 1024);
+  for (let sent = 0; sent <= MAX_BODY_BYTES && !chunked.socket.destroyed; sent += chunk.length) {
+    if (!chunked.socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`)) await new Promise((r) => chunked.socket.once('drain', r));
+  }
+  assert.match(await chunked.response, /^HTTP\/1\.1 413 /);
+  await turnsUntil('no review left in flight', () => server.reviewsInFlight === 0);
+  // A pod's review is answered as before.
+  assert.equal((await call(port, 'POST', MUTATE_PATH, reviewBody())).status, 200);
+});
+
+test('reviews beyond the bound at once get 429 at once; a slot freed is taken again', { timeout: 20_000 }, async (t) => {
+  const { server, port } = await listening(t);
+  // Bodies that never finish, as a slow or hostile client sends them.
+  const held = Array.from({ length: MAX_CONCURRENT_REVIEWS }, () => raw(port, 1_000_000, '{"kind":'));
+  t.after(() => held.forEach((h) => h.socket.destroy()));
+  await turnsUntil(`${MAX_CONCURRENT_REVIEWS} reviews in flight`, () => server.reviewsInFlight === MAX_CONCURRENT_REVIEWS);
+  const excess = await call(port, 'POST', MUTATE_PATH, reviewBody());
+  assert.equal(excess.status, 429);
+  assert.match(excess.body, /more than 8 reviews at once/);
+  held[0]!.socket.destroy();
+  await turnsUntil('the slot given back', () => server.reviewsInFlight === MAX_CONCURRENT_REVIEWS - 1);
+  const ok = await call(port, 'POST', MUTATE_PATH, reviewBody());
+  assert.equal(ok.status, 200);
+  assert.equal((JSON.parse(ok.body) as { response: { allowed: boolean } }).response.allowed, true);
+});
+
+test('a body that does not arrive within its time is answered 408, and its slot given back', { timeout: 20_000 }, async (t) => {
+  const { server, port } = await listening(t, { bodyTimeoutMs: 200 });
+  const slow = raw(port, 100, '{');
+  t.after(() => slow.socket.destroy());
+  assert.match(await slow.response, /^HTTP\/1\.1 408 [\s\S]*did not arrive within 200 ms/);
+  assert.equal(server.reviewsInFlight, 0);
 });

@@ -15,8 +15,47 @@ const { createServer } = createRequire(import.meta.url)('node:https') as typeof 
 
 /** The path the webhook configuration calls. */
 export const MUTATE_PATH = '/mutate-pods';
-/** The API server sends at most 3 MiB in one request; an AdmissionReview holds the pod twice at most. */
-const MAX_BODY = 7 * 1024 * 1024;
+/**
+ * The largest AdmissionReview read. The API server refuses request bodies over 3 MiB, and a
+ * review of a pod CREATE carries the pod once (oldObject is null) in a small envelope; a pod much
+ * larger could not be stored either (etcd's default limit is 1.5 MiB a value). The margin covers
+ * the fields defaulting adds and JSON written longer than the request that came in.
+ */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+/**
+ * How many reviews are read and answered at once; more get 429 at once. Answering takes well
+ * under a millisecond, so even hundreds of creations a second keep one or two in flight; the
+ * bound keeps what outsiders can make it hold (bodies, their parsed copies) to a few times
+ * MAX_BODY_BYTES, within the chart's memory limit.
+ */
+export const MAX_CONCURRENT_REVIEWS = 8;
+
+export interface WebhookLimits {
+  maxBodyBytes: number;
+  maxConcurrentReviews: number;
+  /** From the connection (or the end of the last request) to the request's headers; also the TLS handshake. */
+  headersTimeoutMs: number;
+  /** From the headers to the end of the body: the API server sends a review at once, so a slow one is not it. */
+  bodyTimeoutMs: number;
+}
+
+/** The API server waits webhook.timeoutSeconds (chart default 5 s, at most 30 s) for the whole answer. */
+export const DEFAULT_LIMITS: WebhookLimits = {
+  maxBodyBytes: MAX_BODY_BYTES,
+  maxConcurrentReviews: MAX_CONCURRENT_REVIEWS,
+  headersTimeoutMs: 5_000,
+  bodyTimeoutMs: 5_000,
+};
+
+/** A request refused with its HTTP status. */
+class RequestRefused extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 /**
  * The HTTPS server every replica runs: POST /mutate-pods answers AdmissionReviews, GET /healthz
@@ -27,12 +66,20 @@ const MAX_BODY = 7 * 1024 * 1024;
 export class WebhookServer {
   private server: Server | undefined;
   private cert: { certPem: string; keyPem: string } | undefined;
+  /** Reviews being read or answered now. */
+  private inFlight = 0;
+  private refusedBusy = 0;
+  private busyLoggedAt = -Infinity;
+  private readonly limits: WebhookLimits;
 
   constructor(
     private readonly defaults: InjectorDefaults,
     private readonly log: Logger,
     private readonly metrics: OperatorMetrics,
-  ) {}
+    limits: Partial<WebhookLimits> = {},
+  ) {
+    this.limits = { ...DEFAULT_LIMITS, ...limits };
+  }
 
   /**
    * The certificate it serves, PEM; replaced for every new TLS connection from now on. Throws,
@@ -46,6 +93,11 @@ export class WebhookServer {
     this.cert = { certPem, keyPem };
   }
 
+  /** Reviews being read or answered now (for tests and the log). */
+  get reviewsInFlight(): number {
+    return this.inFlight;
+  }
+
   get certificate(): string | undefined {
     return this.cert?.certPem;
   }
@@ -53,10 +105,22 @@ export class WebhookServer {
   /** Starts listening; needs a certificate first. Resolves with the bound port. */
   async listen(host: string, port: number): Promise<number> {
     if (!this.cert) throw new Error('the webhook server needs a certificate before it listens');
-    const server = createServer({ cert: this.cert.certPem, key: this.cert.keyPem, minVersion: 'TLSv1.2' }, (req, res) => void this.handle(req, res));
-    // The API server's default webhook timeout is 10 s; a client that sends nothing is dropped sooner.
-    server.headersTimeout = 10_000;
-    server.requestTimeout = 10_000;
+    const { headersTimeoutMs, bodyTimeoutMs } = this.limits;
+    const server = createServer(
+      {
+        cert: this.cert.certPem,
+        key: this.cert.keyPem,
+        minVersion: 'TLSv1.2',
+        handshakeTimeout: headersTimeoutMs,
+        // Node checks headersTimeout and requestTimeout on this interval: a second past them at most.
+        connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs),
+      },
+      (req, res) => void this.handle(req, res),
+    );
+    // A client that sends nothing, or sends slowly, is dropped long before the API server's own
+    // timeout would; the body's own deadline is kept per request (readBody).
+    server.headersTimeout = headersTimeoutMs;
+    server.requestTimeout = headersTimeoutMs + bodyTimeoutMs;
     server.keepAliveTimeout = 60_000;
     this.server = server;
     await new Promise<void>((resolve, reject) => {
@@ -83,13 +147,39 @@ export class WebhookServer {
     if (req.method === 'GET' && path === '/metrics') return send(res, 200, this.metrics.registry.contentType, await this.metrics.registry.metrics());
     if (path !== MUTATE_PATH) return send(res, 404, 'text/plain', 'not found\n');
     if (req.method !== 'POST') return send(res, 405, 'text/plain', 'POST only\n');
+    const { maxBodyBytes, maxConcurrentReviews, bodyTimeoutMs } = this.limits;
+    // Refused before a byte of the body is read, and the connection closed rather than drained.
+    const length = Number(req.headers['content-length'] ?? 0);
+    if (length > maxBodyBytes)
+      return refuse(res, 413, `the request body (${length} bytes) exceeds ${maxBodyBytes} bytes: larger than any pod the API server sends`);
+    if (this.inFlight >= maxConcurrentReviews) {
+      this.refusedBusy++;
+      // One line per ten seconds at most, with the count: a flood must not flood the log too.
+      const now = Date.now();
+      if (now - this.busyLoggedAt >= 10_000) {
+        this.log.warn('admission refused: too many reviews at once', { limit: maxConcurrentReviews, refused: this.refusedBusy });
+        this.busyLoggedAt = now;
+        this.refusedBusy = 0;
+      }
+      return refuse(res, 429, `more than ${maxConcurrentReviews} reviews at once: retry`, { 'Retry-After': '1' });
+    }
+    this.inFlight++;
+    try {
+      await this.answer(req, res, maxBodyBytes, bodyTimeoutMs);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private async answer(req: IncomingMessage, res: ServerResponse, maxBodyBytes: number, bodyTimeoutMs: number): Promise<void> {
     const started = process.hrtime.bigint();
     const observe = (result: string) => this.metrics.admission.observe({ result }, Number(process.hrtime.bigint() - started) / 1e9);
     let body: unknown;
     try {
-      body = JSON.parse(await readBody(req));
+      body = JSON.parse(await readBody(req, maxBodyBytes, bodyTimeoutMs));
     } catch (err) {
       observe('error');
+      if (err instanceof RequestRefused) return refuse(res, err.status, err.message);
       return send(res, 400, 'text/plain', `${describeError(err)}\n`);
     }
     try {
@@ -115,20 +205,42 @@ function send(res: ServerResponse, status: number, type: string, body: string): 
   res.end(body);
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+/** An answer after which the connection is closed: what is left of the body is never read. */
+function refuse(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+  if (res.headersSent || res.destroyed) return;
+  const body = `${message}\n`;
+  res.writeHead(status, { 'Content-Type': 'text/plain', 'Content-Length': Buffer.byteLength(body), Connection: 'close', ...headers });
+  res.end(body);
+}
+
+/**
+ * The body, up to `max` bytes, received within `timeoutMs`: a larger one is refused (413) as soon
+ * as it passes the bound, a slower one (408) when the time is up, and a request that ends early
+ * rejects, so its slot is given back in every case.
+ */
+function readBody(req: IncomingMessage, max: number, timeoutMs: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let done = false;
+    const finish = (err: Error | null) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      if (err) {
+        req.pause();
+        reject(err);
+      } else resolve(Buffer.concat(chunks).toString('utf8'));
+    };
+    const timer = setTimeout(() => finish(new RequestRefused(408, `the request body did not arrive within ${timeoutMs} ms`)), timeoutMs);
     req.on('data', (c: Buffer) => {
+      if (done) return;
       size += c.length;
-      if (size > MAX_BODY) {
-        reject(new Error(`the request body exceeds ${MAX_BODY} bytes`));
-        req.destroy();
-        return;
-      }
+      if (size > max) return finish(new RequestRefused(413, `the request body exceeds ${max} bytes: larger than any pod the API server sends`));
       chunks.push(c);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
+    req.on('end', () => finish(null));
+    req.on('error', (err) => finish(err));
+    req.on('close', () => finish(new Error('the request ended before its body did')));
   });
 }

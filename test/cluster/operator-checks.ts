@@ -200,7 +200,8 @@ export function operatorChecks(cluster: ClusterSession, ns: string): void {
           p.spec.containers.some((c) => c.name === 'leasehold'),
           `${p.metadata.name} has no sidecar`,
         );
-      // The first candidate creates the Lease a lease duration (15 s) after it finds it absent.
+      // The operator makes the Lease, with no holder, before it grants it: the first candidate
+      // to read it then takes it without waiting a lease duration.
       const { leader, token } = await agreed(180_000);
       console.log(`cluster/operator: ${leader} leads ${APP} with token ${token}; Lease, status files, /leader and labels agree`);
     });

@@ -199,9 +199,14 @@ describe('the operator chart', () => {
     ]);
     assert.equal(hook.failurePolicy, 'Fail');
     assert.equal(hook.clientConfig.caBundle, undefined, 'the operator writes the caBundle; the chart must not overwrite it');
-    const optIn = one(render(['webhook.namespaceOptIn=true', 'webhook.failurePolicy=Ignore']), 'MutatingWebhookConfiguration').webhooks![0];
+    const optInDocs = render(['webhook.namespaceOptIn=true', 'webhook.failurePolicy=Ignore']);
+    const optIn = one(optInDocs, 'MutatingWebhookConfiguration').webhooks![0];
     assert.equal(optIn.failurePolicy, 'Ignore');
     assert.deepEqual(optIn.namespaceSelector.matchExpressions[1], { key: 'leasehold.io/injection', operator: 'In', values: ['enabled'] });
+    // The reconciler applies the same rule before it grants.
+    const argsOf = (d: Obj[]) => one(d, 'Deployment').spec.template.spec.containers[0].args as string[];
+    assert.ok(argsOf(optInDocs).includes('--namespace-opt-in'));
+    assert.ok(!argsOf(docs).includes('--namespace-opt-in'));
   });
 
   it('its ClusterRole holds what it grants and no more; the webhook configuration only by name', () => {
@@ -210,6 +215,7 @@ describe('the operator chart', () => {
       role.rules!.filter((r) => r.apiGroups.includes(group) && r.resources.includes(resource)).flatMap((r) => r.verbs as string[]);
     assert.deepEqual(verbs('coordination.k8s.io', 'leases').sort(), ['create', 'get', 'list', 'update', 'watch']);
     assert.deepEqual(verbs('', 'pods').sort(), ['get', 'list', 'patch', 'watch']);
+    assert.deepEqual(verbs('', 'namespaces').sort(), ['get', 'list'], 'namespaces read, never written');
     assert.deepEqual(verbs('', 'secrets'), [], 'no Secret outside its namespace');
     assert.ok(!role.rules!.some((r) => r.verbs.includes('escalate') || r.verbs.includes('bind') || r.verbs.includes('*')));
     const hookRule = role.rules!.find((r) => r.resources.includes('mutatingwebhookconfigurations'));
@@ -266,10 +272,15 @@ describe('the operator chart', () => {
       assert.equal(certs[0]!.spec.duration, '720h');
     });
 
-    it('holds less: reads its one Secret, and no webhook configuration at all', () => {
+    it('holds less: reads the Secret cert-manager writes, makes only its mark key, and no webhook configuration at all', () => {
       const docs = cm();
       const role = docs.find((d) => d.kind === 'Role')!;
-      assert.deepEqual(role.rules, [{ apiGroups: [''], resources: ['secrets'], resourceNames: ['ops-leasehold-operator-cert'], verbs: ['get'] }]);
+      assert.deepEqual(role.rules, [
+        { apiGroups: [''], resources: ['secrets'], resourceNames: ['ops-leasehold-operator-mark'], verbs: ['get'] },
+        { apiGroups: [''], resources: ['secrets'], resourceNames: ['ops-leasehold-operator-cert'], verbs: ['get'] },
+        { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+      ]);
+      assert.ok(args(docs).includes('--mark-secret=ops-leasehold-operator-mark'));
       const cluster = docs.find((d) => d.kind === 'ClusterRole')!;
       assert.ok(!cluster.rules!.some((r) => r.resources.includes('mutatingwebhookconfigurations')));
       // Without cert-manager, none of it.

@@ -2,7 +2,8 @@
  * `leasehold operator` against a real API server: the API server calls the operator's webhook
  * on this host through a url clientConfig, so admission is real (no cluster, no kubelet: pods
  * stay Pending). Checks injection, refusal, an untouched unlabelled pod, the RBAC it keeps and
- * removes (with `kubectl auth can-i`), an uninjected pod reported after a restart, and a forced
+ * removes (with `kubectl auth can-i`), no grant for a pod that only looks injected or names another
+ * controller's Lease, an uninjected pod reported after a restart, and a forced
  * certificate renewal during which every pod creation still succeeds.
  */
 import { describe, it, before, after } from 'node:test';
@@ -179,6 +180,84 @@ describe('leasehold operator on a real API server', () => {
     await waitFor('the podLabel pod may patch pods', () => canI(app, 'default', 'patch', 'pods') === 'yes', 15_000, 100);
     kubectl(['delete', 'pod', 'worker-1', '-n', app, '--grace-period=0', '--force']);
     await waitFor('the grant removed', () => canI(app, 'worker', 'update', 'leases/jobs') === 'no', 15_000, 100);
+  });
+
+  it('grants nothing for a pod that only looks injected, nor for a Lease another controller holds', { timeout: 60_000 }, async () => {
+    const outside = await freshNamespace('opout');
+    try {
+      kubectl(['create', 'serviceaccount', 'intruder', '-n', outside]);
+      kubectl(['create', 'serviceaccount', 'intruder', '-n', app]);
+      // What any pod creator can write: the injector's annotations and a container named leasehold.
+      const lookalike = (ns: string, name: string) => ({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: {
+          name,
+          namespace: ns,
+          labels: { 'leasehold.io/inject': 'true' },
+          annotations: { 'leasehold.io/injected-lease': 'kube-scheduler', 'leasehold.io/injected-pod-label': 'true' },
+        },
+        spec: {
+          serviceAccountName: 'intruder',
+          containers: [
+            { name: 'app', image: 'busybox:1.36' },
+            { name: 'leasehold', image: 'busybox:1.36' },
+          ],
+        },
+      });
+      // Where the webhook is called, it refuses the pod.
+      let refused = '';
+      try {
+        kubectlIn(['create', '-f', '-'], JSON.stringify(lookalike(app, 'lookalike')));
+      } catch (err) {
+        refused = String((err as { stderr?: Buffer }).stderr ?? err);
+      }
+      assert.match(refused, /denied the request: leasehold: the pod has a container named "leasehold" but no valid annotation leasehold\.io\/injected-mark/);
+      // Where it is not (a namespace outside its selector), the pod is created as written, and the
+      // reconciler must still grant nothing.
+      kubectlIn(['create', '-f', '-'], JSON.stringify(lookalike(outside, 'lookalike')));
+      const uid = json<PodJson>(['get', 'pod', 'lookalike', '-n', outside]).metadata.uid;
+      const notGranted = (ns: string, podUid: string) =>
+        json<{ items: { reason: string; message: string; involvedObject: { uid: string } }[] }>(['get', 'events', '-n', ns]).items.find(
+          (e) => e.reason === 'LeaseholdNotGranted' && e.involvedObject.uid === podUid,
+        );
+      const event = await waitFor('the forged pod reported', () => notGranted(outside, uid), 30_000, 200);
+      assert.match(event.message, /no valid injection mark/);
+      for (const [verb, resource] of [
+        ['update', 'leases/kube-scheduler'],
+        ['create', 'leases'],
+        ['patch', 'pods'],
+      ] as const) {
+        assert.equal(canI(outside, 'intruder', verb, resource), 'no', `${verb} ${resource}`);
+      }
+
+      // Injected for real, but naming a Lease another controller made: refused until the
+      // namespace's owner allows it by name.
+      kubectlIn(
+        ['apply', '-f', '-'],
+        JSON.stringify({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'ctrl', namespace: app }, spec: { holderIdentity: 'ctrl-0' } }),
+      );
+      const squatter = {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'squatter', namespace: app, labels: { 'leasehold.io/inject': 'true' }, annotations: { 'leasehold.io/lease': 'ctrl' } },
+        spec: { serviceAccountName: 'intruder', containers: [{ name: 'app', image: 'busybox:1.36' }] },
+      };
+      const created = JSON.parse(kubectlIn(['create', '-f', '-', '-o', 'json'], JSON.stringify(squatter))) as PodJson;
+      assert.ok(
+        created.spec.containers.some((c) => c.name === 'leasehold'),
+        'injected',
+      );
+      const refusal = await waitFor('the Lease refused', () => notGranted(app, created.metadata.uid), 30_000, 200);
+      assert.match(refusal.message, /Lease .*\/ctrl exists and was not made by leasehold-operator .*leasehold\.io\/allowed-leases/);
+      assert.equal(canI(app, 'intruder', 'update', 'leases/ctrl'), 'no');
+      kubectl(['annotate', 'namespace', app, 'leasehold.io/allowed-leases=ctrl']);
+      await waitFor('granted once allowed', () => canI(app, 'intruder', 'update', 'leases/ctrl') === 'yes', 30_000, 200);
+      kubectl(['delete', 'pod', 'squatter', '-n', app, '--grace-period=0', '--force']);
+      await waitFor('the grant removed', () => canI(app, 'intruder', 'update', 'leases/ctrl') === 'no', 30_000, 200);
+    } finally {
+      kubectl(['delete', 'namespace', outside, '--wait=false', '--ignore-not-found']);
+    }
   });
 
   it('reports a labelled pod created while the webhook was down, after the operator comes back', { timeout: 90_000 }, async () => {

@@ -25,6 +25,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s-%s" (include "lho.fullname" .) (ternary "cert" "tls" .Values.certManager.enabled) -}}
 {{- end }}
 
+{{/* The Secret keeping the key of the injection marks: the operator makes it on first start. */}}
+{{- define "lho.markSecret" -}}
+{{- printf "%s-mark" (include "lho.fullname" .) -}}
+{{- end }}
+
 {{- define "lho.image" -}}
 {{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
 {{- end }}

@@ -1,0 +1,54 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { INJECTED_LEASE, INJECTED_MARK, INJECTED_POD_LABEL } from './annotations.js';
+import type { Pod } from './pod-types.js';
+
+/**
+ * What a grant is made of: the pod's namespace and ServiceAccount, its lease and whether it keeps
+ * pod labels. Each is fixed once the pod exists (a pod's namespace and serviceAccountName cannot
+ * change; the two annotations can, which breaks the mark). The pod's name and uid are not known
+ * at admission (generateName; the API server assigns both after the webhooks), so they are not in it.
+ */
+export interface MarkFields {
+  namespace: string;
+  serviceAccount: string;
+  lease: string;
+  podLabel: boolean;
+}
+
+const VERSION = 'v1';
+
+/** The ServiceAccount a pod runs as; the API server's ServiceAccount admission sets "default" before any webhook. */
+export const serviceAccountOf = (pod: Pod): string => pod.spec?.serviceAccountName || 'default';
+
+/**
+ * The mark the webhook writes into `leasehold.io/injected-mark`: an HMAC-SHA256, under a key only
+ * the operator holds (its own Secret, src/operator/mark-key.ts), of the fields of a grant. A pod
+ * creator can copy the injector's annotations and container but not compute this for fields the
+ * webhook did not sign, so the reconciler grants only what the webhook injected.
+ */
+export function injectionMark(key: Buffer, f: MarkFields): string {
+  const mac = createHmac('sha256', key)
+    .update(JSON.stringify(['leasehold.io/injected', f.namespace, f.serviceAccount, f.lease, f.podLabel]))
+    .digest('base64url');
+  return `${VERSION}.${mac}`;
+}
+
+/** The fields a pod's injector annotations claim, or null when they are absent or malformed. */
+export function claimedFields(pod: Pod): MarkFields | null {
+  const a = pod.metadata?.annotations ?? {};
+  const namespace = pod.metadata?.namespace;
+  const lease = a[INJECTED_LEASE];
+  const podLabel = a[INJECTED_POD_LABEL];
+  if (!namespace || !lease || (podLabel !== 'true' && podLabel !== 'false')) return null;
+  return { namespace, serviceAccount: serviceAccountOf(pod), lease, podLabel: podLabel === 'true' };
+}
+
+/** True when the pod's mark is the one this key gives for the fields its annotations claim. */
+export function hasValidMark(pod: Pod, key: Buffer): boolean {
+  const fields = claimedFields(pod);
+  const mark = pod.metadata?.annotations?.[INJECTED_MARK];
+  if (!fields || typeof mark !== 'string') return false;
+  const want = Buffer.from(injectionMark(key, fields));
+  const got = Buffer.from(mark);
+  return got.length === want.length && timingSafeEqual(got, want);
+}

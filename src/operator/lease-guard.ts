@@ -1,0 +1,76 @@
+import { describeError } from '../errors.js';
+import { httpStatus } from '../kube/api-errors.js';
+import type { KubeClient } from '../kube/api-client.js';
+import type { Logger } from '../log.js';
+import { ALLOWED_LEASES } from './annotations.js';
+import type { NamespaceRule } from './namespace-rule.js';
+import { MANAGED_BY, type Grant } from './rbac.js';
+
+/** Whether a Lease may be granted to the injected pods that name it, and if not, why. */
+export interface LeaseVerdict {
+  granted: boolean;
+  reason?: string;
+}
+
+interface Lease {
+  metadata?: { name?: string; namespace?: string; labels?: Record<string, string> };
+}
+
+const LEASES = '/apis/coordination.k8s.io/v1';
+const ours = (l: Lease | undefined) => l?.metadata?.labels?.[MANAGED_BY.key] === MANAGED_BY.value;
+
+/**
+ * A lease annotation is the pod creator's word, and may name a Lease another controller holds.
+ * So each (namespace, lease) of the marked pods is granted only when its Lease carries
+ * leasehold's label (the operator made it), or is absent (the operator makes it now, labelled,
+ * holder empty: the sidecars acquire it at once), or its namespace's owner names it in the
+ * annotation leasehold.io/allowed-leases. Keyed `<namespace>/<lease>`.
+ */
+export async function leaseVerdicts(client: KubeClient, log: Logger, grants: Grant[], rule: NamespaceRule): Promise<Map<string, LeaseVerdict>> {
+  const out = new Map<string, LeaseVerdict>();
+  const pairs = new Map(grants.map((g) => [`${g.namespace}/${g.lease}`, g]));
+  if (pairs.size === 0) return out;
+  const selector = encodeURIComponent(`${MANAGED_BY.key}=${MANAGED_BY.value}`);
+  const labelled = (await client.request<{ items: Lease[] }>('GET', `${LEASES}/leases?labelSelector=${selector}`)).items;
+  const known = new Set(labelled.map((l) => `${l.metadata?.namespace}/${l.metadata?.name}`));
+  for (const [key, g] of pairs) {
+    out.set(key, known.has(key) ? { granted: true } : await verdictOf(client, log, g, rule));
+  }
+  return out;
+}
+
+async function verdictOf(client: KubeClient, log: Logger, g: Grant, rule: NamespaceRule): Promise<LeaseVerdict> {
+  const base = `${LEASES}/namespaces/${encodeURIComponent(g.namespace)}/leases`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    let lease: Lease | undefined;
+    try {
+      lease = await client.request<Lease>('GET', `${base}/${encodeURIComponent(g.lease)}`);
+    } catch (err) {
+      if (httpStatus(err) !== 404) throw err;
+    }
+    if (lease) {
+      if (ours(lease) || (await rule.allowedLeases(g.namespace)).includes(g.lease)) return { granted: true };
+      return {
+        granted: false,
+        reason: `Lease ${g.namespace}/${g.lease} exists and was not made by leasehold-operator (no label ${MANAGED_BY.key}=${MANAGED_BY.value}), so another controller may hold it; the namespace's owner can allow it with the namespace annotation ${ALLOWED_LEASES}`,
+      };
+    }
+    try {
+      await client.request('POST', base, {
+        body: {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name: g.lease, namespace: g.namespace, labels: { [MANAGED_BY.key]: MANAGED_BY.value } },
+          spec: {},
+        },
+      });
+      log.info('lease created for injected pods', { namespace: g.namespace, lease: g.lease });
+      return { granted: true };
+    } catch (err) {
+      // Made by someone else meanwhile: judge theirs.
+      if (httpStatus(err) === 409) continue;
+      return { granted: false, reason: `Lease ${g.namespace}/${g.lease} is absent and could not be created: ${describeError(err)}` };
+    }
+  }
+  return { granted: false, reason: `Lease ${g.namespace}/${g.lease} kept changing while it was checked` };
+}
