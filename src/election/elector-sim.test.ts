@@ -24,7 +24,7 @@ describe('elector under randomized faults (seeded simulation)', () => {
     // The simulation must actually exercise elections and faults, or it proves nothing.
     assert.ok(terms >= seeds.length, `only ${terms} terms in ${seeds.length} seeds`);
     if (!ONLY)
-      for (const f of ['pause', 'crash and restart', 'lease deleted', 'request hangs', 'write applied, answer lost'])
+      for (const f of ['pause', 'crash and restart', 'lease deleted', 'request hangs', 'write applied, answer lost', 'leader stepped down for its app'])
         assert.ok(faults[f], `no "${f}" fault was injected`);
   });
 });
