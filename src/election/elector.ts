@@ -109,6 +109,13 @@ export interface ElectorOptions extends Timings {
    * Default: none, always eligible.
    */
   eligibility?: Eligibility;
+  /**
+   * After a step-down for the app's health, the release waits for this (the app's work to
+   * drain), and is skipped, leaving the lease to expire, when it resolves false. Given, it
+   * decides the release whatever releaseOnCancel says (LeaderElection releases on stop() itself).
+   * Default: release at once, with releaseOnCancel.
+   */
+  drainBeforeRelease?: () => Promise<boolean>;
   listener?: ElectorListener;
   log?: Logger;
 }
@@ -178,6 +185,7 @@ export class LeaderElector {
   /** When this candidate acts next. */
   private readonly schedule: AttemptSchedule;
   private readonly eligibility: Eligibility | null;
+  private readonly drainBeforeRelease: (() => Promise<boolean>) | null;
 
   /** Non-null exactly while this candidate leads. */
   private term: Term | null = null;
@@ -205,6 +213,7 @@ export class LeaderElector {
     this.releaseKeepsAcquireTime = opts.releaseKeepsAcquireTime ?? false;
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
     this.eligibility = opts.eligibility ?? null;
+    this.drainBeforeRelease = opts.drainBeforeRelease ?? null;
     const contentionWindowMs = opts.contentionWindowMs ?? Math.min(DEFAULT_CONTENTION_WINDOW_MS, opts.leaseDurationMs);
     validateContentionWindow(contentionWindowMs, opts.leaseDurationMs);
     this.view = new RecordView(this.identity, this.timings, this.clock, this.log);
@@ -458,7 +467,14 @@ export class LeaderElector {
   private async standAside(): Promise<void> {
     if (this.term) {
       this.stepDown(this.standingAside()?.reason ?? 'the app is not eligible');
-      if (this.releaseOnCancel) await this.release();
+      const drain = this.drainBeforeRelease;
+      // A drain that throws or rejects leaves the lease to expire: the work may still run.
+      const release = drain
+        ? await Promise.resolve()
+            .then(drain)
+            .catch(() => false)
+        : this.releaseOnCancel;
+      if (release === true) await this.release();
       return;
     }
     if (this.view.observed?.record.successor?.identity === this.identity) await this.withdrawClaim();
