@@ -57,9 +57,14 @@ describe('probes against a real local app', async () => {
     app.server.close();
   });
 
-  it('http: 200 and 3xx are healthy (a redirect is not followed)', async () => {
+  it('http: 200 and 3xx are healthy (a redirect is not followed), each probe on a new connection', async () => {
+    let connections = 0;
+    const count = () => connections++;
+    app.server.on('connection', count);
     assert.deepEqual(await run(httpProbe(`${app.url}/ok`)), { outcome: 'healthy' });
     assert.deepEqual(await run(httpProbe(`${app.url}/redirect`)), { outcome: 'healthy' });
+    app.server.off('connection', count);
+    assert.equal(connections, 2);
   });
 
   it('http: another status is unhealthy, with the start of the body on one line', async () => {
@@ -119,7 +124,7 @@ describe('probes against a real local app', async () => {
   });
 
   it("the sidecar's own shortages are notSent, not the app's failure", () => {
-    for (const code of ['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM']) {
+    for (const code of ['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM', 'ENOBUFS', 'EADDRNOTAVAIL']) {
       const err = Object.assign(new Error(`spawn ${code}`), { code });
       assert.equal(classifyError(err, 'exec x').outcome, 'notSent', code);
     }
