@@ -1,6 +1,7 @@
 /**
  * The library API: what a Node app may import from `leasehold` (package.json `exports`).
- * - Leader election in-process, without a sidecar: LeaderElection (docs/library.md).
+ * - Leader election in-process, without a sidecar: LeaderElection (docs/library.md), and the
+ *   app's health it may follow: probe options or a ManualHealth signal (docs/health.md).
  * - Reading the sidecar's status volume: readLeadership and the LeaderStatus contract.
  * - The stores and their contract, for apps that pass an open store.
  * - The CLI's logger, for the election's `log` option.
@@ -8,6 +9,9 @@
  * Fencing at the protected resource lives in `leasehold/fencing`, which loads SQLite.
  */
 export { LeaderElection, type LeaderCallbacks, type LeaderElectionOptions, type Leadership } from './election/leader-election.js';
+export { ManualHealth } from './health/manual-health.js';
+export type { Eligibility, HealthSnapshot, HealthState, StandAside } from './health/eligibility.js';
+export type { ProbeOptions, ProbeTarget, ThresholdOptions } from './health/health-settings.js';
 export { readLeadership, type LeadershipView } from './status/status-reader.js';
 export type { LeaderStatus } from './status/leader-status.js';
 export { openStore, type StoreSettings, type BackendName } from './backends/open-store.js';

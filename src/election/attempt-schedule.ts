@@ -28,6 +28,8 @@ export interface ScheduleOptions {
   claims: ClaimTimings;
   /** Whether the store keeps successor claims now; when not, nobody claims and the window alone rules. */
   claimsKept: () => boolean;
+  /** Whether the candidate campaigns (its app is eligible); while not, it claims nothing and has no turn. Default always. */
+  campaigning?: () => boolean;
 }
 
 export class AttemptSchedule {
@@ -40,6 +42,7 @@ export class AttemptSchedule {
   private readonly leading: () => boolean;
   private readonly claims: ClaimTimings;
   private readonly claimsKept: () => boolean;
+  private readonly campaigning: () => boolean;
 
   /** This standby's delay for the moment the lease last became free (drawn once per moment). */
   private slot: { freeAtMono: number; delayMs: number } | null = null;
@@ -71,6 +74,7 @@ export class AttemptSchedule {
     this.leading = opts.leading;
     this.claims = opts.claims;
     this.claimsKept = opts.claimsKept;
+    this.campaigning = opts.campaigning ?? (() => true);
   }
 
   /** Monotonic ms by which the loop should next make progress; null before its first turn. */
@@ -158,7 +162,7 @@ export class AttemptSchedule {
 
   /** Whether the store keeps claims and this standby holds the live one: it goes first when the lease is free. */
   namedSuccessor(): boolean {
-    return !this.leading() && this.claimsKept() && this.view.claim(this.claims.lifetimeMs) === 'self';
+    return !this.leading() && this.campaigning() && this.claimsKept() && this.view.claim(this.claims.lifetimeMs) === 'self';
   }
 
   dueForAttempt(): boolean {
@@ -197,7 +201,7 @@ export class AttemptSchedule {
    * seen to change for its lifetime) it volunteers at its own moment in the volunteer window.
    */
   private claimDueMono(): number | null {
-    if (this.leading() || !this.claimsKept()) return null;
+    if (this.leading() || !this.claimsKept() || !this.campaigning()) return null;
     const seen = this.view.observed;
     if (!seen || seen.record.holderIdentity === '' || this.view.freeOnSight(seen) || this.view.expired(seen.record)) return null;
     const since = this.view.claimSinceMono;
@@ -230,7 +234,7 @@ export class AttemptSchedule {
    */
   private contentionSlot(): { freeAtMono: number; endMono: number } | null {
     const seen = this.view.observed;
-    if (this.leading() || !seen) return null;
+    if (this.leading() || !seen || !this.campaigning()) return null;
     const freeOnSight = this.view.freeOnSight(seen);
     const freeAtMono = this.view.freeAtMono(seen);
     const last = this.lastAttemptStart;

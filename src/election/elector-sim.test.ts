@@ -32,6 +32,14 @@ async function simulate(mode: string): Promise<void> {
   // The simulation must actually exercise elections and faults, or it proves nothing.
   assert.ok(terms >= seeds.length, `only ${terms} terms in ${seeds.length} seeds`);
   if (!ONLY)
-    for (const f of ['pause', 'crash and restart', 'lease deleted', 'request hangs', 'write applied, answer lost', 'link cut off'])
+    for (const f of [
+      'pause',
+      'crash and restart',
+      'lease deleted',
+      'request hangs',
+      'write applied, answer lost',
+      'link cut off',
+      'leader stepped down for its app',
+    ])
       assert.ok(faults[f], `no "${f}" fault was injected`);
 }

@@ -35,6 +35,7 @@ import {
 } from '../config/election-options.js';
 import { AttemptSchedule } from './attempt-schedule.js';
 import { RecordView, sameRecord } from './record-view.js';
+import type { Eligibility, StandAside } from '../health/eligibility.js';
 
 export interface LeadershipTerm {
   token: number;
@@ -107,6 +108,21 @@ export interface ElectorOptions extends Timings {
    * leaves the contention window as the only rule (and writes no claims).
    */
   successorClaims?: boolean;
+  /**
+   * The app's health as the election sees it (src/health/). While it says not eligible, this
+   * candidate does not campaign (no takeover, no successor claim; it withdraws its claim), and
+   * a leader steps down and releases (with releaseOnCancel) as stop() does, then stays a
+   * standby. It can only make the candidate stand back or step down earlier, never lead.
+   * Default: none, always eligible.
+   */
+  eligibility?: Eligibility;
+  /**
+   * After a step-down for the app's health, the release waits for this (the app's work to
+   * drain), and is skipped, leaving the lease to expire, when it resolves false. Given, it
+   * decides the release whatever releaseOnCancel says (LeaderElection releases on stop() itself).
+   * Default: release at once, with releaseOnCancel.
+   */
+  drainBeforeRelease?: () => Promise<boolean>;
   listener?: ElectorListener;
   log?: Logger;
 }
@@ -134,6 +150,8 @@ export interface ElectorSnapshot {
    */
   loopDueMonotonic: number | null;
   running: boolean;
+  /** Why this candidate does not campaign (its app is not eligible), and since when; null when it does. */
+  standingAside: StandAside | null;
 }
 
 /** The current term, while this candidate leads: one object, replaced on every new term. */
@@ -174,6 +192,8 @@ export class LeaderElector {
   private readonly view: RecordView;
   /** When this candidate acts next. */
   private readonly schedule: AttemptSchedule;
+  private readonly eligibility: Eligibility | null;
+  private readonly drainBeforeRelease: (() => Promise<boolean>) | null;
 
   /** Non-null exactly while this candidate leads. */
   private term: Term | null = null;
@@ -201,6 +221,8 @@ export class LeaderElector {
     this.releaseGate = opts.releaseGate ?? (() => true);
     this.releaseKeepsAcquireTime = opts.releaseKeepsAcquireTime ?? false;
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
+    this.eligibility = opts.eligibility ?? null;
+    this.drainBeforeRelease = opts.drainBeforeRelease ?? null;
     const contentionWindowMs = opts.contentionWindowMs ?? Math.min(DEFAULT_CONTENTION_WINDOW_MS, opts.leaseDurationMs);
     validateContentionWindow(contentionWindowMs, opts.leaseDurationMs);
     this.view = new RecordView(this.identity, this.timings, this.clock, this.log);
@@ -222,6 +244,7 @@ export class LeaderElector {
         graceMs: Math.min(RELEASE_WINDOW_FACTOR * contentionWindowMs, opts.leaseDurationMs),
       },
       claimsKept: () => claims && this.store.successorSupported?.() === true,
+      campaigning: () => this.campaigning(),
     });
   }
 
@@ -246,6 +269,7 @@ export class LeaderElector {
       lastRenewMonotonic: this.lastRenewMono,
       loopDueMonotonic: this.schedule.loopDueMono,
       running: this.loop !== null,
+      standingAside: this.standingAside(),
     };
   }
 
@@ -272,6 +296,16 @@ export class LeaderElector {
 
   /** client-go's Run: acquire, then renew until the term ends, and again, until stop(). */
   private async runLoop(): Promise<void> {
+    // A change of the app's eligibility is acted on at once, not at the next turn.
+    const unsubscribe = this.eligibility?.subscribe(() => this.eligibilityChanged());
+    try {
+      await this.campaign();
+    } finally {
+      unsubscribe?.();
+    }
+  }
+
+  private async campaign(): Promise<void> {
     while (!this.stopped) {
       // Acquire: a standby tries at its turn (see AttemptSchedule) until it leads.
       while (!this.stopped && this.term === null) await this.turn();
@@ -285,7 +319,9 @@ export class LeaderElector {
   private async turn(): Promise<void> {
     // A claim first: a polling standby is due for an attempt at every turn, so after it the claim
     // would never come. The claim's write (or the read after a lost race) is an observation too.
-    if (this.schedule.dueForClaim()) {
+    if (!this.campaigning()) {
+      await this.standAside();
+    } else if (this.schedule.dueForClaim()) {
       this.schedule.attempting(2 * this.requestTimeoutMs);
       await this.writeClaim();
     } else if (this.schedule.dueForAttempt()) {
@@ -410,12 +446,74 @@ export class LeaderElector {
       const current = attempt === 0 && seen && this.fresh(seen) ? seen : await this.safeGet();
       if (!current || current.record.successor?.identity !== this.identity) return;
       try {
-        await this.call('update', (o) => this.store.update(this.lease, withClaim(current.record, null), current.version, o));
+        const withdrawn = withClaim(current.record, null);
+        const version = await this.call('update', (o) => this.store.update(this.lease, withdrawn, current.version, o));
+        if (this.view.observed?.version === current.version) this.observe({ record: withdrawn, version });
         this.log.info('withdrew the successor claim');
         return;
       } catch (err) {
         if (!(err instanceof ConflictError)) return;
       }
+    }
+  }
+
+  /** Whether the app lets this candidate campaign: always without an eligibility; never when it throws. */
+  private campaigning(): boolean {
+    if (!this.eligibility) return true;
+    try {
+      return this.eligibility.eligible() === true;
+    } catch {
+      return false;
+    }
+  }
+
+  private standingAside(): StandAside | null {
+    if (this.campaigning()) return null;
+    try {
+      return this.eligibility?.standAside() ?? { reason: 'the app is not eligible', since: this.clock.now() };
+    } catch {
+      return { reason: 'the app is not eligible', since: this.clock.now() };
+    }
+  }
+
+  private eligibilityChanged(): void {
+    const aside = this.standingAside();
+    if (aside) this.log.warn('standing aside', { reason: aside.reason, since: aside.since.toISOString() });
+    else this.log.info('the app is eligible: campaigning');
+    this.schedule.wakeUp();
+  }
+
+  /**
+   * A turn while the app is not eligible. A leader steps down the graceful way, as stop() does
+   * (the step-down is announced first, then the release), and stays a standby; a standby
+   * withdraws its successor claim, and only reads the record at its usual rhythm (its view,
+   * holder and expiry, stays current for when the app is eligible again). It never writes a term.
+   */
+  private async standAside(): Promise<void> {
+    if (this.term) {
+      this.stepDown(this.standingAside()?.reason ?? 'the app is not eligible');
+      const drain = this.drainBeforeRelease;
+      // A drain that throws or rejects leaves the lease to expire: the work may still run.
+      const release = drain
+        ? await Promise.resolve()
+            .then(drain)
+            .catch(() => false)
+        : this.releaseOnCancel;
+      // As on stop(): the release waits until "not leader" is where the app reads it.
+      if (release === true && (await this.releaseAllowed())) await this.release();
+      return;
+    }
+    if (this.view.observed?.record.successor?.identity === this.identity) await this.withdrawClaim();
+    if (!this.schedule.dueForAttempt()) return;
+    this.schedule.attempting(this.requestTimeoutMs);
+    try {
+      const current = await this.call('get', (o) => this.store.get(this.lease, o));
+      if (current) this.observe(current);
+      else this.view.noteAbsent();
+    } catch (err) {
+      this.log.debug('reading the lease while standing aside failed', { reason: describeError(err) });
+    } finally {
+      this.schedule.attemptEnded();
     }
   }
 
@@ -532,6 +630,8 @@ export class LeaderElector {
    * renews `renewing` or opens a new term (null). Both count from the request's start.
    */
   private async write(op: 'create' | 'update', renewing: Term | null, build: (now: Date) => LeaseRecord, expectedVersion?: string): Promise<boolean> {
+    // The app may have become ineligible while this attempt read: a new term is not sent then.
+    if (renewing === null && !this.campaigning()) return false;
     // A takeover counts on the version it names being the record as it is now. A pause between
     // the read and this moment can make that view old; it is read again at the next turn.
     if (op === 'update' && renewing === null && !this.view.confirmedWithin(expectedVersion!, this.requestTimeoutMs)) {

@@ -11,6 +11,9 @@ import { quoted, resolvedTimings, validateElection, type Timings } from '../conf
 import { LeaderElector, type LeadershipTerm } from './elector.js';
 import { MAX_TIMER_MS } from '../config/duration.js';
 import { realClock, type Clock, type Timer } from '../clock.js';
+import { AppHealth } from '../health/app-health.js';
+import type { Eligibility, StandAside } from '../health/eligibility.js';
+import { resolveProbeOptions, type ProbeOptions } from '../health/health-settings.js';
 
 /** What the exclusive work is handed when this process starts leading. */
 export interface Leadership {
@@ -69,6 +72,15 @@ export interface LeaderElectionOptions {
    * releases at once, as client-go's ReleaseOnCancel does.
    */
   drainTimeoutMs?: number;
+  /**
+   * The app's health (docs/health.md): probe options the election runs (`{ probe: { http:
+   * 'http://127.0.0.1:8080/healthz' } }`, with the kubelet's period, timeout and thresholds), or
+   * a signal this process gives (`new ManualHealth()`, then `.healthy()` / `.unhealthy(reason)`).
+   * While the app is not eligible this candidate does not campaign; a leader steps down (its
+   * signal aborts), the work drains (drainTimeoutMs), the lease is released (releaseOnCancel),
+   * and it stays a standby. Default: none, today's behaviour.
+   */
+  health?: ProbeOptions | Eligibility;
   /** Aborting it stops the election, as stop() does. */
   signal?: AbortSignal;
   callbacks: LeaderCallbacks;
@@ -107,6 +119,10 @@ export class LeaderElection {
   private endedByStop: TermState | null = null;
   private stopRequested = false;
   private stopping: Promise<void> | null = null;
+  /** The last term that ended: a step-down for the app's health drains it before the release. */
+  private lastEnded: TermState | null = null;
+  /** The probe this election runs, when `health` gave probe options. */
+  private readonly appHealth: AppHealth | null;
 
   private constructor(
     private readonly opts: LeaderElectionOptions,
@@ -118,6 +134,8 @@ export class LeaderElection {
   ) {
     this.log = log;
     const callbacks = opts.callbacks;
+    const health = opts.health;
+    this.appHealth = health === undefined || isEligibility(health) ? null : new AppHealth(health, { clock });
     this.elector = new LeaderElector({
       store,
       lease: opts.lease,
@@ -127,6 +145,9 @@ export class LeaderElection {
       clock,
       // stop() releases itself, once the work has drained.
       releaseOnCancel: false,
+      eligibility: this.appHealth ?? (health as Eligibility | undefined),
+      // A step-down for the app's health drains the work before the release, as stop() does.
+      drainBeforeRelease: (opts.releaseOnCancel ?? true) ? () => this.drained(this.lastEnded) : async () => false,
       log,
       listener: {
         onStartedLeading: (t) => this.started(t),
@@ -136,6 +157,7 @@ export class LeaderElection {
         onStoppedLeading: (reason) => {
           const ended = this.term;
           this.term = null;
+          this.lastEnded = ended;
           if (ended) {
             // Fixed from now on: the term counts no longer than until it ended.
             ended.validUntil = new Date(Math.min(ended.validUntil.getTime(), this.clock.now().getTime()));
@@ -172,6 +194,7 @@ export class LeaderElection {
       return election;
     }
     opts.signal?.addEventListener('abort', () => void election.stop(), { once: true });
+    election.appHealth?.start();
     election.elector.start();
     return election;
   }
@@ -183,6 +206,11 @@ export class LeaderElection {
   /** This term's fencing token while leading; null otherwise. */
   get token(): number | null {
     return this.elector.snapshot().fencingToken;
+  }
+
+  /** Why this candidate does not campaign (its app is not eligible), and since when; null when it does. */
+  get standingAside(): StandAside | null {
+    return this.elector.snapshot().standingAside;
   }
 
   /** The holder in the last record seen ('' released, null before the first read). */
@@ -199,18 +227,21 @@ export class LeaderElection {
     this.stopping ??= (async () => {
       this.stopRequested = true;
       await this.elector.stop();
+      this.appHealth?.stop();
       const ended = this.endedByStop;
-      if (ended && (this.opts.releaseOnCancel ?? true)) {
-        const boundMs = this.opts.drainTimeoutMs ?? this.elector.timings.renewDeadlineMs;
-        if (boundMs === 0 || (await settlesWithin(this.clock, ended.work, boundMs))) {
-          await this.elector.release();
-        } else {
-          this.log.error('the work did not finish within drainTimeoutMs: the lease is left to expire, not released', { drainTimeoutMs: boundMs });
-        }
-      }
+      if (ended && (this.opts.releaseOnCancel ?? true) && (await this.drained(ended))) await this.elector.release();
       if (this.ownsStore) await this.store.close();
     })();
     return this.stopping;
+  }
+
+  /** Waits (at most drainTimeoutMs) for an ended term's work; false, logged, when it did not settle in time. */
+  private async drained(ended: TermState | null): Promise<boolean> {
+    if (!ended) return true;
+    const boundMs = this.opts.drainTimeoutMs ?? this.elector.timings.renewDeadlineMs;
+    if (boundMs === 0 || (await settlesWithin(this.clock, ended.work, boundMs))) return true;
+    this.log.error('the work did not finish within drainTimeoutMs: the lease is left to expire, not released', { drainTimeoutMs: boundMs });
+    return false;
   }
 
   private started(t: LeadershipTerm): void {
@@ -261,6 +292,7 @@ const KNOWN_OPTIONS: readonly (keyof LeaderElectionOptions)[] = [
   'contentionWindowMs',
   'releaseOnCancel',
   'drainTimeoutMs',
+  'health',
   'signal',
   'callbacks',
   'log',
@@ -315,6 +347,15 @@ function checkOptions(opts: LeaderElectionOptions): Timings {
   if (opts.signal !== undefined && !isAbortSignal(opts.signal)) {
     throw new InvalidConfigError(`signal must be an AbortSignal when given (aborting it stops the election), got ${quoted(opts.signal)}`);
   }
+  if (opts.health !== undefined && !isEligibility(opts.health)) {
+    if (typeof opts.health !== 'object' || opts.health === null) {
+      throw new InvalidConfigError(
+        `health must be probe options ({ probe: { http: "http://127.0.0.1:8080/healthz" } }) or a health signal (new ManualHealth()) when given, got ${quoted(opts.health)}`,
+        { field: 'health' },
+      );
+    }
+    resolveProbeOptions(opts.health);
+  }
   if (opts.log !== undefined && !isLogger(opts.log)) {
     throw new InvalidConfigError('log must be an object with debug, info, warn and error methods when given (createLogger() makes one)');
   }
@@ -335,6 +376,12 @@ async function settlesWithin(clock: Clock, p: Promise<void>, ms: number): Promis
   } finally {
     timer?.cancel();
   }
+}
+
+/** A health signal (ManualHealth, or the app's own object of that shape) rather than probe options. */
+function isEligibility(h: ProbeOptions | Eligibility): h is Eligibility {
+  const e = h as Partial<Eligibility> | null;
+  return typeof e?.eligible === 'function' && typeof e.standAside === 'function' && typeof e.subscribe === 'function';
 }
 
 function isStore(s: LeaderElectionOptions['store']): s is LeaseStore {

@@ -25,6 +25,7 @@ const snap = (over: Partial<ElectorSnapshot> = {}): ElectorSnapshot => ({
   highestToken: 7,
   lastRenewMonotonic: 1_000,
   loopDueMonotonic: 3_000,
+  standingAside: null,
   running: true,
   ...over,
 });

@@ -2,7 +2,8 @@
  * A seeded randomized simulation of 2-5 electors campaigning for one lease in one in-memory
  * store, with faults on the store (latency, hangs, lost answers, late writes, deletions), on the
  * watch (lost and late events, disconnects), and on the processes (pauses, clock-rate drift,
- * crashes, restarts under the same identity, graceful stops). Time is a FakeClock: nothing
+ * crashes, restarts under the same identity, graceful stops), and on each candidate's app (its
+ * health flips, so leaders step down and standbys stand aside). Time is a FakeClock: nothing
  * sleeps, and a seed replays exactly.
  *
  * After every step it checks the elector's safety contract:
@@ -24,6 +25,7 @@ import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../ba
 import { LeaderElector, type LeadershipTerm } from '../election/elector.js';
 import { FakeClock } from './fake-clock.js';
 import { createLogger } from '../log.js';
+import { ManualHealth } from '../health/manual-health.js';
 import { MemoryLeaseStore } from './memory-store.js';
 import { prng } from './prng.js';
 
@@ -226,6 +228,8 @@ interface Candidate {
   proc: SimProcess;
   link: FaultyLink;
   elector: LeaderElector;
+  /** Its app's health, as the caller's signal; flipped by the simulation. */
+  health: ManualHealth;
   term: LeadershipTerm | null;
   /** The highest token this candidate had seen at the end of the last step. */
   knew: number;
@@ -269,6 +273,11 @@ export async function runSimulation(seed: number, steps = 300, trace = false, op
       (f) => count(f, identity),
       (what) => violations.push(`${t()}: ${what} (${c.name})`),
     );
+    // Each signal counts at once; the hold-down is off or a few seconds, on the process's own clock.
+    c.health = new ManualHealth({ failureThreshold: 1, successThreshold: 1, holdDownMs: rand() < 0.5 ? 0 : 5_000 }, proc);
+    // Most apps are up when their candidate starts; some come up later.
+    if (rand() < 0.8) c.health.healthy();
+    else base.setTimer(() => proc.run(() => c.health.healthy()), rand() * 20_000);
     c.elector = new LeaderElector({
       ...TIMINGS,
       store: c.link,
@@ -276,6 +285,7 @@ export async function runSimulation(seed: number, steps = 300, trace = false, op
       identity,
       clock: proc,
       random: rand,
+      eligibility: c.health,
       log: trace ? createLogger({ level: 'debug', write: (line) => events.push(`${t()} ${c.name} ${line}`) }) : undefined,
       listener: {
         onStartedLeading: (term) => {
@@ -306,6 +316,7 @@ export async function runSimulation(seed: number, steps = 300, trace = false, op
         onRenewed: (term) => void (c.term = term),
         onStoppedLeading: (reason) => {
           events.push(`${t()} ${c.name} stopped: ${reason}`);
+          if (reason.startsWith('app ')) count('leader stepped down for its app', c.name);
           c.term = null;
         },
       },
@@ -359,6 +370,12 @@ export async function runSimulation(seed: number, steps = 300, trace = false, op
     } else if (pick && r < 0.12) {
       count('link cut off', pick.name);
       pick.link.cutOff(rand() * 40_000);
+    } else if (pick && r < 0.14) {
+      // The app fails (for a while) or recovers; the signal reaches the process when it runs.
+      const up = pick.health.snapshot().state === 'healthy';
+      count(up ? 'app unhealthy' : 'app healthy', pick.name);
+      pick.proc.run(() => (up ? pick.health.unhealthy('sim: app down') : pick.health.healthy()));
+      if (up && rand() < 0.7) base.setTimer(() => pick.proc.run(() => pick.health.healthy()), rand() * 20_000);
     }
 
     for (const c of candidates) if (!c.proc.dead) c.knew = c.elector.snapshot().highestToken;

@@ -1,0 +1,46 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { InvalidConfigError } from '../errors.js';
+import { HEALTH_DEFAULTS, resolveProbeOptions, type ProbeOptions } from './health-settings.js';
+
+const http = { http: 'http://127.0.0.1:8080/healthz' };
+
+describe('health settings', () => {
+  it("fills in the kubelet's defaults, a 30 s hold-down, and notSentThreshold = failureThreshold", () => {
+    assert.deepEqual(resolveProbeOptions({ probe: http }), { probe: http, ...HEALTH_DEFAULTS, notSentThreshold: 3 });
+    assert.equal(resolveProbeOptions({ probe: http, failureThreshold: 5 }).notSentThreshold, 5);
+    assert.deepEqual(resolveProbeOptions({ probe: { tcp: { port: 5432 } } }).probe, { tcp: { host: '127.0.0.1', port: 5432 } });
+  });
+
+  const bad: [string, unknown, string, RegExp][] = [
+    ['periodMs 0', { probe: http, periodMs: 0 }, 'healthPeriod', /^health\.periodMs 0 is invalid: it must be a whole number of milliseconds from 1/],
+    ['timeoutMs 0', { probe: http, timeoutMs: 0 }, 'healthTimeout', /^health\.timeoutMs 0 is invalid/],
+    ['timeoutMs past periodMs', { probe: http, periodMs: 1_000, timeoutMs: 1_001 }, 'healthTimeout', /at most health\.periodMs \(1000\): one probe at a time/],
+    ['a fractional period', { probe: http, periodMs: 1.5 }, 'healthPeriod', /whole number of milliseconds/],
+    [
+      'failureThreshold 0',
+      { probe: http, failureThreshold: 0 },
+      'healthFailureThreshold',
+      /^health\.failureThreshold 0 is invalid: it must be a whole number from 1/,
+    ],
+    ['successThreshold 1.5', { probe: http, successThreshold: 1.5 }, 'healthSuccessThreshold', /whole number from 1/],
+    ['a string threshold', { probe: http, failureThreshold: '3' }, 'healthFailureThreshold', /^health\.failureThreshold "3" is invalid/],
+    ['a negative hold-down', { probe: http, holdDownMs: -1 }, 'healthHoldDown', /from 0 to/],
+    ['notSentThreshold 0', { probe: http, notSentThreshold: 0 }, 'healthNotSentThreshold', /whole number from 1/],
+    ['an https URL', { probe: { http: 'https://127.0.0.1/' } }, 'healthHttp', /it must be an http:\/\/ URL to the app/],
+    ['not a URL', { probe: { http: '127.0.0.1:8080' } }, 'healthHttp', /it must be an http:\/\/ URL/],
+    ['a URL with credentials', { probe: { http: 'http://u:p@127.0.0.1/' } }, 'healthHttp', /must not carry credentials/],
+    ['port 0', { probe: { tcp: { port: 0 } } }, 'healthTcp.port', /from 1 to 65535/],
+    ['an empty command', { probe: { exec: [] } }, 'healthExec', /non-empty list of strings/],
+    ['two kinds at once', { probe: { ...http, exec: ['true'] } }, 'healthProbe', /exactly one of http, tcp, exec/],
+    ['no probe', {}, 'healthProbe', /it must be one of/],
+  ];
+  for (const [name, options, field, message] of bad) {
+    it(`refuses ${name} with one line naming the option and the rule`, () => {
+      assert.throws(
+        () => resolveProbeOptions(options as ProbeOptions),
+        (err: unknown) => err instanceof InvalidConfigError && err.field === field && message.test(err.message) && !err.message.includes('\n'),
+      );
+    });
+  }
+});
