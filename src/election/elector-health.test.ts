@@ -176,6 +176,48 @@ describe('the elector and the app health', () => {
     await w.stopAll();
   });
 
+  it('stop(): the step-down, then drainBeforeRelease, then the release gate, then the release', async () => {
+    const w = world();
+    w.shared.put(LEASE, RELEASED);
+    const order: string[] = [];
+    let drained!: (release: boolean) => void;
+    const a = w.add('a', null, {
+      drainBeforeRelease: () => {
+        order.push(`drain (holder ${w.holder()})`);
+        return new Promise<boolean>((resolve) => (drained = resolve));
+      },
+      releaseGate: () => {
+        order.push('gate');
+        return true;
+      },
+    });
+    await w.clock.advance(1_000);
+    assert.equal(w.holder(), 'a');
+    const writes = a.link.writes.length;
+    const stopped = a.elector.stop();
+    await w.clock.advance(3_000);
+    assert.equal(a.elector.isLeader(), false, 'stepped down at once');
+    assert.deepEqual(order, ['drain (holder a)'], 'the gate waits for the drain');
+    assert.equal(a.link.writes.length, writes, 'nothing released while the work drains');
+    drained(true);
+    await stopped;
+    assert.deepEqual(order, ['drain (holder a)', 'gate']);
+    assert.equal(w.holder(), '', 'released after the drain');
+  });
+
+  it('stop(): a drain that says no (or rejects) leaves the lease to expire', async () => {
+    for (const drain of [async () => false, () => Promise.reject(new Error('boom'))]) {
+      const w = world();
+      w.shared.put(LEASE, RELEASED);
+      const a = w.add('a', null, { drainBeforeRelease: drain });
+      await w.clock.advance(1_000);
+      const writes = a.link.writes.length;
+      await a.elector.stop();
+      assert.equal(a.link.writes.length, writes, 'no release');
+      assert.equal(w.holder(), 'a');
+    }
+  });
+
   it('a standby whose app fails withdraws its successor claim and claims nothing until healthy', async () => {
     const w = world();
     w.shared.put(LEASE, RELEASED);

@@ -117,10 +117,10 @@ export interface ElectorOptions extends Timings {
    */
   eligibility?: Eligibility;
   /**
-   * After a step-down for the app's health, the release waits for this (the app's work to
-   * drain), and is skipped, leaving the lease to expire, when it resolves false. Given, it
-   * decides the release whatever releaseOnCancel says (LeaderElection releases on stop() itself).
-   * Default: release at once, with releaseOnCancel.
+   * After a step-down (stop(), or for the app's health), the release waits for this (the app's
+   * work to drain), and is skipped, leaving the lease to expire, when it resolves false. Given,
+   * it decides the release whatever releaseOnCancel says. The caller bounds it: the elector
+   * does not renew while it waits. Default: release at once, with releaseOnCancel.
    */
   drainBeforeRelease?: () => Promise<boolean>;
   listener?: ElectorListener;
@@ -367,8 +367,8 @@ export class LeaderElector {
   /**
    * Ends the loop (waiting for a request in flight), steps down, and releases the lease if
    * configured to. The step-down is announced before the release is attempted, so the app
-   * stops acting as leader before anyone else can start; the release waits for releaseGate,
-   * and is not sent when it says no.
+   * stops acting as leader before anyone else can start; the release waits for the drain
+   * (drainBeforeRelease), then releaseGate, and is not sent when either says no.
    */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -379,8 +379,23 @@ export class LeaderElector {
     this.loop = null;
     const wasLeading = this.term !== null;
     this.stepDown('shutting down');
-    if (wasLeading && this.releaseOnCancel && (await this.releaseAllowed())) await this.release();
+    if (wasLeading && (await this.drained()) && (await this.releaseAllowed())) await this.release();
     else if (!wasLeading) await this.withdrawClaim();
+  }
+
+  /**
+   * After a step-down, before the release gate: whether to release, once the app's work has
+   * drained (drainBeforeRelease), else as releaseOnCancel says. A drain that throws or rejects
+   * leaves the lease to expire: the work may still run.
+   */
+  private async drained(): Promise<boolean> {
+    const drain = this.drainBeforeRelease;
+    if (!drain) return this.releaseOnCancel;
+    return (
+      (await Promise.resolve()
+        .then(drain)
+        .catch(() => false)) === true
+    );
   }
 
   private async releaseAllowed(): Promise<boolean> {
@@ -492,15 +507,8 @@ export class LeaderElector {
   private async standAside(): Promise<void> {
     if (this.term) {
       this.stepDown(this.standingAside()?.reason ?? 'the app is not eligible');
-      const drain = this.drainBeforeRelease;
-      // A drain that throws or rejects leaves the lease to expire: the work may still run.
-      const release = drain
-        ? await Promise.resolve()
-            .then(drain)
-            .catch(() => false)
-        : this.releaseOnCancel;
-      // As on stop(): the release waits until "not leader" is where the app reads it.
-      if (release === true && (await this.releaseAllowed())) await this.release();
+      // As on stop(): the work drains, and the release waits until "not leader" is where the app reads it.
+      if ((await this.drained()) && (await this.releaseAllowed())) await this.release();
       return;
     }
     if (this.view.observed?.record.successor?.identity === this.identity) await this.withdrawClaim();

@@ -212,6 +212,48 @@ describe('stop(): the release waits for the work to drain, within drainTimeoutMs
     assert.equal(holderAfter(s), '');
   });
 
+  it("onStoppedLeading's promise holds the release until it settles", async () => {
+    let finish!: () => void;
+    const s = setup({ onStoppedLeading: () => new Promise<void>((resolve) => (finish = resolve)) });
+    const election = await s.start();
+    await s.clock.advance(0);
+    s.store.clearCalls();
+    const stopped = election.stop();
+    await s.clock.advance(5_000);
+    assert.deepEqual(s.store.calls, [], 'nothing released while onStoppedLeading runs');
+    assert.equal(holderAfter(s), 'me');
+    finish();
+    await stopped;
+    assert.deepEqual(s.store.calls, ['update']);
+    assert.equal(holderAfter(s), '', 'released once it settled');
+  });
+
+  it('an onStoppedLeading promise that rejects is logged and the release goes on', async () => {
+    const s = setup({ onStoppedLeading: () => Promise.reject(new Error('flush failed')) });
+    const election = await s.start();
+    await s.clock.advance(0);
+    s.store.clearCalls();
+    await election.stop();
+    assert.deepEqual(s.store.calls, ['update']);
+    assert.equal(holderAfter(s), '');
+    assert.deepEqual(s.logged, ['warn stopped leading', 'error callback failed onStoppedLeading: flush failed']);
+  });
+
+  it('an onStoppedLeading promise that never settles is bounded by drainTimeoutMs: the lease is left to expire', async () => {
+    const s = setup({ onStoppedLeading: () => new Promise<void>(() => {}) }, { drainTimeoutMs: 3_000 });
+    const election = await s.start();
+    await s.clock.advance(0);
+    s.store.clearCalls();
+    const stopped = election.stop();
+    await s.clock.advance(2_999);
+    assert.deepEqual(s.store.calls, []);
+    await s.clock.advance(1);
+    await stopped;
+    assert.deepEqual(s.store.calls, []);
+    assert.equal(holderAfter(s), 'me');
+    assert.deepEqual(s.logged, ['warn stopped leading', 'error the work did not finish within drainTimeoutMs: the lease is left to expire, not released']);
+  });
+
   it('releaseOnCancel: false never releases', async () => {
     const s = setup({}, { releaseOnCancel: false });
     const election = await s.start();

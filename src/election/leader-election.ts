@@ -41,7 +41,11 @@ export interface LeaderCallbacks {
    * releasing the lease.
    */
   onStartedLeading(leadership: Leadership): void | Promise<void>;
-  /** This process no longer leads; `leadership.signal` has already aborted. */
+  /**
+   * This process no longer leads; `leadership.signal` has already aborted. The promise it
+   * returns, if any, is awaited too before the release (within the same drainTimeoutMs): the
+   * place to wait for work that onStartedLeading did not return.
+   */
   onStoppedLeading?(reason: string): void | Promise<void>;
   /** The holder of the lease changed ('' when released), whoever it is. */
   onNewLeader?(identity: string): void | Promise<void>;
@@ -101,6 +105,8 @@ interface TermState {
   validUntil: Date;
   /** Settles when onStartedLeading's work has (its promise, or at once if it returned none). */
   readonly work: Promise<void>;
+  /** Settles when onStoppedLeading has (its promise, or at once); set when the term ends. */
+  stopped: Promise<void>;
 }
 
 /**
@@ -115,11 +121,8 @@ export class LeaderElection {
   private readonly elector: LeaderElector;
   private readonly log: Logger;
   private term: TermState | null = null;
-  /** The term that ended after stop() was asked for: its work is drained before the release. */
-  private endedByStop: TermState | null = null;
-  private stopRequested = false;
   private stopping: Promise<void> | null = null;
-  /** The last term that ended: a step-down for the app's health drains it before the release. */
+  /** The last term that ended: a step-down (stop(), the app's health) drains it before the release. */
   private lastEnded: TermState | null = null;
   /** The probe this election runs, when `health` gave probe options. */
   private readonly appHealth: AppHealth | null;
@@ -143,10 +146,8 @@ export class LeaderElection {
       ...timings,
       contentionWindowMs: opts.contentionWindowMs,
       clock,
-      // stop() releases itself, once the work has drained.
-      releaseOnCancel: false,
       eligibility: this.appHealth ?? (health as Eligibility | undefined),
-      // A step-down for the app's health drains the work before the release, as stop() does.
+      // A step-down (stop(), the app's health) drains the work before the release.
       drainBeforeRelease: (opts.releaseOnCancel ?? true) ? () => this.drained(this.lastEnded) : async () => false,
       log,
       listener: {
@@ -161,10 +162,15 @@ export class LeaderElection {
           if (ended) {
             // Fixed from now on: the term counts no longer than until it ended.
             ended.validUntil = new Date(Math.min(ended.validUntil.getTime(), this.clock.now().getTime()));
-            if (this.stopRequested) this.endedByStop = ended;
             ended.controller.abort(new Error(`stopped leading: ${reason}`));
           }
-          this.callback('onStoppedLeading', () => callbacks.onStoppedLeading?.(reason));
+          let settle: () => void = () => {};
+          if (ended) ended.stopped = new Promise<void>((resolve) => (settle = resolve));
+          this.callback(
+            'onStoppedLeading',
+            () => callbacks.onStoppedLeading?.(reason),
+            () => settle(),
+          );
         },
         onNewLeader: (holder) => this.callback('onNewLeader', () => callbacks.onNewLeader?.(holder)),
       },
@@ -220,26 +226,35 @@ export class LeaderElection {
 
   /**
    * Ends the election: the term (if any) ends first (its signal aborts, then onStoppedLeading),
-   * then, with releaseOnCancel, the lease is released once onStartedLeading's work has settled
-   * (at most drainTimeoutMs; past that it is left to expire).
+   * then, with releaseOnCancel, the lease is released once onStartedLeading's work and
+   * onStoppedLeading's promise have settled (at most drainTimeoutMs; past that it is left to
+   * expire). The elector runs that drain (drainBeforeRelease) between its step-down and release.
    */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
-      this.stopRequested = true;
       await this.elector.stop();
       this.appHealth?.stop();
-      const ended = this.endedByStop;
-      if (ended && (this.opts.releaseOnCancel ?? true) && (await this.drained(ended))) await this.elector.release();
       if (this.ownsStore) await this.store.close();
     })();
     return this.stopping;
   }
 
-  /** Waits (at most drainTimeoutMs) for an ended term's work; false, logged, when it did not settle in time. */
+  /**
+   * Waits (at most drainTimeoutMs) for an ended term's work and its onStoppedLeading promise;
+   * false, logged, when they did not settle in time.
+   */
   private async drained(ended: TermState | null): Promise<boolean> {
     if (!ended) return true;
     const boundMs = this.opts.drainTimeoutMs ?? this.elector.timings.renewDeadlineMs;
-    if (boundMs === 0 || (await settlesWithin(this.clock, ended.work, boundMs))) return true;
+    if (
+      boundMs === 0 ||
+      (await settlesWithin(
+        this.clock,
+        Promise.all([ended.work, ended.stopped]).then(() => {}),
+        boundMs,
+      ))
+    )
+      return true;
     this.log.error('the work did not finish within drainTimeoutMs: the lease is left to expire, not released', { drainTimeoutMs: boundMs });
     return false;
   }
@@ -247,7 +262,12 @@ export class LeaderElection {
   private started(t: LeadershipTerm): void {
     const controller = new AbortController();
     let settle!: () => void;
-    const state: TermState = { controller, validUntil: t.validUntil, work: new Promise<void>((resolve) => (settle = resolve)) };
+    const state: TermState = {
+      controller,
+      validUntil: t.validUntil,
+      work: new Promise<void>((resolve) => (settle = resolve)),
+      stopped: Promise.resolve(),
+    };
     this.term = state;
     const leadership: Leadership = {
       token: t.token,
