@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sidecarFastPath } from './sidecar-fast-path.js';
-import { SIDECAR_OPTIONS, resolveSidecar, sidecarFlags } from './sidecar-settings.js';
+import { SIDECAR_COMMAND_OPTIONS, resolveSidecarCommand, sidecarFlags } from './sidecar-settings.js';
 import { booleanFlagsOf, flagsOf } from './env-flags.js';
 import { runYargsCli } from './yargs-cli.js';
 import { RUN_OPTIONS, resolveRun, runFlags } from './run-command.js';
@@ -21,7 +21,7 @@ async function viaYargs(argv: string[], env: NodeJS.ProcessEnv) {
   let handed: { command: string; args: Record<string, unknown>; settings: unknown } | undefined;
   await runYargsCli(argv, env, {
     sidecar: async (a) => {
-      handed = { command: 'sidecar', args: pick(SIDECAR_OPTIONS, a), settings: resolveSidecar(a) };
+      handed = { command: 'sidecar', args: pick(SIDECAR_COMMAND_OPTIONS, a), settings: resolveSidecarCommand(a) };
       return 0;
     },
     run: async (a) => {
@@ -54,6 +54,8 @@ const ACCEPTED: Case[] = [
   { argv: ['sidecar', ...ID, '--listen', ':4041', '--lease', '123'] },
   { argv: ['sidecar', ...ID, '--lease', 'true', '--db', '0x10', '--namespace=1e3', '--kubeconfig', 'a b'] },
   { argv: ['sidecar', ...ID, '--listen=[::1]:0', '--db=a=b.db'] },
+  { argv: ['sidecar', ...ID, '--drain-timeout', '3s'] },
+  { argv: ['sidecar', ...ID], env: { LEASEHOLD_DRAIN_TIMEOUT: '500ms', LEASEHOLD_RENEW_DEADLINE: '8s' } },
   // LEASEHOLD_<FLAG>: read for the sidecar's own flags; the command line wins.
   { argv: ['sidecar'], env: { LEASEHOLD_IDENTITY: 'env-id', LEASEHOLD_LEASE_DURATION: '20s', LEASEHOLD_POD_LABEL: 'false', LEASEHOLD_LISTEN: 'off' } },
   { argv: ['sidecar', '--lease', 'flag'], env: { LEASEHOLD_LEASE: 'env', LEASEHOLD_IDENTITY: 'env-id', LEASEHOLD_RELEASE_ON_EXIT: 'false' } },
@@ -74,6 +76,8 @@ const DECLINED: Case[] = [
   { argv: ['sidecar', 'extra'] },
   { argv: ['sidecar', ...ID, '--'] },
   { argv: ['sidecar', ...ID, '--lease', 'a', '--lease', 'b'] },
+  { argv: ['sidecar', ...ID, '--drain-timeout', '3001ms'] },
+  { argv: ['sidecar', ...ID, '--drain-timeout', '1s', '--listen', 'off'] },
   { argv: ['sidecar', ...ID, '--pod-label', '--no-pod-label'] },
   { argv: ['sidecar', ...ID, '--leaseDuration', '30s'] },
   { argv: ['sidecar', ...ID, '--lease'] },
@@ -112,8 +116,8 @@ const DECLINED: Case[] = [
 
 describe('the sidecar fast path and the yargs path agree', () => {
   it('reads the same option table as the yargs builder', () => {
-    assert.deepEqual(Object.keys(SIDECAR_OPTIONS), flagsOf(sidecarFlags));
-    const booleans = Object.entries(SIDECAR_OPTIONS).flatMap(([k, o]) => (o.type === 'boolean' ? [k] : []));
+    assert.deepEqual(Object.keys(SIDECAR_COMMAND_OPTIONS), flagsOf(sidecarFlags));
+    const booleans = Object.entries(SIDECAR_COMMAND_OPTIONS).flatMap(([k, o]) => (o.type === 'boolean' ? [k] : []));
     assert.deepEqual(booleans.sort(), booleanFlagsOf(sidecarFlags).sort());
   });
 
@@ -166,6 +170,7 @@ const RUN_DECLINED: Case[] = [
   { argv: ['run', ...ID, '--grace-period', '1h', '--', 'true'] },
   { argv: ['run', ...ID, '--gracePeriod', '1s', '--', 'true'] },
   { argv: ['run', ...ID, '--', 'true'], env: { LEASEHOLD_ONCE: 'yes' } },
+  { argv: ['run', ...ID, '--drain-timeout', '1s', '--', 'true'] },
 ];
 
 describe('the run fast path and the yargs path agree', () => {

@@ -3,9 +3,9 @@
  * has loaded yargs keeps what it cost after parsing is done (docs/benchmarks.md, "Where the
  * memory goes"). So cmd/leasehold.ts tries this first, and loads yargs only when it declines.
  *
- * The parity rule: it reads the same option table (SIDECAR_OPTIONS), the same LEASEHOLD_<FLAG>
+ * The parity rule: it reads the same option table (SIDECAR_COMMAND_OPTIONS), the same LEASEHOLD_<FLAG>
  * variables (applyEnvFlags) and runs the same checks (checkBooleans, rejectRepeatedBooleans,
- * resolveSidecar) as the yargs path, and accepts only input it is sure of: known flags as
+ * resolveSidecarCommand) as the yargs path, and accepts only input it is sure of: known flags as
  * `--flag value`, `--flag=value`, `--flag`, `--no-flag`, `--flag=true|false` for a boolean, each
  * at most once, every value valid. Anything else (help, version, an unknown, repeated or
  * camelCase flag, a stray word, a value yargs would read differently, an invalid value) makes it
@@ -14,14 +14,14 @@
  * cmd/sidecar-fast-path.test.ts holds the two paths to the same settings.
  */
 import { applyEnvFlags, checkBooleans } from './env-variables.js';
-import { SIDECAR_OPTIONS, resolveSidecar, type SidecarArgs } from './sidecar-settings.js';
+import { SIDECAR_COMMAND_OPTIONS, resolveSidecarCommand, type SidecarArgs } from './sidecar-settings.js';
 import { rejectRepeatedBooleans } from './usage-error.js';
 
 export interface FastSidecar {
   /** The flags as yargs would hand them to the command (the table's keys). */
   args: SidecarArgs;
-  /** resolveSidecar(args), already checked. */
-  settings: ReturnType<typeof resolveSidecar>;
+  /** resolveSidecarCommand(args), already checked. */
+  settings: ReturnType<typeof resolveSidecarCommand>;
 }
 
 type Table = Readonly<Record<string, { readonly type: 'string' | 'boolean'; readonly default?: string | boolean }>>;
@@ -87,10 +87,10 @@ export function plainFlags(command: string, table: Table, argv: readonly string[
 
 /** The sidecar's settings from argv (after the node binary and script) and env, or undefined: ask yargs. */
 export function sidecarFastPath(argv: readonly string[], env: NodeJS.ProcessEnv): FastSidecar | undefined {
-  const args = plainFlags('sidecar', SIDECAR_OPTIONS, argv, env) as SidecarArgs | undefined;
+  const args = plainFlags('sidecar', SIDECAR_COMMAND_OPTIONS, argv, env) as SidecarArgs | undefined;
   if (!args) return undefined;
   try {
-    return { args, settings: resolveSidecar(args) };
+    return { args, settings: resolveSidecarCommand(args) };
   } catch {
     return undefined;
   }

@@ -14,6 +14,9 @@ import type { OptionTable } from './option-table.js';
 import type { FlagsOf } from './env-flags.js';
 import { badFlag } from './usage-error.js';
 import type { Logger } from '../src/log.js';
+import { formatDuration } from '../src/config/duration.js';
+import { maxDrainMs } from '../src/sidecar/app-drain.js';
+import { duration } from './election-flags.js';
 
 /**
  * The store, and for `--pod-label` a PodLabeler for the pod named by --identity (labelled with
@@ -29,6 +32,8 @@ export async function openStoreAndLabeler(settings: StoreSettings, podLabel: boo
 }
 
 export type SidecarArgs = FlagsOf<typeof sidecarFlags>;
+/** The flags `sidecar` and `run` share: what resolveSidecar reads. */
+export type CandidateArgs = FlagsOf<typeof candidateFlags>;
 
 /** The sidecar's flags: a campaign's, then its own (see cmd/option-table.ts). */
 export const SIDECAR_OPTIONS = {
@@ -47,12 +52,46 @@ export const SIDECAR_OPTIONS = {
   },
 } as const satisfies OptionTable;
 
-export function sidecarFlags<T>(y: Argv<T>) {
+/** `sidecar`'s own flags, after the shared ones: `run` has none of them (its command exiting is its drain). */
+export const SIDECAR_COMMAND_OPTIONS = {
+  ...SIDECAR_OPTIONS,
+  'drain-timeout': {
+    type: 'string',
+    default: '0s',
+    describe:
+      "After a graceful step-down, wait up to this for the app's POST /leader/stopped?token=N before releasing; 0s: do not wait. At most renew-deadline/2 − retry-period",
+  },
+} as const satisfies OptionTable;
+
+export function candidateFlags<T>(y: Argv<T>) {
   return y.options(SIDECAR_OPTIONS);
 }
 
+export function sidecarFlags<T>(y: Argv<T>) {
+  return y.options(SIDECAR_COMMAND_OPTIONS);
+}
+
+/** `sidecar`'s settings: the shared ones (resolveSidecar), then its drain. */
+export function resolveSidecarCommand(a: SidecarArgs) {
+  const s = resolveSidecar(a);
+  const drainTimeoutMs = duration('drain-timeout', a['drain-timeout'], 0);
+  const fits = maxDrainMs(s);
+  if (drainTimeoutMs > 0 && drainTimeoutMs > fits) {
+    throw badFlag(
+      'drain-timeout',
+      a['drain-timeout'],
+      fits > 0
+        ? `must be at most renew-deadline/2 − retry-period (${formatDuration(fits)}): the release must still be sent before the renew deadline; raise --renew-deadline for a longer drain`
+        : `no drain fits renew-deadline/2 − retry-period (${formatDuration(s.renewDeadlineMs / 2)} − ${formatDuration(s.retryPeriodMs)}): raise --renew-deadline or lower --retry-period`,
+    );
+  }
+  if (drainTimeoutMs > 0 && s.listen === undefined)
+    throw badFlag('drain-timeout', a['drain-timeout'], 'needs --listen: the app says its work stopped with POST /leader/stopped');
+  return { ...s, drainTimeoutMs };
+}
+
 /** Validates every sidecar flag and path before anything is created; throws one clear error. */
-export function resolveSidecar(a: SidecarArgs) {
+export function resolveSidecar(a: CandidateArgs) {
   const election = resolveElection(a);
   let listen: { host: string; port: number } | undefined;
   if (a.listen !== 'off') {

@@ -15,7 +15,7 @@ import { httpBounds, openDescriptors, openFilesLimit, type HttpBounds } from './
  * descriptor and its buffers.
  */
 export const HEADERS_TIMEOUT_MS = 5_000;
-/** The whole request (only GET and HEAD are served: no body to wait for). */
+/** The whole request (GET and HEAD, and a POST whose body is never read: no body to wait for). */
 export const REQUEST_TIMEOUT_MS = 10_000;
 /** An idle kept-alive connection between two requests. */
 export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
@@ -32,6 +32,8 @@ export interface HttpHandlers {
   streamLimits?: StreamLimits;
   /** Default: from the descriptors left to this process (connection-budget.ts), and streamLimits.maxStreams. */
   bounds?: HttpBounds;
+  /** `POST /leader/stopped?token=N`: the app's leader work of term N stopped (see AppDrain). */
+  leaderStopped?: (token: string | null) => { code: number; body: string };
 }
 
 const NO_COUNTERS: StreamCounters = { opened() {}, closed() {}, refused() {}, dropped() {} };
@@ -61,7 +63,7 @@ export function parseListen(value: string): { host: string; port: number } {
   return { host: m[1] ?? (m[2] || '0.0.0.0'), port };
 }
 
-/** /healthz, /readyz, /leader and /metrics; GET and HEAD only. */
+/** /healthz, /readyz, /leader and /metrics, GET and HEAD; and POST /leader/stopped. */
 export class StatusServer {
   private server: Server | null = null;
   /** Server-sent-events streams of /leader. */
@@ -102,6 +104,12 @@ export class StatusServer {
     return server.address() as AddressInfo;
   }
 
+  private leaderStopped(req: IncomingMessage, res: ServerResponse, search: string): void {
+    const a = stoppedRequest(req, search, this.h.leaderStopped!);
+    if (a.code === 405) res.setHeader('allow', 'POST');
+    send(res, a.code, 'text/plain', a.body);
+  }
+
   async close(): Promise<void> {
     const server = this.server;
     if (!server) return;
@@ -112,13 +120,14 @@ export class StatusServer {
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'method not allowed\n');
     // The query is all after the first '?': a second '?' belongs to a value (watch=1?x is
     // refused as a value, not cut to watch=1).
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     const search = q < 0 ? '' : url.slice(q + 1);
+    if (path === STOPPED_PATH && this.h.leaderStopped) return this.leaderStopped(req, res, search);
+    if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'method not allowed\n');
     try {
       switch (path) {
         case '/healthz':
@@ -141,6 +150,16 @@ export class StatusServer {
       return send(res, 500, 'text/plain', `internal error: ${escapeForTerminal(describeError(err))}\n`);
     }
   }
+}
+
+const STOPPED_PATH = '/leader/stopped';
+
+/** The app's word that a term's leader work stopped. Its body, if any, is not read: the query says it all. */
+function stoppedRequest(req: IncomingMessage, search: string, handle: NonNullable<HttpHandlers['leaderStopped']>): { code: number; body: string } {
+  if (req.method !== 'POST') return { code: 405, body: `use POST ${STOPPED_PATH}?token=N\n` };
+  const tokens = new URLSearchParams(search).getAll('token');
+  if (tokens.length > 1) return { code: 400, body: `token is given ${tokens.length} times: give it once\n` };
+  return handle(tokens[0] ?? null);
 }
 
 function verdict(res: ServerResponse, v: Verdict): void {

@@ -12,6 +12,7 @@ import { toLeaderStatus } from '../status/to-leader-status.js';
 import { StatusServer } from './http-server.js';
 import { Readiness, liveness, withStoreProblem, type ReadyWhen } from './health.js';
 import type { PodLabeler } from './pod-labeler.js';
+import { AppDrain } from './app-drain.js';
 
 /** The elector's reason for a step-down when no renewal succeeded within renewDeadline. */
 const RENEW_DEADLINE_REASON = 'no successful renewal within renewDeadline';
@@ -42,6 +43,12 @@ export interface SidecarOptions extends Timings {
   listener?: ElectorListener;
   /** Keeps leasehold.io/role on this candidate's pod (kubernetes only). */
   podLabeler?: PodLabeler;
+  /**
+   * After a graceful step-down, how long the release waits for the app's `POST
+   * /leader/stopped?token=N` (AppDrain); 0 or none: it does not wait. Checked by the caller
+   * against maxDrainMs; each wait is also cut where it would pass that bound.
+   */
+  drainTimeoutMs?: number;
 }
 
 /**
@@ -57,12 +64,14 @@ export class Sidecar {
   private readonly readiness: Readiness;
   private readonly clock: Clock;
   private readonly log: Logger;
+  private readonly drain: AppDrain;
 
   constructor(private readonly opts: SidecarOptions) {
     this.clock = opts.clock ?? realClock;
     this.log = opts.log;
     this.readiness = new Readiness(opts.readyWhen ?? 'leader');
     this.publisher = opts.statusDir === undefined ? null : new StatusPublisher(opts.statusDir);
+    this.drain = new AppDrain(this.clock);
     const name = opts.lease;
     const m = this.metrics;
     const extra = opts.listener ?? {};
@@ -80,6 +89,7 @@ export class Sidecar {
         m.masterStatus.set({ name }, 1);
         m.leadershipChanges.inc({ lease: name, event: 'acquired' });
         if (term.sinceFreeMs !== undefined) m.takeover.observe({ lease: name }, term.sinceFreeMs / 1000);
+        this.drain.started(term.token);
         this.termMetrics(term);
         this.publish();
         opts.podLabeler?.set('leader', term.token);
@@ -97,6 +107,7 @@ export class Sidecar {
         m.masterStatus.set({ name }, 0);
         m.validUntil.set({ lease: name }, 0);
         m.leadershipChanges.inc({ lease: name, event: 'lost' });
+        this.drain.stopped();
         this.publish();
         opts.podLabeler?.set('follower');
         extra.onStoppedLeading?.(reason);
@@ -122,6 +133,7 @@ export class Sidecar {
       clock: this.clock,
       releaseOnCancel: opts.releaseOnCancel ?? true,
       releaseGate: () => this.readyToRelease(),
+      ...((opts.drainTimeoutMs ?? 0) > 0 ? { drainBeforeRelease: () => this.drainApp() } : {}),
       listener,
       log: opts.log,
     });
@@ -131,6 +143,7 @@ export class Sidecar {
           liveness: () => withStoreProblem(opts.store, liveness(this.elector.snapshot(), opts, this.clock.monotonic())),
           readiness: () => withStoreProblem(opts.store, this.readiness.check(this.elector.snapshot())),
           registry: m.registry,
+          leaderStopped: (token) => this.drain.report(token),
           streamCounters: {
             opened: () => m.streamsOpen.inc(),
             closed: () => m.streamsOpen.dec(),
@@ -203,6 +216,32 @@ export class Sidecar {
       const { streams, closed } = await this.server.drainStreams(STREAM_DRAIN_MS);
       this.log.info('streams told "not leader"', { streams, closed, ms: Math.round(this.clock.monotonic() - started) });
     }
+    return true;
+  }
+
+  /**
+   * The drain (--drain-timeout), after a graceful step-down: once "not leader" is where the app
+   * reads it (readyToRelease; if it cannot be, the lease is left to expire), wait for the app's
+   * POST /leader/stopped for the term that ended, at most the drain timeout and never past
+   * maxDrainMs after the last renewal, so the release is still sent before the renew deadline.
+   * An app that does not say so in time is logged and the lease released anyway: the wait is for
+   * a clean handoff, not a guarantee (the fencing token is that).
+   */
+  private async drainApp(): Promise<boolean> {
+    const release = this.opts.releaseOnCancel ?? true;
+    if (!release || !(await this.readyToRelease())) return false;
+    const token = this.drain.pending;
+    if (token === null) return true;
+    const limitMs = this.opts.drainTimeoutMs ?? 0;
+    const last = this.elector.snapshot().lastRenewMonotonic;
+    const started = this.clock.monotonic();
+    const leftMs = last === null ? 0 : last + this.opts.renewDeadlineMs - Math.floor(this.opts.renewDeadlineMs / 2) - started;
+    const boundMs = Math.max(0, Math.min(limitMs, leftMs));
+    this.log.info('draining: waiting for the app to say its leader work stopped', { token, boundMs });
+    const stopped = await this.drain.wait(boundMs);
+    const waitedMs = Math.round(this.clock.monotonic() - started);
+    if (stopped) this.log.info('the app stopped its leader work: releasing', { token, waitedMs });
+    else this.log.warn('the app did not say its leader work stopped within the drain timeout: releasing anyway', { token, waitedMs, drainTimeoutMs: limitMs });
     return true;
   }
 

@@ -239,6 +239,27 @@ const cases: Case[] = [
     message: /invalid --grace-period "6s": must be at most lease-duration − renew-deadline \(5s\)/,
   },
   {
+    name: 'sidecar drain timeout that cannot end before the renew deadline',
+    args: ['sidecar', '--drain-timeout', '4s'],
+    message: /invalid --drain-timeout "4s": must be at most renew-deadline\/2 − retry-period \(3s\): the release must still be sent before the renew deadline/,
+  },
+  {
+    name: 'sidecar drain timeout through its variable, with timings that leave no drain',
+    args: ['sidecar', '--renew-deadline', '4s'],
+    env: { LEASEHOLD_DRAIN_TIMEOUT: '1s' },
+    message: /invalid --drain-timeout "1s": no drain fits renew-deadline\/2 − retry-period \(2s − 2s\)/,
+  },
+  {
+    name: 'sidecar drain timeout without its HTTP listener',
+    args: ['sidecar', '--drain-timeout', '1s', '--listen', 'off'],
+    message: /invalid --drain-timeout "1s": needs --listen: the app says its work stopped with POST \/leader\/stopped/,
+  },
+  {
+    name: 'run has no drain timeout (its command exiting is its drain)',
+    args: ['run', '--drain-timeout', '1s', '--', 'true'],
+    message: /Unknown arguments?: drain-timeout/,
+  },
+  {
     name: 'run --skip-if-ran-within without --once (a run that keeps going has no tick)',
     args: ['run', '--skip-if-ran-within', '4m', '--', 'true'],
     message: /invalid --skip-if-ran-within "4m": needs --once: it applies to a single run/,

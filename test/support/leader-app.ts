@@ -1,0 +1,88 @@
+/**
+ * An app beside a sidecar, as a real process: it follows `GET /leader?watch=1` and prints one
+ * JSON line per moment it starts or stops its leader work, with the wall time in fractional ms
+ * (performance.timeOrigin + now(): one machine, one clock for every app of a test). When told
+ * "not leader" it takes STOP_DELAY_MS to stop (a last batch to finish), then, with
+ * POST_STOPPED=1, says so with `POST /leader/stopped?token=N`. It exits when the stream ends.
+ *
+ * Env: LEADER_URL (http://HOST:PORT of its sidecar), STOP_DELAY_MS (default 0), POST_STOPPED (0|1).
+ * Run: node --import tsx test/support/leader-app.ts
+ */
+const base = process.env.LEADER_URL!;
+const stopDelayMs = Number(process.env.STOP_DELAY_MS ?? '0');
+const postStopped = process.env.POST_STOPPED === '1';
+
+export interface AppEvent {
+  event: 'start' | 'stop' | 'posted';
+  token: number;
+  at: number;
+  code?: number;
+}
+
+const now = () => performance.timeOrigin + performance.now();
+const say = (e: AppEvent) => process.stdout.write(`${JSON.stringify(e)}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The token of the term whose work runs; null while none does. */
+let working: number | null = null;
+let stopping: Promise<void> = Promise.resolve();
+
+async function stopWork(token: number): Promise<void> {
+  if (stopDelayMs > 0) await sleep(stopDelayMs);
+  say({ event: 'stop', token, at: now() });
+  if (!postStopped) return;
+  try {
+    const r = await fetch(`${base}/leader/stopped?token=${token}`, { method: 'POST' });
+    say({ event: 'posted', token, at: now(), code: r.status });
+  } catch {
+    say({ event: 'posted', token, at: now(), code: 0 });
+  }
+}
+
+function onStatus(s: { isLeader: boolean; fencingToken: number | null }): void {
+  if (s.isLeader && working === null && s.fencingToken !== null) {
+    const token = s.fencingToken;
+    // One term's work at a time: a new term starts once the last one's stop has been said.
+    stopping = stopping.then(() => {
+      working = token;
+      say({ event: 'start', token, at: now() });
+    });
+  } else if (!s.isLeader && working !== null) {
+    const token = working;
+    working = null;
+    stopping = stopping.then(() => stopWork(token));
+  }
+}
+
+async function follow(): Promise<void> {
+  const res = await fetch(`${base}/leader?watch=1`);
+  if (!res.ok || !res.body) throw new Error(`stream answered ${res.status}`);
+  const decoder = new TextDecoder();
+  let buffered = '';
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    buffered += decoder.decode(chunk, { stream: true });
+    let end: number;
+    while ((end = buffered.indexOf('\n\n')) >= 0) {
+      const event = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      const data = event
+        .split('\n')
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).trim())
+        .join('');
+      if (data) onStatus(JSON.parse(data) as { isLeader: boolean; fencingToken: number | null });
+    }
+  }
+}
+
+try {
+  await follow();
+} catch {
+  // The sidecar went away (or never answered): stop as for "not leader".
+}
+if (working !== null) {
+  const token = working;
+  working = null;
+  stopping = stopping.then(() => stopWork(token));
+}
+await stopping;
