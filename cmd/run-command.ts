@@ -18,6 +18,13 @@ export type RunArgs = FlagsOf<typeof runFlags> & { '--'?: string[] };
 export const RUN_DESCRIPTION =
   'Run a command only while leader: wait to be elected, start CMD with LEASEHOLD_FENCING_TOKEN, LEASEHOLD_LEASE and LEASEHOLD_IDENTITY set (and LEASEHOLD_STATUS_DIR with --status-dir), stop it (SIGTERM, then SIGKILL after --grace-period) when leadership is lost';
 
+/**
+ * Three failures in a row: one is a blip the restart (with backoff) is for, and a handoff costs
+ * more than a restart; three, with 1 s and 2 s of backoff between them, is a host that cannot
+ * run the command (a missing file, a full disk, credentials it lacks), which another may.
+ */
+export const DEFAULT_GIVE_UP_AFTER = 3;
+
 /** `run`'s flags: the sidecar's (with no HTTP listener by default), then its own (cmd/option-table.ts). */
 export const RUN_OPTIONS = {
   ...SIDECAR_OPTIONS,
@@ -32,6 +39,12 @@ export const RUN_OPTIONS = {
   'grace-period': {
     type: 'string',
     describe: 'SIGTERM→SIGKILL delay when leadership is lost (default and maximum: lease-duration − renew-deadline, at most 5s by default)',
+  },
+  'give-up-after': {
+    type: 'string',
+    default: String(DEFAULT_GIVE_UP_AFTER),
+    describe:
+      'Without --once: after this many failures of CMD in a row while leading, release the lease and stand back for a lease duration so another candidate runs it; 0: never',
   },
 } as const satisfies OptionTable;
 
@@ -72,12 +85,13 @@ export function resolveRun(a: RunArgs) {
   }
   const skipIfRanWithinMs = onceOnly(a, 'skip-if-ran-within');
   const tryMs = onceOnly(a, 'try');
-  return { ...s, argv, gracePeriodMs, skipIfRanWithinMs, tryMs };
+  const giveUpAfter = count('give-up-after', a['give-up-after']);
+  return { ...s, argv, gracePeriodMs, skipIfRanWithinMs, tryMs, giveUpAfter };
 }
 
 /** `r`: the settings when the caller resolved them already (the fast path), so they are resolved once (one random identity). */
 export async function runRun(a: RunArgs, flags: readonly string[], r = resolveRun(a)): Promise<number> {
-  const { argv, gracePeriodMs, skipIfRanWithinMs, tryMs, ...s } = r;
+  const { argv, gracePeriodMs, skipIfRanWithinMs, tryMs, giveUpAfter, ...s } = r;
   resolveExecutable(argv[0]!);
   await checkListenHost(s.listen, a.listen);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
@@ -91,6 +105,7 @@ export async function runRun(a: RunArgs, flags: readonly string[], r = resolveRu
     gracePeriodMs,
     skipIfRanWithinMs,
     tryMs,
+    giveUpAfter,
     podLabeler,
     childEnv: (term) =>
       childEnvironment(
@@ -108,6 +123,12 @@ export async function runRun(a: RunArgs, flags: readonly string[], r = resolveRu
   onShutdownSignal((signal) => runner.forwardSignalAndStop(signal));
   await runner.start();
   return runner.finished;
+}
+
+/** A count: a whole number from 0, as written (no sign, no exponent, no fraction). */
+function count(flag: string, text: string): number {
+  if (!/^\d{1,9}$/.test(text)) throw badFlag(flag, text, 'must be a whole number from 0 (0: never)');
+  return Number(text);
 }
 
 /** A duration flag that only --once gives a meaning to (a run that keeps going has no tick). */

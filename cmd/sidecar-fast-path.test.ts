@@ -153,6 +153,8 @@ const RUN_ACCEPTED: Case[] = [
   { argv: ['run', ...ID, ...CMD] },
   { argv: ['run', ...ID, '--once', '--skip-if-ran-within', '50s', '--try=10s', ...CMD] },
   { argv: ['run', ...ID, '--grace-period', '2s', '--listen', ':4042', '--once=false', '--', 'true'] },
+  { argv: ['run', ...ID, '--give-up-after', '0', '--', 'true'] },
+  { argv: ['run', ...ID, '--', 'true'], env: { LEASEHOLD_GIVE_UP_AFTER: '10' } },
   { argv: ['run', ...ID, '--', 'echo', '1', '--', '-x', '"quoted"'] },
   // Words a parser may read as numbers reach CMD as typed, on both paths.
   { argv: ['run', ...ID, '--', 'echo', '1.10', '0x10', '1e3', '-0', '', ' a '] },
@@ -171,6 +173,7 @@ const RUN_DECLINED: Case[] = [
   { argv: ['run', ...ID, '--gracePeriod', '1s', '--', 'true'] },
   { argv: ['run', ...ID, '--', 'true'], env: { LEASEHOLD_ONCE: 'yes' } },
   { argv: ['run', ...ID, '--drain-timeout', '1s', '--', 'true'] },
+  { argv: ['run', ...ID, '--give-up-after', '2.5', '--', 'true'] },
 ];
 
 describe('the run fast path and the yargs path agree', () => {

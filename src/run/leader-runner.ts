@@ -5,6 +5,7 @@ import type { LeadershipTerm } from '../election/elector.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
 import { ChildProcessGroup, exitStatus, type ExitResult } from './child-process-group.js';
 import { RecentRunGuard } from './recent-run-guard.js';
+import { StandBack } from './stand-back.js';
 
 export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {
   /** The command and its arguments. */
@@ -26,6 +27,12 @@ export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {
   skipIfRanWithinMs?: number;
   /** With once: give up (exit EXIT_NOT_ELECTED) if not elected within this. */
   tryMs?: number;
+  /**
+   * Without once: after this many failures of the command in a row within one term (a non-zero
+   * status; a success resets the count), step down, release, and stand back for a lease
+   * duration so another candidate runs it. 0: never.
+   */
+  giveUpAfter?: number;
 }
 
 /** The exit status of `leasehold run --once` when leadership was lost before the command finished. */
@@ -40,7 +47,8 @@ export const EXIT_NOT_ELECTED = 124;
  *   SIGKILL after the grace period, which is no longer than what remains of the lease, so
  *   it is gone before anyone else may be elected;
  * - the command exits while leading: --once releases and exits with its status; otherwise
- *   it is restarted with backoff;
+ *   it is restarted with backoff, and after --give-up-after failures in a row the runner steps
+ *   down, releases and stands back for a lease duration (StandBack) so another host tries;
  * - SIGTERM/SIGINT/SIGHUP to leasehold: forwarded to the group; once the command has exited,
  *   the lease is released;
  * - --once --skip-if-ran-within (cron, docs/cron.md): a run of this tick seen (a term begun
@@ -56,6 +64,9 @@ export class LeaderRunner {
   private shuttingDown = false;
   private restartTimer: NodeJS.Timeout | null = null;
   private failures = 0;
+  /** Failures of the command in a row in this term: --give-up-after counts these. */
+  private failedInARow = 0;
+  private readonly standBack = new StandBack();
   private lastStatus = 0;
   private finish!: (code: number) => void;
   readonly finished = new Promise<number>((resolve) => (this.finish = resolve));
@@ -78,12 +89,14 @@ export class LeaderRunner {
       ...opts,
       store: this.guard ?? opts.store,
       releaseKeepsAcquireTime: skipping,
+      eligibility: this.standBack,
       listener: {
         onStartedLeading: (term) => {
           this.guard?.disarm();
           this.clearTry();
           this.term = term;
           this.failures = 0;
+          this.failedInARow = 0;
           this.startChild();
         },
         onStoppedLeading: (reason) => {
@@ -193,6 +206,17 @@ export class LeaderRunner {
       void this.shutdown(status);
       return;
     }
+    this.failedInARow = status === 0 ? 0 : this.failedInARow + 1;
+    const giveUpAfter = this.opts.giveUpAfter ?? 0;
+    if (giveUpAfter > 0 && this.failedInARow >= giveUpAfter) {
+      // Another candidate may be able to run it (its disk, its network, its credentials): the
+      // lease is released, and this one campaigns again only after a lease duration, by which
+      // time a healthy standby holds it.
+      const standBackMs = this.opts.leaseDurationMs;
+      this.log.warn('the command failed too often while leading: giving the lease up', { failures: this.failedInARow, status, standBackMs });
+      this.standBack.standBack(`the command failed ${this.failedInARow} times in a row (last status ${status})`, standBackMs);
+      return;
+    }
     this.failures = ranMs >= 10_000 ? 0 : this.failures + 1;
     const delay = Math.min(this.opts.maxBackoffMs ?? 30_000, (this.opts.minBackoffMs ?? 1_000) * 2 ** Math.max(0, this.failures - 1));
     this.log.info('restarting command while leader', { inMs: delay });
@@ -256,6 +280,7 @@ export class LeaderRunner {
       this.lastStatus = exitStatus(r);
       this.log.info('command exited', { code: r.code, signal: r.signal });
     }
+    this.standBack.close();
     await this.sidecar.stop();
     this.finish(child ? this.lastStatus : 0);
   }
@@ -266,6 +291,7 @@ export class LeaderRunner {
     this.clearTry();
     this.cancelRestart();
     if (this.child?.running) await this.child.terminate(this.opts.gracePeriodMs);
+    this.standBack.close();
     await this.sidecar.stop();
     this.finish(code);
   }

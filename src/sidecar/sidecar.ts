@@ -13,6 +13,7 @@ import { StatusServer } from './http-server.js';
 import { Readiness, liveness, withStoreProblem, type ReadyWhen } from './health.js';
 import type { PodLabeler } from './pod-labeler.js';
 import { AppDrain } from './app-drain.js';
+import type { Eligibility } from '../health/eligibility.js';
 
 /** The elector's reason for a step-down when no renewal succeeded within renewDeadline. */
 const RENEW_DEADLINE_REASON = 'no successful renewal within renewDeadline';
@@ -49,6 +50,8 @@ export interface SidecarOptions extends Timings {
    * against maxDrainMs; each wait is also cut where it would pass that bound.
    */
   drainTimeoutMs?: number;
+  /** See ElectorOptions.eligibility (`leasehold run --give-up-after` stands back through it). */
+  eligibility?: Eligibility;
 }
 
 /**

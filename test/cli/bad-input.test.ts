@@ -255,6 +255,17 @@ const cases: Case[] = [
     message: /invalid --drain-timeout "1s": needs --listen: the app says its work stopped with POST \/leader\/stopped/,
   },
   {
+    name: 'run give-up count that is not a whole number',
+    args: ['run', '--give-up-after', '2.5', '--', 'true'],
+    message: /invalid --give-up-after "2.5": must be a whole number from 0 \(0: never\)/,
+  },
+  {
+    name: 'run give-up count through its variable',
+    args: ['run', '--', 'true'],
+    env: { LEASEHOLD_GIVE_UP_AFTER: '-1' },
+    message: /invalid --give-up-after "-1": must be a whole number from 0/,
+  },
+  {
     name: 'run has no drain timeout (its command exiting is its drain)',
     args: ['run', '--drain-timeout', '1s', '--', 'true'],
     message: /Unknown arguments?: drain-timeout/,

@@ -1,0 +1,51 @@
+import { realClock, type Clock, type Timer } from '../clock.js';
+import type { Eligibility, StandAside } from '../health/eligibility.js';
+
+/**
+ * `leasehold run --give-up-after`: after its command failed too often while leading, the runner
+ * stands back for a while, through the elector's eligibility (the way an unhealthy app does): a
+ * leader steps down the graceful way and releases, and campaigns again only once the while is
+ * over, so another candidate can take the lease and try the command there.
+ */
+export class StandBack implements Eligibility {
+  private aside: StandAside | null = null;
+  private timer: Timer | null = null;
+  private readonly listeners = new Set<() => void>();
+
+  constructor(private readonly clock: Clock = realClock) {}
+
+  eligible(): boolean {
+    return this.aside === null;
+  }
+
+  standAside(): StandAside | null {
+    return this.aside;
+  }
+
+  subscribe(onChange: () => void): () => void {
+    this.listeners.add(onChange);
+    return () => this.listeners.delete(onChange);
+  }
+
+  /** Not eligible for `ms` from now, for `reason`; a later call starts the while again. */
+  standBack(reason: string, ms: number): void {
+    this.timer?.cancel();
+    this.aside = { reason, since: this.clock.now() };
+    this.timer = this.clock.setTimer(() => {
+      this.timer = null;
+      this.aside = null;
+      this.changed();
+    }, ms);
+    this.changed();
+  }
+
+  /** Ends a pending timer (a stopped runner). */
+  close(): void {
+    this.timer?.cancel();
+    this.timer = null;
+  }
+
+  private changed(): void {
+    for (const fn of [...this.listeners]) fn();
+  }
+}
