@@ -1,6 +1,7 @@
 /**
  * npm run bench [-- --trials N] [--seconds S] [--idle-seconds S] [--cluster-trials N]
- *                 [--only sqlite|sqlite-disk|postgres|kubernetes|failover|scale|streams|pod|cluster|operator|pod,cluster,operator|LEADER[/STANDBY]:SIGNAL[:N]]
+ *                 [--only sqlite|sqlite-disk|postgres|kubernetes|failover|scale|streams|overlap|pod|cluster|operator
+ *                         |pod,cluster,operator|LEADER[/STANDBY]:SIGNAL[:N]]
  *                 [--splice] [--standbys N] [--scale-trials N] [--scale-setups sqlite,leasehold,client-go] [--operator-pods N] [--no-write]
  *
  * Runs every benchmark and rewrites docs/benchmarks.md: a summary of leasehold against
@@ -10,7 +11,8 @@
  * same timings), the SQLite section (bench/sqlite.ts), and, root only, on the single-node cluster of
  * the cluster tier (one bring-up for both): memory in pods beside client-go (bench/pod-memory.ts)
  * and the chart's handoffs and start-up (bench/cluster-figures.ts), and the operator's admission
- * latency and memory (bench/operator-admission.ts). `--only` runs one part and writes
+ * latency and memory (bench/operator-admission.ts); the overlap of leader work at a graceful handoff,
+ * without and with --drain-timeout (bench/overlap.ts). `--only` runs one part and writes
  * nothing (e.g. `--only leasehold:SIGTERM` for one Kubernetes latency row, `leasehold:SIGTERM:3` with 3
  * candidates, `client-go/leasehold:SIGTERM` for a client-go leader and a leasehold standby; BENCH_DEBUG=1
  * gives the sidecars' debug logs). `--only failover` runs every handoff and failover row of SQLite,
@@ -35,6 +37,7 @@ import { benchScale } from './scale.js';
 import { handoffGoalsMarkdown } from './handoff-goals.js';
 import { LATENCY_ROWS, parseLatencyRow } from './latency-rows.js';
 import { benchStreams } from './streams.js';
+import { benchOverlap } from './overlap.js';
 import { imageNode, type ImageNode } from './image-node.js';
 import { latencyChart } from './latency-chart.js';
 import { memoryBreakdown, memoryMarkdown } from './memory-breakdown.js';
@@ -51,10 +54,11 @@ const clusterOnly = only !== '' && parts.every((p) => CLUSTER_PARTS.includes(p))
 // section in docs/benchmarks.md, saying so there (the summary tables above it keep the full run's figures).
 const splice =
   process.argv.includes('--splice') &&
-  (only === 'sqlite' || only === 'sqlite-disk' || only === 'memory' || only === 'streams' || only === 'scale' || clusterOnly);
+  (only === 'sqlite' || only === 'sqlite-disk' || only === 'memory' || only === 'streams' || only === 'overlap' || only === 'scale' || clusterOnly);
 const node = imageNode();
 const BENCH_DOC = join(REPO, 'docs/benchmarks.md');
 const STREAMS_HEADING = '## Leadership as a stream\n';
+const OVERLAP_HEADING = '## Overlap of leader work at a graceful handoff\n';
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 const started = Date.now();
 
@@ -77,6 +81,7 @@ const clusterTrials = numberOption('cluster-trials', 10);
 const wantScale = only === '' || only === 'scale';
 const wantStreams = only === '' || only === 'streams';
 const streamCount = numberOption('streams', 1000);
+const wantOverlap = only === '' || only === 'overlap';
 const standbys = numberOption('standbys', 100);
 const scaleTrials = numberOption('scale-trials', 6);
 
@@ -109,6 +114,12 @@ const phases: { name: string; what: string; estimateS: number; on: boolean }[] =
     what: `${streamCount} GET /leader streams per sidecar: RSS and handoff, reading and never reading`,
     estimateS: 3 * (10 + trials * 4),
     on: wantStreams,
+  },
+  {
+    name: 'overlap',
+    what: `${trials} graceful handoffs of a sidecar and its app, without and with --drain-timeout: overlap of leader work`,
+    estimateS: 2 * trials * 5,
+    on: wantOverlap,
   },
   { name: 'pod', what: "leasehold's and client-go's memory in pods (memory cgroup, RSS)", estimateS: 300, on: wantPod },
   {
@@ -146,6 +157,8 @@ const scale = wantScale
   : null;
 if (wantStreams) phase('streams');
 const streams = wantStreams ? await benchStreams({ trials: Math.min(trials, 12), streams: streamCount, log }) : null;
+if (wantOverlap) phase('overlap');
+const overlap = wantOverlap ? await benchOverlap({ handoffs: trials, log }) : null;
 let pod: PodMemoryResult | null = null;
 let cluster: { markdown: string } | null = null;
 let operator: { markdown: string } | null = null;
@@ -203,9 +216,14 @@ if (splice) {
     const heading = `## One lease, ${standbys} standbys\n`;
     const note = `_This section was re-measured by \`npm run bench -- --only scale --splice\` on ${today}, after the full run; the summary and goals tables above quote the full run's figures._\n\n`;
     replaceSection(heading, STREAMS_HEADING, `${heading}\n${note}${scale!.markdown}\n`);
+  } else if (only === 'overlap') {
+    const note = `_This section was measured by \`npm run bench -- --only overlap --splice\` on ${today}, apart from the full run._\n\n`;
+    replaceSection(OVERLAP_HEADING, '## Memory in a pod\n', `${OVERLAP_HEADING}\n${note}${overlap!.markdown}\n`);
   } else if (only === 'streams') {
     const note = `_This section was measured by \`npm run bench -- --only streams --splice\` on ${today}, apart from the full run._\n\n`;
-    replaceSection(STREAMS_HEADING, '## Memory in a pod\n', `${STREAMS_HEADING}\n${note}${streams!.markdown}\n`);
+    // Up to the overlap section that follows it, when there is one.
+    const next = readFileSync(BENCH_DOC, 'utf8').includes(OVERLAP_HEADING) ? OVERLAP_HEADING : '## Memory in a pod\n';
+    replaceSection(STREAMS_HEADING, next, `${STREAMS_HEADING}\n${note}${streams!.markdown}\n`);
   } else {
     const note = `_This section was re-measured by \`npm run bench -- --only sqlite --splice\` on ${today}, after the full run; the summary tables above quote the full run's SQLite figures._\n\n`;
     replaceSection('## SQLite (local mode)\n', '\n## PostgreSQL\n', `## SQLite (local mode)\n\n${note}${sqlite!.markdown}`);
@@ -220,6 +238,7 @@ if (splice) {
       postgres?.markdown,
       scale?.markdown,
       streams?.markdown,
+      overlap?.markdown,
       pod?.markdown,
       cluster?.markdown,
       operator?.markdown,
@@ -266,6 +285,8 @@ ${postgres!.markdown}
 ${scale!.markdown}
 ${STREAMS_HEADING}
 ${streams!.markdown}
+${OVERLAP_HEADING}
+${overlap!.markdown}
 ## Memory in a pod
 
 ${pod ? pod.markdown : 'Not measured in this run: the pod phase needs root (it brings up a kubelet and a CNI bridge).\n'}

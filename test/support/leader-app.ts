@@ -1,6 +1,6 @@
 /**
  * An app beside a sidecar, as a real process: it follows `GET /leader?watch=1` and prints one
- * JSON line per moment it starts or stops its leader work, with the wall time in fractional ms
+ * JSON line once it follows the stream, and one per moment it starts or stops its leader work, with the wall time in fractional ms
  * (performance.timeOrigin + now(): one machine, one clock for every app of a test). When told
  * "not leader" it takes STOP_DELAY_MS to stop (a last batch to finish), then, with
  * POST_STOPPED=1, says so with `POST /leader/stopped?token=N`. It exits when the stream ends.
@@ -13,7 +13,7 @@ const stopDelayMs = Number(process.env.STOP_DELAY_MS ?? '0');
 const postStopped = process.env.POST_STOPPED === '1';
 
 export interface AppEvent {
-  event: 'start' | 'stop' | 'posted';
+  event: 'following' | 'start' | 'stop' | 'posted';
   token: number;
   at: number;
   code?: number;
@@ -59,6 +59,7 @@ async function follow(): Promise<void> {
   if (!res.ok || !res.body) throw new Error(`stream answered ${res.status}`);
   const decoder = new TextDecoder();
   let buffered = '';
+  say({ event: 'following', token: 0, at: now() });
   for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
     buffered += decoder.decode(chunk, { stream: true });
     let end: number;
