@@ -240,7 +240,7 @@ export class Sidecar {
     const started = this.clock.monotonic();
     const leftMs = last === null ? 0 : last + this.opts.renewDeadlineMs - Math.floor(this.opts.renewDeadlineMs / 2) - started;
     const boundMs = Math.max(0, Math.min(limitMs, leftMs));
-    this.log.info('draining: waiting for the app to say its leader work stopped', { token, boundMs });
+    this.log.info('draining: waiting for the app to say its leader work stopped', { token, boundMs: Math.round(boundMs) });
     const stopped = await this.drain.wait(boundMs);
     const waitedMs = Math.round(this.clock.monotonic() - started);
     if (stopped) this.log.info('the app stopped its leader work: releasing', { token, waitedMs });
