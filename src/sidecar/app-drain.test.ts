@@ -19,6 +19,7 @@ describe('AppDrain: the app says which term stopped', () => {
     await clock.advance(500);
     assert.equal(done, null);
     assert.equal(d.report('6').code, 200);
+    assert.equal(d.report('6').code, 200, 'repeating it is harmless');
     await clock.advance(0);
     assert.equal(done, true);
     assert.equal(d.pending, null);
