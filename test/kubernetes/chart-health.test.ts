@@ -146,6 +146,17 @@ describe("the chart's health values", () => {
     for (const c of cases) assert.deepEqual(healthArgs(c.set ?? [], c.json ?? []), c.args, c.name);
   });
 
+  it('drain.timeout becomes --drain-timeout when set, and only then; the flag is refused in extraArgs', () => {
+    const sidecarArgs = (set: string[]) => containers(set).find((c) => c.name === 'leasehold')!.args ?? [];
+    assert.ok(!sidecarArgs([]).some((a) => a.startsWith('--drain-timeout')));
+    assert.ok(sidecarArgs(['drain.timeout=3s']).includes('--drain-timeout=3s'));
+    for (const set of ['drain.timeout=3', 'leasehold.extraArgs[0]=--drain-timeout=3s']) {
+      const r = helmTemplate([set]);
+      assert.notEqual(r.status, 0, `${set} should be refused`);
+      assert.match(r.stderr, /drain\/timeout|extraArgs/, r.stderr);
+    }
+  });
+
   it('NOTES.txt says which source the sidecar uses, or why none', () => {
     // helm template does not render NOTES.txt; install --dry-run does, and asks the API server its version.
     const dry = (json: string[]) => {

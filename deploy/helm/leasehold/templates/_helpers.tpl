@@ -90,6 +90,9 @@ a ServiceAccount bound to this chart's Role, and the app container mounting /lea
     {{- with include "leasehold.healthArgs" $root }}
     {{- . | nindent 4 }}
     {{- end }}
+    {{- with $root.Values.drain.timeout }}
+    - --drain-timeout={{ . }}
+    {{- end }}
     {{- range $v.extraArgs }}
     - {{ . | quote }}
     {{- end }}
