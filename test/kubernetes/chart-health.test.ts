@@ -175,6 +175,9 @@ describe("the chart's health values", () => {
       /App health: none \(app\.readinessProbe's port 4040 is leasehold\.port, the sidecar's own port: the app's health must not depend on leadership\)/,
     );
     assert.match(dry([probe('{"exec":{"command":["true"]}}')]), /App health: none \(app\.readinessProbe is neither httpGet nor tcpSocket\)/);
+    // The sidecar template included by another chart's pods: this chart's example probe is not theirs.
+    assert.match(dry(['app.enabled=false']), /App health: none \(app\.enabled is false, and auto reads this chart's app: set health\.source http or tcp\)/);
+    assert.match(dry(['app.enabled=false', 'health.source="tcp"', 'health.tcp=5432']), /App health: the sidecar probes --health-tcp=5432:/);
   });
 
   it('refuses, at template time with one line naming the value and the rule, a source the sidecar would refuse or that is the sidecar itself', () => {

@@ -265,7 +265,10 @@ none: health.source is off
 {{- $port := "" -}}
 {{- $why := "" -}}
 {{- $ref := "" -}}
-{{- if empty $p -}}
+{{- if not .Values.app.enabled -}}
+{{- /* The pods that include the sidecar are another chart's: this chart's app probe is not theirs. */ -}}
+{{- $why = "app.enabled is false, and auto reads this chart's app: set health.source http or tcp" -}}
+{{- else if empty $p -}}
 {{- $why = "the app has no readinessProbe or livenessProbe" -}}
 {{- else if $p.httpGet -}}
 {{- $ref = $get.port -}}
