@@ -146,7 +146,7 @@ test('a probe that is not usable fills nothing and says why: other schemes, host
     assert.match(got.warning ?? '', c.why, c.name);
     assert.match(
       got.warning ?? '',
-      /^leasehold\.io\/health: container "app"'s readinessProbe is not used as the app's health \(.*\); set leasehold\.io\/health to a URL, tcp:<port> or off$/,
+      /^leasehold\.io\/health: no app health from container "app"'s readinessProbe \(.*\); set leasehold\.io\/health to a URL, tcp:<port> or off$/,
       c.name,
     );
   }

@@ -75,7 +75,7 @@ export function appHealth(pod: Pod, sidecarPort: number): HealthChoice {
     if (typeof source !== 'string') {
       return {
         args: [],
-        warning: `${ANNOTATION.health}: container ${JSON.stringify(container.name)}'s ${probe.kind} is not used as the app's health (${source.why}); set ${ANNOTATION.health} to a URL, tcp:<port> or off`,
+        warning: `${ANNOTATION.health}: no app health from container ${JSON.stringify(container.name)}'s ${probe.kind} (${source.why}); set ${ANNOTATION.health} to a URL, tcp:<port> or off`,
       };
     }
     return { args: [source, ...timings(probe.probe)] };

@@ -361,7 +361,7 @@ test("the app's readinessProbe becomes the sidecar's health source; an unusable 
   const c = review(reviewOf(circle), defaults).response;
   assert.equal(c.allowed, true);
   assert.deepEqual(c.warnings, [
-    "leasehold.io/health: container \"app\"'s readinessProbe is not used as the app's health (port 9000 is the leasehold sidecar's own port: the app's health must not depend on leadership); set leasehold.io/health to a URL, tcp:<port> or off",
+    "leasehold.io/health: no app health from container \"app\"'s readinessProbe (port 9000 is the leasehold sidecar's own port: the app's health must not depend on leadership); set leasehold.io/health to a URL, tcp:<port> or off",
   ]);
   const injected = apply(circle, injectionPatch(circle, defaults)).spec!.containers!.find((x) => x.name === 'leasehold')!;
   assert.ok(!(injected.args as string[]).some((a) => a.startsWith('--health-')));

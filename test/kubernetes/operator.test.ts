@@ -210,7 +210,7 @@ describe('leasehold operator on a real API server', () => {
     assert.equal(created.status, 0, created.stderr);
     assert.match(
       created.stderr,
-      /Warning: leasehold\.io\/health: container "app"'s readinessProbe is not used as the app's health \(it is an exec probe, which runs in the app container, where the sidecar cannot run it\); set leasehold\.io\/health to a URL, tcp:<port> or off/,
+      /Warning: leasehold\.io\/health: no app health from container "app"'s readinessProbe \(it is an exec probe, which runs in the app container, where the sidecar cannot run it\); set leasehold\.io\/health to a URL, tcp:<port> or off/,
     );
     const execArgs = json<PodJson>(['get', 'pod', 'exec-probe', '-n', app]).spec.containers.find((c) => c.name === 'leasehold')!.args!;
     assert.deepEqual(
