@@ -15,6 +15,8 @@ export const ANNOTATION = {
   nativeSidecar: 'leasehold.io/native-sidecar',
   containers: 'leasehold.io/containers',
   port: 'leasehold.io/port',
+  health: 'leasehold.io/health',
+  healthContainer: 'leasehold.io/health-container',
 } as const;
 
 /** Written by the injector: the lease the pod was injected for, read back by the reconciler. */

@@ -4,6 +4,7 @@ import { validateKubernetesLeaseDuration, validateLeaseName, validateTimings, ty
 import { InvalidConfigError, describeError } from '../errors.js';
 import { isReadyWhen, type ReadyWhen } from '../sidecar/health.js';
 import { ANNOTATION, SIDECAR_NAME, STATUS_MOUNT } from './annotations.js';
+import { appHealth, type HealthChoice } from './app-health.js';
 import { workloadLeaseName } from './lease-name.js';
 import type { Pod } from './pod-types.js';
 
@@ -45,6 +46,8 @@ export interface InjectionSettings {
   hostNetwork: boolean;
   /** The app containers that get the status volume, read-only at /leader. */
   containers: string[];
+  /** The sidecar's --health-* arguments (src/operator/app-health.ts), and why none when a probe was not usable. */
+  health: HealthChoice;
 }
 
 /** One annotation breaking one rule: the message names both. */
@@ -160,7 +163,8 @@ export function injectionSettings(pod: Pod, defaults: InjectorDefaults): Injecti
     }
   }
   const hostNetwork = spec.hostNetwork === true;
-  return { lease: leaseText, leaseDuration, renewDeadline, retryPeriod, readyWhen, podLabel, native, port, hostNetwork, containers };
+  const health = appHealth(pod, port);
+  return { lease: leaseText, leaseDuration, renewDeadline, retryPeriod, readyWhen, podLabel, native, port, hostNetwork, containers, health };
 }
 
 /**

@@ -330,3 +330,48 @@ test('a container mounting /leader under another spelling is refused as one moun
     assert.equal(review(reviewOf(pod), defaults).response.allowed, true, mountPath);
   }
 });
+
+test("the app's readinessProbe becomes the sidecar's health source; an unusable one is said back as a warning, a bad annotation refused", () => {
+  const probed = deploymentPod(undefined, {
+    containers: [
+      { name: 'app', ports: [{ name: 'http', containerPort: 8080 }], readinessProbe: { httpGet: { path: '/ready', port: 'http' }, periodSeconds: 2 } },
+    ],
+  });
+  const r = review(reviewOf(probed), defaults).response;
+  assert.equal(r.warnings, undefined);
+  const out = apply(probed, JSON.parse(Buffer.from(r.patch!, 'base64').toString()) as PatchOp[]);
+  const args = out.spec!.containers!.find((c) => c.name === 'leasehold')!.args as string[];
+  assert.deepEqual(
+    args.filter((a) => a.startsWith('--health-')),
+    [
+      '--health-http=http://127.0.0.1:8080/ready',
+      '--health-period=2s',
+      '--health-timeout=1s',
+      '--health-initial-delay=0s',
+      '--health-failure-threshold=3',
+      '--health-success-threshold=1',
+    ],
+  );
+
+  // A probe on the sidecar's own port: injected without health, and the creator is told why.
+  const circle = deploymentPod(
+    { 'leasehold.io/port': '9000' },
+    { containers: [{ name: 'app', readinessProbe: { httpGet: { path: '/readyz', port: 9000 } } }] },
+  );
+  const c = review(reviewOf(circle), defaults).response;
+  assert.equal(c.allowed, true);
+  assert.deepEqual(c.warnings, [
+    "leasehold.io/health: no app health from container \"app\"'s readinessProbe (port 9000 is the leasehold sidecar's own port: the app's health must not depend on leadership); set leasehold.io/health to a URL, tcp:<port> or off",
+  ]);
+  const injected = apply(circle, injectionPatch(circle, defaults)).spec!.containers!.find((x) => x.name === 'leasehold')!;
+  assert.ok(!(injected.args as string[]).some((a) => a.startsWith('--health-')));
+
+  assert.equal(
+    refusal(deploymentPod({ 'leasehold.io/health': 'tcp:4040' })),
+    'leasehold: annotation leasehold.io/health "tcp:4040" is invalid: port 4040 is the leasehold sidecar\'s own port: the app\'s health must not depend on leadership',
+  );
+  assert.equal(
+    refusal(deploymentPod({ 'leasehold.io/health': 'yes' })),
+    'leasehold: annotation leasehold.io/health "yes" is invalid: must be auto, off, http://127.0.0.1:<port><path> (or localhost), or tcp:<port>',
+  );
+});

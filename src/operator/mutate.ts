@@ -29,8 +29,16 @@ export function alreadyInjected(pod: Pod): boolean {
  * second container of that name is invalid, and renaming the pod's own is its owner's choice.
  */
 export function injectionPatch(pod: Pod, defaults: InjectorDefaults): PatchOp[] {
+  return injection(pod, defaults).patch;
+}
+
+/**
+ * The patch (as injectionPatch) and the warnings for whoever creates the pod: a probe of the app
+ * the injector could not use as its health (src/operator/app-health.ts) is said, not refused.
+ */
+export function injection(pod: Pod, defaults: InjectorDefaults): { patch: PatchOp[]; warnings: string[] } {
   if (alreadyInjected(pod)) {
-    if (hasValidMark(pod, defaults.markKey)) return [];
+    if (hasValidMark(pod, defaults.markKey)) return { patch: [], warnings: [] };
     throw new InvalidConfigError(
       `the pod has a container named ${JSON.stringify(SIDECAR_NAME)} but no valid annotation ${INJECTED_MARK}, which only this operator's webhook writes: rename that container, or remove the label ${INJECT_LABEL} to run your own sidecar`,
     );
@@ -69,7 +77,7 @@ export function injectionPatch(pod: Pod, defaults: InjectorDefaults): PatchOp[] 
   const marks = { [INJECTED_LEASE]: s.lease, [INJECTED_POD_LABEL]: String(s.podLabel), [INJECTED_MARK]: mark };
   if (!pod.metadata?.annotations) ops.push({ op: 'add', path: '/metadata/annotations', value: marks });
   else for (const [k, v] of Object.entries(marks)) ops.push({ op: 'add', path: `/metadata/annotations/${seg(k)}`, value: v });
-  return ops;
+  return { patch: ops, warnings: s.health.warning ? [s.health.warning] : [] };
 }
 
 /** The parts of an admission.k8s.io/v1 AdmissionReview the webhook reads. */
@@ -82,7 +90,7 @@ export interface AdmissionReview {
 export interface AdmissionReviewResponse {
   apiVersion: 'admission.k8s.io/v1';
   kind: 'AdmissionReview';
-  response: { uid: string; allowed: boolean; patchType?: 'JSONPatch'; patch?: string; status?: { code: number; message: string } };
+  response: { uid: string; allowed: boolean; patchType?: 'JSONPatch'; patch?: string; warnings?: string[]; status?: { code: number; message: string } };
 }
 
 /**
@@ -107,9 +115,14 @@ export function review(body: unknown, defaults: InjectorDefaults): AdmissionRevi
   // another): the mark is signed for it.
   if (r.request.namespace) pod.metadata = { ...pod.metadata, namespace: r.request.namespace };
   try {
-    const patch = injectionPatch(pod, defaults);
+    const { patch, warnings } = injection(pod, defaults);
     if (patch.length === 0) return answer({ allowed: true });
-    return answer({ allowed: true, patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(patch)).toString('base64') });
+    return answer({
+      allowed: true,
+      patchType: 'JSONPatch',
+      patch: Buffer.from(JSON.stringify(patch)).toString('base64'),
+      ...(warnings.length > 0 ? { warnings } : {}),
+    });
   } catch (err) {
     if (!isLeaseholdError(err) || err.code !== 'LEASEHOLD_ERR_INVALID_CONFIG') throw err;
     return answer({ allowed: false, status: { code: 400, message: `leasehold: ${describeError(err)}` } });

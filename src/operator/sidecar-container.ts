@@ -30,6 +30,7 @@ export function sidecarContainer(s: InjectionSettings, d: InjectorDefaults): Rec
       `--listen=${host}:${s.port}`,
       '--log-format=json',
       ...(s.podLabel ? ['--pod-label'] : []),
+      ...s.health.args,
     ],
     // The identity is the pod's name and the Lease lives in the pod's namespace. Both come from
     // the downward API: a pod made from generateName has no name yet at admission.

@@ -191,6 +191,8 @@ export class WebhookServer {
       const pod = `${object?.namespace ?? ''}/${object?.object?.metadata?.name || object?.object?.metadata?.generateName || ''}`;
       if (result === 'refused') this.log.warn('pod refused', { pod, reason: r.status?.message });
       else this.log.debug('admission', { pod, result });
+      // A probe the injector could not use as the app's health: the pod runs without it, and whoever reads the log learns why.
+      for (const warning of r.warnings ?? []) this.log.info('pod injected without app health', { pod, reason: warning });
       return send(res, 200, 'application/json', JSON.stringify(answer));
     } catch (err) {
       observe('error');

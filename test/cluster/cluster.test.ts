@@ -13,6 +13,7 @@ import { allReady, onlyEndpointIs, onlyLeaderReady, readPods, readServiceEndpoin
 import { HostPrometheus } from './host-prometheus.js';
 import { loadAll } from 'js-yaml';
 import { operatorChecks } from './operator-checks.js';
+import { healthChecks } from './health-checks.js';
 
 const RELEASE = 'lh';
 const LEASE = 'lh-leasehold';
@@ -446,6 +447,9 @@ describe('the chart on a real node', () => {
       await agreed('elected-any', 180_000);
     },
   );
+
+  // On the same node (one bring-up): a second release whose app can be made unhealthy.
+  healthChecks(cluster);
 
   // Last, on the same node (one bring-up): the chart's release is uninstalled first.
   operatorChecks(cluster, NS);

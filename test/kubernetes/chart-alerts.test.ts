@@ -105,11 +105,19 @@ describe('the chart alert rules, checked by promtool', () => {
     assert.ok(rule);
     assert.deepEqual(
       rule.spec.groups[0]!.rules.map((r) => r.alert),
-      ['LeaseholdNoLeader', 'LeaseholdMultipleLeaders', 'LeaseholdRenewalsFailing', 'LeaseholdFlapping', 'LeaseholdSidecarDown'],
+      [
+        'LeaseholdNoLeader',
+        'LeaseholdMultipleLeaders',
+        'LeaseholdRenewalsFailing',
+        'LeaseholdFlapping',
+        'LeaseholdNoEligibleCandidate',
+        'LeaseholdHealthStepDowns',
+        'LeaseholdSidecarDown',
+      ],
     );
     const check = promtoolRun(['check', 'rules', rulesFile(rule, dir.path)]);
     assert.equal(check.status, 0, check.stdout + check.stderr);
-    assert.match(check.stdout, /SUCCESS: 5 rules found/);
+    assert.match(check.stdout, /SUCCESS: 7 rules found/);
     copyFileSync(RULES_TEST, join(dir.path, 'rules-test.yaml'));
     const test = promtoolRun(['test', 'rules', 'rules-test.yaml']);
     assert.equal(test.status, 0, test.stdout + test.stderr);
@@ -132,6 +140,21 @@ describe('the chart alert rules, checked by promtool', () => {
     const sub = join(dir.path, 'slow');
     mkdirSync(sub);
     const check = promtoolRun(['check', 'rules', rulesFile(rule!, sub)]);
+    assert.equal(check.status, 0, check.stdout + check.stderr);
+  });
+
+  it('the app-health alerts take their for, threshold and window from values, and select the lease by its name label', () => {
+    const [rule] = render([
+      'metrics.prometheusRule.enabled=true',
+      'metrics.prometheusRule.notEligibleFor=10m',
+      'metrics.prometheusRule.healthStepDowns=6',
+      'metrics.prometheusRule.healthStepDownsWindow=2h',
+    ]);
+    const by = Object.fromEntries(rule!.spec.groups[0]!.rules.map((r) => [r.alert, r]));
+    assert.equal(by.LeaseholdNoEligibleCandidate!.for, '10m');
+    assert.equal(by.LeaseholdNoEligibleCandidate!.expr, 'max by (namespace, name) (leasehold_app_eligible{name="demo-leasehold",namespace="apps"}) == 0');
+    assert.equal(by.LeaseholdHealthStepDowns!.expr, 'sum(increase(leasehold_health_step_downs_total{name="demo-leasehold",namespace="apps"}[2h])) > 6');
+    const check = promtoolRun(['check', 'rules', rulesFile(rule!, dir.path)]);
     assert.equal(check.status, 0, check.stdout + check.stderr);
   });
 
@@ -172,7 +195,18 @@ describe('the chart alert rules, checked by promtool', () => {
     const dash = JSON.parse(json) as { title: string; panels: { title: string; targets: { expr: string }[] }[] };
     assert.equal(dash.title, 'leasehold: jobs (apps)');
     const titles = dash.panels.map((p) => p.title);
-    for (const t of ['Leader', 'Fencing token', 'Standbys', 'Handoffs', 'Leaderless', 'Renewal latency', 'Store requests', 'Sidecar memory', 'Sidecar CPU']) {
+    for (const t of [
+      'Leader',
+      'Fencing token',
+      'Standbys',
+      'Handoffs',
+      'Leaderless',
+      'Renewal latency',
+      'Store requests',
+      'Sidecar memory',
+      'Sidecar CPU',
+      'App eligible',
+    ]) {
       assert.ok(titles.includes(t), t);
     }
     for (const p of dash.panels)

@@ -2,16 +2,18 @@
  * The chart's alert rules and dashboard queries, evaluated by a real Prometheus (built once
  * from the Go module proxy: test/support/build-prometheus.sh) scraping real sidecar processes on
  * this machine, each target labelled as a ServiceMonitor labels a pod (job, namespace, pod).
- * The rules are the chart's, rendered with short timings and a 1 s scrape interval:
+ * Each sidecar probes a TCP port of this test as its app (--health-tcp), so the app-health
+ * series exist. The rules are the chart's, rendered with short timings and a 1 s scrape interval:
  *   - healthy: no alert fires, and every dashboard query returns data;
  *   - the store locked under the leader: its renewals fail, LeaseholdRenewalsFailing fires;
  *   - every sidecar stopped: LeaseholdNoLeader and LeaseholdSidecarDown fire within their
  *     `for` plus a scrape interval.
  */
-import { before, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { dump, loadAll } from 'js-yaml';
 import { REPO, start, startCli, waitFor, type Proc } from '../support/cli.js';
@@ -37,10 +39,14 @@ describe('the chart rules and dashboard on a real Prometheus scraping real sidec
   const dir = scratchDir(() => procs);
   let prometheusDir = '';
   let helmBin = '';
-  before(() => {
+  // The sidecars' app: a TCP port that accepts, their health source, so the app-health panel has data.
+  const app = createServer((socket) => socket.end());
+  before(async () => {
     helmBin = buildTool('build-helm.sh');
     prometheusDir = buildTool('build-prometheus.sh');
+    await new Promise<void>((res) => app.listen(0, '127.0.0.1', res));
   });
+  after(() => new Promise<void>((res) => app.close(() => res())));
 
   function render(): { groups: unknown; dashboard: { panels: { title: string; targets: { expr: string }[] }[] } } {
     const home = join(dir.path, 'helm');
@@ -75,6 +81,7 @@ describe('the chart rules and dashboard on a real Prometheus scraping real sidec
         'sidecar',
         ...['--db', db, '--lease', LEASE, '--identity', id, '--status-dir', statusDir, '--listen', `127.0.0.1:${port}`],
         ...['--lease-duration', TIMINGS.leaseDuration, '--renew-deadline', TIMINGS.renewDeadline, '--retry-period', TIMINGS.retryPeriod],
+        ...['--health-tcp', `127.0.0.1:${(app.address() as AddressInfo).port}`, '--health-period', '500ms', '--health-timeout', '500ms'],
       ]);
       procs.push(proc);
       return { id, statusDir, proc, port };

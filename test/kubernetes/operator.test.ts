@@ -1,16 +1,19 @@
 /**
  * `leasehold operator` against a real API server: the API server calls the operator's webhook
  * on this host through a url clientConfig, so admission is real (no cluster, no kubelet: pods
- * stay Pending). Checks injection, refusal, an untouched unlabelled pod, the RBAC it keeps and
+ * stay Pending). Checks injection, refusal, the health flags from the app's probe (and the warning
+ * when it cannot be used), an untouched unlabelled pod, the RBAC it keeps and
  * removes (with `kubectl auth can-i`), no grant for a pod that only looks injected or names another
  * controller's Lease, an uninjected pod reported after a restart, and a forced
  * certificate renewal during which every pod creation still succeeds.
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
+import { join } from 'node:path';
 import { waitFor, type Proc } from '../support/cli.js';
-import { freshNamespace, kubectl } from '../support/kube.js';
+import { env, freshNamespace, kubectl } from '../support/kube.js';
 import { kubectlIn, startOperatorProcess, stopOperators, webhookCaBundle, webhookConfiguration } from '../support/operator-process.js';
 import { freePort } from '../support/control-plane.js';
 
@@ -23,12 +26,18 @@ interface PodJson {
 }
 
 /** Creates a pod from a manifest through kubectl (as a user would); returns kubectl's result. */
-function createPod(ns: string, name: string, labels: Record<string, string>, annotations: Record<string, string> = {}): { ok: boolean; out: string } {
+function createPod(
+  ns: string,
+  name: string,
+  labels: Record<string, string>,
+  annotations: Record<string, string> = {},
+  app: Record<string, unknown> = {},
+): { ok: boolean; out: string } {
   const manifest = {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, namespace: ns, labels, annotations },
-    spec: { containers: [{ name: 'app', image: 'busybox:1.36', command: ['sleep', '3600'] }] },
+    spec: { containers: [{ name: 'app', image: 'busybox:1.36', command: ['sleep', '3600'], ...app }] },
   };
   try {
     return { ok: true, out: kubectlIn(['create', '-f', '-', '-o', 'json'], JSON.stringify(manifest)) };
@@ -161,6 +170,60 @@ describe('leasehold operator on a real API server', () => {
     const r = createPod(app, 'bad', { 'leasehold.io/inject': 'true' }, { 'leasehold.io/lease-duration': '10s', 'leasehold.io/renew-deadline': '10s' });
     assert.equal(r.ok, false);
     assert.match(r.out, /denied the request: leasehold: annotations leasehold\.io\/lease-duration "10s", .* leaseDuration must be greater than renewDeadline/);
+  });
+
+  it("fills the sidecar's health flags from the app's readinessProbe; an unusable one is injected without, kubectl printing why; a circle is refused", () => {
+    const inject = { 'leasehold.io/inject': 'true' };
+    const ports = { ports: [{ name: 'http', containerPort: 8080 }] };
+    const r = createPod(
+      app,
+      'healthy',
+      inject,
+      {},
+      { ...ports, readinessProbe: { httpGet: { path: '/ready', port: 'http' }, periodSeconds: 2, failureThreshold: 2 } },
+    );
+    assert.ok(r.ok, r.out);
+    const args = json<PodJson>(['get', 'pod', 'healthy', '-n', app]).spec.containers.find((c) => c.name === 'leasehold')!.args!;
+    assert.deepEqual(
+      args.filter((a) => a.startsWith('--health-')),
+      [
+        '--health-http=http://127.0.0.1:8080/ready',
+        '--health-period=2s',
+        '--health-timeout=1s',
+        '--health-initial-delay=0s',
+        '--health-failure-threshold=2',
+        '--health-success-threshold=1',
+      ],
+    );
+
+    // An exec probe: the pod is created and injected, without health, and kubectl prints the webhook's warning.
+    const manifest = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'exec-probe', namespace: app, labels: inject },
+      spec: { containers: [{ name: 'app', image: 'busybox:1.36', command: ['sleep', '3600'], readinessProbe: { exec: { command: ['true'] } } }] },
+    };
+    const created = spawnSync(join(env().binDir, 'kubectl'), ['--kubeconfig', env().admin, 'create', '-f', '-'], {
+      input: JSON.stringify(manifest),
+      encoding: 'utf8',
+    });
+    assert.equal(created.status, 0, created.stderr);
+    assert.match(
+      created.stderr,
+      /Warning: leasehold\.io\/health: no app health from container "app"'s readinessProbe \(it is an exec probe, which runs in the app container, where the sidecar cannot run it\); set leasehold\.io\/health to a URL, tcp:<port> or off/,
+    );
+    const execArgs = json<PodJson>(['get', 'pod', 'exec-probe', '-n', app]).spec.containers.find((c) => c.name === 'leasehold')!.args!;
+    assert.deepEqual(
+      execArgs.filter((a) => a.startsWith('--health-')),
+      [],
+    );
+
+    const circle = createPod(app, 'circle', inject, { 'leasehold.io/health': 'http://127.0.0.1:4040/readyz' });
+    assert.equal(circle.ok, false);
+    assert.match(
+      circle.out,
+      /denied the request: leasehold: annotation leasehold\.io\/health "http:\/\/127\.0\.0\.1:4040\/readyz" is invalid: port 4040 is the leasehold sidecar's own port: the app's health must not depend on leadership/,
+    );
   });
 
   it('grants the ServiceAccount its one Lease (and pods in podLabel mode), and removes the grant with the last pod', async () => {

@@ -87,6 +87,12 @@ a ServiceAccount bound to this chart's Role, and the app container mounting /lea
     {{- if $root.Values.podLabel.enabled }}
     - --pod-label
     {{- end }}
+    {{- with include "leasehold.healthArgs" $root }}
+    {{- . | nindent 4 }}
+    {{- end }}
+    {{- with $root.Values.drain.timeout }}
+    - --drain-timeout={{ . }}
+    {{- end }}
     {{- range $v.extraArgs }}
     - {{ . | quote }}
     {{- end }}
@@ -223,5 +229,112 @@ chart renders and every pod's sidecar exits 2 in a crash loop. Called with the c
 {{- $jittered := printf "%vms" (divf (mul $retry 6) 5) -}}
 {{- if not (mod (mul $retry 6) 5) }}{{ $jittered = include "leasehold.showMs" (div (mul $retry 6) 5) }}{{ end -}}
 {{- fail (printf "leasehold.renewDeadline must be greater than leasehold.retryPeriod × 1.2 (client-go's JitterFactor), so the leader gets more than one retry before it steps down (got renewDeadline %s, retryPeriod %s × 1.2 = %s)" (include "leasehold.showMs" $renew) (include "leasehold.showMs" $retry) $jittered) -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+The sidecar's source of the app's health (docs/health.md), from `health` and the app's probe:
+"--health-http=<url>" or "--health-tcp=<port>", or "none: <why>" when there is none (NOTES.txt
+says why). Fails, naming the value, on a source the sidecar would refuse or one that is the
+sidecar's own port: the app's health must not depend on leadership.
+*/}}
+{{- define "leasehold.healthSource" -}}
+{{- $h := .Values.health -}}
+{{- $own := int .Values.leasehold.port -}}
+{{- $circle := printf "is leasehold.port, the sidecar's own port: the app's health must not depend on leadership" -}}
+{{- if eq $h.source "off" -}}
+none: health.source is off
+{{- else if eq $h.source "http" -}}
+{{- $url := toString $h.http -}}
+{{- if not (regexMatch "^http://(127\\.0\\.0\\.1|localhost)(:[0-9]{1,5})?(/[^ ]*)?$" $url) -}}
+{{- fail (printf "health.http %q must be http://127.0.0.1:<port><path> (or localhost) with health.source http: the sidecar probes the app in its own pod" $url) -}}
+{{- end -}}
+{{- $port := regexReplaceAll "^http://[^:/]+:?([0-9]*).*$" $url "${1}" | default "80" | int -}}
+{{- if eq $port $own }}{{ fail (printf "health.http %q: port %d %s" $url $port $circle) }}{{ end -}}
+--health-http={{ $url }}
+{{- else if eq $h.source "tcp" -}}
+{{- $port := int $h.tcp -}}
+{{- if or (lt $port 1) (gt $port 65535) }}{{ fail (printf "health.tcp %v must be a port from 1 to 65535 with health.source tcp" $h.tcp) }}{{ end -}}
+{{- if eq $port $own }}{{ fail (printf "health.tcp %d %s" $port $circle) }}{{ end -}}
+--health-tcp={{ $port }}
+{{- else -}}
+{{- $kind := ternary "app.readinessProbe" "app.livenessProbe" (not (empty .Values.app.readinessProbe)) -}}
+{{- $p := default .Values.app.livenessProbe .Values.app.readinessProbe | default dict -}}
+{{- $get := $p.httpGet | default dict -}}
+{{- $tcp := $p.tcpSocket | default dict -}}
+{{- $port := "" -}}
+{{- $why := "" -}}
+{{- $ref := "" -}}
+{{- if not .Values.app.enabled -}}
+{{- /* The pods that include the sidecar are another chart's: this chart's app probe is not theirs. */ -}}
+{{- $why = "app.enabled is false, and auto reads this chart's app: set health.source http or tcp" -}}
+{{- else if empty $p -}}
+{{- $why = "the app has no readinessProbe or livenessProbe" -}}
+{{- else if $p.httpGet -}}
+{{- $ref = $get.port -}}
+{{- if and $get.scheme (ne (upper (toString $get.scheme)) "HTTP") }}{{ $why = printf "%s's scheme is %s: the sidecar probes plain HTTP only" $kind $get.scheme }}
+{{- else if and $get.host (not (has $get.host (list "127.0.0.1" "localhost"))) }}{{ $why = printf "%s probes host %s, not the pod" $kind $get.host }}
+{{- else if $get.httpHeaders }}{{ $why = printf "%s sends httpHeaders, which the sidecar does not" $kind }}
+{{- end -}}
+{{- else if $p.tcpSocket -}}
+{{- $ref = $tcp.port -}}
+{{- if $tcp.host }}{{ $why = printf "%s connects to host %s, not the pod" $kind $tcp.host }}{{ end -}}
+{{- else -}}
+{{- $why = printf "%s is neither httpGet nor tcpSocket" $kind -}}
+{{- end -}}
+{{- if not $why -}}
+{{- if regexMatch "^[0-9]+$" (toString $ref) -}}
+{{- $port = toString (int $ref) -}}
+{{- else if eq (toString $ref) "leasehold" -}}
+{{- $why = printf "%s's port %s %s" $kind $ref $circle -}}
+{{- else -}}
+{{- range $.Values.app.ports }}{{ if eq (toString .name) (toString $ref) }}{{ $port = toString (int .containerPort) }}{{ end }}{{ end -}}
+{{- if not $port }}{{ $why = printf "app.ports has no port named %q for %s" (toString $ref) $kind }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- if and (not $why) (eq (int $port) $own) }}{{ $why = printf "%s's port %s %s" $kind $port $circle }}{{ end -}}
+{{- if $why -}}
+none: {{ $why }}
+{{- else if $p.httpGet -}}
+{{- $path := default "/" $get.path -}}
+--health-http=http://127.0.0.1:{{ $port }}{{ if not (hasPrefix "/" $path) }}/{{ end }}{{ $path }}
+{{- else -}}
+--health-tcp={{ $port }}
+{{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+The sidecar's --health-* arguments, one YAML list item a line, or nothing: the source, then the
+probe timings, each from `health.probe`, else the app's probe (readiness, else liveness), else
+the kubelet's default. A timeout longer than the period (the kubelet allows it, the sidecar does
+not: one probe in flight at a time) is cut to the period.
+*/}}
+{{- define "leasehold.healthArgs" -}}
+{{- $src := include "leasehold.healthSource" . -}}
+{{- $extra := join " " .Values.leasehold.extraArgs -}}
+{{- if not (hasPrefix "none:" $src) -}}
+{{- if regexMatch "(^| )--health-exec(=| |$)" $extra -}}
+{{- fail (printf "leasehold.extraArgs has --health-exec, but health.source %s already gives the sidecar a source (at most one): set health.source off to use it" $.Values.health.source) -}}
+{{- end -}}
+{{- range list "--health-period" "--health-timeout" "--health-initial-delay" "--health-failure-threshold" "--health-success-threshold" -}}
+{{- if regexMatch (printf "(^| )%s(=| |$)" .) $extra -}}
+{{- fail (printf "leasehold.extraArgs has %s, which the chart sets from health (source %s): set health.probe or health.source instead; given twice, the sidecar would exit 2 on every start" . $.Values.health.source) -}}
+{{- end -}}
+{{- end -}}
+{{- $app := default .Values.app.livenessProbe .Values.app.readinessProbe | default dict -}}
+{{- $set := .Values.health.probe | default dict -}}
+{{- $d := dict "periodSeconds" 10 "timeoutSeconds" 1 "initialDelaySeconds" 0 "failureThreshold" 3 "successThreshold" 1 -}}
+{{- $t := dict -}}
+{{- range $k, $v := $d -}}
+{{- $_ := set $t $k (int (ternary (get $set $k) (ternary (get $app $k) $v (hasKey $app $k)) (hasKey $set $k))) -}}
+{{- end -}}
+{{- if gt $t.timeoutSeconds $t.periodSeconds }}{{ $_ := set $t "timeoutSeconds" $t.periodSeconds }}{{ end -}}
+- {{ $src }}
+- --health-period={{ $t.periodSeconds }}s
+- --health-timeout={{ $t.timeoutSeconds }}s
+- --health-initial-delay={{ $t.initialDelaySeconds }}s
+- --health-failure-threshold={{ $t.failureThreshold }}
+- --health-success-threshold={{ $t.successThreshold }}
 {{- end -}}
 {{- end }}
