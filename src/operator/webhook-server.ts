@@ -23,10 +23,13 @@ export const MUTATE_PATH = '/mutate-pods';
  */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 /**
- * How many reviews are read and answered at once; more get 429 at once. Answering takes well
- * under a millisecond, so even hundreds of creations a second keep one or two in flight; the
- * bound keeps what outsiders can make it hold (bodies, their parsed copies) to a few times
- * MAX_BODY_BYTES, within the chart's memory limit.
+ * How many reviews are read and answered at once. Answering takes well under a millisecond, so
+ * even hundreds of creations a second keep one or two in flight; the bound keeps what outsiders
+ * can make it hold (bodies, their parsed copies) to a few times MAX_BODY_BYTES, within the
+ * chart's memory limit. One more closes the oldest whose body is still arriving (408): the API
+ * server sends a review at once, so that one is the slowest client's, and refusing the new one
+ * instead let a client that can reach the port refuse every pod with 8 bodies that never end.
+ * With none left arriving, the new one gets 429 at once.
  */
 export const MAX_CONCURRENT_REVIEWS = 8;
 
@@ -68,6 +71,10 @@ export class WebhookServer {
   private cert: { certPem: string; keyPem: string } | undefined;
   /** Reviews being read or answered now. */
   private inFlight = 0;
+  /** Reviews whose bodies are still arriving, oldest first, each with what ends it. */
+  private readonly arriving = new Set<(err: RequestRefused) => void>();
+  private cutSlow = 0;
+  private cutLoggedAt = -Infinity;
   private refusedBusy = 0;
   private busyLoggedAt = -Infinity;
   private readonly limits: WebhookLimits;
@@ -152,7 +159,7 @@ export class WebhookServer {
     const length = Number(req.headers['content-length'] ?? 0);
     if (length > maxBodyBytes)
       return refuse(res, 413, `the request body (${length} bytes) exceeds ${maxBodyBytes} bytes: larger than any pod the API server sends`);
-    if (this.inFlight >= maxConcurrentReviews) {
+    if (this.inFlight >= maxConcurrentReviews && !this.cutOldestArriving()) {
       this.refusedBusy++;
       // One line per ten seconds at most, with the count: a flood must not flood the log too.
       const now = Date.now();
@@ -171,12 +178,34 @@ export class WebhookServer {
     }
   }
 
+  /** Ends the oldest review whose body is still arriving (its slot is given back as it ends); false when there is none. */
+  private cutOldestArriving(): boolean {
+    const [oldest] = this.arriving;
+    if (!oldest) return false;
+    this.arriving.delete(oldest);
+    oldest(new RequestRefused(408, `the request body was still arriving when ${this.limits.maxConcurrentReviews} reviews were in flight and another came`));
+    this.cutSlow++;
+    const now = Date.now();
+    if (now - this.cutLoggedAt >= 10_000) {
+      this.log.warn('admission: the slowest review closed to make room', { limit: this.limits.maxConcurrentReviews, closed: this.cutSlow });
+      this.cutLoggedAt = now;
+      this.cutSlow = 0;
+    }
+    return true;
+  }
+
   private async answer(req: IncomingMessage, res: ServerResponse, maxBodyBytes: number, bodyTimeoutMs: number): Promise<void> {
     const started = process.hrtime.bigint();
     const observe = (result: string) => this.metrics.admission.observe({ result }, Number(process.hrtime.bigint() - started) / 1e9);
     let body: unknown;
+    let cut: ((err: RequestRefused) => void) | undefined;
     try {
-      body = JSON.parse(await readBody(req, maxBodyBytes, bodyTimeoutMs));
+      body = JSON.parse(
+        await readBody(req, maxBodyBytes, bodyTimeoutMs, (end) => {
+          cut = end;
+          this.arriving.add(end);
+        }).finally(() => this.arriving.delete(cut!)),
+      );
     } catch (err) {
       observe('error');
       if (err instanceof RequestRefused) return refuse(res, err.status, err.message);
@@ -216,9 +245,9 @@ function refuse(res: ServerResponse, status: number, message: string, headers: R
 /**
  * The body, up to `max` bytes, received within `timeoutMs`: a larger one is refused (413) as soon
  * as it passes the bound, a slower one (408) when the time is up, and a request that ends early
- * rejects, so its slot is given back in every case.
+ * rejects, so its slot is given back in every case. `started` is handed what ends it early.
  */
-function readBody(req: IncomingMessage, max: number, timeoutMs: number): Promise<string> {
+function readBody(req: IncomingMessage, max: number, timeoutMs: number, started: (end: (err: RequestRefused) => void) => void): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -233,6 +262,7 @@ function readBody(req: IncomingMessage, max: number, timeoutMs: number): Promise
       } else resolve(Buffer.concat(chunks).toString('utf8'));
     };
     const timer = setTimeout(() => finish(new RequestRefused(408, `the request body did not arrive within ${timeoutMs} ms`)), timeoutMs);
+    started(finish);
     req.on('data', (c: Buffer) => {
       if (done) return;
       size += c.length;
