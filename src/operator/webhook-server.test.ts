@@ -195,3 +195,29 @@ test('a body that does not arrive within its time is answered 408, and its slot 
   assert.match(await slow.response, /^HTTP\/1\.1 408 [\s\S]*did not arrive within 200 ms/);
   assert.equal(server.reviewsInFlight, 0);
 });
+
+test('connections past the bound close the oldest idle one, and a review is still answered', { timeout: 20_000 }, async (t) => {
+  const max = 16;
+  const { server, port } = await listening(t, { maxConnections: max });
+  // Handshakes completed, nothing sent: what any client that can reach the port can hold for free.
+  const idle: { socket: TLSSocket; closed: Promise<void> }[] = [];
+  t.after(() => idle.forEach((c) => c.socket.destroy()));
+  for (let i = 0; i < max + 4; i++) {
+    const socket = connect({ host: '127.0.0.1', port, ca: ca.certPem, servername: 'localhost' });
+    socket.on('error', () => undefined);
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    await Promise.race([new Promise((resolve) => socket.once('secureConnect', resolve)), closed]);
+    idle.push({ socket, closed });
+  }
+  // The four oldest make room for the four newest.
+  await Promise.all(idle.slice(0, 4).map((c) => c.closed));
+  assert.equal(server.openConnections, max);
+  assert.ok(
+    idle.slice(4).every((c) => !c.socket.destroyed),
+    'the newest kept',
+  );
+  const ok = await call(port, 'POST', MUTATE_PATH, reviewBody());
+  assert.equal(ok.status, 200);
+  await idle[4]!.closed;
+  assert.ok(server.openConnections <= max);
+});

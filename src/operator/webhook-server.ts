@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import type * as Https from 'node:https';
 import type { Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import { describeError, isLeaseholdError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -33,8 +33,18 @@ export const MAX_BODY_BYTES = 4 * 1024 * 1024;
  */
 export const MAX_CONCURRENT_REVIEWS = 8;
 
+/**
+ * Connections open at once, TLS handshakes included. Each costs about 30 KiB however little its
+ * client sends, so without a bound a few thousand from any client that can reach the port, renewed
+ * at each timeout, take the operator past the chart's memory limit. The API servers keep a few
+ * each. Past it, the oldest connection no review is being read or answered on is closed (an idle
+ * kept-alive one, a handshake or headers not yet sent), so those cannot keep a review out.
+ */
+export const MAX_CONNECTIONS = 256;
+
 export interface WebhookLimits {
   maxBodyBytes: number;
+  maxConnections: number;
   maxConcurrentReviews: number;
   /** From the connection (or the end of the last request) to the request's headers; also the TLS handshake. */
   headersTimeoutMs: number;
@@ -45,6 +55,7 @@ export interface WebhookLimits {
 /** The API server waits webhook.timeoutSeconds (chart default 5 s, at most 30 s) for the whole answer. */
 export const DEFAULT_LIMITS: WebhookLimits = {
   maxBodyBytes: MAX_BODY_BYTES,
+  maxConnections: MAX_CONNECTIONS,
   maxConcurrentReviews: MAX_CONCURRENT_REVIEWS,
   headersTimeoutMs: 5_000,
   bodyTimeoutMs: 5_000,
@@ -73,6 +84,10 @@ export class WebhookServer {
   private inFlight = 0;
   /** Reviews whose bodies are still arriving, oldest first, each with what ends it. */
   private readonly arriving = new Set<(err: RequestRefused) => void>();
+  /** Open connections by arrival, oldest first, keyed by the peer's address and port: the same for the TCP socket and the TLS one over it. */
+  private readonly connections = new Map<string, Socket>();
+  /** The connections a review or another request is being read or answered on. */
+  private readonly answering = new Set<string>();
   private cutSlow = 0;
   private cutLoggedAt = -Infinity;
   private refusedBusy = 0;
@@ -122,8 +137,14 @@ export class WebhookServer {
         // Node checks headersTimeout and requestTimeout on this interval: a second past them at most.
         connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs),
       },
-      (req, res) => void this.handle(req, res),
+      (req, res) => {
+        const key = peer(req.socket);
+        this.answering.add(key);
+        res.once('close', () => this.answering.delete(key));
+        void this.handle(req, res);
+      },
     );
+    server.on('connection', (socket: Socket) => this.admit(socket));
     // A client that sends nothing, or sends slowly, is dropped long before the API server's own
     // timeout would; the body's own deadline is kept per request (readBody).
     server.headersTimeout = headersTimeoutMs;
@@ -178,6 +199,30 @@ export class WebhookServer {
     }
   }
 
+  /** Keeps the connections within maxConnections: past it, the oldest nothing is being answered on is closed, else the new one. */
+  private admit(socket: Socket): void {
+    const key = peer(socket);
+    this.connections.set(key, socket);
+    socket.once('close', () => {
+      if (this.connections.get(key) === socket) this.connections.delete(key);
+    });
+    if (this.connections.size <= this.limits.maxConnections) return;
+    let victim: [string, Socket] = [key, socket];
+    for (const entry of this.connections) {
+      if (entry[1] !== socket && !this.answering.has(entry[0])) {
+        victim = entry;
+        break;
+      }
+    }
+    this.connections.delete(victim[0]);
+    victim[1].destroy();
+  }
+
+  /** Connections open now (for tests). */
+  get openConnections(): number {
+    return this.connections.size;
+  }
+
   /** Ends the oldest review whose body is still arriving (its slot is given back as it ends); false when there is none. */
   private cutOldestArriving(): boolean {
     const [oldest] = this.arriving;
@@ -228,6 +273,8 @@ export class WebhookServer {
     }
   }
 }
+
+const peer = (s: Socket) => `${s.remoteAddress}|${s.remotePort}`;
 
 function send(res: ServerResponse, status: number, type: string, body: string): void {
   res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) });
