@@ -307,7 +307,17 @@ export class PostgresLeaseStore implements LeaseStore {
       return true;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {});
-      if ((err as { code?: string }).code !== '42501') throw this.translate(err, 'update the trigger function');
+      const code = (err as { code?: string }).code ?? '';
+      // The advisory lock is one any role that may connect can hold: waiting it out must not
+      // keep every candidate from starting. 55P03: a lock not had in time; 57014: the statement bound.
+      if (code === '55P03' || code === '57014') {
+        this.log?.warn(
+          `postgres table with an earlier leasehold_notify trigger function, which notifies inside every write and which could not be replaced now (${describeError(err)}): another session holds the lock leasehold changes the table under; while another session fills the server's NOTIFY queue, every lease write fails; the next start tries again`,
+          { store: this.location },
+        );
+        return false;
+      }
+      if (code !== '42501') throw this.translate(err, 'update the trigger function');
       this.log?.warn(
         `postgres table with an earlier leasehold_notify trigger function, which notifies inside every write and which this role may not replace (${describeError(err)}): while another session fills the server's NOTIFY queue, every lease write fails; an administrator runs: ${sql.replace(/\s+/g, ' ')};`,
         { store: this.location },

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { PostgresLeaseStore } from '../../src/backends/postgres-store.js';
 import { channelName } from '../../src/backends/postgres-notify.js';
+import { notifyFunction } from '../../src/backends/postgres-schema.js';
 import { startPostgres } from '../support/postgres.js';
 import { waitFor } from '../support/cli.js';
 
@@ -47,4 +48,35 @@ it("the earliest leasehold's trigger (another channel) no longer notifies inside
   pgServer.sql("UPDATE public.earliest SET holder_identity = 'x' WHERE name = 'e'", 'leases');
   await waitFor("a hint for another writer's change", () => heard.length >= 2, 5_000);
   assert.deepEqual(heard, [channelName('public', 'earliest'), channelName('public', 'earliest')]);
+});
+
+it('a neighbour holding the lock leasehold changes the table under does not keep a candidate from starting', async (t) => {
+  const pgServer = await server;
+  const fn = notifyFunction('public', 'locked');
+  const channel = channelName('public', 'locked');
+  pgServer.sql(
+    `CREATE TABLE public.locked (name TEXT PRIMARY KEY, holder_identity TEXT NOT NULL, fencing_token BIGINT NOT NULL, renew_time DOUBLE PRECISION NOT NULL, lease_duration_seconds DOUBLE PRECISION NOT NULL, acquire_time DOUBLE PRECISION NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 1, successor TEXT NOT NULL DEFAULT '');
+     CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN PERFORM pg_notify('${channel}', NEW.name); RETURN NULL; END $f$;
+     CREATE TRIGGER leasehold_notify AFTER INSERT OR UPDATE OR DELETE ON public.locked FOR EACH ROW EXECUTE FUNCTION ${fn}();
+     ALTER TABLE public.locked OWNER TO leasehold;
+     ALTER FUNCTION ${fn}() OWNER TO leasehold;`,
+    'leases',
+  );
+  // A role that may only connect takes the advisory lock and keeps it.
+  const neighbour = new pg.Client({ connectionString: pgServer.url('reader') });
+  neighbour.on('error', () => {});
+  await neighbour.connect();
+  t.after(() => neighbour.end().catch(() => {}));
+  await neighbour.query('SELECT pg_advisory_lock(hashtext($1))', ['leasehold:public.locked']);
+
+  const lines: string[] = [];
+  const log = { debug() {}, info() {}, error() {}, warn: (m: string) => void lines.push(m) };
+  const store = await PostgresLeaseStore.open({ url: pgServer.url(), table: 'public.locked', requestTimeoutMs: 1_000, log });
+  t.after(() => store.close());
+  assert.ok(
+    lines.some((l) => /earlier leasehold_notify trigger function, .*could not be replaced now .*the next start tries again/.test(l)),
+    lines.join('\n'),
+  );
+  await store.create('l', { holderIdentity: 'a', leaseDurationSeconds: 3, acquireTime: new Date(), renewTime: new Date(), leaseTransitions: 1 });
+  assert.equal((await store.get('l'))?.record.holderIdentity, 'a');
 });
