@@ -3,7 +3,7 @@
  * stdout stays free for command output (`leasehold status`, and the child of `leasehold run`).
  * Nothing here ever logs credentials: callers pass identities, lease names and reasons only.
  */
-import { hasControl } from './util/escape-control.js';
+import { escapeForTerminal, jsonForTerminal } from './util/escape-control.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type LogFormat = 'json' | 'text';
@@ -54,16 +54,18 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   const emit = (level: LogLevel, msg: string, fields?: LogFields) => {
     if (ORDER[level] < min) return;
     const all = { ...opts.base, ...fields };
+    // Fields carry values read from a store (a holder anyone who can write it chose): JSON's own
+    // escapes alone leave C1 controls and bidi overrides raw, which a terminal acts on.
     if (format === 'json') {
-      write(JSON.stringify({ time: now().toISOString(), level, msg, ...all }));
+      write(jsonForTerminal({ time: now().toISOString(), level, msg, ...all }));
       return;
     }
     const kv = Object.entries(all)
       .filter(([, v]) => v !== undefined)
-      // Quoted (and so escaped) when it holds spaces, quotes or control characters: one line, no terminal escapes.
-      .map(([k, v]) => `${k}=${typeof v === 'string' && (/[\s"=]/.test(v) || hasControl(v)) ? JSON.stringify(v) : String(v)}`)
+      // Quoted (and so escaped) when it holds spaces, quotes or what a terminal acts on: one line, no terminal escapes.
+      .map(([k, v]) => `${k}=${typeof v === 'string' && (/[\s"=]/.test(v) || escapeForTerminal(v) !== v) ? jsonForTerminal(v) : String(v)}`)
       .join(' ');
-    write(`${now().toISOString()} ${level.toUpperCase().padEnd(5)} ${msg}${kv ? ' ' + kv : ''}`);
+    write(`${now().toISOString()} ${level.toUpperCase().padEnd(5)} ${escapeForTerminal(msg)}${kv ? ' ' + kv : ''}`);
   };
   return {
     debug: (m, f) => emit('debug', m, f),

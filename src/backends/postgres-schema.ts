@@ -20,9 +20,12 @@ export function notifyFunction(schema: string, table: string): string {
  */
 export const NOTIFIES_AFTER_COMMIT = 'leasehold.notifies_after_commit';
 
-/** The trigger function's statement (also how leasehold brings an earlier body up to date). */
-export function notifyFunctionStatement(schema: string, table: string): string {
-  return `CREATE OR REPLACE FUNCTION ${notifyFunction(schema, table)}() RETURNS trigger LANGUAGE plpgsql AS $f$
+/**
+ * The trigger function's statement (also how leasehold brings an earlier body up to date, under
+ * `fn`: the earliest leasehold named its function after the table, not the channel).
+ */
+export function notifyFunctionStatement(schema: string, table: string, fn = notifyFunction(schema, table)): string {
+  return `CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $f$
 BEGIN
   IF current_setting('${NOTIFIES_AFTER_COMMIT}', true) = 'on' THEN
     RETURN NULL;

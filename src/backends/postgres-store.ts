@@ -265,14 +265,21 @@ export class PostgresLeaseStore implements LeaseStore {
     this.hasSuccessor = have.has('successor') || (!readonly && (await this.addSuccessor(client)));
     // The trigger counts only if it notifies this table's channel: one made by an older
     // leasehold notified `leasehold_<schema>_<table>`, which nobody listens to any more.
-    const trigger = await client.query<{ proname: string; prosrc: string }>(
-      "SELECT p.proname, p.prosrc FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass($1) AND t.tgname = 'leasehold_notify'",
+    const trigger = await client.query<{ proname: string; nspname: string; prosrc: string }>(
+      "SELECT p.proname, n.nspname, p.prosrc FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid JOIN pg_namespace n ON n.oid = p.pronamespace WHERE t.tgrelid = to_regclass($1) AND t.tgname = 'leasehold_notify'",
       [`${this.schema}.${this.table}`],
     );
-    const triggerFn = trigger.rows[0]?.proname;
-    // This table's trigger, as an earlier leasehold made it, notifies inside every write.
-    if (triggerFn === this.channel && !trigger.rows[0]!.prosrc.includes(NOTIFIES_AFTER_COMMIT))
-      this.notifyAfterCommit = !readonly && (await this.quietTrigger(client));
+    let triggerFn = trigger.rows[0]?.proname;
+    // A trigger as an earlier leasehold made it notifies inside every write, on this table's
+    // channel or (the earliest) on another: its body is brought up to date either way.
+    if (triggerFn !== undefined && !trigger.rows[0]!.prosrc.includes(NOTIFIES_AFTER_COMMIT)) {
+      const fn = `"${trigger.rows[0]!.nspname.replace(/"/g, '""')}"."${triggerFn.replace(/"/g, '""')}"`;
+      const quiet = !readonly && (await this.quietTrigger(client, fn));
+      // Replaced, it notifies this table's channel; kept, one on another channel hints nobody,
+      // so leasehold's writes still notify after they commit.
+      if (quiet) triggerFn = this.channel;
+      else if (triggerFn === this.channel) this.notifyAfterCommit = false;
+    }
     if (triggerFn === undefined)
       this.log?.warn('postgres table without the leasehold_notify trigger: standbys learn of changes by re-reading', { store: this.location });
     else if (triggerFn !== this.channel)
@@ -289,8 +296,8 @@ export class PostgresLeaseStore implements LeaseStore {
    * own the function keeps the earlier one: its writes fail while the NOTIFY queue is full, and
    * it says once what an administrator runs.
    */
-  private async quietTrigger(client: pg.Client): Promise<boolean> {
-    const sql = notifyFunctionStatement(this.schema, this.table);
+  private async quietTrigger(client: pg.Client, fn: string): Promise<boolean> {
+    const sql = notifyFunctionStatement(this.schema, this.table, fn);
     try {
       await client.query('BEGIN');
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`leasehold:${this.schema}.${this.table}`]);
@@ -300,7 +307,17 @@ export class PostgresLeaseStore implements LeaseStore {
       return true;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {});
-      if ((err as { code?: string }).code !== '42501') throw this.translate(err, 'update the trigger function');
+      const code = (err as { code?: string }).code ?? '';
+      // The advisory lock is one any role that may connect can hold: waiting it out must not
+      // keep every candidate from starting. 55P03: a lock not had in time; 57014: the statement bound.
+      if (code === '55P03' || code === '57014') {
+        this.log?.warn(
+          `postgres table with an earlier leasehold_notify trigger function, which notifies inside every write and which could not be replaced now (${describeError(err)}): another session holds the lock leasehold changes the table under; while another session fills the server's NOTIFY queue, every lease write fails; the next start tries again`,
+          { store: this.location },
+        );
+        return false;
+      }
+      if (code !== '42501') throw this.translate(err, 'update the trigger function');
       this.log?.warn(
         `postgres table with an earlier leasehold_notify trigger function, which notifies inside every write and which this role may not replace (${describeError(err)}): while another session fills the server's NOTIFY queue, every lease write fails; an administrator runs: ${sql.replace(/\s+/g, ' ')};`,
         { store: this.location },

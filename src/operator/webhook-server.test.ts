@@ -167,20 +167,25 @@ test('a body larger than any pod the API server sends is refused (413) without b
   assert.equal((await call(port, 'POST', MUTATE_PATH, reviewBody())).status, 200);
 });
 
-test('reviews beyond the bound at once get 429 at once; a slot freed is taken again', { timeout: 20_000 }, async (t) => {
+test('a review beyond the bound closes the oldest whose body is still arriving (408), and is answered', { timeout: 20_000 }, async (t) => {
   const { server, port } = await listening(t);
-  // Bodies that never finish, as a slow or hostile client sends them.
-  const held = Array.from({ length: MAX_CONCURRENT_REVIEWS }, () => raw(port, 1_000_000, '{"kind":'));
+  // Bodies that never finish, as a slow or hostile client sends them: they must not keep the
+  // API server's reviews out (with failurePolicy Fail, every labelled pod would be refused).
+  const held: ReturnType<typeof raw>[] = [];
   t.after(() => held.forEach((h) => h.socket.destroy()));
-  await turnsUntil(`${MAX_CONCURRENT_REVIEWS} reviews in flight`, () => server.reviewsInFlight === MAX_CONCURRENT_REVIEWS);
-  const excess = await call(port, 'POST', MUTATE_PATH, reviewBody());
-  assert.equal(excess.status, 429);
-  assert.match(excess.body, /more than 8 reviews at once/);
-  held[0]!.socket.destroy();
-  await turnsUntil('the slot given back', () => server.reviewsInFlight === MAX_CONCURRENT_REVIEWS - 1);
+  for (let i = 0; i < MAX_CONCURRENT_REVIEWS; i++) {
+    held.push(raw(port, 1_000_000, '{"kind":'));
+    await turnsUntil(`${i + 1} reviews in flight`, () => server.reviewsInFlight === i + 1);
+  }
   const ok = await call(port, 'POST', MUTATE_PATH, reviewBody());
   assert.equal(ok.status, 200);
   assert.equal((JSON.parse(ok.body) as { response: { allowed: boolean } }).response.allowed, true);
+  assert.match(await held[0]!.response, /^HTTP\/1\.1 408 [\s\S]*still arriving when 8 reviews were in flight/);
+  await turnsUntil('the others still in flight', () => server.reviewsInFlight === MAX_CONCURRENT_REVIEWS - 1);
+  assert.ok(
+    held.slice(1).every((h) => !h.socket.destroyed && h.socket.readyState === 'open'),
+    'only the oldest closed',
+  );
 });
 
 test('a body that does not arrive within its time is answered 408, and its slot given back', { timeout: 20_000 }, async (t) => {
@@ -189,4 +194,30 @@ test('a body that does not arrive within its time is answered 408, and its slot 
   t.after(() => slow.socket.destroy());
   assert.match(await slow.response, /^HTTP\/1\.1 408 [\s\S]*did not arrive within 200 ms/);
   assert.equal(server.reviewsInFlight, 0);
+});
+
+test('connections past the bound close the oldest idle one, and a review is still answered', { timeout: 20_000 }, async (t) => {
+  const max = 16;
+  const { server, port } = await listening(t, { maxConnections: max });
+  // Handshakes completed, nothing sent: what any client that can reach the port can hold for free.
+  const idle: { socket: TLSSocket; closed: Promise<void> }[] = [];
+  t.after(() => idle.forEach((c) => c.socket.destroy()));
+  for (let i = 0; i < max + 4; i++) {
+    const socket = connect({ host: '127.0.0.1', port, ca: ca.certPem, servername: 'localhost' });
+    socket.on('error', () => undefined);
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    await Promise.race([new Promise((resolve) => socket.once('secureConnect', resolve)), closed]);
+    idle.push({ socket, closed });
+  }
+  // The four oldest make room for the four newest.
+  await Promise.all(idle.slice(0, 4).map((c) => c.closed));
+  assert.equal(server.openConnections, max);
+  assert.ok(
+    idle.slice(4).every((c) => !c.socket.destroyed),
+    'the newest kept',
+  );
+  const ok = await call(port, 'POST', MUTATE_PATH, reviewBody());
+  assert.equal(ok.status, 200);
+  await idle[4]!.closed;
+  assert.ok(server.openConnections <= max);
 });

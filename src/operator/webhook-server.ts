@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import type * as Https from 'node:https';
 import type { Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import { describeError, isLeaseholdError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -23,15 +23,28 @@ export const MUTATE_PATH = '/mutate-pods';
  */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 /**
- * How many reviews are read and answered at once; more get 429 at once. Answering takes well
- * under a millisecond, so even hundreds of creations a second keep one or two in flight; the
- * bound keeps what outsiders can make it hold (bodies, their parsed copies) to a few times
- * MAX_BODY_BYTES, within the chart's memory limit.
+ * How many reviews are read and answered at once. Answering takes well under a millisecond, so
+ * even hundreds of creations a second keep one or two in flight; the bound keeps what outsiders
+ * can make it hold (bodies, their parsed copies) to a few times MAX_BODY_BYTES, within the
+ * chart's memory limit. One more closes the oldest whose body is still arriving (408): the API
+ * server sends a review at once, so that one is the slowest client's, and refusing the new one
+ * instead let a client that can reach the port refuse every pod with 8 bodies that never end.
+ * With none left arriving, the new one gets 429 at once.
  */
 export const MAX_CONCURRENT_REVIEWS = 8;
 
+/**
+ * Connections open at once, TLS handshakes included. Each costs about 30 KiB however little its
+ * client sends, so without a bound a few thousand from any client that can reach the port, renewed
+ * at each timeout, take the operator past the chart's memory limit. The API servers keep a few
+ * each. Past it, the oldest connection no review is being read or answered on is closed (an idle
+ * kept-alive one, a handshake or headers not yet sent), so those cannot keep a review out.
+ */
+export const MAX_CONNECTIONS = 256;
+
 export interface WebhookLimits {
   maxBodyBytes: number;
+  maxConnections: number;
   maxConcurrentReviews: number;
   /** From the connection (or the end of the last request) to the request's headers; also the TLS handshake. */
   headersTimeoutMs: number;
@@ -42,6 +55,7 @@ export interface WebhookLimits {
 /** The API server waits webhook.timeoutSeconds (chart default 5 s, at most 30 s) for the whole answer. */
 export const DEFAULT_LIMITS: WebhookLimits = {
   maxBodyBytes: MAX_BODY_BYTES,
+  maxConnections: MAX_CONNECTIONS,
   maxConcurrentReviews: MAX_CONCURRENT_REVIEWS,
   headersTimeoutMs: 5_000,
   bodyTimeoutMs: 5_000,
@@ -68,6 +82,14 @@ export class WebhookServer {
   private cert: { certPem: string; keyPem: string } | undefined;
   /** Reviews being read or answered now. */
   private inFlight = 0;
+  /** Reviews whose bodies are still arriving, oldest first, each with what ends it. */
+  private readonly arriving = new Set<(err: RequestRefused) => void>();
+  /** Open connections by arrival, oldest first, keyed by the peer's address and port: the same for the TCP socket and the TLS one over it. */
+  private readonly connections = new Map<string, Socket>();
+  /** The connections a review or another request is being read or answered on. */
+  private readonly answering = new Set<string>();
+  private cutSlow = 0;
+  private cutLoggedAt = -Infinity;
   private refusedBusy = 0;
   private busyLoggedAt = -Infinity;
   private readonly limits: WebhookLimits;
@@ -115,8 +137,14 @@ export class WebhookServer {
         // Node checks headersTimeout and requestTimeout on this interval: a second past them at most.
         connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs),
       },
-      (req, res) => void this.handle(req, res),
+      (req, res) => {
+        const key = peer(req.socket);
+        this.answering.add(key);
+        res.once('close', () => this.answering.delete(key));
+        void this.handle(req, res);
+      },
     );
+    server.on('connection', (socket: Socket) => this.admit(socket));
     // A client that sends nothing, or sends slowly, is dropped long before the API server's own
     // timeout would; the body's own deadline is kept per request (readBody).
     server.headersTimeout = headersTimeoutMs;
@@ -152,7 +180,7 @@ export class WebhookServer {
     const length = Number(req.headers['content-length'] ?? 0);
     if (length > maxBodyBytes)
       return refuse(res, 413, `the request body (${length} bytes) exceeds ${maxBodyBytes} bytes: larger than any pod the API server sends`);
-    if (this.inFlight >= maxConcurrentReviews) {
+    if (this.inFlight >= maxConcurrentReviews && !this.cutOldestArriving()) {
       this.refusedBusy++;
       // One line per ten seconds at most, with the count: a flood must not flood the log too.
       const now = Date.now();
@@ -171,12 +199,58 @@ export class WebhookServer {
     }
   }
 
+  /** Keeps the connections within maxConnections: past it, the oldest nothing is being answered on is closed, else the new one. */
+  private admit(socket: Socket): void {
+    const key = peer(socket);
+    this.connections.set(key, socket);
+    socket.once('close', () => {
+      if (this.connections.get(key) === socket) this.connections.delete(key);
+    });
+    if (this.connections.size <= this.limits.maxConnections) return;
+    let victim: [string, Socket] = [key, socket];
+    for (const entry of this.connections) {
+      if (entry[1] !== socket && !this.answering.has(entry[0])) {
+        victim = entry;
+        break;
+      }
+    }
+    this.connections.delete(victim[0]);
+    victim[1].destroy();
+  }
+
+  /** Connections open now (for tests). */
+  get openConnections(): number {
+    return this.connections.size;
+  }
+
+  /** Ends the oldest review whose body is still arriving (its slot is given back as it ends); false when there is none. */
+  private cutOldestArriving(): boolean {
+    const [oldest] = this.arriving;
+    if (!oldest) return false;
+    this.arriving.delete(oldest);
+    oldest(new RequestRefused(408, `the request body was still arriving when ${this.limits.maxConcurrentReviews} reviews were in flight and another came`));
+    this.cutSlow++;
+    const now = Date.now();
+    if (now - this.cutLoggedAt >= 10_000) {
+      this.log.warn('admission: the slowest review closed to make room', { limit: this.limits.maxConcurrentReviews, closed: this.cutSlow });
+      this.cutLoggedAt = now;
+      this.cutSlow = 0;
+    }
+    return true;
+  }
+
   private async answer(req: IncomingMessage, res: ServerResponse, maxBodyBytes: number, bodyTimeoutMs: number): Promise<void> {
     const started = process.hrtime.bigint();
     const observe = (result: string) => this.metrics.admission.observe({ result }, Number(process.hrtime.bigint() - started) / 1e9);
     let body: unknown;
+    let cut: ((err: RequestRefused) => void) | undefined;
     try {
-      body = JSON.parse(await readBody(req, maxBodyBytes, bodyTimeoutMs));
+      body = JSON.parse(
+        await readBody(req, maxBodyBytes, bodyTimeoutMs, (end) => {
+          cut = end;
+          this.arriving.add(end);
+        }).finally(() => this.arriving.delete(cut!)),
+      );
     } catch (err) {
       observe('error');
       if (err instanceof RequestRefused) return refuse(res, err.status, err.message);
@@ -202,6 +276,8 @@ export class WebhookServer {
   }
 }
 
+const peer = (s: Socket) => `${s.remoteAddress}|${s.remotePort}`;
+
 function send(res: ServerResponse, status: number, type: string, body: string): void {
   res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
@@ -218,9 +294,9 @@ function refuse(res: ServerResponse, status: number, message: string, headers: R
 /**
  * The body, up to `max` bytes, received within `timeoutMs`: a larger one is refused (413) as soon
  * as it passes the bound, a slower one (408) when the time is up, and a request that ends early
- * rejects, so its slot is given back in every case.
+ * rejects, so its slot is given back in every case. `started` is handed what ends it early.
  */
-function readBody(req: IncomingMessage, max: number, timeoutMs: number): Promise<string> {
+function readBody(req: IncomingMessage, max: number, timeoutMs: number, started: (end: (err: RequestRefused) => void) => void): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -235,6 +311,7 @@ function readBody(req: IncomingMessage, max: number, timeoutMs: number): Promise
       } else resolve(Buffer.concat(chunks).toString('utf8'));
     };
     const timer = setTimeout(() => finish(new RequestRefused(408, `the request body did not arrive within ${timeoutMs} ms`)), timeoutMs);
+    started(finish);
     req.on('data', (c: Buffer) => {
       if (done) return;
       size += c.length;

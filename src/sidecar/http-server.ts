@@ -2,7 +2,7 @@ import { describeError } from '../errors.js';
 import { escapeForTerminal } from '../util/escape-control.js';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { http } from '../util/node-http.js';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { LeaderStatus } from '../status/leader-status.js';
 import type { Verdict } from './health.js';
@@ -70,6 +70,10 @@ export class StatusServer {
   readonly streams: LeaderStreams;
   /** Connections and streams open at once; set up after the store is open, so its descriptors are counted. */
   readonly bounds: HttpBounds;
+  /** Open connections, oldest first. */
+  private readonly sockets = new Set<Socket>();
+  /** Connections a request is being answered on, streams included: never closed to make room. */
+  private readonly answering = new Set<Socket>();
   constructor(private readonly h: HttpHandlers) {
     this.bounds = h.bounds ?? httpBounds(openFilesLimit(), openDescriptors(), h.streamLimits?.maxStreams);
     this.streams = new LeaderStreams(h.streamCounters ?? NO_COUNTERS, { ...h.streamLimits, maxStreams: this.bounds.maxStreams });
@@ -88,11 +92,15 @@ export class StatusServer {
   async listen(host: string, port: number): Promise<AddressInfo> {
     const server = http.createServer(
       { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: TIMEOUT_CHECK_MS },
-      (req, res) => void this.route(req, res),
+      (req, res) => {
+        const socket = req.socket;
+        this.answering.add(socket);
+        res.once('close', () => this.answering.delete(socket));
+        void this.route(req, res);
+      },
     );
     server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-    // Streams included: one more connection is closed as it arrives.
-    server.maxConnections = this.bounds.maxConnections;
+    server.on('connection', (socket: Socket) => this.admit(socket));
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -108,6 +116,30 @@ export class StatusServer {
     const a = stoppedRequest(req, search, this.h.leaderStopped!);
     if (a.code === 405) res.setHeader('allow', 'POST');
     send(res, a.code, 'text/plain', a.body);
+  }
+
+  /**
+   * Keeps the connections, streams included, within bounds.maxConnections. Past it, the oldest
+   * connection that is neither a stream nor being answered (a half-sent request, an idle
+   * kept-alive one) is closed to make room; the new one only when every place is a stream or an
+   * answer. Closing the new one instead would let anyone who can reach the port keep kubelet's
+   * probes out with a bound's worth of half-sent requests, renewed at each headers timeout, and
+   * the failed liveness probes restart the leader; the oldest is the one furthest past sending a
+   * request at once, as a probe does.
+   */
+  private admit(socket: Socket): void {
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+    if (this.sockets.size <= this.bounds.maxConnections) return;
+    let victim = socket;
+    for (const s of this.sockets) {
+      if (s !== socket && !this.answering.has(s)) {
+        victim = s;
+        break;
+      }
+    }
+    this.sockets.delete(victim);
+    victim.destroy();
   }
 
   async close(): Promise<void> {
