@@ -12,6 +12,8 @@ import { toLeaderStatus } from '../status/to-leader-status.js';
 import { StatusServer } from './http-server.js';
 import { Readiness, liveness, withStoreProblem, type ReadyWhen } from './health.js';
 import type { PodLabeler } from './pod-labeler.js';
+import { AppHealth } from '../health/app-health.js';
+import type { ProbeOptions } from '../health/health-settings.js';
 
 /** The elector's reason for a step-down when no renewal succeeded within renewDeadline. */
 const RENEW_DEADLINE_REASON = 'no successful renewal within renewDeadline';
@@ -42,6 +44,8 @@ export interface SidecarOptions extends Timings {
   listener?: ElectorListener;
   /** Keeps leasehold.io/role on this candidate's pod (kubernetes only). */
   podLabeler?: PodLabeler;
+  /** The app's health (docs/health.md): while it is not eligible, this candidate stands aside. None: always campaigns. */
+  health?: ProbeOptions;
 }
 
 /**
@@ -57,12 +61,14 @@ export class Sidecar {
   private readonly readiness: Readiness;
   private readonly clock: Clock;
   private readonly log: Logger;
+  private readonly appHealth: AppHealth | null;
 
   constructor(private readonly opts: SidecarOptions) {
     this.clock = opts.clock ?? realClock;
     this.log = opts.log;
     this.readiness = new Readiness(opts.readyWhen ?? 'leader');
     this.publisher = opts.statusDir === undefined ? null : new StatusPublisher(opts.statusDir);
+    this.appHealth = opts.health === undefined ? null : new AppHealth(opts.health, { clock: this.clock });
     const name = opts.lease;
     const m = this.metrics;
     const extra = opts.listener ?? {};
@@ -75,6 +81,12 @@ export class Sidecar {
     m.takeover.zero({ lease: name });
     m.streamsEnded.inc({ reason: 'limit' }, 0);
     m.streamsEnded.inc({ reason: 'slow' }, 0);
+    // Only with a health source: an alert on "every candidate not eligible" must not count the
+    // candidates that have none.
+    if (this.appHealth) {
+      m.appEligible.set({ name }, 0);
+      m.healthStepDowns.inc({ name }, 0);
+    }
     const listener: ElectorListener = {
       onStartedLeading: (term) => {
         m.masterStatus.set({ name }, 1);
@@ -94,6 +106,8 @@ export class Sidecar {
         // A renewal still unanswered at renewDeadline failed too, though no error came back
         // before the step-down: counted, so the renewal alert sees a store that hangs.
         if (reason.startsWith(RENEW_DEADLINE_REASON)) m.renewFailures.inc({ lease: name });
+        // The elector steps down for the app's health with the standing-aside reason itself.
+        if (this.appHealth && this.elector.snapshot().standingAside?.reason === reason) m.healthStepDowns.inc({ name });
         m.masterStatus.set({ name }, 0);
         m.validUntil.set({ lease: name }, 0);
         m.leadershipChanges.inc({ lease: name, event: 'lost' });
@@ -122,6 +136,7 @@ export class Sidecar {
       clock: this.clock,
       releaseOnCancel: opts.releaseOnCancel ?? true,
       releaseGate: () => this.readyToRelease(),
+      eligibility: this.appHealth ?? undefined,
       listener,
       log: opts.log,
     });
@@ -139,6 +154,12 @@ export class Sidecar {
           },
         })
       : null;
+    // Every change of the app's health reaches the files, /leader and its streams at once: a
+    // standby standing aside has no election event to carry it.
+    this.appHealth?.subscribe(() => {
+      m.appEligible.set({ name }, this.appHealth!.eligible() ? 1 : 0);
+      this.publish();
+    });
   }
 
   /**
@@ -160,7 +181,9 @@ export class Sidecar {
       httpConnections: this.server?.bounds.maxConnections ?? null,
       httpStreams: this.server?.bounds.maxStreams ?? null,
       statusDir: this.opts.statusDir ?? null,
+      health: this.appHealth?.description ?? null,
     });
+    this.appHealth?.start();
     this.elector.start();
     return address;
   }
@@ -168,6 +191,7 @@ export class Sidecar {
   /** Steps down (status files say so first), releases if configured, closes HTTP and the store. */
   async stop(): Promise<void> {
     await this.elector.stop();
+    this.appHealth?.stop();
     this.publish();
     await this.opts.podLabeler?.flush(2_000);
     await this.server?.close();
