@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO, isAlive, startCli, waitFor, type Proc } from '../support/cli.js';
+import { REPO, isAlive, runCli, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { leadersByStatus, startSidecar, type Candidate } from '../support/sidecars.js';
 import { first200, logLines, readStatus, startHealthApp, type HealthApp } from '../support/health-apps.js';
@@ -179,6 +179,14 @@ describe('the app health of real sidecars on one SQLite file', () => {
     assert.equal(leader.isLeader, false);
     assert.ok(leader.standingAside !== null, '/leader says it stands aside');
     assert.equal(await metric(base, /^leasehold_app_eligible\{name="health-late"\}/), 'leasehold_app_eligible{name="health-late"} 0');
+    // `leasehold status --status-dir` shows the candidate beside the lease (none yet: exit 1).
+    const st = await runCli(['status', '--db', db, '--lease', 'health-late', '--status-dir', statusDir]);
+    assert.equal(st.code, 1, st.stderr);
+    assert.match(st.stdout, /^sidecar {2}late: standing aside since \S+: app (health unknown|unhealthy): /m);
+    const js = await runCli(['status', '--json', '--db', db, '--lease', 'health-late', '--status-dir', statusDir]);
+    const candidate = (JSON.parse(js.stdout) as { candidate: { identity: string; standingAside: { reason: string } } }).candidate;
+    assert.equal(candidate.identity, 'late');
+    assert.match(candidate.standingAside.reason, /^app (health unknown|unhealthy): /);
     let leaderAt: number | undefined;
     await waitFor(
       'it leads',
@@ -192,6 +200,7 @@ describe('the app health of real sidecars on one SQLite file', () => {
     const healthyAt = first200(late);
     assert.ok(healthyAt !== undefined && leaderAt! >= healthyAt, `led at ${leaderAt}, the app first healthy at ${healthyAt}`);
     assert.equal(readStatus(statusDir)!.standingAside, null);
+    assert.match((await runCli(['status', '--db', db, '--lease', 'health-late', '--status-dir', statusDir])).stdout, /^sidecar {2}late: leader$/m);
     assert.equal(await metric(base, /^leasehold_app_eligible\{/), 'leasehold_app_eligible{name="health-late"} 1');
     assert.equal(await metric(base, /^leasehold_health_step_downs_total\{/), 'leasehold_health_step_downs_total{name="health-late"} 0');
     // Its app stops: one health step-down, counted.
