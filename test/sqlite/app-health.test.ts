@@ -173,6 +173,7 @@ describe('the app health of real sidecars on one SQLite file', () => {
     ]);
     procs.push(p);
     const base = `http://${await listenAddress(p)}`;
+    assert.equal(logLines(p, 'campaigning')[0]!.health, `http GET ${late.url}`, 'the campaigning line names the probe');
     const aside = await waitFor('standing aside in status.json', () => readStatus(statusDir)?.standingAside ?? undefined, 10_000, 10);
     assert.match(aside.reason, new RegExp(`^app (health unknown: no verdict yet|unhealthy: GET ${escaped(late.url)}: status 503: not ready)$`));
     const leader = (await (await fetch(`${base}/leader`)).json()) as { standingAside: unknown; isLeader: boolean };
@@ -208,6 +209,26 @@ describe('the app health of real sidecars on one SQLite file', () => {
     await waitFor('the step-down', () => readStatus(statusDir)?.isLeader === false, 10_000, 10);
     assert.equal(await metric(base, /^leasehold_health_step_downs_total\{/), 'leasehold_health_step_downs_total{name="health-late"} 1');
     assert.equal(await metric(base, /^leasehold_app_eligible\{/), 'leasehold_app_eligible{name="health-late"} 0');
+  });
+
+  it('an app unreachable at the start is no error: the candidate stands aside until it answers', { timeout: 60_000 }, async () => {
+    const gone = await app('ok');
+    gone.proc.kill('SIGKILL');
+    await gone.proc.exited;
+    const c = startSidecar(dir.path, 'early', ['--db', db, '--lease', 'health-early'], TIMING, ['--health-tcp', String(gone.port), ...HEALTH]);
+    procs.push(c);
+    const aside = await waitFor(
+      'standing aside',
+      () => {
+        const a = readStatus(c.statusDir)?.standingAside;
+        return a?.reason.startsWith('app unhealthy') ? a : undefined;
+      },
+      10_000,
+    );
+    assert.equal(aside.reason, `app unhealthy: connect to 127.0.0.1:${gone.port}: connection refused`);
+    assert.equal(c.proc.child.exitCode, null, 'still running');
+    await app('ok', gone.port);
+    await waitFor('it leads once the app answers', () => leadersByStatus([c])[0], 20_000, 10);
   });
 
   it('a sidecar without a health source has no health metrics and standingAside null', { timeout: 30_000 }, async () => {
@@ -270,5 +291,19 @@ describe('leasehold run with --health-tcp', () => {
     assert.equal(existsSync(join(work, 'violations')), false, 'never two commands at once');
     const s = readStatus(runs[first.identity]!.statusDir)!;
     assert.match(s.standingAside!.reason, new RegExp(`^app unhealthy: connect to 127\\.0\\.0\\.1:${runs[first.identity]!.app.port}: connection refused$`));
+
+    // Its app back, then the other's gone: the first candidate's command runs again, for a new term.
+    const back = await startHealthApp('ok', runs[first.identity]!.app.port);
+    procs.push(back.proc);
+    await waitFor('the first candidate campaigning again', () => readStatus(runs[first.identity]!.statusDir)?.standingAside === null, 15_000);
+    runs[other]!.app.proc.kill('SIGKILL');
+    const again = await waitFor(
+      'the first command again',
+      () => (current(work)?.identity === first.identity ? current(work) : undefined),
+      FAILURE_MS + 10_000,
+      10,
+    );
+    assert.ok(again.token > next.token);
+    assert.equal(existsSync(join(work, 'violations')), false, 'never two commands at once');
   });
 });
