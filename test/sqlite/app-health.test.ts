@@ -12,6 +12,7 @@ import { scratchDir } from '../support/scratch.js';
 import { leadersByStatus, startSidecar, type Candidate } from '../support/sidecars.js';
 import { first200, logLines, readStatus, startHealthApp, type HealthApp } from '../support/health-apps.js';
 import { current } from '../support/run-scenario.js';
+import { openStream } from '../support/sse-client.js';
 
 const TIMING = { leaseDuration: '3s', renewDeadline: '2s', retryPeriod: '500ms' };
 const T = ['--lease-duration', TIMING.leaseDuration, '--renew-deadline', TIMING.renewDeadline, '--retry-period', TIMING.retryPeriod];
@@ -172,13 +173,18 @@ describe('the app health of real sidecars on one SQLite file', () => {
       late.url,
     ]);
     procs.push(p);
-    const base = `http://${await listenAddress(p)}`;
+    const address = await listenAddress(p);
+    const base = `http://${address}`;
+    const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
     assert.equal(logLines(p, 'campaigning')[0]!.health, `http GET ${late.url}`, 'the campaigning line names the probe');
     const aside = await waitFor('standing aside in status.json', () => readStatus(statusDir)?.standingAside ?? undefined, 10_000, 10);
     assert.match(aside.reason, new RegExp(`^app (health unknown: no verdict yet|unhealthy: GET ${escaped(late.url)}: status 503: not ready)$`));
     const leader = (await (await fetch(`${base}/leader`)).json()) as { standingAside: unknown; isLeader: boolean };
     assert.equal(leader.isLeader, false);
     assert.ok(leader.standingAside !== null, '/leader says it stands aside');
+    const stream = await openStream(host, port);
+    const events = () => stream.events.map((e) => JSON.parse(e) as { isLeader: boolean; standingAside: { reason: string } | null });
+    await waitFor('the stream says it stands aside', () => events()[0]?.standingAside?.reason.startsWith('app '), 10_000);
     assert.equal(await metric(base, /^leasehold_app_eligible\{name="health-late"\}/), 'leasehold_app_eligible{name="health-late"} 0');
     // `leasehold status --status-dir` shows the candidate beside the lease (none yet: exit 1).
     const st = await runCli(['status', '--db', db, '--lease', 'health-late', '--status-dir', statusDir]);
@@ -201,6 +207,8 @@ describe('the app health of real sidecars on one SQLite file', () => {
     const healthyAt = first200(late);
     assert.ok(healthyAt !== undefined && leaderAt! >= healthyAt, `led at ${leaderAt}, the app first healthy at ${healthyAt}`);
     assert.equal(readStatus(statusDir)!.standingAside, null);
+    await waitFor('the stream says it leads, campaigning', () => events().some((e) => e.isLeader && e.standingAside === null), 10_000);
+    stream.close();
     assert.match((await runCli(['status', '--db', db, '--lease', 'health-late', '--status-dir', statusDir])).stdout, /^sidecar {2}late: leader$/m);
     assert.equal(await metric(base, /^leasehold_app_eligible\{/), 'leasehold_app_eligible{name="health-late"} 1');
     assert.equal(await metric(base, /^leasehold_health_step_downs_total\{/), 'leasehold_health_step_downs_total{name="health-late"} 0');
