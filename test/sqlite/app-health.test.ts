@@ -239,6 +239,33 @@ describe('the app health of real sidecars on one SQLite file', () => {
     await waitFor('it leads once the app answers', () => leadersByStatus([c])[0], 20_000, 10);
   });
 
+  it('SIGTERM while the app is held down: the sidecar exits at once, not at the end of the hold-down', { timeout: 60_000 }, async () => {
+    const held = await app('ok');
+    const c = startSidecar(dir.path, 'held', ['--db', db, '--lease', 'health-held'], TIMING, [
+      '--health-http',
+      held.url,
+      '--health-period',
+      '250ms',
+      '--health-timeout',
+      '200ms',
+      '--health-failure-threshold',
+      '1',
+      '--health-hold-down',
+      '1m',
+    ]);
+    procs.push(c);
+    await waitFor('it campaigns', () => readStatus(c.statusDir)?.standingAside === null, 10_000, 10);
+    held.proc.kill('SIGKILL');
+    await waitFor('unhealthy', () => readStatus(c.statusDir)?.standingAside?.reason.startsWith('app unhealthy'), 10_000, 10);
+    await app('ok', held.port);
+    await waitFor('held down', () => readStatus(c.statusDir)?.standingAside?.reason.startsWith('app healthy again, held down until'), 10_000, 10);
+    const termAt = Date.now();
+    c.proc.kill('SIGTERM');
+    const exit = await c.proc.exited;
+    assert.equal(exit.code, 0);
+    assert.ok(Date.now() - termAt < 10_000, `exited ${Date.now() - termAt} ms after SIGTERM`);
+  });
+
   it('a sidecar without a health source has no health metrics and standingAside null', { timeout: 30_000 }, async () => {
     const statusDir = join(dir.path, 'status-plain');
     const p = startCli(['sidecar', '--db', db, '--lease', 'health-none', '--identity', 'plain', '--status-dir', statusDir, '--listen', '127.0.0.1:0', ...T]);
