@@ -96,10 +96,15 @@ describe('the app health of real sidecars on one SQLite file', () => {
         assert.equal(old.isLeader, false);
         assert.match(old.standingAside!.reason, new RegExp(`^app unhealthy: GET ${escaped(apps[i]!.url)}: connection refused$`));
         assert.ok(Date.parse(old.standingAside!.since) >= killedAt - 10 && Date.parse(old.standingAside!.since) <= Date.now());
-        const stepDowns = logLines(first.c.proc, 'stopped leading');
+        const stepDowns = await waitFor(
+          'the step-down line',
+          () => logLines(first.c.proc, 'stopped leading').length > 0 && logLines(first.c.proc, 'stopped leading'),
+          5_000,
+        );
         assert.equal(stepDowns.length, 1);
         assert.equal(stepDowns[0]!.reason, old.standingAside!.reason, 'the step-down gives the same reason');
-        assert.equal(logLines(first.c.proc, 'standing aside').length, 1, 'one warn line');
+        // The files are written before the line is logged: waited for, not assumed.
+        await waitFor('the warn line', () => logLines(first.c.proc, 'standing aside').length > 0, 5_000);
 
         // The app back on its port: the old leader campaigns again, as a standby.
         apps[i] = await app('ok', apps[i]!.port);
@@ -116,6 +121,8 @@ describe('the app health of real sidecars on one SQLite file', () => {
           [next.c.id],
           'the new leader keeps the lease',
         );
+        await waitFor('the info line again', () => logLines(first.c.proc, 'the app is eligible: campaigning').length === 2, 5_000);
+        assert.equal(logLines(first.c.proc, 'standing aside').length, 1, 'one warn line');
         assert.equal(logLines(first.c.proc, 'the app is eligible: campaigning').length, 2, 'eligible at the start, and again');
       } finally {
         watch.stop();
