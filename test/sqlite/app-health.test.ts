@@ -5,7 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO, isAlive, runCli, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
@@ -244,6 +244,24 @@ describe('the app health of real sidecars on one SQLite file', () => {
     assert.equal(c.proc.child.exitCode, null, 'still running');
     await app('ok', gone.port);
     await waitFor('it leads once the app answers', () => leadersByStatus([c])[0], 20_000, 10);
+  });
+
+  it('--health-exec runs a command line with /bin/sh -c: healthy on exit 0', { timeout: 60_000 }, async () => {
+    const ready = join(dir.path, 'app ready');
+    const check = `test -f '${ready}' && echo "ready"`;
+    const c = startSidecar(dir.path, 'exec', ['--db', db, '--lease', 'health-exec'], TIMING, ['--health-exec', check, ...HEALTH]);
+    procs.push(c);
+    const aside = await waitFor(
+      'standing aside',
+      () => {
+        const a = readStatus(c.statusDir)?.standingAside;
+        return a?.reason.startsWith('app unhealthy') ? a : undefined;
+      },
+      10_000,
+    );
+    assert.equal(aside.reason, `app unhealthy: exec /bin/sh -c ${check}: exit code 1`);
+    writeFileSync(ready, '');
+    await waitFor('it leads once the command passes', () => leadersByStatus([c])[0], 20_000, 10);
   });
 
   it('SIGTERM while the app is held down: the sidecar exits at once, not at the end of the hold-down', { timeout: 60_000 }, async () => {
