@@ -81,7 +81,11 @@ export function resolveHealth(a: HealthArgs): ProbeOptions | undefined {
   const periodMs = a['health-period'] === undefined ? HEALTH_DEFAULTS.periodMs : duration('health-period', a['health-period']);
   const timeoutMs = a['health-timeout'] === undefined ? HEALTH_DEFAULTS.timeoutMs : duration('health-timeout', a['health-timeout']);
   if (timeoutMs > periodMs) {
-    throw badFlag('health-timeout', a['health-timeout'] ?? d(timeoutMs), `must be at most --health-period (${d(periodMs)}): one probe at a time`);
+    // Told against the flag the user gave: a short period with the default timeout names the period.
+    if (a['health-timeout'] === undefined) {
+      throw badFlag('health-period', a['health-period'], `must be at least --health-timeout (${d(timeoutMs)}, its default): one probe at a time`);
+    }
+    throw badFlag('health-timeout', a['health-timeout'], `must be at most --health-period (${d(periodMs)}): one probe at a time`);
   }
   const options: ProbeOptions = {
     probe,

@@ -287,7 +287,7 @@ const cases: Case[] = [
   {
     name: 'the default health timeout longer than a short period',
     args: ['sidecar', '--health-exec', 'true', '--health-period', '500ms'],
-    message: /invalid --health-timeout "1s": must be at most --health-period \(500ms\)/,
+    message: /invalid --health-period "500ms": must be at least --health-timeout \(1s, its default\): one probe at a time/,
   },
   {
     name: 'two health sources at once',

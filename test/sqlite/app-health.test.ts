@@ -189,6 +189,7 @@ describe('the app health of real sidecars on one SQLite file', () => {
     const leader = (await (await fetch(`${base}/leader`)).json()) as { standingAside: unknown; isLeader: boolean };
     assert.equal(leader.isLeader, false);
     assert.ok(leader.standingAside !== null, '/leader says it stands aside');
+    assert.equal((await fetch(`${base}/healthz`)).status, 200, 'standing aside, it is alive: liveness must not restart it');
     const stream = await openStream(host, port);
     const events = () => stream.events.map((e) => JSON.parse(e) as { isLeader: boolean; standingAside: { reason: string } | null });
     await waitFor('the stream says it stands aside', () => events()[0]?.standingAside?.reason.startsWith('app '), 10_000);
