@@ -39,13 +39,15 @@ it('ignores variables that are not flags, such as the token handed to a child', 
 
 it("reads only the variables of the command's own flags", () => {
   const env = { LEASEHOLD_IDENTITY: 'x', LEASEHOLD_LISTEN: ':1', LEASEHOLD_STATUS_DIR: '/s', LEASEHOLD_ONCE: 'true', LEASEHOLD_JSON: 'true' };
-  assert.deepEqual(applyEnvFlags(['status'], env, COMMANDS), ['status', '--json=true']);
+  assert.deepEqual(applyEnvFlags(['status'], env, COMMANDS), ['status', '--json=true', '--status-dir=/s']);
   assert.deepEqual(applyEnvFlags(['sidecar'], env, COMMANDS), ['sidecar', '--identity=x', '--status-dir=/s', '--listen=:1']);
 });
 
 it("inside `leasehold run` (LEASEHOLD_FENCING_TOKEN set) the parent's lease, identity and status dir are not flags", () => {
   const env = { LEASEHOLD_FENCING_TOKEN: '3', LEASEHOLD_LEASE: 'billing', LEASEHOLD_IDENTITY: 'parent', LEASEHOLD_STATUS_DIR: '/s', LEASEHOLD_DB: '/x.db' };
   assert.deepEqual(applyEnvFlags(['run', '--', 'true'], env, COMMANDS), ['run', '--db=/x.db', '--', 'true']);
+  // `status` writes nothing: there they name the parent's lease and the parent's own candidate.
+  assert.deepEqual(applyEnvFlags(['status'], env, COMMANDS), ['status', '--lease=billing', '--db=/x.db', '--status-dir=/s']);
 });
 
 it('does not look past "--" (those are the child command\'s arguments)', () => {

@@ -10,8 +10,9 @@
  * `leasehold run` hands its command the description of the parent's term:
  * LEASEHOLD_FENCING_TOKEN, LEASEHOLD_LEASE, LEASEHOLD_IDENTITY, LEASEHOLD_STATUS_DIR. A leasehold
  * started inside that command must not campaign as its parent (same lease, same identity: two
- * leaders), so when LEASEHOLD_FENCING_TOKEN is set those three are not read as flags, except
- * LEASEHOLD_LEASE by `status`, which writes nothing: there it names the parent's lease. The
+ * leaders), so when LEASEHOLD_FENCING_TOKEN is set those three are not read as flags, except by
+ * `status`, which writes nothing: there LEASEHOLD_LEASE names the parent's lease and
+ * LEASEHOLD_STATUS_DIR the parent's candidate. The
  * parent also strips its own LEASEHOLD_<FLAG> configuration from the command's environment
  * (childEnvironment), so nothing else of its campaign is inherited either.
  */

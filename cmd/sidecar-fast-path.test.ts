@@ -56,6 +56,12 @@ const ACCEPTED: Case[] = [
   { argv: ['sidecar', ...ID, '--listen=[::1]:0', '--db=a=b.db'] },
   { argv: ['sidecar', ...ID, '--drain-timeout', '3s'] },
   { argv: ['sidecar', ...ID], env: { LEASEHOLD_DRAIN_TIMEOUT: '500ms', LEASEHOLD_RENEW_DEADLINE: '8s' } },
+  // The app's health: each source, every setting, and their variables.
+  { argv: ['sidecar', ...ID, '--health-http', 'http://127.0.0.1:8080/healthz?full=1'] },
+  { argv: ['sidecar', ...ID, '--health-tcp=5432', '--health-period', '5s', '--health-timeout', '500ms', '--health-initial-delay', '2s'] },
+  { argv: ['sidecar', ...ID, '--health-tcp', '[::1]:5432', '--health-failure-threshold', '5', '--health-success-threshold=2', '--health-hold-down', '0s'] },
+  { argv: ['sidecar', ...ID, '--health-exec', 'pg_isready -h 127.0.0.1 && test -f /tmp/ok'] },
+  { argv: ['sidecar', ...ID], env: { LEASEHOLD_HEALTH_TCP: 'db.local:5432', LEASEHOLD_HEALTH_HOLD_DOWN: '1m' } },
   // LEASEHOLD_<FLAG>: read for the sidecar's own flags; the command line wins.
   { argv: ['sidecar'], env: { LEASEHOLD_IDENTITY: 'env-id', LEASEHOLD_LEASE_DURATION: '20s', LEASEHOLD_POD_LABEL: 'false', LEASEHOLD_LISTEN: 'off' } },
   { argv: ['sidecar', '--lease', 'flag'], env: { LEASEHOLD_LEASE: 'env', LEASEHOLD_IDENTITY: 'env-id', LEASEHOLD_RELEASE_ON_EXIT: 'false' } },
@@ -103,6 +109,13 @@ const DECLINED: Case[] = [
   { argv: ['sidecar', ...ID, '--log-format', 'xml'] },
   { argv: ['sidecar', ...ID, '--pod-label'] },
   { argv: ['sidecar', ...ID, '--status-dir', '/proc/leasehold'] },
+  { argv: ['sidecar', ...ID, '--health-http', 'https://127.0.0.1/'] },
+  { argv: ['sidecar', ...ID, '--health-tcp', '8080', '--health-exec', 'true'] },
+  { argv: ['sidecar', ...ID, '--health-tcp', '0'] },
+  { argv: ['sidecar', ...ID, '--health-tcp', '80', '--health-failure-threshold', '0'] },
+  { argv: ['sidecar', ...ID, '--health-tcp', '80', '--health-period', '1s', '--health-timeout', '2s'] },
+  { argv: ['sidecar', ...ID, '--health-period', '1s'] },
+  { argv: ['sidecar', ...ID], env: { LEASEHOLD_HEALTH_HTTP: 'ftp://x/' } },
   { argv: ['sidecar', ...ID], env: { LEASEHOLD_POD_LABEL: 'yes' } },
   { argv: ['sidecar', ...ID], env: { LEASEHOLD_LEASE_DURATION: 'soon' } },
   { argv: ['sidecar', ...ID], env: { LEASEHOLD_LEASE: '"quoted"' } },
@@ -160,6 +173,8 @@ const RUN_ACCEPTED: Case[] = [
   { argv: ['run', ...ID, '--', 'echo', '1.10', '0x10', '1e3', '-0', '', ' a '] },
   { argv: ['run', '--', 'true'], env: { LEASEHOLD_IDENTITY: 'env-id', LEASEHOLD_ONCE: 'true', LEASEHOLD_TRY: '5s', LEASEHOLD_JSON: 'x' } },
   { argv: ['run', ...ID, '--', 'true'], env: { LEASEHOLD_FENCING_TOKEN: '4', LEASEHOLD_LEASE: 'parent', LEASEHOLD_DB: join(dir, 'r.db') } },
+  { argv: ['run', ...ID, '--health-tcp', '127.0.0.1:6379', '--health-period=2s', '--', 'true'] },
+  { argv: ['run', ...ID, '--', 'true'], env: { LEASEHOLD_HEALTH_EXEC: 'test -f /tmp/ok', LEASEHOLD_HEALTH_FAILURE_THRESHOLD: '2' } },
 ];
 const RUN_DECLINED: Case[] = [
   { argv: ['run', ...ID] },
@@ -174,6 +189,7 @@ const RUN_DECLINED: Case[] = [
   { argv: ['run', ...ID, '--', 'true'], env: { LEASEHOLD_ONCE: 'yes' } },
   { argv: ['run', ...ID, '--drain-timeout', '1s', '--', 'true'] },
   { argv: ['run', ...ID, '--give-up-after', '2.5', '--', 'true'] },
+  { argv: ['run', ...ID, '--health-tcp', '99999', '--', 'true'] },
 ];
 
 describe('the run fast path and the yargs path agree', () => {

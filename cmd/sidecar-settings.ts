@@ -10,6 +10,7 @@ import { checkStatusDir } from '../src/sidecar/status-publisher.js';
 import { parseListen } from '../src/sidecar/http-server.js';
 import { isReadyWhen } from '../src/sidecar/health.js';
 import { ELECTION_OPTIONS, resolveElection } from './election-flags.js';
+import { HEALTH_OPTIONS, resolveHealth } from './health-flags.js';
 import type { OptionTable } from './option-table.js';
 import type { FlagsOf } from './env-flags.js';
 import { badFlag } from './usage-error.js';
@@ -50,6 +51,7 @@ export const SIDECAR_OPTIONS = {
     default: false,
     describe: 'kubernetes: keep leasehold.io/role=leader|follower on this pod (the pod named by --identity)',
   },
+  ...HEALTH_OPTIONS,
 } as const satisfies OptionTable;
 
 /** `sidecar`'s own flags, after the shared ones: `run` has none of them (its command exiting is its drain). */
@@ -106,10 +108,11 @@ export function resolveSidecar(a: CandidateArgs) {
   if (a['pod-label'] && election.store.backend !== 'kubernetes') {
     throw badFlag('pod-label', true, 'needs --backend kubernetes (it labels the pod named by --identity)');
   }
+  const health = resolveHealth(a);
   if (a['status-dir'] !== undefined) checkStatusDir(a['status-dir']);
   // The --db file's checks (an SQLite file, on a local filesystem) run once, as the store opens:
   // before anything is written.
-  return { ...election, listen, statusDir: a['status-dir'], readyWhen, podLabel: a['pod-label'] };
+  return { ...election, listen, statusDir: a['status-dir'], readyWhen, podLabel: a['pod-label'], health };
 }
 
 /** A --listen host that does not resolve is bad input: found before anything is written. */

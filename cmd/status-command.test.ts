@@ -2,6 +2,9 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MemoryLeaseStore } from '../src/testing/memory-store.js';
 import { formatReport, readReport } from './status-command.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const now = new Date('2026-12-02T09:00:00.000Z');
 
@@ -30,4 +33,26 @@ it('the text report escapes bidi and zero-width format characters, which reorder
   const text = formatReport({ lease: 'x', backend: 'sqlite', location: 'l.db', found: true, state: 'held', holder, fencingToken: 1 }, now);
   assert.ok(!/\p{Cf}/u.test(text), JSON.stringify(text));
   assert.match(text, /^holder {3}evil\\u202egnp\.exe\\u2066x\\u2069\\u200b\\u200f\\ufeff\\u\{e0041\}$/m);
+});
+
+it("--status-dir: the candidate's standing-aside reason is escaped for a terminal, and a foreign file is an error line", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'leasehold-candidate-'));
+  try {
+    const store = new MemoryLeaseStore();
+    store.put('x', { holderIdentity: 'peer', leaseDurationSeconds: 15, acquireTime: now, renewTime: now, leaseTransitions: 3 });
+    const reason = 'app unhealthy: GET http://127.0.0.1:8080/healthz: status 503: \u001b[2Jstate    released\u202e';
+    writeFileSync(join(dir, 'status.json'), JSON.stringify({ identity: 'me', isLeader: false, standingAside: { reason, since: '2026-12-02T08:59:00.000Z' } }));
+    const report = await readReport(store, 'x', now, dir);
+    assert.deepEqual(report.candidate, { statusDir: dir, identity: 'me', isLeader: false, standingAside: { reason, since: '2026-12-02T08:59:00.000Z' } });
+    const text = formatReport(report, now);
+    assert.ok(!text.includes('\u001b') && !text.includes('\u202e'), text);
+    assert.equal(text.match(/^state/gm)?.length, 1);
+    assert.match(text, /^sidecar {2}me: standing aside since 2026-12-02T08:59:00\.000Z: app unhealthy: .*status 503: \\u001b\[2Jstate {4}released\\u202e$/m);
+    writeFileSync(join(dir, 'status.json'), JSON.stringify({ identity: 'me', isLeader: false, standingAside: 'x' }));
+    assert.match(formatReport(await readReport(store, 'x', now, dir), now), /^sidecar {2}cannot read .*status\.json: not a status file of leasehold$/m);
+    writeFileSync(join(dir, 'status.json'), JSON.stringify({ identity: 'me', isLeader: true, standingAside: null }));
+    assert.match(formatReport(await readReport(store, 'x', now, dir), now), /^sidecar {2}me: leader$/m);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -5,17 +5,24 @@ import { BackendUnavailableError, describeError, isLeaseholdError } from '../src
 import { formatDuration } from '../src/config/duration.js';
 import { resolveStore, storeFlags } from './election-flags.js';
 import type { FlagsOf } from './env-flags.js';
-import { escapeForTerminal } from '../src/util/escape-control.js';
+import { escapeForTerminal, jsonForTerminal } from '../src/util/escape-control.js';
 import { watchLease } from './status-watch.js';
+import { formatCandidate, readCandidate, type CandidateView } from './status-candidate.js';
 
 export type StatusArgs = FlagsOf<typeof statusFlags>;
 
 export function statusFlags<T>(y: Argv<T>) {
-  return storeFlags(y).option('json', { type: 'boolean', default: false, describe: 'Print one JSON object (for scripts)' }).option('watch', {
-    type: 'boolean',
-    default: false,
-    describe: 'Print one line per change of holder, token or state until interrupted (JSON lines with --json)',
-  });
+  return storeFlags(y)
+    .option('json', { type: 'boolean', default: false, describe: 'Print one JSON object (for scripts)' })
+    .option('watch', {
+      type: 'boolean',
+      default: false,
+      describe: 'Print one line per change of holder, token or state until interrupted (JSON lines with --json)',
+    })
+    .option('status-dir', {
+      type: 'string',
+      describe: "Also show the candidate whose sidecar writes this status directory: leader, campaigning, or standing aside (its app's health) and why",
+    });
 }
 
 export interface LeaseReport {
@@ -32,6 +39,8 @@ export interface LeaseReport {
   renewedAt?: string | null;
   /** renewedAt + leaseDurationSeconds: an estimate on this machine's wall clock. */
   expiresAt?: string | null;
+  /** With --status-dir: that candidate, as its sidecar sees itself. */
+  candidate?: CandidateView;
 }
 
 /** The exit status when the store did not answer within its bound (an unreachable server, a locked table). */
@@ -72,9 +81,9 @@ async function readAndPrint(a: StatusArgs, settings: StoreSettings, lease: strin
   const log = { debug() {}, info() {}, warn: notice, error: notice };
   const store = await openStore({ ...settings, readonly: true, log });
   try {
-    if (a.watch) return await watchUntilSignal(store, lease, a.json);
-    const report = await readReport(store, lease, new Date());
-    process.stdout.write(a.json ? JSON.stringify(report) + '\n' : formatReport(report, new Date()));
+    if (a.watch) return await watchUntilSignal(store, lease, a.json, a['status-dir']);
+    const report = await readReport(store, lease, new Date(), a['status-dir']);
+    process.stdout.write(a.json ? jsonForTerminal(report) + '\n' : formatReport(report, new Date()));
     return report.found ? 0 : 1;
   } finally {
     await store.close();
@@ -82,21 +91,21 @@ async function readAndPrint(a: StatusArgs, settings: StoreSettings, lease: strin
 }
 
 /** `--watch`: until SIGINT, SIGTERM or SIGHUP, then exit 0. */
-async function watchUntilSignal(store: LeaseStore, lease: string, json: boolean): Promise<number> {
+async function watchUntilSignal(store: LeaseStore, lease: string, json: boolean, statusDir: string | undefined): Promise<number> {
   const stop = new AbortController();
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
   const onSignal = () => stop.abort();
   for (const s of signals) process.once(s, onSignal);
   try {
-    await watchLease(store, lease, { json, write: (line) => process.stdout.write(line), signal: stop.signal });
+    await watchLease(store, lease, { json, write: (line) => process.stdout.write(line), signal: stop.signal, statusDir });
   } finally {
     for (const s of signals) process.off(s, onSignal);
   }
   return 0;
 }
 
-export async function readReport(store: LeaseStore, lease: string, now: Date): Promise<LeaseReport> {
-  const base = { lease, backend: store.backend, location: store.location };
+export async function readReport(store: LeaseStore, lease: string, now: Date, statusDir?: string): Promise<LeaseReport> {
+  const base = { lease, backend: store.backend, location: store.location, ...(statusDir === undefined ? {} : { candidate: readCandidate(statusDir) }) };
   // Bounded on our side too, for a server that accepts the request and never answers.
   const bound = new AbortController();
   const timer = setTimeout(
@@ -124,7 +133,10 @@ export async function readReport(store: LeaseStore, lease: string, now: Date): P
 }
 
 export function formatReport(r: LeaseReport, now: Date): string {
-  if (!r.found) return `lease ${r.lease} not found in ${r.backend} store ${r.location}\n`;
+  if (!r.found) {
+    const candidate = r.candidate ? `sidecar  ${formatCandidate(r.candidate)}\n` : '';
+    return `lease ${r.lease} not found in ${r.backend} store ${r.location}\n${candidate}`;
+  }
   const rel = (iso: string | null | undefined) => {
     if (!iso) return '-';
     const d = new Date(iso).getTime() - now.getTime();
@@ -140,6 +152,7 @@ export function formatReport(r: LeaseReport, now: Date): string {
     ['acquired', rel(r.acquiredAt)],
     ['renewed', rel(r.renewedAt)],
     ['expires', r.state === 'released' || !r.expiresAt ? '-' : `${rel(r.expiresAt)}, by this machine's clock`],
+    ...(r.candidate ? [['sidecar', formatCandidate(r.candidate)] as [string, string]] : []),
   ];
   return rows.map(([k, v]) => `${k.padEnd(9)}${v}`).join('\n') + '\n';
 }

@@ -21,3 +21,19 @@ it('a renewal (a later expiry alone) is no change; a new holder, token or state 
     '2026-12-02T09:00:00.000Z  absent    lease x not found in sqlite store l.db\n',
   );
 });
+
+it('--status-dir: the candidate standing aside, campaigning again or leading is a change, shown escaped', () => {
+  const candidate = { statusDir: '/s', identity: 'me', isLeader: false, standingAside: null };
+  const k = changeKey({ ...base, candidate });
+  const aside = { reason: 'app unhealthy: status 503: \u001b[2J', since: '2026-12-02T08:59:00.000Z' };
+  const changed = [
+    { ...candidate, standingAside: aside },
+    { ...candidate, isLeader: true },
+    { statusDir: '/s', error: 'cannot read /s/status.json: ENOENT' },
+  ];
+  for (const c of changed) assert.notEqual(changeKey({ ...base, candidate: c }), k, JSON.stringify(c));
+  assert.equal(
+    formatWatchLine({ ...base, expiresAt: '2026-12-02T09:00:15.000Z', candidate: { ...candidate, standingAside: aside } }, at),
+    '2026-12-02T09:00:00.000Z  held      holder a  token 3  expires 2026-12-02T09:00:15.000Z  sidecar me: standing aside since 2026-12-02T08:59:00.000Z: app unhealthy: status 503: \\u001b[2J\n',
+  );
+});

@@ -1,22 +1,26 @@
 import type { LeaseStore } from '../src/backends/lease-store.js';
 import { describeError } from '../src/errors.js';
-import { escapeForTerminal } from '../src/util/escape-control.js';
+import { escapeForTerminal, jsonForTerminal } from '../src/util/escape-control.js';
 import { readReport, type LeaseReport } from './status-command.js';
+import { formatCandidate } from './status-candidate.js';
 
 /** A re-read this often catches what a watch event can miss (events are hints) and what no write marks: an expiry. */
 export const WATCH_REREAD_MS = 1_000;
 
 /** What makes a new line: a renewal alone (a later expiresAt, same holder and token) does not. */
 export function changeKey(r: LeaseReport): string {
-  return JSON.stringify([r.found, r.state, r.holder, r.fencingToken]);
+  const c = r.candidate;
+  const candidate = c && !('error' in c) ? [c.isLeader, c.standingAside?.reason ?? null] : (c?.error ?? null);
+  return JSON.stringify([r.found, r.state, r.holder, r.fencingToken, candidate]);
 }
 
 /** One line per change: the time seen, then state, holder, token and expiry. */
 export function formatWatchLine(r: LeaseReport, at: Date): string {
-  if (!r.found) return `${at.toISOString()}  absent    lease ${r.lease} not found in ${r.backend} store ${r.location}\n`;
+  const candidate = r.candidate ? `  sidecar ${formatCandidate(r.candidate)}` : '';
+  if (!r.found) return `${at.toISOString()}  absent    lease ${r.lease} not found in ${r.backend} store ${r.location}${candidate}\n`;
   const holder = r.holder === '' ? '(none)' : escapeForTerminal(r.holder ?? '-');
   const expires = r.state === 'released' ? '-' : (r.expiresAt ?? '-');
-  return `${at.toISOString()}  ${(r.state ?? '-').padEnd(8)}  holder ${holder}  token ${r.fencingToken}  expires ${expires}\n`;
+  return `${at.toISOString()}  ${(r.state ?? '-').padEnd(8)}  holder ${holder}  token ${r.fencingToken}  expires ${expires}${candidate}\n`;
 }
 
 export interface WatchOptions {
@@ -24,6 +28,8 @@ export interface WatchOptions {
   write: (line: string) => void;
   /** Ends the watch (SIGINT, SIGTERM). */
   signal: AbortSignal;
+  /** --status-dir: the candidate to show with the lease; a change of its state makes a line too. */
+  statusDir?: string;
 }
 
 /**
@@ -50,12 +56,12 @@ export async function watchLease(store: LeaseStore, lease: string, o: WatchOptio
         dirty = false;
         try {
           const now = new Date();
-          const r = await readReport(store, lease, now);
+          const r = await readReport(store, lease, now, o.statusDir);
           lastError = null;
           const key = changeKey(r);
           if (key !== lastKey && !o.signal.aborted) {
             lastKey = key;
-            o.write(o.json ? JSON.stringify({ observedAt: now.toISOString(), ...r }) + '\n' : formatWatchLine(r, now));
+            o.write(o.json ? jsonForTerminal({ observedAt: now.toISOString(), ...r }) + '\n' : formatWatchLine(r, now));
           }
           // Wake right after the expiry this machine's clock expects, so "expired" shows on time.
           const untilExpiry = r.state === 'held' && r.expiresAt ? Date.parse(r.expiresAt) - now.getTime() + 1 : Infinity;

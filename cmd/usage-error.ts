@@ -22,6 +22,7 @@ const FLAG_OF: Record<string, string> = {
   postgresTable: 'postgres-table',
   postgresUrl: 'postgres-url',
   kubeconfig: 'kubeconfig',
+  healthHttp: 'health-http',
 };
 
 /** Library settings a message may advise, and the flag that sets each on the command line. */

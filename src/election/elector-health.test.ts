@@ -275,4 +275,36 @@ describe('the elector and the app health', () => {
     assert.equal(w.holder(), 'a', 'healthy for the hold-down: it leads again');
     await w.stopAll();
   });
+
+  it('logs one warn line when it starts standing aside and one info line when it campaigns again', async () => {
+    const w = world();
+    w.shared.put(LEASE, RELEASED);
+    const health = new ManualHealth({ failureThreshold: 2, successThreshold: 1, holdDownMs: 5_000 }, w.clock);
+    const lines: string[] = [];
+    const log = {
+      debug: () => {},
+      info: (m: string) => void lines.push(`info ${m}`),
+      warn: (m: string, f?: Record<string, unknown>) => void lines.push(`warn ${m}: ${String(f?.reason)}`),
+      error: () => {},
+    };
+    w.add('a', health, { log });
+    const ours = () => lines.filter((l) => /standing aside|eligible/.test(l));
+    health.healthy();
+    await w.clock.advance(100);
+    assert.deepEqual(ours(), ['info the app is eligible: campaigning']);
+    health.unhealthy('status 503');
+    health.unhealthy('status 503');
+    await w.clock.advance(100);
+    // Unhealthy, then healthy but held down, then held down again by a failure: one line.
+    health.healthy();
+    health.unhealthy('status 503');
+    health.healthy();
+    await w.clock.advance(5_100);
+    assert.deepEqual(ours(), [
+      'info the app is eligible: campaigning',
+      'warn standing aside: app unhealthy: status 503',
+      'info the app is eligible: campaigning',
+    ]);
+    await w.stopAll();
+  });
 });

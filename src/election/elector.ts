@@ -194,6 +194,8 @@ export class LeaderElector {
   private readonly schedule: AttemptSchedule;
   private readonly eligibility: Eligibility | null;
   private readonly drainBeforeRelease: (() => Promise<boolean>) | null;
+  /** Whether the last eligibility change left this candidate standing aside (for the logs); null before the first. */
+  private wasAside: boolean | null = null;
 
   /** Non-null exactly while this candidate leads. */
   private term: Term | null = null;
@@ -491,10 +493,18 @@ export class LeaderElector {
     }
   }
 
+  /**
+   * One warn line when the candidate starts standing aside (the first verdict included), one
+   * info line when it campaigns; a change of reason in between (unhealthy, then held down) is
+   * only a debug line.
+   */
   private eligibilityChanged(): void {
     const aside = this.standingAside();
-    if (aside) this.log.warn('standing aside', { reason: aside.reason, since: aside.since.toISOString() });
-    else this.log.info('the app is eligible: campaigning');
+    const was = this.wasAside;
+    this.wasAside = aside !== null;
+    if (aside && was !== true) this.log.warn('standing aside', { reason: aside.reason, since: aside.since.toISOString() });
+    else if (aside) this.log.debug('still standing aside', { reason: aside.reason, since: aside.since.toISOString() });
+    else if (!aside && was !== false) this.log.info('the app is eligible: campaigning');
     this.schedule.wakeUp();
   }
 

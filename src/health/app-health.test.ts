@@ -87,4 +87,13 @@ describe('AppHealth: a probe run on the clock', () => {
     assert.equal(m.aborted[0], true);
     assert.deepEqual(m.results, []);
   });
+
+  it('stop() leaves no timer, not even a hold-down under way: a stopped process can exit', async () => {
+    const m = monitor([healthy(), unhealthy('down'), healthy()], { failureThreshold: 1, holdDownMs: 60_000 });
+    m.health.start();
+    await m.clock.advance(2_500);
+    assert.match(m.health.standAside()!.reason, /^app healthy again, held down until /);
+    m.health.stop();
+    assert.equal(m.clock.pendingTimers(), 0);
+  });
 });

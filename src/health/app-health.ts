@@ -58,12 +58,13 @@ export class AppHealth implements Eligibility {
     this.schedule(this.settings.initialDelayMs, this.running.signal);
   }
 
-  /** Stops probing: the probe in flight is cancelled, its result dropped. */
+  /** Stops probing: the probe in flight is cancelled, its result dropped; no timer is left. */
   stop(): void {
     this.running?.abort();
     this.running = null;
     this.timer?.cancel();
     this.timer = null;
+    this.counter.cancelTimers();
   }
 
   eligible(): boolean {

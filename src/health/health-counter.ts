@@ -95,6 +95,14 @@ export class HealthCounter implements Eligibility {
     return () => void this.listeners.delete(onChange);
   }
 
+  /**
+   * Cancels the hold-down timer, which would otherwise keep a stopped process alive until it
+   * ends; a hold-down under way starts over at the next success.
+   */
+  cancelTimers(): void {
+    this.stopRun();
+  }
+
   /** Cancels the hold-down timer; nothing is heard after. */
   close(): void {
     this.stopRun();

@@ -15,6 +15,7 @@ const status = (over: Partial<LeaderStatus> = {}): LeaderStatus => ({
   acquiredAt: '2026-12-02T09:00:00.000Z',
   renewedAt: '2026-12-02T09:00:00.000Z',
   validUntil: '2026-12-02T09:00:10.000Z',
+  standingAside: null,
   updatedAt: '2026-12-02T09:00:00.000Z',
   ...over,
 });

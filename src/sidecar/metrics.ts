@@ -19,6 +19,8 @@ export class ElectionMetrics {
   readonly takeover: Histogram<'lease'>;
   readonly streamsOpen: Gauge;
   readonly streamsEnded: Counter<'reason'>;
+  readonly appEligible: Gauge<'name'>;
+  readonly healthStepDowns: Counter<'name'>;
 
   constructor() {
     const registers = [this.registry];
@@ -87,6 +89,18 @@ export class ElectionMetrics {
       name: 'leasehold_http_streams_rejected_total',
       help: 'Streams of /leader refused (reason="limit": too many open) or closed for not reading (reason="slow").',
       labelNames: ['reason'],
+      registers,
+    });
+    this.appEligible = new Gauge({
+      name: 'leasehold_app_eligible',
+      help: "1 while the app's health lets this candidate campaign, else 0; present only with a health source.",
+      labelNames: ['name'],
+      registers,
+    });
+    this.healthStepDowns = new Counter({
+      name: 'leasehold_health_step_downs_total',
+      help: "Times this candidate stepped down as leader because its app's health failed.",
+      labelNames: ['name'],
       registers,
     });
     // The event-loop lag monitor samples every 100 ms instead of prom-client's 10 ms: a

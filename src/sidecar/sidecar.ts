@@ -14,6 +14,9 @@ import { Readiness, liveness, withStoreProblem, type ReadyWhen } from './health.
 import type { PodLabeler } from './pod-labeler.js';
 import { AppDrain } from './app-drain.js';
 import type { Eligibility } from '../health/eligibility.js';
+import { AppHealth } from '../health/app-health.js';
+import type { ProbeOptions } from '../health/health-settings.js';
+import { allEligible } from '../health/all-eligible.js';
 
 /** The elector's reason for a step-down when no renewal succeeded within renewDeadline. */
 const RENEW_DEADLINE_REASON = 'no successful renewal within renewDeadline';
@@ -52,6 +55,8 @@ export interface SidecarOptions extends Timings {
   drainTimeoutMs?: number;
   /** See ElectorOptions.eligibility (`leasehold run --give-up-after` stands back through it). */
   eligibility?: Eligibility;
+  /** The app's health (docs/health.md): while it is not eligible, this candidate stands aside. None: always campaigns. */
+  health?: ProbeOptions;
 }
 
 /**
@@ -68,6 +73,7 @@ export class Sidecar {
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly drain: AppDrain;
+  private readonly appHealth: AppHealth | null;
 
   constructor(private readonly opts: SidecarOptions) {
     this.clock = opts.clock ?? realClock;
@@ -75,6 +81,7 @@ export class Sidecar {
     this.readiness = new Readiness(opts.readyWhen ?? 'leader');
     this.publisher = opts.statusDir === undefined ? null : new StatusPublisher(opts.statusDir);
     this.drain = new AppDrain(this.clock);
+    this.appHealth = opts.health === undefined ? null : new AppHealth(opts.health, { clock: this.clock });
     const name = opts.lease;
     const m = this.metrics;
     const extra = opts.listener ?? {};
@@ -87,6 +94,12 @@ export class Sidecar {
     m.takeover.zero({ lease: name });
     m.streamsEnded.inc({ reason: 'limit' }, 0);
     m.streamsEnded.inc({ reason: 'slow' }, 0);
+    // Only with a health source: an alert on "every candidate not eligible" must not count the
+    // candidates that have none.
+    if (this.appHealth) {
+      m.appEligible.set({ name }, 0);
+      m.healthStepDowns.inc({ name }, 0);
+    }
     const listener: ElectorListener = {
       onStartedLeading: (term) => {
         m.masterStatus.set({ name }, 1);
@@ -107,6 +120,8 @@ export class Sidecar {
         // A renewal still unanswered at renewDeadline failed too, though no error came back
         // before the step-down: counted, so the renewal alert sees a store that hangs.
         if (reason.startsWith(RENEW_DEADLINE_REASON)) m.renewFailures.inc({ lease: name });
+        // The elector steps down for the app's health with the standing-aside reason itself.
+        if (this.appHealth && this.elector.snapshot().standingAside?.reason === reason) m.healthStepDowns.inc({ name });
         m.masterStatus.set({ name }, 0);
         m.validUntil.set({ lease: name }, 0);
         m.leadershipChanges.inc({ lease: name, event: 'lost' });
@@ -137,6 +152,7 @@ export class Sidecar {
       releaseOnCancel: opts.releaseOnCancel ?? true,
       releaseGate: () => this.readyToRelease(),
       ...((opts.drainTimeoutMs ?? 0) > 0 ? { drainBeforeRelease: () => this.drainApp() } : {}),
+      eligibility: allEligible([this.appHealth, opts.eligibility].filter((e): e is Eligibility => e != null)),
       listener,
       log: opts.log,
     });
@@ -155,6 +171,12 @@ export class Sidecar {
           },
         })
       : null;
+    // Every change of the app's health reaches the files, /leader and its streams at once: a
+    // standby standing aside has no election event to carry it.
+    this.appHealth?.subscribe(() => {
+      m.appEligible.set({ name }, this.appHealth!.eligible() ? 1 : 0);
+      this.publish();
+    });
   }
 
   /**
@@ -176,7 +198,9 @@ export class Sidecar {
       httpConnections: this.server?.bounds.maxConnections ?? null,
       httpStreams: this.server?.bounds.maxStreams ?? null,
       statusDir: this.opts.statusDir ?? null,
+      health: this.appHealth?.description ?? null,
     });
+    this.appHealth?.start();
     this.elector.start();
     return address;
   }
@@ -184,6 +208,7 @@ export class Sidecar {
   /** Steps down (status files say so first), releases if configured, closes HTTP and the store. */
   async stop(): Promise<void> {
     await this.elector.stop();
+    this.appHealth?.stop();
     this.publish();
     await this.opts.podLabeler?.flush(2_000);
     await this.server?.close();

@@ -48,6 +48,7 @@ describe('StatusPublisher', () => {
       acquiredAt: '2026-12-02T09:00:00.000Z',
       renewedAt: '2026-12-02T09:00:10.000Z',
       validUntil: '2026-12-02T09:00:20.000Z',
+      standingAside: null,
       updatedAt: '2026-12-02T09:00:11.000Z',
     });
     assert.equal(p.publish(toLeaderStatus(snap(), new Date('2026-12-02T09:00:12Z'))), false, 'nothing but updatedAt changed: no write');

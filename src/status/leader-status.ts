@@ -16,5 +16,10 @@ export interface LeaderStatus {
   renewedAt: string | null;
   /** Treat the status as "not leader" once this has passed: the sidecar may be frozen. */
   validUntil: string | null;
+  /**
+   * Why this candidate does not campaign (its app is not healthy, docs/health.md), and since
+   * when (ISO); null while it campaigns, and always without a health source.
+   */
+  standingAside: { reason: string; since: string } | null;
   updatedAt: string;
 }

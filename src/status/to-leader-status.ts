@@ -12,6 +12,7 @@ export function toLeaderStatus(s: ElectorSnapshot, now: Date): LeaderStatus {
     acquiredAt: s.acquiredAt?.toISOString() ?? null,
     renewedAt: s.renewedAt?.toISOString() ?? null,
     validUntil: s.validUntil?.toISOString() ?? null,
+    standingAside: s.standingAside ? { reason: s.standingAside.reason, since: s.standingAside.since.toISOString() } : null,
     updatedAt: now.toISOString(),
   };
 }

@@ -290,6 +290,69 @@ const cases: Case[] = [
     args: ['run', '--once', '--try', '0s', '--', 'true'],
     message: /invalid --try "0s": must be from 1ms/,
   },
+  // The app's health (docs/health.md, "In the sidecar and run"): each rule, on both commands.
+  {
+    name: 'a health URL that is not http://',
+    args: ['sidecar', '--health-http', 'https://127.0.0.1:8080/healthz'],
+    message: /invalid --health-http "https:\/\/127\.0\.0\.1:8080\/healthz": it must be an http:\/\/ URL/,
+  },
+  {
+    name: 'a health URL that is no URL',
+    args: ['run', '--health-http', 'localhost:8080', '--', 'true'],
+    message: /invalid --health-http "localhost:8080": it must be an http:\/\/ URL/,
+  },
+  {
+    name: 'a health failure threshold of 0',
+    args: ['sidecar', '--health-tcp', '8080', '--health-failure-threshold', '0'],
+    message: /invalid --health-failure-threshold "0": must be a whole number from 1 to 1000000/,
+  },
+  {
+    name: 'a health success threshold that is not a whole number',
+    args: ['run', '--health-tcp', '8080', '--health-success-threshold', '1.5', '--', 'true'],
+    message: /invalid --health-success-threshold "1\.5": must be a whole number from 1 to 1000000/,
+  },
+  {
+    name: 'a health timeout longer than its period',
+    args: ['sidecar', '--health-http', 'http://127.0.0.1:8080/', '--health-period', '2s', '--health-timeout', '3s'],
+    message: /invalid --health-timeout "3s": must be at most --health-period \(2s\): one probe at a time/,
+  },
+  {
+    name: 'the default health timeout longer than a short period',
+    args: ['sidecar', '--health-exec', 'true', '--health-period', '500ms'],
+    message: /invalid --health-period "500ms": must be at least --health-timeout \(1s, its default\): one probe at a time/,
+  },
+  {
+    name: 'two health sources at once',
+    args: ['sidecar', '--health-http', 'http://127.0.0.1:8080/', '--health-tcp', '8080'],
+    message: /invalid --health-tcp "8080": give at most one health source: --health-http is given too/,
+  },
+  {
+    name: 'two health sources, one through its variable',
+    args: ['run', '--health-exec', 'true', '--', 'true'],
+    env: { LEASEHOLD_HEALTH_TCP: '5432' },
+    message: /invalid --health-exec "true": give at most one health source: --health-tcp is given too/,
+  },
+  {
+    name: 'a health port out of range',
+    args: ['sidecar', '--health-tcp', '70000'],
+    message: /invalid --health-tcp "70000": must be \[HOST:\]PORT with a port from 1 to 65535/,
+  },
+  {
+    name: 'a health port of 0',
+    args: ['run', '--health-tcp', '127.0.0.1:0', '--', 'true'],
+    message: /invalid --health-tcp "127\.0\.0\.1:0": must be \[HOST:\]PORT/,
+  },
+  {
+    name: 'a health period that is not a duration',
+    args: ['sidecar', '--health-tcp', '80', '--health-period', '10'],
+    message: /invalid --health-period "10": expected a duration/,
+  },
+  {
+    name: 'a health setting without a health source',
+    args: ['sidecar', '--health-hold-down', '0s'],
+    message: /invalid --health-hold-down "0s": needs a health source: --health-http, --health-tcp or --health-exec/,
+  },
+  { name: 'an empty health command', args: ['sidecar', '--health-exec='], message: /invalid --health-exec "": must be non-empty/ },
 ];
 
 describe('bad input: exit 2, one clear line, nothing written', () => {

@@ -57,6 +57,18 @@ describe('what the CLI prints', () => {
     assert.match(run.stdout.replace(/\s+/g, ' '), /leasehold run \[flags\] -- CMD \[ARGS\.\.\.\] Run a command only while leader: wait to be elected/);
   });
 
+  it("sidecar --help and run --help list the app's health flags, with --health-exec's shell and the defaults", async () => {
+    for (const command of ['sidecar', 'run']) {
+      const text = (await runCli([command, '--help'])).stdout.replace(/\s+/g, ' ');
+      for (const flag of ['http', 'tcp', 'exec', 'period', 'timeout', 'initial-delay', 'failure-threshold', 'success-threshold', 'hold-down']) {
+        assert.match(text, new RegExp(`--health-${flag} `), `${command} --health-${flag}`);
+      }
+      assert.match(text, /run this command line with \/bin\/sh -c; healthy on exit 0/);
+      assert.match(text, /\(default 30s; 0s: off\)/);
+    }
+    assert.match((await runCli(['status', '--help'])).stdout, /--status-dir/);
+  });
+
   it('operator --help gives its own exit statuses, not those of status and run', async () => {
     const r = await runCli(['operator', '--help']);
     assert.equal(r.code, 0, r.stderr);

@@ -1,0 +1,58 @@
+/**
+ * `leasehold status --status-dir DIR`: besides the lease in the store, one candidate as its own
+ * sidecar sees itself (its status.json): leading, campaigning, or standing aside and why. The
+ * store holds only the lease; why a candidate stands aside (its app's health) is known only to
+ * that candidate.
+ */
+import { closeSync, openSync, readSync } from 'node:fs';
+import { join } from 'node:path';
+import { describeError } from '../src/errors.js';
+import { escapeForTerminal } from '../src/util/escape-control.js';
+
+/** More than any status.json the sidecar writes; a larger file is not one of its. */
+const MAX_STATUS_BYTES = 64 * 1024;
+
+export type CandidateView =
+  { statusDir: string; identity: string; isLeader: boolean; standingAside: { reason: string; since: string } | null } | { statusDir: string; error: string };
+
+function readBounded(path: string): string {
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.alloc(MAX_STATUS_BYTES + 1);
+    let n = 0;
+    for (let got = -1; got !== 0 && n < buf.length; n += got) got = readSync(fd, buf, n, buf.length - n, null);
+    if (n > MAX_STATUS_BYTES) throw new Error(`larger than ${MAX_STATUS_BYTES} bytes: not a status file of leasehold's`);
+    return buf.toString('utf8', 0, n);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const isString = (v: unknown): v is string => typeof v === 'string';
+
+/** The candidate its status directory describes; an unreadable or foreign file is told as `error`, not thrown. */
+export function readCandidate(statusDir: string): CandidateView {
+  const path = join(statusDir, 'status.json');
+  try {
+    const s = JSON.parse(readBounded(path)) as Record<string, unknown>;
+    const aside = s.standingAside as { reason?: unknown; since?: unknown } | null | undefined;
+    if (!isString(s.identity) || typeof s.isLeader !== 'boolean' || (aside != null && (!isString(aside.reason) || !isString(aside.since)))) {
+      throw new Error('not a status file of leasehold');
+    }
+    return {
+      statusDir,
+      identity: s.identity,
+      isLeader: s.isLeader,
+      standingAside: aside ? { reason: aside.reason as string, since: aside.since as string } : null,
+    };
+  } catch (err) {
+    return { statusDir, error: `cannot read ${path}: ${describeError(err)}` };
+  }
+}
+
+/** One line: `<identity>: leader`, `standby, campaigning`, or `standing aside since <time>: <reason>`; escaped for a terminal. */
+export function formatCandidate(c: CandidateView): string {
+  if ('error' in c) return escapeForTerminal(c.error);
+  const state = c.standingAside ? `standing aside since ${c.standingAside.since}: ${c.standingAside.reason}` : c.isLeader ? 'leader' : 'standby, campaigning';
+  return escapeForTerminal(`${c.identity}: ${state}`);
+}
