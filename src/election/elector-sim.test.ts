@@ -43,3 +43,13 @@ async function simulate(mode: string): Promise<void> {
     ])
       assert.ok(faults[f], `no "${f}" fault was injected`);
 }
+
+describe('restarting versions: a write on the wire when the record is deleted', () => {
+  it('lands on the re-created record as the store allows, and counts as its limit, not the elector’s fault (seed 452)', async () => {
+    // Seed 452: a standby's claim write, sent from a fresh view, is 4.4 s late; meanwhile the
+    // record is deleted, re-created and renewed to the version the write names.
+    const r = await runSimulation(452, undefined, false, { versionsRestart: true });
+    assert.deepEqual(r.violations, []);
+    assert.ok(r.faults['write in flight across a deletion landed (versions restart: store limit)'], JSON.stringify(r.faults));
+  });
+});

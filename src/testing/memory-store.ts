@@ -55,9 +55,13 @@ export class MemoryLeaseStore implements LeaseStore {
     for (const h of this.healthWatchers) h(healthy);
   }
 
+  /** How many records delete() has removed (the simulator tells a write in flight across one). */
+  deletions = 0;
+
   delete(name: string): void {
     const row = this.rows.get(name);
     this.rows.delete(name);
+    if (row) this.deletions++;
     if (row) for (const w of this.watchers) w(this.eventsCarryRecords ? { record: null, deleted: structuredClone(row.record) } : {});
   }
 
