@@ -19,7 +19,10 @@ const RELEASE = 'lh';
 const LEASE = 'lh-leasehold';
 const NS = 'default';
 const LEADER_SERVICE = `${LEASE}-leader`;
-/** The example app's command (values.yaml) ignores SIGTERM; this variant exits on it. */
+/**
+ * The example app (the chart's files/example-app.sh) ignores SIGTERM; this variant exits on it.
+ * As a command of your own it gets no drain (`app.drainTimeout: auto`): it does not post.
+ */
 const APP_EXITING_ON_SIGTERM = [
   'sh',
   '-c',
@@ -157,6 +160,8 @@ describe('the chart on a real node', () => {
         200,
       );
       oldLog.stop();
+      // The example app said its leader work stopped, and the release went out on its word.
+      assert.match(kubectl('logs', old, '-c', 'leasehold'), /"msg":"the app stopped its leader work: releasing"/);
       const newLog = kubectl('logs', next, '-c', 'leasehold');
       assert.ok(
         at(kubectl('logs', old, '-c', 'leasehold'), 'stopped leading') <= at(newLog, 'became leader'),

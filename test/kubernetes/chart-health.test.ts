@@ -146,10 +146,10 @@ describe("the chart's health values", () => {
     for (const c of cases) assert.deepEqual(healthArgs(c.set ?? [], c.json ?? []), c.args, c.name);
   });
 
-  it('drain.timeout becomes --drain-timeout when set, and only then; the flag is refused in extraArgs', () => {
-    const sidecarArgs = (set: string[]) => containers(set).find((c) => c.name === 'leasehold')!.args ?? [];
-    assert.ok(!sidecarArgs([]).some((a) => a.startsWith('--drain-timeout')));
-    assert.ok(sidecarArgs(['drain.timeout=3s']).includes('--drain-timeout=3s'));
+  it("the example Deployment's --drain-timeout is app.drainTimeout's, not drain.timeout's (chart-drain.test.ts: your pods'); the flag is refused in extraArgs", () => {
+    const drainArgs = (set: string[]) => (containers(set).find((c) => c.name === 'leasehold')!.args ?? []).filter((a) => a.startsWith('--drain-timeout'));
+    assert.deepEqual(drainArgs([]), ['--drain-timeout=3s']);
+    assert.deepEqual(drainArgs(['app.drainTimeout=', 'drain.timeout=3s']), []);
     for (const set of ['drain.timeout=3', 'leasehold.extraArgs[0]=--drain-timeout=3s']) {
       const r = helmTemplate([set]);
       assert.notEqual(r.status, 0, `${set} should be refused`);

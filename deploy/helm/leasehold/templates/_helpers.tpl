@@ -59,6 +59,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/*
 The leasehold sidecar container, for this chart's Deployment and for other charts' pods:
   {{- include "leasehold.sidecar" (dict "root" . "native" true) | nindent 8 }}
+Its --drain-timeout is `drain.timeout`, unless the dict has "drainTimeout" (this chart's
+Deployment gives the example app's, which posts its stop).
 Pods that include it need the "leader" emptyDir volume ({{ include "leasehold.volume" . }}),
 a ServiceAccount bound to this chart's Role, and the app container mounting /leader.
 */}}
@@ -90,7 +92,9 @@ a ServiceAccount bound to this chart's Role, and the app container mounting /lea
     {{- with include "leasehold.healthArgs" $root }}
     {{- . | nindent 4 }}
     {{- end }}
-    {{- with $root.Values.drain.timeout }}
+    {{- $own := hasKey . "drainTimeout" }}
+    {{- with ternary .drainTimeout $root.Values.drain.timeout $own }}
+    {{- include "leasehold.checkDrain" (dict "root" $root "name" (ternary "app.drainTimeout" "drain.timeout" $own) "value" .) }}
     - --drain-timeout={{ . }}
     {{- end }}
     {{- range $v.extraArgs }}
@@ -336,5 +340,47 @@ not: one probe in flight at a time) is cut to the period.
 - --health-initial-delay={{ $t.initialDelaySeconds }}s
 - --health-failure-threshold={{ $t.failureThreshold }}
 - --health-success-threshold={{ $t.successThreshold }}
+{{- end -}}
+{{- end }}
+
+{{/*
+The example Deployment's --drain-timeout, from `app.drainTimeout`: "auto" is, for the example app
+(no `app.command`), the longest the timings allow (renewDeadline/2 − retryPeriod, as the sidecar
+counts it; none when that is under 1ms), and none for your own command, which may not post;
+"" is none; else the value as given.
+*/}}
+{{- define "leasehold.exampleDrainTimeout" -}}
+{{- $d := toString .Values.app.drainTimeout -}}
+{{- if and (eq $d "auto") (not .Values.app.command) -}}
+{{- $max := include "leasehold.maxDrainMs" . | atoi -}}
+{{- if ge $max 1 }}{{ include "leasehold.showMs" $max }}{{ end -}}
+{{- else -}}
+{{- if ne $d "auto" }}{{ $d }}{{ end -}}
+{{- end -}}
+{{- end }}
+
+{{/* renewDeadline/2 − retryPeriod in milliseconds (src/sidecar/app-drain.ts, maxDrainMs); may be negative. */}}
+{{- define "leasehold.maxDrainMs" -}}
+{{- $v := .Values.leasehold -}}
+{{- $renew := include "leasehold.milliseconds" (dict "name" "leasehold.renewDeadline" "value" $v.renewDeadline) | atoi -}}
+{{- $retry := include "leasehold.milliseconds" (dict "name" "leasehold.retryPeriod" "value" $v.retryPeriod) | atoi -}}
+{{- sub (div $renew 2) $retry -}}
+{{- end }}
+
+{{/*
+Refuses, at template time, a drain timeout the sidecar would refuse at start (longer than
+renewDeadline/2 − retryPeriod): without this every pod's sidecar exits 2 in a crash loop.
+  include "leasehold.checkDrain" (dict "root" $root "name" "drain.timeout" "value" "2s")
+*/}}
+{{- define "leasehold.checkDrain" -}}
+{{- $text := toString .value -}}
+{{- /* All zeros is the sidecar's "off": nothing to check. */ -}}
+{{- if regexMatch "[1-9]" $text -}}
+{{- $ms := include "leasehold.milliseconds" (dict "name" .name "value" $text) | atoi -}}
+{{- $max := include "leasehold.maxDrainMs" .root | atoi -}}
+{{- if gt $ms $max -}}
+{{- $shown := ternary (include "leasehold.showMs" (max $max 1)) (printf "%dms, so none fits" $max) (ge $max 1) -}}
+{{- fail (printf "%s %q must be at most leasehold.renewDeadline/2 − leasehold.retryPeriod (%s): the release must still be sent before the renew deadline; raise leasehold.renewDeadline for a longer drain" .name $text $shown) -}}
+{{- end -}}
 {{- end -}}
 {{- end }}

@@ -1,0 +1,50 @@
+# The chart's example app (busybox sh). It serves the status directory over HTTP, follows
+# leadership on the sidecar's /leader stream, and does its "leader work" only while it leads.
+# When it stops that work it tells the sidecar (POST /leader/stopped?token=N), which then
+# releases the lease (docs/drain.md): the next leader's app starts only after this one stopped.
+# Like any sh run as a container's first process it ignores SIGTERM: on a pod's deletion it
+# keeps following the stream until "not leader", so it can still say its work stopped.
+sidecar=${SIDECAR_URL:-http://127.0.0.1:4040}
+dir=${STATUS_DIR:-/leader}
+port=${HTTP_PORT:-8080}
+
+httpd -f -p "$port" -h "$dir" &
+
+token=''
+start_work() {
+  token=$1
+  echo "app: leader work started (token $token)"
+}
+stop_work() {
+  [ -n "$token" ] || return 0
+  echo "app: leader work stopped (token $token)"
+  # Best effort: with the sidecar gone there is no release to wait for us.
+  wget -q -O /dev/null --post-data '' "$sidecar/leader/stopped?token=$token" ||
+    echo "app: could not tell the sidecar that token $token stopped"
+  token=''
+}
+
+# Reads the stream's events: one "data:" line of JSON per change. The match on "isLeader":true
+# cannot be fooled by the holder's name, whose quotes the JSON escapes.
+follow() {
+  while IFS= read -r line; do
+    case $line in
+      'data: '*'"isLeader":true'*)
+        t=${line#*'"fencingToken":'}
+        t=${t%%[!0-9]*}
+        if [ "$t" != "$token" ]; then
+          stop_work
+          start_work "$t"
+        fi
+        ;;
+      'data: '*) stop_work ;;
+    esac
+  done
+  # The stream ended (the sidecar stopped or restarted): this app no longer knows it leads.
+  stop_work
+}
+
+while true; do
+  wget -q -O - "$sidecar/leader?watch=1" 2>/dev/null | follow
+  sleep 1
+done
