@@ -120,7 +120,7 @@ describe('leasehold run -- CMD', () => {
     const first = await waitFor('the first command', () => current(work), 20_000);
     const store = new SqliteLeaseStore(db);
     // The leader renews between our read and our write now and then (a conflict): read again.
-    const { stolen, v } = await waitFor(
+    const { stolen } = await waitFor(
       'the intruder to take the lease',
       async () => {
         const got = (await store.get('run-regrace'))!;
@@ -136,8 +136,25 @@ describe('leasehold run -- CMD', () => {
       10,
     );
     await waitFor('the step-down', () => p.stderr().includes('"stopped leading"'), 10_000, 10);
-    // The intruder releases at once: leasehold takes the lease again while the ignored SIGTERM's grace runs.
-    await store.update('run-regrace', { ...stolen, holderIdentity: '', leaseDurationSeconds: 1, renewTime: new Date() }, v);
+    // The intruder releases at once: leasehold takes the lease again while the ignored SIGTERM's
+    // grace runs. The standby may have written its successor claim since the steal (a conflict):
+    // release the record as it is now, still the intruder's.
+    await waitFor(
+      'the intruder to release',
+      async () => {
+        const got = (await store.get('run-regrace'))!;
+        assert.equal(got.record.holderIdentity, 'intruder', 'nobody took the lease from the intruder');
+        assert.equal(got.record.leaseTransitions, stolen.leaseTransitions);
+        try {
+          return await store.update('run-regrace', { ...got.record, holderIdentity: '', leaseDurationSeconds: 1, renewTime: new Date() }, got.version);
+        } catch (err) {
+          if ((err as { code?: string }).code === 'LEASEHOLD_ERR_CONFLICT') return undefined;
+          throw err;
+        }
+      },
+      10_000,
+      10,
+    );
     await store.close();
     const second = await waitFor(
       'the command for the new term',
