@@ -4,7 +4,7 @@
  * store holds only the lease; why a candidate stands aside (its app's health) is known only to
  * that candidate.
  */
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { describeError } from '../src/errors.js';
 import { escapeForTerminal } from '../src/util/escape-control.js';
@@ -15,9 +15,14 @@ const MAX_STATUS_BYTES = 64 * 1024;
 export type CandidateView =
   { statusDir: string; identity: string; isLeader: boolean; standingAside: { reason: string; since: string } | null } | { statusDir: string; error: string };
 
+/**
+ * Reads a regular file only: opened without blocking, so a FIFO (or a device) planted in the
+ * directory is refused at once instead of holding `status` on an open or a read that never ends.
+ */
 function readBounded(path: string): string {
-  const fd = openSync(path, 'r');
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
+    if (!fstatSync(fd).isFile()) throw new Error("not a regular file: not a status file of leasehold's");
     const buf = Buffer.alloc(MAX_STATUS_BYTES + 1);
     let n = 0;
     for (let got = -1; got !== 0 && n < buf.length; n += got) got = readSync(fd, buf, n, buf.length - n, null);

@@ -11,7 +11,9 @@ const REASON_OUTPUT_CHARS = 200;
  * and dropped, but for the start of it, quoted in a failure's reason. It runs in a process
  * group of its own: when the probe is aborted (its timeout) while the command still runs, the
  * group is killed by its PID with SIGKILL, so neither the command nor what it started outlives
- * the timeout. A command that cannot be started for want of memory, process slots or file
+ * the timeout; when the command exits, what it left running in its group is killed the same
+ * way, or a check that starts a background job would leave one more process every period, until
+ * the host runs out of process slots. A command that cannot be started for want of memory, process slots or file
  * descriptors (EAGAIN, ENOMEM, EMFILE, ENFILE) is notSent; a missing or non-executable one
  * (ENOENT, EACCES) is unhealthy, since it will never pass.
  */
@@ -36,13 +38,18 @@ export function execProbe(command: readonly string[]): Probe {
         };
         child.stdout.on('data', keep);
         child.stderr.on('data', keep);
-        const onAbort = () => {
-          if (exited || child.pid === undefined) return;
+        const killGroup = () => {
+          if (child.pid === undefined) return;
           try {
             process.kill(-child.pid, 'SIGKILL');
           } catch {
-            child.kill('SIGKILL');
+            // The group is empty (nothing left behind), or was never made.
           }
+        };
+        const onAbort = () => {
+          if (exited || child.pid === undefined) return;
+          killGroup();
+          child.kill('SIGKILL');
         };
         signal.addEventListener('abort', onAbort, { once: true });
         const done = (r: ProbeResult) => {
@@ -55,6 +62,8 @@ export function execProbe(command: readonly string[]): Probe {
         };
         child.once('error', (err) => done(classifyError(err, what)));
         child.once('exit', (code, sig) => {
+          // What the command started and left in its group (a `&` job) goes with it.
+          killGroup();
           if (code === 0) return done(healthy());
           const said = escapeControl(output.slice(0, REASON_OUTPUT_CHARS).replace(/\s+/g, ' ')).trim();
           done(unhealthy(`${what}: ${code === null ? `killed by ${sig}` : `exit code ${code}`}${said ? `: ${said}` : ''}`));

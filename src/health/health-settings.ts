@@ -127,5 +127,7 @@ function checkUrl(url: unknown): string {
     );
   }
   if (parsed.username || parsed.password) throw refuse('http', url, 'it must not carry credentials');
+  // The URL parser takes port 0, which nothing listens on: the candidate would stand aside forever.
+  if (parsed.port === '0') throw refuse('http', url, 'its port must be from 1 to 65535');
   return url;
 }

@@ -123,6 +123,20 @@ describe('probes against a real local app', async () => {
     assert.deepEqual(started.filter(alive), [], 'nothing the probe started is still running');
   });
 
+  it('exec: what the command leaves running in its group when it exits is killed', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'leasehold-exec-probe-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const pids = join(dir, 'pids');
+    // A check that starts a background job and exits at once: run every period, each would
+    // leave one more process behind.
+    const script = `sleep 60 & echo $! > ${pids}; exit 0`;
+    assert.deepEqual(await run(execProbe(['sh', '-c', script])), { outcome: 'healthy' });
+    const left = Number(readFileSync(pids, 'utf8').trim());
+    t.after(() => alive(left) && process.kill(left, 'SIGKILL'));
+    for (let i = 0; i < 200 && alive(left); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal(alive(left), false, 'the background job of the check is not still running');
+  });
+
   it("the sidecar's own shortages are notSent, not the app's failure", () => {
     for (const code of ['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM', 'ENOBUFS', 'EADDRNOTAVAIL']) {
       const err = Object.assign(new Error(`spawn ${code}`), { code });

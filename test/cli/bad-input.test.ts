@@ -302,6 +302,11 @@ const cases: Case[] = [
     message: /invalid --health-http "localhost:8080": it must be an http:\/\/ URL/,
   },
   {
+    name: 'a health URL on port 0',
+    args: ['sidecar', '--health-http', 'http://127.0.0.1:0/healthz'],
+    message: /invalid --health-http "http:\/\/127\.0\.0\.1:0\/healthz": its port must be from 1 to 65535/,
+  },
+  {
     name: 'a health failure threshold of 0',
     args: ['sidecar', '--health-tcp', '8080', '--health-failure-threshold', '0'],
     message: /invalid --health-failure-threshold "0": must be a whole number from 1 to 1000000/,

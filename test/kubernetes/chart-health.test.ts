@@ -198,6 +198,19 @@ describe("the chart's health values", () => {
         err: /health\.http "http:\/\/127\.0\.0\.1:4040\/readyz": port 4040 is leasehold\.port, the sidecar's own port: the app's health must not depend on leadership/,
       },
       {
+        // The sidecar reads the port as decimal: a leading 0 is still its own port.
+        set: ['health.source=http', 'health.http=http://127.0.0.1:04040/readyz'],
+        err: /health\.http "http:\/\/127\.0\.0\.1:04040\/readyz": port 4040 is leasehold\.port, the sidecar's own port/,
+      },
+      {
+        set: ['health.source=http', 'health.http=http://127.0.0.1:99999/healthz'],
+        err: /health\.http "http:\/\/127\.0\.0\.1:99999\/healthz": its port must be from 1 to 65535/,
+      },
+      {
+        set: ['health.source=http', 'health.http=http://localhost:0/healthz'],
+        err: /health\.http "http:\/\/localhost:0\/healthz": its port must be from 1 to 65535/,
+      },
+      {
         set: ['health.source=tcp', 'health.tcp=4040'],
         err: /health\.tcp 4040 is leasehold\.port, the sidecar's own port: the app's health must not depend on leadership/,
       },

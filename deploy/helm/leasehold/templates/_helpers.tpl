@@ -253,7 +253,10 @@ none: health.source is off
 {{- if not (regexMatch "^http://(127\\.0\\.0\\.1|localhost)(:[0-9]{1,5})?(/[^ ]*)?$" $url) -}}
 {{- fail (printf "health.http %q must be http://127.0.0.1:<port><path> (or localhost) with health.source http: the sidecar probes the app in its own pod" $url) -}}
 {{- end -}}
-{{- $port := regexReplaceAll "^http://[^:/]+:?([0-9]*).*$" $url "${1}" | default "80" | int -}}
+{{- /* Decimal, as the sidecar's URL parser reads it: `int` would read a leading 0 as octal. */ -}}
+{{- $digits := regexReplaceAll "^http://[^:/]+:?([0-9]*).*$" $url "${1}" | default "80" -}}
+{{- $port := regexReplaceAll "^0+([0-9])" $digits "${1}" | atoi -}}
+{{- if or (lt $port 1) (gt $port 65535) }}{{ fail (printf "health.http %q: its port must be from 1 to 65535" $url) }}{{ end -}}
 {{- if eq $port $own }}{{ fail (printf "health.http %q: port %d %s" $url $port $circle) }}{{ end -}}
 --health-http={{ $url }}
 {{- else if eq $h.source "tcp" -}}
