@@ -7,7 +7,9 @@
  *     the old pod's status says why, there are never two claimants; healthy again, it rejoins as
  *     a standby;
  *   - a rollout where each new pod's app takes 5 s to become healthy: no term begins on a pod
- *     whose app was not yet serving.
+ *     whose app was not yet serving;
+ *   - one pod whose app flaps (serving one second, not the next) for a minute: at most the first
+ *     step-down, and no term after it (the hold-down).
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -26,9 +28,10 @@ const HOLD_DOWN = '5s';
 
 /**
  * The app: httpd on the probed port. SIGUSR1 stops it (the probe
- * fails), SIGUSR2 lets it serve again; it exits on SIGTERM. `delay` seconds pass before it first
- * serves. It prints "app: serving" each time it starts httpd and "app: stopped" once httpd is
- * gone: the kubelet timestamps each line.
+ * fails), SIGUSR2 lets it serve again, SIGHUP makes it flap (httpd stopped one second, started
+ * the next, for ever); it exits on SIGTERM. `delay` seconds pass before it first serves. It
+ * prints "app: serving" each time it starts httpd and "app: stopped" once httpd is gone: the
+ * kubelet timestamps each line.
  */
 function appCommand(delay: number): string[] {
   return [
@@ -39,11 +42,13 @@ function appCommand(delay: number): string[] {
       // An empty pid means not serving: the loop starts httpd again once up is 1.
       'trap \'up=0; kill $pid; wait $pid; pid=; echo "app: stopped"\' USR1',
       "trap 'up=1' USR2",
+      "trap 'flap=1' HUP",
       `sleep ${delay} & wait $!`,
       'up=1',
       'pid=',
       'while true; do',
-      '  if [ "$up" = 1 ] && [ -z "$pid" ]; then httpd -f -p 8080 -h /leader & pid=$!; echo "app: serving"; fi',
+      '  if [ "$flap" = 1 ] && [ -n "$pid" ]; then kill $pid; wait $pid; pid=; echo "app: stopped"',
+      '  elif [ "$up" = 1 ] && [ -z "$pid" ]; then httpd -f -p 8080 -h /leader & pid=$!; echo "app: serving"; fi',
       '  sleep 1 & wait $!',
       'done',
     ].join('\n'),
@@ -94,12 +99,12 @@ export function healthChecks(cluster: ClusterSession): void {
     };
     const servingAt = (pod: string) => appSaid(pod, 'app: serving', 'first');
     /** One leader by the Lease and every status file, every pod's app eligible (no standingAside). */
-    const settled = (timeoutMs = 120_000) =>
+    const settled = (timeoutMs = 120_000, replicas = 3) =>
       waitFor(
         'one leader and every app eligible',
         () => {
           const pods = live();
-          if (pods.length !== 3) return undefined;
+          if (pods.length !== replicas) return undefined;
           const holder = lease().holderIdentity;
           const statuses = pods.map((p) => ({ name: p.name, s: statusOf(p.name) }));
           if (statuses.some((x) => x.s === null || x.s.standingAside !== null)) return undefined;
@@ -227,6 +232,49 @@ export function healthChecks(cluster: ClusterSession): void {
       assert.ok(acquired >= servingAt(holder)! - SLACK_MS, "the Lease was acquired after the holder's app served");
       console.log(`cluster: rollout restart with apps serving after 5 s: ${terms} term(s) on new pods, each after its app served`);
       assert.ok(terms >= 1);
+    });
+
+    it('one app flapping every second for a minute: at most the first step-down, and the lease does not come back to it', { timeout: 480_000 }, async () => {
+      // One replica, so nothing but the hold-down keeps the flapping pod from leading again as soon
+      // as its app serves; the sidecar probes every second and one failure counts, so it sees the flaps.
+      helm(
+        'upgrade',
+        RELEASE,
+        CHART,
+        '--reuse-values',
+        '--set',
+        'replicaCount=1',
+        '--set',
+        'health.probe.periodSeconds=1',
+        '--set',
+        'health.probe.failureThreshold=1',
+        '--set-json',
+        `app.command=${JSON.stringify(appCommand(0))}`,
+        '--wait=false',
+      );
+      kubectl('rollout', 'status', `deployment/${LEASE}`, '--timeout=240s');
+      const pod = await settled(180_000, 1);
+      const transitions = lease().leaseTransitions ?? 0;
+      const stops = () =>
+        kubectl('logs', pod, '-c', 'app')
+          .split('\n')
+          .filter((l) => l === 'app: stopped').length;
+      const stoppedBefore = stops();
+      kubectl('exec', pod, '-c', 'app', '--', 'sh', '-c', 'kill -HUP 1');
+      // Thirty times down and thirty times up: a minute of flapping.
+      await waitFor('the app to flap for a minute', () => stops() >= stoppedBefore + 30, 180_000, 2_000);
+      const stepDowns = logTimes(pod, 'stopped leading');
+      const terms = logTimes(pod, 'became leader');
+      const s = statusOf(pod)!;
+      console.log(
+        `cluster: ${pod}'s app flapped ${stops() - stoppedBefore} times: ${stepDowns.length} step-down(s), ${terms.length} term(s), standing aside: ${s.standingAside?.reason}`,
+      );
+      assert.ok(stepDowns.length <= 1, `at most the first step-down, got ${stepDowns.length}`);
+      assert.equal(terms.length, 1, 'no term after the step-down');
+      assert.equal(lease().leaseTransitions ?? 0, transitions, 'the Lease was not taken again');
+      // The sidecar saw the flapping: it stands aside, unhealthy or held down.
+      assert.equal(s.isLeader, false);
+      assert.match(s.standingAside?.reason ?? '', /^app (unhealthy|healthy again, held down)/, JSON.stringify(s));
     });
   });
 }
