@@ -91,3 +91,8 @@ it('docs/README.md, the index, links every page in docs/', () => {
   const unlisted = readdirSync(join(REPO, 'docs')).filter((f) => f.endsWith('.md') && f !== 'README.md' && !index.has(f));
   assert.deepEqual(unlisted, []);
 });
+
+it('every page closes its code fences: an open one would hide the rest of the page from the link check', () => {
+  const open = pages.filter((page) => (readFileSync(join(REPO, page), 'utf8').match(/^```.*$/gm) ?? []).length % 2 !== 0);
+  assert.deepEqual(open, []);
+});
