@@ -17,7 +17,7 @@ import { buildTool } from '../support/build-tool.js';
 
 const CHART = join(REPO, 'deploy/helm/leasehold');
 
-/** A pod of "your chart", as README's "add the sidecar to your own chart's pods" shows it. */
+/** A pod of "your chart", as docs/chart.md, "Your own chart", shows it. */
 const USER_POD = `apiVersion: v1
 kind: Pod
 metadata:

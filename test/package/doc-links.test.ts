@@ -85,3 +85,14 @@ it('every relative link in the Markdown pages resolves, anchors included, and sh
   }
   assert.deepEqual(broken, []);
 });
+
+it('docs/README.md, the index, links every page in docs/', () => {
+  const index = new Set(relativeLinks(readFileSync(join(REPO, 'docs/README.md'), 'utf8')).map((l) => l.split('#')[0]));
+  const unlisted = readdirSync(join(REPO, 'docs')).filter((f) => f.endsWith('.md') && f !== 'README.md' && !index.has(f));
+  assert.deepEqual(unlisted, []);
+});
+
+it('every page closes its code fences: an open one would hide the rest of the page from the link check', () => {
+  const open = pages.filter((page) => (readFileSync(join(REPO, page), 'utf8').match(/^```.*$/gm) ?? []).length % 2 !== 0);
+  assert.deepEqual(open, []);
+});
