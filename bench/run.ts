@@ -6,41 +6,41 @@
  *
  * Runs every benchmark and rewrites docs/benchmarks.md: a summary of leasehold against
  * client-go's leader election with the ratios and the issue's targets, each handoff and failover
- * goal per store and size (bench/handoff-goals.ts), then the Kubernetes
- * section (bench/kubernetes.ts: a real kube-apiserver + etcd, both implementations with the
- * same timings), the SQLite section (bench/sqlite.ts), and, root only, on the single-node cluster of
- * the cluster tier (one bring-up for both): memory in pods beside client-go (bench/pod-memory.ts)
- * and the chart's handoffs and start-up (bench/cluster-figures.ts), and the operator's admission
- * latency and memory (bench/operator-admission.ts); the overlap of leader work at a graceful handoff,
- * without and with --drain-timeout (bench/overlap.ts). `--only` runs one part and writes
+ * goal per store and size (bench/report/handoff-goals.ts), then the Kubernetes
+ * section (bench/scenarios/kubernetes.ts: a real kube-apiserver + etcd, both implementations with the
+ * same timings), the SQLite section (bench/scenarios/sqlite.ts), and, root only, on the single-node cluster of
+ * the cluster tier (one bring-up for both): memory in pods beside client-go (bench/scenarios/pod-memory.ts)
+ * and the chart's handoffs and start-up (bench/scenarios/cluster-figures.ts), and the operator's admission
+ * latency and memory (bench/scenarios/operator-admission.ts); the overlap of leader work at a graceful handoff,
+ * without and with --drain-timeout (bench/scenarios/overlap.ts). `--only` runs one part and writes
  * nothing (e.g. `--only leasehold:SIGTERM` for one Kubernetes latency row, `leasehold:SIGTERM:3` with 3
  * candidates, `client-go/leasehold:SIGTERM` for a client-go leader and a leasehold standby; BENCH_DEBUG=1
  * gives the sidecars' debug logs). `--only failover` runs every handoff and failover row of SQLite,
  * PostgreSQL and Kubernetes (2 and 3 candidates, client-go to leasehold; no throughput, idle windows
- * or disk) and prints them with the goals table (bench/handoff-goals.ts), the 100-standby rows not measured.
+ * or disk) and prints them with the goals table (bench/report/handoff-goals.ts), the 100-standby rows not measured.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { numberOption, option } from './cli-args.js';
-import { rssMB } from './proc-stats.js';
-import { FAST_T, benchKubernetes, standbyRequestsPerMin, type KubernetesBenchResult } from './kubernetes.js';
-import { benchSqlite } from './sqlite.js';
-import { benchSqliteDisk } from './sqlite-disk.js';
-import { benchPodMemory, type PodMemoryResult } from './pod-memory.js';
-import { benchClusterFigures } from './cluster-figures.js';
-import { benchOperator } from './operator-admission.js';
+import { rssMB } from './lib/proc-stats.js';
+import { FAST_T, benchKubernetes, standbyRequestsPerMin, type KubernetesBenchResult } from './scenarios/kubernetes.js';
+import { benchSqlite } from './scenarios/sqlite.js';
+import { benchSqliteDisk } from './scenarios/sqlite-disk.js';
+import { benchPodMemory, type PodMemoryResult } from './scenarios/pod-memory.js';
+import { benchClusterFigures } from './scenarios/cluster-figures.js';
+import { benchOperator } from './scenarios/operator-admission.js';
 import { ClusterSession } from '../test/support/cluster-session.js';
-import { benchPostgres } from './postgres.js';
-import { benchScale } from './scale.js';
-import { handoffGoalsMarkdown } from './handoff-goals.js';
-import { LATENCY_ROWS, parseLatencyRow } from './latency-rows.js';
-import { benchStreams } from './streams.js';
-import { benchOverlap } from './overlap.js';
-import { imageNode, type ImageNode } from './image-node.js';
-import { latencyChart } from './latency-chart.js';
-import { memoryBreakdown, memoryMarkdown } from './memory-breakdown.js';
+import { benchPostgres } from './scenarios/postgres.js';
+import { benchScale } from './scenarios/scale.js';
+import { handoffGoalsMarkdown } from './report/handoff-goals.js';
+import { LATENCY_ROWS, parseLatencyRow } from './lib/latency-rows.js';
+import { benchStreams } from './scenarios/streams.js';
+import { benchOverlap } from './scenarios/overlap.js';
+import { imageNode, type ImageNode } from './lib/image-node.js';
+import { latencyChart } from './report/latency-chart.js';
+import { memoryBreakdown, memoryMarkdown } from './scenarios/memory-breakdown.js';
 import { REPO } from '../test/support/cli.js';
 import { parseDuration } from '../src/config/duration.js';
 
@@ -147,7 +147,7 @@ const kube = wantKube
   : null;
 if (wantSqlite) phase('sqlite');
 const sqlite = wantSqlite ? await benchSqlite({ trials, seconds: numberOption('seconds', 3), log, latencyOnly: failoverOnly }) : null;
-// The SQLite section's durable-renewal part alone (bench/sqlite-disk.ts): a few seconds, no sidecars.
+// The SQLite section's durable-renewal part alone (bench/scenarios/sqlite-disk.ts): a few seconds, no sidecars.
 const sqliteDisk = only === 'sqlite-disk' ? await benchSqliteDisk({ seconds: numberOption('seconds', 6), repeats: 3, log }) : null;
 if (wantPostgres) phase('postgres');
 const postgres = wantPostgres ? await benchPostgres({ trials, seconds: numberOption('seconds', 3), log, latencyOnly: failoverOnly }) : null;

@@ -11,12 +11,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cpus, loadavg } from 'node:os';
-import { summary } from './cli-args.js';
-import { selfReportedSinceFree } from './lease-timeline.js';
-import { rssMB } from './proc-stats.js';
-import { startCli, tempDir, waitFor, type Proc } from '../test/support/cli.js';
-import { validLeaders, type Candidate } from '../test/support/sidecars.js';
-import { openStream, type SseClient } from '../test/support/sse-client.js';
+import { summary } from '../cli-args.js';
+import { selfReportedSinceFree } from '../lib/lease-timeline.js';
+import { rssMB } from '../lib/proc-stats.js';
+import { startCli, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
+import { validLeaders, type Candidate } from '../../test/support/sidecars.js';
+import { openStream, type SseClient } from '../../test/support/sse-client.js';
 
 export interface StreamsBenchOptions {
   trials: number;

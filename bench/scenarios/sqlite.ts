@@ -2,15 +2,15 @@
  * The SQLite part of `npm run bench` (bench/run.ts): the store's throughput and local failover.
  *   - acquire/renew attempts per second (each a real, fsynced SQLite transaction): 1 process;
  *     8 processes on one lease (1 renews, 7 contend); 8 processes on 8 leases;
- *   - failover latency of `leasehold sidecar` processes (bench/sidecar-failover.ts): 2 after
+ *   - failover latency of `leasehold sidecar` processes (bench/lib/sidecar-failover.ts): 2 after
  *     SIGKILL, 2 and 3 after SIGTERM, min / median / p95 over TRIALS trials each;
- *   - durable renewals against the disk's raw sync rate (bench/sqlite-disk.ts).
+ *   - durable renewals against the disk's raw sync rate (bench/scenarios/sqlite-disk.ts).
  */
 import { benchSqliteDisk } from './sqlite-disk.js';
-import { SIDECAR_TIMING, sidecarFailover } from './sidecar-failover.js';
+import { SIDECAR_TIMING, sidecarFailover } from '../lib/sidecar-failover.js';
 import { join } from 'node:path';
-import { summary } from './cli-args.js';
-import { REPO, start, tempDir, waitFor, type Proc } from '../test/support/cli.js';
+import { summary } from '../cli-args.js';
+import { REPO, start, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
 
 export interface SqliteBenchOptions {
   trials: number;
@@ -23,7 +23,7 @@ export interface SqliteBenchOptions {
 
 export interface SqliteBenchResult {
   markdown: string;
-  /** Durable renewals against the disk's raw fdatasync'ed overwrites (bench/sqlite-disk.ts), the middle of its repeats; NaN when latencyOnly. */
+  /** Durable renewals against the disk's raw fdatasync'ed overwrites (bench/scenarios/sqlite-disk.ts), the middle of its repeats; NaN when latencyOnly. */
   syncRatio: number;
   kill: ReturnType<typeof summary>;
   term: ReturnType<typeof summary>;
@@ -32,7 +32,7 @@ export interface SqliteBenchResult {
   afterExpiry: ReturnType<typeof summary>;
 }
 
-const WORKER = join(REPO, 'bench/store-worker.ts');
+const WORKER = join(REPO, 'bench/lib/store-worker.ts');
 
 export async function benchSqlite({ trials: TRIALS, seconds: SECONDS, log, latencyOnly = false }: SqliteBenchOptions): Promise<SqliteBenchResult> {
   const throughput = async (procs: number, leases: number, dir: string, mode = ''): Promise<{ ops: number; leaderOps: number; durableOps: number }> => {

@@ -29,12 +29,12 @@ import { performance } from 'node:perf_hooks';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cpus, loadavg } from 'node:os';
-import { KubeClient } from '../src/kube/api-client.js';
-import { loadConnection } from '../src/kube/kubeconfig.js';
-import type { ClusterSession } from '../test/support/cluster-session.js';
-import { REPO, waitFor } from '../test/support/cli.js';
-import { containerMemory, type ContainerMemory } from './cgroup-memory.js';
-import { cpuTicks, schedStat } from './proc-stats.js';
+import { KubeClient } from '../../src/kube/api-client.js';
+import { loadConnection } from '../../src/kube/kubeconfig.js';
+import type { ClusterSession } from '../../test/support/cluster-session.js';
+import { REPO, waitFor } from '../../test/support/cli.js';
+import { containerMemory, type ContainerMemory } from '../lib/cgroup-memory.js';
+import { cpuTicks, schedStat } from '../lib/proc-stats.js';
 import {
   admissionVerdict,
   describeBucket,
@@ -47,7 +47,7 @@ import {
   quantiles,
   type Histogram,
   type Quantiles,
-} from './latency-stats.js';
+} from '../lib/latency-stats.js';
 
 export const OPERATOR_CHART = join(REPO, 'deploy/helm/leasehold-operator');
 const RELEASE = 'leasehold-operator';
@@ -57,7 +57,7 @@ const PODS_NS = 'leasehold-opbench';
 const WEBHOOK = 'inject.leasehold.io';
 const API_HISTOGRAM = 'apiserver_admission_webhook_admission_duration_seconds';
 const OPERATOR_HISTOGRAM = 'leasehold_operator_admission_seconds';
-/** The operator reads as idle once each replica has run this long (as bench/pod-memory.ts reads the sidecars). */
+/** The operator reads as idle once each replica has run this long (as bench/scenarios/pod-memory.ts reads the sidecars). */
 const SETTLE_MS = 60_000;
 /** How long after the last creation the "after" reading is taken. */
 const AFTER_MS = 30_000;

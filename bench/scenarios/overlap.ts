@@ -11,10 +11,10 @@
  */
 import { join } from 'node:path';
 import { cpus, loadavg } from 'node:os';
-import { summary } from './cli-args.js';
-import { REPO, start, startCli, tempDir, waitFor, type Proc } from '../test/support/cli.js';
-import { VOLUNTEER_WINDOW_MS } from '../src/election/successor.js';
-import type { AppEvent } from '../test/support/leader-app.js';
+import { summary } from '../cli-args.js';
+import { REPO, start, startCli, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
+import { VOLUNTEER_WINDOW_MS } from '../../src/election/successor.js';
+import type { AppEvent } from '../../test/support/leader-app.js';
 
 export interface OverlapBenchOptions {
   handoffs: number;

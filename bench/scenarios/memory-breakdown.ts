@@ -6,8 +6,8 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ImageNode } from './image-node.js';
-import { REPO } from '../test/support/cli.js';
+import type { ImageNode } from '../lib/image-node.js';
+import { REPO } from '../../test/support/cli.js';
 
 export interface MemoryRow {
   what: string;

@@ -1,5 +1,5 @@
 /**
- * Pure helpers of the operator's admission bench (bench/operator-admission.ts): nearest-rank
+ * Pure helpers of the operator's admission bench (bench/scenarios/operator-admission.ts): nearest-rank
  * quantiles of a sample, and Prometheus histograms read from a /metrics text, subtracted (the
  * counters are cumulative since the process started) and read as "what fraction at or under a
  * bucket bound", since a histogram can only bound a quantile between two of its buckets.

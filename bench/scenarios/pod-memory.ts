@@ -14,9 +14,9 @@
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { CHART, type ClusterSession, LOCAL_IMAGES, chartMemory } from '../test/support/cluster-session.js';
-import { REPO, waitFor } from '../test/support/cli.js';
-import { containerMemory, type ContainerMemory } from './cgroup-memory.js';
+import { CHART, type ClusterSession, LOCAL_IMAGES, chartMemory } from '../../test/support/cluster-session.js';
+import { REPO, waitFor } from '../../test/support/cli.js';
+import { containerMemory, type ContainerMemory } from '../lib/cgroup-memory.js';
 
 export interface PodMemoryResult {
   leasehold: { leader: ContainerMemory; standby: ContainerMemory };

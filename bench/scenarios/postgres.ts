@@ -1,16 +1,16 @@
 /**
  * The PostgreSQL part of `npm run bench` (bench/run.ts), on a real server started for the run
  * (test/support/postgres.ts): acquire/renew attempts per second through the real elector, and the
- * failover latency of `leasehold sidecar` processes (bench/sidecar-failover.ts): 2 after SIGKILL,
+ * failover latency of `leasehold sidecar` processes (bench/lib/sidecar-failover.ts): 2 after SIGKILL,
  * 2 and 3 after SIGTERM.
  */
 import { join } from 'node:path';
-import { summary } from './cli-args.js';
-import { REPO, start, tempDir, waitFor, type Proc } from '../test/support/cli.js';
-import { SIDECAR_TIMING, sidecarFailover } from './sidecar-failover.js';
-import { startPostgres } from '../test/support/postgres.js';
+import { summary } from '../cli-args.js';
+import { REPO, start, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
+import { SIDECAR_TIMING, sidecarFailover } from '../lib/sidecar-failover.js';
+import { startPostgres } from '../../test/support/postgres.js';
 
-const WORKER = join(REPO, 'bench/store-worker.ts');
+const WORKER = join(REPO, 'bench/lib/store-worker.ts');
 
 export interface PostgresBenchResult {
   markdown: string;

@@ -18,9 +18,9 @@
 import { closeSync, fdatasyncSync, fsyncSync, openSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
-import { SqliteLeaseStore } from '../src/backends/sqlite-store.js';
-import type { VersionedRecord } from '../src/backends/lease-store.js';
-import { tempDir } from '../test/support/cli.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+import type { VersionedRecord } from '../../src/backends/lease-store.js';
+import { tempDir } from '../../test/support/cli.js';
 
 export interface SqliteDiskOptions {
   /** Seconds of interleaved turns per repeat. */
@@ -219,7 +219,7 @@ function markdown(runs: Run[], seconds: number): string {
           : `The sync plus the store's own time would reach ${f2(withCode)} of the reference, so the rest of the gap is in the commit itself: SQLite's wal-index (the \`-shm\`, shared memory mapped from a file), its locks, and the work after each wake-up from the sync.`;
   return `### SQLite durable renewals against the disk
 
-What one renewal's commit does (\`echo go | strace -f -c -e trace=pread64,pwrite64,fsync,fdatasync,statx,fcntl node --import tsx bench/store-worker.ts /tmp/s.db bench w 2000 durable\`,
+What one renewal's commit does (\`echo go | strace -f -c -e trace=pread64,pwrite64,fsync,fdatasync,statx,fcntl node --import tsx bench/lib/store-worker.ts /tmp/s.db bench w 2000 durable\`,
 or with \`-T\` instead of \`-c\` for each call): two writes to the \`-wal\`, the frame's 24-byte
 header and the 4 KiB page, at offset 32 + n × 4,120, so the page straddles two 4 KiB blocks; one
 \`fsync\` of the \`-wal\`; and no read: the SELECT that checks the version is answered from
@@ -240,7 +240,7 @@ filesystem journal as well (the table's row with a \`stat\` of the \`-wal\`). Th
 database file and its \`-shm\` before each operation (the \`-wal\` only matters once they
 changed): \`src/backends/sqlite-wal-stat.test.ts\`.
 
-Produced by \`npm run bench -- --only sqlite-disk --splice\` (\`bench/sqlite-disk.ts\`; the whole
+Produced by \`npm run bench -- --only sqlite-disk --splice\` (\`bench/scenarios/sqlite-disk.ts\`; the whole
 bench runs it too): ${runs.length} repeats of ${seconds} s, on fresh files in the temporary
 directory's filesystem. In each repeat the operations below take 50 ms turns, so a busy
 neighbour slows them all alike. Each is summed up by the 10th percentile of its time per

@@ -9,20 +9,20 @@
  * the API server's CPU. Every killed candidate is replaced, so N standbys stay throughout.
  */
 import { join } from 'node:path';
-import { summary } from './cli-args.js';
-import { cpuTicks, rssMB } from './proc-stats.js';
-import { imageNode } from './image-node.js';
-import { LeaseTimeline } from './lease-timeline.js';
-import { buildGoCandidate, createNamespace, startKubeCandidate, timingArgs, type Timings } from './candidates.js';
-import { auditBytes, auditEventsSince, countsAsRequest } from './audit-log.js';
+import { summary } from '../cli-args.js';
+import { cpuTicks, rssMB } from '../lib/proc-stats.js';
+import { imageNode } from '../lib/image-node.js';
+import { LeaseTimeline } from '../lib/lease-timeline.js';
+import { buildGoCandidate, createNamespace, startKubeCandidate, timingArgs, type Timings } from '../lib/candidates.js';
+import { auditBytes, auditEventsSince, countsAsRequest } from '../lib/audit-log.js';
 import { FAST_T } from './kubernetes.js';
-import { KubeClient } from '../src/kube/api-client.js';
-import { loadConnection } from '../src/kube/kubeconfig.js';
-import { KubernetesLeaseStore } from '../src/backends/kubernetes-store.js';
-import { SqliteLeaseStore } from '../src/backends/sqlite-store.js';
-import { parseDuration } from '../src/config/duration.js';
-import { CLI, start, tempDir, waitFor, type Proc } from '../test/support/cli.js';
-import { startControlPlane, type ControlPlane } from '../test/support/control-plane.js';
+import { KubeClient } from '../../src/kube/api-client.js';
+import { loadConnection } from '../../src/kube/kubeconfig.js';
+import { KubernetesLeaseStore } from '../../src/backends/kubernetes-store.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+import { parseDuration } from '../../src/config/duration.js';
+import { CLI, start, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
+import { startControlPlane, type ControlPlane } from '../../test/support/control-plane.js';
 
 export interface ScaleBenchOptions {
   standbys: number;
@@ -178,7 +178,7 @@ async function runSetup(s: Setup, N: number, trials: number, idleSeconds: number
         conflicts.push((await w.close()).conflicts);
         const fresh = add('standby');
         await waitFor('the replacement to see the leader', () => s.sawHolder(fresh, leaderId), 60_000);
-        await sleep(2 * retryMs); // every standby has seen a renewal since (see bench/kubernetes.ts)
+        await sleep(2 * retryMs); // every standby has seen a renewal since (see bench/scenarios/kubernetes.ts)
         log(
           `${s.name} ${signal} ${i + 1}/${trials}: ${signal === 'SIGTERM' ? `${handoff.at(-1)} ms from the signal` : `${afterExpiry.at(-1)} ms after the expiry`}, ${conflicts.at(-1)} conflicts`,
         );
