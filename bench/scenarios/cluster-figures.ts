@@ -10,7 +10,7 @@
  * the bench follows with a watch; every clock involved is this machine's.
  */
 import { loadavg } from 'node:os';
-import { summary } from '../cli-args.js';
+import { summary } from '../lib/quantile.js';
 import { leaderlessGaps } from '../lib/leaderless-gaps.js';
 import { LeaseTimeline } from '../lib/lease-timeline.js';
 import { KubeClient } from '../../src/kube/api-client.js';

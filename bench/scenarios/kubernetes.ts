@@ -14,7 +14,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { summary } from '../cli-args.js';
+import { summary } from '../lib/quantile.js';
 import { auditBytes as auditSize, auditEventsSince, countsAsRequest } from '../lib/audit-log.js';
 import { parseDuration } from '../../src/config/duration.js';
 import { cpuTicks, rssMB } from '../lib/proc-stats.js';

@@ -44,10 +44,9 @@ import {
   msText,
   parseHistogram,
   quantileBucket,
-  quantiles,
   type Histogram,
-  type Quantiles,
 } from '../lib/latency-stats.js';
+import { quantiles, type Quantiles } from '../lib/quantile.js';
 
 export const OPERATOR_CHART = join(REPO, 'deploy/helm/leasehold-operator');
 const RELEASE = 'leasehold-operator';

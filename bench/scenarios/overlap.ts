@@ -11,7 +11,7 @@
  */
 import { join } from 'node:path';
 import { cpus, loadavg } from 'node:os';
-import { summary } from '../cli-args.js';
+import { summary } from '../lib/quantile.js';
 import { REPO, start, startCli, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
 import { VOLUNTEER_WINDOW_MS } from '../../src/election/successor.js';
 import type { AppEvent } from '../../test/support/leader-app.js';

@@ -5,7 +5,7 @@
  * 2 and 3 after SIGTERM.
  */
 import { join } from 'node:path';
-import { summary } from '../cli-args.js';
+import { summary } from '../lib/quantile.js';
 import { REPO, start, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
 import { SIDECAR_TIMING, sidecarFailover } from '../lib/sidecar-failover.js';
 import { startPostgres } from '../../test/support/postgres.js';

@@ -9,7 +9,7 @@
  * the API server's CPU. Every killed candidate is replaced, so N standbys stay throughout.
  */
 import { join } from 'node:path';
-import { summary } from '../cli-args.js';
+import { summary } from '../lib/quantile.js';
 import { cpuTicks, rssMB } from '../lib/proc-stats.js';
 import { imageNode } from '../lib/image-node.js';
 import { LeaseTimeline } from '../lib/lease-timeline.js';

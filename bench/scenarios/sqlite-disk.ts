@@ -21,6 +21,7 @@ import type Database from 'better-sqlite3';
 import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
 import type { VersionedRecord } from '../../src/backends/lease-store.js';
 import { tempDir } from '../../test/support/cli.js';
+import { quantile } from '../lib/quantile.js';
 
 export interface SqliteDiskOptions {
   /** Seconds of interleaved turns per repeat. */
@@ -173,16 +174,11 @@ async function renewer(path: string, synchronous: 'FULL' | 'OFF', statWal = fals
   return { renew, close: () => store.close() };
 }
 
-function quantile(xs: number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(q * s.length)]!;
-}
-
 const us = (ms: number) => `${Math.round(ms * 1000)} µs`;
 
 function markdown(runs: Run[], seconds: number): string {
   const keys = Object.keys(LABELS) as Key[];
-  const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const mid = (xs: number[]) => quantile(xs, 0.5);
   const spread = (xs: number[], fmt: (x: number) => string) => {
     const s = [...xs].sort((a, b) => a - b);
     return s.length > 1 ? `${fmt(mid(s))} (${fmt(s[0]!)}–${fmt(s.at(-1)!)})` : fmt(s[0]!);

@@ -9,7 +9,7 @@
 import { benchSqliteDisk } from './sqlite-disk.js';
 import { SIDECAR_TIMING, sidecarFailover } from '../lib/sidecar-failover.js';
 import { join } from 'node:path';
-import { summary } from '../cli-args.js';
+import { quantile, summary } from '../lib/quantile.js';
 import { REPO, start, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
 
 export interface SqliteBenchOptions {
@@ -94,7 +94,7 @@ The standby learns of the leader's renewals through its watch, a 50 ms poll of
     const eightEight = await throughput(8, 8, dir.path);
     log('durable renewals against the disk');
     const disk = await benchSqliteDisk({ seconds: 2 * SECONDS, repeats: 3, log });
-    const ratio = [...disk.ratios].sort((a, b) => a - b)[Math.floor(disk.ratios.length / 2)]!;
+    const ratio = quantile(disk.ratios, 0.5);
     const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
     const md = `### SQLite store: acquire/renew attempts per second
 

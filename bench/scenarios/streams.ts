@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cpus, loadavg } from 'node:os';
-import { summary } from '../cli-args.js';
+import { summary } from '../lib/quantile.js';
 import { selfReportedSinceFree } from '../lib/lease-timeline.js';
 import { rssMB } from '../lib/proc-stats.js';
 import { startCli, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
