@@ -18,6 +18,8 @@ import { loadConnection } from '../../src/kube/kubeconfig.js';
 import { KubernetesLeaseStore } from '../../src/backends/kubernetes-store.js';
 import { CHART, type ClusterSession, LOCAL_IMAGES } from '../../test/support/cluster-session.js';
 import { waitFor } from '../../test/support/cli.js';
+import type { Phase } from '../phase.js';
+import { clusterSpliceNote } from '../report/splice-note.js';
 
 /** The example app's command (values.yaml) ignores SIGTERM; this variant exits on it (as in cluster.test.ts). */
 const APP_EXITING_ON_SIGTERM = [
@@ -215,3 +217,16 @@ ${loads.map((l) => `- ${l}`).join('\n')}
 `;
   return { markdown };
 }
+
+export const CLUSTER_HEADING = '## On a real cluster';
+
+export const clusterPhase: Phase<ClusterFiguresResult> = {
+  name: 'cluster',
+  what: () => 'the chart on a real cluster: helm install to the first leader, leader pod deleted, rollout restart',
+  needsRoot: true,
+  inFullRun: true,
+  estimateS: (o) => o.clusterTrials * (25 + 2 * 20 + 40),
+  heading: () => CLUSTER_HEADING,
+  section: (r, ctx) => `${CLUSTER_HEADING}\n\n${clusterSpliceNote(ctx, `, ${ctx.opts.clusterTrials} trials per row`)}${r.markdown}`,
+  run: (ctx) => benchClusterFigures(ctx.cluster(), ctx.opts.clusterTrials, ctx.log),
+};

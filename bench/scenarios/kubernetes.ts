@@ -28,6 +28,7 @@ export type { Impl } from '../lib/candidates.js';
 import { startControlPlane } from '../../test/support/control-plane.js';
 import { KubernetesLeaseStore } from '../../src/backends/kubernetes-store.js';
 import { LeaseTimeline, selfReportedSinceFree } from '../lib/lease-timeline.js';
+import type { Phase } from '../phase.js';
 
 /**
  * leasehold runs as the image runs it: the image's Node version with its ENTRYPOINT flags
@@ -356,3 +357,20 @@ ${['leasehold', 'leasehold self', 'client-go']
   .join('\n')}
 `;
 }
+
+export const KUBERNETES_HEADING = '## Kubernetes: one real kube-apiserver 1.37.2 + etcd 3.7.3';
+
+export const kubernetesPhase: Phase<KubernetesBenchResult> = {
+  name: 'kubernetes',
+  what: () => 'leasehold and client-go on one API server: idle requests, RSS, CPU; handoff and failover latency',
+  needsRoot: false,
+  inFullRun: true,
+  // Each latency trial about 7 s; the client-go to leasehold row's hand-back adds about 4 s to each of its trials.
+  estimateS: (o) => 60 + 4 * (o.idleSeconds + 45) + LATENCY_ROWS.length * o.trials * 7 + o.trials * 4,
+  // One latency row alone, e.g. `leasehold:SIGTERM:3`; a mistyped one is refused before anything starts.
+  accepts: (word) => word.includes(':') && parseLatencyRow(word) !== undefined,
+  otherWords: 'LEADER[/STANDBY]:SIGNAL[:N], one latency row',
+  heading: () => KUBERNETES_HEADING,
+  run: (ctx) =>
+    benchKubernetes({ trials: ctx.opts.trials, idleSeconds: ctx.opts.idleSeconds, log: ctx.log, only: ctx.word.includes(':') ? ctx.word : undefined }),
+};

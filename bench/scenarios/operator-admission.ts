@@ -47,6 +47,7 @@ import {
   type Histogram,
 } from '../lib/latency-stats.js';
 import { quantiles, type Quantiles } from '../lib/quantile.js';
+import type { Phase } from '../phase.js';
 
 export const OPERATOR_CHART = join(REPO, 'deploy/helm/leasehold-operator');
 const RELEASE = 'leasehold-operator';
@@ -441,3 +442,17 @@ The chart's operator resources (\`resources\` in \`deploy/helm/leasehold-operato
 request ${requestMB} MiB, limit ${limitMB} MiB; the highest working set here is ${f1(Math.max(maxPeak, maxAfter))} MiB, ${f2(Math.max(maxPeak, maxAfter) / limitMB)} × the limit.
 `;
 }
+
+export const OPERATOR_HEADING = '## The operator: admission latency and memory';
+
+export const operatorPhase: Phase<OperatorBenchResult> = {
+  name: 'operator',
+  what: (o) => `the operator: admission latency of ${o.operatorPods} labelled pods at ${o.operatorRate}/s against as many unlabelled, its memory`,
+  needsRoot: true,
+  inFullRun: true,
+  estimateS: (o) => 150 + (2 * o.operatorPods) / o.operatorRate + 60,
+  heading: () => OPERATOR_HEADING,
+  section: (r, ctx) =>
+    `${OPERATOR_HEADING}\n\n_This section was measured by \`flock /tmp/cluster.lock npm run bench -- --only ${ctx.only} --operator-pods ${ctx.opts.operatorPods} --splice\` (as root) on ${ctx.today}._\n\n${r.markdown}`,
+  run: (ctx) => benchOperator(ctx.cluster(), { podsPerArm: ctx.opts.operatorPods, rate: ctx.opts.operatorRate }, ctx.log),
+};

@@ -9,6 +9,7 @@ import { summary } from '../lib/quantile.js';
 import { REPO, start, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
 import { SIDECAR_TIMING, sidecarFailover } from '../lib/sidecar-failover.js';
 import { startPostgres } from '../../test/support/postgres.js';
+import type { Phase } from '../phase.js';
 
 const WORKER = join(REPO, 'bench/lib/store-worker.ts');
 
@@ -102,3 +103,15 @@ ${failoverMd}`;
     await pg.stop();
   }
 }
+
+export const POSTGRES_HEADING = '## PostgreSQL';
+
+export const postgresPhase: Phase<PostgresBenchResult> = {
+  name: 'postgres',
+  what: () => 'PostgreSQL attempts per second and failover',
+  needsRoot: false,
+  inFullRun: true,
+  estimateS: (o) => 30 + 3 * o.trials * 3,
+  heading: () => POSTGRES_HEADING,
+  run: (ctx) => benchPostgres({ trials: ctx.opts.trials, seconds: ctx.opts.seconds ?? 3, log: ctx.log }),
+};

@@ -23,6 +23,7 @@ import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
 import { parseDuration } from '../../src/config/duration.js';
 import { CLI, start, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
 import { startControlPlane, type ControlPlane } from '../../test/support/control-plane.js';
+import type { BenchOptions, Phase } from '../phase.js';
 
 export interface ScaleBenchOptions {
   standbys: number;
@@ -351,3 +352,18 @@ RSS and CPU are summed over all ${N + 1} candidates; CPU is the share of one cor
 ${body}
 `;
 }
+
+export const scaleHeading = (o: BenchOptions) => `## One lease, ${o.standbys} standbys`;
+
+export const scalePhase: Phase<ScaleBenchResult> = {
+  name: 'scale',
+  what: (o) => `1 leader + ${o.standbys} standbys on SQLite and on Kubernetes (leasehold and client-go): requests, conflicts, handoffs, RSS, CPU`,
+  needsRoot: false,
+  inFullRun: true,
+  estimateS: (o) => 3 * (o.standbys * 0.8 + 10 + o.idleSeconds + o.scaleTrials * 2 * 8),
+  heading: scaleHeading,
+  section: (r, ctx) =>
+    `${scaleHeading(ctx.opts)}\n\n_This section was re-measured by \`npm run bench -- --only scale --splice\` on ${ctx.today}, after the full run; the summary and goals tables above quote the full run's figures._\n\n${r.markdown}\n`,
+  run: (ctx) =>
+    benchScale({ standbys: ctx.opts.standbys, trials: ctx.opts.scaleTrials, idleSeconds: ctx.opts.idleSeconds, log: ctx.log, setups: ctx.opts.scaleSetups }),
+};

@@ -22,6 +22,7 @@ import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
 import type { VersionedRecord } from '../../src/backends/lease-store.js';
 import { tempDir } from '../../test/support/cli.js';
 import { quantile } from '../lib/quantile.js';
+import type { Phase } from '../phase.js';
 
 export interface SqliteDiskOptions {
   /** Seconds of interleaved turns per repeat. */
@@ -266,3 +267,15 @@ made \`NORMAL\`, the renewals would then no longer be durable, and the store kee
 \`synchronous=FULL\` for every write, as documented in \`src/backends/sqlite-store.ts\`.
 `;
 }
+
+// The sqlite phase runs this part too; alone it takes a few seconds and starts no sidecar.
+export const sqliteDiskPhase: Phase<SqliteDiskResult> = {
+  name: 'sqlite-disk',
+  what: () => 'SQLite durable renewals against the disk',
+  needsRoot: false,
+  inFullRun: false,
+  estimateS: (o) => 3 * (o.seconds ?? 6) + 10,
+  heading: () => '### SQLite durable renewals against the disk',
+  section: (r, ctx) => `${r.markdown}\n_Re-measured by \`npm run bench -- --only sqlite-disk --splice\` on ${ctx.today}, after the full run._\n`,
+  run: (ctx) => benchSqliteDisk({ seconds: ctx.opts.seconds ?? 6, repeats: 3, log: ctx.log }),
+};

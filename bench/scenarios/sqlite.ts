@@ -11,6 +11,7 @@ import { SIDECAR_TIMING, sidecarFailover } from '../lib/sidecar-failover.js';
 import { join } from 'node:path';
 import { quantile, summary } from '../lib/quantile.js';
 import { REPO, start, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
+import type { Phase } from '../phase.js';
 
 export interface SqliteBenchOptions {
   trials: number;
@@ -127,3 +128,18 @@ ${disk.markdown}`;
     dir.cleanup();
   }
 }
+
+export const SQLITE_HEADING = '## SQLite (local mode)';
+
+export const sqlitePhase: Phase<SqliteBenchResult> = {
+  name: 'sqlite',
+  what: () => "SQLite attempts per second, the disk's fsync rate, local failover",
+  needsRoot: false,
+  inFullRun: true,
+  // 3 failover rows of about 3 s a trial, the rest throughput and disk.
+  estimateS: (o) => 30 + 3 * o.trials * 3,
+  heading: () => SQLITE_HEADING,
+  section: (r, ctx) =>
+    `${SQLITE_HEADING}\n\n_This section was re-measured by \`npm run bench -- --only sqlite --splice\` on ${ctx.today}, after the full run; the summary tables above quote the full run's SQLite figures._\n\n${r.markdown}`,
+  run: (ctx) => benchSqlite({ trials: ctx.opts.trials, seconds: ctx.opts.seconds ?? 3, log: ctx.log }),
+};
