@@ -1,7 +1,8 @@
 /**
  * What the SQLite watch's poll costs one idle process: a store watching a lease nobody writes,
  * at the slow rate and at the named successor's quick rate, each for SECONDS (default 10),
- * CPU time from /proc/self/stat. Prints one JSON line per rate.
+ * CPU time from /proc/self/stat. Prints one JSON line per rate. Not a phase of `npm run bench`:
+ * docs/sqlite.md quotes it, run on its own.
  *
  *   node --import tsx bench/scenarios/sqlite-watch-cpu.ts [SECONDS]
  */
