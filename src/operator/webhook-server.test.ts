@@ -89,7 +89,7 @@ test('the server answers AdmissionReviews over TLS with a certificate the CA sig
   const scraped = (await call(port, 'GET', '/metrics')).body;
   assert.match(scraped, /leasehold_operator_admission_seconds_count\{result="injected"\} 2/);
   assert.match(scraped, /leasehold_operator_admission_seconds_count\{result="refused"\} 1/);
-  // Fine enough under a millisecond to bound the handler's p99 (bench/operator-admission.ts).
+  // Fine enough under a millisecond to bound the handler's p99 (bench/scenarios/operator-admission.ts).
   for (const le of ['0.0001', '0.00025', '0.00075', '0.0015', '0.0075'])
     assert.match(scraped, new RegExp(`leasehold_operator_admission_seconds_bucket\\{le="${le}",result="injected"\\} \\d`));
 });

@@ -2,7 +2,7 @@
  * A real single-node Kubernetes for one test run or benchmark (test/cluster/cluster.sh): brought
  * up with the image and the node images, torn down by `down()` whatever happened, with kubectl
  * and helm pointed at it. Shared by the cluster tier (cluster.test.ts) and `npm run bench`
- * (bench/pod-memory.ts).
+ * (bench/scenarios/pod-memory.ts).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

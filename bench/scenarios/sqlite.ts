@@ -2,15 +2,16 @@
  * The SQLite part of `npm run bench` (bench/run.ts): the store's throughput and local failover.
  *   - acquire/renew attempts per second (each a real, fsynced SQLite transaction): 1 process;
  *     8 processes on one lease (1 renews, 7 contend); 8 processes on 8 leases;
- *   - failover latency of `leasehold sidecar` processes (bench/sidecar-failover.ts): 2 after
+ *   - failover latency of `leasehold sidecar` processes (bench/lib/sidecar-failover.ts): 2 after
  *     SIGKILL, 2 and 3 after SIGTERM, min / median / p95 over TRIALS trials each;
- *   - durable renewals against the disk's raw sync rate (bench/sqlite-disk.ts).
+ *   - durable renewals against the disk's raw sync rate (bench/scenarios/sqlite-disk.ts).
  */
 import { benchSqliteDisk } from './sqlite-disk.js';
-import { SIDECAR_TIMING, sidecarFailover } from './sidecar-failover.js';
+import { SIDECAR_TIMING, sidecarFailover } from '../lib/sidecar-failover.js';
 import { join } from 'node:path';
-import { summary } from './cli-args.js';
-import { REPO, start, tempDir, waitFor, type Proc } from '../test/support/cli.js';
+import { quantile, summary } from '../lib/quantile.js';
+import { REPO, start, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
+import type { Phase } from '../phase.js';
 
 export interface SqliteBenchOptions {
   trials: number;
@@ -23,7 +24,7 @@ export interface SqliteBenchOptions {
 
 export interface SqliteBenchResult {
   markdown: string;
-  /** Durable renewals against the disk's raw fdatasync'ed overwrites (bench/sqlite-disk.ts), the middle of its repeats; NaN when latencyOnly. */
+  /** Durable renewals against the disk's raw fdatasync'ed overwrites (bench/scenarios/sqlite-disk.ts), the middle of its repeats; NaN when latencyOnly. */
   syncRatio: number;
   kill: ReturnType<typeof summary>;
   term: ReturnType<typeof summary>;
@@ -32,7 +33,7 @@ export interface SqliteBenchResult {
   afterExpiry: ReturnType<typeof summary>;
 }
 
-const WORKER = join(REPO, 'bench/store-worker.ts');
+const WORKER = join(REPO, 'bench/lib/store-worker.ts');
 
 export async function benchSqlite({ trials: TRIALS, seconds: SECONDS, log, latencyOnly = false }: SqliteBenchOptions): Promise<SqliteBenchResult> {
   const throughput = async (procs: number, leases: number, dir: string, mode = ''): Promise<{ ops: number; leaderOps: number; durableOps: number }> => {
@@ -94,7 +95,7 @@ The standby learns of the leader's renewals through its watch, a 50 ms poll of
     const eightEight = await throughput(8, 8, dir.path);
     log('durable renewals against the disk');
     const disk = await benchSqliteDisk({ seconds: 2 * SECONDS, repeats: 3, log });
-    const ratio = [...disk.ratios].sort((a, b) => a - b)[Math.floor(disk.ratios.length / 2)]!;
+    const ratio = quantile(disk.ratios, 0.5);
     const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
     const md = `### SQLite store: acquire/renew attempts per second
 
@@ -127,3 +128,18 @@ ${disk.markdown}`;
     dir.cleanup();
   }
 }
+
+export const SQLITE_HEADING = '## SQLite (local mode)';
+
+export const sqlitePhase: Phase<SqliteBenchResult> = {
+  name: 'sqlite',
+  what: () => "SQLite attempts per second, the disk's fsync rate, local failover",
+  needsRoot: false,
+  inFullRun: true,
+  // 3 failover rows of about 3 s a trial, the rest throughput and disk.
+  estimateS: (o) => 30 + 3 * o.trials * 3,
+  heading: () => SQLITE_HEADING,
+  section: (r, ctx) =>
+    `${SQLITE_HEADING}\n\n_This section was re-measured by \`npm run bench -- --only sqlite --splice\` on ${ctx.today}, after the full run; the summary tables above quote the full run's SQLite figures._\n\n${r.markdown}`,
+  run: (ctx) => benchSqlite({ trials: ctx.opts.trials, seconds: ctx.opts.seconds ?? 3, log: ctx.log }),
+};

@@ -1,5 +1,5 @@
 /**
- * The leaderless gaps in a Lease's history (the bench's watch of it, bench/lease-timeline.ts),
+ * The leaderless gaps in a Lease's history (the bench's watch of it, bench/lib/lease-timeline.ts),
  * on the records' own times, written by the candidates: from a release (holder '', its
  * renewTime) to the next holder's acquireTime; or, when a holder is replaced without a release,
  * from the old holder's expiry (its last renewTime + the lease duration). Repeated sightings of

@@ -10,10 +10,10 @@
  * durable writes, whatever the clock's resolution.
  */
 import { createInterface } from 'node:readline';
-import { SqliteLeaseStore } from '../src/backends/sqlite-store.js';
-import { PostgresLeaseStore } from '../src/backends/postgres-store.js';
-import { LeaderElector } from '../src/election/elector.js';
-import { ConflictError } from '../src/errors.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+import { PostgresLeaseStore } from '../../src/backends/postgres-store.js';
+import { LeaderElector } from '../../src/election/elector.js';
+import { ConflictError } from '../../src/errors.js';
 
 const [db, lease, id, duration, mode] = process.argv.slice(2);
 const store = db!.startsWith('postgres://')

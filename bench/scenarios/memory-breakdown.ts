@@ -6,8 +6,11 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ImageNode } from './image-node.js';
-import { REPO } from '../test/support/cli.js';
+import type { ImageNode } from '../lib/image-node.js';
+import { rssMB } from '../lib/proc-stats.js';
+import { REPO } from '../../test/support/cli.js';
+import type { Phase } from '../phase.js';
+import type { KubernetesBenchResult } from './kubernetes.js';
 
 export interface MemoryRow {
   what: string;
@@ -70,9 +73,14 @@ export async function memoryBreakdown(node: ImageNode): Promise<MemoryRow[]> {
   return rows;
 }
 
+export const MEMORY_HEADING = '### Where the memory goes';
+
+const IMAGE_ROW = 'the idle Kubernetes standby (median, from the idle window above)';
+const JITLESS_ROW = 'the same with `--jitless` alone';
+
 export function memoryMarkdown(rows: MemoryRow[], node: ImageNode, standby: { jitlessOnly: number; image: number }): string {
   const f1 = (n: number) => n.toFixed(1);
-  return `### Where the memory goes
+  return `${MEMORY_HEADING}
 
 Node ${node.version}, flags \`${node.flags.join(' ')}\` (the image's) unless said otherwise; each row a
 fresh process that imports what is listed and idles for 3 s. "File" is pages of mapped files,
@@ -82,7 +90,69 @@ memory of this process alone (the V8 heap, malloc).
 | process | RSS MiB | anon MiB | file MiB | V8 heap used MiB |
 | --- | ---: | ---: | ---: | ---: |
 ${rows.map((r) => `| ${r.what} | ${f1(r.rssMB)} | ${f1(r.anonMB)} | ${f1(r.fileMB)} | ${f1(r.heapUsedMB)} |`).join('\n')}
-| the idle Kubernetes standby (median, from the idle window above) | ${f1(standby.image)} | | | |
-| the same with \`--jitless\` alone | ${f1(standby.jitlessOnly)} | | | |
+| ${IMAGE_ROW} | ${f1(standby.image)} | | | |
+| ${JITLESS_ROW} | ${f1(standby.jitlessOnly)} | | | |
 `;
 }
+
+/** RSS of a `node` process that loads nothing, after it settled: the floor under any Node sidecar. */
+export async function emptyNodeRssMB(n: ImageNode, flags: string[]): Promise<number> {
+  const child = spawn(n.bin, [...flags, '-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  await new Promise((r) => setTimeout(r, 3_000));
+  const mb = rssMB(child.pid!);
+  child.kill();
+  return mb;
+}
+
+export interface MemoryResult {
+  markdown: string;
+  rows: MemoryRow[];
+  /** An empty node's RSS without flags and with the image's, for the summary table. */
+  emptyNodeMB: number;
+  emptyNodeFlagsMB: number;
+}
+
+/** The two idle-standby rows of a docs/benchmarks.md, kept when the breakdown is measured without the Kubernetes phase. */
+export function keptStandbyRows(doc: string): { image: number; jitlessOnly: number } {
+  const kept = (label: string) =>
+    Number(
+      doc
+        .split('\n')
+        .find((l) => l.startsWith(`| ${label} |`))
+        ?.split('|')[2]
+        ?.trim() ?? NaN,
+    );
+  const image = kept(IMAGE_ROW);
+  const jitlessOnly = kept(JITLESS_ROW);
+  if (Number.isNaN(image + jitlessOnly)) throw new Error('docs/benchmarks.md has no idle standby rows to keep: run the whole bench');
+  return { image, jitlessOnly };
+}
+
+export const memoryPhase: Phase<MemoryResult> = {
+  name: 'memory',
+  what: () => "where an idle sidecar's memory goes: node processes that load more and more of what it loads",
+  needsRoot: false,
+  inFullRun: true,
+  estimateS: () => 40,
+  heading: () => MEMORY_HEADING,
+  section: (r, ctx) =>
+    `${r.markdown}\n_The breakdown was re-measured by \`npm run bench -- --only memory --splice\` on ${ctx.today}; the two standby rows are the full run's._\n`,
+  async run(ctx) {
+    const node = ctx.node();
+    // The standby rows come from this run's idle windows when it had them, else from the last full run.
+    const kube = ctx.results.get('kubernetes') as KubernetesBenchResult | undefined;
+    const standby = kube?.idle.length
+      ? {
+          image: kube.idle.find((r) => r.impl === 'leasehold')!.standbys[0]!.rssMedianMB,
+          jitlessOnly: kube.idle.find((r) => r.impl === 'leasehold-jitless')!.standbys[0]!.rssMedianMB,
+        }
+      : keptStandbyRows(readFileSync(ctx.docPath, 'utf8'));
+    const rows = await memoryBreakdown(node);
+    return {
+      markdown: memoryMarkdown(rows, node, standby),
+      rows,
+      emptyNodeMB: await emptyNodeRssMB(node, []),
+      emptyNodeFlagsMB: await emptyNodeRssMB(node, node.flags),
+    };
+  },
+};

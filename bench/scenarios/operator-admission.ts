@@ -29,12 +29,12 @@ import { performance } from 'node:perf_hooks';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cpus, loadavg } from 'node:os';
-import { KubeClient } from '../src/kube/api-client.js';
-import { loadConnection } from '../src/kube/kubeconfig.js';
-import type { ClusterSession } from '../test/support/cluster-session.js';
-import { REPO, waitFor } from '../test/support/cli.js';
-import { containerMemory, type ContainerMemory } from './cgroup-memory.js';
-import { cpuTicks, schedStat } from './proc-stats.js';
+import { KubeClient } from '../../src/kube/api-client.js';
+import { loadConnection } from '../../src/kube/kubeconfig.js';
+import type { ClusterSession } from '../../test/support/cluster-session.js';
+import { REPO, waitFor } from '../../test/support/cli.js';
+import { containerMemory, type ContainerMemory } from '../lib/cgroup-memory.js';
+import { cpuTicks, schedStat } from '../lib/proc-stats.js';
 import {
   admissionVerdict,
   describeBucket,
@@ -44,10 +44,10 @@ import {
   msText,
   parseHistogram,
   quantileBucket,
-  quantiles,
   type Histogram,
-  type Quantiles,
-} from './latency-stats.js';
+} from '../lib/latency-stats.js';
+import { quantiles, type Quantiles } from '../lib/quantile.js';
+import type { Phase } from '../phase.js';
 
 export const OPERATOR_CHART = join(REPO, 'deploy/helm/leasehold-operator');
 const RELEASE = 'leasehold-operator';
@@ -57,7 +57,7 @@ const PODS_NS = 'leasehold-opbench';
 const WEBHOOK = 'inject.leasehold.io';
 const API_HISTOGRAM = 'apiserver_admission_webhook_admission_duration_seconds';
 const OPERATOR_HISTOGRAM = 'leasehold_operator_admission_seconds';
-/** The operator reads as idle once each replica has run this long (as bench/pod-memory.ts reads the sidecars). */
+/** The operator reads as idle once each replica has run this long (as bench/scenarios/pod-memory.ts reads the sidecars). */
 const SETTLE_MS = 60_000;
 /** How long after the last creation the "after" reading is taken. */
 const AFTER_MS = 30_000;
@@ -442,3 +442,17 @@ The chart's operator resources (\`resources\` in \`deploy/helm/leasehold-operato
 request ${requestMB} MiB, limit ${limitMB} MiB; the highest working set here is ${f1(Math.max(maxPeak, maxAfter))} MiB, ${f2(Math.max(maxPeak, maxAfter) / limitMB)} × the limit.
 `;
 }
+
+export const OPERATOR_HEADING = '## The operator: admission latency and memory';
+
+export const operatorPhase: Phase<OperatorBenchResult> = {
+  name: 'operator',
+  what: (o) => `the operator: admission latency of ${o.operatorPods} labelled pods at ${o.operatorRate}/s against as many unlabelled, its memory`,
+  needsRoot: true,
+  inFullRun: true,
+  estimateS: (o) => 150 + (2 * o.operatorPods) / o.operatorRate + 60,
+  heading: () => OPERATOR_HEADING,
+  section: (r, ctx) =>
+    `${OPERATOR_HEADING}\n\n_This section was measured by \`flock /tmp/cluster.lock npm run bench -- --only ${ctx.only} --operator-pods ${ctx.opts.operatorPods} --splice\` (as root) on ${ctx.today}._\n\n${r.markdown}`,
+  run: (ctx) => benchOperator(ctx.cluster(), { podsPerArm: ctx.opts.operatorPods, rate: ctx.opts.operatorRate }, ctx.log),
+};

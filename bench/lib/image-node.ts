@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO, jitlessFlags } from '../test/support/cli.js';
+import { REPO, jitlessFlags } from '../../test/support/cli.js';
 
 export interface ImageNode {
   version: string;

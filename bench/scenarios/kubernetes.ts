@@ -8,30 +8,31 @@
  *   - graceful handoff (SIGTERM to the leader) and crash failover (SIGKILL) latency,
  *     min / median / p95 over TRIALS trials, measured from the signal to the Lease naming a
  *     standby (read every 5 ms over one keep-alive connection): two of a kind, three leasehold
- *     candidates, and a client-go leader handing over to a leasehold standby (bench/latency-rows.ts).
+ *     candidates, and a client-go leader handing over to a leasehold standby (bench/lib/latency-rows.ts).
  * RSS is sampled every second over the idle window (median and max reported); leasehold runs
  * as deployed, with its HTTP listener (probes and metrics) on.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { summary } from './cli-args.js';
-import { auditBytes as auditSize, auditEventsSince, countsAsRequest } from './audit-log.js';
-import { parseDuration } from '../src/config/duration.js';
-import { cpuTicks, rssMB } from './proc-stats.js';
-import { KubeClient } from '../src/kube/api-client.js';
-import { loadConnection } from '../src/kube/kubeconfig.js';
-import { waitFor, type Proc } from '../test/support/cli.js';
-import { imageNode } from './image-node.js';
-import { buildGoCandidate, createNamespace as createKubeNamespace, startKubeCandidate, type Impl } from './candidates.js';
-import { LATENCY_ROWS, latencyKey, latencyNamespace, parseLatencyRow, type LatencyRow } from './latency-rows.js';
-export type { Impl } from './candidates.js';
-import { startControlPlane } from '../test/support/control-plane.js';
-import { KubernetesLeaseStore } from '../src/backends/kubernetes-store.js';
-import { LeaseTimeline, selfReportedSinceFree } from './lease-timeline.js';
+import { summary } from '../lib/quantile.js';
+import { auditBytes as auditSize, auditEventsSince, countsAsRequest } from '../lib/audit-log.js';
+import { parseDuration } from '../../src/config/duration.js';
+import { cpuTicks, rssMB } from '../lib/proc-stats.js';
+import { KubeClient } from '../../src/kube/api-client.js';
+import { loadConnection } from '../../src/kube/kubeconfig.js';
+import { waitFor, type Proc } from '../../test/support/cli.js';
+import { imageNode } from '../lib/image-node.js';
+import { buildGoCandidate, createNamespace as createKubeNamespace, startKubeCandidate, type Impl } from '../lib/candidates.js';
+import { LATENCY_ROWS, latencyKey, latencyNamespace, parseLatencyRow, type LatencyRow } from '../lib/latency-rows.js';
+export type { Impl } from '../lib/candidates.js';
+import { startControlPlane } from '../../test/support/control-plane.js';
+import { KubernetesLeaseStore } from '../../src/backends/kubernetes-store.js';
+import { LeaseTimeline, selfReportedSinceFree } from '../lib/lease-timeline.js';
+import type { Phase } from '../phase.js';
 
 /**
  * leasehold runs as the image runs it: the image's Node version with its ENTRYPOINT flags
- * (bench/image-node.ts); "leasehold-jitless" is the same with `--jitless` alone (the image's
+ * (bench/lib/image-node.ts); "leasehold-jitless" is the same with `--jitless` alone (the image's
  * flags before the memory ones), "leasehold-jit" the same sidecar on that Node without flags,
  * measured at idle only, for comparison.
  */
@@ -356,3 +357,20 @@ ${['leasehold', 'leasehold self', 'client-go']
   .join('\n')}
 `;
 }
+
+export const KUBERNETES_HEADING = '## Kubernetes: one real kube-apiserver 1.37.2 + etcd 3.7.3';
+
+export const kubernetesPhase: Phase<KubernetesBenchResult> = {
+  name: 'kubernetes',
+  what: () => 'leasehold and client-go on one API server: idle requests, RSS, CPU; handoff and failover latency',
+  needsRoot: false,
+  inFullRun: true,
+  // Each latency trial about 7 s; the client-go to leasehold row's hand-back adds about 4 s to each of its trials.
+  estimateS: (o) => 60 + 4 * (o.idleSeconds + 45) + LATENCY_ROWS.length * o.trials * 7 + o.trials * 4,
+  // One latency row alone, e.g. `leasehold:SIGTERM:3`; a mistyped one is refused before anything starts.
+  accepts: (word) => word.includes(':') && parseLatencyRow(word) !== undefined,
+  otherWords: 'LEADER[/STANDBY]:SIGNAL[:N], one latency row',
+  heading: () => KUBERNETES_HEADING,
+  run: (ctx) =>
+    benchKubernetes({ trials: ctx.opts.trials, idleSeconds: ctx.opts.idleSeconds, log: ctx.log, only: ctx.word.includes(':') ? ctx.word : undefined }),
+};

@@ -1,5 +1,5 @@
 /**
- * The Kubernetes handoff and failover rows (bench/kubernetes.ts): which implementation leads,
+ * The Kubernetes handoff and failover rows (bench/scenarios/kubernetes.ts): which implementation leads,
  * which stands by, how many candidates, which signal; their keys in the results, and the
  * `--only LEADER[/STANDBY]:SIGNAL[:CANDIDATES]` spelling that runs one of them.
  */

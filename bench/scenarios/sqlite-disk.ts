@@ -18,9 +18,11 @@
 import { closeSync, fdatasyncSync, fsyncSync, openSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
-import { SqliteLeaseStore } from '../src/backends/sqlite-store.js';
-import type { VersionedRecord } from '../src/backends/lease-store.js';
-import { tempDir } from '../test/support/cli.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+import type { VersionedRecord } from '../../src/backends/lease-store.js';
+import { tempDir } from '../../test/support/cli.js';
+import { quantile } from '../lib/quantile.js';
+import type { Phase } from '../phase.js';
 
 export interface SqliteDiskOptions {
   /** Seconds of interleaved turns per repeat. */
@@ -173,16 +175,11 @@ async function renewer(path: string, synchronous: 'FULL' | 'OFF', statWal = fals
   return { renew, close: () => store.close() };
 }
 
-function quantile(xs: number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(q * s.length)]!;
-}
-
 const us = (ms: number) => `${Math.round(ms * 1000)} µs`;
 
 function markdown(runs: Run[], seconds: number): string {
   const keys = Object.keys(LABELS) as Key[];
-  const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const mid = (xs: number[]) => quantile(xs, 0.5);
   const spread = (xs: number[], fmt: (x: number) => string) => {
     const s = [...xs].sort((a, b) => a - b);
     return s.length > 1 ? `${fmt(mid(s))} (${fmt(s[0]!)}–${fmt(s.at(-1)!)})` : fmt(s[0]!);
@@ -219,7 +216,7 @@ function markdown(runs: Run[], seconds: number): string {
           : `The sync plus the store's own time would reach ${f2(withCode)} of the reference, so the rest of the gap is in the commit itself: SQLite's wal-index (the \`-shm\`, shared memory mapped from a file), its locks, and the work after each wake-up from the sync.`;
   return `### SQLite durable renewals against the disk
 
-What one renewal's commit does (\`echo go | strace -f -c -e trace=pread64,pwrite64,fsync,fdatasync,statx,fcntl node --import tsx bench/store-worker.ts /tmp/s.db bench w 2000 durable\`,
+What one renewal's commit does (\`echo go | strace -f -c -e trace=pread64,pwrite64,fsync,fdatasync,statx,fcntl node --import tsx bench/lib/store-worker.ts /tmp/s.db bench w 2000 durable\`,
 or with \`-T\` instead of \`-c\` for each call): two writes to the \`-wal\`, the frame's 24-byte
 header and the 4 KiB page, at offset 32 + n × 4,120, so the page straddles two 4 KiB blocks; one
 \`fsync\` of the \`-wal\`; and no read: the SELECT that checks the version is answered from
@@ -240,7 +237,7 @@ filesystem journal as well (the table's row with a \`stat\` of the \`-wal\`). Th
 database file and its \`-shm\` before each operation (the \`-wal\` only matters once they
 changed): \`src/backends/sqlite-wal-stat.test.ts\`.
 
-Produced by \`npm run bench -- --only sqlite-disk --splice\` (\`bench/sqlite-disk.ts\`; the whole
+Produced by \`npm run bench -- --only sqlite-disk --splice\` (\`bench/scenarios/sqlite-disk.ts\`; the whole
 bench runs it too): ${runs.length} repeats of ${seconds} s, on fresh files in the temporary
 directory's filesystem. In each repeat the operations below take 50 ms turns, so a busy
 neighbour slows them all alike. Each is summed up by the 10th percentile of its time per
@@ -270,3 +267,15 @@ made \`NORMAL\`, the renewals would then no longer be durable, and the store kee
 \`synchronous=FULL\` for every write, as documented in \`src/backends/sqlite-store.ts\`.
 `;
 }
+
+// The sqlite phase runs this part too; alone it takes a few seconds and starts no sidecar.
+export const sqliteDiskPhase: Phase<SqliteDiskResult> = {
+  name: 'sqlite-disk',
+  what: () => 'SQLite durable renewals against the disk',
+  needsRoot: false,
+  inFullRun: false,
+  estimateS: (o) => 3 * (o.seconds ?? 6) + 10,
+  heading: () => '### SQLite durable renewals against the disk',
+  section: (r, ctx) => `${r.markdown}\n_Re-measured by \`npm run bench -- --only sqlite-disk --splice\` on ${ctx.today}, after the full run._\n`,
+  run: (ctx) => benchSqliteDisk({ seconds: ctx.opts.seconds ?? 6, repeats: 3, log: ctx.log }),
+};

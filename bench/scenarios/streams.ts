@@ -11,12 +11,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cpus, loadavg } from 'node:os';
-import { summary } from './cli-args.js';
-import { selfReportedSinceFree } from './lease-timeline.js';
-import { rssMB } from './proc-stats.js';
-import { startCli, tempDir, waitFor, type Proc } from '../test/support/cli.js';
-import { validLeaders, type Candidate } from '../test/support/sidecars.js';
-import { openStream, type SseClient } from '../test/support/sse-client.js';
+import { summary } from '../lib/quantile.js';
+import { selfReportedSinceFree } from '../lib/lease-timeline.js';
+import { rssMB } from '../lib/proc-stats.js';
+import { startCli, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
+import { validLeaders, type Candidate } from '../../test/support/sidecars.js';
+import { openStream, type SseClient } from '../../test/support/sse-client.js';
+import type { Phase } from '../phase.js';
 
 export interface StreamsBenchOptions {
   trials: number;
@@ -151,3 +152,17 @@ ${row(`${streams} never reading`, stuck)}
     dir.cleanup();
   }
 }
+
+export const STREAMS_HEADING = '## Leadership as a stream';
+
+export const streamsPhase: Phase<StreamsBenchResult> = {
+  name: 'streams',
+  what: (o) => `${o.streams} GET /leader streams per sidecar: RSS and handoff, reading and never reading`,
+  needsRoot: false,
+  inFullRun: true,
+  estimateS: (o) => 3 * (10 + o.trials * 4),
+  heading: () => STREAMS_HEADING,
+  section: (r, ctx) =>
+    `${STREAMS_HEADING}\n\n_This section was measured by \`npm run bench -- --only streams --splice\` on ${ctx.today}, apart from the full run._\n\n${r.markdown}\n`,
+  run: (ctx) => benchStreams({ trials: Math.min(ctx.opts.trials, 12), streams: ctx.opts.streams, log: ctx.log }),
+};

@@ -5,7 +5,7 @@
  * candidates on this machine's clock. That is the true expiry, whatever the delays of the
  * bench's view (which a loaded machine stretches), and the same rule for leasehold and client-go.
  */
-import type { WatchEvent } from '../src/backends/lease-store.js';
+import type { WatchEvent } from '../../src/backends/lease-store.js';
 
 /** Subscribes to a lease's changes; returns the unsubscribe (a store's watch, bound to one lease). */
 export type Subscribe = (onEvent: (e: WatchEvent) => void) => () => void;

@@ -6,18 +6,20 @@
  *   - the leaderless gap when the leader pod is deleted, with the example app that ignores
  *     SIGTERM (the chart's) and with one that exits on it (test/cluster/cluster.test.ts);
  *   - the leaderless gaps during `kubectl rollout restart` of 3 replicas.
- * Gaps come from the Lease's history on the records' own times (bench/leaderless-gaps.ts), which
+ * Gaps come from the Lease's history on the records' own times (bench/lib/leaderless-gaps.ts), which
  * the bench follows with a watch; every clock involved is this machine's.
  */
 import { loadavg } from 'node:os';
-import { summary } from './cli-args.js';
-import { leaderlessGaps } from './leaderless-gaps.js';
-import { LeaseTimeline } from './lease-timeline.js';
-import { KubeClient } from '../src/kube/api-client.js';
-import { loadConnection } from '../src/kube/kubeconfig.js';
-import { KubernetesLeaseStore } from '../src/backends/kubernetes-store.js';
-import { CHART, type ClusterSession, LOCAL_IMAGES } from '../test/support/cluster-session.js';
-import { waitFor } from '../test/support/cli.js';
+import { summary } from '../lib/quantile.js';
+import { leaderlessGaps } from '../lib/leaderless-gaps.js';
+import { LeaseTimeline } from '../lib/lease-timeline.js';
+import { KubeClient } from '../../src/kube/api-client.js';
+import { loadConnection } from '../../src/kube/kubeconfig.js';
+import { KubernetesLeaseStore } from '../../src/backends/kubernetes-store.js';
+import { CHART, type ClusterSession, LOCAL_IMAGES } from '../../test/support/cluster-session.js';
+import { waitFor } from '../../test/support/cli.js';
+import type { Phase } from '../phase.js';
+import { clusterSpliceNote } from '../report/splice-note.js';
 
 /** The example app's command (values.yaml) ignores SIGTERM; this variant exits on it (as in cluster.test.ts). */
 const APP_EXITING_ON_SIGTERM = [
@@ -215,3 +217,16 @@ ${loads.map((l) => `- ${l}`).join('\n')}
 `;
   return { markdown };
 }
+
+export const CLUSTER_HEADING = '## On a real cluster';
+
+export const clusterPhase: Phase<ClusterFiguresResult> = {
+  name: 'cluster',
+  what: () => 'the chart on a real cluster: helm install to the first leader, leader pod deleted, rollout restart',
+  needsRoot: true,
+  inFullRun: true,
+  estimateS: (o) => o.clusterTrials * (25 + 2 * 20 + 40),
+  heading: () => CLUSTER_HEADING,
+  section: (r, ctx) => `${CLUSTER_HEADING}\n\n${clusterSpliceNote(ctx, `, ${ctx.opts.clusterTrials} trials per row`)}${r.markdown}`,
+  run: (ctx) => benchClusterFigures(ctx.cluster(), ctx.opts.clusterTrials, ctx.log),
+};

@@ -1,15 +1,16 @@
 /**
  * What the SQLite watch's poll costs one idle process: a store watching a lease nobody writes,
  * at the slow rate and at the named successor's quick rate, each for SECONDS (default 10),
- * CPU time from /proc/self/stat. Prints one JSON line per rate.
+ * CPU time from /proc/self/stat. Prints one JSON line per rate. Not a phase of `npm run bench`:
+ * docs/sqlite.md quotes it, run on its own.
  *
- *   node --import tsx bench/sqlite-watch-cpu.ts [SECONDS]
+ *   node --import tsx bench/scenarios/sqlite-watch-cpu.ts [SECONDS]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteLeaseStore } from '../src/backends/sqlite-store.js';
-import { cpuTicks } from './proc-stats.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+import { cpuTicks } from '../lib/proc-stats.js';
 
 const seconds = Number(process.argv[2] ?? 10);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,16 +1,17 @@
 /**
  * The PostgreSQL part of `npm run bench` (bench/run.ts), on a real server started for the run
  * (test/support/postgres.ts): acquire/renew attempts per second through the real elector, and the
- * failover latency of `leasehold sidecar` processes (bench/sidecar-failover.ts): 2 after SIGKILL,
+ * failover latency of `leasehold sidecar` processes (bench/lib/sidecar-failover.ts): 2 after SIGKILL,
  * 2 and 3 after SIGTERM.
  */
 import { join } from 'node:path';
-import { summary } from './cli-args.js';
-import { REPO, start, tempDir, waitFor, type Proc } from '../test/support/cli.js';
-import { SIDECAR_TIMING, sidecarFailover } from './sidecar-failover.js';
-import { startPostgres } from '../test/support/postgres.js';
+import { summary } from '../lib/quantile.js';
+import { REPO, start, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
+import { SIDECAR_TIMING, sidecarFailover } from '../lib/sidecar-failover.js';
+import { startPostgres } from '../../test/support/postgres.js';
+import type { Phase } from '../phase.js';
 
-const WORKER = join(REPO, 'bench/store-worker.ts');
+const WORKER = join(REPO, 'bench/lib/store-worker.ts');
 
 export interface PostgresBenchResult {
   markdown: string;
@@ -102,3 +103,15 @@ ${failoverMd}`;
     await pg.stop();
   }
 }
+
+export const POSTGRES_HEADING = '## PostgreSQL';
+
+export const postgresPhase: Phase<PostgresBenchResult> = {
+  name: 'postgres',
+  what: () => 'PostgreSQL attempts per second and failover',
+  needsRoot: false,
+  inFullRun: true,
+  estimateS: (o) => 30 + 3 * o.trials * 3,
+  heading: () => POSTGRES_HEADING,
+  run: (ctx) => benchPostgres({ trials: ctx.opts.trials, seconds: ctx.opts.seconds ?? 3, log: ctx.log }),
+};

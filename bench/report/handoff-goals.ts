@@ -3,7 +3,7 @@
  * this run measured and whether it met the goal (docs/benchmarks.md, under the summary); and,
  * while a graceful-handoff row is not met, what limits it. Pure: it formats figures it is given.
  */
-import { RELEASE_WINDOW_FACTOR } from '../src/election/elector-config.js';
+import { RELEASE_WINDOW_FACTOR } from '../../src/election/elector-config.js';
 
 /** The part of a bench/cli-args.ts summary the goals read. */
 export interface Figures {
@@ -11,7 +11,7 @@ export interface Figures {
   samples: number[];
 }
 
-/** A store measured by bench/sidecar-failover.ts (SQLite, PostgreSQL). */
+/** A store measured by bench/lib/sidecar-failover.ts (SQLite, PostgreSQL). */
 export interface SidecarStoreFigures {
   term: Figures;
   term3: Figures;
@@ -22,9 +22,9 @@ export interface SidecarStoreFigures {
 export interface HandoffGoalInputs {
   sqlite: SidecarStoreFigures | null;
   postgres: SidecarStoreFigures | null;
-  /** bench/kubernetes.ts's latency and afterExpiry, keyed as there (bench/latency-rows.ts). */
+  /** bench/scenarios/kubernetes.ts's latency and afterExpiry, keyed as there (bench/lib/latency-rows.ts). */
   kube: { latency: Record<string, Figures>; afterExpiry: Record<string, Figures> } | null;
-  /** bench/scale.ts's rows, by setup name ("SQLite, leasehold", "Kubernetes, leasehold", "Kubernetes, client-go"). */
+  /** bench/scenarios/scale.ts's rows, by setup name ("SQLite, leasehold", "Kubernetes, leasehold", "Kubernetes, client-go"). */
   scale: { setup: string; standbyPerMin: number; conflicts: Figures; handoff: Figures; afterExpiry: Figures }[] | null;
   /** The scale part's number of standbys. */
   standbys: number;
@@ -154,7 +154,7 @@ export function handoffGoalsMarkdown(i: HandoffGoalInputs): string {
     `### Graceful handoff and crash failover, per store, and ${i.standbys} standbys`,
     '',
     'Each goal on each store, from the rows of this run in the sections below (SQLite and PostgreSQL: the',
-    `standby's status file; Kubernetes: the Lease). The ${i.standbys}-standby part (bench/scale.ts) runs on SQLite and`,
+    `standby's status file; Kubernetes: the Lease). The ${i.standbys}-standby part (bench/scenarios/scale.ts) runs on SQLite and`,
     'Kubernetes, not on PostgreSQL.',
     '',
     '| goal | store | leasehold | client-go | target | |',

@@ -14,9 +14,11 @@
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { CHART, type ClusterSession, LOCAL_IMAGES, chartMemory } from '../test/support/cluster-session.js';
-import { REPO, waitFor } from '../test/support/cli.js';
-import { containerMemory, type ContainerMemory } from './cgroup-memory.js';
+import { CHART, type ClusterSession, LOCAL_IMAGES, chartMemory } from '../../test/support/cluster-session.js';
+import { REPO, waitFor } from '../../test/support/cli.js';
+import { containerMemory, type ContainerMemory } from '../lib/cgroup-memory.js';
+import type { Phase } from '../phase.js';
+import { clusterSpliceNote } from '../report/splice-note.js';
 
 export interface PodMemoryResult {
   leasehold: { leader: ContainerMemory; standby: ContainerMemory };
@@ -202,3 +204,16 @@ The chart's sidecar resources (\`leasehold.resources\` in values.yaml): request 
 `;
   return { leasehold: { leader: lhL, standby: lhS }, clientGo: { leader: goL, standby: goS }, emptyNode: empty, requestMB, limitMB, markdown };
 }
+
+export const POD_HEADING = '## Memory in a pod';
+
+export const podPhase: Phase<PodMemoryResult> = {
+  name: 'pod',
+  what: () => "leasehold's and client-go's memory in pods (memory cgroup, RSS)",
+  needsRoot: true,
+  inFullRun: true,
+  estimateS: () => 300,
+  heading: () => POD_HEADING,
+  section: (r, ctx) => `${POD_HEADING}\n\n${clusterSpliceNote(ctx, '')}${r.markdown}`,
+  run: (ctx) => benchPodMemory(ctx.cluster(), ctx.node().flags, ctx.log),
+};

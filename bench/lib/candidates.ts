@@ -1,12 +1,12 @@
 /**
- * Starting the candidates the Kubernetes benches compare (bench/kubernetes.ts, bench/scale.ts):
+ * Starting the candidates the Kubernetes benches compare (bench/scenarios/kubernetes.ts, bench/scenarios/scale.ts):
  * a leasehold sidecar on the image's Node (with its flags, `--jitless` alone, or none) or the
  * client-go peer, on one lease with the same timings.
  */
 import type { ImageNode } from './image-node.js';
-import { buildTool } from '../test/support/build-tool.js';
-import type { KubeClient } from '../src/kube/api-client.js';
-import { CLI, start, type Proc } from '../test/support/cli.js';
+import { buildTool } from '../../test/support/build-tool.js';
+import type { KubeClient } from '../../src/kube/api-client.js';
+import { CLI, start, type Proc } from '../../test/support/cli.js';
 
 export type Impl = 'leasehold' | 'leasehold-jitless' | 'leasehold-jit' | 'client-go';
 

@@ -1,25 +1,9 @@
 /**
- * Pure helpers of the operator's admission bench (bench/operator-admission.ts): nearest-rank
- * quantiles of a sample, and Prometheus histograms read from a /metrics text, subtracted (the
- * counters are cumulative since the process started) and read as "what fraction at or under a
- * bucket bound", since a histogram can only bound a quantile between two of its buckets.
+ * Pure helpers of the operator's admission bench (bench/scenarios/operator-admission.ts):
+ * Prometheus histograms read from a /metrics text, subtracted (the counters are cumulative since
+ * the process started) and read as "what fraction at or under a bucket bound", since a histogram
+ * can only bound a quantile between two of its buckets.
  */
-
-export interface Quantiles {
-  n: number;
-  median: number;
-  p95: number;
-  p99: number;
-  max: number;
-}
-
-/** Nearest-rank median, p95, p99 and max of a non-empty sample. */
-export function quantiles(xs: number[]): Quantiles {
-  if (xs.length === 0) throw new Error('quantiles of an empty sample');
-  const s = [...xs].sort((a, b) => a - b);
-  const q = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))]!;
-  return { n: s.length, median: q(0.5), p95: q(0.95), p99: q(0.99), max: s[s.length - 1]! };
-}
 
 /** One histogram: cumulative counts by upper bound (seconds, ascending, +Inf last), its sum and count. */
 export interface Histogram {

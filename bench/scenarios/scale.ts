@@ -9,20 +9,21 @@
  * the API server's CPU. Every killed candidate is replaced, so N standbys stay throughout.
  */
 import { join } from 'node:path';
-import { summary } from './cli-args.js';
-import { cpuTicks, rssMB } from './proc-stats.js';
-import { imageNode } from './image-node.js';
-import { LeaseTimeline } from './lease-timeline.js';
-import { buildGoCandidate, createNamespace, startKubeCandidate, timingArgs, type Timings } from './candidates.js';
-import { auditBytes, auditEventsSince, countsAsRequest } from './audit-log.js';
+import { summary } from '../lib/quantile.js';
+import { cpuTicks, rssMB } from '../lib/proc-stats.js';
+import { imageNode } from '../lib/image-node.js';
+import { LeaseTimeline } from '../lib/lease-timeline.js';
+import { buildGoCandidate, createNamespace, startKubeCandidate, timingArgs, type Timings } from '../lib/candidates.js';
+import { auditBytes, auditEventsSince, countsAsRequest } from '../lib/audit-log.js';
 import { FAST_T } from './kubernetes.js';
-import { KubeClient } from '../src/kube/api-client.js';
-import { loadConnection } from '../src/kube/kubeconfig.js';
-import { KubernetesLeaseStore } from '../src/backends/kubernetes-store.js';
-import { SqliteLeaseStore } from '../src/backends/sqlite-store.js';
-import { parseDuration } from '../src/config/duration.js';
-import { CLI, start, tempDir, waitFor, type Proc } from '../test/support/cli.js';
-import { startControlPlane, type ControlPlane } from '../test/support/control-plane.js';
+import { KubeClient } from '../../src/kube/api-client.js';
+import { loadConnection } from '../../src/kube/kubeconfig.js';
+import { KubernetesLeaseStore } from '../../src/backends/kubernetes-store.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+import { parseDuration } from '../../src/config/duration.js';
+import { CLI, start, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
+import { startControlPlane, type ControlPlane } from '../../test/support/control-plane.js';
+import type { BenchOptions, Phase } from '../phase.js';
 
 export interface ScaleBenchOptions {
   standbys: number;
@@ -178,7 +179,7 @@ async function runSetup(s: Setup, N: number, trials: number, idleSeconds: number
         conflicts.push((await w.close()).conflicts);
         const fresh = add('standby');
         await waitFor('the replacement to see the leader', () => s.sawHolder(fresh, leaderId), 60_000);
-        await sleep(2 * retryMs); // every standby has seen a renewal since (see bench/kubernetes.ts)
+        await sleep(2 * retryMs); // every standby has seen a renewal since (see bench/scenarios/kubernetes.ts)
         log(
           `${s.name} ${signal} ${i + 1}/${trials}: ${signal === 'SIGTERM' ? `${handoff.at(-1)} ms from the signal` : `${afterExpiry.at(-1)} ms after the expiry`}, ${conflicts.at(-1)} conflicts`,
         );
@@ -351,3 +352,18 @@ RSS and CPU are summed over all ${N + 1} candidates; CPU is the share of one cor
 ${body}
 `;
 }
+
+export const scaleHeading = (o: BenchOptions) => `## One lease, ${o.standbys} standbys`;
+
+export const scalePhase: Phase<ScaleBenchResult> = {
+  name: 'scale',
+  what: (o) => `1 leader + ${o.standbys} standbys on SQLite and on Kubernetes (leasehold and client-go): requests, conflicts, handoffs, RSS, CPU`,
+  needsRoot: false,
+  inFullRun: true,
+  estimateS: (o) => 3 * (o.standbys * 0.8 + 10 + o.idleSeconds + o.scaleTrials * 2 * 8),
+  heading: scaleHeading,
+  section: (r, ctx) =>
+    `${scaleHeading(ctx.opts)}\n\n_This section was re-measured by \`npm run bench -- --only scale --splice\` on ${ctx.today}, after the full run; the summary and goals tables above quote the full run's figures._\n\n${r.markdown}\n`,
+  run: (ctx) =>
+    benchScale({ standbys: ctx.opts.standbys, trials: ctx.opts.scaleTrials, idleSeconds: ctx.opts.idleSeconds, log: ctx.log, setups: ctx.opts.scaleSetups }),
+};

@@ -1,5 +1,5 @@
 /**
- * The failover loop the SQLite and PostgreSQL parts share (bench/sqlite.ts, bench/postgres.ts):
+ * The failover loop the SQLite and PostgreSQL parts share (bench/scenarios/sqlite.ts, bench/scenarios/postgres.ts):
  * 2 or 3 `leasehold sidecar` processes on one lease, the leader signalled, timed from the signal
  * to a standby's status file saying leader (the app's view), polled every 2 ms. Each trial's
  * signalled leader is replaced by a fresh standby, so every trial has the same number of candidates.
@@ -7,9 +7,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { selfReportedSinceFree } from './lease-timeline.js';
-import { waitFor } from '../test/support/cli.js';
-import { VOLUNTEER_WINDOW_MS } from '../src/election/successor.js';
-import { startSidecar, validLeaders, type Candidate } from '../test/support/sidecars.js';
+import { waitFor } from '../../test/support/cli.js';
+import { VOLUNTEER_WINDOW_MS } from '../../src/election/successor.js';
+import { startSidecar, validLeaders, type Candidate } from '../../test/support/sidecars.js';
 
 /** The timings of every SQLite and PostgreSQL failover row. */
 export const SIDECAR_TIMING = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };

@@ -3,8 +3,8 @@
  * with no `cat`, is read the same way): its working set from its memory cgroup, as the kubelet
  * computes it and compares it with the limit (usage − inactive file pages), and the process's
  * RSS from /proc, split into anonymous memory (this process alone: V8 heap, malloc) and pages of
- * mapped files (the binary: shared, reclaimable). Shared by bench/pod-memory.ts and
- * bench/operator-admission.ts.
+ * mapped files (the binary: shared, reclaimable). Shared by bench/scenarios/pod-memory.ts and
+ * bench/scenarios/operator-admission.ts.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

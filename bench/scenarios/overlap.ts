@@ -11,10 +11,11 @@
  */
 import { join } from 'node:path';
 import { cpus, loadavg } from 'node:os';
-import { summary } from './cli-args.js';
-import { REPO, start, startCli, tempDir, waitFor, type Proc } from '../test/support/cli.js';
-import { VOLUNTEER_WINDOW_MS } from '../src/election/successor.js';
-import type { AppEvent } from '../test/support/leader-app.js';
+import { summary } from '../lib/quantile.js';
+import { REPO, start, startCli, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
+import { VOLUNTEER_WINDOW_MS } from '../../src/election/successor.js';
+import type { AppEvent } from '../../test/support/leader-app.js';
+import type { Phase } from '../phase.js';
 
 export interface OverlapBenchOptions {
   handoffs: number;
@@ -146,3 +147,17 @@ ${lines.join('\n')}
 `;
   return { markdown, rows };
 }
+
+export const OVERLAP_HEADING = '## Overlap of leader work at a graceful handoff';
+
+export const overlapPhase: Phase<OverlapBenchResult> = {
+  name: 'overlap',
+  what: (o) => `${o.trials} graceful handoffs of a sidecar and its app, without and with --drain-timeout: overlap of leader work`,
+  needsRoot: false,
+  inFullRun: true,
+  estimateS: (o) => 2 * o.trials * 5,
+  heading: () => OVERLAP_HEADING,
+  section: (r, ctx) =>
+    `${OVERLAP_HEADING}\n\n_This section was measured by \`npm run bench -- --only overlap --splice\` on ${ctx.today}, apart from the full run._\n\n${r.markdown}\n`,
+  run: (ctx) => benchOverlap({ handoffs: ctx.opts.trials, log: ctx.log }),
+};

@@ -1,0 +1,24 @@
+/**
+ * The bench's options, read once from its command line: every phase takes what it needs from
+ * here. The parsing itself is bench/cli-args.ts's.
+ */
+import { option } from './cli-args.js';
+import type { BenchOptions } from './phase.js';
+
+export function benchOptions(args: string[]): BenchOptions {
+  const n = (name: string, dflt: number) => Number(option(name, String(dflt), args));
+  const seconds = option('seconds', '', args);
+  return {
+    trials: n('trials', 20),
+    seconds: seconds === '' ? undefined : Number(seconds),
+    idleSeconds: n('idle-seconds', 60),
+    clusterTrials: n('cluster-trials', 10),
+    streams: n('streams', 1000),
+    standbys: n('standbys', 100),
+    scaleTrials: n('scale-trials', 6),
+    scaleSetups: option('scale-setups', 'sqlite,leasehold,client-go', args).split(','),
+    // At least 600 of each kind for a p99.
+    operatorPods: n('operator-pods', 1000),
+    operatorRate: 20,
+  };
+}
