@@ -7,6 +7,8 @@
 #   test/cluster/cluster.sh up DIR     # prints the admin kubeconfig path when the node is Ready
 #   test/cluster/cluster.sh down DIR   # always safe to call, also after a failed `up`
 #
+# One cluster per machine: a second `up` while one runs fails at once and changes nothing.
+#
 # Network: pods live on a bridge this script creates (lh-br0, 10.244.77.0/24). The API server
 # listens on the bridge's address only; one DNAT rule sends the in-cluster address of
 # kubernetes.default (10.96.0.1:443) to it, and a FORWARD rule drops anything from the pod
@@ -62,12 +64,15 @@ down() {
       ip netns delete "$ns" 2>/dev/null || rm -f "/run/netns/$ns"
     done
   fi
-  ip link delete "$BRIDGE" 2>/dev/null || true
-  while iptables -t nat -D PREROUTING -j LEASEHOLD-CLUSTER 2>/dev/null; do :; done
-  while iptables -t nat -D OUTPUT -j LEASEHOLD-CLUSTER 2>/dev/null; do :; done
-  iptables -t nat -F LEASEHOLD-CLUSTER 2>/dev/null && iptables -t nat -X LEASEHOLD-CLUSTER 2>/dev/null || true
-  while iptables -D FORWARD -j LEASEHOLD-CLUSTER 2>/dev/null; do :; done
-  iptables -F LEASEHOLD-CLUSTER 2>/dev/null && iptables -X LEASEHOLD-CLUSTER 2>/dev/null || true
+  # Only the cluster that made the bridge removes it and its rules (see up).
+  if [[ -f "$dir/network.owned" ]]; then
+    ip link delete "$BRIDGE" 2>/dev/null || true
+    while iptables -t nat -D PREROUTING -j LEASEHOLD-CLUSTER 2>/dev/null; do :; done
+    while iptables -t nat -D OUTPUT -j LEASEHOLD-CLUSTER 2>/dev/null; do :; done
+    iptables -t nat -F LEASEHOLD-CLUSTER 2>/dev/null && iptables -t nat -X LEASEHOLD-CLUSTER 2>/dev/null || true
+    while iptables -D FORWARD -j LEASEHOLD-CLUSTER 2>/dev/null; do :; done
+    iptables -F LEASEHOLD-CLUSTER 2>/dev/null && iptables -X LEASEHOLD-CLUSTER 2>/dev/null || true
+  fi
   if [[ -f "$dir/sysctls.before" ]]; then
     while IFS='=' read -r key value; do sysctl -qw "$key=$value" 2>/dev/null || true; done <"$dir/sysctls.before"
   fi
@@ -115,10 +120,18 @@ up() {
   [[ ! -e "$dir" ]] || { log "$dir exists: run 'cluster.sh down $dir' first"; exit 1; }
   for tool in containerd runc ctr iptables ip openssl; do command -v "$tool" >/dev/null || { log "$tool is missing: run scripts/setup.sh"; exit 1; }; done
   [[ -x /usr/lib/cni/bridge ]] || { log "CNI plugins are missing: run scripts/setup.sh (containernetworking-plugins)"; exit 1; }
+  mkdir -p "$dir"/{pids,logs,pki,etcd,containerd,kubelet,cni/net.d,cni/ipam}
+  # The node's address, port, iptables chains, host folders and sysctls are the machine's, so one
+  # cluster at a time: creating the bridge is the claim (atomic). A second `up` stops here, before
+  # it records or changes anything, and its `down` leaves the first cluster's network alone.
+  if ! ip link add "$BRIDGE" type bridge 2>/dev/null; then
+    log "another cluster is up on this machine (bridge $BRIDGE exists): one at a time; wait for it, or run 'cluster.sh down' on its folder"
+    exit 1
+  fi
+  touch "$dir/network.owned"
   local bin images
   bin="$(bash "$repo/test/support/build-control-plane.sh" --node)"
   mapfile -t images < <(bash "$repo/test/image/build-image.sh"; bash "$repo/test/cluster/build-node-images.sh")
-  mkdir -p "$dir"/{pids,logs,pki,etcd,containerd,kubelet,cni/net.d,cni/ipam}
   ln -s "$bin" "$dir/bin"
   trap 'log "up failed; see $dir/logs"; exit 1' ERR
   for key in "${SYSCTLS[@]}"; do echo "$key=$(sysctl -n "$key")"; done >"$dir/sysctls.before"
@@ -126,7 +139,6 @@ up() {
   ls /run/netns 2>/dev/null | sort >"$dir/netns.before" || true
 
   log "network: bridge $BRIDGE $NODE_IP, DNAT $SERVICE_IP:443, nothing forwarded off the pod network"
-  ip link add "$BRIDGE" type bridge
   ip addr add "$NODE_IP/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
   iptables -t nat -N LEASEHOLD-CLUSTER

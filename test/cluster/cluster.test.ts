@@ -7,7 +7,8 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { waitFor } from '../support/cli.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { REPO, waitFor } from '../support/cli.js';
 import { API_SERVER_ADDRESSES, CHART, ClusterSession, LOCAL_IMAGES, chartMemory } from '../support/cluster-session.js';
 import { allReady, onlyEndpointIs, onlyLeaderReady, readPods, readServiceEndpoints, singleLeader, type LeaseView } from '../support/cluster-views.js';
 import { HostPrometheus } from './host-prometheus.js';
@@ -144,6 +145,23 @@ describe('the chart on a real node', () => {
     assert.ok(transitions() > tokenBefore, 'the new term has a higher token');
     return { old, next, handoverMs, t0, oldLog };
   };
+
+  it("a second cluster's bring-up on this machine fails at once, and its teardown leaves this cluster's network alone", { timeout: 120_000 }, () => {
+    const other = mkdtempSync('/tmp/leasehold-cluster-other-');
+    const script = join(REPO, 'test/cluster/cluster.sh');
+    try {
+      const up = spawnSync('bash', [script, 'up', join(other, 'cluster')], { encoding: 'utf8', timeout: 60_000 });
+      assert.equal(up.status, 1, up.stderr);
+      assert.match(up.stderr, /another cluster is up on this machine \(bridge lh-br0 exists\)/);
+    } finally {
+      execFileSync('bash', [script, 'down', join(other, 'cluster')], { stdio: 'inherit', timeout: 120_000 });
+      rmSync(other, { recursive: true, force: true });
+    }
+    assert.equal(spawnSync('ip', ['link', 'show', 'lh-br0']).status, 0, 'the bridge is still there');
+    assert.equal(spawnSync('iptables', ['-t', 'nat', '-S', 'LEASEHOLD-CLUSTER']).status, 0, 'the DNAT chain is still there');
+    assert.equal(kubectl('get', '--raw', '/readyz'), 'ok');
+    assert.ok(holder() !== '', 'the release still has a leader');
+  });
 
   it(
     'deleting the leader pod hands over within 2 s, though the example app ignores SIGTERM; the old leader steps down first',
