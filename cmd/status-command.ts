@@ -1,30 +1,35 @@
-import type { Argv } from 'yargs';
 import type { LeaseStore } from '../src/backends/lease-store.js';
 import { openStore, type StoreSettings } from '../src/backends/open-store.js';
 import { describeError, isLeaseholdError } from '../src/errors.js';
 import { formatDuration } from '../src/config/duration.js';
-import { resolveStore, storeFlags } from './election-flags.js';
-import type { FlagsOf } from './env-flags.js';
+import { STORE_OPTIONS, resolveStore } from './election-flags.js';
+import type { ArgsOf, CommandSpec, FlagTable } from './flag-table.js';
 import { escapeForTerminal, jsonForTerminal } from '../src/util/escape-control.js';
 import { watchLease } from './status-watch.js';
 import { formatCandidate } from './status-candidate.js';
 import { readReport, type LeaseReport } from './lease-report.js';
 
-export type StatusArgs = FlagsOf<typeof statusFlags>;
+export const STATUS_OPTIONS = {
+  ...STORE_OPTIONS,
+  json: { type: 'boolean', default: false, describe: 'Print one JSON object (for scripts)' },
+  watch: {
+    type: 'boolean',
+    default: false,
+    describe: 'Print one line per change of holder, token or state until interrupted (JSON lines with --json)',
+  },
+  'status-dir': {
+    type: 'string',
+    describe: "Also show the candidate whose sidecar writes this status directory: leader, campaigning, or standing aside (its app's health) and why",
+  },
+} as const satisfies FlagTable;
 
-export function statusFlags<T>(y: Argv<T>) {
-  return storeFlags(y)
-    .option('json', { type: 'boolean', default: false, describe: 'Print one JSON object (for scripts)' })
-    .option('watch', {
-      type: 'boolean',
-      default: false,
-      describe: 'Print one line per change of holder, token or state until interrupted (JSON lines with --json)',
-    })
-    .option('status-dir', {
-      type: 'string',
-      describe: "Also show the candidate whose sidecar writes this status directory: leader, campaigning, or standing aside (its app's health) and why",
-    });
-}
+export type StatusArgs = ArgsOf<typeof STATUS_OPTIONS>;
+
+export const STATUS_COMMAND = {
+  name: 'status',
+  description: 'Show who holds a lease, its fencing token and when it expires',
+  flags: STATUS_OPTIONS,
+} as const satisfies CommandSpec;
 
 /** The exit status when the store did not answer within its bound (an unreachable server, a locked table). */
 export const EXIT_STORE_UNAVAILABLE = 3;
