@@ -3,7 +3,7 @@
  * default and its LEASEHOLD_<FLAG> variable. Loaded only for --help.
  */
 import { allCommands, loadCommand } from './commands.js';
-import { envName, type CommandSpec, type FlagSpec } from './flag-table.js';
+import { defaultOf, envName, type CommandSpec, type FlagSpec } from './flag-table.js';
 
 const VARIABLES = `Every flag can also be set as LEASEHOLD_<FLAG> (--lease-duration as LEASEHOLD_LEASE_DURATION); the command line wins, and each command reads only its own flags' variables. Boolean flags and variables take true or false; an empty value is bad input (leave the flag out, or unset its variable, for its default).`;
 const EXIT_STATUS = `Exit status: 0 done (status: the lease exists; run --skip-if-ran-within: skipped); 1 a failure (status: no such lease); 2 bad input, one line, nothing written; 3 status: the store did not answer in time or refused the connection; run: the command's status, 75 if leadership was lost first (--once), 124 not elected within --try, 127 the command cannot start; 128 + n on a second signal during shutdown.`;
@@ -23,13 +23,6 @@ function wrap(text: string, width: number, indent: number): string {
   }
   lines.push(line);
   return lines.join(`\n${' '.repeat(indent)}`);
-}
-
-/** A flag's default as help and the reference show it, or undefined for none. */
-export function defaultOf(spec: FlagSpec): string | undefined {
-  if (spec.type === 'list') return undefined;
-  if (spec.default === undefined) return spec.type === 'boolean' ? 'false' : undefined;
-  return String(spec.default);
 }
 
 function flagLines(flags: Readonly<Record<string, FlagSpec>>): string {

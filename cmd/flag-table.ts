@@ -30,6 +30,13 @@ export function envName(flag: string): string {
   return `LEASEHOLD_${flag.toUpperCase().replace(/-/g, '_')}`;
 }
 
+/** A flag's default as help and the reference show it, or undefined for none. */
+export function defaultOf(spec: FlagSpec): string | undefined {
+  if (spec.type === 'list') return undefined;
+  if (spec.default === undefined) return spec.type === 'boolean' ? 'false' : undefined;
+  return String(spec.default);
+}
+
 /** A command as its help and the flag reference describe it; its flags are its table. */
 export interface CommandSpec<T extends FlagTable = FlagTable> {
   readonly name: string;
