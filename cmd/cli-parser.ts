@@ -8,11 +8,19 @@
  * with a dash (`--health-hold-down -1s`) as "ambiguous" where the flag's own rule should say what
  * is wrong with it, and its messages name no rule.
  */
-import { parseArgs } from 'node:util';
+import { createRequire } from 'node:module';
+import type * as Util from 'node:util';
 import { InvalidConfigError } from '../src/errors.js';
 import { envName, type ArgsOf, type FlagTable } from './flag-table.js';
 import { TERM_VARIABLES } from './env-variables.js';
 import { badFlag } from './usage-error.js';
+
+/**
+ * node:util by require, as src/util/node-http.ts loads node:http: an ESM import builds the
+ * namespace from every export, running each lazy getter, and a sidecar would keep what they load
+ * for as long as it runs (half a MiB on the image's Node, docs/benchmarks.md).
+ */
+const { parseArgs } = createRequire(import.meta.url)('node:util') as typeof Util;
 
 export interface ParseContext {
   /** The command word, for messages (`leasehold sidecar --help`). */
