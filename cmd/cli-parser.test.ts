@@ -137,7 +137,7 @@ it('refuses an unknown flag and a stray word, naming them', () => {
     message: 'unexpected arguments echo hi: leasehold run takes its command after --, as in leasehold run [flags] -- echo hi',
   });
   assert.throws(() => status(['lease-a']), {
-    message: 'unexpected argument "lease-a": leasehold status takes flags only (leasehold status --help lists them)',
+    message: 'unexpected argument "lease-a": leasehold status takes flags only (leasehold status --help lists its flags)',
   });
   assert.throws(() => sidecar(['--', 'x']), { message: /^unexpected argument "x"/ });
 });

@@ -27,7 +27,11 @@ export interface ParseContext {
   readonly command: string;
   /** The command takes a command of its own after `--` (`run`), handed on as `--`, byte for byte. */
   readonly takesCommand?: boolean;
+  /** Where the flags are listed, for an unknown one (default: the command's --help). */
+  readonly listed?: string;
 }
+
+const listedIn = (c: ParseContext) => c.listed ?? `leasehold ${c.command} --help lists its flags`;
 
 export type Parsed<T extends FlagTable> = ArgsOf<T> & { '--'?: string[] };
 
@@ -67,7 +71,7 @@ function strayWords(words: string[], c: ParseContext): InvalidConfigError {
       `unexpected ${words.length > 1 ? 'arguments' : 'argument'} ${words.join(' ')}: leasehold ${c.command} takes its command after --, as in leasehold ${c.command} [flags] -- ${words.join(' ')}`,
     );
   }
-  return usage(`unexpected argument ${JSON.stringify(words[0])}: leasehold ${c.command} takes flags only (leasehold ${c.command} --help lists them)`);
+  return usage(`unexpected argument ${JSON.stringify(words[0])}: ${c.listed ? c.command : `leasehold ${c.command}`} takes flags only (${listedIn(c)})`);
 }
 
 /** A boolean's value as written: `--x` true, `--no-x` false, `--x=true|false`, and `--no-x=true|false` negated. */
@@ -111,7 +115,7 @@ function fromCommandLine(table: FlagTable, own: string[], c: ParseContext): Map<
     if (token.kind === 'positional' && !takenByBoolean(tokens, i, table)) strays.push(token.value);
     if (token.kind !== 'option') continue;
     const named = flagOf(table, token.rawName);
-    if (named === undefined) throw usage(`unknown flag ${token.rawName} (leasehold ${c.command} --help lists its flags)`);
+    if (named === undefined) throw usage(`unknown flag ${token.rawName} (${listedIn(c)})`);
     const { flag, negated } = named;
     const spec = table[flag]!;
     const next = tokens[i + 1];

@@ -59,7 +59,7 @@ const cases: Case[] = [
   {
     name: 'a stray word',
     args: ['status', 'my-lease'],
-    message: /unexpected argument "my-lease": leasehold status takes flags only \(leasehold status --help lists them\)$/,
+    message: /unexpected argument "my-lease": leasehold status takes flags only \(leasehold status --help lists its flags\)$/,
   },
   {
     name: "a negative duration (a value that starts with a dash is the flag's value)",
