@@ -5,7 +5,7 @@
  */
 import { parseFlags } from '../cmd/cli-parser.js';
 import type { FlagTable } from '../cmd/flag-table.js';
-import { cliMessage, EXIT_USAGE } from '../cmd/usage-error.js';
+import { cliMessage, EXIT_USAGE } from '../cmd/cli-errors.js';
 
 /** Every flag of `npm run bench` (bench/run.ts) and `npm run chaos` (test/chaos/cli.ts); defaults are the scripts'. */
 export const BENCH_FLAGS = {

@@ -1,7 +1,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseFlags } from './cli-parser.js';
-import { childEnvironment } from './env-variables.js';
+import { childEnvironment } from './run-environment.js';
 import { SIDECAR_COMMAND_OPTIONS, resolveSidecarCommand } from './sidecar-settings.js';
 import { STATUS_OPTIONS } from './status-command.js';
 import { RUN_OPTIONS } from './run-command.js';

@@ -12,8 +12,8 @@ import { createRequire } from 'node:module';
 import type * as Util from 'node:util';
 import { InvalidConfigError } from '../src/errors.js';
 import { envName, type ArgsOf, type FlagTable } from './flag-table.js';
-import { TERM_VARIABLES } from './env-variables.js';
-import { badFlag } from './usage-error.js';
+import { TERM_VARIABLES } from './run-environment.js';
+import { badFlag } from './cli-errors.js';
 
 /**
  * node:util by require, as src/util/node-http.ts loads node:http: an ESM import builds the
@@ -146,7 +146,7 @@ function fromCommandLine(table: FlagTable, own: string[], c: ParseContext): Map<
  * command reads only its own flags' variables, so one meant for another command (LEASEHOLD_ONCE
  * for `run`) never breaks this one. Inside a `run` command (LEASEHOLD_FENCING_TOKEN set) the
  * parent's term variables are not read as flags, except by `status`, which writes nothing
- * (cmd/env-variables.ts).
+ * (cmd/run-environment.ts).
  */
 function fromEnvironment(
   table: FlagTable,

@@ -16,7 +16,7 @@ import {
 } from '../src/config/election-options.js';
 import { InvalidConfigError, describeError } from '../src/errors.js';
 import { clientConfig, parseTableName } from '../src/backends/postgres-config.js';
-import { badFlag, checkFlag } from './usage-error.js';
+import { badFlag, checkFlag } from './cli-errors.js';
 import type { ArgsOf, FlagTable } from './flag-table.js';
 
 /**

@@ -8,7 +8,7 @@ import { formatDuration } from '../src/config/duration.js';
 import { HEALTH_DEFAULTS, resolveProbeOptions, type ProbeOptions, type ProbeTarget } from '../src/health/health-settings.js';
 import { duration } from './election-flags.js';
 import type { FlagTable } from './flag-table.js';
-import { badFlag, checkFlag } from './usage-error.js';
+import { badFlag, checkFlag } from './cli-errors.js';
 
 /** The shell --health-exec runs its command with: a command line, as Docker's HEALTHCHECK CMD-SHELL. */
 export const HEALTH_EXEC_SHELL = '/bin/sh';

@@ -10,7 +10,7 @@
 import { isLeaseholdError } from '../src/errors.js';
 import { COMMAND_NAMES, loadCommand } from './commands.js';
 import { parseFlags } from './cli-parser.js';
-import { EXIT_USAGE, cliMessage, exitWith } from './usage-error.js';
+import { EXIT_USAGE, cliMessage, exitWith } from './cli-errors.js';
 
 const BAD_INPUT = new Set(['LEASEHOLD_ERR_INVALID_CONFIG', 'LEASEHOLD_ERR_STORE_OPEN', 'LEASEHOLD_ERR_STATUS_DIR', 'LEASEHOLD_ERR_COMMAND_START']);
 

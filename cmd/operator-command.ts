@@ -10,7 +10,7 @@ import { OperatorMetrics } from '../src/operator/operator-metrics.js';
 import { ELECTION_OPTIONS, TIMING_OPTIONS, duration, resolveTimings } from './election-flags.js';
 import type { ArgsOf, CommandSpec, FlagTable } from './flag-table.js';
 import { onShutdownSignal } from './signals.js';
-import { badFlag } from './usage-error.js';
+import { badFlag } from './cli-errors.js';
 
 export const OPERATOR_DESCRIPTION = 'Inject the sidecar into pods labelled leasehold.io/inject=true (a mutating admission webhook) and keep their RBAC';
 

@@ -5,10 +5,10 @@ import { resolveExecutable } from '../src/util/resolve-executable.js';
 import { EXIT_NOT_ELECTED, LeaderRunner } from '../src/run/leader-runner.js';
 import { SIDECAR_OPTIONS, checkListenHost, openStoreAndLabeler, resolveSidecar } from './sidecar-settings.js';
 import type { ArgsOf, CommandSpec, FlagTable } from './flag-table.js';
-import { badFlag } from './usage-error.js';
+import { badFlag } from './cli-errors.js';
 import { onShutdownSignal } from './signals.js';
 import { CommandStartError } from '../src/errors.js';
-import { childEnvironment } from './env-variables.js';
+import { childEnvironment } from './run-environment.js';
 
 export const RUN_DESCRIPTION =
   'Run a command only while leader: wait to be elected, start CMD with LEASEHOLD_FENCING_TOKEN, LEASEHOLD_LEASE and LEASEHOLD_IDENTITY set (and LEASEHOLD_STATUS_DIR with --status-dir), stop it (SIGTERM, then SIGKILL after --grace-period) when leadership is lost';

@@ -11,7 +11,7 @@ import { isReadyWhen } from '../src/sidecar/health.js';
 import { ELECTION_OPTIONS, resolveElection } from './election-flags.js';
 import { HEALTH_OPTIONS, resolveHealth } from './health-flags.js';
 import type { ArgsOf, FlagTable } from './flag-table.js';
-import { badFlag } from './usage-error.js';
+import { badFlag } from './cli-errors.js';
 import type { Logger } from '../src/log.js';
 import { formatDuration } from '../src/config/duration.js';
 import { maxDrainMs } from '../src/sidecar/app-drain.js';

@@ -1,3 +1,8 @@
+/**
+ * How the CLI tells an error: bad input as one line naming the flag, the value and the rule
+ * (badFlag, checkFlag), a library error led by the flag its setting comes from (cliMessage), and
+ * the exit (exitWith, EXIT_USAGE).
+ */
 import { InvalidConfigError, describeError } from '../src/errors.js';
 
 /** Exit code for bad input: a flag, a value, a path. Nothing has been written when it is used. */
