@@ -25,23 +25,21 @@ function wrap(text: string, width: number, indent: number): string {
   return lines.join(`\n${' '.repeat(indent)}`);
 }
 
+/** The flags, then --help and --version, which have no variable. */
 function flagLines(flags: Readonly<Record<string, FlagSpec>>): string {
-  const names = Object.keys(flags);
-  const column = Math.max(...names.map((n) => n.length)) + 6;
-  return names
-    .map((flag) => {
-      const spec = flags[flag]!;
-      const dflt = defaultOf(spec);
-      const text = `${spec.describe} [${dflt === undefined ? '' : `default: ${dflt}; `}${envName(flag)}]`;
-      return `  --${flag.padEnd(column - 4)}${wrap(text, WIDTH - column, column)}`;
-    })
-    .join('\n');
+  const rows: [string, string][] = Object.entries(flags).map(([flag, spec]) => {
+    const dflt = defaultOf(spec);
+    return [flag, `${spec.describe} [${dflt === undefined ? '' : `default: ${dflt}; `}${envName(flag)}]`];
+  });
+  rows.push(['help', 'Show this help'], ['version', "Show leasehold's version"]);
+  const column = Math.max(...rows.map(([n]) => n.length)) + 6;
+  return rows.map(([flag, text]) => `  --${flag.padEnd(column - 4)}${wrap(text, WIDTH - column, column)}`).join('\n');
 }
 
 export function commandHelp(c: CommandSpec): string {
   const usage = c.usage ?? `leasehold ${c.name} [flags]`;
   const exit = c.name === 'operator' ? OPERATOR_EXIT_STATUS : EXIT_STATUS;
-  return `${usage}\n\n${wrap(c.description, WIDTH, 0)}\n\nFlags:\n${flagLines(c.flags)}\n  --help     Show this help\n  --version  Show leasehold's version\n\n${wrap(VARIABLES, WIDTH, 0)}\n\n${wrap(exit, WIDTH, 0)}\n`;
+  return `${usage}\n\n${wrap(c.description, WIDTH, 0)}\n\nFlags:\n${flagLines(c.flags)}\n\n${wrap(VARIABLES, WIDTH, 0)}\n\n${wrap(exit, WIDTH, 0)}\n`;
 }
 
 async function overallHelp(): Promise<string> {
