@@ -1,7 +1,66 @@
-/** `--name value` options for the bench and chaos scripts. */
-export function option(name: string, dflt: string, args = process.argv.slice(2)): string {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : dflt;
+/**
+ * `--name value` options for the bench and chaos scripts, parsed by the CLI's own parser
+ * (cmd/cli-parser.ts) from one table: a mistyped flag, or a number that is none, is refused
+ * with one line and exit 2 rather than silently taking its default.
+ */
+import { parseFlags } from '../cmd/cli-parser.js';
+import type { FlagTable } from '../cmd/flag-table.js';
+import { cliMessage, EXIT_USAGE } from '../cmd/cli-errors.js';
+
+/** Every flag of `npm run bench` (bench/run.ts) and `npm run chaos` (test/chaos/cli.ts); defaults are the scripts'. */
+export const BENCH_FLAGS = {
+  only: { type: 'string', describe: 'bench: the phases to run, comma-separated (--list shows them)' },
+  list: { type: 'boolean', describe: 'bench: print the registry of phases (name, root, estimate) and exit' },
+  splice: { type: 'boolean', describe: 'bench: with --only, replace that part of docs/benchmarks.md' },
+  write: { type: 'boolean', default: true, describe: 'bench: write docs/benchmarks.md (--no-write: print only)' },
+  trials: { type: 'string', describe: 'bench: failovers per row' },
+  seconds: { type: 'string', describe: 'bench: seconds per throughput window; chaos: seconds per backend' },
+  'idle-seconds': { type: 'string', describe: 'bench: the idle window' },
+  standbys: { type: 'string', describe: 'bench: standbys of the scale part' },
+  'scale-trials': { type: 'string', describe: 'bench: trials of the scale part' },
+  'scale-setups': { type: 'string', describe: 'bench: the setups of the scale part, comma-separated' },
+  streams: { type: 'string', describe: 'bench: streams of the streams part' },
+  'cluster-trials': { type: 'string', describe: 'bench: trials of the cluster part' },
+  'operator-pods': { type: 'string', describe: 'bench: pods per arm of the operator part' },
+  backend: { type: 'string', describe: 'chaos: sqlite, kubernetes, postgres, both, all or elector' },
+  seed: { type: 'string', describe: 'chaos: the seed (elector: the first seed)' },
+  seeds: { type: 'string', describe: 'chaos --backend elector: how many seeds' },
+  versions: { type: 'string', describe: 'chaos --backend elector: unique, restart or both' },
+} as const satisfies FlagTable;
+
+const LISTED = `the flags are ${Object.keys(BENCH_FLAGS)
+  .map((f) => `--${f}`)
+  .join(', ')}`;
+
+const parsed = new Map<readonly string[], Record<string, unknown>>();
+
+/** The flags in `args`, parsed once; bad input ends the process with one line and exit 2. */
+function flags(args: readonly string[]): Record<string, unknown> {
+  let got = parsed.get(args);
+  if (got) return got;
+  try {
+    // No LEASEHOLD_<FLAG> variables here: LEASEHOLD_BACKEND is the CLI's, not the chaos script's.
+    got = parseFlags(BENCH_FLAGS, args, {}, { command: 'bench', listed: LISTED });
+  } catch (err) {
+    process.stderr.write(`bench: ${cliMessage(err)}\n`);
+    process.exit(EXIT_USAGE);
+  }
+  parsed.set(args, got);
+  return got;
 }
 
-export const numberOption = (name: string, dflt: number): number => Number(option(name, String(dflt)));
+const ARGV = process.argv.slice(2);
+
+export function option(name: keyof typeof BENCH_FLAGS, dflt: string, args: readonly string[] = ARGV): string {
+  const value = flags(args)[name];
+  return typeof value === 'string' ? value : dflt;
+}
+
+export const numberOption = (name: keyof typeof BENCH_FLAGS, dflt: number, args: readonly string[] = ARGV): number => {
+  const text = option(name, String(dflt), args);
+  if (!/^\d+(\.\d+)?$/.test(text)) {
+    process.stderr.write(`bench: invalid --${name} ${JSON.stringify(text)}: must be a number such as ${dflt}\n`);
+    process.exit(EXIT_USAGE);
+  }
+  return Number(text);
+};

@@ -2,11 +2,11 @@
  * The bench's options, read once from its command line: every phase takes what it needs from
  * here. The parsing itself is bench/cli-args.ts's.
  */
-import { option } from './cli-args.js';
+import { numberOption, option } from './cli-args.js';
 import type { BenchOptions } from './phase.js';
 
 export function benchOptions(args: string[]): BenchOptions {
-  const n = (name: string, dflt: number) => Number(option(name, String(dflt), args));
+  const n = (name: Parameters<typeof numberOption>[0], dflt: number) => numberOption(name, dflt, args);
   const seconds = option('seconds', '', args);
   return {
     trials: n('trials', 20),

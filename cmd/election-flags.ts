@@ -1,6 +1,5 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { Argv } from 'yargs';
 import { durationRangeError, formatDuration, parseDuration } from '../src/config/duration.js';
 import { BACKENDS, type BackendName, type StoreSettings } from '../src/backends/open-store.js';
 import { DEFAULT_CONTENTION_WINDOW_MS } from '../src/election/elector-config.js';
@@ -17,14 +16,12 @@ import {
 } from '../src/config/election-options.js';
 import { InvalidConfigError, describeError } from '../src/errors.js';
 import { clientConfig, parseTableName } from '../src/backends/postgres-config.js';
-import { badFlag, checkFlag } from './usage-error.js';
-import type { FlagsOf } from './env-flags.js';
-import type { OptionTable } from './option-table.js';
+import { badFlag, checkFlag } from './cli-errors.js';
+import type { ArgsOf, FlagTable } from './flag-table.js';
 
 /**
- * The flags every command that touches a lease shares. Each is also LEASEHOLD_<FLAG>. Written
- * as plain tables, not yargs calls, so that cmd/sidecar-fast-path.ts reads the same table
- * without loading yargs.
+ * The flags every command that touches a lease shares (cmd/flag-table.ts). Each is also
+ * LEASEHOLD_<FLAG>.
  */
 export const STORE_OPTIONS = {
   backend: { type: 'string', default: 'sqlite', describe: `Where leases live: ${BACKENDS.join(' | ')}` },
@@ -44,7 +41,7 @@ export const STORE_OPTIONS = {
     describe: 'postgres: the lease table, schema.table (created on first use if the role may)',
   },
   kubeconfig: { type: 'string', describe: 'kubernetes: kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)' },
-} as const satisfies OptionTable;
+} as const satisfies FlagTable;
 
 /** The election's timings: the sidecar's, `run`'s and the operator's own election share them. */
 export const TIMING_OPTIONS = {
@@ -63,7 +60,7 @@ export const TIMING_OPTIONS = {
     default: formatDuration(DEFAULT_RETRY_PERIOD_MS),
     describe: 'Interval between attempts (standbys add up to 120% jitter)',
   },
-} as const satisfies OptionTable;
+} as const satisfies FlagTable;
 
 /** A campaign's flags: the store's, then the timings', in the order --help lists them. */
 export const ELECTION_OPTIONS = {
@@ -83,23 +80,11 @@ export const ELECTION_OPTIONS = {
   'release-on-exit': { type: 'boolean', default: true, describe: 'Release the lease on SIGTERM/SIGINT/SIGHUP (--no-release-on-exit to keep it)' },
   'log-format': { type: 'string', default: 'json', describe: 'json | text (logs go to stderr)' },
   'log-level': { type: 'string', default: 'info', describe: 'debug | info | warn | error' },
-} as const satisfies OptionTable;
+} as const satisfies FlagTable;
 
-export function storeFlags<T>(y: Argv<T>) {
-  return y.options(STORE_OPTIONS);
-}
-
-export function timingFlags<T>(y: Argv<T>) {
-  return y.options(TIMING_OPTIONS);
-}
-
-export function electionFlags<T>(y: Argv<T>) {
-  return y.options(ELECTION_OPTIONS);
-}
-
-export type StoreArgs = FlagsOf<typeof storeFlags>;
-export type TimingArgs = FlagsOf<typeof timingFlags>;
-export type ElectionArgs = FlagsOf<typeof electionFlags>;
+export type StoreArgs = ArgsOf<typeof STORE_OPTIONS>;
+export type TimingArgs = ArgsOf<typeof TIMING_OPTIONS>;
+export type ElectionArgs = ArgsOf<typeof ELECTION_OPTIONS>;
 
 export interface ElectionSettings extends Timings {
   store: StoreSettings;

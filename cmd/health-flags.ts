@@ -7,8 +7,8 @@
 import { formatDuration } from '../src/config/duration.js';
 import { HEALTH_DEFAULTS, resolveProbeOptions, type ProbeOptions, type ProbeTarget } from '../src/health/health-settings.js';
 import { duration } from './election-flags.js';
-import type { OptionTable } from './option-table.js';
-import { badFlag, checkFlag } from './usage-error.js';
+import type { FlagTable } from './flag-table.js';
+import { badFlag, checkFlag } from './cli-errors.js';
 
 /** The shell --health-exec runs its command with: a command line, as Docker's HEALTHCHECK CMD-SHELL. */
 export const HEALTH_EXEC_SHELL = '/bin/sh';
@@ -39,7 +39,7 @@ export const HEALTH_OPTIONS = {
     type: 'string',
     describe: `After the app was unhealthy, how long it must stay healthy before this candidate campaigns again (default ${d(HEALTH_DEFAULTS.holdDownMs)}; 0s: off)`,
   },
-} as const satisfies OptionTable;
+} as const satisfies FlagTable;
 
 export type HealthArgs = { [K in keyof typeof HEALTH_OPTIONS]?: string };
 

@@ -8,29 +8,36 @@
  * Every flag can also be set as LEASEHOLD_<FLAG> (e.g. LEASEHOLD_LEASE_DURATION=30s).
  */
 import { isLeaseholdError } from '../src/errors.js';
-import { runSidecar } from './sidecar-command.js';
-import { sidecarFastPath } from './sidecar-fast-path.js';
-import { EXIT_USAGE, cliMessage, exitWith } from './usage-error.js';
+import { COMMAND_NAMES, loadCommand } from './commands.js';
+import { parseFlags } from './cli-parser.js';
+import { EXIT_USAGE, cliMessage, exitWith } from './cli-errors.js';
 
 const BAD_INPUT = new Set(['LEASEHOLD_ERR_INVALID_CONFIG', 'LEASEHOLD_ERR_STORE_OPEN', 'LEASEHOLD_ERR_STATUS_DIR', 'LEASEHOLD_ERR_COMMAND_START']);
 
-/**
- * `leasehold sidecar` and `leasehold run` with plain flags skip yargs (cmd/sidecar-fast-path.ts,
- * cmd/run-fast-path.ts: the long-running process keeps no CLI parser); everything else, and any
- * input the fast paths are unsure of, goes to the yargs CLI, imported only then.
- */
+/** `--help` and `--version`, before a command's own `--`; the help text is loaded only then. */
+async function answered(argv: readonly string[]): Promise<boolean> {
+  const sep = argv.indexOf('--');
+  const own = sep < 0 ? argv : argv.slice(0, sep);
+  if (own.includes('--version')) {
+    const { ownVersion } = await import('./own-version.js');
+    process.stdout.write(`${ownVersion()}\n`);
+    return true;
+  }
+  if (!own.includes('--help')) return false;
+  const { helpText } = await import('./cli-help.js');
+  process.stdout.write(await helpText(argv[0]));
+  return true;
+}
+
 async function main(): Promise<number> {
   const argv = process.argv.slice(2);
-  const fast = sidecarFastPath(argv, process.env);
-  if (fast) return runSidecar(fast.args, fast.settings);
-  if (argv[0] === 'run') {
-    const { RUN_FLAGS, runFastPath } = await import('./run-fast-path.js');
-    const { runRun } = await import('./run-command.js');
-    const plain = runFastPath(argv, process.env);
-    if (plain) return runRun(plain.args, RUN_FLAGS, plain.settings);
-  }
-  const { runYargsCli } = await import('./yargs-cli.js');
-  return runYargsCli();
+  const name = argv[0];
+  if (await answered(argv)) return 0;
+  if (name === undefined || name.startsWith('-')) exitWith(`a command is required: ${COMMAND_NAMES.join(', ').replace(/, (?=[^,]*$)/, ' or ')}`, EXIT_USAGE);
+  const command = await loadCommand(name);
+  if (!command) exitWith(`unknown command ${JSON.stringify(name)}: the commands are ${COMMAND_NAMES.join(', ').replace(/, (?=[^,]*$)/, ' and ')}`, EXIT_USAGE);
+  const { spec, run } = command;
+  return run(parseFlags(spec.flags, argv.slice(1), process.env, { command: spec.name, takesCommand: spec.takesCommand }));
 }
 
 main().then(

@@ -1,14 +1,10 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import yargs from 'yargs';
-import { operatorFlags, resolveOperator } from './operator-command.js';
+import { OPERATOR_OPTIONS, resolveOperator } from './operator-command.js';
+import { parseFlags } from './cli-parser.js';
 
 const resolve = (...argv: string[]) =>
-  resolveOperator(
-    operatorFlags(yargs(['--sidecar-image', 'leasehold:1', '--identity', 'op-0', ...argv]))
-      .strict()
-      .parseSync(),
-  );
+  resolveOperator(parseFlags(OPERATOR_OPTIONS, ['--sidecar-image', 'leasehold:1', '--identity', 'op-0', ...argv], {}, { command: 'operator' }));
 
 it("the operator's own election takes the sidecar's defaults: 15s, 10s, 2s", () => {
   assert.deepEqual(resolve().timings, { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });

@@ -1,5 +1,4 @@
 import { hostname } from 'node:os';
-import type { Argv } from 'yargs';
 import { parseDuration } from '../src/config/duration.js';
 import { validateIdentity, validateLeaseName } from '../src/config/election-options.js';
 import { describeError } from '../src/errors.js';
@@ -8,81 +7,85 @@ import { createLogger } from '../src/log.js';
 import { parseListen } from '../src/sidecar/http-server.js';
 import { Operator } from '../src/operator/operator.js';
 import { OperatorMetrics } from '../src/operator/operator-metrics.js';
-import { duration, resolveTimings, timingFlags } from './election-flags.js';
-import type { FlagsOf } from './env-flags.js';
+import { ELECTION_OPTIONS, TIMING_OPTIONS, duration, resolveTimings } from './election-flags.js';
+import type { ArgsOf, CommandSpec, FlagTable } from './flag-table.js';
 import { onShutdownSignal } from './signals.js';
-import { badFlag } from './usage-error.js';
+import { badFlag } from './cli-errors.js';
 
 export const OPERATOR_DESCRIPTION = 'Inject the sidecar into pods labelled leasehold.io/inject=true (a mutating admission webhook) and keep their RBAC';
 
-export function operatorFlags<T>(y: Argv<T>) {
-  const own = y
-    .option('namespace', { type: 'string', describe: "The operator's namespace: its Secret, its lease (default: the pod's own)" })
-    .option('kubeconfig', { type: 'string', describe: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)' })
-    .option('identity', { type: 'string', describe: "This replica's identity (default: the host name, the pod's name in a pod)" })
-    .option('lease', { type: 'string', default: 'leasehold-operator', describe: 'The lease the replicas elect their reconciler with' });
-  // The replicas' own election, with the sidecar's flags and rules (its lease is a Kubernetes Lease).
-  return timingFlags(own)
-    .option('listen', { type: 'string', default: '0.0.0.0:8443', describe: 'HTTPS address of the webhook (/mutate-pods, /healthz, /metrics)' })
-    .option('secret', { type: 'string', default: 'leasehold-operator-tls', describe: 'The Secret keeping the CA and the serving certificate' })
-    .option('mark-secret', {
-      type: 'string',
-      default: 'leasehold-operator-mark',
-      describe: 'The Secret keeping the key that marks pods as injected by this webhook (made on first start)',
-    })
-    .option('certificates', {
-      type: 'string',
-      default: 'operator',
-      describe:
-        "operator: keep its own CA, the Secret and the caBundle; external: serve the Secret's tls.crt/tls.key as another (cert-manager) keeps them, writing neither",
-    })
-    .option('webhook-configuration', {
-      type: 'string',
-      default: 'leasehold-operator',
-      describe: 'The MutatingWebhookConfiguration whose caBundle is kept (--certificates operator only)',
-    })
-    .option('service', {
-      type: 'string',
-      default: 'leasehold-operator',
-      describe: "The webhook Service's name: the serving certificate names <service>.<namespace>.svc",
-    })
-    .option('extra-host', {
-      type: 'string',
-      array: true,
-      default: [] as string[],
-      describe: 'More names or IPv4 addresses for the serving certificate (--certificates operator only)',
-    })
-    .option('sidecar-image', { type: 'string', describe: 'The image of the injected sidecar (required)' })
-    .option('sidecar-image-pull-policy', { type: 'string', default: 'IfNotPresent', describe: 'Always | IfNotPresent | Never' })
-    .option('native-sidecar', { type: 'string', default: 'false', describe: 'Default of leasehold.io/native-sidecar: true | false | auto' })
-    .option('exclude-namespace', {
-      type: 'string',
-      array: true,
-      default: [] as string[],
-      describe: 'Namespaces never granted nor reported, besides kube-system and its own',
-    })
-    .option('namespace-opt-in', {
-      type: 'boolean',
-      default: false,
-      describe: 'Grant and report only in namespaces labelled leasehold.io/injection=enabled (the webhook namespaceSelector of the same name)',
-    })
-    .option('resync', { type: 'string', default: '30s', describe: 'Full reconcile interval (RBAC, uninjected pods)' })
-    .option('tls-check', { type: 'string', default: '10s', describe: 'How often each replica rereads the Secret (the leader renews what is due)' })
-    .option('cert-validity', {
-      type: 'string',
-      default: '2160h',
-      describe: 'Serving certificate lifetime; renewed with a third left (--certificates operator only)',
-    })
-    .option('ca-validity', {
-      type: 'string',
-      default: '87600h',
-      describe: 'CA lifetime; a new CA joins the bundle with a third left (--certificates operator only)',
-    })
-    .option('log-format', { type: 'string', default: 'json', describe: 'json | text' })
-    .option('log-level', { type: 'string', default: 'info', describe: 'debug | info | warn | error' });
-}
+/**
+ * The operator's flags. Its own election shares the sidecar's timings and log flags, rules and
+ * all (its lease is a Kubernetes Lease); the rest are its own.
+ */
+export const OPERATOR_OPTIONS = {
+  namespace: { type: 'string', describe: "The operator's namespace: its Secret, its lease (default: the pod's own)" },
+  kubeconfig: { type: 'string', describe: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)' },
+  identity: { type: 'string', describe: "This replica's identity (default: the host name, the pod's name in a pod)" },
+  lease: { type: 'string', default: 'leasehold-operator', describe: 'The lease the replicas elect their reconciler with' },
+  ...TIMING_OPTIONS,
+  listen: { type: 'string', default: '0.0.0.0:8443', describe: 'HTTPS address of the webhook (/mutate-pods, /healthz, /metrics)' },
+  secret: { type: 'string', default: 'leasehold-operator-tls', describe: 'The Secret keeping the CA and the serving certificate' },
+  'mark-secret': {
+    type: 'string',
+    default: 'leasehold-operator-mark',
+    describe: 'The Secret keeping the key that marks pods as injected by this webhook (made on first start)',
+  },
+  certificates: {
+    type: 'string',
+    default: 'operator',
+    describe:
+      "operator: keep its own CA, the Secret and the caBundle; external: serve the Secret's tls.crt/tls.key as another (cert-manager) keeps them, writing neither",
+  },
+  'webhook-configuration': {
+    type: 'string',
+    default: 'leasehold-operator',
+    describe: 'The MutatingWebhookConfiguration whose caBundle is kept (--certificates operator only)',
+  },
+  service: {
+    type: 'string',
+    default: 'leasehold-operator',
+    describe: "The webhook Service's name: the serving certificate names <service>.<namespace>.svc",
+  },
+  'extra-host': {
+    type: 'list',
+    describe: 'More names or IPv4 addresses for the serving certificate, one per --extra-host (--certificates operator only)',
+  },
+  'sidecar-image': { type: 'string', describe: 'The image of the injected sidecar (required)' },
+  'sidecar-image-pull-policy': { type: 'string', default: 'IfNotPresent', describe: 'Always | IfNotPresent | Never' },
+  'native-sidecar': { type: 'string', default: 'false', describe: 'Default of leasehold.io/native-sidecar: true | false | auto' },
+  'exclude-namespace': {
+    type: 'list',
+    describe: 'Namespaces never granted nor reported, besides kube-system and its own; one per --exclude-namespace',
+  },
+  'namespace-opt-in': {
+    type: 'boolean',
+    default: false,
+    describe: 'Grant and report only in namespaces labelled leasehold.io/injection=enabled (the webhook namespaceSelector of the same name)',
+  },
+  resync: { type: 'string', default: '30s', describe: 'Full reconcile interval (RBAC, uninjected pods)' },
+  'tls-check': { type: 'string', default: '10s', describe: 'How often each replica rereads the Secret (the leader renews what is due)' },
+  'cert-validity': {
+    type: 'string',
+    default: '2160h',
+    describe: 'Serving certificate lifetime; renewed with a third left (--certificates operator only)',
+  },
+  'ca-validity': {
+    type: 'string',
+    default: '87600h',
+    describe: 'CA lifetime; a new CA joins the bundle with a third left (--certificates operator only)',
+  },
+  'log-format': ELECTION_OPTIONS['log-format'],
+  'log-level': ELECTION_OPTIONS['log-level'],
+} as const satisfies FlagTable;
 
-export type OperatorArgs = FlagsOf<typeof operatorFlags>;
+export type OperatorArgs = ArgsOf<typeof OPERATOR_OPTIONS>;
+
+export const OPERATOR_COMMAND = {
+  name: 'operator',
+  description: OPERATOR_DESCRIPTION,
+  flags: OPERATOR_OPTIONS,
+} as const satisfies CommandSpec;
 
 const NATIVE = ['true', 'false', 'auto'] as const;
 const CERTIFICATES = ['operator', 'external'] as const;

@@ -4,8 +4,8 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * leasehold's own version, from the package.json above this file (dist/cmd/ built, cmd/ run
- * from source). yargs' guess reads the package.json above the node_modules holding yargs:
- * installed as a dependency, that is the app's.
+ * from source) that is leasehold's: installed as a dependency, the nearest package.json above
+ * node_modules is the app's.
  */
 export function ownVersion(): string {
   let dir = dirname(fileURLToPath(import.meta.url));

@@ -1,19 +1,14 @@
-import type { Argv } from 'yargs';
 import { createLogger } from '../src/log.js';
 import { formatDuration } from '../src/config/duration.js';
 import { duration } from './election-flags.js';
 import { resolveExecutable } from '../src/util/resolve-executable.js';
 import { EXIT_NOT_ELECTED, LeaderRunner } from '../src/run/leader-runner.js';
 import { SIDECAR_OPTIONS, checkListenHost, openStoreAndLabeler, resolveSidecar } from './sidecar-settings.js';
-import type { OptionTable } from './option-table.js';
-import { badFlag } from './usage-error.js';
+import type { ArgsOf, CommandSpec, FlagTable } from './flag-table.js';
+import { badFlag } from './cli-errors.js';
 import { onShutdownSignal } from './signals.js';
 import { CommandStartError } from '../src/errors.js';
-import type { FlagsOf } from './env-flags.js';
-import { childEnvironment } from './env-variables.js';
-
-/** The flags, plus CMD and its arguments: what follows the first `--`, as given (commandAfterSeparator). */
-export type RunArgs = FlagsOf<typeof runFlags> & { '--'?: string[] };
+import { childEnvironment } from './run-environment.js';
 
 export const RUN_DESCRIPTION =
   'Run a command only while leader: wait to be elected, start CMD with LEASEHOLD_FENCING_TOKEN, LEASEHOLD_LEASE and LEASEHOLD_IDENTITY set (and LEASEHOLD_STATUS_DIR with --status-dir), stop it (SIGTERM, then SIGKILL after --grace-period) when leadership is lost';
@@ -25,7 +20,7 @@ export const RUN_DESCRIPTION =
  */
 export const DEFAULT_GIVE_UP_AFTER = 3;
 
-/** `run`'s flags: the sidecar's (with no HTTP listener by default), then its own (cmd/option-table.ts). */
+/** `run`'s flags: the sidecar's (with no HTTP listener by default), then its own (cmd/flag-table.ts). */
 export const RUN_OPTIONS = {
   ...SIDECAR_OPTIONS,
   listen: { ...SIDECAR_OPTIONS.listen, default: 'off' },
@@ -46,21 +41,18 @@ export const RUN_OPTIONS = {
     describe:
       'Without --once: after this many failures of CMD in a row while leading, release the lease and stand back for a lease duration so another candidate runs it; 0: never',
   },
-} as const satisfies OptionTable;
+} as const satisfies FlagTable;
 
-/**
- * CMD and its arguments: every word after the first `--` of the command line, byte for byte.
- * Taken from argv itself, never from a parser's result: yargs reads `1.10` there as the number
- * 1.1 (and `0x10` as 16), and CMD must get what the user typed.
- */
-export function commandAfterSeparator(argv: readonly string[]): string[] {
-  const sep = argv.indexOf('--');
-  return sep < 0 ? [] : argv.slice(sep + 1);
-}
+/** The flags, plus CMD and its arguments: every word after the first `--`, byte for byte. */
+export type RunArgs = ArgsOf<typeof RUN_OPTIONS> & { '--'?: string[] };
 
-export function runFlags<T>(y: Argv<T>) {
-  return y.options(RUN_OPTIONS).usage(`leasehold run [flags] -- CMD [ARGS...]\n\n${RUN_DESCRIPTION}`);
-}
+export const RUN_COMMAND = {
+  name: 'run',
+  description: RUN_DESCRIPTION,
+  usage: 'leasehold run [flags] -- CMD [ARGS...]',
+  flags: RUN_OPTIONS,
+  takesCommand: true,
+} as const satisfies CommandSpec;
 
 /**
  * Validates every `run` flag and the command's presence before anything is created; throws one
@@ -89,9 +81,8 @@ export function resolveRun(a: RunArgs) {
   return { ...s, argv, gracePeriodMs, skipIfRanWithinMs, tryMs, giveUpAfter };
 }
 
-/** `r`: the settings when the caller resolved them already (the fast path), so they are resolved once (one random identity). */
-export async function runRun(a: RunArgs, flags: readonly string[], r = resolveRun(a)): Promise<number> {
-  const { argv, gracePeriodMs, skipIfRanWithinMs, tryMs, giveUpAfter, ...s } = r;
+export async function runRun(a: RunArgs): Promise<number> {
+  const { argv, gracePeriodMs, skipIfRanWithinMs, tryMs, giveUpAfter, ...s } = resolveRun(a);
   resolveExecutable(argv[0]!);
   await checkListenHost(s.listen, a.listen);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
@@ -110,7 +101,7 @@ export async function runRun(a: RunArgs, flags: readonly string[], r = resolveRu
     childEnv: (term) =>
       childEnvironment(
         process.env,
-        flags,
+        Object.keys(RUN_OPTIONS),
         {
           LEASEHOLD_FENCING_TOKEN: String(term.token),
           LEASEHOLD_LEASE: s.lease,

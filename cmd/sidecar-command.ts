@@ -1,10 +1,17 @@
 import { createLogger } from '../src/log.js';
 import { Sidecar } from '../src/sidecar/sidecar.js';
-import { checkListenHost, openStoreAndLabeler, resolveSidecarCommand, type SidecarArgs } from './sidecar-settings.js';
+import { SIDECAR_COMMAND_OPTIONS, checkListenHost, openStoreAndLabeler, resolveSidecarCommand, type SidecarArgs } from './sidecar-settings.js';
+import type { CommandSpec } from './flag-table.js';
 import { onShutdownSignal } from './signals.js';
 
-/** `s`: the settings when the caller resolved them already (the fast path), so they are resolved once (one random identity). */
-export async function runSidecar(a: SidecarArgs, s = resolveSidecarCommand(a)): Promise<number> {
+export const SIDECAR_COMMAND = {
+  name: 'sidecar',
+  description: 'Campaign for a lease; publish leadership to files, HTTP and metrics',
+  flags: SIDECAR_COMMAND_OPTIONS,
+} as const satisfies CommandSpec;
+
+export async function runSidecar(a: SidecarArgs): Promise<number> {
+  const s = resolveSidecarCommand(a);
   await checkListenHost(s.listen, a.listen);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
   const { store, podLabeler } = await openStoreAndLabeler({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 }, s.podLabel, s.identity, s.lease, log);

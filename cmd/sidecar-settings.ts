@@ -3,7 +3,6 @@
  * flags, their validation, and opening the store. Commands import this, never each other.
  */
 import { describeError } from '../src/errors.js';
-import type { Argv } from 'yargs';
 import { lookup } from 'node:dns/promises';
 import { connectKubernetes, openStore, type StoreSettings } from '../src/backends/open-store.js';
 import { checkStatusDir } from '../src/sidecar/status-publisher.js';
@@ -11,9 +10,8 @@ import { parseListen } from '../src/sidecar/http-server.js';
 import { isReadyWhen } from '../src/sidecar/health.js';
 import { ELECTION_OPTIONS, resolveElection } from './election-flags.js';
 import { HEALTH_OPTIONS, resolveHealth } from './health-flags.js';
-import type { OptionTable } from './option-table.js';
-import type { FlagsOf } from './env-flags.js';
-import { badFlag } from './usage-error.js';
+import type { ArgsOf, FlagTable } from './flag-table.js';
+import { badFlag } from './cli-errors.js';
 import type { Logger } from '../src/log.js';
 import { formatDuration } from '../src/config/duration.js';
 import { maxDrainMs } from '../src/sidecar/app-drain.js';
@@ -32,11 +30,7 @@ export async function openStoreAndLabeler(settings: StoreSettings, podLabel: boo
   return { store, podLabeler: new PodLabeler(kube.client, kube.namespace, pod, lease, log) };
 }
 
-export type SidecarArgs = FlagsOf<typeof sidecarFlags>;
-/** The flags `sidecar` and `run` share: what resolveSidecar reads. */
-export type CandidateArgs = FlagsOf<typeof candidateFlags>;
-
-/** The sidecar's flags: a campaign's, then its own (see cmd/option-table.ts). */
+/** The sidecar's flags: a campaign's, then its own (see cmd/flag-table.ts). */
 export const SIDECAR_OPTIONS = {
   ...ELECTION_OPTIONS,
   'status-dir': { type: 'string', describe: 'Directory for status.json, is-leader, fencing-token, holder (/leader in a pod)' },
@@ -52,7 +46,7 @@ export const SIDECAR_OPTIONS = {
     describe: 'kubernetes: keep leasehold.io/role=leader|follower on this pod (the pod named by --identity)',
   },
   ...HEALTH_OPTIONS,
-} as const satisfies OptionTable;
+} as const satisfies FlagTable;
 
 /** `sidecar`'s own flags, after the shared ones: `run` has none of them (its command exiting is its drain). */
 export const SIDECAR_COMMAND_OPTIONS = {
@@ -63,15 +57,11 @@ export const SIDECAR_COMMAND_OPTIONS = {
     describe:
       "After a graceful step-down, wait up to this for the app's POST /leader/stopped?token=N before releasing; 0s: do not wait. At most renew-deadline/2 − retry-period",
   },
-} as const satisfies OptionTable;
+} as const satisfies FlagTable;
 
-export function candidateFlags<T>(y: Argv<T>) {
-  return y.options(SIDECAR_OPTIONS);
-}
-
-export function sidecarFlags<T>(y: Argv<T>) {
-  return y.options(SIDECAR_COMMAND_OPTIONS);
-}
+export type SidecarArgs = ArgsOf<typeof SIDECAR_COMMAND_OPTIONS>;
+/** The flags `sidecar` and `run` share: what resolveSidecar reads. */
+export type CandidateArgs = ArgsOf<typeof SIDECAR_OPTIONS>;
 
 /** `sidecar`'s settings: the shared ones (resolveSidecar), then its drain. */
 export function resolveSidecarCommand(a: SidecarArgs) {

@@ -1,7 +1,8 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MemoryLeaseStore } from '../src/testing/memory-store.js';
-import { formatReport, readReport } from './status-command.js';
+import { formatReport } from './status-command.js';
+import { readReport } from './lease-report.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

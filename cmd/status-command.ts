@@ -1,52 +1,38 @@
-import type { Argv } from 'yargs';
 import type { LeaseStore } from '../src/backends/lease-store.js';
 import { openStore, type StoreSettings } from '../src/backends/open-store.js';
-import { BackendUnavailableError, describeError, isLeaseholdError } from '../src/errors.js';
+import { describeError, isLeaseholdError } from '../src/errors.js';
 import { formatDuration } from '../src/config/duration.js';
-import { resolveStore, storeFlags } from './election-flags.js';
-import type { FlagsOf } from './env-flags.js';
+import { STORE_OPTIONS, resolveStore } from './election-flags.js';
+import type { ArgsOf, CommandSpec, FlagTable } from './flag-table.js';
 import { escapeForTerminal, jsonForTerminal } from '../src/util/escape-control.js';
 import { watchLease } from './status-watch.js';
-import { formatCandidate, readCandidate, type CandidateView } from './status-candidate.js';
+import { formatCandidate } from './status-candidate.js';
+import { readReport, type LeaseReport } from './lease-report.js';
 
-export type StatusArgs = FlagsOf<typeof statusFlags>;
+export const STATUS_OPTIONS = {
+  ...STORE_OPTIONS,
+  json: { type: 'boolean', default: false, describe: 'Print one JSON object (for scripts)' },
+  watch: {
+    type: 'boolean',
+    default: false,
+    describe: 'Print one line per change of holder, token or state until interrupted (JSON lines with --json)',
+  },
+  'status-dir': {
+    type: 'string',
+    describe: "Also show the candidate whose sidecar writes this status directory: leader, campaigning, or standing aside (its app's health) and why",
+  },
+} as const satisfies FlagTable;
 
-export function statusFlags<T>(y: Argv<T>) {
-  return storeFlags(y)
-    .option('json', { type: 'boolean', default: false, describe: 'Print one JSON object (for scripts)' })
-    .option('watch', {
-      type: 'boolean',
-      default: false,
-      describe: 'Print one line per change of holder, token or state until interrupted (JSON lines with --json)',
-    })
-    .option('status-dir', {
-      type: 'string',
-      describe: "Also show the candidate whose sidecar writes this status directory: leader, campaigning, or standing aside (its app's health) and why",
-    });
-}
+export type StatusArgs = ArgsOf<typeof STATUS_OPTIONS>;
 
-export interface LeaseReport {
-  lease: string;
-  backend: string;
-  location: string;
-  found: boolean;
-  /** held: a holder renewed within its lease duration by this machine's clock; expired; released. */
-  state?: 'held' | 'released' | 'expired';
-  holder?: string;
-  fencingToken?: number;
-  leaseDurationSeconds?: number;
-  acquiredAt?: string | null;
-  renewedAt?: string | null;
-  /** renewedAt + leaseDurationSeconds: an estimate on this machine's wall clock. */
-  expiresAt?: string | null;
-  /** With --status-dir: that candidate, as its sidecar sees itself. */
-  candidate?: CandidateView;
-}
+export const STATUS_COMMAND = {
+  name: 'status',
+  description: 'Show who holds a lease, its fencing token and when it expires',
+  flags: STATUS_OPTIONS,
+} as const satisfies CommandSpec;
 
 /** The exit status when the store did not answer within its bound (an unreachable server, a locked table). */
 export const EXIT_STORE_UNAVAILABLE = 3;
-/** Bound on the one read, ms. */
-const READ_TIMEOUT_MS = 10_000;
 
 /**
  * Reads the lease once, writing nothing. Exit 0 when found, 1 when there is no such lease, 3
@@ -102,34 +88,6 @@ async function watchUntilSignal(store: LeaseStore, lease: string, json: boolean,
     for (const s of signals) process.off(s, onSignal);
   }
   return 0;
-}
-
-export async function readReport(store: LeaseStore, lease: string, now: Date, statusDir?: string): Promise<LeaseReport> {
-  const base = { lease, backend: store.backend, location: store.location, ...(statusDir === undefined ? {} : { candidate: readCandidate(statusDir) }) };
-  // Bounded on our side too, for a server that accepts the request and never answers.
-  const bound = new AbortController();
-  const timer = setTimeout(
-    () => bound.abort(new BackendUnavailableError(`${store.backend} store ${store.location} did not answer within ${READ_TIMEOUT_MS} ms`)),
-    READ_TIMEOUT_MS,
-  );
-  const got = await store.get(lease, { signal: bound.signal }).finally(() => clearTimeout(timer));
-  if (!got) return { ...base, found: false };
-  const r = got.record;
-  // Any peer can store any number: an expiry past what a Date holds (1e308 s) or not a number is unknown.
-  const expiresMs = r.renewTime ? r.renewTime.getTime() + r.leaseDurationSeconds * 1000 : NaN;
-  const expires = Number.isNaN(new Date(expiresMs).getTime()) ? null : new Date(expiresMs);
-  const state = r.holderIdentity === '' ? 'released' : expires && expires.getTime() <= now.getTime() ? 'expired' : 'held';
-  return {
-    ...base,
-    found: true,
-    state,
-    holder: r.holderIdentity,
-    fencingToken: r.leaseTransitions,
-    leaseDurationSeconds: r.leaseDurationSeconds,
-    acquiredAt: r.acquireTime?.toISOString() ?? null,
-    renewedAt: r.renewTime?.toISOString() ?? null,
-    expiresAt: expires?.toISOString() ?? null,
-  };
 }
 
 export function formatReport(r: LeaseReport, now: Date): string {

@@ -1,7 +1,7 @@
 import type { LeaseStore } from '../src/backends/lease-store.js';
 import { describeError } from '../src/errors.js';
 import { escapeForTerminal, jsonForTerminal } from '../src/util/escape-control.js';
-import { readReport, type LeaseReport } from './status-command.js';
+import { readReport, type LeaseReport } from './lease-report.js';
 import { formatCandidate } from './status-candidate.js';
 
 /** A re-read this often catches what a watch event can miss (events are hints) and what no write marks: an expiry. */

@@ -22,14 +22,11 @@ export interface MemoryRow {
 
 /** node:http as the sidecar loads it: by require (src/util/node-http.ts), not an ESM import. */
 const HTTP = [join(REPO, 'dist/src/util/node-http.js'), 'node:https'];
-/**
- * What `leasehold sidecar` loads with plain flags: cmd/leasehold.js's fast path, the sidecar, a
- * store, prom-client; no yargs (cmd/sidecar-fast-path.ts).
- */
+/** What `leasehold sidecar` loads: the CLI's parser, the sidecar, a store, prom-client. */
 const SIDECAR = [
   ...HTTP,
   'prom-client',
-  join(REPO, 'dist/cmd/sidecar-fast-path.js'),
+  join(REPO, 'dist/cmd/cli-parser.js'),
   join(REPO, 'dist/cmd/sidecar-command.js'),
   join(REPO, 'dist/src/backends/kubernetes-store.js'),
 ];
@@ -40,11 +37,6 @@ const STEPS: { what: string; imports: string[]; flags: 'none' | 'image' }[] = [
   { what: '+ node:http (by require, as the sidecar loads it), node:https: any HTTP client and server', imports: HTTP, flags: 'image' },
   { what: '+ prom-client (metrics)', imports: [...HTTP, 'prom-client'], flags: 'image' },
   { what: "+ leasehold's own modules (sidecar, Kubernetes store)", imports: SIDECAR, flags: 'image' },
-  {
-    what: '(for comparison: the same + yargs, which `leasehold sidecar` loads only for input its fast path leaves to it)',
-    imports: [...SIDECAR, 'yargs'],
-    flags: 'image',
-  },
 ];
 
 function statusKB(pid: number, key: string): number {

@@ -170,8 +170,7 @@ export async function benchPodMemory(s: ClusterSession, nodeFlags: string[], log
       ? `An empty node's working set alone is ${f1(empty.workingSetMB)} MiB, ${(empty.workingSetMB / goWs).toFixed(1)} × client-go's: no Node.js sidecar can meet the first goal; leasehold adds ${f1(lhWs - empty.workingSetMB)} MiB to it.`
       : `leasehold adds ${f1(lhWs - empty.workingSetMB)} MiB to an empty node's ${f1(empty.workingSetMB)} MiB working set.`;
   const rssLimit = `Above the empty node, leasehold's RSS is ${f1(lhMax.anonMB - empty.anonMB)} MiB of anonymous memory and ${f1(lhMax.fileMB - empty.fileMB)} MiB of file pages
-(the modules it loads: "Where the memory goes" above gives each one's cost; the sidecar loads no yargs unless its
-fast path leaves the flags to it). The standby's own V8 figures (its \`/metrics\`): heap ${f1(v8.heapUsed)} MiB used of ${f1(v8.heapTotal)} MiB, of which code space ${f1(v8.codeSpace)} MiB;
+(the modules it loads: "Where the memory goes" above gives each one's cost). The standby's own V8 figures (its \`/metrics\`): heap ${f1(v8.heapUsed)} MiB used of ${f1(v8.heapTotal)} MiB, of which code space ${f1(v8.codeSpace)} MiB;
 external memory ${f1(v8.external)} MiB.`;
   const row = (what: string, m: ContainerMemory) => `| ${what} | ${f1(m.workingSetMB)} | ${f1(m.rssMB)} | ${f1(m.anonMB)} | ${f1(m.fileMB)} |`;
   const markdown = `Both sidecars in pods of one single-node cluster (\`test/cluster/cluster.sh\`), in the same run:

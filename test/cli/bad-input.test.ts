@@ -54,7 +54,28 @@ const cases: Case[] = [
     args: ['operator', '--sidecar-image', 'leasehold:1', '--certificates', 'cert-manager'],
     message: /invalid --certificates "cert-manager": must be operator or external/,
   },
-  { name: 'unknown flag', args: ['sidecar', '--leese', 'x'], message: /Unknown argument: leese/ },
+  { name: 'unknown flag', args: ['sidecar', '--leese', 'x'], message: /unknown flag --leese \(leasehold sidecar --help lists its flags\)$/ },
+  { name: 'unknown command', args: ['sidecars'], message: /unknown command "sidecars": the commands are sidecar, status, run and operator$/ },
+  {
+    name: 'a stray word',
+    args: ['status', 'my-lease'],
+    message: /unexpected argument "my-lease": leasehold status takes flags only \(leasehold status --help lists its flags\)$/,
+  },
+  {
+    name: "a negative duration (a value that starts with a dash is the flag's value)",
+    args: ['sidecar', '--health-exec', 'true', '--health-hold-down', '-1s'],
+    message: /invalid --health-hold-down "-1s": expected a duration such as 15s, 500ms or 1m30s$/,
+  },
+  {
+    name: 'a negative lease duration',
+    args: ['run', '--lease-duration', '-15s', '--', 'true'],
+    message: /invalid --lease-duration "-15s": expected a duration/,
+  },
+  {
+    name: 'a flag whose value is missing (the next word is another flag)',
+    args: ['sidecar', '--identity', '--listen', 'off'],
+    message: /invalid --identity "": must be non-empty \(leave the flag out for its default\)$/,
+  },
   {
     name: 'unparsable duration',
     args: ['sidecar', '--lease-duration', 'abc'],
@@ -172,7 +193,7 @@ const cases: Case[] = [
     message: /invalid LEASEHOLD_RELEASE_ON_EXIT "nope" \(for --release-on-exit\): must be true or false/,
   },
   {
-    name: 'a boolean flag in camelCase given a word (yargs would read it as false)',
+    name: 'a boolean flag in camelCase given a word (never read as false)',
     args: ['run', '--releaseOnExit=nope', '--', 'true'],
     message: /invalid --releaseOnExit "nope": must be true or false/,
   },
@@ -231,7 +252,7 @@ const cases: Case[] = [
   {
     name: 'run with its command but no --',
     args: ['run', 'echo', 'hi'],
-    message: /Unknown arguments: echo, hi: leasehold run takes its command after --, as in leasehold run \[flags\] -- echo hi/,
+    message: /unexpected arguments echo hi: leasehold run takes its command after --, as in leasehold run \[flags\] -- echo hi$/,
   },
   {
     name: 'run grace period longer than the lease remainder',
@@ -268,7 +289,7 @@ const cases: Case[] = [
   {
     name: 'run has no drain timeout (its command exiting is its drain)',
     args: ['run', '--drain-timeout', '1s', '--', 'true'],
-    message: /Unknown arguments?: drain-timeout/,
+    message: /unknown flag --drain-timeout \(leasehold run --help lists its flags\)$/,
   },
   {
     name: 'run --skip-if-ran-within without --once (a run that keeps going has no tick)',

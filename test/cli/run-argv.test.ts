@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { runCli, tempDir } from '../support/cli.js';
 
 /**
- * CMD's arguments reach CMD as typed, whatever parses leasehold's own flags: words a parser may
+ * CMD's arguments reach CMD as typed, whatever leasehold's own flags look like: words a parser may
  * read as numbers (`1.10`, `0x10`, `1e3`, `-0`), empty and spaced words, words that look like
  * flags, a second `--`, and text a shell would expand.
  */
@@ -49,11 +49,11 @@ async function argvSeenByCommand(name: string, flags: string[]): Promise<string[
 }
 
 describe('leasehold run hands CMD its arguments byte for byte', () => {
-  it('with a flag the fast path leaves to yargs (--release-on-exit false)', { timeout: 60_000 }, async () => {
+  it('with a boolean given as a word of its own (--release-on-exit false)', { timeout: 60_000 }, async () => {
     assert.deepEqual(await argvSeenByCommand('parsed', ['--release-on-exit', 'false']), ARGS);
   });
 
-  it('with plain flags (--release-on-exit=false)', { timeout: 60_000 }, async () => {
+  it('with a boolean given with = (--release-on-exit=false)', { timeout: 60_000 }, async () => {
     assert.deepEqual(await argvSeenByCommand('plain', ['--release-on-exit=false']), ARGS);
   });
 });

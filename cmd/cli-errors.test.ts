@@ -1,7 +1,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { InvalidConfigError, StatusDirError, StoreOpenError } from '../src/errors.js';
-import { cliMessage } from './usage-error.js';
+import { cliMessage } from './cli-errors.js';
 
 it('leads a refusal with the flag its setting comes from, and adds the flag for a setting it advises', () => {
   assert.equal(

@@ -1,5 +1,9 @@
+/**
+ * How the CLI tells an error: bad input as one line naming the flag, the value and the rule
+ * (badFlag, checkFlag), a library error led by the flag its setting comes from (cliMessage), and
+ * the exit (exitWith, EXIT_USAGE).
+ */
 import { InvalidConfigError, describeError } from '../src/errors.js';
-import { emptyValueRule, flagNamed } from './env-variables.js';
 
 /** Exit code for bad input: a flag, a value, a path. Nothing has been written when it is used. */
 export const EXIT_USAGE = 2;
@@ -65,52 +69,6 @@ export function checkFlag(flag: string, value: unknown, check: () => void): void
   } catch (err) {
     if (flagOf(err) === flag) throw badFlag(flag, value, (err as InvalidConfigError).rule ?? (err as InvalidConfigError).message);
     throw err;
-  }
-}
-
-/** A flag given twice arrives as an array; refuse it by name rather than fail later on its type. */
-export function rejectRepeated<T extends Record<string, unknown>>(args: T, flags: readonly string[]): T {
-  for (const flag of flags) {
-    const value = args[flag];
-    if (Array.isArray(value)) throw badFlag(flag, value.map(String), 'given more than once: give each flag at most once');
-  }
-  return args;
-}
-
-/**
- * A flag given an empty value (`--status-dir=`, `--lease ''`) is bad input: emptyValueRule.
- * Seen in the parsed `args`, and as `--flag=` in `argv` before `--` too: yargs drops that form
- * from a list flag (`--extra-host=`) rather than hand it on.
- */
-export function rejectEmpty<T extends Record<string, unknown>>(args: T, argv: readonly string[], flags: readonly string[], command: string): T {
-  const sep = argv.indexOf('--');
-  for (const arg of sep >= 0 ? argv.slice(0, sep) : argv) {
-    if (/^--[^=]+=$/.test(arg) && flags.includes(flagNamed(arg))) {
-      throw badFlag(flagNamed(arg), '', emptyValueRule(command, flagNamed(arg)));
-    }
-  }
-  for (const flag of flags) {
-    const value = args[flag];
-    if (value === '' || (Array.isArray(value) && value.includes(''))) throw badFlag(flag, '', emptyValueRule(command, flag));
-  }
-  return args;
-}
-
-/**
- * yargs reads a repeated boolean (`--once --once`, `--once --no-once`) as its last form, not as
- * an array, so rejectRepeated never sees it: counted here in argv before `--`, in every form
- * yargs takes (`--x`, `--no-x`, `--x=true`, `--no-x=false`, and camelCase `--releaseOnExit`).
- */
-export function rejectRepeatedBooleans(argv: readonly string[], booleans: readonly string[]): void {
-  const sep = argv.indexOf('--');
-  const seen = new Map<string, string[]>();
-  for (const arg of sep >= 0 ? argv.slice(0, sep) : argv) {
-    if (!arg.startsWith('--')) continue;
-    const flag = flagNamed(arg);
-    if (!booleans.includes(flag)) continue;
-    const forms = [...(seen.get(flag) ?? []), arg];
-    if (forms.length > 1) throw badFlag(flag, forms, 'given more than once: give each flag at most once');
-    seen.set(flag, forms);
   }
 }
 

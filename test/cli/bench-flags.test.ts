@@ -1,0 +1,47 @@
+import { after, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { REPO, start, tempDir } from '../support/cli.js';
+
+/**
+ * The bench's and the chaos script's flags (bench/cli-args.ts), on a real process: read by the
+ * CLI's parser, a mistyped one is refused with one line and exit 2 instead of silently taking
+ * its default.
+ */
+const dir = tempDir();
+after(dir.cleanup);
+const script = join(dir.path, 'options.mjs');
+writeFileSync(
+  script,
+  `const { option, numberOption } = await import(${JSON.stringify(pathToFileURL(join(REPO, 'bench/cli-args.ts')).href)});
+process.stdout.write(JSON.stringify([numberOption('trials', 20), option('only', ''), option('seed', '1')]));\n`,
+);
+
+async function options(args: string[]) {
+  const p = start(process.execPath, ['--import', 'tsx', script, ...args]);
+  const r = await p.exited;
+  return { code: r.code, stdout: p.stdout(), stderr: p.stderr() };
+}
+
+it('takes its flags, and each default when left out', { timeout: 60_000 }, async () => {
+  const r = await options(['--trials', '3', '--only=sqlite', '--no-write']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), [3, 'sqlite', '1']);
+});
+
+for (const [name, args, message] of [
+  ['a mistyped flag', ['--trails', '3'], /^bench: unknown flag --trails \(the flags are --only, --splice, .*\)$/],
+  ['a count that is no number', ['--trials', 'many'], /^bench: invalid --trials "many": must be a number such as 20$/],
+  ['a flag given twice', ['--only', 'sqlite', '--only', 'postgres'], /^bench: invalid --only \["sqlite","postgres"\]: given more than once/],
+] as const) {
+  it(`refuses ${name} with one line and exit 2`, { timeout: 60_000 }, async () => {
+    const r = await options([...args]);
+    assert.equal(r.code, 2, r.stderr);
+    assert.equal(r.stdout, '');
+    const lines = r.stderr.split('\n').filter(Boolean);
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(lines[0]!, message);
+  });
+}
