@@ -32,7 +32,7 @@ it('takes its flags, and each default when left out', { timeout: 60_000 }, async
 });
 
 for (const [name, args, message] of [
-  ['a mistyped flag', ['--trails', '3'], /^bench: unknown flag --trails \(the flags are --only, --splice, .*\)$/],
+  ['a mistyped flag', ['--trails', '3'], /^bench: unknown flag --trails \(the flags are --only, --list, --splice, .*\)$/],
   ['a count that is no number', ['--trials', 'many'], /^bench: invalid --trials "many": must be a number such as 20$/],
   ['a flag given twice', ['--only', 'sqlite', '--only', 'postgres'], /^bench: invalid --only \["sqlite","postgres"\]: given more than once/],
 ] as const) {
