@@ -24,7 +24,7 @@ import { BackendUnavailableError, ConflictError, InvalidRecordError, StoreReopen
 import { guardedLogger, silentLogger, type Logger } from '../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
 import { DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR } from './elector-config.js';
-import { CLAIM_LIFETIME_REFRESHES, VOLUNTEER_WINDOW_MS, claimForNewTerm, withClaim } from './successor.js';
+import { CLAIM_LIFETIME_REFRESHES, VOLUNTEER_WINDOW_MS, SuccessorClaimant, claimForNewTerm } from './successor.js';
 import {
   validateContentionWindow,
   validateIdentity,
@@ -192,6 +192,8 @@ export class LeaderElector {
   private readonly view: RecordView;
   /** When this candidate acts next. */
   private readonly schedule: AttemptSchedule;
+  /** This standby's successor claim; null when it makes none (successorClaims false, or a store that keeps none). */
+  private readonly claim: SuccessorClaimant | null;
   private readonly eligibility: Eligibility | null;
   private readonly drainBeforeRelease: (() => Promise<boolean>) | null;
   /** Whether the last eligibility change left this candidate standing aside (for the logs); null before the first. */
@@ -229,24 +231,46 @@ export class LeaderElector {
     validateContentionWindow(contentionWindowMs, opts.leaseDurationMs);
     this.view = new RecordView(this.identity, this.timings, this.clock, this.log);
     const safetyRereadMs = opts.safetyRereadMs ?? Math.max(60 * opts.retryPeriodMs, opts.leaseDurationMs);
-    const claims = opts.successorClaims ?? true;
+    const random = opts.random ?? Math.random;
+    const leading = () => this.term !== null;
+    const campaigning = () => this.campaigning();
+    const store = this.store;
+    this.claim =
+      (opts.successorClaims ?? true) && store.successorSupported
+        ? new SuccessorClaimant({
+            identity: this.identity,
+            lease: this.lease,
+            store,
+            clock: this.clock,
+            random,
+            log: this.log,
+            timings: this.timings,
+            claim: {
+              // As often as a standby re-reads: the claimant's one write per safety period, beside its re-read.
+              refreshMs: safetyRereadMs,
+              lifetimeMs: CLAIM_LIFETIME_REFRESHES * safetyRereadMs,
+              volunteerWindowMs: Math.min(VOLUNTEER_WINDOW_MS, opts.leaseDurationMs / 2),
+              graceMs: Math.min(RELEASE_WINDOW_FACTOR * contentionWindowMs, opts.leaseDurationMs),
+            },
+            kept: () => store.successorSupported?.() === true,
+            view: this.view,
+            requestTimeoutMs: this.requestTimeoutMs,
+            call: (op, send) => this.call(op, send),
+            observe: (got) => this.observe(got),
+            leading,
+            campaigning,
+          })
+        : null;
     this.schedule = new AttemptSchedule({
       timings: this.timings,
       clock: this.clock,
-      random: opts.random ?? Math.random,
+      random,
       safetyRereadMs,
       contentionWindowMs,
       view: this.view,
-      leading: () => this.term !== null,
-      claims: {
-        // As often as a standby re-reads: the claimant's one write per safety period, beside its re-read.
-        refreshMs: safetyRereadMs,
-        lifetimeMs: CLAIM_LIFETIME_REFRESHES * safetyRereadMs,
-        volunteerWindowMs: Math.min(VOLUNTEER_WINDOW_MS, opts.leaseDurationMs / 2),
-        graceMs: Math.min(RELEASE_WINDOW_FACTOR * contentionWindowMs, opts.leaseDurationMs),
-      },
-      claimsKept: () => claims && this.store.successorSupported?.() === true,
-      campaigning: () => this.campaigning(),
+      leading,
+      claim: this.claim,
+      campaigning,
     });
   }
 
@@ -291,7 +315,7 @@ export class LeaderElector {
         (e) => this.onWatchEvent(e),
         (healthy) => this.schedule.setWatchHealth(healthy),
         // A polling store polls quickly only for the named successor, whose takeover waits on it.
-        { eager: () => this.schedule.namedSuccessor() },
+        { eager: () => this.claim?.named() === true },
       ) ?? null;
     this.loop = this.runLoop();
   }
@@ -323,9 +347,9 @@ export class LeaderElector {
     // would never come. The claim's write (or the read after a lost race) is an observation too.
     if (!this.campaigning()) {
       await this.standAside();
-    } else if (this.schedule.dueForClaim()) {
+    } else if (this.claim?.due()) {
       this.schedule.attempting(2 * this.requestTimeoutMs);
-      await this.writeClaim();
+      await this.claim.write();
     } else if (this.schedule.dueForAttempt()) {
       // Each attempt is at most three requests, each bounded by requestTimeout.
       this.schedule.attempting(3 * this.requestTimeoutMs);
@@ -356,12 +380,12 @@ export class LeaderElector {
     }
     if (e.record === null) this.view.noteAbsent();
     if (e.record) {
-      const claimBefore = this.view.claimSinceMono;
+      const claimBefore = this.claim?.sinceMono;
       this.observe(e.record);
       // A held lease needs no turn now, unless its successor claim changed: the wait until a
       // claim is due (to volunteer, or to stand back) is judged again.
       // (Our own takeover's event, which ends our claim, is not news.)
-      if (e.record.record.holderIdentity !== '' && (this.view.claimSinceMono === claimBefore || this.view.isOwn(e.record))) return;
+      if (e.record.record.holderIdentity !== '' && (this.claim?.sinceMono === claimBefore || this.view.isOwn(e.record))) return;
     }
     this.schedule.wakeUp();
   }
@@ -382,7 +406,7 @@ export class LeaderElector {
     const wasLeading = this.term !== null;
     this.stepDown('shutting down');
     if (wasLeading && (await this.drained()) && (await this.releaseAllowed())) await this.release();
-    else if (!wasLeading) await this.withdrawClaim();
+    else if (!wasLeading) await this.claim?.withdraw();
   }
 
   /**
@@ -406,71 +430,6 @@ export class LeaderElector {
     } catch (err) {
       this.log.error('releaseGate failed: the lease is left to expire, not released', { error: describeError(err) });
       return false;
-    }
-  }
-
-  /**
-   * Writes this standby's successor claim (successor.ts) into the record last seen, changing
-   * nothing else: a volunteer when no live claim is there, or its own claim's refresh. A lost
-   * race re-reads, and the next turn judges again from what it found.
-   */
-  private async writeClaim(): Promise<void> {
-    this.schedule.claimAttempted();
-    const last = this.view.observed;
-    if (!last) return;
-    try {
-      let seen = last;
-      // A volunteer reads first (the claimant refreshing its own claim does not): of many
-      // standbys whose moments came close together, those after the first one's claim see it
-      // and send nothing, as a takeover's read does (attempt(), step 2). Without the read, each
-      // wrote from a view its watch had not yet brought up to date, and lost the race.
-      // The claimant reads too when its view is older than one request timeout: a claim-only
-      // write rewrites the record as seen, so from an old view it could bring back an old term.
-      if (!this.schedule.namedSuccessor() || !this.fresh(last)) {
-        const current = await this.call('get', (o) => this.store.get(this.lease, o));
-        if (!current) {
-          this.view.noteAbsent();
-          return;
-        }
-        this.observe(current);
-        if (!this.schedule.claimDueNow()) return;
-        seen = current;
-      }
-      const claimed = withClaim(seen.record, { identity: this.identity, claimedAt: this.clock.now() });
-      const version = await this.call('update', (o) => this.store.update(this.lease, claimed, seen.version, o));
-      // Not our lease write: the holder's expiry still counts from its last renewal (see
-      // RecordView.observe). Unless the watch has meanwhile shown a newer record (a release
-      // that landed right after the claim): the answer must not take the view back before it.
-      if (this.view.observed?.version === seen.version) this.observe({ record: claimed, version });
-      this.log.debug('claimed to be the successor', { holder: seen.record.holderIdentity });
-    } catch (err) {
-      this.log.debug('successor claim not written', { reason: describeError(err) });
-      if (err instanceof ConflictError) {
-        const current = await this.safeGet();
-        if (current) this.observe(current);
-      }
-    }
-  }
-
-  /** A standby that stops takes its claim back, so the others do not stand back for it. */
-  private async withdrawClaim(): Promise<void> {
-    if (this.store.successorSupported?.() !== true) return;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const seen = this.view.observed;
-      // Nothing to withdraw unless the record last seen holds our claim; to withdraw it, a
-      // recent view or a read (see fresh()).
-      if (attempt === 0 && seen?.record.successor?.identity !== this.identity) return;
-      const current = attempt === 0 && seen && this.fresh(seen) ? seen : await this.safeGet();
-      if (!current || current.record.successor?.identity !== this.identity) return;
-      try {
-        const withdrawn = withClaim(current.record, null);
-        const version = await this.call('update', (o) => this.store.update(this.lease, withdrawn, current.version, o));
-        if (this.view.observed?.version === current.version) this.observe({ record: withdrawn, version });
-        this.log.info('withdrew the successor claim');
-        return;
-      } catch (err) {
-        if (!(err instanceof ConflictError)) return;
-      }
     }
   }
 
@@ -521,7 +480,7 @@ export class LeaderElector {
       if ((await this.drained()) && (await this.releaseAllowed())) await this.release();
       return;
     }
-    if (this.view.observed?.record.successor?.identity === this.identity) await this.withdrawClaim();
+    if (this.view.observed?.record.successor?.identity === this.identity) await this.claim?.withdraw();
     if (!this.schedule.dueForAttempt()) return;
     this.schedule.attempting(this.requestTimeoutMs);
     try {
@@ -589,7 +548,7 @@ export class LeaderElector {
     // a view at most one request timeout old: an older version (a retry after its first write
     // went unanswered, a pause) may have been issued again to a re-created record since.
     const seen = this.view.observed;
-    if (!term && seen && seen.record.holderIdentity === '' && this.schedule.namedSuccessor() && this.fresh(seen)) {
+    if (!term && seen && seen.record.holderIdentity === '' && this.claim?.named() && this.fresh(seen)) {
       try {
         return await this.write('update', null, (now) => this.newTermRecord(seen.record, now), seen.version);
       } catch (err) {
@@ -719,6 +678,7 @@ export class LeaderElector {
    * holder, or the same holder in a new term.
    */
   private observe(got: VersionedRecord, own = false): void {
+    this.claim?.seen(this.view.observed, got);
     if (!this.view.observe(got, own)) return;
     if (!own && got.record.holderIdentity !== this.identity) {
       this.log.info(got.record.holderIdentity === '' ? 'lease released' : 'new leader observed', {
