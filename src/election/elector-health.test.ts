@@ -41,9 +41,7 @@ class Link implements LeaseStore {
   watch(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void): () => void {
     return this.inner.watch(name, onEvent, onHealth);
   }
-  successorSupported(): boolean {
-    return true;
-  }
+  readonly successorClaims = { kept: () => true };
   async close(): Promise<void> {}
 }
 

@@ -236,7 +236,7 @@ export class LeaderElector {
     const campaigning = () => this.campaigning();
     const store = this.store;
     this.claim =
-      (opts.successorClaims ?? true) && store.successorSupported
+      (opts.successorClaims ?? true) && store.successorClaims
         ? new SuccessorClaimant({
             identity: this.identity,
             lease: this.lease,
@@ -252,7 +252,7 @@ export class LeaderElector {
               volunteerWindowMs: Math.min(VOLUNTEER_WINDOW_MS, opts.leaseDurationMs / 2),
               graceMs: Math.min(RELEASE_WINDOW_FACTOR * contentionWindowMs, opts.leaseDurationMs),
             },
-            kept: () => store.successorSupported?.() === true,
+            support: store.successorClaims,
             view: this.view,
             requestTimeoutMs: this.requestTimeoutMs,
             call: (op, send) => this.call(op, send),
@@ -309,14 +309,17 @@ export class LeaderElector {
     // A standby that can watch the store acts as soon as the record is released, and while
     // its watch is connected it waits for events instead of polling (see AttemptSchedule).
     // The watch is only a hint: every decision is still a read and a compare-and-swap.
-    this.unwatch =
-      this.store.watch?.(
-        this.lease,
-        (e) => this.onWatchEvent(e),
-        (healthy) => this.schedule.setWatchHealth(healthy),
-        // A polling store polls quickly only for the named successor, whose takeover waits on it.
-        { eager: () => this.claim?.named() === true },
-      ) ?? null;
+    // A polling store polls quickly only for the named successor, whose takeover waits on it.
+    const endQuick = this.claim?.pollQuicklyWhileNamed();
+    const unwatch = this.store.watch?.(
+      this.lease,
+      (e) => this.onWatchEvent(e),
+      (healthy) => this.schedule.setWatchHealth(healthy),
+    );
+    this.unwatch = () => {
+      unwatch?.();
+      endQuick?.();
+    };
     this.loop = this.runLoop();
   }
 

@@ -51,9 +51,7 @@ class CuttableLink implements LeaseStore {
       stop();
     };
   }
-  successorSupported(): boolean {
-    return true;
-  }
+  readonly successorClaims = { kept: () => true };
   async close(): Promise<void> {}
   /** A request on a cut link: no answer until the caller gives up on it. */
   private lost<T>(opts?: CallOptions): Promise<T> {

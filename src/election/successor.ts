@@ -19,7 +19,7 @@
 import type { Clock } from '../clock.js';
 import { ConflictError, describeError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaim, VersionedRecord } from '../backends/lease-store.js';
+import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaim, SuccessorClaimSupport, VersionedRecord } from '../backends/lease-store.js';
 import type { Timings } from '../config/election-options.js';
 import { contentionDelayMs } from './elector-config.js';
 import { sameClaim, type RecordView } from './record-view.js';
@@ -72,8 +72,8 @@ export interface ClaimantOptions {
   log: Logger;
   timings: Readonly<Timings>;
   claim: ClaimTimings;
-  /** Whether the store keeps claims now (it may change when the store reopens). */
-  kept: () => boolean;
+  /** The store's capability: whether it keeps claims now (it may change when the store reopens). */
+  support: SuccessorClaimSupport;
   /** What the candidate believes about the record. */
   view: RecordView;
   /** A view at most this old may be written from without a read (RecordView.confirmedWithin). */
@@ -121,7 +121,15 @@ export class SuccessorClaimant {
 
   /** The store keeps claims and this standby holds the live one: it goes first when the lease is free. */
   named(): boolean {
-    return !this.o.leading() && this.o.campaigning() && this.o.kept() && this.state() === 'self';
+    return !this.o.leading() && this.o.campaigning() && this.kept() && this.state() === 'self';
+  }
+
+  /**
+   * A store whose watch polls polls quickly while this standby is named: its takeover waits on
+   * noticing the release. Returns the function that ends it.
+   */
+  pollQuicklyWhileNamed(): () => void {
+    return this.o.support.pollQuicklyWhile?.(this.o.lease, () => this.named()) ?? (() => {});
   }
 
   /**
@@ -129,7 +137,7 @@ export class SuccessorClaimant {
    * named successor goes at once; the others first give it the grace to be seen taking over.
    */
   turnMs(drawnMs: number): number {
-    const state = this.o.kept() ? this.state() : 'none';
+    const state = this.kept() ? this.state() : 'none';
     return state === 'self' ? 0 : state === 'other' ? this.o.claim.graceMs + drawnMs : drawnMs;
   }
 
@@ -192,7 +200,7 @@ export class SuccessorClaimant {
   /** The candidate stops, or stands aside: it takes its claim back, so the others do not stand back for it. */
   async withdraw(): Promise<void> {
     const o = this.o;
-    if (!o.kept()) return;
+    if (!this.kept()) return;
     for (let attempt = 0; attempt < 3; attempt++) {
       const seen = o.view.observed;
       // Nothing to withdraw unless the record last seen holds our claim; to withdraw it, a
@@ -226,7 +234,7 @@ export class SuccessorClaimant {
    */
   private dueMono(): number | null {
     const o = this.o;
-    if (o.leading() || !o.kept() || !o.campaigning()) return null;
+    if (o.leading() || !this.kept() || !o.campaigning()) return null;
     const seen = o.view.observed;
     if (!seen || seen.record.holderIdentity === '' || o.view.freeOnSight(seen) || o.view.expired(seen.record)) return null;
     const since = this.seenSinceMono;
@@ -237,6 +245,10 @@ export class SuccessorClaimant {
       this.volunteer = { needAtMono, delayMs: contentionDelayMs(o.random(), o.claim.volunteerWindowMs) };
     }
     return needAtMono + this.volunteer.delayMs;
+  }
+
+  private kept(): boolean {
+    return this.o.support.kept() === true;
   }
 
   private async read(): Promise<VersionedRecord | null> {

@@ -23,7 +23,7 @@
  */
 import { BackendUnavailableError } from '../errors.js';
 import type { Clock, Timer } from '../clock.js';
-import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
+import type { LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
 import { LeaderElector, type LeadershipTerm } from '../election/elector.js';
 import { FakeClock } from './fake-clock.js';
 import { createLogger } from '../log.js';
@@ -173,9 +173,7 @@ class FaultyLink implements LeaseStore {
   }
 
   /** The memory store keeps successor claims: the simulation runs the claim's writes and timing too. */
-  successorSupported(): boolean {
-    return true;
-  }
+  readonly successorClaims: SuccessorClaimSupport = { kept: () => true };
 
   async close(): Promise<void> {}
 
