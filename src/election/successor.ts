@@ -16,13 +16,12 @@
  * holder nor token (the times are written back as read, to the millisecond), and a standby does
  * not count it as a renewal.
  */
-import type { Clock } from '../clock.js';
 import { ConflictError, describeError } from '../errors.js';
-import type { Logger } from '../log.js';
-import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaim, SuccessorClaimSupport, VersionedRecord } from '../backends/lease-store.js';
+import type { LeaseRecord, SuccessorClaim, SuccessorClaimSupport, VersionedRecord } from '../backends/lease-store.js';
+import type { CandidateContext } from './candidate-options.js';
 import type { Timings } from '../config/election-options.js';
-import { contentionDelayMs } from './elector-config.js';
-import { sameClaim, type RecordView } from './record-view.js';
+import { RELEASE_WINDOW_FACTOR, contentionDelayMs } from './elector-config.js';
+import { sameClaim } from './record-view.js';
 
 /** What a candidate makes of the claim in the record it last saw. */
 export type ClaimState = 'self' | 'other' | 'none';
@@ -42,6 +41,17 @@ export interface ClaimTimings {
 export const CLAIM_LIFETIME_REFRESHES = 2.5;
 /** Standbys that find no live claim write theirs within this window (bounded by half a lease). */
 export const VOLUNTEER_WINDOW_MS = 1_000;
+
+/** The claim's timings for a candidate's safety re-read, contention window and lease duration. */
+export function claimTimings(safetyRereadMs: number, contentionWindowMs: number, leaseDurationMs: number): ClaimTimings {
+  return {
+    // As often as a standby re-reads: the claimant's one write per safety period, beside its re-read.
+    refreshMs: safetyRereadMs,
+    lifetimeMs: CLAIM_LIFETIME_REFRESHES * safetyRereadMs,
+    volunteerWindowMs: Math.min(VOLUNTEER_WINDOW_MS, leaseDurationMs / 2),
+    graceMs: Math.min(RELEASE_WINDOW_FACTOR * contentionWindowMs, leaseDurationMs),
+  };
+}
 
 export function claimState(claim: SuccessorClaim | null | undefined, identity: string, seenForMs: number, lifetimeMs: number): ClaimState {
   if (!claim || seenForMs >= lifetimeMs) return 'none';
@@ -63,25 +73,12 @@ export function claimForNewTerm(rec: LeaseRecord | null, identity: string): Succ
 }
 
 /** What the claim asks of the candidate that owns it: its view, its bounded store calls, its state. */
-export interface ClaimantOptions {
-  identity: string;
-  lease: string;
-  store: LeaseStore;
-  clock: Clock;
+export interface ClaimantOptions extends CandidateContext {
   random: () => number;
-  log: Logger;
   timings: Readonly<Timings>;
   claim: ClaimTimings;
   /** The store's capability: whether it keeps claims now (it may change when the store reopens). */
   support: SuccessorClaimSupport;
-  /** What the candidate believes about the record. */
-  view: RecordView;
-  /** A view at most this old may be written from without a read (RecordView.confirmedWithin). */
-  requestTimeoutMs: number;
-  /** The candidate's bounded store call (a timeout aborts it). */
-  call: <T>(op: string, send: (opts: CallOptions) => Promise<T>) => Promise<T>;
-  /** Takes in a record read or written, announcing a new leader as any observation does. */
-  observe: (got: VersionedRecord) => void;
   /** Whether the candidate leads now. */
   leading: () => boolean;
   /** Whether the candidate campaigns (its app is eligible). */
