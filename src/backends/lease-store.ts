@@ -1,7 +1,7 @@
 /**
  * The storage half of leader election, as client-go's resourcelock: a LeaseStore stores and
  * returns lease records with compare-and-swap, and makes no election decision. The one
- * algorithm lives in src/election/elector.ts.
+ * algorithm lives in src/election/candidate-loop.ts.
  */
 
 /** The Lease spec's fields. `leaseTransitions` is the fencing token. */

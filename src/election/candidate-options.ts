@@ -1,6 +1,6 @@
 /**
  * What the election engine is given and what it tells: its options, its listener, its terms and
- * its snapshot. The engine itself (elector.ts) is internal; LeaderElection and the sidecar build
+ * its snapshot. The engine itself (candidate-loop.ts) is internal; LeaderElection and the sidecar build
  * it from these.
  */
 import type { Clock } from '../clock.js';
@@ -21,7 +21,7 @@ export interface LeadershipTerm {
   sinceFreeMs?: number;
 }
 
-export interface ElectorListener {
+export interface CandidateListener {
   /** This candidate became leader with a new fencing token. */
   onStartedLeading?(term: LeadershipTerm): void;
   /** A renewal succeeded; validUntil moved on. */
@@ -36,7 +36,7 @@ export interface ElectorListener {
   onSlowPath?(): void;
 }
 
-export interface ElectorOptions extends Timings {
+export interface CandidateOptions extends Timings {
   store: LeaseStore;
   lease: string;
   /** Must be unique among candidates; two processes with one identity both believe they lead. */
@@ -96,11 +96,11 @@ export interface ElectorOptions extends Timings {
    * does not renew while it waits. Default: release at once, with releaseOnCancel.
    */
   drainBeforeRelease?: () => Promise<boolean>;
-  listener?: ElectorListener;
+  listener?: CandidateListener;
   log?: Logger;
 }
 
-export interface ElectorSnapshot {
+export interface CandidateSnapshot {
   lease: string;
   identity: string;
   isLeader: boolean;

@@ -5,7 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { LeaderElector, type ElectorOptions } from './elector.js';
+import { CandidateLoop, type CandidateOptions } from './candidate-loop.js';
 import { DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR } from './elector-config.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
@@ -70,12 +70,12 @@ function world(eventsCarryRecords = true) {
   const clock = new FakeClock();
   const shared = new MemoryLeaseStore();
   shared.eventsCarryRecords = eventsCarryRecords;
-  const electors: LeaderElector[] = [];
+  const electors: CandidateLoop[] = [];
   const stores = new Map<string, CandidateStore>();
-  const add = (identity: string, draw: number, over: Partial<ElectorOptions> & { keepsClaims?: boolean; deaf?: boolean } = {}) => {
+  const add = (identity: string, draw: number, over: Partial<CandidateOptions> & { keepsClaims?: boolean; deaf?: boolean } = {}) => {
     const store = new CandidateStore(shared, over.keepsClaims ?? true, over.deaf ?? false);
     stores.set(identity, store);
-    const e = new LeaderElector({ ...timings, store, lease: LEASE, identity, clock, random: () => draw, ...over });
+    const e = new CandidateLoop({ ...timings, store, lease: LEASE, identity, clock, random: () => draw, ...over });
     electors.push(e);
     e.start();
     shared.setWatchHealth(true);
@@ -96,7 +96,7 @@ function world(eventsCarryRecords = true) {
 }
 
 /** A leader L and standbys; returns once L leads and `claimant` holds the claim. */
-async function steady(w: ReturnType<typeof world>, standbys: [string, number][], leaderOpts: Partial<ElectorOptions> = {}) {
+async function steady(w: ReturnType<typeof world>, standbys: [string, number][], leaderOpts: Partial<CandidateOptions> = {}) {
   w.shared.put(LEASE, RELEASED);
   const leader = w.add('L', 0, leaderOpts);
   await w.clock.advance(0);

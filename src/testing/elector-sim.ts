@@ -24,7 +24,7 @@
 import { BackendUnavailableError } from '../errors.js';
 import type { Clock, Timer } from '../clock.js';
 import type { LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
-import { LeaderElector, type LeadershipTerm } from '../election/elector.js';
+import { CandidateLoop, type LeadershipTerm } from '../election/candidate-loop.js';
 import { FakeClock } from './fake-clock.js';
 import { createLogger } from '../log.js';
 import { ManualHealth } from '../health/manual-health.js';
@@ -237,7 +237,7 @@ interface Candidate {
   identity: string;
   proc: SimProcess;
   link: FaultyLink;
-  elector: LeaderElector;
+  elector: CandidateLoop;
   /** Its app's health, as the caller's signal; flipped by the simulation. */
   health: ManualHealth;
   term: LeadershipTerm | null;
@@ -292,7 +292,7 @@ export async function runSimulation(seed: number, steps = 300, trace = false, op
     // Most apps are up when their candidate starts; some come up later.
     if (rand() < 0.8) c.health.healthy();
     else base.setTimer(() => proc.run(() => c.health.healthy()), rand() * 20_000);
-    c.elector = new LeaderElector({
+    c.elector = new CandidateLoop({
       ...TIMINGS,
       store: c.link,
       lease: LEASE,

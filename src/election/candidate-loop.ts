@@ -40,9 +40,9 @@ import {
 } from '../config/election-options.js';
 import { AttemptSchedule } from './attempt-schedule.js';
 import { RecordView } from './record-view.js';
-import type { CandidateContext, ElectorOptions, ElectorSnapshot, LeadershipTerm } from './candidate-options.js';
+import type { CandidateContext, CandidateOptions, CandidateSnapshot, LeadershipTerm } from './candidate-options.js';
 
-export type { ElectorListener, ElectorOptions, ElectorSnapshot, LeadershipTerm } from './candidate-options.js';
+export type { CandidateListener, CandidateOptions, CandidateSnapshot, LeadershipTerm } from './candidate-options.js';
 
 /** The current term, while this candidate leads: one object, replaced on every new term. */
 interface Term extends LeadershipTerm {
@@ -60,13 +60,14 @@ interface Stamp {
 
 /**
  * The internal engine, not exported by the package: apps use LeaderElection
- * (leader-election.ts), which wraps it with callbacks and a drain. One candidate: client-go's
+ * (leader-election.ts), which wraps it with callbacks and a drain. Named for what it is, one
+ * candidate's loop, so that it is never taken for LeaderElection. One candidate: client-go's
  * two phases, acquire (a standby tries at its turn until it leads) and renew (the leader renews
  * every retryPeriod until it steps down), over one attempt that reads and compare-and-swaps the
  * record. What it believes about the record is its RecordView; when it acts next is its
  * AttemptSchedule.
  */
-export class LeaderElector {
+export class CandidateLoop {
   private readonly store: LeaseStore;
   private readonly clock: Clock;
   /** Calls the listener; whatever it throws goes no further (listener-calls.ts). */
@@ -97,7 +98,7 @@ export class LeaderElector {
   /** Monotonic start of the last successful acquire/renew, kept after a step-down; for liveness. */
   private lastRenewMono: number | null = null;
 
-  constructor(opts: ElectorOptions) {
+  constructor(opts: CandidateOptions) {
     validateTimings(opts);
     validateLeaseName(opts.lease);
     validateIdentity(opts.identity);
@@ -170,7 +171,7 @@ export class LeaderElector {
     return this.term !== null;
   }
 
-  snapshot(): ElectorSnapshot {
+  snapshot(): CandidateSnapshot {
     const rec = this.view.observed?.record ?? null;
     const t = this.term;
     return {
