@@ -8,7 +8,7 @@ import { CandidateLoop, type CandidateOptions } from './candidate-loop.js';
 import { contentionDelayMs, DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR } from './elector-config.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
-import { prng } from '../testing/prng.js';
+import { prng } from '../../test/support/prng.js';
 import { BackendUnavailableError, InvalidConfigError } from '../errors.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
 

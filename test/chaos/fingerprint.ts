@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { runSimulation } from '../../src/testing/elector-sim.js';
+import { runSimulation } from '../support/elector-sim.js';
 
 const { values } = parseArgs({ options: { seeds: { type: 'string', default: '2000' }, seed: { type: 'string', default: '1' } } });
 const count = Number(values.seeds);

@@ -21,14 +21,14 @@
  * lands, late, on the re-created record; it is why every real store's versions never repeat.
  * Used by the unit tier (a few hundred seeds) and `npm run chaos -- --backend elector`.
  */
-import { BackendUnavailableError } from '../errors.js';
-import type { Clock, Timer } from '../clock.js';
-import type { LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
-import { CandidateLoop, type LeadershipTerm } from '../election/candidate-loop.js';
-import { FakeClock } from './fake-clock.js';
-import { createLogger } from '../log.js';
-import { ManualHealth } from '../health/manual-health.js';
-import { MemoryLeaseStore } from './memory-store.js';
+import { BackendUnavailableError } from '../../src/errors.js';
+import type { Clock, Timer } from '../../src/clock.js';
+import type { LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../../src/backends/lease-store.js';
+import { CandidateLoop, type LeadershipTerm } from '../../src/election/candidate-loop.js';
+import { FakeClock } from '../../src/testing/fake-clock.js';
+import { createLogger } from '../../src/log.js';
+import { ManualHealth } from '../../src/health/manual-health.js';
+import { MemoryLeaseStore } from '../../src/testing/memory-store.js';
 import { prng } from './prng.js';
 
 const LEASE = 'sim';
