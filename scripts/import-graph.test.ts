@@ -36,6 +36,8 @@ it('finds src/ importing what is built on it; the other way is fine', () => {
     ['src/util.ts', []],
     ['cmd/flags.ts', ['src/lib.ts']],
     ['test/support/cli.ts', ['src/util.ts']],
+    // A unit test beside the library is never built: test support is fine there.
+    ['src/lib.test.ts', ['src/lib.ts', 'test/support/cli.ts']],
   ]);
   assert.deepEqual(upwardImports(graph), ['src/lib.ts imports cmd/flags.ts', 'src/lib.ts imports test/support/cli.ts']);
   assert.equal(problems(graph).length, 3, 'the two upward imports, and the cycle src/lib.ts -> cmd/flags.ts -> src/lib.ts');

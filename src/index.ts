@@ -15,6 +15,6 @@ export type { ProbeOptions, ProbeTarget, ThresholdOptions } from './health/healt
 export { readLeadership, type LeadershipView } from './status/status-reader.js';
 export type { LeaderStatus } from './status/leader-status.js';
 export { openStore, type StoreSettings, type BackendName } from './backends/open-store.js';
-export type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaim, VersionedRecord, WatchEvent, WatchOptions } from './backends/lease-store.js';
+export type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaim, SuccessorClaimSupport, VersionedRecord, WatchEvent } from './backends/lease-store.js';
 export { createLogger, type Logger, type LogFields, type LoggerOptions } from './log.js';
 export * from './errors.js';

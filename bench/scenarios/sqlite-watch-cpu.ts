@@ -20,7 +20,12 @@ try {
   await store.create('idle', { holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: new Date(), renewTime: new Date(), leaseTransitions: 1 });
   for (const eager of [false, true]) {
     let polls = 0;
-    const stop = store.watch('idle', () => {}, undefined, { eager: () => (polls++, eager) });
+    const endQuick = store.successorClaims.pollQuicklyWhile('idle', () => (polls++, eager));
+    const stopWatch = store.watch('idle', () => {}, undefined);
+    const stop = () => {
+      stopWatch();
+      endQuick();
+    };
     await sleep(1_000); // past start-up's own CPU
     const ticks0 = cpuTicks(process.pid);
     const polls0 = polls;

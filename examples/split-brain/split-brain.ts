@@ -15,7 +15,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
-import { LeaderElector } from '../../src/election/elector.js';
+import { CandidateLoop } from '../../src/election/candidate-loop.js';
 import { FencedSqliteResource } from '../../src/fencing/fenced-resource.js';
 import { writeUnfenced } from '../../src/fencing/unfenced-write.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
@@ -34,8 +34,8 @@ async function scenario(dir: string, fenced: boolean, say: (line: string) => voi
   const store = new SqliteLeaseStore(join(dir, `${tag}-leases.db`));
   const resourcePath = join(dir, `${tag}-resource.db`);
   const resource = new FencedSqliteResource(resourcePath);
-  const a = new LeaderElector({ ...timings, store, lease: 'resource-writer', identity: 'candidate-a', clock });
-  const b = new LeaderElector({ ...timings, store, lease: 'resource-writer', identity: 'candidate-b', clock });
+  const a = new CandidateLoop({ ...timings, store, lease: 'resource-writer', identity: 'candidate-a', clock });
+  const b = new CandidateLoop({ ...timings, store, lease: 'resource-writer', identity: 'candidate-b', clock });
 
   // A new lease is created only after it has been seen absent for a lease duration (a deleted
   // lease's holder could still be acting), so A keeps looking, every retry period.

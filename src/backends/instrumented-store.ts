@@ -6,6 +6,7 @@ export class InstrumentedStore implements LeaseStore {
   readonly backend: string;
   readonly location: string;
   readonly maxToken: number | undefined;
+  readonly successorClaims?: LeaseStore['successorClaims'];
 
   constructor(
     private readonly inner: LeaseStore,
@@ -16,7 +17,7 @@ export class InstrumentedStore implements LeaseStore {
     this.maxToken = inner.maxToken;
     if (inner.watch) this.watch = inner.watch.bind(inner);
     // Without it the elector would see a store that keeps no claims, and never claim.
-    if (inner.successorSupported) this.successorSupported = inner.successorSupported.bind(inner);
+    if (inner.successorClaims) this.successorClaims = inner.successorClaims;
   }
 
   get(name: string, opts?: CallOptions): Promise<VersionedRecord | null> {
@@ -32,7 +33,6 @@ export class InstrumentedStore implements LeaseStore {
   }
 
   watch?: LeaseStore['watch'];
-  successorSupported?: LeaseStore['successorSupported'];
 
   close(): Promise<void> {
     return this.inner.close();

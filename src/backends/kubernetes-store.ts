@@ -1,7 +1,7 @@
 import type { KubeClient } from '../kube/api-client.js';
 import { httpStatus } from '../kube/api-errors.js';
 import { BackendError, ConflictError, ForbiddenError, InvalidRecordError, LeaseholdError, NotFoundError } from '../errors.js';
-import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
+import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from './lease-store.js';
 import { formatMicroTime, parseMicroTime } from './micro-time.js';
 import { validateKubernetesLeaseDuration } from '../config/election-options.js';
 import { reconnectDelayMs } from '../util/backoff.js';
@@ -194,9 +194,7 @@ export class KubernetesLeaseStore implements LeaseStore {
   }
 
   /** The claim is an annotation, which every Lease can hold. */
-  successorSupported(): boolean {
-    return true;
-  }
+  readonly successorClaims: SuccessorClaimSupport = { kept: () => true };
 
   async close(): Promise<void> {
     this.client.close();

@@ -1,7 +1,7 @@
 /**
  * The storage half of leader election, as client-go's resourcelock: a LeaseStore stores and
  * returns lease records with compare-and-swap, and makes no election decision. The one
- * algorithm lives in src/election/elector.ts.
+ * algorithm lives in src/election/candidate-loop.ts.
  */
 
 /** The Lease spec's fields. `leaseTransitions` is the fencing token. */
@@ -17,7 +17,7 @@ export interface LeaseRecord {
   /**
    * The standby that has said it will take the lease the moment it is free, so the others stand
    * back (src/election/successor.ts). Not part of the lease itself: no candidate's right to the
-   * lease depends on it, and a store that cannot keep it (successorSupported() false) drops it.
+   * lease depends on it, and a store that cannot keep it (no successorClaims, or kept() false) drops it.
    * Absent or null: nobody has.
    */
   successor?: SuccessorClaim | null;
@@ -47,13 +47,24 @@ export interface WatchEvent {
   deleted?: LeaseRecord;
 }
 
-export interface WatchOptions {
+/**
+ * A store's one capability for successor claims (src/election/successor.ts). A store without it
+ * drops `successor`, and its candidates never claim: a claim that vanished on write would be
+ * claimed again and again.
+ */
+export interface SuccessorClaimSupport {
   /**
-   * Asked by a store that polls (SQLite) before each wait: while true, it polls at its quick
-   * rate. The elector answers true while this candidate is the named successor, whose takeover
-   * waits on noticing the release; the other standbys keep the cheap rate.
+   * Whether `successor` round-trips now (written by create/update, returned by get and watch
+   * events); false: the store drops it, and nobody claims. May change when the store reopens.
    */
-  eager?: () => boolean;
+  kept(): boolean;
+  /**
+   * Optional, for a store whose watch polls (SQLite): its watches of `name` ask `named()` before
+   * each wait and poll at their quick rate while it is true. The elector answers true while
+   * this candidate is the named successor, whose takeover waits on noticing the release; the
+   * other standbys keep the cheap rate. Returns a function that stops the asking.
+   */
+  pollQuicklyWhile?(name: string, named: () => boolean): () => void;
 }
 
 /**
@@ -102,7 +113,7 @@ export interface LeaseStore {
    * (a Kubernetes watch is connected); standbys then stop polling and wait for events, with a
    * periodic safety re-read. Returns a function that stops watching.
    */
-  watch?(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void, opts?: WatchOptions): () => void;
+  watch?(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void): () => void;
 
   /**
    * Optional: what is wrong with the store that will not fix itself and that a person must
@@ -110,12 +121,8 @@ export interface LeaseStore {
    */
   problem?(): string | null;
 
-  /**
-   * Optional: whether `successor` round-trips (written by create/update, returned by get and
-   * watch events). Absent or false: the store drops it, and candidates never claim (a claim that
-   * vanished on write would be claimed again and again). May change when the store reopens.
-   */
-  successorSupported?(): boolean;
+  /** Optional: the store keeps successor claims (see SuccessorClaimSupport). */
+  readonly successorClaims?: SuccessorClaimSupport;
 
   close(): Promise<void>;
 }

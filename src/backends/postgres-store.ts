@@ -35,7 +35,7 @@ import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordErro
 import { reconnectDelayMs } from '../util/backoff.js';
 import { isTlsRefused } from '../util/tls-refused.js';
 import type { Logger } from '../log.js';
-import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from './lease-store.js';
+import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from './lease-store.js';
 import { DEFAULT_POSTGRES_TABLE, clientConfig, describeTarget, parseTableName } from './postgres-config.js';
 import { loadDriver as loadOptional } from './driver.js';
 import { HintThrottle, channelName, notifiedLease } from './postgres-notify.js';
@@ -380,10 +380,8 @@ export class PostgresLeaseStore implements LeaseStore {
     }
   }
 
-  /** Whether the table has the `successor` column: found or added at open (docs/postgres.md). */
-  successorSupported(): boolean {
-    return this.hasSuccessor;
-  }
+  /** Claims are kept while the table has the `successor` column: found or added at open (docs/postgres.md). */
+  readonly successorClaims: SuccessorClaimSupport = { kept: () => this.hasSuccessor };
 
   async get(name: string, opts?: CallOptions): Promise<VersionedRecord | null> {
     const r = await this.query<Row>(
@@ -400,7 +398,7 @@ export class PostgresLeaseStore implements LeaseStore {
   }
 
   async create(name: string, record: LeaseRecord, opts?: CallOptions): Promise<string> {
-    // Without the column, the claim is dropped (successorSupported() false: nobody claims).
+    // Without the column, the claim is dropped (successorClaims.kept() false: nobody claims).
     const r = await this.query<{ version: string }>(
       'create',
       `WITH w AS (

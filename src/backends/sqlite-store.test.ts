@@ -214,7 +214,7 @@ describe('SqliteLeaseStore: the successor column', () => {
     const path = oldTable();
     const before = readFileSync(path);
     const ro = new SqliteLeaseStore(path, { readonly: true });
-    assert.equal(ro.successorSupported(), false);
+    assert.equal(ro.successorClaims.kept(), false);
     const got = (await ro.get('job'))!;
     assert.equal(Object.hasOwn(got.record, 'successor'), false);
     await ro.close();
@@ -222,14 +222,14 @@ describe('SqliteLeaseStore: the successor column', () => {
     assert.ok(readFileSync(path).equals(before), 'the reader wrote nothing');
     const s = new SqliteLeaseStore(path);
     try {
-      assert.equal(s.successorSupported(), true);
+      assert.equal(s.successorClaims.kept(), true);
       assert.equal(columnsOf(path).at(-1), 'successor');
       const v1 = (await s.get('job'))!.version;
       assert.equal(v1, got.version, 'the new column, empty, leaves the version as it was');
       const v2 = await s.update('job', { ...got.record, successor: claim }, v1);
       assert.deepEqual((await s.get('job'))?.record.successor, claim);
       const ro2 = new SqliteLeaseStore(path, { readonly: true });
-      assert.equal(ro2.successorSupported(), true, 'a reader of the migrated table sees claims');
+      assert.equal(ro2.successorClaims.kept(), true, 'a reader of the migrated table sees claims');
       assert.deepEqual(await ro2.get('job'), { record: { ...got.record, successor: claim }, version: v2 });
       await ro2.close();
     } finally {
@@ -287,7 +287,7 @@ describe('SqliteLeaseStore: the successor column', () => {
     }
   });
 
-  it('watch: while eager() is true a commit by another connection is seen after the quick wait, else after the slow one; eager() is polls.asked before each wait', async () => {
+  it('watch: while a pollQuicklyWhile question is true a commit by another connection is seen after the quick wait, else after the slow one; it is asked before each wait', async () => {
     const clock = new FakeClock();
     const path = fresh();
     const s = new SqliteLeaseStore(path, { clock });
@@ -295,9 +295,8 @@ describe('SqliteLeaseStore: the successor column', () => {
     let eager = false;
     const polls = { asked: 0 };
     const seen: (string | null | undefined)[] = [];
-    const stop = s.watch('w', (e) => seen.push(e.record === null ? null : e.record?.record.holderIdentity), undefined, {
-      eager: () => (polls.asked++, eager),
-    });
+    const endQuick = s.successorClaims.pollQuicklyWhile('w', () => (polls.asked++, eager));
+    const stop = s.watch('w', (e) => seen.push(e.record === null ? null : e.record?.record.holderIdentity), undefined);
     try {
       assert.equal(polls.asked, 1, 'polls.asked before the first wait');
       await other.create('w', rec({ holderIdentity: 'slow' }));
@@ -316,12 +315,18 @@ describe('SqliteLeaseStore: the successor column', () => {
       assert.equal(polls.asked, asks + 1, 'one poll');
       await clock.advance(50);
       assert.equal(polls.asked, asks + 1 + 50 / WATCH_EAGER_EVERY_MS, 'eager: a poll every quick interval');
+      endQuick();
+      await clock.advance(WATCH_EAGER_EVERY_MS);
+      const ended = polls.asked;
+      await clock.advance(100);
+      assert.equal(polls.asked, ended, 'not asked once the asking ended');
       stop();
       const stopped = polls.asked;
       await clock.advance(500);
       assert.equal(polls.asked, stopped, 'no poll after stop');
       assert.equal(clock.pendingTimers(), 0);
     } finally {
+      endQuick();
       stop();
       await other.close();
       await s.close();
@@ -332,15 +337,19 @@ describe('SqliteLeaseStore: the successor column', () => {
     const clock = new FakeClock();
     const s = new SqliteLeaseStore(fresh(), { clock });
     let asked = 0;
-    const stopSlow = s.watch('w', () => {}, undefined, { everyMs: 20, eager: () => (asked++, false) });
+    let quick = false;
+    const endQuick = s.successorClaims.pollQuicklyWhile('w', () => (asked++, quick));
+    const stopSlow = s.watch('w', () => {}, undefined, { everyMs: 20 });
     await clock.advance(100);
     assert.equal(asked, 1 + 100 / 20);
     stopSlow();
     asked = 0;
-    const stopFast = s.watch('w', () => {}, undefined, { everyMs: 2, eager: () => (asked++, true) });
+    quick = true;
+    const stopFast = s.watch('w', () => {}, undefined, { everyMs: 2 });
     await clock.advance(10);
     assert.equal(asked, 1 + 10 / 2);
     stopFast();
+    endQuick();
     await s.close();
   });
 });

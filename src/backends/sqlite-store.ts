@@ -3,7 +3,7 @@ import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordError, StoreOpenError, StoreReopenedError, describeError } from '../errors.js';
 import { throwIfAborted } from '../abort.js';
-import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent, WatchOptions } from './lease-store.js';
+import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from './lease-store.js';
 import type { Clock, Timer } from '../clock.js';
 import { encodeSuccessor, withSuccessor } from './successor-column.js';
 import { checkLocalFilesystem, checkSqliteFile } from './sqlite-file-check.js';
@@ -98,6 +98,24 @@ export class SqliteLeaseStore implements LeaseStore {
   private hasSuccessor = false;
   /** The last oversized-values notice, so a row that keeps them is reported once. */
   private toldOversized: string | null = null;
+  /** Per lease, the callers' questions "poll quickly now?" (SuccessorClaimSupport.pollQuicklyWhile). */
+  private readonly quickWhile = new Map<string, Set<() => boolean>>();
+  /**
+   * Claims are kept while the table has the `successor` column: a writer always adds it; a reader
+   * may find an older table. The watches of a lease poll quickly while a caller's question says so.
+   */
+  readonly successorClaims: Required<SuccessorClaimSupport> = {
+    kept: () => this.hasSuccessor,
+    pollQuicklyWhile: (name, named) => {
+      const asked = this.quickWhile.get(name) ?? new Set();
+      this.quickWhile.set(name, asked);
+      asked.add(named);
+      return () => {
+        asked.delete(named);
+        if (asked.size === 0 && this.quickWhile.get(name) === asked) this.quickWhile.delete(name);
+      };
+    },
+  };
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     this.location = path;
@@ -292,12 +310,13 @@ export class SqliteLeaseStore implements LeaseStore {
    * that lasts longer than the poll. It never reports itself healthy: standbys keep their
    * timed reads (which cost no network here) and notice a replaced file through them.
    *
-   * Before each wait it asks `opts.eager()`: while true (this candidate is the named
+   * Before each wait it asks the questions registered for `name` through
+   * successorClaims.pollQuicklyWhile: while one says true (this candidate is the named
    * successor) it waits WATCH_EAGER_EVERY_MS instead, so the release is seen at once.
    * `opts.everyMs` replaces the slow interval (the bench polls faster); the quick one is never
    * slower than it.
    */
-  watch(name: string, onEvent: (e: WatchEvent) => void, _onHealth?: (healthy: boolean) => void, opts: WatchOptions & { everyMs?: number } = {}): () => void {
+  watch(name: string, onEvent: (e: WatchEvent) => void, _onHealth?: (healthy: boolean) => void, opts: { everyMs?: number } = {}): () => void {
     const slowMs = opts.everyMs ?? WATCH_EVERY_MS;
     const quickMs = Math.min(slowMs, WATCH_EAGER_EVERY_MS);
     const poll = this.options.readonly ? this.readerPoll(name, onEvent) : this.writerPoll(name, onEvent);
@@ -306,13 +325,7 @@ export class SqliteLeaseStore implements LeaseStore {
     // A chain of single timers, not an interval: each wait is chosen when it starts.
     const next = () => {
       if (stopped) return;
-      let eager = false;
-      try {
-        eager = opts.eager?.() === true;
-      } catch {
-        // the caller's question failed: the cheap rate is always safe
-      }
-      timer = this.after(eager ? quickMs : slowMs, () => {
+      timer = this.after(this.quickNow(name) ? quickMs : slowMs, () => {
         timer = null;
         poll();
         next();
@@ -396,9 +409,16 @@ export class SqliteLeaseStore implements LeaseStore {
     this.options.onOversized?.(oversizedNotice(name, this.location, over));
   }
 
-  /** Whether the table has the `successor` column: a writer always adds it; a reader may find an older table. */
-  successorSupported(): boolean {
-    return this.hasSuccessor;
+  /** Whether a caller asks the watches of `name` to poll quickly now; asked before each wait. */
+  private quickNow(name: string): boolean {
+    for (const named of this.quickWhile.get(name) ?? []) {
+      try {
+        if (named() === true) return true;
+      } catch {
+        // the caller's question failed: the cheap rate is always safe
+      }
+    }
+    return false;
   }
 
   /** A timer that never keeps the process alive (the elector's own timers do). */

@@ -11,7 +11,6 @@ import { sleep, type Clock } from '../clock.js';
 import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import { RELEASE_WINDOW_FACTOR, contentionDelayMs } from './elector-config.js';
 import type { RecordView } from './record-view.js';
-import type { ClaimTimings } from './successor.js';
 
 export interface ScheduleOptions {
   timings: Readonly<Timings>;
@@ -24,12 +23,18 @@ export interface ScheduleOptions {
   view: RecordView;
   /** Whether the candidate leads now. */
   leading: () => boolean;
-  /** The successor claim's timings (successor.ts). */
-  claims: ClaimTimings;
-  /** Whether the store keeps successor claims now; when not, nobody claims and the window alone rules. */
-  claimsKept: () => boolean;
+  /** This standby's successor claim (successor.ts); null when it makes none: the window alone rules. */
+  claim: ClaimTiming | null;
   /** Whether the candidate campaigns (its app is eligible); while not, it claims nothing and has no turn. Default always. */
   campaigning?: () => boolean;
+}
+
+/** What the schedule asks of the successor claim (SuccessorClaimant). */
+export interface ClaimTiming {
+  /** Monotonic ms at which the next claim write is due, or null. */
+  nextWriteMono(): number | null;
+  /** This standby's wait at a free lease, given the turn it drew in the contention window. */
+  turnMs(drawnMs: number): number;
 }
 
 export class AttemptSchedule {
@@ -40,8 +45,7 @@ export class AttemptSchedule {
   private readonly contentionWindowMs: number;
   private readonly view: RecordView;
   private readonly leading: () => boolean;
-  private readonly claims: ClaimTimings;
-  private readonly claimsKept: () => boolean;
+  private readonly claim: ClaimTiming | null;
   private readonly campaigning: () => boolean;
 
   /** This standby's delay for the moment the lease last became free (drawn once per moment). */
@@ -59,10 +63,6 @@ export class AttemptSchedule {
   private watchHealthy = false;
   /** When the loop should next make progress (end of its wait or of its attempt); for liveness. */
   private dueMono: number | null = null;
-  /** This standby's delay for the moment it found no live successor claim (drawn once per moment). */
-  private volunteer: { needAtMono: number; delayMs: number } | null = null;
-  /** When this standby last wrote (or tried to write) its claim: a failed write waits a retry period. */
-  private lastClaimMono: number | null = null;
 
   constructor(opts: ScheduleOptions) {
     this.timings = opts.timings;
@@ -72,8 +72,7 @@ export class AttemptSchedule {
     this.contentionWindowMs = opts.contentionWindowMs;
     this.view = opts.view;
     this.leading = opts.leading;
-    this.claims = opts.claims;
-    this.claimsKept = opts.claimsKept;
+    this.claim = opts.claim;
     this.campaigning = opts.campaigning ?? (() => true);
   }
 
@@ -138,31 +137,10 @@ export class AttemptSchedule {
     this.wake = null;
   }
 
-  /** A claim write (successor.ts) is due: to volunteer, or to refresh this standby's own claim. */
-  dueForClaim(): boolean {
-    if (!this.claimDueNow()) return false;
-    return this.lastClaimMono === null || this.clock.monotonic() - this.lastClaimMono >= this.timings.retryPeriodMs;
-  }
-
-  /** The record as last seen still asks for this standby's claim now (whatever its last try). */
-  claimDueNow(): boolean {
-    const due = this.claimDueMono();
-    return due !== null && this.clock.monotonic() >= due;
-  }
-
-  claimAttempted(): void {
-    this.lastClaimMono = this.clock.monotonic();
-  }
-
   /** The lease, as last observed, is free, and this standby's turn for that moment has not come. */
   turnPending(): boolean {
     const slot = this.contentionSlot();
     return slot !== null && this.clock.monotonic() < slot.endMono;
-  }
-
-  /** Whether the store keeps claims and this standby holds the live one: it goes first when the lease is free. */
-  namedSuccessor(): boolean {
-    return !this.leading() && this.campaigning() && this.claimsKept() && this.view.claim(this.claims.lifetimeMs) === 'self';
   }
 
   dueForAttempt(): boolean {
@@ -187,32 +165,11 @@ export class AttemptSchedule {
     const now = this.clock.monotonic();
     const slot = this.contentionSlot();
     const untilSlot = slot ? Math.max(0, slot.endMono - now) : Infinity;
-    const claimDue = this.claimDueMono();
-    const untilClaim = claimDue === null ? Infinity : Math.max(claimDue, (this.lastClaimMono ?? -Infinity) + retry) - now;
+    const claimDue = this.claim?.nextWriteMono() ?? null;
+    const untilClaim = claimDue === null ? Infinity : claimDue - now;
     if (!this.waitingOnWatch()) return Math.max(0, Math.min(jittered, untilSlot, untilClaim));
     const untilSafety = (this.lastAttemptMono ?? now) + this.safetyRereadMs - now;
     return Math.max(0, Math.min(untilSlot, untilSafety, untilClaim));
-  }
-
-  /**
-   * When this standby should next write its claim, or null: only while another holds the lease
-   * and it has not expired (a free lease is taken, not claimed), and the store keeps claims. Its
-   * own live claim is refreshed every refreshMs; with no live claim (none written, or one not
-   * seen to change for its lifetime) it volunteers at its own moment in the volunteer window.
-   */
-  private claimDueMono(): number | null {
-    if (this.leading() || !this.claimsKept() || !this.campaigning()) return null;
-    const seen = this.view.observed;
-    if (!seen || seen.record.holderIdentity === '' || this.view.freeOnSight(seen) || this.view.expired(seen.record)) return null;
-    const since = this.view.claimSinceMono;
-    const state = this.view.claim(this.claims.lifetimeMs);
-    if (state === 'self') return since + this.claims.refreshMs;
-    // Another's live claim is replaced once it has not changed for its lifetime.
-    const needAtMono = seen.record.successor ? since + this.claims.lifetimeMs : since;
-    if (this.volunteer?.needAtMono !== needAtMono) {
-      this.volunteer = { needAtMono, delayMs: contentionDelayMs(this.random(), this.claims.volunteerWindowMs) };
-    }
-    return needAtMono + this.volunteer.delayMs;
   }
 
   /**
@@ -244,9 +201,7 @@ export class AttemptSchedule {
       // A release's wider window stays within a lease duration, however wide the window asked.
       const window = freeOnSight ? Math.min(RELEASE_WINDOW_FACTOR * this.contentionWindowMs, this.timings.leaseDurationMs) : this.contentionWindowMs;
       const turn = contentionDelayMs(this.random(), window);
-      // The named successor goes at once; the others first give it the grace to be seen taking over.
-      const claim = this.claimsKept() ? this.view.claim(this.claims.lifetimeMs) : 'none';
-      this.slot = { freeAtMono, delayMs: claim === 'self' ? 0 : claim === 'other' ? this.claims.graceMs + turn : turn };
+      this.slot = { freeAtMono, delayMs: this.claim ? this.claim.turnMs(turn) : turn };
     }
     return { freeAtMono, endMono: freeAtMono + this.slot.delayMs };
   }

@@ -4,11 +4,11 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { LeaderElector, type ElectorOptions } from './elector.js';
+import { CandidateLoop, type CandidateOptions } from './candidate-loop.js';
 import { contentionDelayMs, DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR } from './elector-config.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
-import { prng } from '../testing/prng.js';
+import { prng } from '../../test/support/prng.js';
 import { BackendUnavailableError, InvalidConfigError } from '../errors.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
 
@@ -19,7 +19,7 @@ const held: LeaseRecord = { holderIdentity: 'crashed', leaseDurationSeconds: 15,
 const released: LeaseRecord = { ...held, holderIdentity: '', leaseDurationSeconds: 1 };
 
 /** Standbys on one store whose events carry records, as a Kubernetes watch does. */
-function standbys(n: number, opts: { seed?: number; random?: () => number; watch?: boolean; elector?: Partial<ElectorOptions> } = {}) {
+function standbys(n: number, opts: { seed?: number; random?: () => number; watch?: boolean; elector?: Partial<CandidateOptions> } = {}) {
   const clock = new FakeClock();
   const store = new MemoryLeaseStore();
   store.eventsCarryRecords = true;
@@ -28,7 +28,7 @@ function standbys(n: number, opts: { seed?: number; random?: () => number; watch
   const electors = Array.from(
     { length: n },
     // The window alone: the successor claim (successor.test.ts) would name one of them first.
-    (_, i) => new LeaderElector({ ...timings, store, lease: LEASE, identity: `standby-${i}`, clock, random: rand, successorClaims: false, ...opts.elector }),
+    (_, i) => new CandidateLoop({ ...timings, store, lease: LEASE, identity: `standby-${i}`, clock, random: rand, successorClaims: false, ...opts.elector }),
   );
   return {
     clock,
@@ -175,7 +175,7 @@ describe('standbys at a free lease', () => {
     const store = new MemoryLeaseStore();
     for (const w of [-1, 15_001, Number.NaN]) {
       assert.throws(
-        () => new LeaderElector({ ...timings, store, lease: LEASE, identity: 'x', contentionWindowMs: w }),
+        () => new CandidateLoop({ ...timings, store, lease: LEASE, identity: 'x', contentionWindowMs: w }),
         (err: unknown) => err instanceof InvalidConfigError && /contentionWindow must be between 0 and leaseDuration/.test(err.message),
       );
     }

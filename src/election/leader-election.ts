@@ -8,7 +8,7 @@ import type { LeaseStore } from '../backends/lease-store.js';
 import { InvalidConfigError, describeError } from '../errors.js';
 import { createLogger, guardedLogger, isLogger, type Logger } from '../log.js';
 import { quoted, resolvedTimings, validateElection, type Timings } from '../config/election-options.js';
-import { LeaderElector, type LeadershipTerm } from './elector.js';
+import { CandidateLoop, type LeadershipTerm } from './candidate-loop.js';
 import { MAX_TIMER_MS } from '../config/duration.js';
 import { realClock, type Clock, type Timer } from '../clock.js';
 import { AppHealth } from '../health/app-health.js';
@@ -111,14 +111,14 @@ interface TermState {
 
 /**
  * One candidate, as the package exports it (`import { LeaderElection } from 'leasehold'`): the
- * public wrapper around the internal LeaderElector (elector.ts), which it runs with callbacks,
+ * public wrapper around the internal CandidateLoop (candidate-loop.ts), which it runs with callbacks,
  * terms with an AbortSignal, and a drain before the release. `LeaderElection.start()` opens the store (if given settings), starts
  * campaigning and returns; the callbacks say when it leads. A term's `signal` aborts before
  * `onStoppedLeading` runs and before anything else happens, so work started under a term can
  * stop before another process may have taken the lease.
  */
 export class LeaderElection {
-  private readonly elector: LeaderElector;
+  private readonly elector: CandidateLoop;
   private readonly log: Logger;
   private term: TermState | null = null;
   private stopping: Promise<void> | null = null;
@@ -139,7 +139,7 @@ export class LeaderElection {
     const callbacks = opts.callbacks;
     const health = opts.health;
     this.appHealth = health === undefined || isEligibility(health) ? null : new AppHealth(health, { clock });
-    this.elector = new LeaderElector({
+    this.elector = new CandidateLoop({
       store,
       lease: opts.lease,
       identity: opts.identity,

@@ -6,7 +6,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { LeaderElector } from './elector.js';
+import { CandidateLoop } from './candidate-loop.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
 import { abortReason } from '../abort.js';
@@ -51,9 +51,7 @@ class CuttableLink implements LeaseStore {
       stop();
     };
   }
-  successorSupported(): boolean {
-    return true;
-  }
+  readonly successorClaims = { kept: () => true };
   async close(): Promise<void> {}
   /** A request on a cut link: no answer until the caller gives up on it. */
   private lost<T>(opts?: CallOptions): Promise<T> {
@@ -67,10 +65,10 @@ function world() {
   shared.versionsRestartOnCreate = true;
   // Hints without a record, as PostgreSQL's notifications: a hint makes a standby act on its view.
   shared.eventsCarryRecords = false;
-  const electors = new Map<string, { elector: LeaderElector; link: CuttableLink }>();
+  const electors = new Map<string, { elector: CandidateLoop; link: CuttableLink }>();
   const add = (identity: string, draw: number) => {
     const link = new CuttableLink(shared);
-    const elector = new LeaderElector({ ...timings, store: link, lease: LEASE, identity, clock, random: () => draw });
+    const elector = new CandidateLoop({ ...timings, store: link, lease: LEASE, identity, clock, random: () => draw });
     electors.set(identity, { elector, link });
     elector.start();
     shared.setWatchHealth(true);

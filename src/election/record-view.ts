@@ -9,9 +9,8 @@
  */
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import type { LeaseRecord, VersionedRecord } from '../backends/lease-store.js';
+import type { LeaseRecord, SuccessorClaim, VersionedRecord } from '../backends/lease-store.js';
 import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
-import { claimState, sameClaim, type ClaimState } from './successor.js';
 
 export class RecordView {
   private current: VersionedRecord | null = null;
@@ -41,8 +40,6 @@ export class RecordView {
   private recentWrites: LeaseRecord[] = [];
   /** The foreign record under our identity that was last reported, so it is logged once. */
   private reportedImpostor: string | null = null;
-  /** When the successor claim in the record was last seen to change (successor.ts judges it by this). */
-  private claimSeenAtMono = 0;
 
   constructor(
     private readonly identity: string,
@@ -99,7 +96,6 @@ export class RecordView {
       sameClaim(previous.record.successor, got.record.successor)
     )
       return false;
-    if (!previous || !sameClaim(previous.record.successor, got.record.successor)) this.claimSeenAtMono = this.clock.monotonic();
     if (previous && !own && sameContent(previous.record, got.record)) {
       // The lease's content is unchanged (a label, or a successor claim): its expiry still counts
       // from the last change, but the claim is the one now in the record.
@@ -112,17 +108,6 @@ export class RecordView {
     this.highest = Math.max(this.highest, got.record.leaseTransitions);
     if (own) this.ownVersion = got.version;
     return !previous || previous.record.holderIdentity !== got.record.holderIdentity || previous.record.leaseTransitions !== got.record.leaseTransitions;
-  }
-
-  /** What this candidate makes of the successor claim in the record last seen. */
-  claim(lifetimeMs: number): ClaimState {
-    const claim = this.current?.record.successor;
-    return claimState(claim, this.identity, this.clock.monotonic() - this.claimSeenAtMono, lifetimeMs);
-  }
-
-  /** When the claim in the record last seen (or its absence) was first seen as it is. */
-  get claimSinceMono(): number {
-    return this.claimSeenAtMono;
   }
 
   /** A watch reported the record deleted, with the token it last had. */
@@ -234,4 +219,10 @@ export function sameRecord(a: LeaseRecord, b: LeaseRecord): boolean {
     a.renewTime?.getTime() === b.renewTime?.getTime() &&
     a.acquireTime?.getTime() === b.acquireTime?.getTime()
   );
+}
+
+/** Two claims are the same claim: same claimant, same claim time (to the millisecond). */
+export function sameClaim(a: SuccessorClaim | null | undefined, b: SuccessorClaim | null | undefined): boolean {
+  if (!a || !b) return !a && !b;
+  return a.identity === b.identity && a.claimedAt.getTime() === b.claimedAt.getTime();
 }

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { LeaderElector } from './elector.js';
+import { CandidateLoop } from './candidate-loop.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
 
@@ -13,7 +13,7 @@ async function leadThenRelease(releaseKeepsAcquireTime: boolean | undefined) {
   const store = new MemoryLeaseStore();
   const old = new Date('2026-12-02T08:00:00.000Z');
   store.put(LEASE, { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: old, renewTime: old, leaseTransitions: 3 });
-  const elector = new LeaderElector({ ...timings, store, lease: LEASE, identity: 'me', clock, random: () => 0, releaseKeepsAcquireTime });
+  const elector = new CandidateLoop({ ...timings, store, lease: LEASE, identity: 'me', clock, random: () => 0, releaseKeepsAcquireTime });
   const began = clock.now();
   assert.equal(await elector.tryAcquireOrRenew(), true);
   for (let i = 0; i < 10; i++) {

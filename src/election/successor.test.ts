@@ -5,11 +5,11 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { LeaderElector, type ElectorOptions } from './elector.js';
+import { CandidateLoop, type CandidateOptions } from './candidate-loop.js';
 import { DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR } from './elector-config.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
-import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent, WatchOptions } from '../backends/lease-store.js';
+import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
 
 const LEASE = 'billing';
 const timings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
@@ -28,7 +28,8 @@ class CandidateStore implements LeaseStore {
   calls: string[] = [];
   /** Runs after a write has landed and before its answer comes back (a race with the watch). */
   beforeAnswer: (() => void) | null = null;
-  watchOpts: WatchOptions | undefined;
+  /** What the candidate asked the store's watch through pollQuicklyWhile (the named successor polls quickly). */
+  quickWhile: (() => boolean) | undefined;
   constructor(
     private readonly inner: MemoryLeaseStore,
     private readonly keepsClaims = true,
@@ -51,14 +52,17 @@ class CandidateStore implements LeaseStore {
     hook?.();
     return version;
   }
-  watch(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void, opts?: WatchOptions): () => void {
-    this.watchOpts = opts;
+  watch(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void): () => void {
     if (this.deaf) return () => {};
     return this.inner.watch(name, onEvent, onHealth);
   }
-  successorSupported(): boolean {
-    return this.keepsClaims;
-  }
+  readonly successorClaims: SuccessorClaimSupport = {
+    kept: () => this.keepsClaims,
+    pollQuicklyWhile: (_name, named) => {
+      this.quickWhile = named;
+      return () => (this.quickWhile = undefined);
+    },
+  };
   async close(): Promise<void> {}
 }
 
@@ -66,12 +70,12 @@ function world(eventsCarryRecords = true) {
   const clock = new FakeClock();
   const shared = new MemoryLeaseStore();
   shared.eventsCarryRecords = eventsCarryRecords;
-  const electors: LeaderElector[] = [];
+  const electors: CandidateLoop[] = [];
   const stores = new Map<string, CandidateStore>();
-  const add = (identity: string, draw: number, over: Partial<ElectorOptions> & { keepsClaims?: boolean; deaf?: boolean } = {}) => {
+  const add = (identity: string, draw: number, over: Partial<CandidateOptions> & { keepsClaims?: boolean; deaf?: boolean } = {}) => {
     const store = new CandidateStore(shared, over.keepsClaims ?? true, over.deaf ?? false);
     stores.set(identity, store);
-    const e = new LeaderElector({ ...timings, store, lease: LEASE, identity, clock, random: () => draw, ...over });
+    const e = new CandidateLoop({ ...timings, store, lease: LEASE, identity, clock, random: () => draw, ...over });
     electors.push(e);
     e.start();
     shared.setWatchHealth(true);
@@ -92,7 +96,7 @@ function world(eventsCarryRecords = true) {
 }
 
 /** A leader L and standbys; returns once L leads and `claimant` holds the claim. */
-async function steady(w: ReturnType<typeof world>, standbys: [string, number][], leaderOpts: Partial<ElectorOptions> = {}) {
+async function steady(w: ReturnType<typeof world>, standbys: [string, number][], leaderOpts: Partial<CandidateOptions> = {}) {
   w.shared.put(LEASE, RELEASED);
   const leader = w.add('L', 0, leaderOpts);
   await w.clock.advance(0);
@@ -300,10 +304,11 @@ describe('the successor claim', () => {
       ['a', 0.2],
       ['b', 0.9],
     ]);
-    assert.equal(w.store('a').watchOpts?.eager?.(), true);
-    assert.equal(w.store('b').watchOpts?.eager?.(), false);
-    assert.equal(w.store('L').watchOpts?.eager?.(), false, 'the leader polls nothing');
+    assert.equal(w.store('a').quickWhile?.(), true);
+    assert.equal(w.store('b').quickWhile?.(), false);
+    assert.equal(w.store('L').quickWhile?.(), false, 'the leader polls nothing');
     await standbys[0]!.stop();
+    assert.equal(w.store('a').quickWhile, undefined, 'stop() ends the asking');
     await w.stopAll();
   });
 });

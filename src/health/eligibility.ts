@@ -1,7 +1,7 @@
 /**
  * The app's health as the election sees it: whether this candidate may campaign (and keep
  * leading), why not, and a way to hear of changes. The elector takes any object of this shape
- * (ElectorOptions.eligibility); AppHealth (a probe) and ManualHealth (the caller's own signal)
+ * (CandidateOptions.eligibility); AppHealth (a probe) and ManualHealth (the caller's own signal)
  * are the two this package makes.
  */
 export interface Eligibility {

@@ -1,7 +1,7 @@
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { Sidecar, type SidecarOptions } from '../sidecar/sidecar.js';
-import type { LeadershipTerm } from '../election/elector.js';
+import type { LeadershipTerm } from '../election/candidate-loop.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
 import { ChildProcessGroup, exitStatus, type ExitResult } from './child-process-group.js';
 import { RecentRunGuard } from './recent-run-guard.js';

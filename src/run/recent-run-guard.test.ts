@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { RecentRunGuard } from './recent-run-guard.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
 import { ConflictError } from '../errors.js';
-import { LeaderElector } from '../election/elector.js';
+import { CandidateLoop } from '../election/candidate-loop.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
 
@@ -111,7 +111,7 @@ describe('RecentRunGuard (leasehold run --skip-if-ran-within)', () => {
     const clock = new FakeClock(new Date(NOW));
     s.store.put('cron', rec('', 2_000));
     const before = s.store.peekVersioned('cron')!.version;
-    const elector = new LeaderElector({
+    const elector = new CandidateLoop({
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2_000,

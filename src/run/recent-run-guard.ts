@@ -20,7 +20,7 @@ export interface RecentRunGuardOptions {
  * to the newer one, so no term can begin after the decision to skip.
  * Once this candidate leads, disarm() stops the inspection (its renewals are its own).
  */
-// It offers no successorSupported(): a scheduled run's candidates claim nothing (each is gone by
+// It offers no successorClaims: a scheduled run's candidates claim nothing (each is gone by
 // the next tick), and a claim is not a takeover this guard could judge.
 export class RecentRunGuard implements LeaseStore {
   readonly backend: string;

@@ -1,5 +1,5 @@
 import type { Timings } from '../config/election-options.js';
-import type { ElectorSnapshot } from '../election/elector.js';
+import type { CandidateSnapshot } from '../election/candidate-loop.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import { escapeForTerminal } from '../util/escape-control.js';
 
@@ -26,7 +26,7 @@ const LOOP_SLACK_MS = 5_000;
  * duration (it should have stepped down at renewDeadline: something is stuck).
  * `nowMono` is the elector clock's monotonic time.
  */
-export function liveness(s: ElectorSnapshot, t: Timings, nowMono: number): Verdict {
+export function liveness(s: CandidateSnapshot, t: Timings, nowMono: number): Verdict {
   if (!s.running) return { ok: false, reason: 'election loop is not running' };
   if (s.isLeader && s.lastRenewMonotonic !== null && nowMono - s.lastRenewMonotonic > t.leaseDurationMs) {
     return { ok: false, reason: `leader has not renewed for ${Math.round(nowMono - s.lastRenewMonotonic)} ms (lease duration ${t.leaseDurationMs} ms)` };
@@ -46,7 +46,7 @@ export class Readiness {
   private seenLeader = false;
   constructor(readonly mode: ReadyWhen) {}
 
-  check(s: ElectorSnapshot): Verdict {
+  check(s: CandidateSnapshot): Verdict {
     if (s.holder) this.seenLeader = true;
     if (this.mode === 'leader') {
       // The holder is the store's: escaped, so the body cannot move the cursor of whoever prints it.

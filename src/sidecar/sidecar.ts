@@ -4,7 +4,7 @@ import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import { InstrumentedStore } from '../backends/instrumented-store.js';
-import { LeaderElector, type ElectorListener, type LeadershipTerm } from '../election/elector.js';
+import { CandidateLoop, type CandidateListener, type LeadershipTerm } from '../election/candidate-loop.js';
 import type { Timings } from '../config/election-options.js';
 import { ElectionMetrics } from './metrics.js';
 import { StatusPublisher } from './status-publisher.js';
@@ -37,14 +37,14 @@ export interface SidecarOptions extends Timings {
   listen?: { host: string; port: number };
   readyWhen?: ReadyWhen;
   releaseOnCancel?: boolean;
-  /** See ElectorOptions.releaseKeepsAcquireTime. Default false. */
+  /** See CandidateOptions.releaseKeepsAcquireTime. Default false. */
   releaseKeepsAcquireTime?: boolean;
-  /** See ElectorOptions.contentionWindowMs. Default 32 ms. */
+  /** See CandidateOptions.contentionWindowMs. Default 32 ms. */
   contentionWindowMs?: number;
   log: Logger;
   clock?: Clock;
   /** Extra callbacks (e.g. `leasehold run` starting its child); run after the sidecar's own. */
-  listener?: ElectorListener;
+  listener?: CandidateListener;
   /** Keeps leasehold.io/role on this candidate's pod (kubernetes only). */
   podLabeler?: PodLabeler;
   /**
@@ -53,7 +53,7 @@ export interface SidecarOptions extends Timings {
    * against maxDrainMs; each wait is also cut where it would pass that bound.
    */
   drainTimeoutMs?: number;
-  /** See ElectorOptions.eligibility (`leasehold run --give-up-after` stands back through it). */
+  /** See CandidateOptions.eligibility (`leasehold run --give-up-after` stands back through it). */
   eligibility?: Eligibility;
   /** The app's health (docs/health.md): while it is not eligible, this candidate stands aside. None: always campaigns. */
   health?: ProbeOptions;
@@ -66,7 +66,7 @@ export interface SidecarOptions extends Timings {
  */
 export class Sidecar {
   readonly metrics = new ElectionMetrics();
-  readonly elector: LeaderElector;
+  readonly elector: CandidateLoop;
   private readonly publisher: StatusPublisher | null;
   private readonly server: StatusServer | null;
   private readonly readiness: Readiness;
@@ -100,7 +100,7 @@ export class Sidecar {
       m.appEligible.set({ name }, 0);
       m.healthStepDowns.inc({ name }, 0);
     }
-    const listener: ElectorListener = {
+    const listener: CandidateListener = {
       onStartedLeading: (term) => {
         m.masterStatus.set({ name }, 1);
         m.leadershipChanges.inc({ lease: name, event: 'acquired' });
@@ -145,7 +145,7 @@ export class Sidecar {
         extra.onSlowPath?.();
       },
     };
-    this.elector = new LeaderElector({
+    this.elector = new CandidateLoop({
       ...opts,
       store: new InstrumentedStore(opts.store, m.backendRequests),
       clock: this.clock,

@@ -6,13 +6,13 @@ import { join } from 'node:path';
 import { StatusPublisher, checkStatusDir } from './status-publisher.js';
 import { toLeaderStatus } from '../status/to-leader-status.js';
 import { Readiness, liveness, withStoreProblem } from './health.js';
-import type { ElectorSnapshot } from '../election/elector.js';
+import type { CandidateSnapshot } from '../election/candidate-loop.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-status-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 const t = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
-const snap = (over: Partial<ElectorSnapshot> = {}): ElectorSnapshot => ({
+const snap = (over: Partial<CandidateSnapshot> = {}): CandidateSnapshot => ({
   lease: 'l',
   identity: 'me',
   isLeader: true,
@@ -103,7 +103,7 @@ it('tells a library caller about the status directory in words, with no CLI flag
 });
 
 describe('health', () => {
-  const cases: [string, Partial<ElectorSnapshot>, number, boolean, RegExp][] = [
+  const cases: [string, Partial<CandidateSnapshot>, number, boolean, RegExp][] = [
     ['healthy leader', {}, 3_000, true, /ok/],
     ['loop stopped', { running: false }, 3_000, false, /not running/],
     ['leader not renewed for a whole lease (stuck)', {}, 1_000 + 15_001, false, /has not renewed/],

@@ -1,8 +1,8 @@
-import type { ElectorSnapshot } from '../election/elector.js';
+import type { CandidateSnapshot } from '../election/candidate-loop.js';
 import type { LeaderStatus } from './leader-status.js';
 
 /** What the sidecar publishes (status.json, GET /leader): the elector's view, times as ISO strings. */
-export function toLeaderStatus(s: ElectorSnapshot, now: Date): LeaderStatus {
+export function toLeaderStatus(s: CandidateSnapshot, now: Date): LeaderStatus {
   return {
     lease: s.lease,
     identity: s.identity,

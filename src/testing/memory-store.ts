@@ -1,6 +1,6 @@
 import { ConflictError } from '../errors.js';
 import { abortReason, throwIfAborted } from '../abort.js';
-import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
+import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
 
 export type StoreOp = 'get' | 'create' | 'update';
 
@@ -135,9 +135,7 @@ export class MemoryLeaseStore implements LeaseStore {
   }
 
   /** Keeps a successor claim, as every real store with room for it does. */
-  successorSupported(): boolean {
-    return true;
-  }
+  readonly successorClaims: SuccessorClaimSupport = { kept: () => true };
 
   async close(): Promise<void> {}
 }

@@ -4,7 +4,7 @@
  * violation. A failing seed is printed and can be replayed with --seed.
  *
  * npm run chaos -- --backend elector [--seeds N] [--seed FIRST] [--versions unique|restart|both]
- * Runs the elector's seeded simulation (src/testing/elector-sim.ts) over N seeds (default
+ * Runs the elector's seeded simulation (test/support/elector-sim.ts) over N seeds (default
  * 20000; the unit tier runs 200), each on a store whose versions never repeat and on one whose
  * versions start again when the record is re-created (default both), printing progress; a
  * failing seed prints its violations and the events before them, and replays with
@@ -24,7 +24,7 @@ const say = (l: string) => process.stderr.write(`[chaos] ${l}\n`);
 const reports: ChaosReport[] = [];
 
 if (which === 'elector') {
-  const { runSimulation } = await import('../../src/testing/elector-sim.js');
+  const { runSimulation } = await import('../support/elector-sim.js');
   const count = Number(option('seeds', '20000'));
   const first = Number(option('seed', '1'));
   const versions = option('versions', 'both');

@@ -22,7 +22,7 @@ import { REPO, start, waitFor, type Proc } from '../support/cli.js';
 import { startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
 import { termViolations, termsFromLog, type Term } from '../support/leadership-terms.js';
 import { FencedSqliteResource } from '../../src/fencing/fenced-resource.js';
-import { prng } from '../../src/testing/prng.js';
+import { prng } from '../support/prng.js';
 
 export interface ChaosOptions {
   backend: 'sqlite' | 'kubernetes' | 'postgres';

@@ -21,20 +21,16 @@ function walk(root: string, dir = root): string[] {
   });
 }
 
-/** What src/testing keeps to leasehold's own tests. */
-const TEST_ONLY = ['src/testing/elector-sim.ts', 'src/testing/prng.ts'];
-
 /**
  * What is meant to ship, derived from the sources rather than from dist/: the compiled library
  * and CLI (.js and .d.ts), without tests, examples or source maps (the .ts they would point at
- * does not ship), and of src/testing only what `leasehold/testing` exports (not the elector
- * simulation and its PRNG); the docs, README, CONTRIBUTING.md (the README links
+ * does not ship), and src/testing, what `leasehold/testing` exports; the docs, README, CONTRIBUTING.md (the README links
  * to it), LICENSE and package.json.
  */
 function meantToShip(): string[] {
   const compiled = ['src', 'cmd']
     .flatMap((dir) => walk(REPO, join(REPO, dir)))
-    .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !TEST_ONLY.includes(f))
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
     .flatMap((f) => [`dist/${f.replace(/\.ts$/, '.js')}`, `dist/${f.replace(/\.ts$/, '.d.ts')}`]);
   const docs = walk(REPO, join(REPO, 'docs'));
   return [...compiled, ...docs, 'README.md', 'CONTRIBUTING.md', 'LICENSE', 'package.json'].sort();

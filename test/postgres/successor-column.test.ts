@@ -1,7 +1,7 @@
 /**
  * The successor column on a real PostgreSQL server (issue 23): a table made before it gains it
  * when leasehold's role owns the table; a role that may not alter the table, or a table busy
- * with a neighbour's transaction, runs exactly as before with successorSupported() false and
+ * with a neighbour's transaction, runs exactly as before with successorClaims.kept() false and
  * says once what an administrator runs; `leasehold status` (read-only) never alters anything.
  */
 import { describe, it, after } from 'node:test';
@@ -46,7 +46,7 @@ describe('the successor column on PostgreSQL', () => {
     const stores = await Promise.all(logs.map(({ log }) => PostgresLeaseStore.open({ url: pgs.url(), table: 'public.owned', log })));
     try {
       assert.equal(await hasColumn('owned'), true);
-      for (const s of stores) assert.equal(s.successorSupported(), true);
+      for (const s of stores) assert.equal(s.successorClaims.kept(), true);
       const [a, b] = stores as [PostgresLeaseStore, PostgresLeaseStore];
       const old = (await a.get('old'))!;
       assert.equal(Object.hasOwn(old.record, 'successor'), false, 'the default reads as no claim');
@@ -58,13 +58,13 @@ describe('the successor column on PostgreSQL', () => {
     }
   });
 
-  it('a role that may not alter an older table runs as before, successorSupported() false, and logs the SQL once', async () => {
+  it('a role that may not alter an older table runs as before, successorClaims.kept() false, and logs the SQL once', async () => {
     const pgs = await server;
     pgs.sql(`${OLD_TABLE('notmine')} GRANT SELECT, INSERT, UPDATE ON public.notmine TO leasehold;`, 'leases');
     const { log, info } = capture();
     const s = await PostgresLeaseStore.open({ url: pgs.url(), table: 'public.notmine', log });
     try {
-      assert.equal(s.successorSupported(), false);
+      assert.equal(s.successorClaims.kept(), false);
       assert.equal(await hasColumn('notmine'), false);
       // Everything else as before; a claim has nowhere to go and is dropped.
       const v1 = await s.create('x', rec({ successor: claim }));
@@ -82,7 +82,7 @@ describe('the successor column on PostgreSQL', () => {
     const again = capture();
     const s2 = await PostgresLeaseStore.open({ url: pgs.url(), table: 'public.notmine', log: again.log });
     try {
-      assert.equal(s2.successorSupported(), true);
+      assert.equal(s2.successorClaims.kept(), true);
       const cur = (await s2.get('x'))!;
       const v = await s2.update('x', { ...cur.record, successor: claim }, cur.version);
       assert.deepEqual(await s2.get('x'), { record: { ...cur.record, successor: claim }, version: v });
@@ -107,7 +107,7 @@ describe('the successor column on PostgreSQL', () => {
       const openMs = performance.now() - t0;
       try {
         assert.ok(openMs < 5_000, `open waited ${Math.round(openMs)} ms for the table's lock`);
-        assert.equal(s.successorSupported(), false);
+        assert.equal(s.successorClaims.kept(), false);
         assert.equal(info.filter((m) => /without the successor column/.test(m)).length, 1, info.join('\n'));
         // The neighbour was never blocked, and leasehold works.
         assert.equal((await neighbour.query<{ n: number }>('SELECT count(*)::int AS n FROM public.busy')).rows[0]?.n, 1);
@@ -128,7 +128,7 @@ describe('the successor column on PostgreSQL', () => {
     const { log, info } = capture();
     const s = await PostgresLeaseStore.open({ url: pgs.url(), table: 'public.readonly', log, readonly: true });
     try {
-      assert.equal(s.successorSupported(), false);
+      assert.equal(s.successorClaims.kept(), false);
       assert.equal((await s.get('old'))?.record.leaseTransitions, 3);
       assert.deepEqual(info, [], 'a reader says nothing about a column it would not add');
     } finally {

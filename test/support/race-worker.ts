@@ -14,13 +14,13 @@
 import { createInterface } from 'node:readline';
 import { openStore, type StoreSettings } from '../../src/backends/open-store.js';
 import type { LeaseStore } from '../../src/backends/lease-store.js';
-import { LeaderElector } from '../../src/election/elector.js';
+import { CandidateLoop } from '../../src/election/candidate-loop.js';
 import { ConflictError } from '../../src/errors.js';
 
 const [id, leaseMs] = process.argv.slice(2);
 const leaseDurationMs = Number(leaseMs ?? 10_000);
 let store: LeaseStore | null = null;
-let elector: LeaderElector | null = null;
+let elector: CandidateLoop | null = null;
 
 for await (const line of createInterface({ input: process.stdin })) {
   const space = line.indexOf(' ');
@@ -29,7 +29,7 @@ for await (const line of createInterface({ input: process.stdin })) {
     await store?.close();
     const spec = JSON.parse(line.slice(space + 1)) as StoreSettings & { lease?: string };
     store = await openStore(spec);
-    elector = new LeaderElector({
+    elector = new CandidateLoop({
       store,
       lease: spec.lease ?? 'race',
       identity: id!,

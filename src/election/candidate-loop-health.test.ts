@@ -1,11 +1,11 @@
 /**
- * The app's health in the election (ElectorOptions.eligibility): a candidate whose app is not
+ * The app's health in the election (CandidateOptions.eligibility): a candidate whose app is not
  * eligible never takes the lease nor claims it, withdraws its claim, and a leader steps down
  * and releases. Real electors on the in-memory store, on the fake clock.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { LeaderElector, type ElectorOptions } from './elector.js';
+import { CandidateLoop, type CandidateOptions } from './candidate-loop.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
 import { ManualHealth } from '../health/manual-health.js';
@@ -41,9 +41,7 @@ class Link implements LeaseStore {
   watch(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void): () => void {
     return this.inner.watch(name, onEvent, onHealth);
   }
-  successorSupported(): boolean {
-    return true;
-  }
+  readonly successorClaims = { kept: () => true };
   async close(): Promise<void> {}
 }
 
@@ -51,11 +49,11 @@ function world() {
   const clock = new FakeClock(T0);
   const shared = new MemoryLeaseStore();
   shared.eventsCarryRecords = true;
-  const electors: LeaderElector[] = [];
-  const add = (identity: string, health: ManualHealth | null, over: Partial<ElectorOptions> = {}) => {
+  const electors: CandidateLoop[] = [];
+  const add = (identity: string, health: ManualHealth | null, over: Partial<CandidateOptions> = {}) => {
     const link = new Link(shared);
     const events: string[] = [];
-    const elector = new LeaderElector({
+    const elector = new CandidateLoop({
       ...timings,
       store: link,
       lease: LEASE,

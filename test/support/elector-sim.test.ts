@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { runSimulation } from '../testing/elector-sim.js';
+import { runSimulation } from './elector-sim.js';
 
 /**
- * The seeded randomized simulation (src/testing/elector-sim.ts) over many seeds, within the
+ * The seeded randomized simulation (test/support/elector-sim.ts) over many seeds, within the
  * unit tier's budget; `npm run chaos -- --backend elector --seeds N` runs more. A failing seed
  * replays exactly: LEASEHOLD_SIM_SEED=N runs that one alone.
  */

@@ -6,7 +6,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { LeaderElector, type ElectorListener } from './elector.js';
+import { CandidateLoop, type CandidateListener } from './candidate-loop.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
 import { BackendUnavailableError } from '../errors.js';
@@ -24,7 +24,7 @@ function released(): LeaseRecord {
 }
 
 /** A listener whose `failing` callbacks throw (or reject, async), the others only record that they ran. */
-function listener(failing: readonly Callback[], mode: 'throw' | 'reject', heard: string[]): ElectorListener {
+function listener(failing: readonly Callback[], mode: 'throw' | 'reject', heard: string[]): CandidateListener {
   const l: Record<string, (...args: unknown[]) => unknown> = {};
   for (const name of CALLBACKS) {
     l[name] = (...args: unknown[]) => {
@@ -50,7 +50,7 @@ describe('a listener that throws or rejects never disturbs the election, and is 
       const heard: string[] = [];
       const errors: string[] = [];
       const log: Logger = { debug() {}, info() {}, warn() {}, error: (msg, f) => errors.push(`${msg} ${String(f?.callback)}: ${String(f?.error)}`) };
-      const elector = new LeaderElector({
+      const elector = new CandidateLoop({
         ...timings,
         store,
         lease: LEASE,

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { LeaderElector, type ElectorListener } from './elector.js';
+import { CandidateLoop, type CandidateListener } from './candidate-loop.js';
 import { DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR } from './elector-config.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore, type StoreOp } from '../testing/memory-store.js';
@@ -24,25 +24,25 @@ function released(over: Partial<LeaseRecord> = {}): LeaseRecord {
 }
 
 /** Makes the elector the leader with token 1 (from a released record), then forgets the calls. */
-async function lead(s: { store: MemoryLeaseStore; elector: LeaderElector }): Promise<void> {
+async function lead(s: { store: MemoryLeaseStore; elector: CandidateLoop }): Promise<void> {
   if (!s.store.peek(LEASE)) s.store.put(LEASE, released());
   assert.equal(await s.elector.tryAcquireOrRenew(), true, 'became leader');
   s.store.clearCalls();
 }
 
 /** Keeps looking, as the loop would (every retryPeriod), while `ms` pass: an absence is then seen continuously. */
-async function keepLooking(s: { elector: LeaderElector; clock: FakeClock }, ms: number): Promise<void> {
+async function keepLooking(s: { elector: CandidateLoop; clock: FakeClock }, ms: number): Promise<void> {
   for (let t = 0; t < ms; t += 2_000) {
     await s.elector.tryAcquireOrRenew();
     await s.clock.advance(Math.min(2_000, ms - t));
   }
 }
 
-function setup(opts: { listener?: ElectorListener; random?: () => number; identity?: string; requestTimeoutMs?: number } = {}) {
+function setup(opts: { listener?: CandidateListener; random?: () => number; identity?: string; requestTimeoutMs?: number } = {}) {
   const clock = new FakeClock();
   const store = new MemoryLeaseStore();
   const events: string[] = [];
-  const elector = new LeaderElector({
+  const elector = new CandidateLoop({
     ...timings,
     store,
     lease: LEASE,
@@ -336,7 +336,7 @@ describe('the campaign loop', () => {
     const clock = new FakeClock();
     const store = new MemoryLeaseStore();
     const infos: { msg: string; fields: Record<string, unknown> }[] = [];
-    const elector = new LeaderElector({
+    const elector = new CandidateLoop({
       ...timings,
       store,
       lease: LEASE,
@@ -595,7 +595,7 @@ describe('the campaign loop', () => {
   it('releaseOnCancel: false leaves the record as it was', async () => {
     const clock = new FakeClock();
     const store = new MemoryLeaseStore();
-    const elector = new LeaderElector({ ...timings, store, lease: LEASE, identity: ME, clock, random: () => 0, releaseOnCancel: false });
+    const elector = new CandidateLoop({ ...timings, store, lease: LEASE, identity: ME, clock, random: () => 0, releaseOnCancel: false });
     store.put(LEASE, released());
     elector.start();
     await clock.advance(0);
@@ -621,7 +621,7 @@ describe('the campaign loop', () => {
       const clock = new FakeClock();
       const store = new MemoryLeaseStore();
       const seen: string[] = [];
-      const elector = new LeaderElector({
+      const elector = new CandidateLoop({
         ...timings,
         store,
         lease: LEASE,
@@ -646,7 +646,7 @@ describe('the campaign loop', () => {
   it('tokens strictly increase over handoffs among three candidates', async () => {
     const clock = new FakeClock();
     const store = new MemoryLeaseStore();
-    const make = (id: string) => new LeaderElector({ ...timings, store, lease: LEASE, identity: id, clock, random: () => 0 });
+    const make = (id: string) => new CandidateLoop({ ...timings, store, lease: LEASE, identity: id, clock, random: () => 0 });
     const electors = ['a', 'b', 'c'].map(make);
     store.put(LEASE, released());
     const tokens: number[] = [];
@@ -816,7 +816,7 @@ describe('configuration is refused with the rule it breaks', () => {
   for (const c of cases) {
     it(c.name, () => {
       assert.throws(
-        () => new LeaderElector({ ...timings, store: new MemoryLeaseStore(), lease: LEASE, identity: ME, ...c.over }),
+        () => new CandidateLoop({ ...timings, store: new MemoryLeaseStore(), lease: LEASE, identity: ME, ...c.over }),
         (err: Error & { code?: string }) => {
           assert.equal(err.code, 'LEASEHOLD_ERR_INVALID_CONFIG');
           assert.match(err.message, c.message);
@@ -833,10 +833,10 @@ describe('the kubernetes backend: whole seconds, refused rather than rounded', (
     const store = Object.defineProperty(new MemoryLeaseStore(), 'backend', { value: 'kubernetes' });
     const t = { leaseDurationMs: 1_500, renewDeadlineMs: 1_000, retryPeriodMs: 200 };
     assert.throws(
-      () => new LeaderElector({ ...t, store, lease: LEASE, identity: ME }),
+      () => new CandidateLoop({ ...t, store, lease: LEASE, identity: ME }),
       (err: unknown) => err instanceof InvalidConfigError && err.field === 'leaseDuration' && /use whole seconds/.test(err.message),
     );
-    assert.doesNotThrow(() => new LeaderElector({ ...t, store: new MemoryLeaseStore(), lease: LEASE, identity: ME }), 'other stores keep milliseconds');
+    assert.doesNotThrow(() => new CandidateLoop({ ...t, store: new MemoryLeaseStore(), lease: LEASE, identity: ME }), 'other stores keep milliseconds');
   });
 });
 
@@ -846,7 +846,7 @@ describe('safety holes found by the randomized simulation (each failed before it
     const store = new MemoryLeaseStore();
     const events: string[] = [];
     const make = (id: string, name: string) =>
-      new LeaderElector({
+      new CandidateLoop({
         ...timings,
         store,
         lease: LEASE,
@@ -905,7 +905,7 @@ describe('safety holes found by the randomized simulation (each failed before it
     };
     const store = new MemoryLeaseStore();
     store.put(LEASE, released());
-    const a = new LeaderElector({ ...timings, store, lease: LEASE, identity: 'a', clock, requestTimeoutMs: 60_000 });
+    const a = new CandidateLoop({ ...timings, store, lease: LEASE, identity: 'a', clock, requestTimeoutMs: 60_000 });
     assert.equal(await a.tryAcquireOrRenew(), true);
     store.failNext('update', new BackendUnavailableError('slow API'));
     const answer = holdNextGet(store);
@@ -1017,7 +1017,7 @@ describe('safety holes found by the randomized simulation (each failed before it
     const store = new MemoryLeaseStore();
     const errors: string[] = [];
     const make = (log = false) =>
-      new LeaderElector({
+      new CandidateLoop({
         ...timings,
         store,
         lease: LEASE,

@@ -21,14 +21,14 @@
  * lands, late, on the re-created record; it is why every real store's versions never repeat.
  * Used by the unit tier (a few hundred seeds) and `npm run chaos -- --backend elector`.
  */
-import { BackendUnavailableError } from '../errors.js';
-import type { Clock, Timer } from '../clock.js';
-import type { LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
-import { LeaderElector, type LeadershipTerm } from '../election/elector.js';
-import { FakeClock } from './fake-clock.js';
-import { createLogger } from '../log.js';
-import { ManualHealth } from '../health/manual-health.js';
-import { MemoryLeaseStore } from './memory-store.js';
+import { BackendUnavailableError } from '../../src/errors.js';
+import type { Clock, Timer } from '../../src/clock.js';
+import type { LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../../src/backends/lease-store.js';
+import { CandidateLoop, type LeadershipTerm } from '../../src/election/candidate-loop.js';
+import { FakeClock } from '../../src/testing/fake-clock.js';
+import { createLogger } from '../../src/log.js';
+import { ManualHealth } from '../../src/health/manual-health.js';
+import { MemoryLeaseStore } from '../../src/testing/memory-store.js';
 import { prng } from './prng.js';
 
 const LEASE = 'sim';
@@ -173,9 +173,7 @@ class FaultyLink implements LeaseStore {
   }
 
   /** The memory store keeps successor claims: the simulation runs the claim's writes and timing too. */
-  successorSupported(): boolean {
-    return true;
-  }
+  readonly successorClaims: SuccessorClaimSupport = { kept: () => true };
 
   async close(): Promise<void> {}
 
@@ -239,7 +237,7 @@ interface Candidate {
   identity: string;
   proc: SimProcess;
   link: FaultyLink;
-  elector: LeaderElector;
+  elector: CandidateLoop;
   /** Its app's health, as the caller's signal; flipped by the simulation. */
   health: ManualHealth;
   term: LeadershipTerm | null;
@@ -294,7 +292,7 @@ export async function runSimulation(seed: number, steps = 300, trace = false, op
     // Most apps are up when their candidate starts; some come up later.
     if (rand() < 0.8) c.health.healthy();
     else base.setTimer(() => proc.run(() => c.health.healthy()), rand() * 20_000);
-    c.elector = new LeaderElector({
+    c.elector = new CandidateLoop({
       ...TIMINGS,
       store: c.link,
       lease: LEASE,

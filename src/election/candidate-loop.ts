@@ -20,11 +20,16 @@
  * The record's renewTime is never compared with the local clock.
  */
 import { realClock, type Clock, type Timer } from '../clock.js';
-import { BackendUnavailableError, ConflictError, InvalidRecordError, StoreReopenedError, describeError } from '../errors.js';
+import { ConflictError, StoreReopenedError, describeError } from '../errors.js';
+import { boundedCall } from './bounded-call.js';
+import { EligibilityGate } from './eligibility-gate.js';
+import { listenerCalls, type Notify } from './listener-calls.js';
+import { LeaseRelease } from './release.js';
+import { freshRecord, newTermRecord, renewalRecord, type Writer } from './term-records.js';
 import { guardedLogger, silentLogger, type Logger } from '../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
-import { DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR } from './elector-config.js';
-import { CLAIM_LIFETIME_REFRESHES, VOLUNTEER_WINDOW_MS, claimForNewTerm, withClaim } from './successor.js';
+import { DEFAULT_CONTENTION_WINDOW_MS } from './elector-config.js';
+import { SuccessorClaimant, claimTimings } from './successor.js';
 import {
   validateContentionWindow,
   validateIdentity,
@@ -34,125 +39,10 @@ import {
   type Timings,
 } from '../config/election-options.js';
 import { AttemptSchedule } from './attempt-schedule.js';
-import { RecordView, sameRecord } from './record-view.js';
-import type { Eligibility, StandAside } from '../health/eligibility.js';
+import { RecordView } from './record-view.js';
+import type { CandidateContext, CandidateOptions, CandidateSnapshot, LeadershipTerm } from './candidate-options.js';
 
-export interface LeadershipTerm {
-  token: number;
-  acquiredAt: Date;
-  /** Wall time at which the last successful acquire/renew request started. */
-  renewedAt: Date;
-  /** renewedAt + renewDeadline: after this the leader has stepped down or is frozen. */
-  validUntil: Date;
-  /** onStartedLeading only: ms from the moment this candidate saw the lease free to its takeover; absent when it created the lease. */
-  sinceFreeMs?: number;
-}
-
-export interface ElectorListener {
-  /** This candidate became leader with a new fencing token. */
-  onStartedLeading?(term: LeadershipTerm): void;
-  /** A renewal succeeded; validUntil moved on. */
-  onRenewed?(term: LeadershipTerm): void;
-  /** This candidate is no longer leader; called before anything else happens. */
-  onStoppedLeading?(reason: string): void;
-  /** The holder seen in the record changed ('' = released), or the same holder began a new term (a new token). */
-  onNewLeader?(holder: string, record: LeaseRecord): void;
-  /** A renewal by the leader failed (it may still be inside its deadline). */
-  onRenewFailed?(reason: string): void;
-  /** The leader's optimistic update from its cached record failed and it fell back to a read. */
-  onSlowPath?(): void;
-}
-
-export interface ElectorOptions extends Timings {
-  store: LeaseStore;
-  lease: string;
-  /** Must be unique among candidates; two processes with one identity both believe they lead. */
-  identity: string;
-  /** Default: the real clock. */
-  clock?: Clock;
-  /** Default Math.random; injected so tests pin the jitter. */
-  random?: () => number;
-  /** Release the lease when stop() is called while leading. Default true. */
-  releaseOnCancel?: boolean;
-  /**
-   * Asked on stop(), after the step-down was announced and before the release is sent: the
-   * release waits for it, and `false` (or a throw) leaves the lease to expire instead. The
-   * sidecar answers whether "not leader" reached every reader: a release while a reader
-   * still sees "leader" would let the next leader start beside it.
-   */
-  releaseGate?: () => boolean | Promise<boolean>;
-  /**
-   * A release keeps the term's acquireTime instead of writing now, so the released record
-   * still says when the last term began (`leasehold run --skip-if-ran-within` reads it).
-   * client-go ignores acquireTime on a released lease. Default false: client-go's release.
-   */
-  releaseKeepsAcquireTime?: boolean;
-  /** Bound on one backend call. Default renewDeadline / 2. */
-  requestTimeoutMs?: number;
-  /**
-   * A standby relying on a connected watch still reads the lease this often, in case the watch
-   * silently stopped delivering. Default max(60 × retryPeriod, leaseDuration): 120 s. Its cost
-   * grows with the number of standbys: 100 standbys re-reading every 60 × retryPeriod send
-   * fewer requests than 5 of client-go's, which read every retryPeriod.
-   */
-  safetyRereadMs?: number;
-  /**
-   * When the lease becomes free (released, or expired as this standby sees it), a standby tries
-   * after a random delay in [0, window], and not at all if it sees another take the lease
-   * first: with many standbys only a few try (see contentionDelayMs). Default 32 ms.
-   */
-  contentionWindowMs?: number;
-  /**
-   * Standbys claim to be the successor, in stores that keep claims (src/election/successor.ts):
-   * the claimant takes a free lease at once and the others stand back. Default true; false
-   * leaves the contention window as the only rule (and writes no claims).
-   */
-  successorClaims?: boolean;
-  /**
-   * The app's health as the election sees it (src/health/). While it says not eligible, this
-   * candidate does not campaign (no takeover, no successor claim; it withdraws its claim), and
-   * a leader steps down and releases (with releaseOnCancel) as stop() does, then stays a
-   * standby. It can only make the candidate stand back or step down earlier, never lead.
-   * Default: none, always eligible.
-   */
-  eligibility?: Eligibility;
-  /**
-   * After a step-down (stop(), or for the app's health), the release waits for this (the app's
-   * work to drain), and is skipped, leaving the lease to expire, when it resolves false. Given,
-   * it decides the release whatever releaseOnCancel says. The caller bounds it: the elector
-   * does not renew while it waits. Default: release at once, with releaseOnCancel.
-   */
-  drainBeforeRelease?: () => Promise<boolean>;
-  listener?: ElectorListener;
-  log?: Logger;
-}
-
-export interface ElectorSnapshot {
-  lease: string;
-  identity: string;
-  isLeader: boolean;
-  /** The holder in the last record seen; null before the first successful read. */
-  holder: string | null;
-  /** Our term's token while we lead; null otherwise (a follower must have no token to write with). */
-  fencingToken: number | null;
-  /** The token in the last record seen, whoever holds it. */
-  observedToken: number | null;
-  /** The highest token this candidate has seen in any record or deletion (0 if none): its next term goes past it. */
-  highestToken: number;
-  acquiredAt: Date | null;
-  renewedAt: Date | null;
-  validUntil: Date | null;
-  /** Monotonic ms of the last successful acquire/renew; null if never. */
-  lastRenewMonotonic: number | null;
-  /**
-   * Monotonic ms by which the loop should next make progress: the end of its current wait
-   * (which, for a standby relying on its watch, can be a minute away) or of its attempt.
-   */
-  loopDueMonotonic: number | null;
-  running: boolean;
-  /** Why this candidate does not campaign (its app is not eligible), and since when; null when it does. */
-  standingAside: StandAside | null;
-}
+export type { CandidateListener, CandidateOptions, CandidateSnapshot, LeadershipTerm } from './candidate-options.js';
 
 /** The current term, while this candidate leads: one object, replaced on every new term. */
 interface Term extends LeadershipTerm {
@@ -170,32 +60,35 @@ interface Stamp {
 
 /**
  * The internal engine, not exported by the package: apps use LeaderElection
- * (leader-election.ts), which wraps it with callbacks and a drain. One candidate: client-go's
+ * (leader-election.ts), which wraps it with callbacks and a drain. Named for what it is, one
+ * candidate's loop, so that it is never taken for LeaderElection. One candidate: client-go's
  * two phases, acquire (a standby tries at its turn until it leads) and renew (the leader renews
  * every retryPeriod until it steps down), over one attempt that reads and compare-and-swaps the
  * record. What it believes about the record is its RecordView; when it acts next is its
  * AttemptSchedule.
  */
-export class LeaderElector {
+export class CandidateLoop {
   private readonly store: LeaseStore;
   private readonly clock: Clock;
-  private readonly listener: ElectorListener;
+  /** Calls the listener; whatever it throws goes no further (listener-calls.ts). */
+  private readonly notify: Notify;
   private readonly log: Logger;
   readonly lease: string;
   readonly identity: string;
   readonly timings: Readonly<Timings>;
-  private readonly releaseOnCancel: boolean;
-  private readonly releaseGate: () => boolean | Promise<boolean>;
-  private readonly releaseKeepsAcquireTime: boolean;
+  /** Giving the lease up after a step-down: the drain, the gate, the release (release.ts). */
+  private readonly releaser: LeaseRelease;
+  /** Who writes the records: this candidate, its lease duration, the store's bound on tokens. */
+  private readonly writer: Writer;
   private readonly requestTimeoutMs: number;
   /** What this candidate believes about the record. */
   private readonly view: RecordView;
   /** When this candidate acts next. */
   private readonly schedule: AttemptSchedule;
-  private readonly eligibility: Eligibility | null;
-  private readonly drainBeforeRelease: (() => Promise<boolean>) | null;
-  /** Whether the last eligibility change left this candidate standing aside (for the logs); null before the first. */
-  private wasAside: boolean | null = null;
+  /** This standby's successor claim; null when it makes none (successorClaims false, or a store that keeps none). */
+  private readonly claim: SuccessorClaimant | null;
+  /** Whether the app lets this candidate campaign. */
+  private readonly gate: EligibilityGate;
 
   /** Non-null exactly while this candidate leads. */
   private term: Term | null = null;
@@ -205,7 +98,7 @@ export class LeaderElector {
   /** Monotonic start of the last successful acquire/renew, kept after a step-down; for liveness. */
   private lastRenewMono: number | null = null;
 
-  constructor(opts: ElectorOptions) {
+  constructor(opts: CandidateOptions) {
     validateTimings(opts);
     validateLeaseName(opts.lease);
     validateIdentity(opts.identity);
@@ -216,37 +109,61 @@ export class LeaderElector {
     this.identity = opts.identity;
     this.timings = { leaseDurationMs: opts.leaseDurationMs, renewDeadlineMs: opts.renewDeadlineMs, retryPeriodMs: opts.retryPeriodMs };
     this.clock = opts.clock ?? realClock;
-    this.listener = opts.listener ?? {};
     // A logger that throws must not skip a step of the election (the sidecar's and the library's).
     this.log = opts.log ? guardedLogger(opts.log) : silentLogger;
-    this.releaseOnCancel = opts.releaseOnCancel ?? true;
-    this.releaseGate = opts.releaseGate ?? (() => true);
-    this.releaseKeepsAcquireTime = opts.releaseKeepsAcquireTime ?? false;
+    this.notify = listenerCalls(opts.listener ?? {}, this.log);
+    this.writer = { identity: this.identity, leaseDurationMs: opts.leaseDurationMs, store: this.store };
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
-    this.eligibility = opts.eligibility ?? null;
-    this.drainBeforeRelease = opts.drainBeforeRelease ?? null;
+    this.gate = new EligibilityGate(opts.eligibility ?? null, this.clock, this.log);
     const contentionWindowMs = opts.contentionWindowMs ?? Math.min(DEFAULT_CONTENTION_WINDOW_MS, opts.leaseDurationMs);
     validateContentionWindow(contentionWindowMs, opts.leaseDurationMs);
     this.view = new RecordView(this.identity, this.timings, this.clock, this.log);
+    const context: CandidateContext = {
+      identity: this.identity,
+      lease: this.lease,
+      store: this.store,
+      clock: this.clock,
+      log: this.log,
+      view: this.view,
+      requestTimeoutMs: this.requestTimeoutMs,
+      call: (op, send) => this.call(op, send),
+      observe: (got, own) => this.observe(got, own),
+    };
+    this.releaser = new LeaseRelease({
+      ...context,
+      releaseOnCancel: opts.releaseOnCancel ?? true,
+      drainBeforeRelease: opts.drainBeforeRelease ?? null,
+      releaseGate: opts.releaseGate ?? (() => true),
+      keepAcquireTime: opts.releaseKeepsAcquireTime ?? false,
+      leaseDurationMs: opts.leaseDurationMs,
+    });
     const safetyRereadMs = opts.safetyRereadMs ?? Math.max(60 * opts.retryPeriodMs, opts.leaseDurationMs);
-    const claims = opts.successorClaims ?? true;
+    const random = opts.random ?? Math.random;
+    const leading = () => this.term !== null;
+    const campaigning = () => this.gate.campaigning();
+    const store = this.store;
+    this.claim =
+      (opts.successorClaims ?? true) && store.successorClaims
+        ? new SuccessorClaimant({
+            ...context,
+            random,
+            timings: this.timings,
+            claim: claimTimings(safetyRereadMs, contentionWindowMs, opts.leaseDurationMs),
+            support: store.successorClaims,
+            leading,
+            campaigning,
+          })
+        : null;
     this.schedule = new AttemptSchedule({
       timings: this.timings,
       clock: this.clock,
-      random: opts.random ?? Math.random,
+      random,
       safetyRereadMs,
       contentionWindowMs,
       view: this.view,
-      leading: () => this.term !== null,
-      claims: {
-        // As often as a standby re-reads: the claimant's one write per safety period, beside its re-read.
-        refreshMs: safetyRereadMs,
-        lifetimeMs: CLAIM_LIFETIME_REFRESHES * safetyRereadMs,
-        volunteerWindowMs: Math.min(VOLUNTEER_WINDOW_MS, opts.leaseDurationMs / 2),
-        graceMs: Math.min(RELEASE_WINDOW_FACTOR * contentionWindowMs, opts.leaseDurationMs),
-      },
-      claimsKept: () => claims && this.store.successorSupported?.() === true,
-      campaigning: () => this.campaigning(),
+      leading,
+      claim: this.claim,
+      campaigning,
     });
   }
 
@@ -254,7 +171,7 @@ export class LeaderElector {
     return this.term !== null;
   }
 
-  snapshot(): ElectorSnapshot {
+  snapshot(): CandidateSnapshot {
     const rec = this.view.observed?.record ?? null;
     const t = this.term;
     return {
@@ -271,7 +188,7 @@ export class LeaderElector {
       lastRenewMonotonic: this.lastRenewMono,
       loopDueMonotonic: this.schedule.loopDueMono,
       running: this.loop !== null,
-      standingAside: this.standingAside(),
+      standingAside: this.gate.standingAside(),
     };
   }
 
@@ -285,21 +202,24 @@ export class LeaderElector {
     // A standby that can watch the store acts as soon as the record is released, and while
     // its watch is connected it waits for events instead of polling (see AttemptSchedule).
     // The watch is only a hint: every decision is still a read and a compare-and-swap.
-    this.unwatch =
-      this.store.watch?.(
-        this.lease,
-        (e) => this.onWatchEvent(e),
-        (healthy) => this.schedule.setWatchHealth(healthy),
-        // A polling store polls quickly only for the named successor, whose takeover waits on it.
-        { eager: () => this.schedule.namedSuccessor() },
-      ) ?? null;
+    // A polling store polls quickly only for the named successor, whose takeover waits on it.
+    const endQuick = this.claim?.pollQuicklyWhileNamed();
+    const unwatch = this.store.watch?.(
+      this.lease,
+      (e) => this.onWatchEvent(e),
+      (healthy) => this.schedule.setWatchHealth(healthy),
+    );
+    this.unwatch = () => {
+      unwatch?.();
+      endQuick?.();
+    };
     this.loop = this.runLoop();
   }
 
   /** client-go's Run: acquire, then renew until the term ends, and again, until stop(). */
   private async runLoop(): Promise<void> {
     // A change of the app's eligibility is acted on at once, not at the next turn.
-    const unsubscribe = this.eligibility?.subscribe(() => this.eligibilityChanged());
+    const unsubscribe = this.gate.subscribe(() => this.schedule.wakeUp());
     try {
       await this.campaign();
     } finally {
@@ -321,11 +241,11 @@ export class LeaderElector {
   private async turn(): Promise<void> {
     // A claim first: a polling standby is due for an attempt at every turn, so after it the claim
     // would never come. The claim's write (or the read after a lost race) is an observation too.
-    if (!this.campaigning()) {
+    if (!this.gate.campaigning()) {
       await this.standAside();
-    } else if (this.schedule.dueForClaim()) {
+    } else if (this.claim?.due()) {
       this.schedule.attempting(2 * this.requestTimeoutMs);
-      await this.writeClaim();
+      await this.claim.write();
     } else if (this.schedule.dueForAttempt()) {
       // Each attempt is at most three requests, each bounded by requestTimeout.
       this.schedule.attempting(3 * this.requestTimeoutMs);
@@ -356,12 +276,12 @@ export class LeaderElector {
     }
     if (e.record === null) this.view.noteAbsent();
     if (e.record) {
-      const claimBefore = this.view.claimSinceMono;
+      const claimBefore = this.claim?.sinceMono;
       this.observe(e.record);
       // A held lease needs no turn now, unless its successor claim changed: the wait until a
       // claim is due (to volunteer, or to stand back) is judged again.
       // (Our own takeover's event, which ends our claim, is not news.)
-      if (e.record.record.holderIdentity !== '' && (this.view.claimSinceMono === claimBefore || this.view.isOwn(e.record))) return;
+      if (e.record.record.holderIdentity !== '' && (this.claim?.sinceMono === claimBefore || this.view.isOwn(e.record))) return;
     }
     this.schedule.wakeUp();
   }
@@ -381,131 +301,8 @@ export class LeaderElector {
     this.loop = null;
     const wasLeading = this.term !== null;
     this.stepDown('shutting down');
-    if (wasLeading && (await this.drained()) && (await this.releaseAllowed())) await this.release();
-    else if (!wasLeading) await this.withdrawClaim();
-  }
-
-  /**
-   * After a step-down, before the release gate: whether to release, once the app's work has
-   * drained (drainBeforeRelease), else as releaseOnCancel says. A drain that throws or rejects
-   * leaves the lease to expire: the work may still run.
-   */
-  private async drained(): Promise<boolean> {
-    const drain = this.drainBeforeRelease;
-    if (!drain) return this.releaseOnCancel;
-    return (
-      (await Promise.resolve()
-        .then(drain)
-        .catch(() => false)) === true
-    );
-  }
-
-  private async releaseAllowed(): Promise<boolean> {
-    try {
-      return await this.releaseGate();
-    } catch (err) {
-      this.log.error('releaseGate failed: the lease is left to expire, not released', { error: describeError(err) });
-      return false;
-    }
-  }
-
-  /**
-   * Writes this standby's successor claim (successor.ts) into the record last seen, changing
-   * nothing else: a volunteer when no live claim is there, or its own claim's refresh. A lost
-   * race re-reads, and the next turn judges again from what it found.
-   */
-  private async writeClaim(): Promise<void> {
-    this.schedule.claimAttempted();
-    const last = this.view.observed;
-    if (!last) return;
-    try {
-      let seen = last;
-      // A volunteer reads first (the claimant refreshing its own claim does not): of many
-      // standbys whose moments came close together, those after the first one's claim see it
-      // and send nothing, as a takeover's read does (attempt(), step 2). Without the read, each
-      // wrote from a view its watch had not yet brought up to date, and lost the race.
-      // The claimant reads too when its view is older than one request timeout: a claim-only
-      // write rewrites the record as seen, so from an old view it could bring back an old term.
-      if (!this.schedule.namedSuccessor() || !this.fresh(last)) {
-        const current = await this.call('get', (o) => this.store.get(this.lease, o));
-        if (!current) {
-          this.view.noteAbsent();
-          return;
-        }
-        this.observe(current);
-        if (!this.schedule.claimDueNow()) return;
-        seen = current;
-      }
-      const claimed = withClaim(seen.record, { identity: this.identity, claimedAt: this.clock.now() });
-      const version = await this.call('update', (o) => this.store.update(this.lease, claimed, seen.version, o));
-      // Not our lease write: the holder's expiry still counts from its last renewal (see
-      // RecordView.observe). Unless the watch has meanwhile shown a newer record (a release
-      // that landed right after the claim): the answer must not take the view back before it.
-      if (this.view.observed?.version === seen.version) this.observe({ record: claimed, version });
-      this.log.debug('claimed to be the successor', { holder: seen.record.holderIdentity });
-    } catch (err) {
-      this.log.debug('successor claim not written', { reason: describeError(err) });
-      if (err instanceof ConflictError) {
-        const current = await this.safeGet();
-        if (current) this.observe(current);
-      }
-    }
-  }
-
-  /** A standby that stops takes its claim back, so the others do not stand back for it. */
-  private async withdrawClaim(): Promise<void> {
-    if (this.store.successorSupported?.() !== true) return;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const seen = this.view.observed;
-      // Nothing to withdraw unless the record last seen holds our claim; to withdraw it, a
-      // recent view or a read (see fresh()).
-      if (attempt === 0 && seen?.record.successor?.identity !== this.identity) return;
-      const current = attempt === 0 && seen && this.fresh(seen) ? seen : await this.safeGet();
-      if (!current || current.record.successor?.identity !== this.identity) return;
-      try {
-        const withdrawn = withClaim(current.record, null);
-        const version = await this.call('update', (o) => this.store.update(this.lease, withdrawn, current.version, o));
-        if (this.view.observed?.version === current.version) this.observe({ record: withdrawn, version });
-        this.log.info('withdrew the successor claim');
-        return;
-      } catch (err) {
-        if (!(err instanceof ConflictError)) return;
-      }
-    }
-  }
-
-  /** Whether the app lets this candidate campaign: always without an eligibility; never when it throws. */
-  private campaigning(): boolean {
-    if (!this.eligibility) return true;
-    try {
-      return this.eligibility.eligible() === true;
-    } catch {
-      return false;
-    }
-  }
-
-  private standingAside(): StandAside | null {
-    if (this.campaigning()) return null;
-    try {
-      return this.eligibility?.standAside() ?? { reason: 'the app is not eligible', since: this.clock.now() };
-    } catch {
-      return { reason: 'the app is not eligible', since: this.clock.now() };
-    }
-  }
-
-  /**
-   * One warn line when the candidate starts standing aside (the first verdict included), one
-   * info line when it campaigns; a change of reason in between (unhealthy, then held down) is
-   * only a debug line.
-   */
-  private eligibilityChanged(): void {
-    const aside = this.standingAside();
-    const was = this.wasAside;
-    this.wasAside = aside !== null;
-    if (aside && was !== true) this.log.warn('standing aside', { reason: aside.reason, since: aside.since.toISOString() });
-    else if (aside) this.log.debug('still standing aside', { reason: aside.reason, since: aside.since.toISOString() });
-    else if (!aside && was !== false) this.log.info('the app is eligible: campaigning');
-    this.schedule.wakeUp();
+    if (wasLeading && (await this.releaser.drained()) && (await this.releaser.allowed())) await this.release();
+    else if (!wasLeading) await this.claim?.withdraw();
   }
 
   /**
@@ -516,12 +313,12 @@ export class LeaderElector {
    */
   private async standAside(): Promise<void> {
     if (this.term) {
-      this.stepDown(this.standingAside()?.reason ?? 'the app is not eligible');
+      this.stepDown(this.gate.standingAside()?.reason ?? 'the app is not eligible');
       // As on stop(): the work drains, and the release waits until "not leader" is where the app reads it.
-      if ((await this.drained()) && (await this.releaseAllowed())) await this.release();
+      if ((await this.releaser.drained()) && (await this.releaser.allowed())) await this.release();
       return;
     }
-    if (this.view.observed?.record.successor?.identity === this.identity) await this.withdrawClaim();
+    if (this.view.observed?.record.successor?.identity === this.identity) await this.claim?.withdraw();
     if (!this.schedule.dueForAttempt()) return;
     this.schedule.attempting(this.requestTimeoutMs);
     try {
@@ -577,7 +374,7 @@ export class LeaderElector {
     const cached = this.view.observed;
     if (term && cached) {
       try {
-        return await this.write('update', term, (now) => this.renewalRecord(cached.record, now), cached.version);
+        return await this.write('update', term, (now) => renewalRecord(this.writer, cached.record, now, this.term?.acquiredAt), cached.version);
       } catch (err) {
         this.notify('onSlowPath');
         this.log.debug('optimistic renewal failed; reading the lease', { error: describeError(err) });
@@ -589,9 +386,9 @@ export class LeaderElector {
     // a view at most one request timeout old: an older version (a retry after its first write
     // went unanswered, a pause) may have been issued again to a re-created record since.
     const seen = this.view.observed;
-    if (!term && seen && seen.record.holderIdentity === '' && this.schedule.namedSuccessor() && this.fresh(seen)) {
+    if (!term && seen && seen.record.holderIdentity === '' && this.claim?.named() && this.fresh(seen)) {
       try {
-        return await this.write('update', null, (now) => this.newTermRecord(seen.record, now), seen.version);
+        return await this.write('update', null, (now) => newTermRecord(this.writer, seen.record, now, this.view.highestToken), seen.version);
       } catch (err) {
         if (!(err instanceof ConflictError)) throw err;
       }
@@ -609,7 +406,7 @@ export class LeaderElector {
         if (this.view.absenceWaitPending()) return false;
       }
       try {
-        return await this.write('create', null, (now) => this.freshRecord(now));
+        return await this.write('create', null, (now) => freshRecord(this.writer, now, this.view.highestToken + 1));
       } catch (err) {
         // Someone else created it first: read it now, so its token is known to us even if
         // it is deleted again before our next attempt.
@@ -633,14 +430,14 @@ export class LeaderElector {
 
     // 5. Renew, or open a new term.
     if (own && this.term) {
-      return this.write('update', this.term, (now) => this.renewalRecord(current.record, now), current.version);
+      return this.write('update', this.term, (now) => renewalRecord(this.writer, current.record, now, this.term?.acquiredAt), current.version);
     }
     // A standby whose read found the lease free before its turn for that moment waits for the
     // turn, as if an event had shown it: a hint without a record woke it (PostgreSQL's
     // notification, SQLite's poll), or its read crossed the expiry. The schedule wakes it then.
     if (atTurn && !this.term && this.schedule.turnPending()) return false;
     this.stepDown('the lease changed hands');
-    return this.write('update', null, (now) => this.newTermRecord(current.record, now), current.version);
+    return this.write('update', null, (now) => newTermRecord(this.writer, current.record, now, this.view.highestToken), current.version);
   }
 
   /**
@@ -649,7 +446,7 @@ export class LeaderElector {
    */
   private async write(op: 'create' | 'update', renewing: Term | null, build: (now: Date) => LeaseRecord, expectedVersion?: string): Promise<boolean> {
     // The app may have become ineligible while this attempt read: a new term is not sent then.
-    if (renewing === null && !this.campaigning()) return false;
+    if (renewing === null && !this.gate.campaigning()) return false;
     // A takeover counts on the version it names being the record as it is now. A pause between
     // the read and this moment can make that view old; it is read again at the next turn.
     if (op === 'update' && renewing === null && !this.view.confirmedWithin(expectedVersion!, this.requestTimeoutMs)) {
@@ -681,44 +478,12 @@ export class LeaderElector {
     return this.term !== null && this.clock.monotonic() < this.term.renewedAtMono + this.timings.renewDeadlineMs;
   }
 
-  /** The record of a new term: this candidate, now, the next token after any seen. */
-  private newTermRecord(rec: LeaseRecord, now: Date): LeaseRecord {
-    return { ...this.freshRecord(now, Math.max(rec.leaseTransitions, this.view.highestToken) + 1), successor: claimForNewTerm(rec, this.identity) };
-  }
-
-  /** A record created from nothing continues from the highest token ever seen (after a deletion). */
-  private freshRecord(now: Date, token = this.view.highestToken + 1): LeaseRecord {
-    const max = Math.min(this.store.maxToken ?? Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
-    if (token > max) {
-      throw new InvalidRecordError(
-        `the fencing token would pass ${max}, the largest the ${this.store.backend} store can hold${max === Number.MAX_SAFE_INTEGER ? ' (2^53 − 1, past which tokens can no longer be told apart)' : ''}`,
-      );
-    }
-    return {
-      holderIdentity: this.identity,
-      leaseDurationSeconds: this.timings.leaseDurationMs / 1000,
-      acquireTime: now,
-      renewTime: now,
-      leaseTransitions: token,
-    };
-  }
-
-  private renewalRecord(rec: LeaseRecord, now: Date): LeaseRecord {
-    return {
-      holderIdentity: this.identity,
-      leaseDurationSeconds: this.timings.leaseDurationMs / 1000,
-      acquireTime: rec.acquireTime ?? this.term?.acquiredAt ?? now,
-      renewTime: now,
-      leaseTransitions: rec.leaseTransitions,
-      successor: rec.successor ?? null,
-    };
-  }
-
   /**
    * Takes in a record read, watched or written (own), and announces a different leader: a new
    * holder, or the same holder in a new term.
    */
   private observe(got: VersionedRecord, own = false): void {
+    this.claim?.seen(this.view.observed, got);
     if (!this.view.observe(got, own)) return;
     if (!own && got.record.holderIdentity !== this.identity) {
       this.log.info(got.record.holderIdentity === '' ? 'lease released' : 'new leader observed', {
@@ -769,22 +534,6 @@ export class LeaderElector {
     return true;
   }
 
-  /**
-   * Calls one listener method. A listener is the app's code (or the sidecar's): whatever it
-   * throws, or a promise it returns rejects with, is logged and goes no further, so it can never
-   * abort the write that made this candidate leader, end a term, or crash the process.
-   */
-  private notify<K extends keyof ElectorListener>(name: K, ...args: Parameters<NonNullable<ElectorListener[K]>>): void {
-    const report = (err: unknown) => this.log.error('listener callback failed', { callback: name, error: describeError(err) });
-    try {
-      const fn = this.listener[name] as ((...a: typeof args) => unknown) | undefined;
-      const result = fn?.apply(this.listener, args);
-      if (isThenable(result)) result.then(undefined, report);
-    } catch (err) {
-      report(err);
-    }
-  }
-
   private publicTerm(t: Term): LeadershipTerm {
     return { token: t.token, acquiredAt: t.acquiredAt, renewedAt: t.renewedAt, validUntil: t.validUntil };
   }
@@ -821,57 +570,12 @@ export class LeaderElector {
   }
 
   /**
-   * Gives the lease up as client-go does: holder '', leaseDurationSeconds 1, times = now, the
-   * token unchanged (the next acquirer bumps it); with releaseKeepsAcquireTime, acquireTime
-   * stays the term's. The term ends first, so nobody is told to
-   * lead while another may already hold the released lease. Only a record this candidate
-   * wrote is released: never another holder's, nor one written under our identity by another
-   * process. A conflict or an unanswered request is retried after a fresh read.
+   * Gives the lease up (release.ts). The term ends first, so nobody is told to lead while
+   * another may already hold the released lease.
    */
-  async release(): Promise<boolean> {
+  release(): Promise<boolean> {
     this.stepDown('releasing the lease');
-    let sent: LeaseRecord | null = null;
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const seen = this.view.observed;
-      // Our record, last seen: released from that view only while it is recent (see fresh()),
-      // else from a read. Another's record last seen: nothing of ours to release.
-      if (attempt === 0 && seen && !this.view.isOwn(seen)) return false;
-      const current = attempt === 0 && seen && this.fresh(seen) ? seen : await this.safeGet();
-      if (current && sent && sameRecord(current.record, sent)) return true; // an unanswered release landed
-      if (!current || !this.view.isOwn(current)) return false;
-      const now = this.clock.now();
-      const released: LeaseRecord = {
-        holderIdentity: '',
-        leaseDurationSeconds: 1,
-        acquireTime: this.releaseKeepsAcquireTime ? current.record.acquireTime : now,
-        renewTime: now,
-        leaseTransitions: current.record.leaseTransitions,
-        // The named successor is the one to take it now.
-        successor: current.record.successor ?? null,
-      };
-      sent = released;
-      try {
-        const version = await this.call('update', (o) => this.store.update(this.lease, released, current.version, o));
-        this.observe({ record: released, version }, true);
-        this.log.info('released lease', { token: released.leaseTransitions });
-        return true;
-      } catch (err) {
-        // The store refuses the released record itself (a constraint of the table): no retry
-        // passes, and the others wait out the lease as after a crash. Said once, as an error.
-        if (err instanceof InvalidRecordError) {
-          this.log.error('the store refused the release: the lease is left to expire', {
-            reason: describeError(err),
-            leaseDurationMs: this.timings.leaseDurationMs,
-          });
-          return false;
-        }
-        if (!(err instanceof ConflictError)) {
-          this.log.warn('release failed', { reason: describeError(err) });
-          if (!(err instanceof BackendUnavailableError)) return false;
-        }
-      }
-    }
-    return false;
+    return this.releaser.send();
   }
 
   private async safeGet(): Promise<VersionedRecord | null> {
@@ -882,37 +586,10 @@ export class LeaderElector {
     }
   }
 
-  /**
-   * Bounds one backend call so a hung request cannot hold the loop past its deadlines. At the
-   * bound the call's signal aborts, so the store cancels the request (a Kubernetes request is
-   * destroyed) rather than abandoning it; the call rejects then even if a store ignores it.
-   */
+  /** One backend call, bounded by requestTimeout (bounded-call.ts); a reopened store interrupts an absence. */
   private call<T>(op: string, send: (opts: CallOptions) => Promise<T>): Promise<T> {
-    const cancel = new AbortController();
-    const noteReopened = (e: unknown) => {
+    return boundedCall(this.clock, this.requestTimeoutMs, `${this.store.backend} ${op}`, send, (e) => {
       if (e instanceof StoreReopenedError) this.view.interruptAbsence();
-    };
-    return new Promise<T>((resolve, reject) => {
-      const timer = this.clock.setTimer(() => {
-        const err = new BackendUnavailableError(`${this.store.backend} ${op} timed out after ${this.requestTimeoutMs} ms`);
-        cancel.abort(err);
-        reject(err);
-      }, this.requestTimeoutMs);
-      send({ signal: cancel.signal }).then(
-        (v) => {
-          timer.cancel();
-          resolve(v);
-        },
-        (e: unknown) => {
-          timer.cancel();
-          noteReopened(e);
-          reject(e);
-        },
-      );
     });
   }
-}
-
-function isThenable(v: unknown): v is PromiseLike<unknown> {
-  return typeof (v as PromiseLike<unknown> | null)?.then === 'function';
 }
