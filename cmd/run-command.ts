@@ -35,11 +35,10 @@ export const RUN_OPTIONS = {
     type: 'string',
     describe: 'SIGTERM→SIGKILL delay when leadership is lost (default and maximum: lease-duration − renew-deadline, at most 5s by default)',
   },
+  // No default in the table: given with --once it is refused, so it must be seen as given or not.
   'give-up-after': {
     type: 'string',
-    default: String(DEFAULT_GIVE_UP_AFTER),
-    describe:
-      'Without --once: after this many failures of CMD in a row while leading, release the lease and stand back for a lease duration so another candidate runs it; 0: never',
+    describe: `Without --once: after this many failures of CMD in a row while leading, release the lease and stand back for a lease duration so another candidate runs it; 0: never (default ${DEFAULT_GIVE_UP_AFTER})`,
   },
 } as const satisfies FlagTable;
 
@@ -77,7 +76,7 @@ export function resolveRun(a: RunArgs) {
   }
   const skipIfRanWithinMs = onceOnly(a, 'skip-if-ran-within');
   const tryMs = onceOnly(a, 'try');
-  const giveUpAfter = count('give-up-after', a['give-up-after']);
+  const giveUpAfter = giveUpCount(a);
   return { ...s, argv, gracePeriodMs, skipIfRanWithinMs, tryMs, giveUpAfter };
 }
 
@@ -117,6 +116,15 @@ export async function runRun(a: RunArgs): Promise<number> {
 }
 
 /** A count: a whole number from 0, as written (no sign, no exponent, no fraction). */
+/** --give-up-after, which only a restarting run gives a meaning to (--once never restarts CMD). */
+function giveUpCount(a: RunArgs): number {
+  const text = a['give-up-after'];
+  if (text === undefined) return DEFAULT_GIVE_UP_AFTER;
+  const n = count('give-up-after', text);
+  if (a.once) throw badFlag('give-up-after', text, 'applies without --once: a single run never restarts its command, so there is nothing to give up');
+  return n;
+}
+
 function count(flag: string, text: string): number {
   if (!/^\d{1,9}$/.test(text)) throw badFlag(flag, text, 'must be a whole number from 0 (0: never)');
   return Number(text);

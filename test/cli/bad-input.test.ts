@@ -297,6 +297,11 @@ const cases: Case[] = [
     message: /invalid --skip-if-ran-within "4m": needs --once: it applies to a single run/,
   },
   {
+    name: 'run --give-up-after with --once (a single run never restarts its command)',
+    args: ['run', '--once', '--give-up-after', '2', '--', 'true'],
+    message: /invalid --give-up-after "2": applies without --once: a single run never restarts its command/,
+  },
+  {
     name: 'run --try without --once',
     args: ['run', '--try', '30s', '--', 'true'],
     message: /invalid --try "30s": needs --once: it applies to a single run/,
