@@ -57,6 +57,11 @@ const cases: Case[] = [
   { name: 'unknown flag', args: ['sidecar', '--leese', 'x'], message: /unknown flag --leese \(leasehold sidecar --help lists its flags\)$/ },
   { name: 'unknown command', args: ['sidecars'], message: /unknown command "sidecars": the commands are sidecar, status, run and operator$/ },
   {
+    name: 'unknown command asked for its help (not the overall help and exit 0)',
+    args: ['sidecars', '--help'],
+    message: /unknown command "sidecars": the commands are sidecar, status, run and operator$/,
+  },
+  {
     name: 'a stray word',
     args: ['status', 'my-lease'],
     message: /unexpected argument "my-lease": leasehold status takes flags only \(leasehold status --help lists its flags\)$/,
