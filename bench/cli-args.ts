@@ -62,5 +62,11 @@ export const numberOption = (name: keyof typeof BENCH_FLAGS, dflt: number, args:
     process.stderr.write(`bench: invalid --${name} ${JSON.stringify(text)}: must be a number such as ${dflt}\n`);
     process.exit(EXIT_USAGE);
   }
+  // Every count and window is a sample to take: none of zero measures anything, and a phase
+  // given one fails after the build with a stack trace instead of this line.
+  if (Number(text) === 0) {
+    process.stderr.write(`bench: invalid --${name} ${JSON.stringify(text)}: must be above 0\n`);
+    process.exit(EXIT_USAGE);
+  }
   return Number(text);
 };

@@ -7,10 +7,11 @@ import type { BenchOptions } from './phase.js';
 
 export function benchOptions(args: string[]): BenchOptions {
   const n = (name: Parameters<typeof numberOption>[0], dflt: number) => numberOption(name, dflt, args);
-  const seconds = option('seconds', '', args);
+  // Left out, each phase takes its own window; given, it is checked as every other number is.
+  const seconds = option('seconds', '', args) === '' ? undefined : n('seconds', 3);
   return {
     trials: n('trials', 20),
-    seconds: seconds === '' ? undefined : Number(seconds),
+    seconds,
     idleSeconds: n('idle-seconds', 60),
     clusterTrials: n('cluster-trials', 10),
     streams: n('streams', 1000),

@@ -4,6 +4,7 @@
  * the exit (exitWith, EXIT_USAGE).
  */
 import { InvalidConfigError, describeError } from '../src/errors.js';
+import { escapeForTerminal } from '../src/util/escape-control.js';
 
 /** Exit code for bad input: a flag, a value, a path. Nothing has been written when it is used. */
 export const EXIT_USAGE = 2;
@@ -72,8 +73,12 @@ export function checkFlag(flag: string, value: unknown, check: () => void): void
   }
 }
 
-/** The CLI's last word: one line on stderr, then the exit code. */
+/**
+ * The CLI's last word: one line on stderr, then the exit code. The line quotes what it was given
+ * (a stray word, a value, a path) for a terminal: a control or invisible format character in it
+ * is escaped, so that it can neither move the cursor nor reorder or hide the rest of the line.
+ */
 export function exitWith(message: string, code: number): never {
-  process.stderr.write(`leasehold: ${message.replace(/\s*\n\s*/g, ' ').trim()}\n`);
+  process.stderr.write(`leasehold: ${escapeForTerminal(message.replace(/\s*\n\s*/g, ' ').trim())}\n`);
   process.exit(code);
 }

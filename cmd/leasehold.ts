@@ -32,10 +32,13 @@ async function answered(argv: readonly string[]): Promise<boolean> {
 async function main(): Promise<number> {
   const argv = process.argv.slice(2);
   const name = argv[0];
+  // A mistyped command is bad input even with --help: the overall help and exit 0 would hide it.
+  const unknown = `unknown command ${JSON.stringify(name)}: the commands are ${COMMAND_NAMES.join(', ').replace(/, (?=[^,]*$)/, ' and ')}`;
+  if (name !== undefined && !name.startsWith('-') && !(COMMAND_NAMES as string[]).includes(name)) exitWith(unknown, EXIT_USAGE);
   if (await answered(argv)) return 0;
   if (name === undefined || name.startsWith('-')) exitWith(`a command is required: ${COMMAND_NAMES.join(', ').replace(/, (?=[^,]*$)/, ' or ')}`, EXIT_USAGE);
   const command = await loadCommand(name);
-  if (!command) exitWith(`unknown command ${JSON.stringify(name)}: the commands are ${COMMAND_NAMES.join(', ').replace(/, (?=[^,]*$)/, ' and ')}`, EXIT_USAGE);
+  if (!command) exitWith(unknown, EXIT_USAGE);
   const { spec, run } = command;
   return run(parseFlags(spec.flags, argv.slice(1), process.env, { command: spec.name, takesCommand: spec.takesCommand }));
 }

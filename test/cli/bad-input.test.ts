@@ -57,6 +57,22 @@ const cases: Case[] = [
   { name: 'unknown flag', args: ['sidecar', '--leese', 'x'], message: /unknown flag --leese \(leasehold sidecar --help lists its flags\)$/ },
   { name: 'unknown command', args: ['sidecars'], message: /unknown command "sidecars": the commands are sidecar, status, run and operator$/ },
   {
+    name: 'unknown command asked for its help (not the overall help and exit 0)',
+    args: ['sidecars', '--help'],
+    message: /unknown command "sidecars": the commands are sidecar, status, run and operator$/,
+  },
+  // Each line is for a terminal: what could move its cursor, reorder or hide text is escaped.
+  {
+    name: "a stray word with a terminal escape, before run's --",
+    args: ['run', '\u001b[2Jx'],
+    message: /^leasehold: unexpected argument \\u001b\[2Jx: leasehold run takes its command after --, as in leasehold run \[flags\] -- \\u001b\[2Jx$/,
+  },
+  {
+    name: 'a value with a bidi override',
+    args: ['sidecar', '--lease', '\u202ex'],
+    message: /^leasehold: invalid --lease "\\u202ex": [^\u202e]*$/,
+  },
+  {
     name: 'a stray word',
     args: ['status', 'my-lease'],
     message: /unexpected argument "my-lease": leasehold status takes flags only \(leasehold status --help lists its flags\)$/,

@@ -16,7 +16,9 @@ const script = join(dir.path, 'options.mjs');
 writeFileSync(
   script,
   `const { option, numberOption } = await import(${JSON.stringify(pathToFileURL(join(REPO, 'bench/cli-args.ts')).href)});
-process.stdout.write(JSON.stringify([numberOption('trials', 20), option('only', ''), option('seed', '1')]));\n`,
+const { benchOptions } = await import(${JSON.stringify(pathToFileURL(join(REPO, 'bench/options.ts')).href)});
+const { seconds } = benchOptions(process.argv.slice(2));
+process.stdout.write(JSON.stringify([numberOption('trials', 20), option('only', ''), option('seed', '1'), seconds ?? null]));\n`,
 );
 
 async function options(args: string[]) {
@@ -26,14 +28,21 @@ async function options(args: string[]) {
 }
 
 it('takes its flags, and each default when left out', { timeout: 60_000 }, async () => {
-  const r = await options(['--trials', '3', '--only=sqlite', '--no-write']);
+  const r = await options(['--trials', '3', '--only=sqlite', '--no-write', '--seconds', '1.5']);
   assert.equal(r.code, 0, r.stderr);
-  assert.deepEqual(JSON.parse(r.stdout), [3, 'sqlite', '1']);
+  assert.deepEqual(JSON.parse(r.stdout), [3, 'sqlite', '1', 1.5]);
+  const d = await options([]);
+  assert.equal(d.code, 0, d.stderr);
+  assert.deepEqual(JSON.parse(d.stdout), [20, '', '1', null]);
 });
 
 for (const [name, args, message] of [
   ['a mistyped flag', ['--trails', '3'], /^bench: unknown flag --trails \(the flags are --only, --list, --splice, .*\)$/],
   ['a count that is no number', ['--trials', 'many'], /^bench: invalid --trials "many": must be a number such as 20$/],
+  // A zero count or window left a phase with no sample: a stack trace after the build, not a refusal.
+  ['a count of zero', ['--trials', '0'], /^bench: invalid --trials "0": must be above 0$/],
+  ['a window that is no number', ['--seconds', 'abc'], /^bench: invalid --seconds "abc": must be a number such as 3$/],
+  ['a window of zero seconds', ['--seconds=0'], /^bench: invalid --seconds "0": must be above 0$/],
   ['a flag given twice', ['--only', 'sqlite', '--only', 'postgres'], /^bench: invalid --only \["sqlite","postgres"\]: given more than once/],
 ] as const) {
   it(`refuses ${name} with one line and exit 2`, { timeout: 60_000 }, async () => {
