@@ -11,22 +11,22 @@
  * LEASEHOLD_SIM_SEED=N (and LEASEHOLD_SIM_VERSIONS) in the unit test.
  */
 import { join } from 'node:path';
-import { option } from '../../bench/cli-args.js';
+import { numberOption, option } from '../../bench/cli-args.js';
 import { tempDir } from '../support/cli.js';
 import { startControlPlane } from '../support/control-plane.js';
 import { formatReport, runChaos, type ChaosReport } from './run-chaos.js';
 import { leaseMetadataChurn } from '../support/lease-churn.js';
 
-const seed = Number(option('seed', String(Date.now() % 1_000_000)));
-const seconds = Number(option('seconds', '120'));
+const seed = numberOption('seed', Date.now() % 1_000_000 || 1);
+const seconds = numberOption('seconds', 120);
 const which = option('backend', 'both');
 const say = (l: string) => process.stderr.write(`[chaos] ${l}\n`);
 const reports: ChaosReport[] = [];
 
 if (which === 'elector') {
   const { runSimulation } = await import('../support/elector-sim.js');
-  const count = Number(option('seeds', '20000'));
-  const first = Number(option('seed', '1'));
+  const count = numberOption('seeds', 20_000);
+  const first = numberOption('seed', 1);
   const versions = option('versions', 'both');
   const modes = versions === 'both' ? ['unique', 'restart'] : [versions];
   if (!modes.every((m) => m === 'unique' || m === 'restart')) {
