@@ -40,7 +40,7 @@ async function modulesOfRunningSidecar(name: string, flags: string[], command = 
 const idle = (urls: string[], command: string) =>
   urls.filter((u) =>
     new RegExp(
-      `/dist/cmd/(cli-help|operator-command|status-command${command === 'sidecar' ? '|run-command' : '|sidecar-command'})\\.js$|/dist/src/operator/|/node_modules/yargs`,
+      `/dist/cmd/(cli-help|operator-command|status-command${command === 'sidecar' ? '|run-command' : '|sidecar-command'})\\.js$|/dist/src/operator/`,
     ).test(u),
   );
 
