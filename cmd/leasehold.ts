@@ -23,14 +23,18 @@ async function answered(argv: readonly string[]): Promise<boolean> {
     process.stdout.write(`${ownVersion()}\n`);
     return true;
   }
-  if (!own.includes('--help')) return false;
+  if (!own.includes('--help') && !own.includes('-h')) return false;
+  // `leasehold --help sidecar` asks for the sidecar's help as `leasehold sidecar --help` does.
+  const command = own.find((w) => (COMMAND_NAMES as string[]).includes(w));
   const { helpText } = await import('./cli-help.js');
-  process.stdout.write(await helpText(argv[0]));
+  process.stdout.write(await helpText(command));
   return true;
 }
 
 async function main(): Promise<number> {
-  const argv = process.argv.slice(2);
+  let argv = process.argv.slice(2);
+  // `leasehold help [COMMAND]`, as git and helm take it.
+  if (argv[0] === 'help' && argv.length <= 2) argv = [...argv.slice(1), '--help'];
   const name = argv[0];
   // A mistyped command is bad input even with --help: the overall help and exit 0 would hide it.
   const unknown = `unknown command ${JSON.stringify(name)}: the commands are ${COMMAND_NAMES.join(', ').replace(/, (?=[^,]*$)/, ' and ')}`;

@@ -56,6 +56,26 @@ describe('what the CLI prints', () => {
     assert.match(run.stdout.replace(/\s+/g, ' '), /leasehold run \[flags\] -- CMD \[ARGS\.\.\.\] Run a command only while leader: wait to be elected/);
   });
 
+  it('the other ways people ask for help give the same text: -h, help [COMMAND], --help COMMAND', async () => {
+    const overall = (await runCli(['--help'])).stdout;
+    const sidecar = (await runCli(['sidecar', '--help'])).stdout;
+    assert.notEqual(overall, sidecar);
+    for (const [args, want] of [
+      [['-h'], overall],
+      [['help'], overall],
+      [['sidecar', '-h'], sidecar],
+      [['help', 'sidecar'], sidecar],
+      [['--help', 'sidecar'], sidecar],
+    ] as const) {
+      const r = await runCli([...args]);
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(r.stdout, want, args.join(' '));
+    }
+    const bad = await runCli(['help', 'nope']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /^leasehold: unknown command "nope"/);
+  });
+
   it("sidecar --help and run --help list the app's health flags, with --health-exec's shell and the defaults", async () => {
     for (const command of ['sidecar', 'run']) {
       const text = (await runCli([command, '--help'])).stdout.replace(/\s+/g, ' ');
