@@ -1,6 +1,7 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import fs, { copyFileSync, mkdirSync, mkdtempSync, rmSync, unlinkSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -39,6 +40,26 @@ describe("foreignLog: a -wal that is not the database file's own", () => {
   it("accepts a killed process's own log, and nothing when there is no log", () => {
     assert.equal(foreignLog(killedWith(3, 'db-then-wal')), null);
     assert.equal(foreignLog(join(dir, 'absent.db')), null);
+  });
+
+  it("a log deleted while it is being compared with the file (the last connection's close) is no log, not an error", () => {
+    const path = killedWith(3, 'wal-then-db', true);
+    const real = fs.openSync;
+    let opens = 0;
+    // As the closing connection does right after its checkpoint: the log goes between its first
+    // read (its frames) and the second (its pages against the file's).
+    fs.openSync = ((p: fs.PathLike, ...rest: unknown[]) => {
+      if (String(p) === `${path}-wal` && ++opens === 2) unlinkSync(p);
+      return (real as (...a: unknown[]) => number)(p, ...rest);
+    });
+    syncBuiltinESMExports();
+    try {
+      assert.equal(foreignLog(path), null);
+      assert.equal(opens, 2, 'the log was deleted before its second read');
+    } finally {
+      fs.openSync = real;
+      syncBuiltinESMExports();
+    }
   });
 
   it('accepts a log whose pages the file already holds, even when the file changed last (a checkpoint)', () => {

@@ -119,6 +119,13 @@ export function foreignLog(dbPath: string): string | null {
   const db = statOrNull(dbPath);
   if (!wal || !db || wal.size <= WAL_HEADER) return null;
   if (db.ctimeNs <= wal.ctimeNs) return null;
-  if (!logChangesFile(dbPath, walPath)) return null;
+  try {
+    if (!logChangesFile(dbPath, walPath)) return null;
+  } catch (err) {
+    // The last connection's close checkpoints its log into the file (the file's ctime moves past
+    // the log's), then deletes the log: one gone between the stat and the read was the file's own.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
   return `its -wal (${walPath}) is older than the database file and holds pages that would overwrite it: it is the log of another file (a database moved over ${dbPath} while a process kept the old file's log open?), and SQLite would read ${dbPath} through it and copy it in. Nothing was read or written. If ${dbPath} was replaced, move ${walPath} and ${dbPath}-shm away (they hold the old file's last writes); if they are its own (only its permissions changed after every process using it was killed), apply the log first: sqlite3 ${dbPath} 'PRAGMA wal_checkpoint(TRUNCATE)'`;
 }
