@@ -48,10 +48,10 @@ describe("foreignLog: a -wal that is not the database file's own", () => {
     let opens = 0;
     // As the closing connection does right after its checkpoint: the log goes between its first
     // read (its frames) and the second (its pages against the file's).
-    fs.openSync = ((p: fs.PathLike, ...rest: unknown[]) => {
+    fs.openSync = (p: fs.PathLike, ...rest: unknown[]) => {
       if (String(p) === `${path}-wal` && ++opens === 2) unlinkSync(p);
       return (real as (...a: unknown[]) => number)(p, ...rest);
-    });
+    };
     syncBuiltinESMExports();
     try {
       assert.equal(foreignLog(path), null);
