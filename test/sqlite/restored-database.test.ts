@@ -68,7 +68,11 @@ describe('a backup restored over the database while a reader had the old file op
       owned.push(watcher);
       await waitFor('the watcher to print the leader', () => /held\s+holder [ab]/.test(watcher!.stdout()), 10_000);
     });
-    assert.equal(existsSync(`${db}-wal`), false, 'the watcher kept the log alive after the last candidate exited');
+    // The watcher opens the file for each read and closes it at once, so a log may exist for the
+    // moment of a read; one it kept open would be there for good.
+    await waitFor('the log gone although the watcher runs', () => !existsSync(`${db}-wal`), 5_000, 5).catch(() => {
+      assert.fail('the watcher kept the log alive after the last candidate exited');
+    });
     renameSync(backup, db);
     const c = startSidecar(work, 'c', ['--db', db, '--lease', LEASE], T);
     owned.push(c);
