@@ -51,7 +51,7 @@ describe('the image built from the Dockerfile, run as the chart runs it', () => 
     assert.equal(node.out.trim(), `v${wanted}`, node.err);
     const help = docker(['run', '--rm', '--network', 'none', ...SECURE, 'leasehold:dev', '--help']);
     assert.equal(help.code, 0, help.err);
-    assert.match(help.out, /leasehold sidecar/);
+    assert.match(help.out, /^leasehold <command> \[flags\]\n[\s\S]*\n {2}sidecar {2}/);
     const user = docker(['run', '--rm', '--network', 'none', '--entrypoint', 'id', 'leasehold:dev', '-u']);
     assert.equal(user.out.trim(), '1000', 'the image runs as uid 1000 by default');
   });
