@@ -1,4 +1,4 @@
-import { closeSync, openSync, readSync, statSync, type BigIntStats } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, statSync, type BigIntStats } from 'node:fs';
 
 // Whether the -wal beside a database file is another file's log. SQLite pairs a database with
 // the -wal beside it by name alone, and nothing in a -wal names its database: a file moved over
@@ -33,59 +33,48 @@ function checksum(data: Buffer, bigEndian: boolean, s: [number, number]): [numbe
 }
 
 /**
- * The committed frames of the -wal at `walPath` as SQLite's recovery would find them: each
+ * The committed frames of the -wal open at `fd` as SQLite's recovery would find them: each
  * page's latest image (its offset in the -wal), the page size, and the database size in pages
- * after the last commit. Null when it holds no committed frame (absent, empty, a bad header).
+ * after the last commit. Null when it holds no committed frame (empty, a bad header).
  * Reads one frame at a time: the memory used does not grow with the log.
  */
-export function committedFrames(walPath: string): { pageSize: number; pages: Map<number, number>; dbPages: number } | null {
-  let fd: number;
-  try {
-    fd = openSync(walPath, 'r');
-  } catch {
-    return null;
-  }
-  try {
-    const header = Buffer.alloc(WAL_HEADER);
-    if (readSync(fd, header, 0, WAL_HEADER, 0) < WAL_HEADER) return null;
-    const magic = header.readUInt32BE(0);
-    if (magic !== MAGIC_LE && magic !== MAGIC_BE) return null;
-    const bigEndian = magic === MAGIC_BE;
-    const pageSize = header.readUInt32BE(8) === 1 ? 65536 : header.readUInt32BE(8);
-    if (pageSize < 512 || pageSize > 65536 || (pageSize & (pageSize - 1)) !== 0) return null;
-    let sum = checksum(header.subarray(0, 24), bigEndian, [0, 0]);
-    if (sum[0] !== header.readUInt32BE(24) || sum[1] !== header.readUInt32BE(28)) return null;
-    const salt = header.subarray(16, 24);
-    const frame = Buffer.alloc(FRAME_HEADER + pageSize);
-    const pending = new Map<number, number>();
-    const pages = new Map<number, number>();
-    let dbPages = 0;
-    for (let at = WAL_HEADER; readSync(fd, frame, 0, frame.length, at) === frame.length; at += frame.length) {
-      if (!frame.subarray(8, 16).equals(salt)) break;
-      sum = checksum(frame.subarray(0, 8), bigEndian, sum);
-      sum = checksum(frame.subarray(FRAME_HEADER), bigEndian, sum);
-      if (sum[0] !== frame.readUInt32BE(16) || sum[1] !== frame.readUInt32BE(20)) break;
-      pending.set(frame.readUInt32BE(0), at + FRAME_HEADER);
-      const commitSize = frame.readUInt32BE(4);
-      if (commitSize !== 0) {
-        for (const [page, offset] of pending) pages.set(page, offset);
-        pending.clear();
-        dbPages = commitSize;
-      }
+export function committedFrames(fd: number): { pageSize: number; pages: Map<number, number>; dbPages: number } | null {
+  const header = Buffer.alloc(WAL_HEADER);
+  if (readSync(fd, header, 0, WAL_HEADER, 0) < WAL_HEADER) return null;
+  const magic = header.readUInt32BE(0);
+  if (magic !== MAGIC_LE && magic !== MAGIC_BE) return null;
+  const bigEndian = magic === MAGIC_BE;
+  const pageSize = header.readUInt32BE(8) === 1 ? 65536 : header.readUInt32BE(8);
+  if (pageSize < 512 || pageSize > 65536 || (pageSize & (pageSize - 1)) !== 0) return null;
+  let sum = checksum(header.subarray(0, 24), bigEndian, [0, 0]);
+  if (sum[0] !== header.readUInt32BE(24) || sum[1] !== header.readUInt32BE(28)) return null;
+  const salt = header.subarray(16, 24);
+  const frame = Buffer.alloc(FRAME_HEADER + pageSize);
+  const pending = new Map<number, number>();
+  const pages = new Map<number, number>();
+  let dbPages = 0;
+  for (let at = WAL_HEADER; readSync(fd, frame, 0, frame.length, at) === frame.length; at += frame.length) {
+    if (!frame.subarray(8, 16).equals(salt)) break;
+    sum = checksum(frame.subarray(0, 8), bigEndian, sum);
+    sum = checksum(frame.subarray(FRAME_HEADER), bigEndian, sum);
+    if (sum[0] !== frame.readUInt32BE(16) || sum[1] !== frame.readUInt32BE(20)) break;
+    pending.set(frame.readUInt32BE(0), at + FRAME_HEADER);
+    const commitSize = frame.readUInt32BE(4);
+    if (commitSize !== 0) {
+      for (const [page, offset] of pending) pages.set(page, offset);
+      pending.clear();
+      dbPages = commitSize;
     }
-    return pages.size === 0 ? null : { pageSize, pages, dbPages };
-  } finally {
-    closeSync(fd);
   }
+  return pages.size === 0 ? null : { pageSize, pages, dbPages };
 }
 
-/** True when writing the log's committed frames into `dbPath` would change it (a page or its size). */
-function logChangesFile(dbPath: string, walPath: string): boolean {
-  const log = committedFrames(walPath);
+/** True when writing the committed frames of the log open at `wal` into `dbPath` would change it (a page or its size). */
+function logChangesFile(dbPath: string, wal: number): boolean {
+  const log = committedFrames(wal);
   if (!log) return false;
   const db = statOrNull(dbPath);
   if (!db || db.size !== BigInt(log.dbPages) * BigInt(log.pageSize)) return true;
-  const wal = openSync(walPath, 'r');
   const main = openSync(dbPath, 'r');
   try {
     const a = Buffer.alloc(log.pageSize);
@@ -97,7 +86,6 @@ function logChangesFile(dbPath: string, walPath: string): boolean {
     }
     return false;
   } finally {
-    closeSync(wal);
     closeSync(main);
   }
 }
@@ -115,17 +103,23 @@ function logChangesFile(dbPath: string, walPath: string): boolean {
  */
 export function foreignLog(dbPath: string): string | null {
   const walPath = `${dbPath}-wal`;
-  const wal = statOrNull(walPath);
-  const db = statOrNull(dbPath);
-  if (!wal || !db || wal.size <= WAL_HEADER) return null;
-  if (db.ctimeNs <= wal.ctimeNs) return null;
+  // Opened once and read only through this descriptor: the last connection's close checkpoints
+  // its log into the file (the file's ctime moves past the log's) and then deletes the log, which
+  // an open descriptor still reads whole.
+  let wal: number;
   try {
-    if (!logChangesFile(dbPath, walPath)) return null;
-  } catch (err) {
-    // The last connection's close checkpoints its log into the file (the file's ctime moves past
-    // the log's), then deletes the log: one gone between the stat and the read was the file's own.
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
+    wal = openSync(walPath, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const log = fstatSync(wal, { bigint: true });
+    const db = statOrNull(dbPath);
+    if (!db || log.size <= WAL_HEADER) return null;
+    if (db.ctimeNs <= log.ctimeNs) return null;
+    if (!logChangesFile(dbPath, wal)) return null;
+  } finally {
+    closeSync(wal);
   }
   return `its -wal (${walPath}) is older than the database file and holds pages that would overwrite it: it is the log of another file (a database moved over ${dbPath} while a process kept the old file's log open?), and SQLite would read ${dbPath} through it and copy it in. Nothing was read or written. If ${dbPath} was replaced, move ${walPath} and ${dbPath}-shm away (they hold the old file's last writes); if they are its own (only its permissions changed after every process using it was killed), apply the log first: sqlite3 ${dbPath} 'PRAGMA wal_checkpoint(TRUNCATE)'`;
 }
