@@ -7,16 +7,12 @@
  * fault from one seeded stream, so even one random draw taken in another order changes it.
  */
 import { createHash } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import { runSimulation } from '../support/elector-sim.js';
+import { numberOption } from '../../bench/cli-args.js';
 
-const { values } = parseArgs({ options: { seeds: { type: 'string', default: '2000' }, seed: { type: 'string', default: '1' } } });
-const count = Number(values.seeds);
-const first = Number(values.seed);
-if (!Number.isSafeInteger(count) || count < 1 || !Number.isSafeInteger(first)) {
-  console.error(`--seeds ${values.seeds} --seed ${values.seed}: expected whole numbers, --seeds at least 1`);
-  process.exit(2);
-}
+// The bench's and chaos driver's one flag table: a bad count is one line and exit 2.
+const count = numberOption('seeds', 2000);
+const first = numberOption('seed', 1);
 const hash = createHash('sha256');
 const t0 = Date.now();
 let terms = 0;
