@@ -12,6 +12,11 @@ import { COMMAND_NAMES, loadCommand } from './commands.js';
 import { parseFlags } from './cli-parser.js';
 import { EXIT_USAGE, cliMessage, exitWith } from './cli-errors.js';
 
+/** A mistyped command is bad input even with --help: the overall help and exit 0 would hide it. */
+function unknownCommand(name: string): never {
+  exitWith(`unknown command ${JSON.stringify(name)}: the commands are ${COMMAND_NAMES.join(', ').replace(/, (?=[^,]*$)/, ' and ')}`, EXIT_USAGE);
+}
+
 const BAD_INPUT = new Set(['LEASEHOLD_ERR_INVALID_CONFIG', 'LEASEHOLD_ERR_STORE_OPEN', 'LEASEHOLD_ERR_STATUS_DIR', 'LEASEHOLD_ERR_COMMAND_START']);
 
 /** `--help` and `--version`, before a command's own `--`; the help text is loaded only then. */
@@ -24,8 +29,9 @@ async function answered(argv: readonly string[]): Promise<boolean> {
     return true;
   }
   if (!own.includes('--help') && !own.includes('-h')) return false;
-  // `leasehold --help sidecar` asks for the sidecar's help as `leasehold sidecar --help` does.
-  const command = own.find((w) => (COMMAND_NAMES as string[]).includes(w));
+  // The first word that is no flag names the command, also after the flag: `leasehold --help sidecar`.
+  const command = own.find((w) => !w.startsWith('-'));
+  if (command !== undefined && !(COMMAND_NAMES as string[]).includes(command)) unknownCommand(command);
   const { helpText } = await import('./cli-help.js');
   process.stdout.write(await helpText(command));
   return true;
@@ -36,13 +42,11 @@ async function main(): Promise<number> {
   // `leasehold help [COMMAND]`, as git and helm take it.
   if (argv[0] === 'help' && argv.length <= 2) argv = [...argv.slice(1), '--help'];
   const name = argv[0];
-  // A mistyped command is bad input even with --help: the overall help and exit 0 would hide it.
-  const unknown = `unknown command ${JSON.stringify(name)}: the commands are ${COMMAND_NAMES.join(', ').replace(/, (?=[^,]*$)/, ' and ')}`;
-  if (name !== undefined && !name.startsWith('-') && !(COMMAND_NAMES as string[]).includes(name)) exitWith(unknown, EXIT_USAGE);
+  if (name !== undefined && !name.startsWith('-') && !(COMMAND_NAMES as string[]).includes(name)) unknownCommand(name);
   if (await answered(argv)) return 0;
   if (name === undefined || name.startsWith('-')) exitWith(`a command is required: ${COMMAND_NAMES.join(', ').replace(/, (?=[^,]*$)/, ' or ')}`, EXIT_USAGE);
   const command = await loadCommand(name);
-  if (!command) exitWith(unknown, EXIT_USAGE);
+  if (!command) unknownCommand(name);
   const { spec, run } = command;
   return run(parseFlags(spec.flags, argv.slice(1), process.env, { command: spec.name, takesCommand: spec.takesCommand }));
 }

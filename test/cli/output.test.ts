@@ -71,9 +71,17 @@ describe('what the CLI prints', () => {
       assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
       assert.equal(r.stdout, want, args.join(' '));
     }
-    const bad = await runCli(['help', 'nope']);
-    assert.equal(bad.code, 2);
-    assert.match(bad.stderr, /^leasehold: unknown command "nope"/);
+    // A mistyped command is refused wherever it stands, not answered with the overall help.
+    for (const args of [
+      ['help', 'nope'],
+      ['--help', 'nope'],
+      ['-h', 'nope'],
+    ]) {
+      const bad = await runCli(args);
+      assert.equal(bad.code, 2, args.join(' '));
+      assert.match(bad.stderr, /^leasehold: unknown command "nope"/, args.join(' '));
+      assert.equal(bad.stdout, '', args.join(' '));
+    }
   });
 
   it("sidecar --help and run --help list the app's health flags, with --health-exec's shell and the defaults", async () => {
