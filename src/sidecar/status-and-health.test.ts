@@ -1,6 +1,6 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StatusPublisher, checkStatusDir } from './status-publisher.js';
@@ -56,6 +56,32 @@ describe('StatusPublisher', () => {
     assert.equal(readFileSync(join(d, 'is-leader'), 'utf8'), 'false\n');
     assert.equal(readFileSync(join(d, 'fencing-token'), 'utf8'), '');
     assert.deepEqual(readdirSync(d).sort(), ['fencing-token', 'holder', 'is-leader', 'status.json'], 'no temp files left behind');
+  });
+
+  it('a publish that failed part-way is not remembered: the same state as before it is written again', () => {
+    const p = new StatusPublisher(join(dir, 'torn'));
+    p.prepare();
+    const d = p.dir;
+    // The sidecar's sequence: its own record seen (onNewLeader, not yet leading), then the
+    // term's publish, then a step-down before any renewal: the step-down's state is the first one.
+    const standby = toLeaderStatus(snap({ isLeader: false, fencingToken: null, validUntil: null }), new Date());
+    assert.equal(p.publish(standby), true);
+    // is-leader cannot be replaced (a directory with an entry in its place): the leader's
+    // publish fails after status.json already says leader.
+    rmSync(join(d, 'is-leader'));
+    mkdirSync(join(d, 'is-leader', 'blocker'), { recursive: true });
+    assert.throws(() => p.publish(toLeaderStatus(snap(), new Date())));
+    assert.equal(
+      (JSON.parse(readFileSync(join(d, 'status.json'), 'utf8')) as { isLeader: boolean }).isLeader,
+      true,
+      'the torn publish got as far as status.json',
+    );
+    rmSync(join(d, 'is-leader'), { recursive: true });
+    // The step-down's state equals the one written before the torn publish: it must reach the
+    // disk all the same (a skipped write left status.json saying leader while the lease was released).
+    assert.equal(p.publish(standby), true);
+    assert.equal((JSON.parse(readFileSync(join(d, 'status.json'), 'utf8')) as { isLeader: boolean }).isLeader, false);
+    assert.equal(readFileSync(join(d, 'is-leader'), 'utf8'), 'false\n');
   });
 
   it('checkStatusDir accepts a creatable path and refuses files in the way, writing nothing', () => {

@@ -92,6 +92,10 @@ export class StatusPublisher {
   publish(status: LeaderStatus): boolean {
     const key = JSON.stringify({ ...status, updatedAt: '' });
     if (key === this.last) return false;
+    // Until every file is written, the disk holds neither the last state nor this one (a
+    // failure part-way may leave status.json saying leader): the next publish must write,
+    // even a state equal to the one before, or a step-down would be skipped as "unchanged".
+    this.last = '';
     const json = JSON.stringify(status, null, 2) + '\n';
     const token = status.isLeader ? status.fencingToken : null;
     const leaving = this.leading !== null && token !== this.leading;
@@ -104,11 +108,13 @@ export class StatusPublisher {
     writeFileAtomic(this.dir, 'fencing-token', status.fencingToken === null ? '' : `${status.fencingToken}\n`);
     writeFileAtomic(this.dir, 'holder', status.holder ? `${escapeControl(status.holder)}\n` : '');
     if (!(leaving && token === null)) {
+      // From here the disk may say this token leads (status.json first): should a write below
+      // fail, the next step-down still writes is-leader "false" before anything else.
+      this.leading = token;
       writeFileAtomic(this.dir, 'status.json', json);
       // "true" only after its token is in place.
       writeFileAtomic(this.dir, 'is-leader', token !== null ? 'true\n' : 'false\n');
     }
-    this.leading = token;
     fsyncDir(this.dir);
     this.last = key;
     return true;

@@ -51,7 +51,7 @@ describe('a leader whose step-down cannot reach its status files', () => {
     } finally {
       repair(a);
     }
-    assert.equal(holder(db, lease), a.id, 'the lease is not released: it expires');
+    assert.equal(holder(db, lease), a.id, `the lease is not released: it expires\n${a.proc.stderr()}`);
     assert.doesNotMatch(a.proc.stderr(), /"msg":"released lease"/);
     assert.match(a.proc.stderr(), LEFT_TO_EXPIRE);
   }
