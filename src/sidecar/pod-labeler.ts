@@ -101,8 +101,12 @@ export class PodLabeler {
           this.log.debug('labelled pod', { pod: this.pod, role: want.role });
         },
         (err: unknown) => {
+          // A failed patch may still have landed (an answer lost, a timeout): the pod's role is
+          // unknown, so even a return to the role applied before must be sent.
+          this.applied = null;
           this.log.warn('cannot label pod', { pod: this.pod, role: want.role, error: describeError(err) });
-          if (!this.retry) {
+          // The backoff repeats this role; a newer one wanted meanwhile is sent at once (below).
+          if (!this.retry && same(this.wanted, want)) {
             this.retry = setTimeout(() => {
               this.retry = null;
               void this.sync();

@@ -126,6 +126,37 @@ describe('the pod labeller on a real API server', () => {
     assert.ok(!lines.some((l) => l.includes('relabelled a former leader pod')), lines.join('\n'));
   });
 
+  it('a patch whose answer was lost counts as unknown: going back to the role before it is sent again', { timeout: 60_000 }, async () => {
+    const ns = await podsIn('lost', ['self']);
+    let labeller: PodLabeler | null = null;
+    let lose = true;
+    // The leader patch lands on the server, its answer is lost, and meanwhile the term ends.
+    const lossy = new Proxy(client, {
+      get(target, prop, receiver) {
+        if (prop !== 'request') return Reflect.get(target, prop, receiver) as unknown;
+        return async (method: string, path: string, opts?: { body?: { metadata?: { labels?: Record<string, string> } } }) => {
+          const answer: unknown = await target.request(method, path, opts);
+          if (lose && method === 'PATCH' && opts?.body?.metadata?.labels?.['leasehold.io/role'] === 'leader') {
+            lose = false;
+            labeller!.set('follower');
+            throw new Error('the answer was lost');
+          }
+          return answer;
+        };
+      },
+    });
+    labeller = new PodLabeler(lossy, ns, 'self', 'billing', log, 60_000);
+    labeller.set('follower');
+    await labeller.flush(10_000);
+    assert.equal(labels(ns, 'self').role, 'follower');
+    labeller.set('leader', 4);
+    // Wanted is "follower" again, the role last known applied: it must be sent all the same (the
+    // retry is a minute away, so only that send can relabel the pod in time).
+    await waitFor('the pod relabelled follower', () => !lose && labels(ns, 'self').role === 'follower', 10_000, 50);
+    await labeller.flush(10_000);
+    assert.equal(labels(ns, 'self').role, 'follower');
+  });
+
   it('labels a pod with the lease name, or a prefix and a hash when it is longer than a label value may be', async () => {
     assert.equal(leaseLabelValue('billing'), 'billing');
     const long = `${'a'.repeat(60)}.example.com`;
