@@ -49,6 +49,12 @@ export function emptyValueRule(command: string, flag: string, variable = false):
   return `must be non-empty (${fallback}${off})`;
 }
 
+/** What to do about a flag given without its value (the end of the line, or another flag next). */
+function missingValueRule(command: string, flag: string): string {
+  const off = flag === 'listen' && (command === 'sidecar' || command === 'run') ? ' (off for no listener)' : '';
+  return `give one after it${off}, or leave the flag out for its default`;
+}
+
 /** `--leaseDuration`, the camelCase spelling the CLI has always taken, is `--lease-duration`. */
 const kebab = (name: string) => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 const camel = (flag: string) => flag.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
@@ -129,8 +135,11 @@ function fromCommandLine(table: FlagTable, own: string[], c: ParseContext): Map<
       given.set(flag, value);
       continue;
     }
-    // A separate word that is another flag is not this one's value: the value is missing.
-    const value = token.value === undefined || (!token.inlineValue && token.value.startsWith('--')) ? '' : token.value;
+    // A separate word that is another flag is not this one's value: the value is missing,
+    // which is said as such (an "empty" value the user never typed would puzzle).
+    const missing = token.value === undefined || (!token.inlineValue && token.value.startsWith('--'));
+    if (missing) throw usage(`${token.rawName} needs a value: ${missingValueRule(c.command, flag)}`);
+    const value = token.value;
     if (value === '') throw badFlag(flag, '', emptyValueRule(c.command, flag));
     const values = [...((given.get(flag) as string[] | undefined) ?? []), value];
     if (spec.type === 'string' && values.length > 1) throw badFlag(flag, values, 'given more than once: give each flag at most once');

@@ -90,7 +90,12 @@ const cases: Case[] = [
   {
     name: 'a flag whose value is missing (the next word is another flag)',
     args: ['sidecar', '--identity', '--listen', 'off'],
-    message: /invalid --identity "": must be non-empty \(leave the flag out for its default\)$/,
+    message: /^leasehold: --identity needs a value: give one after it, or leave the flag out for its default$/,
+  },
+  {
+    name: 'a flag with no value at the end of the line',
+    args: ['sidecar', '--listen'],
+    message: /^leasehold: --listen needs a value: give one after it \(off for no listener\), or leave the flag out for its default$/,
   },
   {
     name: 'unparsable duration',
@@ -229,7 +234,7 @@ const cases: Case[] = [
   {
     name: '--status-dir with no value',
     args: ['run', '--listen', 'off', '--status-dir', '--', 'true'],
-    message: /invalid --status-dir "": must be non-empty/,
+    message: /^leasehold: --status-dir needs a value: give one after it, or leave the flag out for its default$/,
   },
   {
     name: 'an empty --listen (it meant off)',
