@@ -3,7 +3,7 @@ import { formatDuration } from '../src/config/duration.js';
 import { duration } from './election-flags.js';
 import { resolveExecutable } from '../src/util/resolve-executable.js';
 import { EXIT_NOT_ELECTED, LeaderRunner } from '../src/run/leader-runner.js';
-import { SIDECAR_OPTIONS, checkListenHost, openStoreAndLabeler, resolveSidecar } from './sidecar-settings.js';
+import { SIDECAR_OPTIONS, checkListenAddress, openStoreAndLabeler, resolveSidecar } from './sidecar-settings.js';
 import type { ArgsOf, CommandSpec, FlagTable } from './flag-table.js';
 import { badFlag } from './cli-errors.js';
 import { onShutdownSignal } from './signals.js';
@@ -83,7 +83,7 @@ export function resolveRun(a: RunArgs) {
 export async function runRun(a: RunArgs): Promise<number> {
   const { argv, gracePeriodMs, skipIfRanWithinMs, tryMs, giveUpAfter, ...s } = resolveRun(a);
   resolveExecutable(argv[0]!);
-  await checkListenHost(s.listen, a.listen);
+  await checkListenAddress(s.listen, a.listen);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
   const { store, podLabeler } = await openStoreAndLabeler({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 }, s.podLabel, s.identity, s.lease, log);
   const runner = new LeaderRunner({

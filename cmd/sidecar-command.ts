@@ -1,6 +1,6 @@
 import { createLogger } from '../src/log.js';
 import { Sidecar } from '../src/sidecar/sidecar.js';
-import { SIDECAR_COMMAND_OPTIONS, checkListenHost, openStoreAndLabeler, resolveSidecarCommand, type SidecarArgs } from './sidecar-settings.js';
+import { SIDECAR_COMMAND_OPTIONS, checkListenAddress, openStoreAndLabeler, resolveSidecarCommand, type SidecarArgs } from './sidecar-settings.js';
 import type { CommandSpec } from './flag-table.js';
 import { onShutdownSignal } from './signals.js';
 
@@ -12,7 +12,7 @@ export const SIDECAR_COMMAND = {
 
 export async function runSidecar(a: SidecarArgs): Promise<number> {
   const s = resolveSidecarCommand(a);
-  await checkListenHost(s.listen, a.listen);
+  await checkListenAddress(s.listen, a.listen);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
   const { store, podLabeler } = await openStoreAndLabeler({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 }, s.podLabel, s.identity, s.lease, log);
   const sidecar = new Sidecar({ ...s, store, log, podLabeler });

@@ -4,6 +4,7 @@
  */
 import { describeError } from '../src/errors.js';
 import { lookup } from 'node:dns/promises';
+import { http } from '../src/util/node-http.js';
 import { connectKubernetes, openStore, type StoreSettings } from '../src/backends/open-store.js';
 import { checkStatusDir } from '../src/sidecar/status-publisher.js';
 import { parseListen } from '../src/sidecar/http-server.js';
@@ -105,12 +106,38 @@ export function resolveSidecar(a: CandidateArgs) {
   return { ...election, listen, statusDir: a['status-dir'], readyWhen, podLabel: a['pod-label'], health };
 }
 
-/** A --listen host that does not resolve is bad input: found before anything is written. */
-export async function checkListenHost(listen: { host: string } | undefined, raw: string): Promise<void> {
+/**
+ * A --listen address that cannot be used is bad input, found before anything is written (the
+ * --db file, the status files): a host that does not resolve, or an address nobody may bind
+ * (in use by another process, not on this machine, a privileged port). Bound once and closed
+ * at once; another process could take it in between, and then the sidecar's own bind fails as
+ * before, only later.
+ */
+export async function checkListenAddress(listen: { host: string; port: number } | undefined, raw: string): Promise<void> {
   if (!listen) return;
   try {
     await lookup(listen.host);
   } catch (err) {
     throw badFlag('listen', raw, `the host ${JSON.stringify(listen.host)} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'lookup failed'})`);
   }
+  // node:http's server (loaded already, see node-http.ts) binds as a plain one would.
+  const server = http.createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ host: listen.host, port: listen.port, exclusive: true }, resolve);
+    });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = BIND_REFUSALS[code ?? ''] ?? describeError(err);
+    throw badFlag('listen', raw, `cannot listen there: ${why}`);
+  } finally {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
 }
+
+const BIND_REFUSALS: Record<string, string> = {
+  EADDRINUSE: 'the address is in use by another process (choose another port, or --listen off)',
+  EADDRNOTAVAIL: "the address is not one of this machine's",
+  EACCES: 'a port under 1024 needs privileges this process lacks (choose a port of 1024 or above)',
+};

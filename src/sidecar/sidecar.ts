@@ -74,6 +74,8 @@ export class Sidecar {
   private readonly log: Logger;
   private readonly drain: AppDrain;
   private readonly appHealth: AppHealth | null;
+  /** Whether start() got as far as the status directory: a failed start has no files to update. */
+  private started = false;
 
   constructor(private readonly opts: SidecarOptions) {
     this.clock = opts.clock ?? realClock;
@@ -186,6 +188,7 @@ export class Sidecar {
   async start(): Promise<AddressInfo | null> {
     const address = this.server && this.opts.listen ? await this.server.listen(this.opts.listen.host, this.opts.listen.port) : null;
     this.publisher?.prepare();
+    this.started = true;
     this.publish();
     this.opts.podLabeler?.set('follower');
     this.log.info('campaigning', {
@@ -209,7 +212,7 @@ export class Sidecar {
   async stop(): Promise<void> {
     await this.elector.stop();
     this.appHealth?.stop();
-    this.publish();
+    if (this.started) this.publish();
     await this.opts.podLabeler?.flush(2_000);
     await this.server?.close();
     await this.opts.store.close();

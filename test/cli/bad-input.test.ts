@@ -1,8 +1,15 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { runCli, tempDir } from '../support/cli.js';
+
+/** A port another process holds: the sidecar's --listen there is refused before --db is created. */
+const holder = createServer();
+await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+after(() => holder.close());
+const BUSY = `127.0.0.1:${(holder.address() as { port: number }).port}`;
 
 interface Case {
   name: string;
@@ -405,6 +412,21 @@ const cases: Case[] = [
     message: /invalid --health-hold-down "0s": needs a health source: --health-http, --health-tcp or --health-exec/,
   },
   { name: 'an empty health command', args: ['sidecar', '--health-exec='], message: /invalid --health-exec "": must be non-empty/ },
+  {
+    name: "a --listen address in another process's use (the --db file is not created)",
+    args: ['sidecar', '--listen', BUSY],
+    message: /invalid --listen "127\.0\.0\.1:\d+": cannot listen there: the address is in use by another process \(choose another port, or --listen off\)$/,
+  },
+  {
+    name: "run's --listen in use: refused before the command or the --db file",
+    args: ['run', '--listen', BUSY, '--', 'true'],
+    message: /invalid --listen "127\.0\.0\.1:\d+": cannot listen there: the address is in use/,
+  },
+  {
+    name: 'a --listen address not on this machine',
+    args: ['sidecar', '--listen', '192.0.2.1:4040'],
+    message: /invalid --listen "192\.0\.2\.1:4040": cannot listen there: the address is not one of this machine's$/,
+  },
 ];
 
 describe('bad input: exit 2, one clear line, nothing written', () => {

@@ -1,0 +1,46 @@
+/**
+ * A sidecar whose start fails (its --listen address taken between the CLI's check and its own
+ * bind) writes nothing on the way out: its status directory was never prepared, so the stop
+ * neither creates it nor logs a failed write into it.
+ */
+import { it } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SqliteLeaseStore } from '../backends/sqlite-store.js';
+import { FakeClock } from '../testing/fake-clock.js';
+import type { Logger } from '../log.js';
+import { Sidecar } from './sidecar.js';
+
+it('a start that fails at its bind leaves no status files and logs no failed write', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'leasehold-start-'));
+  const taken = createServer();
+  t.after(() => {
+    taken.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  const port = (taken.address() as { port: number }).port;
+  const errors: string[] = [];
+  const log: Logger = { debug() {}, info() {}, warn: (msg) => errors.push(msg), error: (msg) => errors.push(msg) };
+  const store = new SqliteLeaseStore(join(dir, 'leases.db'));
+  const statusDir = join(dir, 'status');
+  const s = new Sidecar({
+    leaseDurationMs: 15_000,
+    renewDeadlineMs: 10_000,
+    retryPeriodMs: 2_000,
+    store,
+    lease: 'l',
+    identity: 'me',
+    log,
+    clock: new FakeClock(),
+    statusDir,
+    listen: { host: '127.0.0.1', port },
+  });
+  await assert.rejects(s.start(), { code: 'EADDRINUSE' });
+  await s.stop();
+  assert.equal(existsSync(statusDir), false, 'no status directory');
+  assert.deepEqual(errors, []);
+});
