@@ -13,7 +13,8 @@ import { escapeForTerminal } from '../src/util/escape-control.js';
 const MAX_STATUS_BYTES = 64 * 1024;
 
 export type CandidateView =
-  { statusDir: string; identity: string; isLeader: boolean; standingAside: { reason: string; since: string } | null } | { statusDir: string; error: string };
+  | { statusDir: string; identity: string; isLeader: boolean; standingAside: { reason: string; since: string } | null; stoppedAt: string | null }
+  | { statusDir: string; error: string };
 
 /**
  * Reads a regular file only: opened without blocking, so a FIFO (or a device) planted in the
@@ -41,7 +42,14 @@ export function readCandidate(statusDir: string): CandidateView {
   try {
     const s = JSON.parse(readBounded(path)) as Record<string, unknown>;
     const aside = s.standingAside as { reason?: unknown; since?: unknown } | null | undefined;
-    if (!isString(s.identity) || typeof s.isLeader !== 'boolean' || (aside != null && (!isString(aside.reason) || !isString(aside.since)))) {
+    // stoppedAt is absent from the files of sidecars older than the field: read as running.
+    const stoppedAt = s.stoppedAt ?? null;
+    if (
+      !isString(s.identity) ||
+      typeof s.isLeader !== 'boolean' ||
+      (aside != null && (!isString(aside.reason) || !isString(aside.since))) ||
+      (stoppedAt !== null && !isString(stoppedAt))
+    ) {
       throw new Error('not a status file of leasehold');
     }
     return {
@@ -49,15 +57,25 @@ export function readCandidate(statusDir: string): CandidateView {
       identity: s.identity,
       isLeader: s.isLeader,
       standingAside: aside ? { reason: aside.reason as string, since: aside.since as string } : null,
+      stoppedAt,
     };
   } catch (err) {
     return { statusDir, error: `cannot read ${path}: ${describeError(err)}` };
   }
 }
 
-/** One line: `<identity>: leader`, `standby, campaigning`, or `standing aside since <time>: <reason>`; escaped for a terminal. */
+/**
+ * One line: `<identity>: leader`, `standby, campaigning`, `standing aside since <time>: <reason>`,
+ * or `stopped at <time>` (its last file, not a standby); escaped for a terminal.
+ */
 export function formatCandidate(c: CandidateView): string {
   if ('error' in c) return escapeForTerminal(c.error);
-  const state = c.standingAside ? `standing aside since ${c.standingAside.since}: ${c.standingAside.reason}` : c.isLeader ? 'leader' : 'standby, campaigning';
+  const state = c.stoppedAt
+    ? `stopped at ${c.stoppedAt}, not campaigning`
+    : c.standingAside
+      ? `standing aside since ${c.standingAside.since}: ${c.standingAside.reason}`
+      : c.isLeader
+        ? 'leader'
+        : 'standby, campaigning';
   return escapeForTerminal(`${c.identity}: ${state}`);
 }

@@ -44,7 +44,13 @@ it("--status-dir: the candidate's standing-aside reason is escaped for a termina
     const reason = 'app unhealthy: GET http://127.0.0.1:8080/healthz: status 503: \u001b[2Jstate    released\u202e';
     writeFileSync(join(dir, 'status.json'), JSON.stringify({ identity: 'me', isLeader: false, standingAside: { reason, since: '2026-12-02T08:59:00.000Z' } }));
     const report = await readReport(store, 'x', now, dir);
-    assert.deepEqual(report.candidate, { statusDir: dir, identity: 'me', isLeader: false, standingAside: { reason, since: '2026-12-02T08:59:00.000Z' } });
+    assert.deepEqual(report.candidate, {
+      statusDir: dir,
+      identity: 'me',
+      isLeader: false,
+      standingAside: { reason, since: '2026-12-02T08:59:00.000Z' },
+      stoppedAt: null,
+    });
     const text = formatReport(report, now);
     assert.ok(!text.includes('\u001b') && !text.includes('\u202e'), text);
     assert.equal(text.match(/^state/gm)?.length, 1);

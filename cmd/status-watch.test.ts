@@ -22,18 +22,24 @@ it('a renewal (a later expiry alone) is no change; a new holder, token or state 
   );
 });
 
-it('--status-dir: the candidate standing aside, campaigning again or leading is a change, shown escaped', () => {
-  const candidate = { statusDir: '/s', identity: 'me', isLeader: false, standingAside: null };
+it('--status-dir: the candidate standing aside, campaigning again, leading or stopped is a change, shown escaped', () => {
+  const candidate = { statusDir: '/s', identity: 'me', isLeader: false, standingAside: null, stoppedAt: null };
   const k = changeKey({ ...base, candidate });
   const aside = { reason: 'app unhealthy: status 503: \u001b[2J', since: '2026-12-02T08:59:00.000Z' };
   const changed = [
     { ...candidate, standingAside: aside },
     { ...candidate, isLeader: true },
+    { ...candidate, stoppedAt: '2026-12-02T08:59:30.000Z' },
     { statusDir: '/s', error: 'cannot read /s/status.json: ENOENT' },
   ];
   for (const c of changed) assert.notEqual(changeKey({ ...base, candidate: c }), k, JSON.stringify(c));
   assert.equal(
     formatWatchLine({ ...base, expiresAt: '2026-12-02T09:00:15.000Z', candidate: { ...candidate, standingAside: aside } }, at),
     '2026-12-02T09:00:00.000Z  held      holder a  token 3  expires 2026-12-02T09:00:15.000Z  sidecar me: standing aside since 2026-12-02T08:59:00.000Z: app unhealthy: status 503: \\u001b[2J\n',
+  );
+  // A stopped sidecar's last file is not a standby's, even if it stood aside when it stopped.
+  assert.match(
+    formatWatchLine({ ...base, candidate: { ...candidate, standingAside: aside, stoppedAt: '2026-12-02T08:59:30.000Z' } }, at),
+    /sidecar me: stopped at 2026-12-02T08:59:30\.000Z, not campaigning\n$/,
   );
 });

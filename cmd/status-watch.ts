@@ -10,7 +10,7 @@ export const WATCH_REREAD_MS = 1_000;
 /** What makes a new line: a renewal alone (a later expiresAt, same holder and token) does not. */
 export function changeKey(r: LeaseReport): string {
   const c = r.candidate;
-  const candidate = c && !('error' in c) ? [c.isLeader, c.standingAside?.reason ?? null] : (c?.error ?? null);
+  const candidate = c && !('error' in c) ? [c.isLeader, c.standingAside?.reason ?? null, c.stoppedAt !== null] : (c?.error ?? null);
   return JSON.stringify([r.found, r.state, r.holder, r.fencingToken, candidate]);
 }
 

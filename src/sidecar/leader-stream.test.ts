@@ -16,6 +16,7 @@ const status = (over: Partial<LeaderStatus> = {}): LeaderStatus => ({
   renewedAt: '2026-12-02T09:00:00.000Z',
   validUntil: '2026-12-02T09:00:10.000Z',
   standingAside: null,
+  stoppedAt: null,
   updatedAt: '2026-12-02T09:00:00.000Z',
   ...over,
 });

@@ -212,7 +212,8 @@ export class Sidecar {
   async stop(): Promise<void> {
     await this.elector.stop();
     this.appHealth?.stop();
-    if (this.started) this.publish();
+    // The last write: this candidate no longer campaigns (`status` must not call it a standby).
+    if (this.started) this.publish(this.clock.now());
     await this.opts.podLabeler?.flush(2_000);
     await this.server?.close();
     await this.opts.store.close();
@@ -280,8 +281,8 @@ export class Sidecar {
    * The status files first, then the /leader streams, so a stream never runs ahead of the
    * files. Returns why the files could not be written, or null when they hold this state.
    */
-  private publish(): string | null {
-    const status = toLeaderStatus(this.elector.snapshot(), this.clock.now());
+  private publish(stoppedAt: Date | null = null): string | null {
+    const status = toLeaderStatus(this.elector.snapshot(), this.clock.now(), stoppedAt);
     let error: string | null = null;
     try {
       this.publisher?.publish(status);

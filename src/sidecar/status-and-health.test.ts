@@ -49,6 +49,7 @@ describe('StatusPublisher', () => {
       renewedAt: '2026-12-02T09:00:10.000Z',
       validUntil: '2026-12-02T09:00:20.000Z',
       standingAside: null,
+      stoppedAt: null,
       updatedAt: '2026-12-02T09:00:11.000Z',
     });
     assert.equal(p.publish(toLeaderStatus(snap(), new Date('2026-12-02T09:00:12Z'))), false, 'nothing but updatedAt changed: no write');

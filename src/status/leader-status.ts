@@ -21,5 +21,10 @@ export interface LeaderStatus {
    * when (ISO); null while it campaigns, and always without a health source.
    */
   standingAside: { reason: string; since: string } | null;
+  /**
+   * When this sidecar stopped (ISO): its last write, after the step-down and the release. null
+   * while it runs. A file that says so is a candidate no longer campaigning, not a standby.
+   */
+  stoppedAt: string | null;
   updatedAt: string;
 }

@@ -225,6 +225,13 @@ describe('the app health of real sidecars on one SQLite file', () => {
     await waitFor('the step-down', () => readStatus(statusDir)?.isLeader === false, 10_000, 10);
     assert.equal(await metric(base, /^leasehold_health_step_downs_total\{/), 'leasehold_health_step_downs_total{name="health-late"} 1');
     assert.equal(await metric(base, /^leasehold_app_eligible\{/), 'leasehold_app_eligible{name="health-late"} 0');
+    // Stopped, its last file says so: `status` must not call it a standby (nor standing aside).
+    p.kill('SIGTERM');
+    assert.equal((await p.exited).code, 0, p.stderr());
+    const stoppedAt = readStatus(statusDir)?.stoppedAt;
+    assert.ok(stoppedAt && Date.parse(stoppedAt) <= Date.now(), `stoppedAt ${stoppedAt}`);
+    const after = await runCli(['status', '--db', db, '--lease', 'health-late', '--status-dir', statusDir]);
+    assert.match(after.stdout, new RegExp(`^sidecar {2}late: stopped at ${escaped(stoppedAt)}, not campaigning$`, 'm'));
   });
 
   it('an app unreachable at the start is no error: the candidate stands aside until it answers', { timeout: 60_000 }, async () => {

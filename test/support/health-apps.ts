@@ -37,6 +37,7 @@ export interface StatusFile {
   fencingToken: number | null;
   holder: string | null;
   standingAside: { reason: string; since: string } | null;
+  stoppedAt: string | null;
 }
 
 /** A candidate's status.json, or undefined before it is written. */
