@@ -9,9 +9,34 @@ import { escapeForTerminal } from '../src/util/escape-control.js';
 /** Exit code for bad input: a flag, a value, a path. Nothing has been written when it is used. */
 export const EXIT_USAGE = 2;
 
-/** A bad flag value: names the flag, the value and the rule, on one line. */
+/** Past this many characters a quoted value is cut: the line must stay one a terminal shows whole. */
+const QUOTED_MAX = 80;
+
+/** A value as an error line quotes it: JSON, a long string cut with its length, so the rule after it is seen. */
+export function quoteValue(value: unknown): string {
+  if (typeof value !== 'string' || value.length <= QUOTED_MAX) return JSON.stringify(value);
+  return `${JSON.stringify(value.slice(0, QUOTED_MAX))}... (${value.length} characters)`;
+}
+
+/**
+ * The flags whose value this process took from a LEASEHOLD_<FLAG> variable, and that variable
+ * (set by the parser, cli-parser.ts): a refusal names what the user set, the variable.
+ */
+const FROM_VARIABLE = new Map<string, string>();
+
+export function noteFromVariable(flag: string, variable: string | null): void {
+  if (variable === null) FROM_VARIABLE.delete(flag);
+  else FROM_VARIABLE.set(flag, variable);
+}
+
+/**
+ * A bad flag value: names the flag, the value and the rule, on one line; a value from a
+ * variable is told as `invalid LEASEHOLD_X "value" (for --x): rule`.
+ */
 export function badFlag(flag: string, value: unknown, rule: string): InvalidConfigError {
-  return new InvalidConfigError(`invalid --${flag} ${JSON.stringify(value)}: ${rule}`, { rule });
+  const variable = FROM_VARIABLE.get(flag);
+  const what = variable === undefined ? `--${flag} ${quoteValue(value)}` : `${variable} ${quoteValue(value)} (for --${flag})`;
+  return new InvalidConfigError(`invalid ${what}: ${rule}`, { rule });
 }
 
 /** The flag for each setting an error's `field` names (src/ knows no flag). */

@@ -13,7 +13,7 @@ import type * as Util from 'node:util';
 import { InvalidConfigError } from '../src/errors.js';
 import { envName, type ArgsOf, type FlagTable } from './flag-table.js';
 import { TERM_VARIABLES } from './run-environment.js';
-import { badFlag } from './cli-errors.js';
+import { badFlag, noteFromVariable, quoteValue } from './cli-errors.js';
 
 /**
  * node:util by require, as src/util/node-http.ts loads node:http: an ESM import builds the
@@ -83,7 +83,7 @@ function strayWords(words: string[], c: ParseContext): InvalidConfigError {
 /** A boolean's value as written: `--x` true, `--no-x` false, `--x=true|false`, and `--no-x=true|false` negated. */
 function booleanValue(raw: string, negated: boolean, inline: string | undefined): boolean {
   if (inline === undefined) return !negated;
-  if (inline !== 'true' && inline !== 'false') throw usage(`invalid ${raw} ${JSON.stringify(inline)}: must be true or false`);
+  if (inline !== 'true' && inline !== 'false') throw usage(`invalid ${raw} ${quoteValue(inline)}: must be true or false`);
   return (inline === 'true') !== negated;
 }
 
@@ -168,13 +168,15 @@ function fromEnvironment(
   for (const [flag, spec] of Object.entries(table)) {
     const name = envName(flag);
     const value = env[name];
+    noteFromVariable(flag, null);
     if (value === undefined || given.has(flag)) continue;
     if (insideRun && (TERM_VARIABLES as readonly string[]).includes(name)) continue;
     if (value === '') throw usage(`invalid ${name} "" (for --${flag}): ${emptyValueRule(command, flag, true)}`);
     if (spec.type === 'boolean' && value !== 'true' && value !== 'false') {
-      throw usage(`invalid ${name} ${JSON.stringify(value)} (for --${flag}): must be true or false`);
+      throw usage(`invalid ${name} ${quoteValue(value)} (for --${flag}): must be true or false`);
     }
     read.set(flag, spec.type === 'boolean' ? value === 'true' : spec.type === 'list' ? [value] : value);
+    noteFromVariable(flag, name);
   }
   return read;
 }

@@ -54,7 +54,7 @@ const cases: Case[] = [
     name: 'operator retry period through its variable',
     args: ['operator', '--sidecar-image', 'leasehold:1'],
     env: { LEASEHOLD_RETRY_PERIOD: 'often' },
-    message: /invalid --retry-period "often": expected a duration/,
+    message: /invalid LEASEHOLD_RETRY_PERIOD "often" \(for --retry-period\): expected a duration/,
   },
   {
     name: 'operator with an unknown certificate source',
@@ -126,6 +126,29 @@ const cases: Case[] = [
     name: 'contention window not a duration',
     args: ['sidecar', '--contention-window', 'soon'],
     message: /invalid --contention-window "soon": expected a duration/,
+  },
+  {
+    name: 'a bad value from a variable names the variable, and the flag it sets',
+    args: ['sidecar'],
+    env: { LEASEHOLD_LEASE_DURATION: 'xyz' },
+    message: /^leasehold: invalid LEASEHOLD_LEASE_DURATION "xyz" \(for --lease-duration\): expected a duration such as 15s/,
+  },
+  {
+    name: "a store's refusal of a variable's value names the variable",
+    args: ['sidecar'],
+    env: { LEASEHOLD_LEASE: 'Billing_Job!' },
+    message: /^leasehold: invalid LEASEHOLD_LEASE "Billing_Job!" \(for --lease\): it must be a DNS-1123 subdomain/,
+  },
+  {
+    name: 'the command line wins: its value is the one named, not the variable',
+    args: ['sidecar', '--lease', 'Bad!'],
+    env: { LEASEHOLD_LEASE: 'Billing_Job!' },
+    message: /^leasehold: invalid --lease "Bad!": it must be a DNS-1123 subdomain/,
+  },
+  {
+    name: 'a long value is cut in the line, with its length, so the rule is seen',
+    args: ['sidecar', '--lease', 'X'.repeat(5000)],
+    message: /^leasehold: invalid --lease "X{80}"\.\.\. \(5000 characters\): it must be a DNS-1123 subdomain/,
   },
   {
     name: 'the same rule through an env var',
@@ -296,7 +319,7 @@ const cases: Case[] = [
     name: 'sidecar drain timeout through its variable, with timings that leave no drain',
     args: ['sidecar', '--renew-deadline', '4s'],
     env: { LEASEHOLD_DRAIN_TIMEOUT: '1s' },
-    message: /invalid --drain-timeout "1s": no drain fits renew-deadline\/2 − retry-period \(2s − 2s\)/,
+    message: /invalid LEASEHOLD_DRAIN_TIMEOUT "1s" \(for --drain-timeout\): no drain fits renew-deadline\/2 − retry-period \(2s − 2s\)/,
   },
   {
     name: 'sidecar drain timeout without its HTTP listener',
@@ -312,7 +335,7 @@ const cases: Case[] = [
     name: 'run give-up count through its variable',
     args: ['run', '--', 'true'],
     env: { LEASEHOLD_GIVE_UP_AFTER: '-1' },
-    message: /invalid --give-up-after "-1": must be a whole number from 0/,
+    message: /invalid LEASEHOLD_GIVE_UP_AFTER "-1" \(for --give-up-after\): must be a whole number from 0/,
   },
   {
     name: 'run has no drain timeout (its command exiting is its drain)',
