@@ -318,7 +318,7 @@ export class CandidateLoop {
       if ((await this.releaser.drained()) && (await this.releaser.allowed())) await this.release();
       return;
     }
-    if (this.view.observed?.record.successor?.identity === this.identity) await this.claim?.withdraw();
+    if (this.claim?.mayHoldClaim()) await this.claim.withdraw();
     if (!this.schedule.dueForAttempt()) return;
     this.schedule.attempting(this.requestTimeoutMs);
     try {
