@@ -962,6 +962,40 @@ describe('safety holes found by the randomized simulation (each failed before it
     assert.equal(events.at(-1), 'a started:2');
   });
 
+  it('a takeover whose answer was lost is released at stop, not left to expire for a term nobody leads', async () => {
+    const { store, elector, events } = setup();
+    store.put(LEASE, released());
+    // The takeover lands, and its answer is lost (a timeout after the store applied it).
+    const realUpdate = store.update.bind(store);
+    store.update = async (n, r, v, o) => {
+      await realUpdate(n, r, v, o);
+      store.update = realUpdate;
+      throw new BackendUnavailableError('memory update: no answer within the request timeout');
+    };
+    assert.equal(await elector.tryAcquireOrRenew(), false, 'no answer: not leader');
+    assert.equal(store.peek(LEASE)?.holderIdentity, ME, 'the takeover landed all the same');
+    await elector.stop();
+    assert.equal(store.peek(LEASE)?.holderIdentity, '', 'released: the others need not wait a lease duration');
+    assert.equal(store.peek(LEASE)?.leaseTransitions, 1, 'the token stays');
+    assert.equal(events.filter((e) => e.startsWith('started')).length, 0, 'nobody was told this candidate leads');
+  });
+
+  it('a takeover that lost its race (conflict) leaves nothing to release at stop', async () => {
+    const { store, elector } = setup();
+    store.put(LEASE, released());
+    const realUpdate = store.update.bind(store);
+    store.update = async (n, r, v, o) => {
+      store.update = realUpdate;
+      store.put(LEASE, record({ holderIdentity: 'other', leaseTransitions: 1 }));
+      return realUpdate(n, r, v, o);
+    };
+    assert.equal(await elector.tryAcquireOrRenew(), false);
+    store.clearCalls();
+    await elector.stop();
+    assert.deepEqual(store.calls, [], 'no read, no write');
+    assert.equal(store.peek(LEASE)?.holderIdentity, 'other');
+  });
+
   it('a term counts from the start of the request that succeeded, not of the attempt', async () => {
     const { clock, store, a } = pair({ requestTimeoutMs: 60_000 });
     store.put(LEASE, released());

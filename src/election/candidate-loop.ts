@@ -20,7 +20,7 @@
  * The record's renewTime is never compared with the local clock.
  */
 import { realClock, type Clock, type Timer } from '../clock.js';
-import { ConflictError, StoreReopenedError, describeError } from '../errors.js';
+import { ConflictError, InvalidRecordError, StoreReopenedError, describeError } from '../errors.js';
 import { boundedCall } from './bounded-call.js';
 import { EligibilityGate } from './eligibility-gate.js';
 import { listenerCalls, type Notify } from './listener-calls.js';
@@ -97,6 +97,12 @@ export class CandidateLoop {
   private unwatch: (() => void) | null = null;
   /** Monotonic start of the last successful acquire/renew, kept after a step-down; for liveness. */
   private lastRenewMono: number | null = null;
+  /**
+   * The last write of a new term got no answer (a timeout, a dropped connection): it may have
+   * landed, a term of this candidate's that nobody was told of. stop() then reads the record
+   * and releases it if it is ours, rather than leave the others to wait out a lease nobody leads.
+   */
+  private takeoverUnanswered = false;
 
   constructor(opts: CandidateOptions) {
     validateTimings(opts);
@@ -300,9 +306,15 @@ export class CandidateLoop {
     await this.loop;
     this.loop = null;
     const wasLeading = this.term !== null;
+    const mayHold = !wasLeading && this.takeoverUnanswered;
     this.stepDown('shutting down');
-    if (wasLeading && (await this.releaser.drained()) && (await this.releaser.allowed())) await this.release();
-    else if (!wasLeading) await this.claim?.withdraw();
+    if (wasLeading) {
+      if ((await this.releaser.drained()) && (await this.releaser.allowed())) await this.release();
+      return;
+    }
+    // Released from a read: the view predates the write that may have landed.
+    if (mayHold && (await this.releaser.drained()) && (await this.releaser.allowed())) await this.releaser.send(true);
+    await this.claim?.withdraw();
   }
 
   /**
@@ -318,7 +330,7 @@ export class CandidateLoop {
       if ((await this.releaser.drained()) && (await this.releaser.allowed())) await this.release();
       return;
     }
-    if (this.view.observed?.record.successor?.identity === this.identity) await this.claim?.withdraw();
+    if (this.claim?.mayHoldClaim()) await this.claim.withdraw();
     if (!this.schedule.dueForAttempt()) return;
     this.schedule.attempting(this.requestTimeoutMs);
     try {
@@ -459,9 +471,17 @@ export class CandidateLoop {
     const freedAtMono = renewing || !seen ? null : this.view.freeAtMono(seen);
     const record = build(start.wall);
     this.view.noteWrite(record);
-    const version = await this.call(op, (o) =>
-      op === 'create' ? this.store.create(this.lease, record, o) : this.store.update(this.lease, record, expectedVersion!, o),
-    );
+    let version: string;
+    try {
+      version = await this.call(op, (o) =>
+        op === 'create' ? this.store.create(this.lease, record, o) : this.store.update(this.lease, record, expectedVersion!, o),
+      );
+    } catch (err) {
+      // A conflict or a refused record is an answer: nothing landed. Anything else may have.
+      if (renewing === null) this.takeoverUnanswered = !(err instanceof ConflictError || err instanceof InvalidRecordError);
+      throw err;
+    }
+    if (renewing === null) this.takeoverUnanswered = false;
     return this.succeeded({ record, version }, renewing, start, freedAtMono);
   }
 

@@ -52,12 +52,14 @@ export class LeaseRelease {
   /**
    * Writes the released record (term-records.ts) over our own, the term already ended. A
    * conflict or an unanswered request is retried after a fresh read. True when it landed.
+   * `fromRead`: the view may predate a write of ours that landed unanswered, so the first
+   * attempt reads too.
    */
-  async send(): Promise<boolean> {
+  async send(fromRead = false): Promise<boolean> {
     const o = this.o;
     let sent: LeaseRecord | null = null;
     for (let attempt = 0; attempt < 5; attempt++) {
-      const seen = o.view.observed;
+      const seen = fromRead && attempt === 0 ? null : o.view.observed;
       // Our record, last seen: released from that view only while it is recent, else from a
       // read. Another's record last seen: nothing of ours to release.
       if (attempt === 0 && seen && !o.view.isOwn(seen)) return false;

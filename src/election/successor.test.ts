@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import { CandidateLoop, type CandidateOptions } from './candidate-loop.js';
 import { DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR } from './elector-config.js';
 import { FakeClock } from '../testing/fake-clock.js';
+import { ManualHealth } from '../health/manual-health.js';
+import { BackendUnavailableError } from '../errors.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
 import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
 
@@ -28,6 +30,8 @@ class CandidateStore implements LeaseStore {
   calls: string[] = [];
   /** Runs after a write has landed and before its answer comes back (a race with the watch). */
   beforeAnswer: (() => void) | null = null;
+  /** The next update lands, and its answer is lost (a timeout after the server applied it). */
+  loseAnswer = false;
   /** What the candidate asked the store's watch through pollQuicklyWhile (the named successor polls quickly). */
   quickWhile: (() => boolean) | undefined;
   constructor(
@@ -50,6 +54,10 @@ class CandidateStore implements LeaseStore {
     const hook = this.beforeAnswer;
     this.beforeAnswer = null;
     hook?.();
+    if (this.loseAnswer) {
+      this.loseAnswer = false;
+      throw new BackendUnavailableError('memory update: no answer within the request timeout');
+    }
     return version;
   }
   watch(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void): () => void {
@@ -269,6 +277,35 @@ describe('the successor claim', () => {
     assert.equal(w.claimant(), null, 'withdrawn');
     await w.clock.advance(1_000);
     assert.equal(w.claimant(), 'b');
+    await w.stopAll();
+  });
+
+  it('a claim that landed unanswered is withdrawn all the same when the standby stops', async () => {
+    const w = world();
+    // A holder that is not an elector here; a learns only by reading (no watch), so until its
+    // next read its view is the record without its claim.
+    w.shared.put(LEASE, { ...RELEASED, holderIdentity: 'L', leaseDurationSeconds: 15, leaseTransitions: 4 });
+    const a = w.add('a', 0.2, { deaf: true });
+    w.store('a').loseAnswer = true;
+    await w.clock.advance(1_000);
+    assert.equal(w.claimant(), 'a', 'the claim landed, its answer lost');
+    await a.stop();
+    assert.equal(w.claimant(), null, 'withdrawn: the others must not stand back for a stopped standby');
+    await w.stopAll();
+  });
+
+  it('a claim that landed unanswered is withdrawn all the same when the app stops being eligible', async () => {
+    const w = world();
+    w.shared.put(LEASE, { ...RELEASED, holderIdentity: 'L', leaseDurationSeconds: 15, leaseTransitions: 4 });
+    const health = new ManualHealth({ failureThreshold: 1, successThreshold: 1, holdDownMs: 0 }, w.clock);
+    health.healthy();
+    w.add('a', 0.2, { deaf: true, eligibility: health });
+    w.store('a').loseAnswer = true;
+    await w.clock.advance(1_000);
+    assert.equal(w.claimant(), 'a', 'the claim landed, its answer lost');
+    health.unhealthy('the app failed its probe');
+    await w.clock.advance(0);
+    assert.equal(w.claimant(), null, 'withdrawn while the app is not eligible');
     await w.stopAll();
   });
 

@@ -97,6 +97,11 @@ export class SuccessorClaimant {
   private volunteer: { needAtMono: number; delayMs: number } | null = null;
   /** When this standby last wrote (or tried to write) its claim: a failed write waits a retry period. */
   private lastWriteMono: number | null = null;
+  /**
+   * A claim write went unanswered (a timeout, a dropped connection): it may have landed though
+   * the view does not show it, so a withdrawal reads the record rather than trusting the view.
+   */
+  private unanswered = false;
 
   constructor(private readonly o: ClaimantOptions) {}
 
@@ -179,7 +184,9 @@ export class SuccessorClaimant {
         seen = current;
       }
       const claimed = withClaim(seen.record, { identity: o.identity, claimedAt: o.clock.now() });
+      this.unanswered = true;
       const version = await o.call('update', (c) => o.store.update(o.lease, claimed, seen.version, c));
+      this.unanswered = false;
       // Not our lease write: the holder's expiry still counts from its last renewal (see
       // RecordView.observe). Unless the watch has meanwhile shown a newer record (a release
       // that landed right after the claim): the answer must not take the view back before it.
@@ -188,10 +195,17 @@ export class SuccessorClaimant {
     } catch (err) {
       o.log.debug('successor claim not written', { reason: describeError(err) });
       if (err instanceof ConflictError) {
+        // A conflict is an answer: the claim did not land.
+        this.unanswered = false;
         const current = await this.read();
         if (current) o.observe(current);
       }
     }
+  }
+
+  /** The record last seen holds this standby's claim, or a claim write of its own went unanswered and may have landed. */
+  mayHoldClaim(): boolean {
+    return this.unanswered || this.o.view.observed?.record.successor?.identity === this.o.identity;
   }
 
   /** The candidate stops, or stands aside: it takes its claim back, so the others do not stand back for it. */
@@ -200,10 +214,13 @@ export class SuccessorClaimant {
     if (!this.kept()) return;
     for (let attempt = 0; attempt < 3; attempt++) {
       const seen = o.view.observed;
-      // Nothing to withdraw unless the record last seen holds our claim; to withdraw it, a
-      // recent view or a read.
-      if (attempt === 0 && seen?.record.successor?.identity !== o.identity) return;
-      const current = attempt === 0 && seen && o.view.confirmedWithin(seen.version, o.requestTimeoutMs) ? seen : await this.read();
+      const ours = seen?.record.successor?.identity === o.identity;
+      // Nothing to withdraw unless the record last seen holds our claim, or a claim write went
+      // unanswered; to withdraw it, a recent view that shows it, or a read.
+      if (attempt === 0 && !ours && !this.unanswered) return;
+      const current = attempt === 0 && ours && seen && o.view.confirmedWithin(seen.version, o.requestTimeoutMs) ? seen : await this.read();
+      // A record read answers for the unanswered write: its claim is there or it is not.
+      if (current) this.unanswered = false;
       if (!current || current.record.successor?.identity !== o.identity) return;
       try {
         const withdrawn = withClaim(current.record, null);

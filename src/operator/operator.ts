@@ -175,10 +175,18 @@ export class Operator {
         const changed = this.server!.certificate !== state.tlsCert;
         this.server!.setCertificate(state.tlsCert, state.tlsKey);
         if (changed) o.log.info('serving certificate loaded');
-        this.listening ??= this.server!.listen(o.listen.host, o.listen.port).then((port) => {
-          o.log.info('webhook listening', { port });
-          return port;
-        });
+        this.listening ??= this.server!.listen(o.listen.host, o.listen.port).then(
+          (port) => {
+            o.log.info('webhook listening', { port });
+            return port;
+          },
+          (err: unknown) => {
+            // Not listening (the port taken, say): the next check tries again, rather than
+            // keep a failed listen as if the webhook were served.
+            this.listening = undefined;
+            throw err;
+          },
+        );
         await this.listening;
       } catch (err) {
         o.log.warn('certificate check failed', { error: describeError(err) });

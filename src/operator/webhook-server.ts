@@ -151,13 +151,19 @@ export class WebhookServer {
     server.requestTimeout = headersTimeoutMs + bodyTimeoutMs;
     server.keepAliveTimeout = 60_000;
     this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => {
-        server.off('error', reject);
-        resolve();
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          resolve();
+        });
       });
-    });
+    } catch (err) {
+      // A server that never listened is not kept as the one to close.
+      if (this.server === server) this.server = undefined;
+      throw err;
+    }
     return (server.address() as AddressInfo).port;
   }
 

@@ -45,6 +45,10 @@ export class ChildProcessGroup {
     this.exited = new Promise((resolve) =>
       this.child.once('exit', (code, signal) => {
         this.done = true;
+        // Whatever the command left behind dies now, before anything follows its exit (a
+        // release, a restart): the watcher would kill it too, but only once it is scheduled.
+        // The watcher is still in the group, so the group id is still this one's.
+        this.signal('SIGKILL');
         // Closing our end tells the watcher to kill anything the command left behind.
         this.child.stdio[3]?.destroy();
         resolve({ code, signal });

@@ -85,6 +85,28 @@ describe('StatusPublisher', () => {
     assert.equal(readFileSync(join(d, 'is-leader'), 'utf8'), 'false\n');
   });
 
+  it("a new publisher does not take the files for its own: a previous process's leader is ended first", () => {
+    // A sidecar killed while leading (the app and its volume stay) left these; its restart
+    // starts as a standby, whose first publish must not leave is-leader "true" behind.
+    const d = join(dir, 'restarted');
+    mkdirSync(d);
+    const before = toLeaderStatus(snap({ fencingToken: 7 }), new Date());
+    writeFileSync(join(d, 'status.json'), JSON.stringify(before));
+    writeFileSync(join(d, 'fencing-token'), '7\n');
+    writeFileSync(join(d, 'holder'), 'me\n');
+    writeFileSync(join(d, 'is-leader'), 'true\n');
+    const p = new StatusPublisher(d);
+    p.prepare();
+    // fencing-token cannot be replaced (a directory with an entry in its place): every write from
+    // it on fails. "not leader" must be on disk all the same, as for any step-down.
+    rmSync(join(d, 'fencing-token'));
+    mkdirSync(join(d, 'fencing-token', 'blocker'), { recursive: true });
+    const standby = toLeaderStatus(snap({ isLeader: false, holder: null, fencingToken: null, validUntil: null }), new Date());
+    assert.throws(() => p.publish(standby));
+    assert.equal(readFileSync(join(d, 'is-leader'), 'utf8'), 'false\n', 'is-leader still said the previous process led');
+    assert.equal((JSON.parse(readFileSync(join(d, 'status.json'), 'utf8')) as { isLeader: boolean }).isLeader, false);
+  });
+
   it('checkStatusDir accepts a creatable path and refuses files in the way, writing nothing', () => {
     checkStatusDir(join(dir, 'new', 'deeper'));
     assert.equal(readdirSync(dir).includes('new'), false);

@@ -70,8 +70,13 @@ export function checkStatusDir(dir: string): void {
 export class StatusPublisher {
   readonly dir: string;
   private last = '';
-  /** The token of the term is-leader says "true" for on disk; null while it says "false" (or nothing yet). */
-  private leading: number | null = null;
+  /**
+   * The token of the term is-leader says "true" for on disk; null while it says "false".
+   * Undefined until this publisher first wrote "false": the files may be a previous process's
+   * (a sidecar restarted beside its app), leading for a term of its own, so the first publish
+   * leaves that term as any step-down does, is-leader "false" first.
+   */
+  private leading: number | null | undefined = undefined;
 
   constructor(dir: string) {
     this.dir = dir;

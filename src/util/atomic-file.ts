@@ -19,7 +19,7 @@ export function writeFileAtomic(dir: string, name: string, content: string): voi
   const fd = openSync(tmp, CREATE_EXCLUSIVE, 0o644);
   try {
     fchmodSync(fd, 0o644);
-    writeSync(fd, content);
+    writeWhole(fd, Buffer.from(content));
     fsyncSync(fd);
   } catch (err) {
     closeSync(fd);
@@ -32,6 +32,19 @@ export function writeFileAtomic(dir: string, name: string, content: string): voi
   } catch (err) {
     rmSync(tmp, { force: true });
     throw err;
+  }
+}
+
+/**
+ * Writes all of `data`, or throws. write() may take fewer bytes than it was given and report
+ * no error (a file-size limit takes the bytes up to it): the rest is written again, where
+ * the limit then fails with EFBIG, so a file cut short is never renamed into place.
+ */
+function writeWhole(fd: number, data: Buffer): void {
+  for (let done = 0; done < data.length;) {
+    const n = writeSync(fd, data, done, data.length - done);
+    if (n <= 0) throw new Error(`write took ${done} of ${data.length} bytes and then none`);
+    done += n;
   }
 }
 

@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NODE_FLAGS, REPO, isAlive, runCli, runOnce, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
@@ -169,6 +170,51 @@ describe('leasehold run -- CMD', () => {
     assert.equal(existsSync(join(work, 'violations')), false, 'never two copies at once');
     p.kill('SIGTERM');
     await p.exited;
+  });
+
+  it('what the command left running is killed when it exits, before the release, not later by its watcher', { timeout: 60_000 }, async () => {
+    const work = join(dir.path, 'leftover');
+    mkdirSync(work);
+    execFileSync('mkfifo', [join(work, 'go')]);
+    // The command starts a worker of its own, then exits once told to: the worker is left behind.
+    const script = 'sleep 300 & echo $! > worker; read _ < go; exit 0';
+    const p = startCli(['run', '--once', '--db', db, '--lease', 'leftover', '--identity', 'left', ...T, '--', 'sh', '-c', script], {}, work);
+    procs.push(p);
+    const worker = await waitFor(
+      'the worker',
+      () => (existsSync(join(work, 'worker')) ? Number(readFileSync(join(work, 'worker'), 'utf8')) : undefined),
+      20_000,
+    );
+    await waitFor('the worker to be sleep', () => (readFileSync(`/proc/${worker}/comm`, 'utf8').trim() === 'sleep' ? true : undefined), 5_000, 10);
+    const group = Number(/"msg":"started command".*?"pid":(\d+)/.exec(p.stderr())![1]);
+    // The watcher in the command's group (a shell blocked on its pipe) kills leftovers once it
+    // runs; stopped here, as on a machine too busy to run it before the release.
+    const watcher = readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d) && Number(d) !== group)
+      .find((d) => {
+        try {
+          const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+          const [, , ppid, pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+          return Number(ppid) === group && Number(pgrp) === group && readFileSync(`/proc/${d}/comm`, 'utf8').trim() === 'sh';
+        } catch {
+          return false;
+        }
+      });
+    assert.ok(watcher, 'the watcher is in the group');
+    process.kill(Number(watcher), 'SIGSTOP');
+    try {
+      writeFileSync(join(work, 'go'), 'now\n');
+      const exit = await p.exited;
+      assert.equal(exit.code, 0, p.stderr());
+      assert.match(p.stderr(), /"msg":"released lease"/);
+      assert.equal(isAlive(worker), false, `the worker ${worker} outlived the command and the release`);
+    } finally {
+      try {
+        process.kill(-group, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
   });
 
   it('a command killed by a signal gives 128 + its number, as a shell does (SIGSEGV: 139)', { timeout: 30_000 }, async () => {
