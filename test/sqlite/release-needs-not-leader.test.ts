@@ -41,8 +41,9 @@ describe('a leader whose step-down cannot reach its status files', () => {
     const a = startSidecar(dir.path, `a-${lease}`, ['--db', db, '--lease', lease], TIMING);
     cands.push(a);
     await waitFor('a to lead', () => leadersByStatus([a]).length === 1, 20_000);
-    breakWrites(a);
     try {
+      // Inside the try: a break that fails part-way (a bind mount made, its remount refused) is repaired too.
+      breakWrites(a);
       // A renewal rewrites the files (validUntil moves on): its failure shows the writes now fail.
       await waitFor('a failed status write', () => a.proc.stderr().includes('cannot write status files'), 10_000);
       a.proc.kill('SIGTERM');
