@@ -29,8 +29,10 @@ async function answered(argv: readonly string[]): Promise<boolean> {
     return true;
   }
   if (!own.includes('--help') && !own.includes('-h')) return false;
-  // The first word that is no flag names the command, also after the flag: `leasehold --help sidecar`.
-  const command = own.find((w) => !w.startsWith('-'));
+  // The command is the first word past the help flags (`leasehold --help sidecar` too). A flag
+  // there means no command was named: the word after it is that flag's value (`--lease x --help`).
+  const first = own.find((w) => w !== '--help' && w !== '-h');
+  const command = first === undefined || first.startsWith('-') ? undefined : first;
   if (command !== undefined && !(COMMAND_NAMES as string[]).includes(command)) unknownCommand(command);
   const { helpText } = await import('./cli-help.js');
   process.stdout.write(await helpText(command));

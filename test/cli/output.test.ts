@@ -82,6 +82,15 @@ describe('what the CLI prints', () => {
       assert.match(bad.stderr, /^leasehold: unknown command "nope"/, args.join(' '));
       assert.equal(bad.stdout, '', args.join(' '));
     }
+    // A flag's value before the command is no command: `x` is --lease's, so no command is named.
+    for (const args of [
+      ['--lease', 'x', '--help'],
+      ['--log-level', 'debug', '-h'],
+    ]) {
+      const r = await runCli(args);
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(r.stdout, overall, args.join(' '));
+    }
   });
 
   it("sidecar --help and run --help list the app's health flags, with --health-exec's shell and the defaults", async () => {
