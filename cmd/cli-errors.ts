@@ -68,14 +68,18 @@ function fieldOf(err: unknown): string | undefined {
 
 /**
  * An error as the CLI tells it: led by the flag its setting comes from (`--db: the database file
- * ...`) unless the message names that flag already, and followed by the flag for any setting it
+ * ...`, or `LEASEHOLD_DB (for --db): ...` when its value came from the variable) unless the
+ * message names that flag already, and followed by the flag for any setting it
  * advises. Only the message is used, so a --postgres-url value (it may hold a password) is never shown.
  */
 export function cliMessage(err: unknown): string {
   const message = describeError(err);
   const field = fieldOf(err);
   const flag = field === undefined ? undefined : FLAG_OF[field];
-  const led = flag === undefined || message.includes(`--${flag}`) ? message : `--${flag}: ${message}`;
+  // A value from a variable is led by the variable, as badFlag tells it: that is what was set.
+  const variable = flag === undefined ? undefined : FROM_VARIABLE.get(flag);
+  const lead = variable === undefined ? `--${flag}` : `${variable} (for --${flag})`;
+  const led = flag === undefined || message.includes(`--${flag}`) ? message : `${lead}: ${message}`;
   const advised = Object.keys(ADVISED_FLAG).filter((setting) => message.includes(setting));
   return advised.reduce((text, setting) => `${text} (on the command line: --${ADVISED_FLAG[setting]!})`, led);
 }

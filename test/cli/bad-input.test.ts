@@ -301,6 +301,18 @@ const cases: Case[] = [
     message: /--status-dir: the status directory \/proc\/x cannot be created: \/proc is a proc filesystem/,
   },
   {
+    name: 'a --db from its variable where no directory can be made names the variable',
+    args: ['sidecar', '--listen', 'off'],
+    env: { LEASEHOLD_DB: '/proc/x/y.db' },
+    message: /^leasehold: LEASEHOLD_DB \(for --db\): the database's directory \/proc\/x cannot be created/,
+  },
+  {
+    name: 'a --status-dir from its variable where no directory can be made names the variable',
+    args: ['sidecar', '--listen', 'off'],
+    env: { LEASEHOLD_STATUS_DIR: '/proc/x' },
+    message: /^leasehold: LEASEHOLD_STATUS_DIR \(for --status-dir\): the status directory \/proc\/x cannot be created/,
+  },
+  {
     name: 'run with its command but no --',
     args: ['run', 'echo', 'hi'],
     message: /unexpected arguments echo hi: leasehold run takes its command after --, as in leasehold run \[flags\] -- echo hi$/,
