@@ -12,8 +12,12 @@ export const EXIT_USAGE = 2;
 /** Past this many characters a quoted value is cut: the line must stay one a terminal shows whole. */
 const QUOTED_MAX = 80;
 
-/** A value as an error line quotes it: JSON, a long string cut with its length, so the rule after it is seen. */
+/**
+ * A value as an error line quotes it: JSON, a long string cut with its length, so the rule after
+ * it is seen; each of a list's (a flag given twice) the same way.
+ */
 export function quoteValue(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(quoteValue).join(',')}]`;
   if (typeof value !== 'string' || value.length <= QUOTED_MAX) return JSON.stringify(value);
   return `${JSON.stringify(value.slice(0, QUOTED_MAX))}... (${value.length} characters)`;
 }

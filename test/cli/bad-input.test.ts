@@ -146,6 +146,11 @@ const cases: Case[] = [
     message: /^leasehold: invalid --lease "Bad!": it must be a DNS-1123 subdomain/,
   },
   {
+    name: 'a long value given twice is cut too, each in the list',
+    args: ['sidecar', '--lease', 'X'.repeat(5000), '--lease', 'y'],
+    message: /^leasehold: invalid --lease \["X{80}"\.\.\. \(5000 characters\),"y"\]: given more than once/,
+  },
+  {
     name: 'a long value is cut in the line, with its length, so the rule is seen',
     args: ['sidecar', '--lease', 'X'.repeat(5000)],
     message: /^leasehold: invalid --lease "X{80}"\.\.\. \(5000 characters\): it must be a DNS-1123 subdomain/,
