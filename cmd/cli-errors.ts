@@ -33,13 +33,18 @@ export function noteFromVariable(flag: string, variable: string | null): void {
   else FROM_VARIABLE.set(flag, variable);
 }
 
+/** Flags whose value may hold a secret (a connection URL's password). */
+const UNQUOTED = new Set(['postgres-url']);
+
 /**
  * A bad flag value: names the flag, the value and the rule, on one line; a value from a
  * variable is told as `invalid LEASEHOLD_X "value" (for --x): rule`.
  */
 export function badFlag(flag: string, value: unknown, rule: string): InvalidConfigError {
   const variable = FROM_VARIABLE.get(flag);
-  const what = variable === undefined ? `--${flag} ${quoteValue(value)}` : `${variable} ${quoteValue(value)} (for --${flag})`;
+  // Error lines reach logs and CI output: a value that may hold a password is never quoted.
+  const quoted = UNQUOTED.has(flag) && value !== '' ? '(its value is not shown: it may hold a password)' : quoteValue(value);
+  const what = variable === undefined ? `--${flag} ${quoted}` : `${variable} ${quoted} (for --${flag})`;
   return new InvalidConfigError(`invalid ${what}: ${rule}`, { rule });
 }
 

@@ -146,6 +146,11 @@ const cases: Case[] = [
     message: /^leasehold: invalid --lease "Bad!": it must be a DNS-1123 subdomain/,
   },
   {
+    name: '--postgres-url given twice is refused without its values (they may hold a password)',
+    args: ['status', '--lease', 'l', '--postgres-url', 'postgres://u:hunter2@h/a', '--postgres-url', 'postgres://u:hunter2@h/b'],
+    message: /^leasehold: invalid --postgres-url \(its value is not shown: it may hold a password\): given more than once: give each flag at most once$/,
+  },
+  {
     name: 'a long value given twice is cut too, each in the list',
     args: ['sidecar', '--lease', 'X'.repeat(5000), '--lease', 'y'],
     message: /^leasehold: invalid --lease \["X{80}"\.\.\. \(5000 characters\),"y"\]: given more than once/,
