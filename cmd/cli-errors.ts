@@ -33,6 +33,12 @@ export function noteFromVariable(flag: string, variable: string | null): void {
   else FROM_VARIABLE.set(flag, variable);
 }
 
+/** A flag and its value as a line names them: `--x value`, or `LEASEHOLD_X value (for --x)` from a variable. */
+export function namedValue(flag: string, value: string): string {
+  const variable = FROM_VARIABLE.get(flag);
+  return variable === undefined ? `--${flag} ${value}` : `${variable} ${value} (for --${flag})`;
+}
+
 /** Flags whose value may hold a secret (a connection URL's password). */
 const UNQUOTED = new Set(['postgres-url']);
 

@@ -46,6 +46,13 @@ const cases: Case[] = [
     message: /invalid timings --lease-duration 10s --renew-deadline 10s --retry-period 2s: leaseDuration must be greater than renewDeadline/,
   },
   {
+    name: 'timings broken together name the variable a value came from',
+    args: ['sidecar', '--listen', 'off'],
+    env: { LEASEHOLD_RENEW_DEADLINE: '20s' },
+    message:
+      /^leasehold: invalid timings --lease-duration 15s LEASEHOLD_RENEW_DEADLINE 20s \(for --renew-deadline\) --retry-period 2s: leaseDuration must be greater than renewDeadline/,
+  },
+  {
     name: 'operator lease duration in fractional seconds (its lease is a Kubernetes Lease)',
     args: ['operator', '--sidecar-image', 'leasehold:1', '--lease-duration', '15500ms'],
     message: /invalid --lease-duration "15500ms": .*leaseDurationSeconds as an integer/,
