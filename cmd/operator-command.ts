@@ -51,7 +51,7 @@ export const OPERATOR_OPTIONS = {
     type: 'list',
     describe: 'More names or IPv4 addresses for the serving certificate, one per --extra-host (--certificates operator only)',
   },
-  'sidecar-image': { type: 'string', describe: 'The image of the injected sidecar (required)' },
+  'sidecar-image': { type: 'string', required: true, describe: 'The image of the injected sidecar (required)' },
   'sidecar-image-pull-policy': { type: 'string', default: 'IfNotPresent', describe: 'Always | IfNotPresent | Never' },
   'native-sidecar': { type: 'string', default: 'false', describe: 'Default of leasehold.io/native-sidecar: true | false | auto' },
   'exclude-namespace': {

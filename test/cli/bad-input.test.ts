@@ -26,6 +26,22 @@ const cases: Case[] = [
   { name: 'no command', args: [], message: /a command is required: sidecar, status, run or operator/ },
   { name: 'operator without its sidecar image', args: ['operator'], message: /invalid --sidecar-image "": is required/ },
   {
+    name: 'operator with its required sidecar image missing is not told to leave it out',
+    args: ['operator', '--sidecar-image'],
+    message: /^leasehold: --sidecar-image needs a value: give one after it \(it is required\)$/,
+  },
+  {
+    name: 'operator with its required sidecar image empty is not told to leave it out',
+    args: ['operator', '--sidecar-image='],
+    message: /^leasehold: invalid --sidecar-image "": must be non-empty \(it is required\)$/,
+  },
+  {
+    name: 'operator with its required sidecar image variable empty is not told to unset it',
+    args: ['operator'],
+    env: { LEASEHOLD_SIDECAR_IMAGE: '' },
+    message: /^leasehold: invalid LEASEHOLD_SIDECAR_IMAGE "" \(for --sidecar-image\): must be non-empty \(it is required\)$/,
+  },
+  {
     name: 'operator with a bad native-sidecar default',
     args: ['operator', '--sidecar-image', 'leasehold:1', '--native-sidecar', 'maybe'],
     message: /invalid --native-sidecar "maybe": must be true, false or auto/,
