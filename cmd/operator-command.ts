@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { parseDuration } from '../src/config/duration.js';
 import { validateIdentity, validateLeaseName } from '../src/config/election-options.js';
-import { describeError } from '../src/errors.js';
+import { InvalidConfigError, describeError } from '../src/errors.js';
 import { connect } from '../src/kube/connect.js';
 import { createLogger } from '../src/log.js';
 import { parseListen } from '../src/sidecar/http-server.js';
@@ -100,7 +100,8 @@ function lifetime(flag: string, text: string): number {
 }
 
 export function resolveOperator(a: OperatorArgs) {
-  if (!a['sidecar-image']) throw badFlag('sidecar-image', a['sidecar-image'] ?? '', "is required: the image the sidecar runs (the operator's own)");
+  // Left out, not empty (the parser refuses an empty value): no value to quote.
+  if (!a['sidecar-image']) throw new InvalidConfigError("--sidecar-image is required: the image the sidecar runs (the operator's own)");
   for (const flag of ['secret', 'mark-secret', 'webhook-configuration', 'service'] as const) {
     if (!DNS_LABEL.test(a[flag])) throw badFlag(flag, a[flag], 'must be a DNS-1123 label');
   }

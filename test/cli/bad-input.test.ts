@@ -24,7 +24,11 @@ const A_FILE = 'a-file';
 
 const cases: Case[] = [
   { name: 'no command', args: [], message: /a command is required: sidecar, status, run or operator/ },
-  { name: 'operator without its sidecar image', args: ['operator'], message: /invalid --sidecar-image "": is required/ },
+  {
+    name: 'operator without its sidecar image (no empty value quoted that was never typed)',
+    args: ['operator'],
+    message: /^leasehold: --sidecar-image is required: the image the sidecar runs \(the operator's own\)$/,
+  },
   {
     name: 'operator with its required sidecar image missing is not told to leave it out',
     args: ['operator', '--sidecar-image'],
