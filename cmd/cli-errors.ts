@@ -12,8 +12,12 @@ export const EXIT_USAGE = 2;
 /** Past this many characters a quoted value is cut: the line must stay one a terminal shows whole. */
 const QUOTED_MAX = 80;
 
-/** A value as an error line quotes it: JSON, a long string cut with its length, so the rule after it is seen. */
+/**
+ * A value as an error line quotes it: JSON, a long string cut with its length, so the rule after
+ * it is seen; each of a list's (a flag given twice) the same way.
+ */
 export function quoteValue(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(quoteValue).join(',')}]`;
   if (typeof value !== 'string' || value.length <= QUOTED_MAX) return JSON.stringify(value);
   return `${JSON.stringify(value.slice(0, QUOTED_MAX))}... (${value.length} characters)`;
 }
@@ -29,13 +33,24 @@ export function noteFromVariable(flag: string, variable: string | null): void {
   else FROM_VARIABLE.set(flag, variable);
 }
 
+/** A flag and its value as a line names them: `--x value`, or `LEASEHOLD_X value (for --x)` from a variable. */
+export function namedValue(flag: string, value: string): string {
+  const variable = FROM_VARIABLE.get(flag);
+  return variable === undefined ? `--${flag} ${value}` : `${variable} ${value} (for --${flag})`;
+}
+
+/** Flags whose value may hold a secret (a connection URL's password). */
+const UNQUOTED = new Set(['postgres-url']);
+
 /**
  * A bad flag value: names the flag, the value and the rule, on one line; a value from a
  * variable is told as `invalid LEASEHOLD_X "value" (for --x): rule`.
  */
 export function badFlag(flag: string, value: unknown, rule: string): InvalidConfigError {
   const variable = FROM_VARIABLE.get(flag);
-  const what = variable === undefined ? `--${flag} ${quoteValue(value)}` : `${variable} ${quoteValue(value)} (for --${flag})`;
+  // Error lines reach logs and CI output: a value that may hold a password is never quoted.
+  const quoted = UNQUOTED.has(flag) && value !== '' ? '(its value is not shown: it may hold a password)' : quoteValue(value);
+  const what = variable === undefined ? `--${flag} ${quoted}` : `${variable} ${quoted} (for --${flag})`;
   return new InvalidConfigError(`invalid ${what}: ${rule}`, { rule });
 }
 
@@ -68,14 +83,18 @@ function fieldOf(err: unknown): string | undefined {
 
 /**
  * An error as the CLI tells it: led by the flag its setting comes from (`--db: the database file
- * ...`) unless the message names that flag already, and followed by the flag for any setting it
+ * ...`, or `LEASEHOLD_DB (for --db): ...` when its value came from the variable) unless the
+ * message names that flag already, and followed by the flag for any setting it
  * advises. Only the message is used, so a --postgres-url value (it may hold a password) is never shown.
  */
 export function cliMessage(err: unknown): string {
   const message = describeError(err);
   const field = fieldOf(err);
   const flag = field === undefined ? undefined : FLAG_OF[field];
-  const led = flag === undefined || message.includes(`--${flag}`) ? message : `--${flag}: ${message}`;
+  // A value from a variable is led by the variable, as badFlag tells it: that is what was set.
+  const variable = flag === undefined ? undefined : FROM_VARIABLE.get(flag);
+  const lead = variable === undefined ? `--${flag}` : `${variable} (for --${flag})`;
+  const led = flag === undefined || message.includes(`--${flag}`) ? message : `${lead}: ${message}`;
   const advised = Object.keys(ADVISED_FLAG).filter((setting) => message.includes(setting));
   return advised.reduce((text, setting) => `${text} (on the command line: --${ADVISED_FLAG[setting]!})`, led);
 }

@@ -42,7 +42,9 @@ export type Parsed<T extends FlagTable> = ArgsOf<T> & { '--'?: string[] };
  * empty variable (a template with nothing to put there) does so unseen. Left out, a flag has
  * its default. `variable`: the message is about LEASEHOLD_<FLAG>, not the flag.
  */
-export function emptyValueRule(command: string, flag: string, variable = false): string {
+export function emptyValueRule(command: string, flag: string, variable = false, required = false): string {
+  // A required flag has no default to fall back on: leaving it out is refused too.
+  if (required) return 'must be non-empty (it is required)';
   const fallback = variable ? 'unset the variable for the default' : 'leave the flag out for its default';
   // Only the sidecar's and run's listener has an "off".
   const off = flag === 'listen' && (command === 'sidecar' || command === 'run') ? ', or give off for no listener' : '';
@@ -50,7 +52,8 @@ export function emptyValueRule(command: string, flag: string, variable = false):
 }
 
 /** What to do about a flag given without its value (the end of the line, or another flag next). */
-function missingValueRule(command: string, flag: string): string {
+function missingValueRule(command: string, flag: string, required = false): string {
+  if (required) return 'give one after it (it is required)';
   const off = flag === 'listen' && (command === 'sidecar' || command === 'run') ? ' (off for no listener)' : '';
   return `give one after it${off}, or leave the flag out for its default`;
 }
@@ -138,9 +141,9 @@ function fromCommandLine(table: FlagTable, own: string[], c: ParseContext): Map<
     // A separate word that is another flag is not this one's value: the value is missing,
     // which is said as such (an "empty" value the user never typed would puzzle).
     const missing = token.value === undefined || (!token.inlineValue && token.value.startsWith('--'));
-    if (missing) throw usage(`${token.rawName} needs a value: ${missingValueRule(c.command, flag)}`);
+    if (missing) throw usage(`${token.rawName} needs a value: ${missingValueRule(c.command, flag, spec.required)}`);
     const value = token.value;
-    if (value === '') throw badFlag(flag, '', emptyValueRule(c.command, flag));
+    if (value === '') throw badFlag(flag, '', emptyValueRule(c.command, flag, false, spec.required));
     const values = [...((given.get(flag) as string[] | undefined) ?? []), value];
     if (spec.type === 'string' && values.length > 1) throw badFlag(flag, values, 'given more than once: give each flag at most once');
     given.set(flag, values);
@@ -171,7 +174,7 @@ function fromEnvironment(
     noteFromVariable(flag, null);
     if (value === undefined || given.has(flag)) continue;
     if (insideRun && (TERM_VARIABLES as readonly string[]).includes(name)) continue;
-    if (value === '') throw usage(`invalid ${name} "" (for --${flag}): ${emptyValueRule(command, flag, true)}`);
+    if (value === '') throw usage(`invalid ${name} "" (for --${flag}): ${emptyValueRule(command, flag, true, spec.required)}`);
     if (spec.type === 'boolean' && value !== 'true' && value !== 'false') {
       throw usage(`invalid ${name} ${quoteValue(value)} (for --${flag}): must be true or false`);
     }

@@ -16,7 +16,7 @@ import {
 } from '../src/config/election-options.js';
 import { InvalidConfigError, describeError } from '../src/errors.js';
 import { clientConfig, parseTableName } from '../src/backends/postgres-config.js';
-import { badFlag, checkFlag } from './cli-errors.js';
+import { badFlag, checkFlag, namedValue } from './cli-errors.js';
 import type { ArgsOf, FlagTable } from './flag-table.js';
 
 /**
@@ -143,9 +143,9 @@ export function resolveTimings(a: TimingArgs, kubernetes: boolean): Timings {
   try {
     validateTimings(timings);
   } catch (err) {
-    throw new InvalidConfigError(
-      `invalid timings --lease-duration ${a['lease-duration']} --renew-deadline ${a['renew-deadline']} --retry-period ${a['retry-period']}: ${describeError(err)}`,
-    );
+    // Each value as the user set it: a variable's is named as that variable.
+    const given = (['lease-duration', 'renew-deadline', 'retry-period'] as const).map((flag) => namedValue(flag, a[flag]));
+    throw new InvalidConfigError(`invalid timings ${given.join(' ')}: ${describeError(err)}`);
   }
   if (kubernetes) checkFlag('lease-duration', a['lease-duration'], () => validateKubernetesLeaseDuration(timings.leaseDurationMs));
   return timings;

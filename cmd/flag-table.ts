@@ -9,6 +9,8 @@ export interface FlagSpec {
   readonly type: 'string' | 'boolean' | 'list';
   /** A boolean without one defaults to false; a string without one is absent (undefined). */
   readonly default?: string | boolean;
+  /** No default: the command refuses to run without it (the operator's --sidecar-image). */
+  readonly required?: boolean;
   readonly describe: string;
 }
 

@@ -29,8 +29,10 @@ async function answered(argv: readonly string[]): Promise<boolean> {
     return true;
   }
   if (!own.includes('--help') && !own.includes('-h')) return false;
-  // The first word that is no flag names the command, also after the flag: `leasehold --help sidecar`.
-  const command = own.find((w) => !w.startsWith('-'));
+  // The command is the first word past the help flags (`leasehold --help sidecar` too). A flag
+  // there means no command was named: the word after it is that flag's value (`--lease x --help`).
+  const first = own.find((w) => w !== '--help' && w !== '-h');
+  const command = first === undefined || first.startsWith('-') ? undefined : first;
   if (command !== undefined && !(COMMAND_NAMES as string[]).includes(command)) unknownCommand(command);
   const { helpText } = await import('./cli-help.js');
   process.stdout.write(await helpText(command));
@@ -39,8 +41,10 @@ async function answered(argv: readonly string[]): Promise<boolean> {
 
 async function main(): Promise<number> {
   let argv = process.argv.slice(2);
-  // `leasehold help [COMMAND]`, as git and helm take it.
-  if (argv[0] === 'help' && argv.length <= 2) argv = [...argv.slice(1), '--help'];
+  // `leasehold help [COMMAND]`, as git and helm take it; words after COMMAND change nothing
+  // (refusing `help` itself as an unknown command would contradict `leasehold help`).
+  // --help leads, so a `--` among the words cannot hide it (`help run -- CMD` runs nothing).
+  if (argv[0] === 'help') argv = ['--help', ...argv.slice(1)];
   const name = argv[0];
   if (name !== undefined && !name.startsWith('-') && !(COMMAND_NAMES as string[]).includes(name)) unknownCommand(name);
   if (await answered(argv)) return 0;

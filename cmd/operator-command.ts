@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { parseDuration } from '../src/config/duration.js';
 import { validateIdentity, validateLeaseName } from '../src/config/election-options.js';
-import { describeError } from '../src/errors.js';
+import { InvalidConfigError, describeError } from '../src/errors.js';
 import { connect } from '../src/kube/connect.js';
 import { createLogger } from '../src/log.js';
 import { parseListen } from '../src/sidecar/http-server.js';
@@ -51,7 +51,7 @@ export const OPERATOR_OPTIONS = {
     type: 'list',
     describe: 'More names or IPv4 addresses for the serving certificate, one per --extra-host (--certificates operator only)',
   },
-  'sidecar-image': { type: 'string', describe: 'The image of the injected sidecar (required)' },
+  'sidecar-image': { type: 'string', required: true, describe: 'The image of the injected sidecar (required)' },
   'sidecar-image-pull-policy': { type: 'string', default: 'IfNotPresent', describe: 'Always | IfNotPresent | Never' },
   'native-sidecar': { type: 'string', default: 'false', describe: 'Default of leasehold.io/native-sidecar: true | false | auto' },
   'exclude-namespace': {
@@ -100,7 +100,8 @@ function lifetime(flag: string, text: string): number {
 }
 
 export function resolveOperator(a: OperatorArgs) {
-  if (!a['sidecar-image']) throw badFlag('sidecar-image', a['sidecar-image'] ?? '', "is required: the image the sidecar runs (the operator's own)");
+  // Left out, not empty (the parser refuses an empty value): no value to quote.
+  if (!a['sidecar-image']) throw new InvalidConfigError("--sidecar-image is required: the image the sidecar runs (the operator's own)");
   for (const flag of ['secret', 'mark-secret', 'webhook-configuration', 'service'] as const) {
     if (!DNS_LABEL.test(a[flag])) throw badFlag(flag, a[flag], 'must be a DNS-1123 label');
   }

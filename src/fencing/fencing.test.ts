@@ -58,4 +58,9 @@ describe('readLeadership', () => {
       assert.match(v.reason, reason);
     });
   }
+  it("an older sidecar's file, without stoppedAt, reads as running (stoppedAt null, as the type says)", () => {
+    const v = readLeadership(write('older', { ...base, validUntil: '2026-12-02T10:00:05Z' }), now);
+    assert.equal(v.isLeader, true);
+    assert.equal(v.status?.stoppedAt, null);
+  });
 });

@@ -24,6 +24,8 @@ export function readLeadership(statusDir: string, now: Date = new Date()): Leade
   let status: LeaderStatus;
   try {
     status = JSON.parse(readFileSync(join(statusDir, 'status.json'), 'utf8')) as LeaderStatus;
+    // A sidecar older than the field writes none: it reads as running, as the type promises.
+    status = { ...status, stoppedAt: status.stoppedAt ?? null };
   } catch (err) {
     return { isLeader: false, fencingToken: null, reason: `cannot read status: ${describeError(err)}`, status: null };
   }

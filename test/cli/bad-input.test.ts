@@ -24,7 +24,27 @@ const A_FILE = 'a-file';
 
 const cases: Case[] = [
   { name: 'no command', args: [], message: /a command is required: sidecar, status, run or operator/ },
-  { name: 'operator without its sidecar image', args: ['operator'], message: /invalid --sidecar-image "": is required/ },
+  {
+    name: 'operator without its sidecar image (no empty value quoted that was never typed)',
+    args: ['operator'],
+    message: /^leasehold: --sidecar-image is required: the image the sidecar runs \(the operator's own\)$/,
+  },
+  {
+    name: 'operator with its required sidecar image missing is not told to leave it out',
+    args: ['operator', '--sidecar-image'],
+    message: /^leasehold: --sidecar-image needs a value: give one after it \(it is required\)$/,
+  },
+  {
+    name: 'operator with its required sidecar image empty is not told to leave it out',
+    args: ['operator', '--sidecar-image='],
+    message: /^leasehold: invalid --sidecar-image "": must be non-empty \(it is required\)$/,
+  },
+  {
+    name: 'operator with its required sidecar image variable empty is not told to unset it',
+    args: ['operator'],
+    env: { LEASEHOLD_SIDECAR_IMAGE: '' },
+    message: /^leasehold: invalid LEASEHOLD_SIDECAR_IMAGE "" \(for --sidecar-image\): must be non-empty \(it is required\)$/,
+  },
   {
     name: 'operator with a bad native-sidecar default',
     args: ['operator', '--sidecar-image', 'leasehold:1', '--native-sidecar', 'maybe'],
@@ -44,6 +64,13 @@ const cases: Case[] = [
     name: "operator election timings broken together (the sidecar's rule)",
     args: ['operator', '--sidecar-image', 'leasehold:1', '--lease-duration', '10s', '--renew-deadline', '10s'],
     message: /invalid timings --lease-duration 10s --renew-deadline 10s --retry-period 2s: leaseDuration must be greater than renewDeadline/,
+  },
+  {
+    name: 'timings broken together name the variable a value came from',
+    args: ['sidecar', '--listen', 'off'],
+    env: { LEASEHOLD_RENEW_DEADLINE: '20s' },
+    message:
+      /^leasehold: invalid timings --lease-duration 15s LEASEHOLD_RENEW_DEADLINE 20s \(for --renew-deadline\) --retry-period 2s: leaseDuration must be greater than renewDeadline/,
   },
   {
     name: 'operator lease duration in fractional seconds (its lease is a Kubernetes Lease)',
@@ -144,6 +171,16 @@ const cases: Case[] = [
     args: ['sidecar', '--lease', 'Bad!'],
     env: { LEASEHOLD_LEASE: 'Billing_Job!' },
     message: /^leasehold: invalid --lease "Bad!": it must be a DNS-1123 subdomain/,
+  },
+  {
+    name: '--postgres-url given twice is refused without its values (they may hold a password)',
+    args: ['status', '--lease', 'l', '--postgres-url', 'postgres://u:hunter2@h/a', '--postgres-url', 'postgres://u:hunter2@h/b'],
+    message: /^leasehold: invalid --postgres-url \(its value is not shown: it may hold a password\): given more than once: give each flag at most once$/,
+  },
+  {
+    name: 'a long value given twice is cut too, each in the list',
+    args: ['sidecar', '--lease', 'X'.repeat(5000), '--lease', 'y'],
+    message: /^leasehold: invalid --lease \["X{80}"\.\.\. \(5000 characters\),"y"\]: given more than once/,
   },
   {
     name: 'a long value is cut in the line, with its length, so the rule is seen',
@@ -299,6 +336,18 @@ const cases: Case[] = [
     name: 'a --status-dir where no directory can be made (it hung in a recursive mkdir)',
     args: ['sidecar', '--status-dir', '/proc/x', '--listen', 'off'],
     message: /--status-dir: the status directory \/proc\/x cannot be created: \/proc is a proc filesystem/,
+  },
+  {
+    name: 'a --db from its variable where no directory can be made names the variable',
+    args: ['sidecar', '--listen', 'off'],
+    env: { LEASEHOLD_DB: '/proc/x/y.db' },
+    message: /^leasehold: LEASEHOLD_DB \(for --db\): the database's directory \/proc\/x cannot be created/,
+  },
+  {
+    name: 'a --status-dir from its variable where no directory can be made names the variable',
+    args: ['sidecar', '--listen', 'off'],
+    env: { LEASEHOLD_STATUS_DIR: '/proc/x' },
+    message: /^leasehold: LEASEHOLD_STATUS_DIR \(for --status-dir\): the status directory \/proc\/x cannot be created/,
   },
   {
     name: 'run with its command but no --',

@@ -82,6 +82,25 @@ describe('what the CLI prints', () => {
       assert.match(bad.stderr, /^leasehold: unknown command "nope"/, args.join(' '));
       assert.equal(bad.stdout, '', args.join(' '));
     }
+    // `help` with more words is still help, for the command it names.
+    const more = await runCli(['help', 'sidecar', '--lease']);
+    assert.equal(more.code, 0, more.stderr);
+    assert.equal(more.stdout, sidecar);
+    const after = await runCli(['help', 'run', '--', 'sh', '-c', 'exit 7']);
+    assert.equal(after.code, 0, after.stderr);
+    assert.match(after.stdout, /^leasehold run \[flags\] -- CMD/);
+    const typo = await runCli(['help', 'nope', 'x']);
+    assert.equal(typo.code, 2);
+    assert.match(typo.stderr, /^leasehold: unknown command "nope"/);
+    // A flag's value before the command is no command: `x` is --lease's, so no command is named.
+    for (const args of [
+      ['--lease', 'x', '--help'],
+      ['--log-level', 'debug', '-h'],
+    ]) {
+      const r = await runCli(args);
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(r.stdout, overall, args.join(' '));
+    }
   });
 
   it("sidecar --help and run --help list the app's health flags, with --health-exec's shell and the defaults", async () => {
