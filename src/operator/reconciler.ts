@@ -18,7 +18,7 @@ interface PodItem extends Pod {
 }
 
 interface Managed {
-  metadata: { name: string; namespace: string; resourceVersion?: string };
+  metadata: { name: string; namespace: string; resourceVersion?: string; labels?: Record<string, string> };
   rules?: unknown[];
   roleRef?: unknown;
   subjects?: unknown[];
@@ -215,13 +215,23 @@ export class Reconciler {
     const haveBindings = byKey(bindings);
 
     for (const [key, grant] of wanted) {
-      await this.ensure('roles', haveRoles.get(key), roleFor(grant), (have, want) => JSON.stringify(have.rules) === JSON.stringify(want.rules));
-      await this.ensure(
-        'rolebindings',
-        haveBindings.get(key),
-        roleBindingFor(grant),
-        (have, want) => JSON.stringify([have.roleRef, have.subjects]) === JSON.stringify([want.roleRef, want.subjects]),
-      );
+      const role = await this.ensure('roles', haveRoles.get(key), roleFor(grant), (have, want) => JSON.stringify(have.rules) === JSON.stringify(want.rules));
+      // Never a binding to a Role leasehold did not write: its rules could be anything.
+      const foreign =
+        role === 'foreign'
+          ? 'Role'
+          : (await this.ensure(
+                'rolebindings',
+                haveBindings.get(key),
+                roleBindingFor(grant),
+                (have, want) => JSON.stringify([have.roleRef, have.subjects]) === JSON.stringify([want.roleRef, want.subjects]),
+              )) === 'foreign'
+            ? 'RoleBinding'
+            : null;
+      if (foreign) {
+        const reason = `a ${foreign} ${grant.namespace}/${grantName(grant.serviceAccount, grant.lease)} exists and was not made by leasehold-operator: it binds nothing to it and grants nothing until it is removed`;
+        refused.push(...podsOf(pods, grant).map((pod) => ({ pod, reason })));
+      }
     }
     // The binding first: a Role without its binding grants nothing.
     for (const [key, b] of haveBindings) if (!wanted.has(key)) await this.remove('rolebindings', b);
@@ -246,9 +256,18 @@ export class Reconciler {
     }
   }
 
-  private async ensure<T extends Managed>(kind: 'roles' | 'rolebindings', have: Managed | undefined, want: T, same: (have: Managed, want: T) => boolean) {
+  /**
+   * Creates or corrects one Role or RoleBinding of leasehold's. 'foreign' when one of that name
+   * exists without leasehold's label (someone else's, or a squatter's): it is left as it is.
+   */
+  private async ensure<T extends Managed>(
+    kind: 'roles' | 'rolebindings',
+    have: Managed | undefined,
+    want: T,
+    same: (have: Managed, want: T) => boolean,
+  ): Promise<'ours' | 'foreign'> {
     const ns = want.metadata.namespace;
-    if (have && same(have, want)) return;
+    if (have && same(have, want)) return 'ours';
     const base = `${RBAC}/namespaces/${ns}/${kind}`;
     try {
       if (have)
@@ -257,9 +276,18 @@ export class Reconciler {
         });
       else await this.o.client.request('POST', base, { body: want });
       this.o.log.info(have ? 'rbac updated' : 'rbac created', { kind, namespace: ns, name: want.metadata.name });
+      return 'ours';
     } catch (err) {
-      // Someone wrote it meanwhile, or the namespace is going away: the next pass sees it.
-      if (httpStatus(err) === 409 || httpStatus(err) === 404) return;
+      // The namespace is going away, or a write raced ours: the next pass sees it.
+      if (httpStatus(err) === 404 || (httpStatus(err) === 409 && have)) return 'ours';
+      if (httpStatus(err) !== 409) throw err;
+    }
+    // It exists, and it was not in our labelled list: ours only if it carries our label now.
+    try {
+      const found = await this.o.client.request<Managed>('GET', `${base}/${want.metadata.name}`);
+      return found.metadata.labels?.[MANAGED_BY.key] === MANAGED_BY.value ? 'ours' : 'foreign';
+    } catch (err) {
+      if (httpStatus(err) === 404) return 'ours';
       throw err;
     }
   }

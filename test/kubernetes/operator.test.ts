@@ -16,6 +16,7 @@ import { waitFor, type Proc } from '../support/cli.js';
 import { env, freshNamespace, kubectl } from '../support/kube.js';
 import { kubectlIn, startOperatorProcess, stopOperators, webhookCaBundle, webhookConfiguration } from '../support/operator-process.js';
 import { freePort } from '../support/control-plane.js';
+import { grantName } from '../../src/operator/rbac.js';
 
 const WEBHOOK = `leasehold-operator-test-${process.pid}`;
 
@@ -321,6 +322,46 @@ describe('leasehold operator on a real API server', () => {
     } finally {
       kubectl(['delete', 'namespace', outside, '--wait=false', '--ignore-not-found']);
     }
+  });
+
+  it("never binds a Role it did not make: one squatting the grant's name leaves the pod ungranted, said why", { timeout: 60_000 }, async () => {
+    kubectl(['create', 'serviceaccount', 'squat', '-n', app]);
+    const name = grantName('squat', 'sq-lease');
+    // Made before the pod by someone who can write Roles in the namespace, with rules of their choosing.
+    kubectlIn(
+      ['create', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: { name, namespace: app },
+        rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list'] }],
+      }),
+    );
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'squatted', namespace: app, labels: { 'leasehold.io/inject': 'true' }, annotations: { 'leasehold.io/lease': 'sq-lease' } },
+      spec: { serviceAccountName: 'squat', containers: [{ name: 'app', image: 'busybox:1.36' }] },
+    };
+    const created = JSON.parse(kubectlIn(['create', '-f', '-', '-o', 'json'], JSON.stringify(pod))) as PodJson;
+    const refusal = await waitFor(
+      'the pod reported',
+      () =>
+        json<{ items: { reason: string; message: string; involvedObject: { uid: string } }[] }>(['get', 'events', '-n', app]).items.find(
+          (e) => e.reason === 'LeaseholdNotGranted' && e.involvedObject.uid === created.metadata.uid,
+        ),
+      30_000,
+      200,
+    );
+    assert.match(refusal.message, new RegExp(`a Role ${app}/${name} exists and was not made by leasehold-operator`));
+    assert.equal(canI(app, 'squat', 'list', 'secrets'), 'no', "the squatter's rules were not bound");
+    assert.equal(canI(app, 'squat', 'update', 'leases/sq-lease'), 'no');
+    assert.equal(spawnSync(join(env().binDir, 'kubectl'), ['--kubeconfig', env().admin, 'get', 'rolebinding', name, '-n', app]).status, 1, 'no binding made');
+    // Removed, the grant follows at the next pass.
+    kubectl(['delete', 'role', name, '-n', app]);
+    await waitFor('granted once the squatter is gone', () => canI(app, 'squat', 'update', 'leases/sq-lease') === 'yes', 45_000, 200);
+    assert.equal(canI(app, 'squat', 'list', 'secrets'), 'no');
+    kubectl(['delete', 'pod', 'squatted', '-n', app, '--grace-period=0', '--force']);
   });
 
   it('reports a labelled pod created while the webhook was down, after the operator comes back', { timeout: 90_000 }, async () => {
