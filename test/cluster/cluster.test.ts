@@ -10,7 +10,16 @@ import { join } from 'node:path';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { REPO, waitFor } from '../support/cli.js';
 import { API_SERVER_ADDRESSES, CHART, ClusterSession, LOCAL_IMAGES, chartMemory } from '../support/cluster-session.js';
-import { allReady, onlyEndpointIs, onlyLeaderReady, readPods, readServiceEndpoints, singleLeader, type LeaseView } from '../support/cluster-views.js';
+import {
+  allReady,
+  onlyEndpointIs,
+  onlyLeaderReady,
+  readPods,
+  releasedBeforeExpiry,
+  readServiceEndpoints,
+  singleLeader,
+  type LeaseView,
+} from '../support/cluster-views.js';
 import { HostPrometheus } from './host-prometheus.js';
 import { loadAll } from 'js-yaml';
 import { operatorChecks } from './operator-checks.js';
@@ -127,8 +136,9 @@ describe('the chart on a real node', () => {
    * leading" (and write not-leader) before the new one says "became leader".
    */
   const deleteLeader = async () => {
-    const old = holder();
-    const tokenBefore = transitions();
+    const before = lease();
+    const old = before.holderIdentity ?? '';
+    const tokenBefore = before.leaseTransitions ?? 0;
     const oldLog = followLog(old);
     const t0 = Date.now();
     kubectl('delete', 'pod', old, '--wait=false');
@@ -142,7 +152,10 @@ describe('the chart on a real node', () => {
       50,
     );
     const handoverMs = Date.now() - t0;
-    assert.ok(transitions() > tokenBefore, 'the new term has a higher token');
+    const after = lease();
+    assert.ok((after.leaseTransitions ?? 0) > tokenBefore, 'the new term has a higher token');
+    // The time taken is a figure (logged, and the bench's); what is asserted is how it happened.
+    assert.equal(releasedBeforeExpiry(before, after), null);
     return { old, next, handoverMs, t0, oldLog };
   };
 
@@ -164,12 +177,11 @@ describe('the chart on a real node', () => {
   });
 
   it(
-    'deleting the leader pod hands over within 2 s, though the example app ignores SIGTERM; the old leader steps down first',
+    'deleting the leader pod hands over by a release, though the example app ignores SIGTERM; the old leader steps down first',
     { timeout: 180_000 },
     async () => {
       const { old, next, handoverMs, oldLog } = await deleteLeader();
       console.log(`cluster: leader pod deleted (app ignores SIGTERM), ${next} leads after ${handoverMs} ms (kubectl polling included)`);
-      assert.ok(handoverMs < 2_000, `handover took ${handoverMs} ms`);
       // The old pod lingers for its grace period (the app ignores SIGTERM): read its log while it does.
       await waitFor(
         "the old sidecar's log to show its step-down",
@@ -285,12 +297,11 @@ describe('the chart on a real node', () => {
   );
 
   it(
-    'deleting the leader pod hands over within 2 s with the app that exits on SIGTERM too; the pod is gone long before its grace period',
+    'deleting the leader pod hands over by a release with the app that exits on SIGTERM too; the pod is gone long before its grace period',
     { timeout: 180_000 },
     async () => {
       const { old, next, handoverMs, t0, oldLog } = await deleteLeader();
       console.log(`cluster: leader pod deleted (app exits on SIGTERM), ${next} leads after ${handoverMs} ms (kubectl polling included)`);
-      assert.ok(handoverMs < 2_000, `handover took ${handoverMs} ms`);
       // Both containers exit at SIGTERM, so the pod goes at once, not after 30 s; its log is read
       // from the stream followed before the deletion.
       await waitFor('the old pod to be gone', () => !kubectl('get', 'pods', '-o', 'name').includes(`pod/${old}\n`), 20_000, 200);

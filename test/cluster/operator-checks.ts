@@ -11,7 +11,7 @@ import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
 import { REPO, waitFor } from '../support/cli.js';
 import { comparablePod, notKept } from '../support/admitted-pod.js';
-import { allReady, readPods, singleLeader, type LeaseView } from '../support/cluster-views.js';
+import { allReady, readPods, releasedBeforeExpiry, singleLeader, type LeaseView } from '../support/cluster-views.js';
 import type { ClusterSession } from '../support/cluster-session.js';
 import { metricValue, readyReplicas, servedFingerprint } from './operator-replicas.js';
 
@@ -234,14 +234,17 @@ export function operatorChecks(cluster: ClusterSession, ns: string): void {
       console.log(`cluster/operator: ${as} may get and update leases/${APP} only (another Lease, delete, another namespace: no)`);
     });
 
-    it('deleting the leader pod hands over within 2 s', { timeout: 180_000 }, async () => {
-      const old = holder();
+    it('deleting the leader pod hands over by a release, before the old term could expire', { timeout: 180_000 }, async () => {
+      const before = lease();
+      const old = before.holderIdentity ?? '';
       const t0 = Date.now();
       kubectl('delete', 'pod', old, '--wait=false');
       const next = await waitFor('a new holder', () => (holder() !== '' && holder() !== old ? holder() : undefined), 60_000, 50);
       const handoverMs = Date.now() - t0;
       console.log(`cluster/operator: injected leader pod deleted, ${next} leads after ${handoverMs} ms (kubectl polling included)`);
-      assert.ok(handoverMs < 2_000, `handover took ${handoverMs} ms`);
+      // The time is a figure (kubectl's polling and the kubelet's pace are in it); what is
+      // asserted is that the old leader released: the new term began before the old could expire.
+      assert.equal(releasedBeforeExpiry(before, lease()), null);
       assert.equal((await agreed(120_000)).leader, next);
     });
 

@@ -1,6 +1,6 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { allReady, failoverBoundMs, onlyEndpointIs, onlyLeaderReady, singleLeader, type PodView } from './cluster-views.js';
+import { allReady, failoverBoundMs, onlyEndpointIs, onlyLeaderReady, releasedBeforeExpiry, singleLeader, type PodView } from './cluster-views.js';
 
 const now = new Date('2026-12-02T10:00:00Z');
 const later = '2026-12-02T10:00:09Z';
@@ -68,4 +68,11 @@ it('allReady, onlyLeaderReady and the failover bound', () => {
   assert.equal(onlyLeaderReady([pod('a', true), pod('b', false)], 'a'), false);
   assert.equal(onlyLeaderReady([pod('a', true, { ready: false }), pod('b', false)], 'a'), false);
   assert.equal(failoverBoundMs(15_000, 2_000, 10_000), 29_400);
+});
+
+it('releasedBeforeExpiry: a new term before the old could expire is a release; at or after it, an expiry', () => {
+  const before = { holderIdentity: 'a', renewTime: '2026-12-04T17:00:00.000000Z', leaseDurationSeconds: 15 };
+  assert.equal(releasedBeforeExpiry(before, { holderIdentity: 'b', acquireTime: '2026-12-04T17:00:02.037000Z' }), null);
+  assert.match(releasedBeforeExpiry(before, { holderIdentity: 'b', acquireTime: '2026-12-04T17:00:15.000000Z' })!, /a takeover by expiry, not a release/);
+  assert.match(releasedBeforeExpiry({ holderIdentity: 'a' }, { acquireTime: '2026-12-04T17:00:01Z' })!, /^cannot judge/);
 });

@@ -20,6 +20,28 @@ export interface PodView {
 export interface LeaseView {
   holderIdentity?: string;
   leaseTransitions?: number;
+  acquireTime?: string;
+  renewTime?: string;
+  leaseDurationSeconds?: number;
+}
+
+/**
+ * Whether a handover was a release, not an expiry: the new term (`after`) began before the old
+ * one, as read before the leader was deleted (`before`), could expire. The old holder renews
+ * until it stops, so its real expiry is no earlier than that read's. Both times come from the
+ * sidecars' clocks on one node. A problem in words, or null. This, not a figure in ms (which
+ * counts kubectl's polling and the kubelet's pace), is what a test asserts about a handover.
+ */
+export function releasedBeforeExpiry(before: LeaseView, after: LeaseView): string | null {
+  const renewed = Date.parse(before.renewTime ?? '');
+  const acquired = Date.parse(after.acquireTime ?? '');
+  if (!Number.isFinite(renewed) || !Number.isFinite(acquired) || before.leaseDurationSeconds === undefined) {
+    return `cannot judge: renewTime ${before.renewTime}, leaseDurationSeconds ${before.leaseDurationSeconds}, new acquireTime ${after.acquireTime}`;
+  }
+  const expiry = renewed + before.leaseDurationSeconds * 1000;
+  return acquired < expiry
+    ? null
+    : `the new term began at ${after.acquireTime}, not before the old one could expire (${new Date(expiry).toISOString()}): a takeover by expiry, not a release`;
 }
 
 /** One endpoint of an EndpointSlice, as `kubectl get endpointslices -o json` gives it. */
