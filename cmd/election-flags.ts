@@ -15,7 +15,7 @@ import {
   type Timings,
 } from '../src/config/election-options.js';
 import { InvalidConfigError, describeError } from '../src/errors.js';
-import { clientConfig, parseTableName } from '../src/backends/postgres-config.js';
+import { clientConfig, parseTableName } from '../src/backends/postgres/config.js';
 import { badFlag, checkFlag, namedValue } from './cli-errors.js';
 import type { ArgsOf, FlagTable } from './flag-table.js';
 

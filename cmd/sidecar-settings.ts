@@ -8,7 +8,7 @@ import { http } from '../src/util/node-http.js';
 import { connectKubernetes, openStore, type StoreSettings } from '../src/backends/open-store.js';
 import { checkStatusDir } from '../src/sidecar/status-publisher.js';
 import { parseListen } from '../src/sidecar/http-server.js';
-import { isReadyWhen } from '../src/sidecar/health.js';
+import { isReadyWhen } from '../src/sidecar/kubelet-probes.js';
 import { ELECTION_OPTIONS, resolveElection } from './election-flags.js';
 import { HEALTH_OPTIONS, resolveHealth } from './health-flags.js';
 import type { ArgsOf, FlagTable } from './flag-table.js';

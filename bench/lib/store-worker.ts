@@ -10,8 +10,8 @@
  * durable writes, whatever the clock's resolution.
  */
 import { createInterface } from 'node:readline';
-import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
-import { PostgresLeaseStore } from '../../src/backends/postgres-store.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
+import { PostgresLeaseStore } from '../../src/backends/postgres/store.js';
 import { CandidateLoop } from '../../src/election/candidate-loop.js';
 import { ConflictError } from '../../src/errors.js';
 

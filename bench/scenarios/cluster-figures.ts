@@ -15,7 +15,7 @@ import { leaderlessGaps } from '../lib/leaderless-gaps.js';
 import { LeaseTimeline } from '../lib/lease-timeline.js';
 import { KubeClient } from '../../src/kube/api-client.js';
 import { loadConnection } from '../../src/kube/kubeconfig.js';
-import { KubernetesLeaseStore } from '../../src/backends/kubernetes-store.js';
+import { KubernetesLeaseStore } from '../../src/backends/kubernetes/store.js';
 import { CHART, type ClusterSession, LOCAL_IMAGES } from '../../test/support/cluster-session.js';
 import { waitFor } from '../../test/support/cli.js';
 import type { Phase } from '../phase.js';

@@ -26,7 +26,7 @@ import { buildGoCandidate, createNamespace as createKubeNamespace, startKubeCand
 import { LATENCY_ROWS, latencyKey, latencyNamespace, parseLatencyRow, type LatencyRow } from '../lib/latency-rows.js';
 export type { Impl } from '../lib/candidates.js';
 import { startControlPlane } from '../../test/support/control-plane.js';
-import { KubernetesLeaseStore } from '../../src/backends/kubernetes-store.js';
+import { KubernetesLeaseStore } from '../../src/backends/kubernetes/store.js';
 import { LeaseTimeline, selfReportedSinceFree } from '../lib/lease-timeline.js';
 import type { Phase } from '../phase.js';
 

@@ -28,7 +28,7 @@ const SIDECAR = [
   'prom-client',
   join(REPO, 'dist/cmd/cli-parser.js'),
   join(REPO, 'dist/cmd/sidecar-command.js'),
-  join(REPO, 'dist/src/backends/kubernetes-store.js'),
+  join(REPO, 'dist/src/backends/kubernetes/store.js'),
 ];
 const STEPS: { what: string; imports: string[]; flags: 'none' | 'image' }[] = [
   { what: 'empty node, no flags', imports: [], flags: 'none' },

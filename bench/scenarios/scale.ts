@@ -18,8 +18,8 @@ import { auditBytes, auditEventsSince, countsAsRequest } from '../lib/audit-log.
 import { FAST_T } from './kubernetes.js';
 import { KubeClient } from '../../src/kube/api-client.js';
 import { loadConnection } from '../../src/kube/kubeconfig.js';
-import { KubernetesLeaseStore } from '../../src/backends/kubernetes-store.js';
-import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+import { KubernetesLeaseStore } from '../../src/backends/kubernetes/store.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
 import { parseDuration } from '../../src/config/duration.js';
 import { CLI, start, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
 import { startControlPlane, type ControlPlane } from '../../test/support/control-plane.js';

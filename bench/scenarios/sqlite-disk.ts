@@ -18,7 +18,7 @@
 import { closeSync, fdatasyncSync, fsyncSync, openSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
-import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
 import type { VersionedRecord } from '../../src/backends/lease-store.js';
 import { tempDir } from '../../test/support/cli.js';
 import { quantile } from '../lib/quantile.js';
@@ -235,7 +235,7 @@ with multigrain timestamps (Linux 6.13 and later, as here), a write to a file wh
 just read gets a new, fine-grained time, so every commit changed the \`-wal\`'s inode and its \`fsync\` committed the
 filesystem journal as well (the table's row with a \`stat\` of the \`-wal\`). The store now compares only the
 database file and its \`-shm\` before each operation (the \`-wal\` only matters once they
-changed): \`src/backends/sqlite-wal-stat.test.ts\`.
+changed): \`src/backends/sqlite/wal-stat.test.ts\`.
 
 Produced by \`npm run bench -- --only sqlite-disk --splice\` (\`bench/scenarios/sqlite-disk.ts\`; the whole
 bench runs it too): ${runs.length} repeats of ${seconds} s, on fresh files in the temporary
@@ -264,7 +264,7 @@ every candidate that starts again times the lease from when it reads it. For a c
 it is not: a lost acquisition lets the next leader take the same token again, which a durable
 fenced resource may already have accepted from the lost term. So only renewals could be
 made \`NORMAL\`, the renewals would then no longer be durable, and the store keeps
-\`synchronous=FULL\` for every write, as documented in \`src/backends/sqlite-store.ts\`.
+\`synchronous=FULL\` for every write, as documented in \`src/backends/sqlite/store.ts\`.
 `;
 }
 

@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
 import { cpuTicks } from '../lib/proc-stats.js';
 
 const seconds = Number(process.argv[2] ?? 10);

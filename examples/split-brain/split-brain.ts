@@ -14,7 +14,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
 import { CandidateLoop } from '../../src/election/candidate-loop.js';
 import { FencedSqliteResource } from '../../src/fencing/fenced-resource.js';
 import { writeUnfenced } from '../../src/fencing/unfenced-write.js';

@@ -49,9 +49,9 @@ export async function openStore(s: StoreSettings): Promise<LeaseStore> {
   const log = s.log && guardedLogger(s.log);
   switch (s.backend) {
     case 'sqlite': {
-      const { SqliteLeaseStore } = await loadDriver('better-sqlite3', 'sqlite', () => import('./sqlite-store.js'));
+      const { SqliteLeaseStore } = await loadDriver('better-sqlite3', 'sqlite', () => import('./sqlite/store.js'));
       if (s.readonly) {
-        const { checkSqliteFile } = await import('./sqlite-file-check.js');
+        const { checkSqliteFile } = await import('./sqlite/file-check.js');
         checkSqliteFile(s.db);
         if (!existsSync(s.db)) throw new StoreOpenError(`no lease store at ${s.db}: no candidate has run with this database file yet`, { field: 'db' });
         return new SqliteLeaseStore(s.db, { readonly: true, onOversized: (message) => log?.warn(message) });
@@ -63,11 +63,11 @@ export async function openStore(s: StoreSettings): Promise<LeaseStore> {
       });
     }
     case 'postgres': {
-      const { PostgresLeaseStore } = await import('./postgres-store.js');
+      const { PostgresLeaseStore } = await import('./postgres/store.js');
       return PostgresLeaseStore.open({ url: s.postgresUrl, table: s.postgresTable, requestTimeoutMs: s.requestTimeoutMs, log, readonly: s.readonly });
     }
     case 'kubernetes': {
-      const { KubernetesLeaseStore } = await import('./kubernetes-store.js');
+      const { KubernetesLeaseStore } = await import('./kubernetes/store.js');
       const kube = s.kube ?? (await connectKubernetes(s));
       return new KubernetesLeaseStore(kube.client, kube.namespace);
     }

@@ -5,7 +5,7 @@ import { DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR } from './elector-c
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore, type StoreOp } from '../testing/memory-store.js';
 import { BackendUnavailableError, InvalidConfigError, StoreReopenedError } from '../errors.js';
-import { liveness } from '../sidecar/health.js';
+import { liveness } from '../sidecar/kubelet-probes.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
 
 const LEASE = 'billing';

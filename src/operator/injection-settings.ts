@@ -2,9 +2,9 @@ import { posix } from 'node:path';
 import { durationRangeError, parseDuration } from '../config/duration.js';
 import { validateKubernetesLeaseDuration, validateLeaseName, validateTimings, type Timings } from '../config/election-options.js';
 import { InvalidConfigError, describeError } from '../errors.js';
-import { isReadyWhen, type ReadyWhen } from '../sidecar/health.js';
+import { isReadyWhen, type ReadyWhen } from '../sidecar/kubelet-probes.js';
 import { ANNOTATION, SIDECAR_NAME, STATUS_MOUNT } from './annotations.js';
-import { appHealth, type HealthChoice } from './app-health.js';
+import { healthFlagsFromProbes, type HealthFlags } from './probe-translation.js';
 import { workloadLeaseName } from './lease-name.js';
 import type { Pod } from './pod-types.js';
 
@@ -46,8 +46,8 @@ export interface InjectionSettings {
   hostNetwork: boolean;
   /** The app containers that get the status volume, read-only at /leader. */
   containers: string[];
-  /** The sidecar's --health-* arguments (src/operator/app-health.ts), and why none when a probe was not usable. */
-  health: HealthChoice;
+  /** The sidecar's --health-* arguments (src/operator/probe-translation.ts), and why none when a probe was not usable. */
+  health: HealthFlags;
 }
 
 /** One annotation breaking one rule: the message names both. */
@@ -163,7 +163,7 @@ export function injectionSettings(pod: Pod, defaults: InjectorDefaults): Injecti
     }
   }
   const hostNetwork = spec.hostNetwork === true;
-  const health = appHealth(pod, port);
+  const health = healthFlagsFromProbes(pod, port);
   return { lease: leaseText, leaseDuration, renewDeadline, retryPeriod, readyWhen, podLabel, native, port, hostNetwork, containers, health };
 }
 

@@ -34,7 +34,7 @@ export function injectionPatch(pod: Pod, defaults: InjectorDefaults): PatchOp[] 
 
 /**
  * The patch (as injectionPatch) and the warnings for whoever creates the pod: a probe of the app
- * the injector could not use as its health (src/operator/app-health.ts) is said, not refused.
+ * the injector could not use as its health (src/operator/probe-translation.ts) is said, not refused.
  */
 export function injection(pod: Pod, defaults: InjectorDefaults): { patch: PatchOp[]; warnings: string[] } {
   if (alreadyInjected(pod)) {

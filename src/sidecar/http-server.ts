@@ -5,7 +5,7 @@ import { http } from '../util/node-http.js';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { LeaderStatus } from '../status/leader-status.js';
-import type { Verdict } from './health.js';
+import type { Verdict } from './kubelet-probes.js';
 import { LeaderStreams, leaderBody, type StreamCounters, type StreamLimits } from './leader-stream.js';
 import { httpBounds, openDescriptors, openFilesLimit, type HttpBounds } from './connection-budget.js';
 

@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteLeaseStore } from '../backends/sqlite-store.js';
+import { SqliteLeaseStore } from '../backends/sqlite/store.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import type { Logger } from '../log.js';
 import { Sidecar } from './sidecar.js';

@@ -10,7 +10,7 @@ import { ElectionMetrics } from './metrics.js';
 import { StatusPublisher } from './status-publisher.js';
 import { toLeaderStatus } from '../status/to-leader-status.js';
 import { StatusServer } from './http-server.js';
-import { Readiness, liveness, withStoreProblem, type ReadyWhen } from './health.js';
+import { Readiness, liveness, withStoreProblem, type ReadyWhen } from './kubelet-probes.js';
 import type { PodLabeler } from './pod-labeler.js';
 import { AppDrain } from './app-drain.js';
 import type { Eligibility } from '../health/eligibility.js';

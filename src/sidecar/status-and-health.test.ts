@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StatusPublisher, checkStatusDir } from './status-publisher.js';
 import { toLeaderStatus } from '../status/to-leader-status.js';
-import { Readiness, liveness, withStoreProblem } from './health.js';
+import { Readiness, liveness, withStoreProblem } from './kubelet-probes.js';
 import type { CandidateSnapshot } from '../election/candidate-loop.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-status-'));

@@ -2,7 +2,7 @@
  * The LeaseStore contract (src/backends/lease-store.ts) as one suite, run against every store
  * the way apiserver's storage/testing runs one suite against every storage backend:
  * - the in-memory store: src/testing/memory-store.contract.test.ts;
- * - SQLite, on a real file: src/backends/sqlite-store.contract.test.ts;
+ * - SQLite, on a real file: src/backends/sqlite/store.contract.test.ts;
  * - PostgreSQL, on a real server: test/postgres/store.contract.test.ts;
  * - Kubernetes, on a real API server: test/kubernetes/store.contract.test.ts.
  * A store that breaks a promise here breaks the elector, which relies on nothing else.

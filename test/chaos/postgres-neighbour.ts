@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { channelName } from '../../src/backends/postgres-notify.js';
+import { channelName } from '../../src/backends/postgres/notify.js';
 import type { PostgresNeighbour } from './run-chaos.js';
 
 /**

@@ -2,7 +2,7 @@ import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
 import { startCli, tempDir, waitFor, type Proc } from '../support/cli.js';
 import { openStream } from '../support/sse-client.js';
 

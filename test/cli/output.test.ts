@@ -9,7 +9,7 @@ import { cpSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { CLI, NODE_FLAGS, REPO, runCli, runOnce, tempDir } from '../support/cli.js';
-import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
 
 const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '400ms'];
 

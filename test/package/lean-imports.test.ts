@@ -12,7 +12,7 @@ import { REPO } from '../support/cli.js';
 
 describe("the sidecar's imports", () => {
   it('loading the CLI, the HTTP server and the Kubernetes client does not load undici', () => {
-    const modules = ['dist/cmd/sidecar-command.js', 'dist/src/sidecar/http-server.js', 'dist/src/kube/api-client.js', 'dist/src/backends/kubernetes-store.js'];
+    const modules = ['dist/cmd/sidecar-command.js', 'dist/src/sidecar/http-server.js', 'dist/src/kube/api-client.js', 'dist/src/backends/kubernetes/store.js'];
     const code = `${modules.map((m) => `await import(${JSON.stringify(join(REPO, m))});`).join('')}
 console.log(JSON.stringify(process.moduleLoadList.filter((m) => m.includes('undici'))));`;
     const out = execFileSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', cwd: REPO });

@@ -8,9 +8,9 @@
 import { it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { PostgresLeaseStore } from '../../src/backends/postgres-store.js';
-import { channelName } from '../../src/backends/postgres-notify.js';
-import { notifyFunction } from '../../src/backends/postgres-schema.js';
+import { PostgresLeaseStore } from '../../src/backends/postgres/store.js';
+import { channelName } from '../../src/backends/postgres/notify.js';
+import { notifyFunction } from '../../src/backends/postgres/schema.js';
 import { startPostgres } from '../support/postgres.js';
 import { waitFor } from '../support/cli.js';
 

@@ -11,9 +11,9 @@
 import { it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { PostgresLeaseStore } from '../../src/backends/postgres-store.js';
-import { NOTIFIES_AFTER_COMMIT, notifyFunction } from '../../src/backends/postgres-schema.js';
-import { channelName } from '../../src/backends/postgres-notify.js';
+import { PostgresLeaseStore } from '../../src/backends/postgres/store.js';
+import { NOTIFIES_AFTER_COMMIT, notifyFunction } from '../../src/backends/postgres/schema.js';
+import { channelName } from '../../src/backends/postgres/notify.js';
 import { startPostgres } from '../support/postgres.js';
 import { waitFor } from '../support/cli.js';
 import { startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';

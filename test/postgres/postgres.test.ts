@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { PostgresLeaseStore } from '../../src/backends/postgres-store.js';
+import { PostgresLeaseStore } from '../../src/backends/postgres/store.js';
 import { PASSWORDS, startPostgres } from '../support/postgres.js';
 import { runCli, waitFor } from '../support/cli.js';
 import { raceRounds } from '../support/race.js';

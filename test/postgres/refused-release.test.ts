@@ -5,7 +5,7 @@
  */
 import { it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { PostgresLeaseStore } from '../../src/backends/postgres-store.js';
+import { PostgresLeaseStore } from '../../src/backends/postgres/store.js';
 import { startPostgres } from '../support/postgres.js';
 import { waitFor } from '../support/cli.js';
 import { leadersByStatus, startSidecar, type Candidate } from '../support/sidecars.js';

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PostgresLeaseStore } from '../../src/backends/postgres-store.js';
+import { PostgresLeaseStore } from '../../src/backends/postgres/store.js';
 import { startPostgres } from '../support/postgres.js';
 import { waitFor } from '../support/cli.js';
 import { leadersByStatus, startSidecar, type Candidate } from '../support/sidecars.js';

@@ -4,7 +4,7 @@
  */
 import { after } from 'node:test';
 import { leaseStoreContract, upsertThrough } from '../../src/testing/lease-store-contract.js';
-import { PostgresLeaseStore } from '../../src/backends/postgres-store.js';
+import { PostgresLeaseStore } from '../../src/backends/postgres/store.js';
 import { startPostgres } from '../support/postgres.js';
 
 const server = startPostgres();

@@ -7,7 +7,7 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { PostgresLeaseStore } from '../../src/backends/postgres-store.js';
+import { PostgresLeaseStore } from '../../src/backends/postgres/store.js';
 import type { LeaseRecord } from '../../src/backends/lease-store.js';
 import type { Logger } from '../../src/log.js';
 import { startPostgres } from '../support/postgres.js';

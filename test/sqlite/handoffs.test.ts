@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { waitFor } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
-import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
 
 const T = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };
 const HANDOFFS = 12;

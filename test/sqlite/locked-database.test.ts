@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { runCli, start, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
-import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
 
 /**
  * A neighbour holds the database locked (`sqlite3 leases.db` left inside an exclusive

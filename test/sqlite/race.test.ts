@@ -2,7 +2,7 @@ import { describe, it, after } from 'node:test';
 import { join } from 'node:path';
 import { tempDir } from '../support/cli.js';
 import { raceRounds } from '../support/race.js';
-import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
 
 const ROUNDS = 25;
 

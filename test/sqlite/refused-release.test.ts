@@ -10,7 +10,7 @@ import Database from 'better-sqlite3';
 import { waitFor } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { leadersByStatus, startSidecar, type Candidate } from '../support/sidecars.js';
-import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
 
 const T = { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' };
 const cands: Candidate[] = [];

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { NODE_FLAGS, REPO, isAlive, runCli, runOnce, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { current, exclusiveRunScenario } from '../support/run-scenario.js';
-import { SqliteLeaseStore } from '../../src/backends/sqlite-store.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
 
 const CHILD = join(REPO, 'test/support/exclusive_child.py');
 const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '400ms'];

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { CoordinationV1Api, CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
-import { KubernetesLeaseStore } from '../../src/backends/kubernetes-store.js';
+import { KubernetesLeaseStore } from '../../src/backends/kubernetes/store.js';
 import { connect } from '../../src/kube/connect.js';
 
 /** The control plane started by test/support/with-control-plane.ts; tests fail fast without it. */

@@ -4,7 +4,7 @@ import { closeSync, fstatSync, openSync, readSync, statSync, type BigIntStats } 
 // the -wal beside it by name alone, and nothing in a -wal names its database: a file moved over
 // the path while a process kept the old log (a reader left open, every candidate killed) would
 // be read through that log, and the first checkpoint would copy the old file's pages into it.
-// Kept apart from sqlite-store.ts: it needs no native module.
+// Kept apart from store.ts: it needs no native module.
 
 const WAL_HEADER = 32;
 const FRAME_HEADER = 24;

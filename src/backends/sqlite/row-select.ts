@@ -1,4 +1,4 @@
-import { MAX_NUMBER_BYTES, MAX_TEXT_BYTES, boundedColumn, oversizedColumn } from './bounded-sql.js';
+import { MAX_NUMBER_BYTES, MAX_TEXT_BYTES, boundedColumn, oversizedColumn } from '../bounded-sql.js';
 
 // The one SELECT of a lease row, with every value bounded in SQL (bounded-sql.ts). SQLite keeps a
 // text or a blob of any size in a column of any type, so every column is bounded, numbers too.

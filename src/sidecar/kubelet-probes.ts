@@ -1,3 +1,7 @@
+/**
+ * The kubelet's probes of the sidecar itself: its liveness (/healthz) and readiness (/readyz)
+ * verdicts, from the elector's snapshot. Not the app's health, which is src/health/.
+ */
 import type { Timings } from '../config/election-options.js';
 import type { CandidateSnapshot } from '../election/candidate-loop.js';
 import type { LeaseStore } from '../backends/lease-store.js';

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { leaseStoreContract, upsertThrough } from '../testing/lease-store-contract.js';
-import { SqliteLeaseStore } from './sqlite-store.js';
+import { leaseStoreContract, upsertThrough } from '../../testing/lease-store-contract.js';
+import { SqliteLeaseStore } from './store.js';
 
 leaseStoreContract('SQLite, on a real file', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'leasehold-contract-'));

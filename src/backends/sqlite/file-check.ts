@@ -1,8 +1,8 @@
 import { closeSync, openSync, readSync, statSync, statfsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { StoreOpenError, describeError } from '../errors.js';
+import { StoreOpenError, describeError } from '../../errors.js';
 
-// Kept apart from sqlite-store.ts so the CLI can check --db before loading the native module
+// Kept apart from store.ts so the CLI can check --db before loading the native module
 // (and a kubernetes sidecar never loads it at all).
 
 const SQLITE_HEADER = 'SQLite format 3\0';

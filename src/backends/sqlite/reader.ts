@@ -1,9 +1,9 @@
 import Database from 'better-sqlite3';
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
-import { StoreOpenError, describeError } from '../errors.js';
-import { selectRowSql, type RowColumns } from './sqlite-row-select.js';
-import { foreignLog } from './sqlite-wal-owner.js';
-import { refuseMountPoint } from './sqlite-file-identity.js';
+import { StoreOpenError, describeError } from '../../errors.js';
+import { selectRowSql, type RowColumns } from './row-select.js';
+import { foreignLog } from './wal-owner.js';
+import { refuseMountPoint } from './file-identity.js';
 
 // How a read-only tool (`leasehold status`, its --watch) reads the file: one connection per
 // read, closed at once. A connection held open keeps the database's -wal and -shm alive after
@@ -20,7 +20,7 @@ export interface ReadResult<T> {
 }
 
 /**
- * Opens `path`, runs `read` with the bounded SELECT (sqlite-row-select.ts), and closes it. The
+ * Opens `path`, runs `read` with the bounded SELECT (row-select.ts), and closes it. The
  * connection is opened for writing when the user may (query_only: no statement can write):
  * closed last, it does what the last candidate would have done, copying the log into the file
  * and deleting it, where a read-only connection would leave them. A user who may not write the

@@ -1,19 +1,19 @@
 import Database from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordError, StoreOpenError, StoreReopenedError, describeError } from '../errors.js';
-import { throwIfAborted } from '../abort.js';
-import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from './lease-store.js';
-import type { Clock, Timer } from '../clock.js';
-import { encodeSuccessor, withSuccessor } from './successor-column.js';
-import { checkLocalFilesystem, checkSqliteFile } from './sqlite-file-check.js';
-import { MakeDirsError, makeDirs } from '../util/make-dirs.js';
-import { describeIdentity, identityOf, mainAndShmOf, refuseMountPoint, sameFiles, unsafeReplacement, type FileIdentity } from './sqlite-file-identity.js';
-import { foreignLog } from './sqlite-wal-owner.js';
-import { escapeControl } from '../util/escape-control.js';
-import { selectRowSql } from './sqlite-row-select.js';
-import { oversizedNotice } from './bounded-sql.js';
-import { changeMark, readOnce } from './sqlite-reader.js';
+import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordError, StoreOpenError, StoreReopenedError, describeError } from '../../errors.js';
+import { throwIfAborted } from '../../abort.js';
+import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../lease-store.js';
+import type { Clock, Timer } from '../../clock.js';
+import { encodeSuccessor, withSuccessor } from '../successor-column.js';
+import { checkLocalFilesystem, checkSqliteFile } from './file-check.js';
+import { MakeDirsError, makeDirs } from '../../util/make-dirs.js';
+import { describeIdentity, identityOf, mainAndShmOf, refuseMountPoint, sameFiles, unsafeReplacement, type FileIdentity } from './file-identity.js';
+import { foreignLog } from './wal-owner.js';
+import { escapeControl } from '../../util/escape-control.js';
+import { selectRowSql } from './row-select.js';
+import { oversizedNotice } from '../bounded-sql.js';
+import { changeMark, readOnce } from './reader.js';
 
 /**
  * Leases in one SQLite file shared by processes on one machine.
@@ -38,7 +38,7 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
   /**
    * Read an existing file only (`leasehold status`): nothing is created or migrated, and no
-   * connection stays open between reads (sqlite-reader.ts).
+   * connection stays open between reads (reader.ts).
    */
   readonly?: boolean;
   /**
@@ -46,7 +46,7 @@ export interface SqliteStoreOptions {
    * or refuses to (once per replacement).
    */
   onReopen?: (message: string) => void;
-  /** Told, in one line, when a row holds a value over its bound (sqlite-row-select.ts), once per such row. */
+  /** Told, in one line, when a row holds a value over its bound (row-select.ts), once per such row. */
   onOversized?: (message: string) => void;
   /**
    * Accept a file on a network filesystem (NFS, SMB, FUSE...), which is refused otherwise:
@@ -76,7 +76,7 @@ interface LeaseRow {
   acquire_time: number;
   /** successor-column.ts: '' for no claim. */
   successor: string;
-  /** The columns over their bound and their sizes, or null (sqlite-row-select.ts). */
+  /** The columns over their bound and their sizes, or null (row-select.ts). */
   oversized?: string | null;
 }
 
@@ -135,7 +135,7 @@ export class SqliteLeaseStore implements LeaseStore {
   }
 
   /**
-   * A reader's one read (sqlite-reader.ts): the row named `name` (none for null, which only
+   * A reader's one read (reader.ts): the row named `name` (none for null, which only
    * checks that the file opens and has the table).
    */
   private readRow(name: string | null): LeaseRow | undefined {

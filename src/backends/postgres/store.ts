@@ -10,7 +10,7 @@
  *   never repeats for a lease name, across deletes and re-creates (writeVersion below);
  * - durability: the session sets `synchronous_commit = on`, so a write that returned success
  *   is flushed to the server's WAL, whatever the server's default;
- * - every write notifies the table's channel (postgres-notify.ts) with the lease's name, after it
+ * - every write notifies the table's channel (notify.ts) with the lease's name, after it
  *   has committed, in a statement of its own: a write never waits on, nor fails with, its
  *   notification (the server's NOTIFY queue can be filled by any role that may connect). The
  *   table's trigger notifies for other writers only. The store LISTENs on its one connection. A notification is a hint to read the row, nothing
@@ -29,19 +29,19 @@
  */
 import { connect as netConnect } from 'node:net';
 import type pg from 'pg';
-import { abortReason, throwIfAborted } from '../abort.js';
-import { realClock } from '../clock.js';
-import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordError, LeaseholdError, StoreOpenError, describeError } from '../errors.js';
-import { reconnectDelayMs } from '../util/backoff.js';
-import { isTlsRefused } from '../util/tls-refused.js';
-import type { Logger } from '../log.js';
-import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from './lease-store.js';
-import { DEFAULT_POSTGRES_TABLE, clientConfig, describeTarget, parseTableName } from './postgres-config.js';
-import { loadDriver as loadOptional } from './driver.js';
-import { HintThrottle, channelName, notifiedLease } from './postgres-notify.js';
-import { NOTIFIES_AFTER_COMMIT, addSuccessorStatement, adminScript, createStatements, notifyFunctionStatement } from './postgres-schema.js';
-import { encodeSuccessor, withSuccessor } from './successor-column.js';
-import { MAX_TEXT_BYTES, boundedColumn, oversizedColumn, oversizedNotice } from './bounded-sql.js';
+import { abortReason, throwIfAborted } from '../../abort.js';
+import { realClock } from '../../clock.js';
+import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordError, LeaseholdError, StoreOpenError, describeError } from '../../errors.js';
+import { reconnectDelayMs } from '../../util/backoff.js';
+import { isTlsRefused } from '../../util/tls-refused.js';
+import type { Logger } from '../../log.js';
+import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../lease-store.js';
+import { DEFAULT_POSTGRES_TABLE, clientConfig, describeTarget, parseTableName } from './config.js';
+import { loadDriver as loadOptional } from '../driver.js';
+import { HintThrottle, channelName, notifiedLease } from './notify.js';
+import { NOTIFIES_AFTER_COMMIT, addSuccessorStatement, adminScript, createStatements, notifyFunctionStatement } from './schema.js';
+import { encodeSuccessor, withSuccessor } from '../successor-column.js';
+import { MAX_TEXT_BYTES, boundedColumn, oversizedColumn, oversizedNotice } from '../bounded-sql.js';
 
 /** Backends one candidate holds at any moment (the documented bound: docs/postgres.md). */
 export const MAX_BACKENDS = 1;

@@ -5,7 +5,7 @@
  * names a lease at most; it never carries a holder, token, expiry or version into a candidate.
  */
 import { createHash } from 'node:crypto';
-import type { Clock, Timer } from '../clock.js';
+import type { Clock, Timer } from '../../clock.js';
 
 /**
  * The channel of one table: `leasehold_` and the first 40 hex digits (160 bits) of the SHA-256

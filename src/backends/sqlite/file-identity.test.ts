@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { mountPointAt, unsafeReplacement } from './sqlite-file-identity.js';
+import { mountPointAt, unsafeReplacement } from './file-identity.js';
 
 describe('what a replaced database path may be reopened as', () => {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), 'leasehold identity ')));

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appHealth, type Probe } from './app-health.js';
+import { healthFlagsFromProbes, type Probe } from './probe-translation.js';
 import { InvalidConfigError } from '../errors.js';
 import type { Container, Pod } from './pod-types.js';
 
@@ -124,7 +124,7 @@ test('a usable probe becomes the sidecar source; the timings are copied, the kub
     },
   ];
   for (const c of cases) {
-    const got = appHealth(c.pod, SIDECAR_PORT);
+    const got = healthFlagsFromProbes(c.pod, SIDECAR_PORT);
     assert.deepEqual(got.args, c.args, c.name);
     assert.equal(got.warning, undefined, c.name);
   }
@@ -141,7 +141,7 @@ test('a probe that is not usable fills nothing and says why: other schemes, host
     { name: 'an undeclared named port', probe: { tcpSocket: { port: 'admin' } }, why: /declares no port named "admin"/ },
   ];
   for (const c of cases) {
-    const got = appHealth(ready(c.probe), SIDECAR_PORT);
+    const got = healthFlagsFromProbes(ready(c.probe), SIDECAR_PORT);
     assert.deepEqual(got.args, [], c.name);
     assert.match(got.warning ?? '', c.why, c.name);
     assert.match(
@@ -162,12 +162,12 @@ test("no circle: a probe on the sidecar's own port (by number or by its port's n
     { name: 'leasehold.io/port moved the sidecar to 9000', pod: ready({ httpGet: { path: '/readyz', port: 9000 } }), port: 9000 },
   ];
   for (const c of cases) {
-    const got = appHealth(c.pod, c.port ?? SIDECAR_PORT);
+    const got = healthFlagsFromProbes(c.pod, c.port ?? SIDECAR_PORT);
     assert.deepEqual(got.args, [], c.name);
     assert.match(got.warning ?? '', /is the leasehold sidecar's own port: the app's health must not depend on leadership/, c.name);
   }
   // The sidecar elsewhere: the same probe on 4040 is the app's.
-  assert.deepEqual(appHealth(ready({ tcpSocket: { port: 4040 } }), 9000).args[0], '--health-tcp=4040');
+  assert.deepEqual(healthFlagsFromProbes(ready({ tcpSocket: { port: 4040 } }), 9000).args[0], '--health-tcp=4040');
 });
 
 test('a bad leasehold.io/health or leasehold.io/health-container is refused, naming the annotation and the rule', () => {
@@ -213,7 +213,7 @@ test('a bad leasehold.io/health or leasehold.io/health-container is refused, nam
   ];
   for (const c of cases) {
     assert.throws(
-      () => appHealth(pod([app()], c.annotations), SIDECAR_PORT),
+      () => healthFlagsFromProbes(pod([app()], c.annotations), SIDECAR_PORT),
       (err: unknown) => err instanceof InvalidConfigError && err.message === c.message,
       JSON.stringify(c.annotations),
     );

@@ -1,10 +1,10 @@
 import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { StoreOpenError } from '../errors.js';
+import { StoreOpenError } from '../../errors.js';
 
 // What the database path and its -wal and -shm name on disk, so the store can tell whether
 // the path still names the files it opened, and whether a new file there would be paired
-// with another file's log. Kept apart from sqlite-store.ts: it needs no native module.
+// with another file's log. Kept apart from store.ts: it needs no native module.
 
 /** "dev:ino" of the database file, its -wal and its -shm; '-' for one that is absent. */
 export interface FileIdentity {

@@ -1,3 +1,8 @@
+/**
+ * The operator's probe translation: the app container's readiness or liveness probe, read from
+ * the pod, turned into the sidecar's --health-* flags (docs/health.md). "Health" here is the app's
+ * health, as everywhere; this file only translates the kubelet's vocabulary into the sidecar's.
+ */
 import { InvalidConfigError } from '../errors.js';
 import { ANNOTATION, SIDECAR_NAME } from './annotations.js';
 import type { Container, Pod } from './pod-types.js';
@@ -19,7 +24,7 @@ export interface Probe {
 export const KUBELET_PROBE_DEFAULTS = { periodSeconds: 10, timeoutSeconds: 1, failureThreshold: 3, successThreshold: 1, initialDelaySeconds: 0 } as const;
 
 /** What the injector passes the sidecar about the app's health, and why it passes nothing when a probe was there but not usable. */
-export interface HealthChoice {
+export interface HealthFlags {
   /** The sidecar's --health-* arguments; none keeps the election as it was without health. */
   args: string[];
   /** Set when the app has a probe the injector could not use: said back to whoever created the pod, and logged. */
@@ -51,7 +56,7 @@ function circleRule(port: number): string {
  * leasehold.io/health-container and the app container's probes (docs/operator.md, "The app's
  * health"). Throws one InvalidConfigError naming the annotation and the rule on a bad value.
  */
-export function appHealth(pod: Pod, sidecarPort: number): HealthChoice {
+export function healthFlagsFromProbes(pod: Pod, sidecarPort: number): HealthFlags {
   const a = pod.metadata?.annotations ?? {};
   const containers = (pod.spec?.containers ?? []).filter((c) => c.name !== SIDECAR_NAME);
   const containerText = a[ANNOTATION.healthContainer];

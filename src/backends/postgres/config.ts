@@ -5,7 +5,7 @@
  */
 import { accessSync, constants } from 'node:fs';
 import type { ClientConfig } from 'pg';
-import { InvalidConfigError } from '../errors.js';
+import { InvalidConfigError } from '../../errors.js';
 
 export const DEFAULT_POSTGRES_TABLE = 'public.leases';
 

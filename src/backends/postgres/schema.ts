@@ -5,7 +5,7 @@
  * and the trigger. DROP TRIGGER IF EXISTS + CREATE TRIGGER rather than CREATE OR REPLACE
  * TRIGGER (PostgreSQL 14 or later): EXECUTE FUNCTION needs PostgreSQL 11, nothing here newer.
  */
-import { channelName } from './postgres-notify.js';
+import { channelName } from './notify.js';
 
 /** The trigger function: named after the channel, so two tables never share (or replace) one. */
 export function notifyFunction(schema: string, table: string): string {

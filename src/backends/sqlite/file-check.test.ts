@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkLocalFilesystem, checkSqliteFile } from './sqlite-file-check.js';
+import { checkLocalFilesystem, checkSqliteFile } from './file-check.js';
 
 describe('a database file on a network filesystem', () => {
   const fake = (type: number) => () => ({ type });

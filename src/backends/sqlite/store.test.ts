@@ -4,9 +4,9 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync, readFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { SqliteLeaseStore, WATCH_EAGER_EVERY_MS } from './sqlite-store.js';
-import { FakeClock } from '../testing/fake-clock.js';
-import type { LeaseRecord } from './lease-store.js';
+import { SqliteLeaseStore, WATCH_EAGER_EVERY_MS } from './store.js';
+import { FakeClock } from '../../testing/fake-clock.js';
+import type { LeaseRecord } from '../lease-store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-sqlite-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

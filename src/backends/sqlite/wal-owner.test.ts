@@ -5,7 +5,7 @@ import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { committedFrames, foreignLog } from './sqlite-wal-owner.js';
+import { committedFrames, foreignLog } from './wal-owner.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-wal-owner-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteLeaseStore } from './sqlite-store.js';
+import { SqliteLeaseStore } from './store.js';
 
 // node:fs as the store's named imports see it: replacing a function here and calling
 // syncBuiltinESMExports() makes their `statSync` this one, so the test sees every path stat'ed.

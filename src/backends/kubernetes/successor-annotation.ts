@@ -1,6 +1,6 @@
-import { InvalidRecordError } from '../errors.js';
-import type { SuccessorClaim } from './lease-store.js';
-import { claimFromJson, claimProblem } from './successor-json.js';
+import { InvalidRecordError } from '../../errors.js';
+import type { SuccessorClaim } from '../lease-store.js';
+import { claimFromJson, claimProblem } from '../successor-json.js';
 
 /**
  * The successor claim on a Kubernetes Lease lives in this annotation, not in the spec: the

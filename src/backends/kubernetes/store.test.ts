@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { KubernetesLeaseStore } from './kubernetes-store.js';
-import { InvalidConfigError, InvalidRecordError } from '../errors.js';
-import type { KubeClient } from '../kube/api-client.js';
-import type { LeaseRecord } from './lease-store.js';
+import { KubernetesLeaseStore } from './store.js';
+import { InvalidConfigError, InvalidRecordError } from '../../errors.js';
+import type { KubeClient } from '../../kube/api-client.js';
+import type { LeaseRecord } from '../lease-store.js';
 
 // The store's own refusals, made before any request: a client that counts what it is asked.
 // What it writes on the wire is covered against a real API server (test/kubernetes/).

@@ -3,10 +3,10 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { HintThrottle, channelName, notifiedLease } from './postgres-notify.js';
-import { clientConfig, describeTarget, parseTableName } from './postgres-config.js';
-import { adminScript } from './postgres-schema.js';
-import { FakeClock } from '../testing/fake-clock.js';
+import { HintThrottle, channelName, notifiedLease } from './notify.js';
+import { clientConfig, describeTarget, parseTableName } from './config.js';
+import { adminScript } from './schema.js';
+import { FakeClock } from '../../testing/fake-clock.js';
 
 it('a notification names a lease at most: a bare name, or the name in a JSON payload, never anything else of it', () => {
   assert.equal(notifiedLease('jobs'), 'jobs');
@@ -147,7 +147,7 @@ it('an sslmode node-postgres does not know, in the URL or PGSSLMODE, and an unre
 });
 
 it('docs/postgres.md prints exactly the SQL leasehold runs, for an administrator to run by hand', () => {
-  const doc = readFileSync(new URL('../../docs/postgres.md', import.meta.url), 'utf8');
+  const doc = readFileSync(new URL('../../../docs/postgres.md', import.meta.url), 'utf8');
   const block = /<!-- admin-sql -->\n```sql\n([\s\S]*?)\n```/.exec(doc)?.[1];
   assert.equal(block, adminScript('public', 'leases', 'leasehold'));
 });

@@ -1,10 +1,10 @@
-import type { KubeClient } from '../kube/api-client.js';
-import { httpStatus } from '../kube/api-errors.js';
-import { BackendError, ConflictError, ForbiddenError, InvalidRecordError, LeaseholdError, NotFoundError } from '../errors.js';
-import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from './lease-store.js';
+import type { KubeClient } from '../../kube/api-client.js';
+import { httpStatus } from '../../kube/api-errors.js';
+import { BackendError, ConflictError, ForbiddenError, InvalidRecordError, LeaseholdError, NotFoundError } from '../../errors.js';
+import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../lease-store.js';
 import { formatMicroTime, parseMicroTime } from './micro-time.js';
-import { validateKubernetesLeaseDuration } from '../config/election-options.js';
-import { reconnectDelayMs } from '../util/backoff.js';
+import { validateKubernetesLeaseDuration } from '../../config/election-options.js';
+import { reconnectDelayMs } from '../../util/backoff.js';
 import { SUCCESSOR_ANNOTATION, formatSuccessor, parseSuccessor } from './successor-annotation.js';
 
 /** The parts of a coordination.k8s.io/v1 Lease this store reads; every other field is carried as is. */
@@ -43,7 +43,7 @@ const WATCH_TIMEOUT_SECONDS = 300;
  * - fields this store does not own (labels, annotations, spec.strategy, spec.preferredHolder)
  *   are carried over from the object last read, as client-go's Update does;
  * - the successor claim is the one annotation this store owns, leasehold.io/successor
- *   (src/backends/successor-annotation.ts): written when the record has a claim, removed when
+ *   (src/backends/kubernetes/successor-annotation.ts): written when the record has a claim, removed when
  *   it has none; every other annotation is carried.
  * The version is the resourceVersion; the API server changes it on every write.
  */
