@@ -243,6 +243,119 @@ interface Candidate {
   term: LeadershipTerm | null;
   /** The highest token this candidate had seen at the end of the last step. */
   knew: number;
+  /** Its app: the work each term starts, and how the wrapper waits for it (SimApp). */
+  app: SimApp;
+}
+
+/**
+ * How the work of a term is wired to the elector, as each wrapper wires it:
+ * - `library`: LeaderElection. The work is the term's promise; the elector's drain waits for it,
+ *   at most drainTimeoutMs (renewDeadline by default); work past that cannot be stopped from
+ *   outside.
+ * - `run`: `leasehold run`. The work is CMD: SIGTERM when the term ends, SIGKILL after the grace
+ *   period, so it always stops; a graceful stop forwards the signal and waits for CMD first.
+ */
+type AppKind = 'library' | 'run';
+/** `leasehold run`'s default grace period: at most leaseDuration − renewDeadline, 5 s. */
+const GRACE_MS = 5_000;
+
+/** One term's work: it starts at onStartedLeading and stops some time after the term ends. */
+interface Work {
+  token: number;
+  owner: string;
+  /** Wall ms at which the term's last successful renewal (or its acquisition) started. */
+  renewedAt: number;
+  stopped: boolean;
+  /** Why its term ended, once it has. */
+  endedBy: string | null;
+}
+
+class SimApp {
+  /** The work of this candidate's terms that has not stopped yet (a pause freezes it, it stays). */
+  readonly running: Work[] = [];
+  private readonly waiters = new Set<() => void>();
+  /** `run` after its signal: it starts no command any more (LeaderRunner's shuttingDown). */
+  private shuttingDown = false;
+  constructor(
+    readonly kind: AppKind,
+    private readonly proc: SimProcess,
+    private readonly rand: () => number,
+  ) {}
+
+  start(token: number, renewedAt: Date, owner: string): Work | null {
+    if (this.shuttingDown) return null;
+    const w: Work = { token, owner, renewedAt: renewedAt.getTime(), stopped: false, endedBy: null };
+    this.running.push(w);
+    return w;
+  }
+
+  renewed(token: number, renewedAt: Date): void {
+    for (const w of this.running) if (w.token === token) w.renewedAt = renewedAt.getTime();
+  }
+
+  /**
+   * The term ended (or, for run, its signal came): the work stops some time later. Most stop
+   * within a second or two, some take longer than any drain bound, a few far longer (a hung
+   * batch); `run`'s CMD is killed at the grace period. On the process's own timers: a paused
+   * process stops nothing until it resumes.
+   */
+  /** `run` got SIGTERM: CMD gets it too, and no command starts after it. */
+  signalled(): void {
+    this.shuttingDown = true;
+    this.askToStop('signalled');
+  }
+
+  askToStop(reason: string): void {
+    for (const w of this.running) w.endedBy ??= reason;
+    const pending = this.running.filter((w) => !w.stopped);
+    if (pending.length === 0) return;
+    const r = this.rand();
+    let ms = r < 0.6 ? this.rand() * 1_500 : r < 0.85 ? 1_500 + this.rand() * 10_000 : 10_000 + this.rand() * 40_000;
+    if (this.kind === 'run') ms = Math.min(ms, GRACE_MS);
+    this.proc.setTimer(() => this.stopAll(pending), ms);
+  }
+
+  /** Resolves once every work of this candidate has stopped. */
+  stopped(): Promise<void> {
+    if (this.running.length === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const check = () => {
+        if (this.running.length > 0) return;
+        this.waiters.delete(check);
+        resolve();
+      };
+      this.waiters.add(check);
+    });
+  }
+
+  /** True when every work stopped within `boundMs` (on the process's clock), false past it. */
+  stoppedWithin(boundMs: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      let done = false;
+      this.proc.setTimer(() => {
+        if (!done) resolve(false);
+        done = true;
+      }, boundMs);
+      void this.stopped().then(() => {
+        if (!done) resolve(true);
+        done = true;
+      });
+    });
+  }
+
+  /** The process died: its work dies with it. */
+  killed(): void {
+    this.stopAll([...this.running]);
+  }
+
+  private stopAll(works: Work[]): void {
+    for (const w of works) {
+      w.stopped = true;
+      const i = this.running.indexOf(w);
+      if (i >= 0) this.running.splice(i, 1);
+    }
+    for (const fn of [...this.waiters]) fn();
+  }
 }
 
 export interface SimulationOptions {
@@ -252,7 +365,10 @@ export interface SimulationOptions {
 
 export async function runSimulation(seed: number, steps = 300, trace = false, opts: SimulationOptions = {}): Promise<SimulationResult> {
   const rand = prng(seed);
+  // The apps' work draws from its own stream, so the fault schedule of a seed stays what it was.
+  const appRand = prng(seed + 0x9e3779b9);
   const base = new FakeClock();
+  const epoch = base.now().getTime();
   const mem = new MemoryLeaseStore();
   mem.versionsRestartOnCreate = opts.versionsRestart ?? false;
   mem.eventsCarryRecords = rand() < 0.5; // Kubernetes-like watches, or SQLite-like hints
@@ -275,6 +391,7 @@ export async function runSimulation(seed: number, steps = 300, trace = false, op
   const spawn = (identity: string): Candidate => {
     const proc = new SimProcess(base, 1 + (rand() * 2 - 1) * MAX_DRIFT);
     const c = { name: `${identity}#${candidates.length}`, identity, proc, term: null, knew: 0 } as Candidate;
+    c.app = new SimApp(appRand() < 0.5 ? 'library' : 'run', proc, appRand);
     c.link = new FaultyLink(
       mem,
       proc,
@@ -300,6 +417,8 @@ export async function runSimulation(seed: number, steps = 300, trace = false, op
       clock: proc,
       random: rand,
       eligibility: c.health,
+      // As LeaderElection wires it: the release waits for the term's work, at most drainTimeoutMs.
+      ...(c.app.kind === 'library' ? { drainBeforeRelease: () => c.app.stoppedWithin(TIMINGS.renewDeadlineMs) } : {}),
       log: trace ? createLogger({ level: 'debug', write: (line) => events.push(`${t()} ${c.name} ${line}`) }) : undefined,
       listener: {
         onStartedLeading: (term) => {
@@ -326,12 +445,25 @@ export async function runSimulation(seed: number, steps = 300, trace = false, op
           tokens.push(term.token);
           events.push(`${t()} ${c.name} started token ${term.token}`);
           c.term = term;
+          // One term's work at a time: any other still running must belong to a term whose lease
+          // could have expired (its last renewal plus the lease duration, with the clocks' drift).
+          for (const o of candidates)
+            for (const w of o.app.running)
+              if (base.now().getTime() < w.renewedAt + TIMINGS.leaseDurationMs * (1 - MAX_DRIFT * 1.1))
+                violations.push(
+                  `${t()}: ${c.name} started the work of token ${term.token} while ${w.owner === c.name ? 'its own' : `${w.owner}'s`} work of token ${w.token} (${o.app.kind}) still ran, its lease unexpired (renewed at ${w.renewedAt - epoch} ms, ended by "${w.endedBy}")`,
+                );
+          c.app.start(term.token, term.renewedAt, c.name);
         },
-        onRenewed: (term) => void (c.term = term),
+        onRenewed: (term) => {
+          c.term = term;
+          c.app.renewed(term.token, term.renewedAt);
+        },
         onStoppedLeading: (reason) => {
           events.push(`${t()} ${c.name} stopped: ${reason}`);
           if (reason.startsWith('app ')) count('leader stepped down for its app', c.name);
           c.term = null;
+          c.app.askToStop(reason);
         },
       },
     });
@@ -361,13 +493,17 @@ export async function runSimulation(seed: number, steps = 300, trace = false, op
     } else if (pick && r < 0.06) {
       count('crash and restart', pick.name);
       pick.proc.dead = true;
+      pick.app.killed();
       pick.term = null;
       base.setTimer(() => void spawn(pick.identity), rand() * 20_000);
     } else if (pick && r < 0.07 && !pick.proc.paused && !stopping.has(pick)) {
       count('graceful restart', pick.name);
       stopping.add(pick);
-      void pick.elector.stop().then(() => {
+      // run forwards the signal to CMD and waits for it (at most the grace period) before its stop.
+      const before = pick.app.kind === 'run' ? (pick.app.signalled(), pick.app.stopped()) : Promise.resolve();
+      void before.then(() => pick.elector.stop()).then(() => {
         pick.proc.dead = true;
+        pick.app.killed();
         base.setTimer(() => void spawn(pick.identity), rand() * 5_000);
       });
     } else if (r < 0.085 && base.monotonic() - recordSince >= 5_000) {
