@@ -174,13 +174,13 @@ describe('the elector and the app health', () => {
     await w.stopAll();
   });
 
-  it('stop(): the step-down, then drainBeforeRelease, then the release gate, then the release', async () => {
+  it('stop(): the step-down, then drain, then the release gate, then the release', async () => {
     const w = world();
     w.shared.put(LEASE, RELEASED);
     const order: string[] = [];
     let drained!: (release: boolean) => void;
     const a = w.add('a', null, {
-      drainBeforeRelease: () => {
+      drain: () => {
         order.push(`drain (holder ${w.holder()})`);
         return new Promise<boolean>((resolve) => (drained = resolve));
       },
@@ -207,7 +207,7 @@ describe('the elector and the app health', () => {
     for (const drain of [async () => false, () => Promise.reject(new Error('boom'))]) {
       const w = world();
       w.shared.put(LEASE, RELEASED);
-      const a = w.add('a', null, { drainBeforeRelease: drain });
+      const a = w.add('a', null, { drain: drain });
       await w.clock.advance(1_000);
       const writes = a.link.writes.length;
       await a.elector.stop();
@@ -303,6 +303,53 @@ describe('the elector and the app health', () => {
       'warn standing aside: app unhealthy: status 503',
       'info the app is eligible: campaigning',
     ]);
+    await w.stopAll();
+  });
+});
+
+describe('the end-of-term gate: every end of a term waits for its work', () => {
+  /** The first term's work runs until `finish()`; later terms' work stops at once. */
+  function firstWork() {
+    let finish!: () => void;
+    const first = new Promise<void>((resolve) => (finish = resolve));
+    let calls = 0;
+    return { drain: () => (calls++ === 0 ? first : Promise.resolve()), finish: () => finish() };
+  }
+
+  it('a sitting leader whose record vanished recreates it only once its work has stopped', async () => {
+    const w = world();
+    w.shared.put(LEASE, RELEASED);
+    const work = firstWork();
+    const a = w.add('a', null, { drain: work.drain });
+    await w.clock.advance(1_000);
+    assert.deepEqual(a.events, ['started:4']);
+    w.shared.delete(LEASE);
+    await w.clock.advance(2 * timings.retryPeriodMs);
+    assert.equal(a.elector.isLeader(), false, 'the term ended on finding the record gone');
+    assert.equal(w.holder(), undefined, 'not recreated while the work runs');
+    work.finish();
+    await w.clock.advance(0);
+    assert.equal(a.elector.isLeader(), true, 'recreated at once once the work stopped');
+    assert.deepEqual(a.events, ['started:4', 'stopped:the lease record disappeared (holder undefined)', 'started:5']);
+    await w.stopAll();
+  });
+
+  it('a step-down for the app waits for the work, then releases', async () => {
+    const w = world();
+    w.shared.put(LEASE, RELEASED);
+    const health = manual(w.clock);
+    health.healthy();
+    const work = firstWork();
+    const a = w.add('a', health, { drain: work.drain });
+    await w.clock.advance(1_000);
+    assert.equal(w.holder(), 'a');
+    health.unhealthy('down');
+    await w.clock.advance(5_000);
+    assert.equal(a.elector.isLeader(), false);
+    assert.equal(w.holder(), 'a', 'not released while the work runs');
+    work.finish();
+    await w.clock.advance(0);
+    assert.equal(w.holder(), '', 'released once it stopped');
     await w.stopAll();
   });
 });

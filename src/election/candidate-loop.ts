@@ -23,6 +23,8 @@ import { realClock, type Clock, type Timer } from '../clock.js';
 import { ConflictError, InvalidRecordError, StoreReopenedError, describeError } from '../errors.js';
 import { boundedCall } from './bounded-call.js';
 import { EligibilityGate } from './eligibility-gate.js';
+import { StandBack } from './stand-back.js';
+import { allEligible } from '../health/all-eligible.js';
 import { listenerCalls, type Notify } from './listener-calls.js';
 import { LeaseRelease } from './release.js';
 import { freshRecord, newTermRecord, renewalRecord, type Writer } from './term-records.js';
@@ -89,9 +91,14 @@ export class CandidateLoop {
   private readonly claim: SuccessorClaimant | null;
   /** Whether the app lets this candidate campaign. */
   private readonly gate: EligibilityGate;
+  /** Stands this candidate aside after a term whose work was not seen to stop (endOfTerm). */
+  private readonly holdOff: StandBack;
+  private readonly releaseOnCancel: boolean;
 
   /** Non-null exactly while this candidate leads. */
   private term: Term | null = null;
+  /** A term that ended and has not been through the end-of-term gate yet (endOfTerm). */
+  private ended: Term | null = null;
   private loop: Promise<void> | null = null;
   private stopped = false;
   private unwatch: (() => void) | null = null;
@@ -120,7 +127,9 @@ export class CandidateLoop {
     this.notify = listenerCalls(opts.listener ?? {}, this.log);
     this.writer = { identity: this.identity, leaseDurationMs: opts.leaseDurationMs, store: this.store };
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
-    this.gate = new EligibilityGate(opts.eligibility ?? null, this.clock, this.log);
+    this.holdOff = new StandBack(this.clock);
+    this.gate = new EligibilityGate(allEligible(opts.eligibility ? [opts.eligibility, this.holdOff] : [this.holdOff]) ?? null, this.clock, this.log);
+    this.releaseOnCancel = opts.releaseOnCancel ?? true;
     const contentionWindowMs = opts.contentionWindowMs ?? Math.min(DEFAULT_CONTENTION_WINDOW_MS, opts.leaseDurationMs);
     validateContentionWindow(contentionWindowMs, opts.leaseDurationMs);
     this.view = new RecordView(this.identity, this.timings, this.clock, this.log);
@@ -137,8 +146,8 @@ export class CandidateLoop {
     };
     this.releaser = new LeaseRelease({
       ...context,
-      releaseOnCancel: opts.releaseOnCancel ?? true,
-      drainBeforeRelease: opts.drainBeforeRelease ?? null,
+      drain: opts.drain ?? null,
+      drainTimeoutMs: opts.drainTimeoutMs ?? opts.renewDeadlineMs,
       releaseGate: opts.releaseGate ?? (() => true),
       keepAcquireTime: opts.releaseKeepsAcquireTime ?? false,
       leaseDurationMs: opts.leaseDurationMs,
@@ -245,6 +254,12 @@ export class CandidateLoop {
 
   /** One turn of the loop: an attempt if one is due, then the wait until the next. */
   private async turn(): Promise<void> {
+    // A term that ended goes through the gate before anything else: no claim, no attempt, no new
+    // term while its work may still run.
+    if (this.ended) {
+      await this.endOfTerm(false);
+      return;
+    }
     // A claim first: a polling standby is due for an attempt at every turn, so after it the claim
     // would never come. The claim's write (or the read after a lost race) is an observation too.
     if (!this.gate.campaigning()) {
@@ -293,10 +308,10 @@ export class CandidateLoop {
   }
 
   /**
-   * Ends the loop (waiting for a request in flight), steps down, and releases the lease if
-   * configured to. The step-down is announced before the release is attempted, so the app
-   * stops acting as leader before anyone else can start; the release waits for the drain
-   * (drainBeforeRelease), then releaseGate, and is not sent when either says no.
+   * Ends the loop (waiting for a request in flight, or for the gate of a term that ended), steps
+   * down, and sends the term through the end-of-term gate: its work drains, "not leader" reaches
+   * every reader (releaseGate), then the release (releaseOnCancel). When either does not
+   * happen in time, the lease is left to expire.
    */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -305,16 +320,61 @@ export class CandidateLoop {
     this.unwatch = null;
     await this.loop;
     this.loop = null;
-    const wasLeading = this.term !== null;
-    const mayHold = !wasLeading && this.takeoverUnanswered;
+    const leading = this.term !== null;
+    const mayHold = !leading && this.ended === null && this.takeoverUnanswered;
     this.stepDown('shutting down');
-    if (wasLeading) {
-      if ((await this.releaser.drained()) && (await this.releaser.allowed())) await this.release();
-      return;
+    try {
+      // The term given up now, or one lost just before the stop whose gate the loop had not run.
+      if (this.ended) await this.endOfTerm(leading);
+      if (leading) return;
+      // A takeover that landed unanswered began a term nobody was told of: no work to drain. Released
+      // from a read, as the view predates the write that may have landed.
+      if (mayHold && this.releaseOnCancel && (await this.releaser.allowed())) await this.releaser.send(true);
+      await this.claim?.withdraw();
+    } finally {
+      this.holdOff.close();
     }
-    // Released from a read: the view predates the write that may have landed.
-    if (mayHold && (await this.releaser.drained()) && (await this.releaser.allowed())) await this.releaser.send(true);
-    await this.claim?.withdraw();
+  }
+
+  /**
+   * The one gate at the end of a term, whatever ended it: stop(), a step-down for the app, the
+   * renew deadline, a lost or vanished record, a store error. The step-down has been announced
+   * (the listener heard it first); then the term's work drains (`drain`, at most drainTimeoutMs);
+   * then "not leader" must have reached every reader (`releaseGate`); then, for a term given up
+   * (`giveUp`: stop() or the app's eligibility) and with releaseOnCancel, the release (only of a
+   * record this candidate wrote). A term lost (its renewals unanswered, another holder, its record
+   * gone) is not released: the store did not answer, or the record is not ours. Nothing else
+   * happens meanwhile: the loop runs this before any claim or attempt, so no other term begins
+   * while the work may run.
+   *
+   * When the work was not seen to stop in time, or the readers could not be told, the lease is
+   * not released: it expires, and this candidate stands aside until it could have expired for the
+   * others (the term's last successful renewal plus the lease duration). That is the one moment
+   * after which a next term may begin while this term's work may still run: the moment a paused
+   * leader's term ends too, which only the fencing token covers. The same choice on every path.
+   */
+  private async endOfTerm(giveUp: boolean): Promise<void> {
+    const ended = this.ended;
+    if (!ended) return;
+    // For liveness: the drain, the gate and a release of a few requests.
+    this.schedule.attempting(this.releaser.drainBoundMs + 10 * this.requestTimeoutMs);
+    try {
+      const stopped = await this.releaser.drained();
+      if (stopped && (await this.releaser.allowed())) {
+        if (giveUp && this.releaseOnCancel) await this.releaser.send();
+        return;
+      }
+      const leftMs = ended.renewedAtMono + this.timings.leaseDurationMs - this.clock.monotonic();
+      const fields = { token: ended.token, drainTimeoutMs: this.releaser.drainBoundMs, standAsideMs: Math.max(0, Math.round(leftMs)) };
+      // An error: the library logs errors only by default, and this one says a term may overlap the next.
+      if (!stopped) this.log.error('the work did not finish within drainTimeoutMs: the lease is left to expire, not released', fields);
+      // The release gate's owner said why (the sidecar: the status files could not be written).
+      else this.log.debug('the release gate said no: the lease is left to expire, not released', fields);
+      if (leftMs > 0) this.holdOff.standBack(`the work of token ${ended.token} was not seen to stop: waiting until its lease could have expired`, leftMs);
+    } finally {
+      this.ended = null;
+      this.schedule.attemptEnded();
+    }
   }
 
   /**
@@ -326,8 +386,7 @@ export class CandidateLoop {
   private async standAside(): Promise<void> {
     if (this.term) {
       this.stepDown(this.gate.standingAside()?.reason ?? 'the app is not eligible');
-      // As on stop(): the work drains, and the release waits until "not leader" is where the app reads it.
-      if ((await this.releaser.drained()) && (await this.releaser.allowed())) await this.release();
+      await this.endOfTerm(true);
       return;
     }
     if (this.claim?.mayHoldClaim()) await this.claim.withdraw();
@@ -350,6 +409,9 @@ export class CandidateLoop {
    * standby that finds the lease free before its turn for that moment does not write yet.
    */
   async tryAcquireOrRenew(atTurn = false): Promise<boolean> {
+    // A term that ended goes through its gate first (the loop does this at its turn; a caller
+    // driving attempts by hand gets the same order).
+    if (this.ended) await this.endOfTerm(false);
     this.schedule.attemptStarted();
     try {
       return await this.attempt(atTurn);
@@ -411,7 +473,11 @@ export class CandidateLoop {
     // stepped down while its read was in flight is no longer the sitting leader.
     if (current === null) {
       if (this.sittingLeader()) {
+        // It held the record, so nobody else can hold it: the term ends, its work drains through
+        // the gate, and the record is created at once as a new term (others wait a lease duration).
         this.stepDown('the lease record disappeared');
+        await this.endOfTerm(false);
+        if (this.stopped || !this.gate.campaigning()) return false;
       } else {
         this.stepDown(`no successful renewal within renewDeadline (${this.timings.renewDeadlineMs} ms)`);
         this.view.noteAbsent();
@@ -457,8 +523,9 @@ export class CandidateLoop {
    * renews `renewing` or opens a new term (null). Both count from the request's start.
    */
   private async write(op: 'create' | 'update', renewing: Term | null, build: (now: Date) => LeaseRecord, expectedVersion?: string): Promise<boolean> {
-    // The app may have become ineligible while this attempt read: a new term is not sent then.
-    if (renewing === null && !this.gate.campaigning()) return false;
+    // The app may have become ineligible while this attempt read, or the term may have ended (its
+    // renew deadline) while it was in flight: a new term is sent only past the end-of-term gate.
+    if (renewing === null && (!this.gate.campaigning() || this.ended !== null)) return false;
     // A takeover counts on the version it names being the record as it is now. A pause between
     // the read and this moment can make that view old; it is read again at the next turn.
     if (op === 'update' && renewing === null && !this.view.confirmedWithin(expectedVersion!, this.requestTimeoutMs)) {
@@ -568,14 +635,19 @@ export class CandidateLoop {
     }, due);
   }
 
-  /** Ends the current term, if any; the listener hears it before anything else happens. */
+  /**
+   * Ends the current term, if any; the listener hears it before anything else happens. The term
+   * then waits for the end-of-term gate (endOfTerm), which the loop runs at once.
+   */
   private stepDown(reason: string): void {
     const t = this.term;
     if (!t) return;
     this.term = null;
+    this.ended = t;
     t.deadline.cancel();
     this.log.warn('stopped leading', { token: t.token, reason });
     this.notify('onStoppedLeading', reason);
+    this.schedule.wakeUp();
   }
 
   private attemptFailed(err: unknown): void {
@@ -590,11 +662,13 @@ export class CandidateLoop {
   }
 
   /**
-   * Gives the lease up (release.ts). The term ends first, so nobody is told to lead while
-   * another may already hold the released lease.
+   * Gives the lease up now (release.ts), without the gate's drain: for tests and tools that hold
+   * no work. The term ends first, so nobody is told to lead while another may already hold the
+   * released lease.
    */
   release(): Promise<boolean> {
     this.stepDown('releasing the lease');
+    this.ended = null;
     return this.releaser.send();
   }
 

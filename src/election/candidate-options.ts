@@ -45,7 +45,10 @@ export interface CandidateOptions extends Timings {
   clock?: Clock;
   /** Default Math.random; injected so tests pin the jitter. */
   random?: () => number;
-  /** Release the lease when stop() is called while leading. Default true. */
+  /**
+   * Release the lease at the end of a term (stop(), a step-down for the app, a missed renewal
+   * once the store answers again), once the gate has seen its work stop. Default true.
+   */
   releaseOnCancel?: boolean;
   /**
    * Asked on stop(), after the step-down was announced and before the release is sent: the
@@ -90,12 +93,20 @@ export interface CandidateOptions extends Timings {
    */
   eligibility?: Eligibility;
   /**
-   * After a step-down (stop(), or for the app's health), the release waits for this (the app's
-   * work to drain), and is skipped, leaving the lease to expire, when it resolves false. Given,
-   * it decides the release whatever releaseOnCancel says. The caller bounds it: the elector
-   * does not renew while it waits. Default: release at once, with releaseOnCancel.
+   * The end-of-term gate's drain: resolves once the work of the term that just ended has stopped
+   * (the app's confirmation, CMD's exit, the library's promises), or false when it cannot be
+   * known (the sidecar could not tell its app "not leader"). Asked once for every term that ends,
+   * whatever ended it, after the step-down was announced and before the release and any new
+   * term. Default: none, no work to wait for.
    */
-  drainBeforeRelease?: () => Promise<boolean>;
+  drain?: () => Promise<boolean | void>;
+  /**
+   * How long the gate waits for `drain`. Past it (or on false, or a rejection) the work may still
+   * run: the lease is not released, and this candidate stands aside until the ended term's lease
+   * could have expired. 0: the drain is not waited for (client-go's release). Default
+   * renewDeadline.
+   */
+  drainTimeoutMs?: number;
   listener?: CandidateListener;
   log?: Logger;
 }

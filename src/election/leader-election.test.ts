@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { LeaderElection, type LeaderCallbacks, type LeaderElectionOptions, type Leadership } from './leader-election.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
-import { InvalidConfigError } from '../errors.js';
-import type { LeaseRecord } from '../backends/lease-store.js';
+import { BackendUnavailableError, InvalidConfigError } from '../errors.js';
+import type { CallOptions, LeaseRecord } from '../backends/lease-store.js';
 import type { Logger } from '../log.js';
 
 const LEASE = 'billing';
@@ -262,6 +262,62 @@ describe('stop(): the release waits for the work to drain, within drainTimeoutMs
     await election.stop();
     assert.deepEqual(s.store.calls, []);
     assert.equal(holderAfter(s), 'me');
+  });
+});
+
+/** A store whose updates fail while `stalled`, as a database whose writes time out. */
+class StallingStore extends MemoryLeaseStore {
+  stalled = false;
+  override update(name: string, record: LeaseRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    if (this.stalled) return Promise.reject(new BackendUnavailableError('writes stalled'));
+    return super.update(name, record, expectedVersion, opts);
+  }
+}
+
+describe('every end of a term waits for its work before the next term (the end-of-term gate)', () => {
+  it('a term lost at its renew deadline: this process leads again only once that term’s work settled', async () => {
+    // The issue's reproduction: the store's writes stall, the leader misses its renew deadline,
+    // its own record is still the last write, and the store answers again while the work of
+    // token 1 still runs. Before the gate, token 2 began at the next turn, beside token 1's work.
+    const clock = new FakeClock();
+    const store = new StallingStore();
+    store.put(LEASE, released());
+    let finish!: () => void;
+    const events: string[] = [];
+    const election = await LeaderElection.start(
+      {
+        ...timings,
+        store,
+        lease: LEASE,
+        identity: 'me',
+        log: { debug() {}, info() {}, warn() {}, error() {} },
+        callbacks: {
+          onStartedLeading: (l) => {
+            events.push(`started ${l.token} at ${clock.monotonic()}`);
+            if (l.token === 1) return new Promise<void>((resolve) => (finish = resolve));
+          },
+          onStoppedLeading: () => void events.push(`stopped at ${clock.monotonic()}`),
+        },
+      },
+      { clock },
+    );
+    await clock.advance(0);
+    assert.equal(election.token, 1);
+    store.stalled = true;
+    for (let waited = 0; election.isLeader() && waited < 2 * timings.renewDeadlineMs; waited += 100) await clock.advance(100);
+    assert.equal(election.isLeader(), false, 'stepped down at its renew deadline');
+    store.stalled = false;
+    await clock.advance(2 * timings.retryPeriodMs);
+    assert.equal(election.isLeader(), false, `no new term while the work of token 1 runs: ${events.join('; ')}`);
+    finish();
+    const settledAt = clock.monotonic();
+    for (let waited = 0; !election.isLeader() && waited < timings.leaseDurationMs; waited += 100) await clock.advance(100);
+    assert.equal(election.isLeader(), true, events.join('; '));
+    const started2 = events.find((e) => e.startsWith('started 2'));
+    assert.ok(started2 && Number(started2.split(' at ')[1]) >= settledAt, events.join('; '));
+    const stopped = election.stop();
+    await clock.advance(0);
+    await stopped;
   });
 });
 

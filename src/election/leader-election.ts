@@ -10,7 +10,7 @@ import { createLogger, guardedLogger, isLogger, type Logger } from '../log.js';
 import { quoted, resolvedTimings, validateElection, type Timings } from '../config/election-options.js';
 import { CandidateLoop, type LeadershipTerm } from './candidate-loop.js';
 import { MAX_TIMER_MS } from '../config/duration.js';
-import { realClock, type Clock, type Timer } from '../clock.js';
+import { realClock, type Clock } from '../clock.js';
 import { AppHealth } from '../health/app-health.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { resolveProbeOptions, type ProbeOptions } from '../health/health-settings.js';
@@ -37,14 +37,14 @@ export interface Leadership {
 export interface LeaderCallbacks {
   /**
    * This process leads. Start the exclusive work; end it when `leadership.signal` aborts. The
-   * promise it returns, if any, is the work: stop() waits for it (up to drainTimeoutMs) before
-   * releasing the lease.
+   * promise it returns, if any, is the work: however the term ends, it is waited for (up to
+   * drainTimeoutMs) before the release and before this process may lead again.
    */
   onStartedLeading(leadership: Leadership): void | Promise<void>;
   /**
    * This process no longer leads; `leadership.signal` has already aborted. The promise it
-   * returns, if any, is awaited too before the release (within the same drainTimeoutMs): the
-   * place to wait for work that onStartedLeading did not return.
+   * returns, if any, is awaited too (within the same drainTimeoutMs): the place to wait for work
+   * that onStartedLeading did not return.
    */
   onStoppedLeading?(reason: string): void | Promise<void>;
   /** The holder of the lease changed ('' when released), whoever it is. */
@@ -66,14 +66,20 @@ export interface LeaderElectionOptions {
   retryPeriodMs?: number;
   /** When the lease frees, standbys try within this, most near its end (few tries however many standbys). Default 32 ms (160 ms after a release). */
   contentionWindowMs?: number;
-  /** Release the lease on stop() while leading, so another takes over at once. Default true. */
+  /**
+   * Release the lease when a term ends (stop(), a step-down for the app's health, a missed
+   * renewal once the store answers), once its work has stopped, so another takes over at once.
+   * Default true.
+   */
   releaseOnCancel?: boolean;
   /**
-   * On stop() while leading (with releaseOnCancel): how long to wait, after the term's signal
-   * aborts, for the promise onStartedLeading returned to settle before releasing the lease.
-   * If it has not settled by then the lease is not released: it expires as after a crash, so
-   * nobody else is handed it while the work may still be running. Default renewDeadlineMs; 0
-   * releases at once, as client-go's ReleaseOnCancel does.
+   * However a term ends (stop(), the app's health, a missed renewal, a lost lease): how long to
+   * wait, after its signal aborts, for the promises of onStartedLeading and onStoppedLeading to
+   * settle. Until they do, the lease is not released and this process does not lead again. If
+   * they have not settled by then, the lease is not released: it expires as after a crash, and
+   * this process stands aside until it could have expired (the term's last renewal plus the
+   * lease duration), so no next term starts while the work may still run before that moment.
+   * Default renewDeadlineMs; 0 does not wait (releases at once, as client-go's ReleaseOnCancel).
    */
   drainTimeoutMs?: number;
   /**
@@ -122,7 +128,7 @@ export class LeaderElection {
   private readonly log: Logger;
   private term: TermState | null = null;
   private stopping: Promise<void> | null = null;
-  /** The last term that ended: a step-down (stop(), the app's health) drains it before the release. */
+  /** The last term that ended: the elector's end-of-term gate waits for its work. */
   private lastEnded: TermState | null = null;
   /** The probe this election runs, when `health` gave probe options. */
   private readonly appHealth: AppHealth | null;
@@ -147,8 +153,11 @@ export class LeaderElection {
       contentionWindowMs: opts.contentionWindowMs,
       clock,
       eligibility: this.appHealth ?? (health as Eligibility | undefined),
-      // A step-down (stop(), the app's health) drains the work before the release.
-      drainBeforeRelease: (opts.releaseOnCancel ?? true) ? () => this.drained(this.lastEnded) : async () => false,
+      // Every end of a term waits for its work (the promises of its two callbacks), at most
+      // drainTimeoutMs, before the release and before this candidate may begin another term.
+      releaseOnCancel: opts.releaseOnCancel ?? true,
+      drain: () => this.workStopped(this.lastEnded),
+      drainTimeoutMs: opts.drainTimeoutMs ?? timings.renewDeadlineMs,
       log,
       listener: {
         onStartedLeading: (t) => this.started(t),
@@ -228,7 +237,7 @@ export class LeaderElection {
    * Ends the election: the term (if any) ends first (its signal aborts, then onStoppedLeading),
    * then, with releaseOnCancel, the lease is released once onStartedLeading's work and
    * onStoppedLeading's promise have settled (at most drainTimeoutMs; past that it is left to
-   * expire). The elector runs that drain (drainBeforeRelease) between its step-down and release.
+   * expire). The elector's end-of-term gate runs that drain, as for every end of a term.
    */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
@@ -239,24 +248,9 @@ export class LeaderElection {
     return this.stopping;
   }
 
-  /**
-   * Waits (at most drainTimeoutMs) for an ended term's work and its onStoppedLeading promise;
-   * false, logged, when they did not settle in time.
-   */
-  private async drained(ended: TermState | null): Promise<boolean> {
-    if (!ended) return true;
-    const boundMs = this.opts.drainTimeoutMs ?? this.elector.timings.renewDeadlineMs;
-    if (
-      boundMs === 0 ||
-      (await settlesWithin(
-        this.clock,
-        Promise.all([ended.work, ended.stopped]).then(() => {}),
-        boundMs,
-      ))
-    )
-      return true;
-    this.log.error('the work did not finish within drainTimeoutMs: the lease is left to expire, not released', { drainTimeoutMs: boundMs });
-    return false;
+  /** Settles when an ended term's work and its onStoppedLeading promise have (the elector bounds the wait). */
+  private workStopped(ended: TermState | null): Promise<void> {
+    return ended ? Promise.all([ended.work, ended.stopped]).then(() => {}) : Promise.resolve();
   }
 
   private started(t: LeadershipTerm): void {
@@ -385,17 +379,6 @@ function checkOptions(opts: LeaderElectionOptions): Timings {
 /** What start() uses of a signal; duck-typed, so an AbortSignal from another realm or polyfill passes too. */
 function isAbortSignal(s: unknown): s is AbortSignal {
   return typeof s === 'object' && s !== null && typeof (s as AbortSignal).aborted === 'boolean' && typeof (s as AbortSignal).addEventListener === 'function';
-}
-
-/** True if `p` settles within `ms`; the timer never outlives the wait. */
-async function settlesWithin(clock: Clock, p: Promise<void>, ms: number): Promise<boolean> {
-  let timer: Timer | undefined;
-  const timeout = new Promise<false>((resolve) => (timer = clock.setTimer(() => resolve(false), ms)));
-  try {
-    return await Promise.race([p.then(() => true as const), timeout]);
-  } finally {
-    timer?.cancel();
-  }
 }
 
 /** A health signal (ManualHealth, or the app's own object of that shape) rather than probe options. */

@@ -1,20 +1,22 @@
 /**
- * Giving the lease up after a step-down (stop(), or for the app's health). First the app's work
- * drains (drainBeforeRelease), or releaseOnCancel decides without one; then the release gate
- * says whether "not leader" has reached every reader. Either saying no leaves the lease to
- * expire: a release while the work still runs, or while a reader still sees "leader", would let
- * the next leader start beside it. Then the release itself: only a record this candidate wrote
- * is released, never another holder's, nor one written under its identity by another process.
+ * The end of a term, after its step-down: first the term's work drains (`drain`, at most
+ * drainTimeoutMs), then the release gate says whether "not leader" has reached every reader.
+ * Either saying no leaves the lease to expire: a release while the work still runs, or while a
+ * reader still sees "leader", would let the next leader start beside it. Then the release
+ * itself: only a record this candidate wrote is released, never another holder's, nor one
+ * written under its identity by another process.
  */
 import { BackendUnavailableError, ConflictError, InvalidRecordError, describeError } from '../errors.js';
+import type { Timer } from '../clock.js';
 import type { LeaseRecord, VersionedRecord } from '../backends/lease-store.js';
 import type { CandidateContext } from './candidate-options.js';
 import { sameRecord } from './record-view.js';
 import { releasedRecord } from './term-records.js';
 
 export interface ReleaseOptions extends CandidateContext {
-  releaseOnCancel: boolean;
-  drainBeforeRelease: (() => Promise<boolean>) | null;
+  drain: (() => Promise<boolean | void>) | null;
+  /** The drain's bound; 0: not waited for. */
+  drainTimeoutMs: number;
   releaseGate: () => boolean | Promise<boolean>;
   /** The released record keeps the term's acquireTime (term-records.ts). */
   keepAcquireTime: boolean;
@@ -24,19 +26,32 @@ export interface ReleaseOptions extends CandidateContext {
 export class LeaseRelease {
   constructor(private readonly o: ReleaseOptions) {}
 
+  /** How long the gate may wait for the drain: 0 without one. */
+  get drainBoundMs(): number {
+    return this.o.drain ? this.o.drainTimeoutMs : 0;
+  }
+
   /**
-   * Whether to release, once the app's work has drained (drainBeforeRelease), else as
-   * releaseOnCancel says. A drain that throws or rejects leaves the lease to expire: the work
-   * may still run.
+   * Whether the ended term's work stopped within the drain's bound: true without a drain (no work
+   * is known) or with a bound of 0; false past the bound, when the drain says it cannot know,
+   * and when it throws or rejects (the work may still run). The timer never outlives the wait.
    */
   async drained(): Promise<boolean> {
-    const drain = this.o.drainBeforeRelease;
-    if (!drain) return this.o.releaseOnCancel;
-    return (
-      (await Promise.resolve()
-        .then(drain)
-        .catch(() => false)) === true
-    );
+    const drain = this.o.drain;
+    if (!drain || this.o.drainTimeoutMs === 0) return true;
+    let timer: Timer | undefined;
+    const bound = new Promise<false>((resolve) => (timer = this.o.clock.setTimer(() => resolve(false), this.o.drainTimeoutMs)));
+    const stopped = Promise.resolve()
+      .then(drain)
+      .then(
+        (r) => r !== false,
+        () => false,
+      );
+    try {
+      return await Promise.race([stopped, bound]);
+    } finally {
+      timer?.cancel();
+    }
   }
 
   /** The release gate's answer; one that throws is a no. */

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { allEligible } from './all-eligible.js';
 import { ManualHealth } from './manual-health.js';
-import { StandBack } from '../run/stand-back.js';
+import { StandBack } from '../election/stand-back.js';
 import { FakeClock } from '../testing/fake-clock.js';
 
 describe('allEligible', () => {

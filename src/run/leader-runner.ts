@@ -5,7 +5,7 @@ import type { LeadershipTerm } from '../election/candidate-loop.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
 import { ChildProcessGroup, exitStatus, type ExitResult } from './child-process-group.js';
 import { RecentRunGuard } from './recent-run-guard.js';
-import { StandBack } from './stand-back.js';
+import { StandBack } from '../election/stand-back.js';
 
 export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {
   /** The command and its arguments. */
@@ -34,6 +34,13 @@ export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {
    */
   giveUpAfter?: number;
 }
+
+/**
+ * How long, past the grace period, the end-of-term gate waits for CMD to be gone after SIGKILL:
+ * a process the kernel cannot kill at once (in uninterruptible sleep) is not gone for certain,
+ * and then the lease is left to expire rather than released.
+ */
+const KILL_WAIT_MS = 2_000;
 
 /** The exit status of `leasehold run --once` when leadership was lost before the command finished. */
 const EXIT_LOST_LEADERSHIP = 75;
@@ -90,6 +97,9 @@ export class LeaderRunner {
       store: this.guard ?? opts.store,
       releaseKeepsAcquireTime: skipping,
       eligibility: this.standBack,
+      // CMD is the term's work: however the term ends, it is stopped (SIGTERM, then SIGKILL after
+      // the grace period) and gone before the release and before the next term.
+      termWork: { stopped: () => this.commandGone(), boundMs: opts.gracePeriodMs + KILL_WAIT_MS },
       listener: {
         onStartedLeading: (term) => {
           this.guard?.disarm();
@@ -236,6 +246,17 @@ export class LeaderRunner {
     // Re-elected while the old command was still inside its grace period: onStartedLeading
     // could not start it then (one command at a time), so start it for the new term now.
     if (this.term && !this.shuttingDown) this.startChild();
+  }
+
+  /**
+   * The end-of-term gate's drain: CMD stopped and gone. The listener's onStoppedLeading already
+   * began stopping it (SIGTERM, SIGKILL after the grace period); a CMD waiting to be restarted is
+   * not running. True once no command of the ended term runs.
+   */
+  private async commandGone(): Promise<boolean> {
+    if (this.childStop) await this.childStop;
+    else if (this.child?.running) await this.stopChild('the term ended');
+    return !this.child?.running;
   }
 
   private async stopChild(reason: string): Promise<void> {

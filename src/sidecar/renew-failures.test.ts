@@ -27,5 +27,8 @@ it('a renewal that hangs past renewDeadline counts as a failed renewal when the 
   await clock.advance(T.renewDeadlineMs + T.retryPeriodMs);
   assert.equal(s.elector.isLeader(), false);
   assert.equal(await renewFailures(s), 1, 'the unanswered renewal is counted once, at the step-down');
-  await s.stop();
+  // stop() waits for the request in flight, which the per-request timeout (renewDeadline / 2) ends.
+  const stopped = s.stop();
+  await clock.advance(T.renewDeadlineMs / 2);
+  await stopped;
 });

@@ -48,11 +48,16 @@ export interface SidecarOptions extends Timings {
   /** Keeps leasehold.io/role on this candidate's pod (kubernetes only). */
   podLabeler?: PodLabeler;
   /**
-   * After a graceful step-down, how long the release waits for the app's `POST
-   * /leader/stopped?token=N` (AppDrain); 0 or none: it does not wait. Checked by the caller
-   * against maxDrainMs; each wait is also cut where it would pass that bound.
+   * When a term ends, how long the end-of-term gate waits for the app's `POST
+   * /leader/stopped?token=N` (AppDrain) before the release and before a new term; 0 or none: it
+   * does not wait. Checked by the caller against maxDrainMs.
    */
   drainTimeoutMs?: number;
+  /**
+   * The work of a term that this process itself can stop (`leasehold run`'s CMD): the gate waits
+   * for `stopped` (at most `boundMs`) instead of the app's POST. Takes the place of drainTimeoutMs.
+   */
+  termWork?: { stopped: () => Promise<boolean>; boundMs: number };
   /** See CandidateOptions.eligibility (`leasehold run --give-up-after` stands back through it). */
   eligibility?: Eligibility;
   /** The app's health (docs/health.md): while it is not eligible, this candidate stands aside. None: always campaigns. */
@@ -153,7 +158,7 @@ export class Sidecar {
       clock: this.clock,
       releaseOnCancel: opts.releaseOnCancel ?? true,
       releaseGate: () => this.readyToRelease(),
-      ...((opts.drainTimeoutMs ?? 0) > 0 ? { drainBeforeRelease: () => this.drainApp() } : {}),
+      ...this.drainOptions(),
       eligibility: allEligible([this.appHealth, opts.eligibility].filter((e): e is Eligibility => e != null)),
       listener,
       log: opts.log,
@@ -251,30 +256,30 @@ export class Sidecar {
     return true;
   }
 
+  /** What the elector's end-of-term gate waits for: run's CMD, else the app's POST (--drain-timeout), else nothing. */
+  private drainOptions(): { drain?: () => Promise<boolean>; drainTimeoutMs?: number } {
+    const work = this.opts.termWork;
+    if (work) return { drain: work.stopped, drainTimeoutMs: work.boundMs };
+    const drainTimeoutMs = this.opts.drainTimeoutMs ?? 0;
+    return drainTimeoutMs > 0 ? { drain: () => this.drainApp(drainTimeoutMs), drainTimeoutMs } : {};
+  }
+
   /**
-   * The drain (--drain-timeout), after a graceful step-down: once "not leader" is where the app
-   * reads it (readyToRelease; if it cannot be, the lease is left to expire), wait for the app's
-   * POST /leader/stopped for the term that ended, at most the drain timeout and never past
-   * maxDrainMs after the last renewal, so the release is still sent before the renew deadline.
-   * An app that does not say so in time is logged and the lease released anyway: the wait is for
-   * a clean handoff, not a guarantee (the fencing token is that).
+   * The drain (--drain-timeout), whenever a term ends: once "not leader" is where the app reads
+   * it (readyToRelease; if it cannot be, the app cannot know, and the answer is no), wait for
+   * the app's POST /leader/stopped for the term that ended. The elector bounds the wait by the
+   * drain timeout; past it, the lease is left to expire (CandidateLoop.endOfTerm): the app has
+   * not said its work stopped, so a release could let the next leader start beside it.
    */
-  private async drainApp(): Promise<boolean> {
-    const release = this.opts.releaseOnCancel ?? true;
-    if (!release || !(await this.readyToRelease())) return false;
+  private async drainApp(boundMs: number): Promise<boolean> {
+    if (!(await this.readyToRelease())) return false;
     const token = this.drain.pending;
     if (token === null) return true;
-    const limitMs = this.opts.drainTimeoutMs ?? 0;
-    const last = this.elector.snapshot().lastRenewMonotonic;
     const started = this.clock.monotonic();
-    const leftMs = last === null ? 0 : last + this.opts.renewDeadlineMs - Math.floor(this.opts.renewDeadlineMs / 2) - started;
-    const boundMs = Math.max(0, Math.min(limitMs, leftMs));
-    this.log.info('draining: waiting for the app to say its leader work stopped', { token, boundMs: Math.round(boundMs) });
+    this.log.info('draining: waiting for the app to say its leader work stopped', { token, boundMs });
     const stopped = await this.drain.wait(boundMs);
-    const waitedMs = Math.round(this.clock.monotonic() - started);
-    if (stopped) this.log.info('the app stopped its leader work: releasing', { token, waitedMs });
-    else this.log.warn('the app did not say its leader work stopped within the drain timeout: releasing anyway', { token, waitedMs, drainTimeoutMs: limitMs });
-    return true;
+    if (stopped) this.log.info('the app stopped its leader work: releasing', { token, waitedMs: Math.round(this.clock.monotonic() - started) });
+    return stopped;
   }
 
   /**

@@ -374,4 +374,49 @@ describe('leasehold run with --health-tcp', () => {
     assert.ok(again.token > next.token);
     assert.equal(existsSync(join(work, 'violations')), false, 'never two commands at once');
   });
+
+  it("a step-down for its app's health: the other's command starts only once this one's has stopped (it takes 1.5 s)", { timeout: 90_000 }, async () => {
+    // The reproduction: before the end-of-term gate, run released at the step-down and
+    // the other's command started while this one still finished (3 s of two commands).
+    const work = join(dir.path, 'work-slow');
+    mkdirSync(work);
+    const slow = ['--lease-duration', '6s', '--renew-deadline', '4s', '--retry-period', '500ms', '--grace-period', '2s'];
+    const runs: Record<string, { proc: Proc; app: HealthApp }> = {};
+    for (const id of ['s1', 's2']) {
+      const app = await startHealthApp('ok');
+      procs.push(app.proc);
+      const proc = startCli([
+        'run',
+        '--db',
+        db,
+        '--lease',
+        'health-run-slow',
+        '--identity',
+        id,
+        ...slow,
+        ...HEALTH,
+        '--health-http',
+        app.url,
+        '--',
+        'python3',
+        CHILD,
+        work,
+        '--stop-after',
+        '1500',
+      ]);
+      procs.push(proc);
+      runs[id] = { proc, app };
+    }
+    const first = await waitFor('a command running', () => current(work), 30_000, 10);
+    const other = first.identity === 's1' ? 's2' : 's1';
+    const unhealthyAt = Date.now();
+    runs[first.identity]!.app.proc.kill('SIGKILL');
+    const next = await waitFor('the other command', () => (current(work)?.identity === other ? current(work) : undefined), FAILURE_MS + 15_000, 10);
+    assert.ok(next.token > first.token);
+    assert.equal(existsSync(join(work, 'violations')), false, 'the other command started while the first still ran');
+    const stopped = logLines(runs[first.identity]!.proc, 'command stopped')[0];
+    assert.ok(stopped, runs[first.identity]!.proc.stderr());
+    assert.ok(Date.now() - unhealthyAt >= 1_500, 'the handoff waited for the command to finish');
+    assert.ok(logLines(runs[first.identity]!.proc, 'released lease').length === 1, 'then released: a handoff, not an expiry');
+  });
 });

@@ -186,7 +186,13 @@ describe('leasehold run -- CMD', () => {
       20_000,
     );
     await waitFor('the worker to be sleep', () => (readFileSync(`/proc/${worker}/comm`, 'utf8').trim() === 'sleep' ? true : undefined), 5_000, 10);
-    const group = Number(/"msg":"started command".*?"pid":(\d+)/.exec(p.stderr())![1]);
+    // The command may run before its "started command" line reaches us: wait for the line.
+    const group = await waitFor(
+      'the started command line',
+      () => Number(/"msg":"started command".*?"pid":(\d+)/.exec(p.stderr())?.[1]) || undefined,
+      10_000,
+      10,
+    );
     // The watcher in the command's group (a shell blocked on its pipe) kills leftovers once it
     // runs; stopped here, as on a machine too busy to run it before the release.
     const watcher = readdirSync('/proc')

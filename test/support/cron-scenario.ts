@@ -152,7 +152,13 @@ export async function crashScenario(backend: string[], work: string, procs: Proc
   const first = await c.tick('crash', 'wait');
   await waitFor("tick crash's other runners to skip and exit", () => skips(first) === 2 && first.filter((p) => p.child.exitCode === 0).length === 2, 30_000);
   const winner = first.find((p) => p.child.exitCode === null)!;
-  const jobPid = Number(/"msg":"started command".*?"pid":(\d+)/.exec(winner.stderr())![1]);
+  // The winner took the lease before its "started command" line reached us: wait for the line.
+  const jobPid = await waitFor(
+    'the winner to start its job',
+    () => Number(/"msg":"started command".*?"pid":(\d+)/.exec(winner.stderr())?.[1]) || undefined,
+    10_000,
+    10,
+  );
   winner.kill('SIGKILL');
   await waitFor('the job to die with its runner', () => !isAlive(jobPid), 3_000, 10);
   await c.nextTickDue('crash');

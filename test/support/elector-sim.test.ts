@@ -53,3 +53,22 @@ describe('restarting versions: a write on the wire when the record is deleted', 
     assert.ok(r.faults['write in flight across a deletion landed (versions restart: store limit)'], JSON.stringify(r.faults));
   });
 });
+
+describe('one term’s work at a time: the seeds that found the overlaps (issue 36)', () => {
+  // Each failed before the end-of-term gate (the simulation of commit a75652d, on the elector of
+  // that day): a step-down that released, or a new term that began, while the work of the term
+  // that ended still ran and its lease could not have expired.
+  const found = [
+    { seed: 17, what: 'a run app’s leader steps down for its health and releases while CMD still runs; another candidate starts' },
+    { seed: 9, what: 'a library leader misses its renew deadline and takes a new term on its own record while token 1’s promise runs' },
+    { seed: 2, what: 'a sitting leader finds its record deleted and recreates it at once while its work still runs' },
+  ];
+  for (const { seed, what } of found)
+    it(`seed ${seed}: ${what}`, async () => {
+      for (const versionsRestart of [false, true]) {
+        const r = await runSimulation(seed, undefined, false, { versionsRestart });
+        assert.deepEqual(r.violations, [], `seed ${seed}, versions ${versionsRestart ? 'restart' : 'unique'}`);
+        assert.ok(r.terms >= 1, `seed ${seed} exercised ${r.terms} terms`);
+      }
+    });
+});

@@ -249,9 +249,9 @@ interface Candidate {
 
 /**
  * How the work of a term is wired to the elector, as each wrapper wires it:
- * - `library`: LeaderElection. The work is the term's promise; the elector's drain waits for it,
- *   at most drainTimeoutMs (renewDeadline by default); work past that cannot be stopped from
- *   outside.
+ * - `library`: LeaderElection. The work is the term's promise; the end-of-term gate waits for
+ *   it, at most drainTimeoutMs (renewDeadline by default); work past that cannot be stopped from
+ *   outside, and the lease is left to expire.
  * - `run`: `leasehold run`. The work is CMD: SIGTERM when the term ends, SIGKILL after the grace
  *   period, so it always stops; a graceful stop forwards the signal and waits for CMD first.
  */
@@ -325,21 +325,6 @@ class SimApp {
         resolve();
       };
       this.waiters.add(check);
-    });
-  }
-
-  /** True when every work stopped within `boundMs` (on the process's clock), false past it. */
-  stoppedWithin(boundMs: number): Promise<boolean> {
-    return new Promise((resolve) => {
-      let done = false;
-      this.proc.setTimer(() => {
-        if (!done) resolve(false);
-        done = true;
-      }, boundMs);
-      void this.stopped().then(() => {
-        if (!done) resolve(true);
-        done = true;
-      });
     });
   }
 
@@ -417,8 +402,11 @@ export async function runSimulation(seed: number, steps = 300, trace = false, op
       clock: proc,
       random: rand,
       eligibility: c.health,
-      // As LeaderElection wires it: the release waits for the term's work, at most drainTimeoutMs.
-      ...(c.app.kind === 'library' ? { drainBeforeRelease: () => c.app.stoppedWithin(TIMINGS.renewDeadlineMs) } : {}),
+      // The end-of-term gate waits for the term's work, as each wrapper wires it: LeaderElection
+      // for its promises, at most drainTimeoutMs (renewDeadline by default); run for CMD, killed at
+      // the grace period, at most the grace period and the kill's wait (LeaderRunner's KILL_WAIT_MS).
+      drain: () => c.app.stopped(),
+      drainTimeoutMs: c.app.kind === 'library' ? TIMINGS.renewDeadlineMs : GRACE_MS + 2_000,
       log: trace ? createLogger({ level: 'debug', write: (line) => events.push(`${t()} ${c.name} ${line}`) }) : undefined,
       listener: {
         onStartedLeading: (term) => {
@@ -501,11 +489,13 @@ export async function runSimulation(seed: number, steps = 300, trace = false, op
       stopping.add(pick);
       // run forwards the signal to CMD and waits for it (at most the grace period) before its stop.
       const before = pick.app.kind === 'run' ? (pick.app.signalled(), pick.app.stopped()) : Promise.resolve();
-      void before.then(() => pick.elector.stop()).then(() => {
-        pick.proc.dead = true;
-        pick.app.killed();
-        base.setTimer(() => void spawn(pick.identity), rand() * 5_000);
-      });
+      void before
+        .then(() => pick.elector.stop())
+        .then(() => {
+          pick.proc.dead = true;
+          pick.app.killed();
+          base.setTimer(() => void spawn(pick.identity), rand() * 5_000);
+        });
     } else if (r < 0.085 && base.monotonic() - recordSince >= 5_000) {
       // An operator deletes the record (never within 5 s of its creation: see docs/kubernetes.md
       // for what a deletion faster than a candidate's view can do).

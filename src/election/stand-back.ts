@@ -2,10 +2,11 @@ import { realClock, type Clock, type Timer } from '../clock.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 
 /**
- * `leasehold run --give-up-after`: after its command failed too often while leading, the runner
- * stands back for a while, through the elector's eligibility (the way an unhealthy app does): a
- * leader steps down the graceful way and releases, and campaigns again only once the while is
- * over, so another candidate can take the lease and try the command there.
+ * Standing back for a while, through the elector's eligibility (the way an unhealthy app
+ * does): a leader steps down the graceful way, and the candidate campaigns again only once the
+ * while is over. Two users: `leasehold run --give-up-after` (its command failed too often while
+ * leading, so another candidate may try it), and the elector's own end-of-term gate (a term whose
+ * work was not seen to stop: no new term before that term's lease could have expired).
  */
 export class StandBack implements Eligibility {
   private aside: StandAside | null = null;
