@@ -1,0 +1,104 @@
+/**
+ * The storage half of shard groups (docs/design.md, "Shard groups"), as LeaseStore is for one
+ * lease: a GroupStore stores a group's records with compare-and-swap and makes no decision. The
+ * algorithm lives in src/shards/.
+ *
+ * A group G has three kinds of record, each keyed by (kind, index):
+ * - the group header (index 0): the shard count, written once;
+ * - member slots (index 0 .. maxMembers − 1): a member's heartbeat and its session;
+ * - shards (index 0 .. shards − 1): a shard's owner session and its fencing token.
+ */
+import type { CallOptions } from './lease-store.js';
+
+/** The largest shard count a group may have, and the largest number of member slots. */
+export const MAX_SHARDS = 4096;
+export const MAX_MEMBER_SLOTS = 4096;
+
+/** A group's header: what every member must agree on. Written once, by the group's first member. */
+export interface GroupHeader {
+  kind: 'group';
+  index: 0;
+  /** The number of shards, fixed for the group's life. */
+  shards: number;
+  /** When the group was created (wall time, to the millisecond). */
+  createdAt: Date;
+}
+
+/** `leaving`: the member is giving its shards up (a stop, or its app not eligible) and takes none. */
+export type MemberState = 'active' | 'leaving';
+
+/** One member slot: a member's heartbeat. Like a lease: held, renewed, released, or expired. */
+export interface MemberSlot {
+  kind: 'member';
+  index: number;
+  /** The member holding the slot; '' when free. */
+  holderIdentity: string;
+  /** The slot's token: grows by one on every acquisition, so (index, session) names one member's session. */
+  session: number;
+  state: MemberState;
+  /** When the holder's last heartbeat started (its own clock); null when free. */
+  renewTime: Date | null;
+  /** How long others must see the slot unchanged before its session counts as ended. */
+  leaseDurationSeconds: number;
+}
+
+/** One shard: who owns it, under which session, and its fencing token. Written only when its owner changes. */
+export interface ShardRecord {
+  kind: 'shard';
+  index: number;
+  /** The owner's identity (for people and `status`); '' when free. */
+  holderIdentity: string;
+  /** The owner's session: its slot and the slot's session; null when free. */
+  owner: { slot: number; session: number } | null;
+  /** The shard's fencing token: grows by one on every change of owner; never decreases, never reused. */
+  token: number;
+  /** When the current owner took it; null when free or never owned. */
+  acquireTime: Date | null;
+}
+
+export type GroupRecord = GroupHeader | MemberSlot | ShardRecord;
+
+export interface VersionedGroupRecord<R extends GroupRecord = GroupRecord> {
+  record: R;
+  /** Opaque, as VersionedRecord's: changes on every write by anyone, and never repeats for a key. */
+  version: string;
+}
+
+/**
+ * The contract every group store keeps, stated once as a suite (src/testing/group-store-contract.ts)
+ * and run against the in-memory store, SQLite, PostgreSQL and Kubernetes. Records of one group
+ * never appear in another's list; (kind, index) is the key within a group.
+ */
+export interface GroupStore {
+  /** 'sqlite', 'postgres', 'kubernetes' or 'memory'; used in logs and metric labels. */
+  readonly backend: string;
+  /** Where the records live (a file path, a table, a namespace), for messages. */
+  readonly location: string;
+  /** The largest token or session the store can hold (a Lease's int32; else 2^53 − 1). */
+  readonly maxToken?: number;
+
+  /** Every record of the group, in one request; [] for a group with none. */
+  listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]>;
+
+  /** Creates the record; ConflictError when one with its kind and index exists. Returns the new version. */
+  createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string>;
+
+  /**
+   * Replaces the record of the same kind and index only if its version is still
+   * `expectedVersion`; ConflictError otherwise (changed, or deleted: never recreated by an
+   * update). Returns the new version.
+   */
+  updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string>;
+
+  /**
+   * Optional: `onChange()` after any change of the group's records, as soon as the store can
+   * tell. A hint only: late, lost or spurious calls must not matter, every decision is a list
+   * and a compare-and-swap. `onHealth(true)`: every change from now on will be reported.
+   */
+  watchGroup?(group: string, onChange: () => void, onHealth?: (healthy: boolean) => void): () => void;
+}
+
+/** The key of a record within its group, for maps and messages: `member/3`, `shard/42`, `group/0`. */
+export function recordKey(r: Pick<GroupRecord, 'kind' | 'index'>): string {
+  return `${r.kind}/${r.index}`;
+}

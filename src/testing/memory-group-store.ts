@@ -1,0 +1,114 @@
+import { ConflictError } from '../errors.js';
+import { abortReason, throwIfAborted } from '../abort.js';
+import type { CallOptions } from '../backends/lease-store.js';
+import { recordKey, type GroupRecord, type GroupStore, type VersionedGroupRecord } from '../backends/group-store.js';
+
+export type GroupStoreOp = 'list' | 'create' | 'update';
+
+/**
+ * An in-memory GroupStore for the shard group's unit tests and simulation (every other tier uses
+ * a real store). Versions come from one counter and never repeat. It records each call, so tests
+ * can pin the traffic, and can be told to fail or hang the next calls.
+ */
+export class MemoryGroupStore implements GroupStore {
+  readonly backend = 'memory';
+  readonly location = 'memory';
+  readonly calls: GroupStoreOp[] = [];
+  private readonly groups = new Map<string, Map<string, VersionedGroupRecord>>();
+  private seq = 0;
+  private faults: { op: GroupStoreOp | '*'; error?: Error; hang?: boolean }[] = [];
+  private readonly watchers = new Map<string, Set<() => void>>();
+  private readonly healthWatchers = new Set<(healthy: boolean) => void>();
+
+  /** Seeds or overwrites a record as another writer would; returns its new version. */
+  put(group: string, record: GroupRecord): string {
+    const version = String(++this.seq);
+    this.rows(group).set(recordKey(record), { record: structuredClone(record), version });
+    this.changed(group);
+    return version;
+  }
+
+  /** Removes a record as an operator would; returns whether it was there. */
+  delete(group: string, record: Pick<GroupRecord, 'kind' | 'index'>): boolean {
+    const gone = this.rows(group).delete(recordKey(record));
+    if (gone) this.changed(group);
+    return gone;
+  }
+
+  /** The group's records as they are now, without counting a call. */
+  peek(group: string): VersionedGroupRecord[] {
+    return [...this.rows(group).values()].map((r) => structuredClone(r));
+  }
+
+  /** The next call of `op` ('*' = any) rejects with `error`. */
+  failNext(op: GroupStoreOp | '*', error: Error): void {
+    this.faults.push({ op, error });
+  }
+
+  /** The next call of `op` never settles until its signal aborts, as a request to a dead server. */
+  hangNext(op: GroupStoreOp | '*'): void {
+    this.faults.push({ op, hang: true });
+  }
+
+  /** Reports the watches as connected (true) or broken (false). */
+  setWatchHealth(healthy: boolean): void {
+    for (const h of this.healthWatchers) h(healthy);
+  }
+
+  async listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
+    await this.fault('list', opts);
+    return this.peek(group);
+  }
+
+  async createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
+    await this.fault('create', opts);
+    if (this.rows(group).has(recordKey(record))) throw new ConflictError(`${group} ${recordKey(record)} already exists`);
+    return this.put(group, record);
+  }
+
+  async updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    await this.fault('update', opts);
+    const row = this.rows(group).get(recordKey(record));
+    if (!row) throw new ConflictError(`${group} ${recordKey(record)} was deleted since it was read`);
+    if (row.version !== expectedVersion) throw new ConflictError(`${group} ${recordKey(record)} changed since it was read`);
+    return this.put(group, record);
+  }
+
+  watchGroup(group: string, onChange: () => void, onHealth?: (healthy: boolean) => void): () => void {
+    const set = this.watchers.get(group) ?? new Set<() => void>();
+    this.watchers.set(group, set);
+    set.add(onChange);
+    if (onHealth) this.healthWatchers.add(onHealth);
+    return () => {
+      set.delete(onChange);
+      if (onHealth) this.healthWatchers.delete(onHealth);
+    };
+  }
+
+  clearCalls(): void {
+    this.calls.length = 0;
+  }
+
+  private rows(group: string): Map<string, VersionedGroupRecord> {
+    let rows = this.groups.get(group);
+    if (!rows) this.groups.set(group, (rows = new Map()));
+    return rows;
+  }
+
+  private changed(group: string): void {
+    for (const w of this.watchers.get(group) ?? []) w();
+  }
+
+  private async fault(op: GroupStoreOp, opts: CallOptions | undefined): Promise<void> {
+    this.calls.push(op);
+    throwIfAborted(opts);
+    const i = this.faults.findIndex((f) => f.op === op || f.op === '*');
+    if (i < 0) return;
+    const [f] = this.faults.splice(i, 1);
+    if (f?.hang) {
+      const signal = opts?.signal;
+      await new Promise<never>((_, reject) => signal?.addEventListener('abort', () => reject(abortReason(signal)), { once: true }));
+    }
+    if (f?.error) throw f.error;
+  }
+}
