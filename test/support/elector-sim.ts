@@ -46,7 +46,7 @@ export interface SimulationResult {
 }
 
 /** One OS process as the simulation sees it: its own clock rate, and it can be frozen or killed. */
-class SimProcess implements Clock {
+export class SimProcess implements Clock {
   paused = false;
   dead = false;
   private deferred: (() => void)[] = [];

@@ -1,0 +1,86 @@
+/**
+ * Who should own which shard: one pure function every member computes alike from the same
+ * inputs (the live members and the current owners), so no coordinator is needed
+ * (docs/design.md, "Assignment"). Balanced: every member gets floor(N/M) or ceil(N/M). Few
+ * moves: a member keeps what it owns up to its quota, so a join moves only the newcomer's share
+ * and a leave only the leaver's shards.
+ */
+
+/** A live member as the assignment sees it: a key unique to its session, and its identity. */
+export interface AssignedMember {
+  /** Unique per session (its slot and session): what the target names. */
+  key: string;
+  identity: string;
+}
+
+/**
+ * The target owner (a member's key) of each shard 0..shards−1, or null for every shard when no
+ * member is live. `owners[s]` is the key of shard s's current owner when that owner is one of
+ * `members`, else null (free, or owned by a session that is not live).
+ */
+export function assignShards(group: string, shards: number, members: readonly AssignedMember[], owners: readonly (string | null)[]): (string | null)[] {
+  const target: (string | null)[] = new Array<string | null>(shards).fill(null);
+  const m = members.length;
+  if (m === 0) return target;
+  const base = Math.floor(shards / m);
+  const extra = shards % m;
+  const hashes = new Map(members.map((x) => [x.key, memberHash(group, x.identity, x.key)]));
+  const held = new Map<string, number[]>(members.map((x) => [x.key, []]));
+  for (let s = 0; s < shards; s++) {
+    const o = owners[s];
+    if (o != null) held.get(o)?.push(s);
+  }
+  // The extra shard of the remainder goes to those that hold the most now (fewest moves), then
+  // by hash: every member orders them alike.
+  const order = [...members].sort((a, b) => held.get(b.key)!.length - held.get(a.key)!.length || hashes.get(b.key)! - hashes.get(a.key)! || cmp(a.key, b.key));
+  const quota = new Map(order.map((x, i) => [x.key, base + (i < extra ? 1 : 0)]));
+  const room = new Map<string, number>();
+  for (const x of members) {
+    const h = hashes.get(x.key)!;
+    // It keeps the shards it ranks highest, up to its quota.
+    const mine = held.get(x.key)!.sort((s1, s2) => score(h, s2) - score(h, s1) || s1 - s2);
+    const keep = mine.slice(0, quota.get(x.key));
+    for (const s of keep) target[s] = x.key;
+    room.set(x.key, quota.get(x.key)! - keep.length);
+  }
+  // Every other shard, in order, to the member with room that ranks it highest.
+  for (let s = 0; s < shards; s++) {
+    if (target[s] !== null) continue;
+    let best: AssignedMember | null = null;
+    let bestScore = -1;
+    for (const x of members) {
+      if (room.get(x.key)! <= 0) continue;
+      const sc = score(hashes.get(x.key)!, s);
+      if (sc > bestScore || (sc === bestScore && best !== null && cmp(x.key, best.key) < 0)) {
+        best = x;
+        bestScore = sc;
+      }
+    }
+    target[s] = best!.key;
+    room.set(best!.key, room.get(best!.key)! - 1);
+  }
+  return target;
+}
+
+/** A member's 32-bit rendezvous seed: FNV-1a 32 of `group/identity/key`. */
+function memberHash(group: string, identity: string, key: string): number {
+  let h = 0x811c9dc5;
+  for (const ch of `${group}/${identity}/${key}`) {
+    const c = ch.codePointAt(0)!;
+    h = Math.imul(h ^ (c & 0xff), 0x01000193);
+    if (c > 0xff) h = Math.imul(h ^ (c >>> 8), 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** Rendezvous weight of shard `s` for a member: a 32-bit mix of its seed and the shard (murmur3's finaliser). */
+function score(seed: number, s: number): number {
+  let h = (seed ^ Math.imul(s + 1, 0x9e3779b1)) >>> 0;
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

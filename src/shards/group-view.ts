@@ -1,0 +1,198 @@
+/**
+ * What one member believes about its group: the records of its last list, and, for each of
+ * them, what only observation over time can tell (docs/design.md, "Why no shard has two
+ * owners"). It never calls the store and tells nobody; the member (shard-member.ts) feeds it
+ * each list and asks it questions.
+ *
+ * Expiry is judged as client-go judges a lease's: on this member's monotonic clock, from the
+ * moment it last saw a slot's content change (holder, session, state, heartbeat), never by
+ * comparing a record's time with the local clock. A session that is no longer in its slot
+ * (released, re-taken, the slot gone) counts from the moment this member first noticed, so
+ * such a change can start the count but never end it early.
+ */
+import type { Clock } from '../clock.js';
+import type { GroupHeader, GroupRecord, MemberSlot, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
+
+/** A member's session: its slot and the slot's session number. */
+export interface SessionId {
+  slot: number;
+  session: number;
+}
+
+export const sessionKey = (s: SessionId): string => `${s.slot}/${s.session}`;
+
+interface SlotSeen {
+  content: string;
+  /** When this member last saw the slot's content change (or first saw it). */
+  changedAtMono: number;
+}
+
+export class GroupView {
+  private header: VersionedGroupRecord<GroupHeader> | null = null;
+  private readonly slots = new Map<number, VersionedGroupRecord<MemberSlot>>();
+  private readonly shards = new Map<number, VersionedGroupRecord<ShardRecord>>();
+  private readonly slotSeen = new Map<number, SlotSeen>();
+  /** Sessions seen owning a shard but no longer in their slot: when first noticed. */
+  private readonly goneSince = new Map<string, number>();
+  /** Shards seen absent: since when (a gap in this member's lists starts the wait over). */
+  private readonly absentSince = new Map<number, number>();
+  /** The highest token seen for each shard and session for each slot, records deleted or not. */
+  private readonly highestToken = new Map<number, number>();
+  private readonly highestSession = new Map<number, number>();
+  /** When the last list this view holds was sent (its answer is at least this fresh). */
+  private listedAtMono: number | null = null;
+
+  constructor(
+    private readonly clock: Clock,
+    /** The shard count of this member's group: shards past it are not looked at. */
+    readonly shardCount: number,
+    /** This member's lease duration: the wait for an absent shard and for a session no longer in its slot. */
+    private readonly leaseDurationMs: number,
+  ) {}
+
+  /**
+   * Takes in one list, sent at `sentAtMono`. `gapMs`: how long before it the previous list
+   * succeeded; a gap longer than a lease duration starts every absence wait over (the view
+   * missed what happened meanwhile).
+   */
+  observe(list: readonly VersionedGroupRecord[], sentAtMono: number): void {
+    const now = this.clock.monotonic();
+    const gap = this.listedAtMono !== null && sentAtMono - this.listedAtMono > this.leaseDurationMs;
+    this.listedAtMono = sentAtMono;
+    this.header = null;
+    const slots = new Map<number, VersionedGroupRecord<MemberSlot>>();
+    const shards = new Map<number, VersionedGroupRecord<ShardRecord>>();
+    for (const v of list) {
+      const r: GroupRecord = v.record;
+      if (r.kind === 'group') this.header = v as VersionedGroupRecord<GroupHeader>;
+      else if (r.kind === 'member') slots.set(r.index, v as VersionedGroupRecord<MemberSlot>);
+      else if (r.index < this.shardCount) shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
+    }
+    for (const [i, v] of slots) {
+      const content = slotContent(v.record);
+      const seen = this.slotSeen.get(i);
+      if (!seen || seen.content !== content) this.slotSeen.set(i, { content, changedAtMono: now });
+      this.bump(this.highestSession, i, v.record.session);
+    }
+    for (const i of [...this.slotSeen.keys()]) if (!slots.has(i)) this.slotSeen.delete(i);
+    this.slots.clear();
+    for (const [i, v] of slots) this.slots.set(i, v);
+    for (let s = 0; s < this.shardCount; s++) {
+      const v = shards.get(s);
+      if (v) {
+        this.absentSince.delete(s);
+        this.bump(this.highestToken, s, v.record.token);
+        const o = v.record.owner;
+        if (o) {
+          this.bump(this.highestSession, o.slot, o.session);
+          if (!this.current(o) && !this.goneSince.has(sessionKey(o))) this.goneSince.set(sessionKey(o), now);
+        }
+      } else if (gap || !this.absentSince.has(s)) this.absentSince.set(s, now);
+    }
+    this.shards.clear();
+    for (const [s, v] of shards) this.shards.set(s, v);
+    // A session no shard names any more needs no memory: it never takes a shard again.
+    const named = new Set([...shards.values()].flatMap((v) => (v.record.owner ? [sessionKey(v.record.owner)] : [])));
+    for (const k of [...this.goneSince.keys()]) if (!named.has(k)) this.goneSince.delete(k);
+  }
+
+  /** A write of ours landed: the view holds it until the next list. */
+  wrote(v: VersionedGroupRecord): void {
+    const r = v.record;
+    if (r.kind === 'member') {
+      this.slots.set(r.index, v as VersionedGroupRecord<MemberSlot>);
+      this.slotSeen.set(r.index, { content: slotContent(r), changedAtMono: this.clock.monotonic() });
+      this.bump(this.highestSession, r.index, r.session);
+    } else if (r.kind === 'shard') {
+      this.shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
+      this.absentSince.delete(r.index);
+      this.bump(this.highestToken, r.index, r.token);
+    } else this.header = v as VersionedGroupRecord<GroupHeader>;
+  }
+
+  get groupHeader(): VersionedGroupRecord<GroupHeader> | null {
+    return this.header;
+  }
+
+  slot(i: number): VersionedGroupRecord<MemberSlot> | null {
+    return this.slots.get(i) ?? null;
+  }
+
+  shard(s: number): VersionedGroupRecord<ShardRecord> | null {
+    return this.shards.get(s) ?? null;
+  }
+
+  /** The last list was sent within `ms`: fresh enough to write a takeover from. */
+  freshWithin(ms: number): boolean {
+    return this.listedAtMono !== null && this.clock.monotonic() - this.listedAtMono <= ms;
+  }
+
+  /** Whether `id` is the session its slot holds now (held, that session). */
+  current(id: SessionId): boolean {
+    const r = this.slots.get(id.slot)?.record;
+    return r !== undefined && r.holderIdentity !== '' && r.session === id.session;
+  }
+
+  /**
+   * Whether session `id` may still be acting, as far as this member can tell: in its slot and
+   * seen to change within its lease duration, or out of its slot for less than a lease duration
+   * since this member first noticed.
+   */
+  live(id: SessionId): boolean {
+    const now = this.clock.monotonic();
+    const slot = this.slots.get(id.slot)?.record;
+    if (slot && slot.holderIdentity !== '' && slot.session === id.session) {
+      const seen = this.slotSeen.get(id.slot)!;
+      return now - seen.changedAtMono < Math.max(this.leaseDurationMs, slot.leaseDurationSeconds * 1000);
+    }
+    const since = this.goneSince.get(sessionKey(id));
+    return since === undefined || now - since < this.leaseDurationMs;
+  }
+
+  /** When session `id` stops counting as live (monotonic), for scheduling; null when it already has. */
+  liveUntilMono(id: SessionId): number | null {
+    if (!this.live(id)) return null;
+    const slot = this.slots.get(id.slot)?.record;
+    if (slot && this.current(id)) return this.slotSeen.get(id.slot)!.changedAtMono + Math.max(this.leaseDurationMs, slot.leaseDurationSeconds * 1000);
+    const since = this.goneSince.get(sessionKey(id));
+    return since === undefined ? null : since + this.leaseDurationMs;
+  }
+
+  /** The held slots whose sessions are live: the members, leaving or not. */
+  liveSlots(): VersionedGroupRecord<MemberSlot>[] {
+    return [...this.slots.values()].filter((v) => v.record.holderIdentity !== '' && this.live({ slot: v.record.index, session: v.record.session }));
+  }
+
+  /** A free slot this member may take now: free, absent (with the session to write), or expired. */
+  freeSlot(maxSlots: number, startAt: number): { index: number; current: VersionedGroupRecord<MemberSlot> | null; session: number } | null {
+    for (let k = 0; k < maxSlots; k++) {
+      const i = (startAt + k) % maxSlots;
+      const v = this.slots.get(i);
+      const next = (this.highestSession.get(i) ?? 0) + 1;
+      if (!v) return { index: i, current: null, session: next };
+      const r = v.record;
+      if (r.holderIdentity === '' || !this.live({ slot: i, session: r.session })) return { index: i, current: v, session: next };
+    }
+    return null;
+  }
+
+  /** A shard absent from the store for a lease duration of this member's lists: it may be created. */
+  absentLongEnough(s: number): boolean {
+    const since = this.absentSince.get(s);
+    return since !== undefined && this.clock.monotonic() - since >= this.leaseDurationMs;
+  }
+
+  /** The token a new owner of shard `s` writes: past every token seen for it. */
+  nextToken(s: number): number {
+    return Math.max(this.highestToken.get(s) ?? 0, this.shards.get(s)?.record.token ?? 0) + 1;
+  }
+
+  private bump(m: Map<number, number>, k: number, v: number): void {
+    if (v > (m.get(k) ?? -Infinity)) m.set(k, v);
+  }
+}
+
+/** Everything of a slot whose change shows its holder is alive (or gone). */
+function slotContent(r: MemberSlot): string {
+  return JSON.stringify([r.holderIdentity, r.session, r.state, r.renewTime?.getTime() ?? null, r.leaseDurationSeconds]);
+}

@@ -1,0 +1,46 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { fnv1a64, shardOf, shardRange } from './key-to-shard.js';
+
+describe('keys to shards: FNV-1a 64 of the UTF-8 bytes, scaled to N', () => {
+  it('FNV-1a 64 matches the published test vectors', () => {
+    // From the FNV reference (Fowler, Noll, Vo): the empty string, "a", "foobar".
+    assert.equal(fnv1a64('').toString(16), 'cbf29ce484222325');
+    assert.equal(fnv1a64('a').toString(16), 'af63dc4c8601ec8c');
+    assert.equal(fnv1a64('foobar').toString(16), '85944171f73967e8');
+  });
+
+  it('the vectors docs/shards.md prints for other languages', () => {
+    // Keep these in step with docs/shards.md: an app in another language checks itself against them.
+    assert.equal(shardOf('', 64), 50);
+    assert.equal(shardOf('customer-42', 64), Number((fnv1a64('customer-42') * 64n) >> 64n));
+    assert.equal(shardOf('a', 16), 10);
+    assert.equal(shardOf('foobar', 256), 133);
+    assert.equal(shardOf('ünïcødé', 1), 0);
+  });
+
+  it('every shard is one contiguous range, the ranges tile the hash space, and shardOf agrees with them', () => {
+    for (const n of [1, 2, 3, 7, 64, 4096]) {
+      let next = 0n;
+      for (let s = 0; s < n; s++) {
+        const r = shardRange(s, n);
+        assert.equal(r.from, next, `shard ${s} of ${n} starts where ${s - 1} ended`);
+        assert.ok(r.to > r.from);
+        next = r.to;
+      }
+      assert.equal(next, 1n << 64n, `the ranges of ${n} shards end at 2^64`);
+    }
+    for (let i = 0; i < 2_000; i++) {
+      const key = `key-${i}`;
+      const n = 1 + (i % 97);
+      const s = shardOf(key, n);
+      const r = shardRange(s, n);
+      const h = fnv1a64(key);
+      assert.ok(h >= r.from && h < r.to, `${key}: hash in its shard's range`);
+    }
+  });
+
+  it('refuses a shard count outside 1 to 4096, naming the rule', () => {
+    for (const n of [0, -1, 4097, 1.5, Number.NaN]) assert.throws(() => shardOf('k', n), /the shard count must be a whole number from 1 to 4096/);
+  });
+});

@@ -1,0 +1,219 @@
+/**
+ * Shard group members on the in-memory group store and the fake clock: joining, balance, moves
+ * through the end-of-term gate, a leave, a crash, the app's health, and a group with another
+ * shard count refused. The seeded simulation (test/support/shard-sim.ts) adds faults.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { FakeClock } from '../testing/fake-clock.js';
+import { MemoryGroupStore } from '../testing/memory-group-store.js';
+import { ManualHealth } from '../health/manual-health.js';
+import { InvalidConfigError } from '../errors.js';
+import { ShardMember, type ShardMemberOptions } from './shard-member.js';
+import type { GroupRecord, GroupStore, VersionedGroupRecord } from '../backends/group-store.js';
+import type { CallOptions } from '../backends/lease-store.js';
+
+const T = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+const G = 'workers';
+
+function world(shards = 12) {
+  const clock = new FakeClock();
+  const store = new MemoryGroupStore();
+  const members: { m: ShardMember; events: string[] }[] = [];
+  const add = async (identity: string, over: Partial<ShardMemberOptions> = {}) => {
+    const events: string[] = [];
+    const m = new ShardMember({
+      ...T,
+      store,
+      group: G,
+      shards,
+      identity,
+      clock,
+      listener: {
+        onShardGained: (t) => events.push(`+${t.shard}@${t.token}`),
+        onShardLost: (s, token) => events.push(`-${s}@${token}`),
+      },
+      ...over,
+    });
+    await m.start();
+    members.push({ m, events });
+    return { m, events };
+  };
+  /** Shard -> the identities that believe they own it now. */
+  const owners = () => {
+    const by = new Map<number, string[]>();
+    for (const { m } of members) for (const o of m.snapshot().owned) by.set(o.shard, [...(by.get(o.shard) ?? []), m.identity]);
+    return by;
+  };
+  const counts = () => members.map(({ m }) => m.snapshot().owned.length);
+  const advanceUntil = async (cond: () => boolean, maxMs: number, stepMs = 100) => {
+    for (let t = 0; !cond() && t < maxMs; t += stepMs) await clock.advance(stepMs);
+    return cond();
+  };
+  return { clock, store, add, owners, counts, members, advanceUntil };
+}
+
+/** One member's network: while `cut`, its calls hang until their bound, as to a dead peer. */
+class CutLink implements GroupStore {
+  readonly backend = 'memory';
+  readonly location = 'memory';
+  cut = false;
+  constructor(private readonly inner: MemoryGroupStore) {}
+  private send<R>(opts: CallOptions | undefined, fn: () => Promise<R>): Promise<R> {
+    if (!this.cut) return fn();
+    return new Promise<R>((_, reject) => opts?.signal?.addEventListener('abort', () => reject(opts.signal!.reason as Error), { once: true }));
+  }
+  listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
+    return this.send(opts, () => this.inner.listGroup(group, opts));
+  }
+  createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
+    return this.send(opts, () => this.inner.createGroupRecord(group, record, opts));
+  }
+  updateGroupRecord(group: string, record: GroupRecord, version: string, opts?: CallOptions): Promise<string> {
+    return this.send(opts, () => this.inner.updateGroupRecord(group, record, version, opts));
+  }
+}
+
+const everyShardOnce = (owners: Map<number, string[]>, n: number) => owners.size === n && [...owners.values()].every((o) => o.length === 1);
+
+describe('a shard group member', () => {
+  it('alone: creates the group, waits a lease duration for shards never seen, then owns all of them, token 1 each', async () => {
+    const w = world(12);
+    const a = await w.add('a');
+    await w.clock.advance(T.leaseDurationMs - 100);
+    assert.equal(a.m.snapshot().owned.length, 0, 'no shard before a lease duration of absence');
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 12, 5_000));
+    assert.deepEqual(
+      a.m.snapshot().owned.map((o) => o.token),
+      new Array(12).fill(1),
+    );
+    const header = w.store.peek(G).find((v) => v.record.kind === 'group');
+    assert.equal(header?.record.kind === 'group' && header.record.shards, 12);
+    await a.m.stop();
+  });
+
+  it('members joining one by one: balanced each time, only the newcomer’s share moves, never two owners, tokens grow', async () => {
+    const w = world(12);
+    const a = await w.add('a');
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 12, 20_000));
+    let seen = new Map<number, number>(a.m.snapshot().owned.map((o) => [o.shard, o.token]));
+    for (const [id, want] of [
+      ['b', [6, 6]],
+      ['c', [4, 4, 4]],
+      ['d', [3, 3, 3, 3]],
+    ] as const) {
+      await w.add(id);
+      const ok = await w.advanceUntil(() => {
+        const o = w.owners();
+        assert.ok(
+          [...o.values()].every((x) => x.length === 1),
+          `two owners: ${JSON.stringify([...o])}`,
+        );
+        return everyShardOnce(o, 12) && w.counts().join() === want.join();
+      }, 10_000);
+      assert.ok(ok, `after ${id} joined: ${w.counts().join()}`);
+      const now = new Map<number, number>(w.members.flatMap(({ m }) => m.snapshot().owned.map((o) => [o.shard, o.token] as [number, number])));
+      const moved = [...now].filter(([s, t]) => t !== seen.get(s));
+      assert.equal(moved.length, want[want.length - 1], `only ${id}'s share moved`);
+      for (const [s, t] of moved) assert.equal(t, seen.get(s)! + 1, `shard ${s}: one change of owner, one token`);
+      seen = now;
+    }
+    await Promise.all(w.members.map(({ m }) => m.stop()));
+  });
+
+  it('a graceful leave: its shards are owned by the others at once (a release, not an expiry)', async () => {
+    const w = world(12);
+    const a = await w.add('a');
+    await w.add('b');
+    await w.add('c');
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 12) && w.counts().join() === '4,4,4', 40_000));
+    const stopped = a.m.stop();
+    const ok = await w.advanceUntil(() => everyShardOnce(w.owners(), 12) && w.counts().slice(1).join() === '6,6', 1_000, 10);
+    assert.ok(ok, `within a second: ${w.counts().join()}`);
+    await stopped;
+    const slot = w.store.peek(G).find((v) => v.record.kind === 'member' && v.record.holderIdentity === '');
+    assert.ok(slot, 'its slot was released');
+  });
+
+  it('a crash (its heartbeats stop): its shards are owned by the others once its session could have expired, not before', async () => {
+    const w = world(12);
+    const link = new CutLink(w.store);
+    const a = await w.add('a', { store: link });
+    await w.add('b');
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 12) && w.counts().join() === '6,6', 40_000));
+    const lastBeat = Math.max(
+      ...w.store.peek(G).flatMap((v) => (v.record.kind === 'member' && v.record.holderIdentity === 'a' ? [v.record.renewTime!.getTime()] : [])),
+    );
+    link.cut = true; // a's process is gone as far as the store can tell
+    const b = w.members[1]!.m;
+    const tookAll = await w.advanceUntil(() => b.snapshot().owned.length === 12, 30_000, 50);
+    assert.ok(tookAll);
+    const tookAt = w.clock.now().getTime();
+    assert.ok(tookAt - lastBeat >= T.leaseDurationMs, `b took a's shards ${tookAt - lastBeat} ms after a's last heartbeat, not before the lease duration`);
+    assert.ok(tookAt - lastBeat <= T.leaseDurationMs + T.retryPeriodMs + 1_000, `and within a lease duration and a retry period (${tookAt - lastBeat} ms)`);
+    assert.equal(a.m.snapshot().owned.length, 0, 'a stopped believing at its renew deadline');
+    const stopping = Promise.all(w.members.map(({ m }) => m.stop()));
+    await w.clock.advance(T.renewDeadlineMs);
+    await stopping;
+  });
+
+  it('a group whose header says another shard count is refused at start, naming the rule', async () => {
+    const w = world(12);
+    await w.add('a');
+    await w.clock.advance(1_000);
+    await assert.rejects(
+      () => new ShardMember({ ...T, store: w.store, group: G, shards: 16, identity: 'b', clock: w.clock }).start(),
+      (err: unknown) =>
+        err instanceof InvalidConfigError && /shard group workers has 12 shards, not 16: every member of a group gives the same --shards/.test(err.message),
+    );
+    await Promise.all(w.members.map(({ m }) => m.stop()));
+  });
+
+  it('a move waits for the app to say the shard’s work stopped: the next owner takes it only then', async () => {
+    const w = world(2);
+    const finish = new Map<number, () => void>();
+    const a = await w.add('a', { drain: (s) => new Promise<void>((resolve) => finish.set(s, resolve)) });
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 2, 20_000));
+    const b = await w.add('b');
+    await w.clock.advance(5_000);
+    assert.equal(b.m.snapshot().owned.length, 0, 'not while a’s work of the moving shard runs');
+    assert.equal(a.m.snapshot().owned.length, 1, 'a said it no longer owns the moving shard');
+    const moving = [...finish.keys()][0]!;
+    finish.get(moving)!();
+    assert.ok(await w.advanceUntil(() => b.m.snapshot().owned.length === 1, 1_000, 10));
+    assert.equal(b.m.snapshot().owned[0]!.shard, moving);
+    finish.clear();
+    await Promise.all([a.m.stop(), b.m.stop(), w.clock.advance(T.renewDeadlineMs)]);
+  });
+
+  it('an app that never says the shard’s work stopped: the shard is kept until it could have expired, then moves', async () => {
+    const w = world(2);
+    const a = await w.add('a', { drain: () => new Promise<void>(() => {}), drainTimeoutMs: 3_000 });
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 2, 20_000));
+    const b = await w.add('b');
+    const joined = w.clock.monotonic();
+    assert.ok(await w.advanceUntil(() => b.m.snapshot().owned.length === 1, 30_000, 100));
+    assert.ok(
+      w.clock.monotonic() - joined >= T.leaseDurationMs - T.retryPeriodMs,
+      `moved after ${w.clock.monotonic() - joined} ms: kept until it could have expired`,
+    );
+    const stopping = Promise.all([a.m.stop(), b.m.stop()]);
+    await w.clock.advance(T.renewDeadlineMs);
+    await stopping;
+  });
+
+  it('a member whose app is not eligible gives its shards up the graceful way and takes none until it is', async () => {
+    const w = world(6);
+    const health = new ManualHealth({ failureThreshold: 1, successThreshold: 1, holdDownMs: 0 }, w.clock);
+    health.healthy();
+    const a = await w.add('a', { eligibility: health });
+    await w.add('b');
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 6) && w.counts().join() === '3,3', 40_000));
+    health.unhealthy('down');
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 6) && w.counts().join() === '0,6', 1_000, 10), w.counts().join());
+    assert.equal(a.m.snapshot().state, 'leaving');
+    health.healthy();
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 6) && w.counts().join() === '3,3', 5_000, 10), w.counts().join());
+    await Promise.all(w.members.map(({ m }) => m.stop()));
+  });
+});

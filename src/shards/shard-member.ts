@@ -1,0 +1,654 @@
+/**
+ * One member of a shard group (docs/design.md, "Shard groups"): it holds a member slot and
+ * heartbeats it every retryPeriod (its session), computes with every other member the same
+ * balanced assignment (assignment.ts) from the one list of the group's records it reads, takes
+ * the free shards assigned to it by compare-and-swap, and gives up the others through the same
+ * end-of-term gate as a lease: "not owned" first, then the app's drain (bounded), then the
+ * release. Its idle store traffic is one heartbeat and one list per retryPeriod, whatever N.
+ *
+ * What it guarantees, given a store with honest compare-and-swap and clock rates that agree:
+ * a member says it owns a shard only while its session is valid (its last successful heartbeat
+ * started + renewDeadline), and takes a shard only when it is free or its owner's session has
+ * not been seen to change for a lease duration; so no shard has two owners as the members see
+ * it, and a shard's token only grows. A paused member may still believe: the token is what
+ * the protected resource checks.
+ */
+import { realClock, sleep, type Clock, type Timer } from '../clock.js';
+import { ConflictError, InvalidConfigError, describeError } from '../errors.js';
+import { silentLogger, guardedLogger, type Logger } from '../log.js';
+import type { CallOptions } from '../backends/lease-store.js';
+import type { GroupStore, MemberSlot, MemberState, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
+import type { Timings } from '../config/election-options.js';
+import type { Eligibility, StandAside } from '../health/eligibility.js';
+import { boundedCall } from '../election/bounded-call.js';
+import { assignShards, type AssignedMember } from './assignment.js';
+import { GroupView, sessionKey, type SessionId } from './group-view.js';
+import { fnv1a64 } from './key-to-shard.js';
+
+/** A shard this member owns: its token, and until when the ownership counts unless renewed. */
+export interface ShardTerm {
+  shard: number;
+  token: number;
+  validUntil: Date;
+}
+
+export interface ShardListener {
+  /** This member owns `term.shard` now, with a new token: start its work. */
+  onShardGained?(term: ShardTerm): void;
+  /** This member no longer owns `shard` (called before anything else happens): stop its work. */
+  onShardLost?(shard: number, token: number, reason: string): void;
+  /** A heartbeat succeeded: every owned shard's validUntil moved on. */
+  onRenewed?(validUntil: Date): void;
+  /** Anything a status shows changed (members, the slot, standing aside). */
+  onChange?(): void;
+}
+
+export interface ShardMemberOptions extends Timings {
+  store: GroupStore;
+  /** The group's name (`--lease`). */
+  group: string;
+  /** The group's shard count; a group whose header says otherwise is refused. */
+  shards: number;
+  identity: string;
+  /** How many member slots the group has (K). Default 64. */
+  maxMembers?: number;
+  clock?: Clock;
+  log?: Logger;
+  /** While it says not eligible, the member is `leaving`: it gives its shards up and takes none. */
+  eligibility?: Eligibility;
+  listener?: ShardListener;
+  /**
+   * The end-of-term gate's drain for one shard: resolves once the work of `shard` under `token`
+   * has stopped, false when it cannot say. Default: none, no work to wait for.
+   */
+  drain?: (shard: number, token: number) => Promise<boolean | void>;
+  /** How long the gate waits for `drain`; past it the shard is kept until it could have expired. Default renewDeadline. */
+  drainTimeoutMs?: number;
+  /** Bound on one store call. Default renewDeadline / 2. */
+  requestTimeoutMs?: number;
+}
+
+export interface ShardMemberSnapshot {
+  group: string;
+  shards: number;
+  identity: string;
+  /** This member's slot and session; null while it has none. */
+  session: SessionId | null;
+  state: MemberState | null;
+  /** The live members taking shards (state active), this one included when it is. */
+  members: number;
+  owned: { shard: number; token: number }[];
+  /** When every owned shard stops counting unless a heartbeat renews it; null without a session. */
+  validUntil: Date | null;
+  standingAside: StandAside | null;
+  running: boolean;
+}
+
+interface Mine extends SessionId {
+  version: string;
+  state: MemberState;
+  /** Monotonic and wall start of the last successful heartbeat (or the join). */
+  renewedAtMono: number;
+  renewedAt: Date;
+  /** Ends the session at its validity's end (basis() + renewDeadline) unless renewed first. */
+  deadline: Timer | null;
+}
+
+interface Owned {
+  token: number;
+  /** The shard record's version as this member last wrote it. */
+  version: string;
+}
+
+/** A shard whose ownership ended here and is going through the gate. */
+interface Ending extends Owned {
+  session: SessionId;
+  /** When the last heartbeat before the end started: the shard could expire a lease duration after. */
+  renewedAtMono: number;
+}
+
+/** Shards taken or released at once by one member: bounded, so a join of 512 shards is not 512 requests at once. */
+const PARALLEL_WRITES = 16;
+/** A store's change hint is followed by a list at most this often. */
+const HINT_LIST_MS = 50;
+
+export class ShardMember {
+  readonly group: string;
+  readonly identity: string;
+  readonly shards: number;
+  readonly timings: Readonly<Timings>;
+  private readonly store: GroupStore;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly view: GroupView;
+  private readonly maxMembers: number;
+  private readonly requestTimeoutMs: number;
+  private readonly drainTimeoutMs: number;
+  private readonly listener: ShardListener;
+
+  private mine: Mine | null = null;
+  private readonly owned = new Map<number, Owned>();
+  private readonly ending = new Map<number, Ending>();
+  /**
+   * Shards whose work was not seen to stop in time: their records keep naming the session that
+   * owned them until they could have expired (untilMono), then are freed. A member leaving goes
+   * without waiting: the records expire with the session.
+   */
+  private readonly kept = new Map<number, { session: SessionId; untilMono: number }>();
+  private loop: Promise<void> | null = null;
+  private stopping = false;
+  private wake: AbortController | null = null;
+  private lastListMono: number | null = null;
+  /** When the last successful list was sent: with the heartbeat, what a session's validity counts from. */
+  private listedAt: { mono: number; wall: Date } | null = null;
+  private hinted = false;
+  private lastHeartbeatMono: number | null = null;
+  private members = 0;
+  private noSlotSaid = false;
+
+  constructor(private readonly opts: ShardMemberOptions) {
+    this.group = opts.group;
+    this.identity = opts.identity;
+    this.shards = opts.shards;
+    this.timings = { leaseDurationMs: opts.leaseDurationMs, renewDeadlineMs: opts.renewDeadlineMs, retryPeriodMs: opts.retryPeriodMs };
+    this.store = opts.store;
+    this.clock = opts.clock ?? realClock;
+    this.log = opts.log ? guardedLogger(opts.log) : silentLogger;
+    this.maxMembers = opts.maxMembers ?? 64;
+    this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
+    this.drainTimeoutMs = opts.drainTimeoutMs ?? opts.renewDeadlineMs;
+    this.listener = opts.listener ?? {};
+    this.view = new GroupView(this.clock, opts.shards, opts.leaseDurationMs);
+  }
+
+  /**
+   * Reads the group once and refuses what cannot work (InvalidConfigError): a group whose header
+   * says another shard count. Then starts the loop and returns.
+   */
+  async start(): Promise<void> {
+    if (this.loop) return;
+    const sent = this.clock.monotonic();
+    const list = await this.call('list', (o) => this.store.listGroup(this.group, o));
+    this.view.observe(list, sent);
+    this.lastListMono = sent;
+    this.checkHeader();
+    const unwatch = this.store.watchGroup?.(this.group, () => this.hint());
+    const unsubscribe = this.opts.eligibility?.subscribe(() => this.wakeUp());
+    this.loop = this.run().finally(() => {
+      unwatch?.();
+      unsubscribe?.();
+    });
+  }
+
+  /**
+   * Leaves the group: `leaving` first (the others stop counting this member), every owned shard
+   * through the gate (its work drains, then it is released), then the slot is released. A shard
+   * whose work did not stop in time is left to expire with the session.
+   */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wakeUp();
+    await this.loop;
+    this.loop = null;
+  }
+
+  snapshot(): ShardMemberSnapshot {
+    const m = this.mine;
+    return {
+      group: this.group,
+      shards: this.shards,
+      identity: this.identity,
+      session: m ? { slot: m.slot, session: m.session } : null,
+      state: m?.state ?? null,
+      members: this.members,
+      owned: [...this.owned].map(([shard, o]) => ({ shard, token: o.token })).sort((a, b) => a.shard - b.shard),
+      validUntil: m ? new Date(this.basis(m).wall.getTime() + this.timings.renewDeadlineMs) : null,
+      standingAside: this.eligible() ? null : (this.opts.eligibility?.standAside() ?? null),
+      running: this.loop !== null,
+    };
+  }
+
+  private async run(): Promise<void> {
+    while (!(this.stopping && this.done())) {
+      try {
+        await this.turn();
+      } catch (err) {
+        if (err instanceof InvalidConfigError) {
+          // The group changed under this member (recreated with another count): it takes no part.
+          this.log.error('leaving the shard group', { reason: err.message });
+          this.stopping = true;
+        } else this.log.warn('shard member turn failed', { reason: describeError(err) });
+      }
+      if (this.stopping && this.done()) break;
+      await this.waitNext();
+    }
+    await this.leave();
+  }
+
+  /** Stopping and nothing left to do but release the slot: no shard owned or going through its gate. */
+  private done(): boolean {
+    return this.owned.size === 0 && this.ending.size === 0;
+  }
+
+  private async turn(): Promise<void> {
+    const desired: MemberState = this.stopping || !this.eligible() ? 'leaving' : 'active';
+    if (this.mine && (this.heartbeatDue() || this.mine.state !== desired)) await this.heartbeat(desired);
+    if (this.listDue()) await this.list();
+    if (!this.mine && !this.stopping && this.eligible()) await this.join();
+    if (this.mine) await this.reconcile();
+    this.listener.onChange?.();
+  }
+
+  private async list(): Promise<void> {
+    const sent = this.clock.monotonic();
+    const sentWall = this.clock.now();
+    this.hinted = false;
+    try {
+      const list = await this.call('list', (o) => this.store.listGroup(this.group, o));
+      this.view.observe(list, sent);
+      this.lastListMono = sent;
+      this.listedAt = { mono: sent, wall: sentWall };
+      this.renewed();
+      this.checkHeader();
+    } catch (err) {
+      if (err instanceof InvalidConfigError) throw err;
+      this.log.warn('listing the group failed', { reason: describeError(err) });
+    }
+  }
+
+  /** A header that says another shard count: this member must not take part. */
+  private checkHeader(): void {
+    const h = this.view.groupHeader?.record;
+    if (h && h.shards !== this.shards) {
+      throw new InvalidConfigError(
+        `shard group ${this.group} has ${h.shards} shards, not ${this.shards}: every member of a group gives the same --shards (a group never has two counts)`,
+      );
+    }
+  }
+
+  /** Takes a member slot: the group's header first when there is none, then a free slot, as a new session. */
+  private async join(): Promise<void> {
+    if (!this.view.freshWithin(this.requestTimeoutMs)) return;
+    if (!this.view.groupHeader) {
+      try {
+        const header = { kind: 'group' as const, index: 0 as const, shards: this.shards, createdAt: this.clock.now() };
+        const version = await this.call('create', (o) => this.store.createGroupRecord(this.group, header, o));
+        this.view.wrote({ record: header, version });
+        this.log.info('created the shard group', { shards: this.shards });
+      } catch (err) {
+        if (!(err instanceof ConflictError)) this.log.warn('creating the group failed', { reason: describeError(err) });
+        this.hinted = true;
+        return;
+      }
+    }
+    const start = Number(fnv1a64(this.identity) % BigInt(this.maxMembers));
+    const free = this.view.freeSlot(this.maxMembers, start);
+    if (!free) {
+      if (!this.noSlotSaid) this.log.warn('no free member slot: the group has as many members as --max-members', { maxMembers: this.maxMembers });
+      this.noSlotSaid = true;
+      return;
+    }
+    this.noSlotSaid = false;
+    const at = { mono: this.clock.monotonic(), wall: this.clock.now() };
+    const slot: MemberSlot = {
+      kind: 'member',
+      index: free.index,
+      holderIdentity: this.identity,
+      session: free.session,
+      state: 'active',
+      renewTime: at.wall,
+      leaseDurationSeconds: this.timings.leaseDurationMs / 1000,
+    };
+    try {
+      const version = await this.call(free.current ? 'update' : 'create', (o) =>
+        free.current ? this.store.updateGroupRecord(this.group, slot, free.current.version, o) : this.store.createGroupRecord(this.group, slot, o),
+      );
+      this.view.wrote({ record: slot, version });
+      this.mine = { slot: slot.index, session: slot.session, version, state: 'active', renewedAtMono: at.mono, renewedAt: at.wall, deadline: null };
+      this.lastHeartbeatMono = at.mono;
+      this.log.info('joined the shard group', { slot: slot.index, session: slot.session, shards: this.shards });
+      this.renewed();
+    } catch (err) {
+      this.hinted = true;
+      if (!(err instanceof ConflictError)) this.log.warn('taking a member slot failed', { slot: free.index, reason: describeError(err) });
+    }
+  }
+
+  /** One heartbeat: the slot rewritten (renewTime, state) by compare-and-swap on its version. */
+  private async heartbeat(state: MemberState): Promise<void> {
+    const m = this.mine!;
+    const at = { mono: this.clock.monotonic(), wall: this.clock.now() };
+    this.lastHeartbeatMono = at.mono;
+    const slot: MemberSlot = {
+      kind: 'member',
+      index: m.slot,
+      holderIdentity: this.identity,
+      session: m.session,
+      state,
+      renewTime: at.wall,
+      leaseDurationSeconds: this.timings.leaseDurationMs / 1000,
+    };
+    try {
+      const version = await this.call('update', (o) => this.store.updateGroupRecord(this.group, slot, m.version, o));
+      if (this.mine !== m) return; // the session ended while the heartbeat was in flight
+      this.view.wrote({ record: slot, version });
+      if (at.mono + this.timings.renewDeadlineMs <= this.clock.monotonic()) return; // answered too late to count
+      Object.assign(m, { version, state, renewedAtMono: at.mono, renewedAt: at.wall });
+      this.renewed();
+    } catch (err) {
+      if (this.mine !== m) return;
+      if (err instanceof ConflictError) {
+        // An unanswered heartbeat of ours may have landed (the slot still holds our session):
+        // take its version and go on; anything else means the slot is no longer ours.
+        await this.list();
+        const now = this.view.slot(m.slot);
+        if (now && now.record.holderIdentity === this.identity && now.record.session === m.session) {
+          m.version = now.version;
+          this.lastHeartbeatMono = null;
+          this.wakeUp();
+          return;
+        }
+        this.sessionLost(`the member slot ${m.slot} was taken by another member`);
+        return;
+      }
+      this.log.warn('heartbeat failed', { reason: describeError(err) });
+    }
+  }
+
+  /**
+   * What a session's validity counts from: the older of its last successful heartbeat and its
+   * last successful list, both as sent. The heartbeat shows the slot is still ours; the list, that
+   * the shard records still name us (one deleted under us is seen within a list).
+   */
+  private basis(m: Mine): { mono: number; wall: Date } {
+    const l = this.listedAt;
+    return l && l.mono < m.renewedAtMono ? l : { mono: m.renewedAtMono, wall: m.renewedAt };
+  }
+
+  /** A heartbeat or a list succeeded: the session's deadline moves on, and the listener hears the new validUntil. */
+  private renewed(): void {
+    const m = this.mine;
+    if (!m) return;
+    const b = this.basis(m);
+    m.deadline?.cancel();
+    m.deadline = this.clock.setTimer(
+      () => {
+        if (this.mine === m && this.clock.monotonic() >= this.basis(m).mono + this.timings.renewDeadlineMs) {
+          this.sessionLost(`no successful heartbeat and list within renewDeadline (${this.timings.renewDeadlineMs} ms)`);
+        }
+      },
+      b.mono + this.timings.renewDeadlineMs - this.clock.monotonic(),
+    );
+    this.listener.onRenewed?.(new Date(b.wall.getTime() + this.timings.renewDeadlineMs));
+  }
+
+  /** The session is over: every owned shard ends at once (announced, then drained, never released by a session not valid). */
+  private sessionLost(reason: string): void {
+    const m = this.mine;
+    if (!m) return;
+    this.mine = null;
+    m.deadline?.cancel();
+    this.log.warn('lost the shard group session', { slot: m.slot, session: m.session, reason, owned: this.owned.size });
+    for (const s of [...this.owned.keys()]) this.endShard(s, reason, m);
+    this.wakeUp();
+  }
+
+  /**
+   * Gives up what the target names another live member for (or everything while leaving), takes
+   * the free shards the target names this member for, and frees records that name this session
+   * for a shard it does not own (a write whose answer was lost).
+   */
+  private async reconcile(): Promise<void> {
+    const m = this.mine!;
+    const slots = this.view.liveSlots();
+    const active = slots.filter((v) => v.record.state === 'active');
+    this.members = active.length;
+    const members: AssignedMember[] = active.map((v) => ({
+      key: sessionKey({ slot: v.record.index, session: v.record.session }),
+      identity: v.record.holderIdentity,
+    }));
+    const keys = new Set(members.map((x) => x.key));
+    const owners = Array.from({ length: this.shards }, (_, s) => {
+      const o = this.view.shard(s)?.record.owner;
+      return o && keys.has(sessionKey(o)) ? sessionKey(o) : null;
+    });
+    const target = assignShards(this.group, this.shards, members, owners);
+    const me = sessionKey(m);
+    for (const s of [...this.owned.keys()]) {
+      const rec = this.view.shard(s)?.record;
+      if (!rec) this.endShard(s, `the record of shard ${s} disappeared`, m, false);
+      else if (!(rec.owner && sessionKey(rec.owner) === me)) {
+        this.endShard(s, `shard ${s} was taken by ${rec.holderIdentity || 'nobody'}`, m, false);
+      } else if (m.state === 'leaving' || this.stopping) this.endShard(s, this.stopping ? 'the member is leaving the group' : 'the app is not eligible', m);
+      else if (target[s] !== null && target[s] !== me) this.endShard(s, `shard ${s} moves to another member`, m);
+    }
+    await this.freeKept();
+    if (!this.view.freshWithin(this.requestTimeoutMs) || !this.sessionValid(m)) return;
+    const takes: number[] = [];
+    const strays: VersionedGroupRecord<ShardRecord>[] = [];
+    for (let s = 0; s < this.shards; s++) {
+      if (this.owned.has(s) || this.ending.has(s) || this.kept.has(s)) continue;
+      const v = this.view.shard(s);
+      const mineHere = v?.record.owner && sessionKey(v.record.owner) === me;
+      if (mineHere && (target[s] !== me || m.state !== 'active')) strays.push(v!);
+      else if (target[s] === me && m.state === 'active' && !this.stopping) takes.push(s);
+    }
+    await inBatches(strays, (v) => this.free(v, m));
+    await inBatches(takes, (s) => this.take(s, m));
+  }
+
+  /** Takes shard `s` for session `m` if it is free, its owner's session is over, or it has been absent a lease duration. */
+  private async take(s: number, m: Mine): Promise<void> {
+    const v = this.view.shard(s);
+    const at = { mono: this.clock.monotonic(), wall: this.clock.now() };
+    const rec: ShardRecord = {
+      kind: 'shard',
+      index: s,
+      holderIdentity: this.identity,
+      owner: { slot: m.slot, session: m.session },
+      token: this.view.nextToken(s),
+      acquireTime: at.wall,
+    };
+    if (v) {
+      // A record naming this session for a shard it does not own (a take whose answer was lost,
+      // or a release that did not land) is taken anew, past its token: a token once announced is
+      // never announced again.
+      const o = v.record.owner;
+      if (o && sessionKey(o) !== sessionKey(m) && this.view.live(o)) return;
+    } else if (!this.view.absentLongEnough(s)) return;
+    try {
+      const version = await this.call(v ? 'update' : 'create', (opts) =>
+        v ? this.store.updateGroupRecord(this.group, rec, v.version, opts) : this.store.createGroupRecord(this.group, rec, opts),
+      );
+      this.view.wrote({ record: rec, version });
+      // A take answered after the session ended is not announced: its record names a session
+      // that is over, and others take the shard once it could have expired.
+      if (this.mine !== m || !this.sessionValid(m)) return;
+      this.gained(s, m, { token: rec.token, version });
+    } catch (err) {
+      this.hinted = true;
+      if (!(err instanceof ConflictError)) this.log.warn('taking a shard failed', { shard: s, reason: describeError(err) });
+    }
+  }
+
+  private gained(s: number, m: Mine, o: Owned): void {
+    this.owned.set(s, o);
+    this.log.debug('owns shard', { shard: s, token: o.token });
+    this.listener.onShardGained?.({ shard: s, token: o.token, validUntil: new Date(this.basis(m).wall.getTime() + this.timings.renewDeadlineMs) });
+  }
+
+  /**
+   * The end-of-term gate for one shard: "not owned" first (the listener), then its work drains,
+   * then it is released; past the drain's bound it is kept until it could have expired (the last
+   * heartbeat before this moment + the lease duration), then released. `release` false: the
+   * record is not ours to release (another took it).
+   */
+  private endShard(s: number, reason: string, m: Mine, release = true): void {
+    const o = this.owned.get(s);
+    if (!o) return;
+    this.owned.delete(s);
+    const e: Ending = { ...o, session: { slot: m.slot, session: m.session }, renewedAtMono: this.basis(m).mono };
+    this.ending.set(s, e);
+    this.log.debug('gives up shard', { shard: s, token: o.token, reason });
+    this.listener.onShardLost?.(s, o.token, reason);
+    void this.finishEnding(s, e, release);
+  }
+
+  private async finishEnding(s: number, e: Ending, release: boolean): Promise<void> {
+    try {
+      const stopped = await this.drained(s, e.token);
+      if (!stopped) {
+        const untilMono = e.renewedAtMono + this.timings.leaseDurationMs;
+        this.log.error('the work of a shard did not finish within drainTimeoutMs: the shard is kept until it could have expired', {
+          shard: s,
+          token: e.token,
+          drainTimeoutMs: this.drainTimeoutMs,
+          holdMs: Math.max(0, Math.round(untilMono - this.clock.monotonic())),
+        });
+        this.kept.set(s, { session: e.session, untilMono });
+        return;
+      }
+      if (release) await this.free({ record: this.releasedRecord(s, e), version: e.version }, e.session);
+    } finally {
+      this.ending.delete(s);
+      this.wakeUp();
+    }
+  }
+
+  /** Frees each kept shard whose time has come (not while leaving: its records expire with the session). */
+  private async freeKept(): Promise<void> {
+    if (this.stopping) return;
+    const now = this.clock.monotonic();
+    const due = [...this.kept].filter(([, k]) => now >= k.untilMono);
+    await inBatches(due, async ([s, k]) => {
+      const v = this.view.shard(s);
+      if (v) await this.free(v, k.session);
+      this.kept.delete(s);
+    });
+  }
+
+  private releasedRecord(s: number, e: Ending): ShardRecord {
+    const cur = this.view.shard(s)?.record;
+    return { kind: 'shard', index: s, holderIdentity: this.identity, owner: e.session, token: e.token, acquireTime: cur?.acquireTime ?? null };
+  }
+
+  /** Writes shard `v` free (owner none, token kept), only from the version that names `session`. */
+  private async free(v: VersionedGroupRecord<ShardRecord>, session: SessionId): Promise<void> {
+    if (!v.record.owner || sessionKey(v.record.owner) !== sessionKey(session)) return;
+    const rec: ShardRecord = { ...v.record, holderIdentity: '', owner: null };
+    try {
+      const version = await this.call('update', (o) => this.store.updateGroupRecord(this.group, rec, v.version, o));
+      this.view.wrote({ record: rec, version });
+    } catch (err) {
+      // A conflict: another wrote it since (it is not ours to free any more). Anything else: the
+      // next turn sees the record still naming this session and frees it then.
+      this.hinted = true;
+      if (!(err instanceof ConflictError)) this.log.warn('releasing a shard failed', { shard: v.record.index, reason: describeError(err) });
+    }
+  }
+
+  private async drained(s: number, token: number): Promise<boolean> {
+    const drain = this.opts.drain;
+    if (!drain || this.drainTimeoutMs === 0) return true;
+    let timer: Timer | undefined;
+    const bound = new Promise<false>((resolve) => (timer = this.clock.setTimer(() => resolve(false), this.drainTimeoutMs)));
+    try {
+      return await Promise.race([
+        Promise.resolve()
+          .then(() => drain(s, token))
+          .then(
+            (r) => r !== false,
+            () => false,
+          ),
+        bound,
+      ]);
+    } finally {
+      timer?.cancel();
+    }
+  }
+
+  /** Stopping: the slot released (holder none) once nothing is owned; a slot not ours any more is left. */
+  private async leave(): Promise<void> {
+    const m = this.mine;
+    if (!m) return;
+    this.mine = null;
+    m.deadline?.cancel();
+    const slot: MemberSlot = {
+      kind: 'member',
+      index: m.slot,
+      holderIdentity: '',
+      session: m.session,
+      state: 'leaving',
+      renewTime: this.clock.now(),
+      leaseDurationSeconds: this.timings.leaseDurationMs / 1000,
+    };
+    try {
+      await this.call('update', (o) => this.store.updateGroupRecord(this.group, slot, m.version, o));
+      this.log.info('left the shard group', { slot: m.slot, session: m.session });
+    } catch (err) {
+      this.log.warn('releasing the member slot failed: it expires', { slot: m.slot, reason: describeError(err) });
+    }
+    this.listener.onChange?.();
+  }
+
+  private sessionValid(m: Mine): boolean {
+    return this.mine === m && this.clock.monotonic() < this.basis(m).mono + this.timings.renewDeadlineMs;
+  }
+
+  private eligible(): boolean {
+    try {
+      return this.opts.eligibility?.eligible() ?? true;
+    } catch {
+      return false;
+    }
+  }
+
+  private heartbeatDue(): boolean {
+    return this.lastHeartbeatMono === null || this.clock.monotonic() - this.lastHeartbeatMono >= this.timings.retryPeriodMs;
+  }
+
+  private listDue(): boolean {
+    if (this.lastListMono === null) return true;
+    const since = this.clock.monotonic() - this.lastListMono;
+    return since >= this.timings.retryPeriodMs || (this.hinted && since >= HINT_LIST_MS);
+  }
+
+  /** A store's hint that the group changed: the next turn lists (at most every HINT_LIST_MS). */
+  private hint(): void {
+    this.hinted = true;
+    this.wakeUp();
+  }
+
+  private wakeUp(): void {
+    this.wake?.abort();
+    this.pendingWake = true;
+  }
+
+  private pendingWake = false;
+
+  private async waitNext(): Promise<void> {
+    if (this.pendingWake) {
+      this.pendingWake = false;
+      // A hint waits for the list's own pace; anything else goes at once.
+      if (!this.hinted || this.listDue()) return;
+    }
+    const now = this.clock.monotonic();
+    let due = (this.lastListMono ?? now) + this.timings.retryPeriodMs;
+    if (this.mine && this.lastHeartbeatMono !== null) due = Math.min(due, this.lastHeartbeatMono + this.timings.retryPeriodMs);
+    if (this.hinted && this.lastListMono !== null) due = Math.min(due, this.lastListMono + HINT_LIST_MS);
+    for (const k of this.kept.values()) due = Math.min(due, k.untilMono);
+    const wake = new AbortController();
+    this.wake = wake;
+    await sleep(this.clock, Math.max(0, due - now), wake.signal);
+    this.wake = null;
+    this.pendingWake = false;
+  }
+
+  private call<T>(op: string, send: (opts: CallOptions) => Promise<T>): Promise<T> {
+    return boundedCall(this.clock, this.requestTimeoutMs, `${this.store.backend} group ${op}`, send, () => {});
+  }
+}
+
+async function inBatches<T>(items: readonly T[], fn: (item: T) => Promise<void>): Promise<void> {
+  for (let i = 0; i < items.length; i += PARALLEL_WRITES) await Promise.all(items.slice(i, i + PARALLEL_WRITES).map(fn));
+}

@@ -1,0 +1,372 @@
+/**
+ * A seeded randomized simulation of a shard group: 2-6 members of one group of 1-40 shards on
+ * one in-memory group store, with faults on the store (latency, hangs, failures, lost answers,
+ * late writes, deleted records), on each member's link (cut off), and on the processes (pauses,
+ * clock-rate drift, crashes and restarts, graceful stops and restarts, the app's health). Each
+ * member's app does each shard's work: it starts when the shard is gained and stops some time
+ * after it is lost (the end-of-term gate waits for it, at most the drain timeout). Time is a
+ * FakeClock: nothing sleeps, and a seed replays exactly.
+ *
+ * After every step it checks:
+ *   - no shard has two valid owners (an owner is valid until its session's validUntil);
+ *   - each shard's tokens, in the order its owners gained it, strictly grow;
+ *   - no shard's work starts while another owner's work of it still runs, unless that earlier
+ *     ownership could have expired (its member's last heartbeat before the loss + the lease
+ *     duration, less the clocks' drift);
+ * and, after the faults stop and the group settles, that every shard has one owner and every
+ * live member owns floor(N/M) or ceil(N/M).
+ * Used by the unit tier (a few seeds) and `npm run chaos -- --backend elector --shards`.
+ */
+import { BackendUnavailableError } from '../../src/errors.js';
+import type { CallOptions } from '../../src/backends/lease-store.js';
+import type { GroupRecord, GroupStore, VersionedGroupRecord } from '../../src/backends/group-store.js';
+import { FakeClock } from '../../src/testing/fake-clock.js';
+import { MemoryGroupStore } from '../../src/testing/memory-group-store.js';
+import { ManualHealth } from '../../src/health/manual-health.js';
+import { createLogger } from '../../src/log.js';
+import { ShardMember } from '../../src/shards/shard-member.js';
+import { SimProcess } from './elector-sim.js';
+import { prng } from './prng.js';
+
+const GROUP = 'sim';
+const T = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+const MAX_DRIFT = 0.01;
+
+export interface ShardSimResult {
+  seed: number;
+  shards: number;
+  violations: string[];
+  /** Changes of owner (gains) over the run. */
+  gains: number;
+  faults: Record<string, number>;
+  events: string[];
+}
+
+/** One member's network to the store: every fault happens here, and answers may be lost after the write landed. */
+class FaultyGroupLink implements GroupStore {
+  readonly backend = 'memory';
+  readonly location = 'sim';
+  private cut = false;
+  /** Settling: no more faults, every request answered quickly. */
+  calm = false;
+  constructor(
+    private readonly mem: MemoryGroupStore,
+    private readonly proc: SimProcess,
+    private readonly base: FakeClock,
+    private readonly rand: () => number,
+    private readonly count: (fault: string) => void,
+  ) {}
+
+  listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
+    return this.send('list', opts, () => this.mem.listGroup(group));
+  }
+  createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
+    return this.send('create', opts, () => this.mem.createGroupRecord(group, record));
+  }
+  updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    return this.send('update', opts, () => this.mem.updateGroupRecord(group, record, expectedVersion));
+  }
+  watchGroup(group: string, onChange: () => void): () => void {
+    let closed = false;
+    const stop = this.mem.watchGroup(group, () => {
+      if (closed || this.cut) return;
+      this.base.setTimer(() => !closed && this.proc.run(onChange), this.rand() * 100);
+    });
+    return () => {
+      closed = true;
+      stop();
+    };
+  }
+
+  cutOff(ms: number): void {
+    this.cut = true;
+    this.base.setTimer(() => (this.cut = false), ms);
+  }
+
+  /** As the elector simulation's link: slow, hung, failed, lost answers, late; a request already sent may still land. */
+  private send<T>(op: string, opts: CallOptions | undefined, apply: () => Promise<T>): Promise<T> {
+    const r = this.rand();
+    return new Promise<T>((resolve, reject) => {
+      const answer = (fn: () => void) => this.proc.run(fn);
+      // The elector's bounded call aborts a hung request; the answer then never comes.
+      opts?.signal?.addEventListener('abort', () => answer(() => reject(opts.signal!.reason as Error)), { once: true });
+      if (this.calm) {
+        this.base.setTimer(
+          () =>
+            apply().then(
+              (v) => answer(() => resolve(v)),
+              (e: unknown) => answer(() => reject(e)),
+            ),
+          r * 20,
+        );
+        return;
+      }
+      if (this.cut) return this.count('request cut off');
+      if (r < 0.02) return this.count('request hangs');
+      if (r < 0.05) {
+        this.count('request fails');
+        this.base.setTimer(() => answer(() => reject(new BackendUnavailableError('sim: connection refused'))), this.rand() * 300);
+        return;
+      }
+      const lostAnswer = r < 0.08 && op !== 'list';
+      const late = r >= 0.08 && r < 0.11;
+      const delay = late ? 2_000 + this.rand() * 6_000 : this.rand() * 200;
+      if (lostAnswer) this.count('write applied, answer lost');
+      if (late) this.count('request late');
+      this.base.setTimer(() => {
+        if (this.cut) return;
+        apply().then(
+          (v) =>
+            this.base.setTimer(
+              () => this.cut || answer(() => (lostAnswer ? reject(new BackendUnavailableError('sim: connection reset')) : resolve(v))),
+              delay / 2,
+            ),
+          (e: unknown) => this.base.setTimer(() => this.cut || answer(() => reject(e)), delay / 2),
+        );
+      }, delay / 2);
+    });
+  }
+}
+
+interface Work {
+  shard: number;
+  token: number;
+  owner: string;
+  /** Wall ms of the owner's last heartbeat start while it owned the shard (fixed once lost). */
+  renewedAt: number;
+  lost: boolean;
+  stopped: boolean;
+}
+
+interface Member {
+  name: string;
+  identity: string;
+  proc: SimProcess;
+  link: FaultyGroupLink;
+  health: ManualHealth;
+  member: ShardMember;
+  /** Wall ms of this member's last heartbeat start (validUntil − renewDeadline). */
+  renewedAt: number;
+  works: Map<number, Work>;
+  waiters: Set<() => void>;
+  stopping: boolean;
+}
+
+export async function runShardSimulation(seed: number, steps = 250, trace = false): Promise<ShardSimResult> {
+  const rand = prng(seed);
+  const appRand = prng(seed + 0x51ed);
+  const base = new FakeClock();
+  const mem = new MemoryGroupStore();
+  const shards = 1 + Math.floor(rand() * 40);
+  const violations: string[] = [];
+  const faults: Record<string, number> = {};
+  const events: string[] = [];
+  const t = () => `t=${Math.round(base.monotonic())}ms`;
+  const count = (f: string, who = '') => {
+    faults[f] = (faults[f] ?? 0) + 1;
+    events.push(`${t()} ${f}${who ? ` ${who}` : ''}`);
+  };
+  const members: Member[] = [];
+  const tokens = new Map<number, number>();
+  const running = new Map<number, Work[]>();
+  let gains = 0;
+  let deletedShard = new Set<number>();
+  /** Settling: members started from now on (restarts scheduled earlier) get calm links too. */
+  let calm = false;
+  /** When the sim first saw each shard's record present, since its last deletion. */
+  const existsSince = new Map<number, number>();
+
+  const stopWork = (m: Member, w: Work) => {
+    if (w.stopped) return;
+    w.stopped = true;
+    if (m.works.get(w.shard) === w) m.works.delete(w.shard);
+    running.set(
+      w.shard,
+      (running.get(w.shard) ?? []).filter((x) => x !== w),
+    );
+    for (const fn of [...m.waiters]) fn();
+  };
+
+  const spawn = async (identity: string): Promise<void> => {
+    const proc = new SimProcess(base, 1 + (rand() * 2 - 1) * MAX_DRIFT);
+    const m = {
+      name: `${identity}#${members.length}`,
+      identity,
+      proc,
+      renewedAt: 0,
+      works: new Map(),
+      waiters: new Set(),
+      stopping: false,
+    } as unknown as Member;
+    m.link = new FaultyGroupLink(mem, proc, base, rand, (f) => count(f, m.name));
+    m.link.calm = calm;
+    m.health = new ManualHealth({ failureThreshold: 1, successThreshold: 1, holdDownMs: rand() < 0.5 ? 0 : 5_000 }, proc);
+    m.health.healthy();
+    m.member = new ShardMember({
+      ...T,
+      store: m.link,
+      group: GROUP,
+      shards,
+      identity,
+      maxMembers: 8,
+      clock: proc,
+      eligibility: m.health,
+      log: trace ? createLogger({ level: 'debug', write: (line) => events.push(`${t()} ${m.name} ${line}`) }) : undefined,
+      drain: (s) =>
+        new Promise<void>((resolve) => {
+          const check = () => {
+            if (m.works.has(s)) return;
+            m.waiters.delete(check);
+            resolve();
+          };
+          m.waiters.add(check);
+          check();
+        }),
+      listener: {
+        onRenewed: (validUntil) => {
+          m.renewedAt = validUntil.getTime() - T.renewDeadlineMs;
+          for (const w of m.works.values()) if (!w.lost) w.renewedAt = m.renewedAt;
+        },
+        onShardGained: (term) => {
+          gains++;
+          events.push(`${t()} ${m.name} gained ${term.shard}@${term.token}`);
+          const last = tokens.get(term.shard) ?? 0;
+          if (term.token <= last && !deletedShard.has(term.shard))
+            violations.push(`${t()}: ${m.name} gained shard ${term.shard} with token ${term.token}, not above ${last}`);
+          // The documented limit (as for a lease): once a shard's record is deleted, a member that
+          // never saw its latest token cannot go past it; the sequence goes on from the new record.
+          if (term.token <= last) count('token reissued after a deletion (documented limit)', m.name);
+          tokens.set(term.shard, term.token);
+          deletedShard.delete(term.shard);
+          for (const w of running.get(term.shard) ?? []) {
+            if (base.now().getTime() < w.renewedAt + T.leaseDurationMs * (1 - MAX_DRIFT * 1.1))
+              violations.push(
+                `${t()}: ${m.name} started the work of shard ${term.shard} (token ${term.token}) while ${w.owner}'s of token ${w.token} still ran, its ownership unexpired`,
+              );
+          }
+          m.renewedAt = term.validUntil.getTime() - T.renewDeadlineMs;
+          const w: Work = { shard: term.shard, token: term.token, owner: m.name, renewedAt: m.renewedAt, lost: false, stopped: false };
+          m.works.set(term.shard, w);
+          running.set(term.shard, [...(running.get(term.shard) ?? []), w]);
+        },
+        onShardLost: (s, token, reason) => {
+          events.push(`${t()} ${m.name} lost ${s}@${token}: ${reason}`);
+          const w = m.works.get(s);
+          if (!w) return;
+          w.lost = true;
+          const r = appRand();
+          const ms = r < 0.7 ? appRand() * 1_000 : r < 0.9 ? 1_000 + appRand() * 12_000 : 12_000 + appRand() * 30_000;
+          proc.setTimer(() => stopWork(m, w), ms);
+        },
+      },
+    });
+    members.push(m);
+    try {
+      await m.member.start();
+    } catch (err) {
+      events.push(`${t()} ${m.name} failed to start: ${String(err)}`);
+      proc.dead = true;
+      base.setTimer(() => void spawn(identity), 1_000 + rand() * 5_000);
+    }
+  };
+
+  const n = 2 + Math.floor(rand() * 5);
+  // Not awaited: a start whose first list hangs waits for the clock, which only this loop moves.
+  for (let i = 0; i < n; i++) void spawn(`m${i}`);
+
+  const live = () => members.filter((m) => !m.proc.dead);
+  const check = () => {
+    const now = base.now().getTime();
+    const owners = new Map<number, string[]>();
+    for (const m of live()) {
+      const snap = m.member.snapshot();
+      if (!snap.validUntil || now >= snap.validUntil.getTime()) continue;
+      for (const o of snap.owned) owners.set(o.shard, [...(owners.get(o.shard) ?? []), `${m.name}@${o.token}`]);
+    }
+    for (const [s, o] of owners) if (o.length > 1) violations.push(`${t()}: shard ${s} has ${o.length} valid owners: ${o.join(', ')}`);
+  };
+
+  const faultSteps = steps;
+  for (let step = 0; step < faultSteps && violations.length === 0; step++) {
+    await base.advance(1 + Math.floor(rand() * 1_500));
+    const alive = live().filter((m) => !m.stopping);
+    const pick = alive[Math.floor(rand() * alive.length)];
+    const r = rand();
+    if (pick && r < 0.03 && !pick.proc.paused) {
+      count('pause', pick.name);
+      pick.proc.paused = true;
+      base.setTimer(() => pick.proc.resume(), rand() * 30_000);
+    } else if (pick && r < 0.05) {
+      count('crash and restart', pick.name);
+      pick.proc.dead = true;
+      for (const w of [...pick.works.values()]) stopWork(pick, w);
+      base.setTimer(() => void spawn(pick.identity), rand() * 20_000);
+    } else if (pick && r < 0.065 && !pick.proc.paused) {
+      count('graceful restart', pick.name);
+      pick.stopping = true;
+      void pick.member.stop().then(() => {
+        pick.proc.dead = true;
+        for (const w of [...pick.works.values()]) stopWork(pick, w);
+        base.setTimer(() => void spawn(pick.identity), rand() * 5_000);
+      });
+    } else if (r < 0.075) {
+      // An operator deletes a shard's record, never within 5 s of its creation (as the elector's
+      // simulation deletes a lease): a record created and deleted between two lists of a member
+      // waiting out its absence is the documented limit (docs/shards.md, "Deleting records").
+      const s = Math.floor(rand() * shards);
+      const since = existsSince.get(s);
+      if (since !== undefined && base.monotonic() - since >= 5_000 && mem.delete(GROUP, { kind: 'shard', index: s })) {
+        count('shard record deleted', `shard ${s}`);
+        deletedShard = new Set([...deletedShard, s]);
+      }
+    } else if (pick && r < 0.1) {
+      count('link cut off', pick.name);
+      pick.link.cutOff(rand() * 30_000);
+    } else if (pick && r < 0.13) {
+      const up = pick.health.snapshot().state === 'healthy';
+      count(up ? 'app unhealthy' : 'app healthy', pick.name);
+      pick.proc.run(() => (up ? pick.health.unhealthy('sim: app down') : pick.health.healthy()));
+      if (up && rand() < 0.7) base.setTimer(() => pick.proc.run(() => pick.health.healthy()), rand() * 20_000);
+    }
+    for (let s = 0; s < shards; s++) {
+      const here = mem.peek(GROUP).some((v) => v.record.kind === 'shard' && v.record.index === s);
+      if (!here) existsSince.delete(s);
+      else if (!existsSince.has(s)) existsSince.set(s, base.monotonic());
+    }
+    check();
+  }
+
+  // Settle: no more faults; every app healthy; wait out pauses, cut-offs, holds and expiries.
+  if (violations.length === 0) {
+    calm = true;
+    for (const m of live()) {
+      m.link.calm = true;
+      m.proc.resume();
+      m.proc.run(() => m.health.healthy());
+    }
+    for (let i = 0; i < 120 && violations.length === 0; i++) {
+      await base.advance(1_000);
+      check();
+    }
+    const settled = live().filter((m) => !m.stopping);
+    const owners = new Map<number, string>();
+    const perMember = new Map<string, number>();
+    for (const m of settled) {
+      for (const o of m.member.snapshot().owned) {
+        owners.set(o.shard, m.name);
+        perMember.set(m.name, (perMember.get(m.name) ?? 0) + 1);
+      }
+    }
+    if (violations.length === 0 && settled.length > 0) {
+      const lo = Math.floor(shards / settled.length);
+      const hi = Math.ceil(shards / settled.length);
+      if (owners.size !== shards) violations.push(`${t()}: settled, ${shards - owners.size} of ${shards} shards have no owner`);
+      for (const m of settled) {
+        const c = perMember.get(m.name) ?? 0;
+        if (c < lo || c > hi) violations.push(`${t()}: settled, ${m.name} owns ${c} of ${shards} shards among ${settled.length} members (not ${lo} or ${hi})`);
+      }
+    }
+  }
+  for (const m of members) m.proc.dead = true;
+  return { seed, shards, violations, gains, faults, events };
+}
