@@ -11,7 +11,7 @@ import { parseListen } from '../src/sidecar/http-server.js';
 import { isReadyWhen } from '../src/sidecar/kubelet-probes.js';
 import { ELECTION_OPTIONS, resolveElection } from './election-flags.js';
 import { HEALTH_OPTIONS, resolveHealth } from './health-flags.js';
-import type { ArgsOf, FlagTable } from './flag-table.js';
+import type { ArgsOf, FlagTable, FlagValues } from './flag-table.js';
 import { badFlag } from './cli-errors.js';
 import type { Logger } from '../src/log.js';
 import { formatDuration } from '../src/config/duration.js';
@@ -65,8 +65,9 @@ export type SidecarArgs = ArgsOf<typeof SIDECAR_COMMAND_OPTIONS>;
 export type CandidateArgs = ArgsOf<typeof SIDECAR_OPTIONS>;
 
 /** `sidecar`'s settings: the shared ones (resolveSidecar), then its drain. */
-export function resolveSidecarCommand(a: SidecarArgs) {
-  const s = resolveSidecar(a);
+export function resolveSidecarCommand(f: FlagValues<SidecarArgs>) {
+  const a = f.values;
+  const s = resolveSidecar(f);
   const drainTimeoutMs = duration('drain-timeout', a['drain-timeout'], 0);
   const fits = maxDrainMs(s);
   if (drainTimeoutMs > 0 && drainTimeoutMs > fits) {
@@ -84,8 +85,9 @@ export function resolveSidecarCommand(a: SidecarArgs) {
 }
 
 /** Validates every sidecar flag and path before anything is created; throws one clear error. */
-export function resolveSidecar(a: CandidateArgs) {
-  const election = resolveElection(a);
+export function resolveSidecar(f: FlagValues<CandidateArgs>) {
+  const a = f.values;
+  const election = resolveElection(f);
   let listen: { host: string; port: number } | undefined;
   if (a.listen !== 'off') {
     try {
