@@ -1,11 +1,24 @@
+/**
+ * Every kind of bad input, through main() in this process: exit 2, exactly one line on stderr
+ * naming what was wrong and the rule, nothing on stdout, nothing written (each case runs in a
+ * directory of its own, checked after: no database, no status directory), and nothing left
+ * running (the process's active handles are the same after as before). What only a real
+ * process shows (the exit code itself, the streams, signals) is test/cli/process-smoke.test.ts.
+ * A case that is not refused would start its command here: its shutdown signal stops it and
+ * the case fails.
+ */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { runCli, tempDir } from '../support/cli.js';
+import { isDeepStrictEqual } from 'node:util';
+import { tempDir } from '../test/support/cli.js';
+import { main } from './main.js';
+import type { CliIo } from './cli-io.js';
 
-/** A port another process holds: the sidecar's --listen there is refused before --db is created. */
+/** A port another listener holds: the sidecar's --listen there is refused before --db is created. */
 const holder = createServer();
 await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
 after(() => holder.close());
@@ -214,7 +227,11 @@ const cases: Case[] = [
     message: /--status-dir: the status directory a-file\/status cannot be created: .*a-file is not a directory/,
   },
   { name: 'status dir is a file', args: ['sidecar', '--status-dir', A_FILE], message: /--status-dir: the status directory a-file is not a directory/ },
-  { name: '--db that is not SQLite', args: ['sidecar', '--db', NOT_SQLITE], message: /--db: the database file notes.txt is not an SQLite database/ },
+  {
+    name: '--db that is not SQLite',
+    args: ['sidecar', '--db', NOT_SQLITE, '--listen', 'off'],
+    message: /--db: the database file notes.txt is not an SQLite database/,
+  },
   { name: 'status on a --db that is not SQLite', args: ['status', '--db', NOT_SQLITE], message: /--db: the database file notes.txt is not an SQLite database/ },
   { name: 'status with no store yet', args: ['status'], message: /--db: no lease store at \.\/\.leasehold\/leases\.db/ },
   { name: 'run without a command', args: ['run'], message: /no command given: use leasehold run \[flags\] -- CMD/ },
@@ -501,7 +518,43 @@ const cases: Case[] = [
   },
 ];
 
-describe('bad input: exit 2, one clear line, nothing written', () => {
+/** How long a case may take before it counts as not refused (a sidecar campaigning here). */
+const REFUSED_WITHIN_MS = 20_000;
+
+/** The kinds of the process's active handles and requests, sorted: what a case must leave as it found. */
+const activeResources = () => process.getActiveResourcesInfo().sort();
+
+/** main() with `args` and `env` in `cwd`, its output captured; stopped by a shutdown signal if it does not end in time. */
+async function runMain(args: string[], env: Record<string, string>, cwd: string) {
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const signals = new EventEmitter();
+  const io: CliIo = {
+    stdout: (text) => void stdout.push(text),
+    stderr: (text) => void stderr.push(text),
+    signals,
+    exit: (code) => assert.fail(`main asked for an exit at once (${code})`),
+  };
+  const home = process.cwd();
+  process.chdir(cwd);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const running = main(args, { PATH: process.env.PATH, ...env }, io);
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), REFUSED_WITHIN_MS)));
+    const code = await Promise.race([running, late]);
+    if (code === 'late') {
+      signals.emit('SIGTERM');
+      await running;
+      assert.fail(`not refused: main ran for ${REFUSED_WITHIN_MS} ms; stderr: ${stderr.join('')}`);
+    }
+    return { code, stdout: stdout.join(''), stderr: stderr.join('') };
+  } finally {
+    clearTimeout(timer);
+    process.chdir(home);
+  }
+}
+
+describe('bad input, in-process: exit 2, one clear line, nothing written, nothing left running', () => {
   const dir = tempDir();
   after(dir.cleanup);
 
@@ -511,15 +564,21 @@ describe('bad input: exit 2, one clear line, nothing written', () => {
       mkdirSync(cwd);
       writeFileSync(join(cwd, NOT_SQLITE), 'these are notes, not a database\n');
       writeFileSync(join(cwd, A_FILE), '');
-      const r = await runCli(c.args, c.env ?? {}, cwd);
+      const before = activeResources();
+      const r = await runMain(c.args, c.env ?? {}, cwd);
       assert.equal(r.code, 2, `exit code; stderr: ${r.stderr}`);
       const lines = r.stderr.split('\n').filter(Boolean);
       assert.equal(lines.length, 1, `exactly one line on stderr, got:\n${r.stderr}`);
+      assert.ok(r.stderr.endsWith('\n'), 'the line ends');
       assert.match(lines[0]!, /^leasehold: /);
       assert.match(lines[0]!, c.message);
       assert.equal(r.stdout, '');
       assert.deepEqual(readdirSync(cwd).sort(), [A_FILE, NOT_SQLITE].sort(), 'nothing was created');
       assert.equal(readFileSync(join(cwd, NOT_SQLITE), 'utf8'), 'these are notes, not a database\n', 'nothing was changed');
+      // Whatever a case opened (a store, a probe listener, a DNS lookup) is closed when main
+      // returns; a handle being closed goes within a turn or two of the event loop.
+      for (let turn = 0; turn < 100 && !isDeepStrictEqual(activeResources(), before); turn++) await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(activeResources(), before, 'nothing left running');
     });
   }
 });
