@@ -24,6 +24,9 @@ await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
 after(() => holder.close());
 const BUSY = `127.0.0.1:${(holder.address() as { port: number }).port}`;
 
+/** The password every case that gives one uses: no refusal may show it. */
+const SECRET = 'hunter2';
+
 interface Case {
   name: string;
   args: string[];
@@ -433,6 +436,56 @@ const cases: Case[] = [
     args: ['run', '--once', '--try', '0s', '--', 'true'],
     message: /invalid --try "0s": must be from 1ms/,
   },
+  // A store flag of another backend than the chosen one is refused, never ignored (a
+  // --postgres-url without --backend postgres left each machine on its own SQLite file).
+  {
+    name: '--postgres-url without --backend postgres (its value never shown)',
+    args: ['sidecar', '--postgres-url', 'postgres://app:hunter2@db.internal/leases', '--listen', 'off'],
+    message:
+      /^leasehold: invalid --postgres-url \(its value is not shown: it may hold a password\): only --backend postgres reads it, and the backend is sqlite \(the default\): give --backend postgres, or leave --postgres-url out$/,
+  },
+  {
+    name: 'LEASEHOLD_POSTGRES_URL without --backend postgres names the variable to unset',
+    args: ['status'],
+    env: { LEASEHOLD_POSTGRES_URL: 'postgres://app:hunter2@db.internal/leases' },
+    message:
+      /^leasehold: invalid LEASEHOLD_POSTGRES_URL \(its value is not shown: it may hold a password\) \(for --postgres-url\): only --backend postgres reads it, and the backend is sqlite \(the default\): give --backend postgres, or unset LEASEHOLD_POSTGRES_URL$/,
+  },
+  {
+    name: '--postgres-table under another backend',
+    args: ['run', '--backend', 'kubernetes', '--postgres-table', 'public.jobs', '--', 'true'],
+    message: /^leasehold: invalid --postgres-table "public\.jobs": only --backend postgres reads it, and the backend is kubernetes: give --backend postgres/,
+  },
+  {
+    name: '--namespace under SQLite',
+    args: ['status', '--namespace', 'apps'],
+    message:
+      /^leasehold: invalid --namespace "apps": only --backend kubernetes reads it, and the backend is sqlite \(the default\): give --backend kubernetes, or leave --namespace out$/,
+  },
+  {
+    name: '--kubeconfig under PostgreSQL',
+    args: ['sidecar', '--backend', 'postgres', '--kubeconfig', 'kubeconfig.yaml', '--listen', 'off'],
+    message: /^leasehold: invalid --kubeconfig "kubeconfig\.yaml": only --backend kubernetes reads it, and the backend is postgres: give --backend kubernetes/,
+  },
+  {
+    name: '--db under Kubernetes, the backend from its variable',
+    args: ['sidecar', '--db', 'leases.db', '--listen', 'off'],
+    env: { LEASEHOLD_BACKEND: 'kubernetes' },
+    message:
+      /^leasehold: invalid --db "leases\.db": only --backend sqlite reads it, and the backend is kubernetes \(LEASEHOLD_BACKEND\): give --backend sqlite, or leave --db out$/,
+  },
+  {
+    name: 'LEASEHOLD_DB under PostgreSQL',
+    args: ['status', '--backend', 'postgres'],
+    env: { LEASEHOLD_DB: 'leases.db' },
+    message:
+      /^leasehold: invalid LEASEHOLD_DB "leases\.db" \(for --db\): only --backend sqlite reads it, and the backend is postgres: give --backend sqlite, or unset LEASEHOLD_DB$/,
+  },
+  {
+    name: '--no-allow-network-filesystem under Kubernetes (given, even as false)',
+    args: ['run', '--backend', 'kubernetes', '--no-allow-network-filesystem', '--', 'true'],
+    message: /^leasehold: invalid --allow-network-filesystem false: only --backend sqlite reads it, and the backend is kubernetes/,
+  },
   // The app's health (docs/health.md, "In the sidecar and run"): each rule, on both commands.
   {
     name: 'a health URL that is not http://',
@@ -572,6 +625,7 @@ describe('bad input, in-process: exit 2, one clear line, nothing written, nothin
       assert.ok(r.stderr.endsWith('\n'), 'the line ends');
       assert.match(lines[0]!, /^leasehold: /);
       assert.match(lines[0]!, c.message);
+      assert.ok(!r.stderr.includes(SECRET), 'no password in the line');
       assert.equal(r.stdout, '');
       assert.deepEqual(readdirSync(cwd).sort(), [A_FILE, NOT_SQLITE].sort(), 'nothing was created');
       assert.equal(readFileSync(join(cwd, NOT_SQLITE), 'utf8'), 'these are notes, not a database\n', 'nothing was changed');

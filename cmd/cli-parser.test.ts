@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { parseFlags } from './cli-parser.js';
 import { childEnvironment } from './run-environment.js';
 import { SIDECAR_COMMAND_OPTIONS, resolveSidecarCommand } from './sidecar-settings.js';
+import { resolveStore } from './election-flags.js';
 import { STATUS_OPTIONS } from './status-command.js';
 import { RUN_OPTIONS } from './run-command.js';
 import { OPERATOR_OPTIONS } from './operator-command.js';
@@ -199,4 +200,22 @@ it('with --backend postgres, the command inherits none of the credentials leaseh
   assert.equal(env.PGHOST, 'db.internal', 'a server name is not a secret');
   assert.equal(env.PGUSER, 'leasehold');
   assert.equal(childEnvironment(parent, RUN_FLAGS, term, 'sqlite').PGPASSWORD, 'secret', "not leasehold's credential with another backend");
+});
+
+it("a leasehold inside run's command is not refused for the parent's store: its variables are not handed on", () => {
+  const parent = {
+    PATH: '/bin',
+    LEASEHOLD_BACKEND: 'postgres',
+    LEASEHOLD_POSTGRES_URL: 'postgres://u:secret@h/db',
+    LEASEHOLD_POSTGRES_TABLE: 'public.jobs',
+    LEASEHOLD_NAMESPACE: 'apps',
+  };
+  const term = { LEASEHOLD_FENCING_TOKEN: '3', LEASEHOLD_LEASE: 'jobs', LEASEHOLD_IDENTITY: 'me', LEASEHOLD_STATUS_DIR: '/run/status' };
+  const env = childEnvironment(parent, RUN_FLAGS, term, 'postgres');
+  // `status` on SQLite inside the command: the parent's lease, its own store, nothing refused.
+  const s = parseFlags(STATUS_OPTIONS, [], env, { command: 'status' });
+  assert.deepEqual(resolveStore(s), { lease: 'jobs', store: resolveStore(parseFlags(STATUS_OPTIONS, ['--lease', 'jobs'], {}, { command: 'status' })).store });
+  // A sidecar there campaigns on its own store and lease, not the parent's.
+  const c = resolveSidecarCommand(parseSidecar(['--listen', 'off'], env));
+  assert.deepEqual([c.store.backend, c.lease], ['sqlite', 'leasehold']);
 });

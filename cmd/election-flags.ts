@@ -17,7 +17,7 @@ import {
 import { describeError } from '../src/errors.js';
 import { clientConfig, parseTableName } from '../src/backends/postgres/config.js';
 import { badFlag, badTogether, checkFlag } from './cli-errors.js';
-import type { ArgsOf, FlagTable, FlagValues } from './flag-table.js';
+import { isGiven, type ArgsOf, type FlagTable, type FlagValues, type Origins } from './flag-table.js';
 
 /**
  * The flags every command that touches a lease shares (cmd/flag-table.ts). Each is also
@@ -96,9 +96,36 @@ export interface ElectionSettings extends Timings {
   logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
 
+/**
+ * The store flags that only one backend reads. Given for another (on the command line or by its
+ * variable) each is refused, never ignored: a --postgres-url without --backend postgres would
+ * leave every machine on its own SQLite file, each leading with token 1.
+ */
+const BACKEND_OF_FLAG: Readonly<Record<string, BackendName>> = {
+  db: 'sqlite',
+  'allow-network-filesystem': 'sqlite',
+  'postgres-url': 'postgres',
+  'postgres-table': 'postgres',
+  namespace: 'kubernetes',
+  kubeconfig: 'kubernetes',
+};
+
+/** Refuses the first store flag given for a backend other than `backend` (see BACKEND_OF_FLAG). */
+function checkStoreFlagsFit(backend: BackendName, values: Readonly<Record<string, unknown>>, origins: Origins): void {
+  const stray = Object.keys(BACKEND_OF_FLAG).find((flag) => BACKEND_OF_FLAG[flag] !== backend && isGiven(origins, flag));
+  if (stray === undefined) return;
+  const wanted = BACKEND_OF_FLAG[stray]!;
+  const how = origins.backend;
+  const chosen = how?.from === 'default' ? `${backend} (the default)` : how?.from === 'variable' ? `${backend} (${how.variable})` : backend;
+  const from = origins[stray];
+  const leaveOut = from?.from === 'variable' ? `unset ${from.variable}` : `leave --${stray} out`;
+  throw badFlag(stray, values[stray], `only --backend ${wanted} reads it, and the backend is ${chosen}: give --backend ${wanted}, or ${leaveOut}`);
+}
+
 export function resolveStore(f: FlagValues<StoreArgs>): { store: StoreSettings; lease: string } {
   const a = f.values;
   if (!(BACKENDS as readonly string[]).includes(a.backend)) throw badFlag('backend', a.backend, `must be one of ${BACKENDS.join(', ')}`);
+  checkStoreFlagsFit(a.backend as BackendName, a, f.origins);
   checkFlag('lease', a.lease, () => validateLeaseName(a.lease));
   if (a.backend === 'sqlite' && a.db.trim() === '') throw badFlag('db', a.db, 'must be a file path');
   if (a.backend === 'postgres') {
