@@ -553,6 +553,19 @@ const cases: Case[] = [
     args: ['sidecar', '--health-hold-down', '0s'],
     message: /invalid --health-hold-down "0s": needs a health source: --health-http, --health-tcp or --health-exec/,
   },
+  // A probe of the sidecar's own listener is leasehold's health, never the app's.
+  {
+    name: "a health URL at the sidecar's own --listen address",
+    args: ['sidecar', '--listen', '127.0.0.1:4040', '--health-http', 'http://localhost:4040/readyz'],
+    message:
+      /^leasehold: invalid --health-http "http:\/\/localhost:4040\/readyz": must reach the app, not this sidecar's own --listen address \(127\.0\.0\.1:4040\): leasehold's \/readyz answers 503 until it leads, so this candidate would never lead/,
+  },
+  {
+    name: 'a health port the sidecar listens on every interface of, both from variables',
+    args: ['run', '--', 'true'],
+    env: { LEASEHOLD_LISTEN: ':9000', LEASEHOLD_HEALTH_TCP: '9000' },
+    message: /^leasehold: invalid LEASEHOLD_HEALTH_TCP "9000" \(for --health-tcp\): must reach the app, not this sidecar's own --listen address \(:9000\)/,
+  },
   { name: 'an empty health command', args: ['sidecar', '--health-exec='], message: /invalid --health-exec "": must be non-empty/ },
   {
     name: "a --listen address in another process's use (the --db file is not created)",

@@ -11,6 +11,7 @@ import { parseListen } from '../src/sidecar/http-server.js';
 import { isReadyWhen } from '../src/sidecar/kubelet-probes.js';
 import { ELECTION_OPTIONS, resolveElection } from './election-flags.js';
 import { HEALTH_OPTIONS, resolveHealth } from './health-flags.js';
+import { probesOwnListener } from './own-listener.js';
 import type { ArgsOf, FlagTable, FlagValues } from './flag-table.js';
 import { badFlag } from './cli-errors.js';
 import type { Logger } from '../src/log.js';
@@ -102,6 +103,14 @@ export function resolveSidecar(f: FlagValues<CandidateArgs>) {
     throw badFlag('pod-label', true, 'needs --backend kubernetes (it labels the pod named by --identity)');
   }
   const health = resolveHealth(a);
+  if (health && listen && probesOwnListener(listen, health.probe)) {
+    const flag = a['health-http'] !== undefined ? 'health-http' : 'health-tcp';
+    throw badFlag(
+      flag,
+      a[flag],
+      `must reach the app, not this sidecar's own --listen address (${a.listen}): leasehold's /readyz answers 503 until it leads, so this candidate would never lead, and its /healthz says nothing of the app`,
+    );
+  }
   if (a['status-dir'] !== undefined) checkStatusDir(a['status-dir']);
   // The --db file's checks (an SQLite file, on a local filesystem) run once, as the store opens:
   // before anything is written.
