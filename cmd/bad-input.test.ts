@@ -24,6 +24,20 @@ await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
 after(() => holder.close());
 const BUSY = `127.0.0.1:${(holder.address() as { port: number }).port}`;
 
+/** A kubeconfig whose server URL has credentials and a scheme the store refuses. */
+const fixtures = tempDir();
+after(fixtures.cleanup);
+const BAD_KUBECONFIG = join(fixtures.path, 'kubeconfig');
+writeFileSync(
+  BAD_KUBECONFIG,
+  JSON.stringify({
+    'current-context': 'x',
+    contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+    clusters: [{ name: 'c', cluster: { server: 'ftp://admin:hunter2@api.internal:6443' } }],
+    users: [{ name: 'u', user: { token: 't' } }],
+  }),
+);
+
 /** The password every case that gives one uses: no refusal may show it. */
 const SECRET = 'hunter2';
 
@@ -531,7 +545,7 @@ const cases: Case[] = [
     name: 'two health sources, one through its variable',
     args: ['run', '--health-exec', 'true', '--', 'true'],
     env: { LEASEHOLD_HEALTH_TCP: '5432' },
-    message: /invalid --health-exec "true": give at most one health source: --health-tcp is given too/,
+    message: /invalid --health-exec \(its value is not shown: it may hold a password\): give at most one health source: --health-tcp is given too/,
   },
   {
     name: 'a health port out of range',
@@ -565,6 +579,43 @@ const cases: Case[] = [
     args: ['run', '--', 'true'],
     env: { LEASEHOLD_LISTEN: ':9000', LEASEHOLD_HEALTH_TCP: '9000' },
     message: /^leasehold: invalid LEASEHOLD_HEALTH_TCP "9000" \(for --health-tcp\): must reach the app, not this sidecar's own --listen address \(:9000\)/,
+  },
+  // No password in any line: a URL's credentials are hidden, a command line is not shown.
+  {
+    name: 'a health URL with credentials is refused without them',
+    args: ['sidecar', '--health-http', 'http://probe:hunter2@127.0.0.1:8080/healthz'],
+    message: /^leasehold: invalid --health-http "http:\/\/<credentials hidden>@127\.0\.0\.1:8080\/healthz": it must not carry credentials$/,
+  },
+  {
+    name: 'a health URL typed without its scheme, with credentials',
+    args: ['run', '--health-http', 'probe:hunter2@localhost:8080', '--', 'true'],
+    message: /^leasehold: invalid --health-http "<credentials hidden>@localhost:8080": it must be an http:\/\/ URL/,
+  },
+  {
+    name: 'a health URL with credentials given twice',
+    args: ['sidecar', '--health-http', 'http://probe:hunter2@127.0.0.1:8080/', '--health-http', 'http://127.0.0.1:8081/'],
+    message: /^leasehold: invalid --health-http \["http:\/\/<credentials hidden>@127\.0\.0\.1:8080\/","http:\/\/127\.0\.0\.1:8081\/"\]: given more than once/,
+  },
+  {
+    name: 'a health command is not shown (it may hold a password)',
+    args: ['sidecar', '--health-tcp', '5432', '--health-exec', 'PGPASSWORD=hunter2 pg_isready'],
+    message: /^leasehold: invalid --health-exec \(its value is not shown: it may hold a password\): give at most one health source: --health-tcp is given too$/,
+  },
+  {
+    name: 'a connection URL left as a stray word (its flag forgotten)',
+    args: ['status', '--backend', 'postgres', 'postgres://app:hunter2@db.internal/leases'],
+    message: /^leasehold: unexpected argument "postgres:\/\/<credentials hidden>@db\.internal\/leases": leasehold status takes flags only/,
+  },
+  {
+    name: "a connection URL left before run's --",
+    args: ['run', '--backend', 'postgres', 'postgres://app:hunter2@db.internal/leases', '--', 'true'],
+    message: /^leasehold: unexpected argument postgres:\/\/<credentials hidden>@db\.internal\/leases: leasehold run takes its command after --/,
+  },
+  {
+    name: "a kubeconfig whose server URL is not https:// is refused without the URL's credentials",
+    args: ['status', '--backend', 'kubernetes', '--kubeconfig', BAD_KUBECONFIG],
+    message:
+      /^leasehold: kubeconfig .*\/kubeconfig: cluster "c" needs a server URL starting with https:\/\/ \(got "ftp:\/\/<credentials hidden>@api\.internal:6443"\)$/,
   },
   { name: 'an empty health command', args: ['sidecar', '--health-exec='], message: /invalid --health-exec "": must be non-empty/ },
   {

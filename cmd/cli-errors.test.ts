@@ -1,7 +1,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { InvalidConfigError, StatusDirError, StoreOpenError } from '../src/errors.js';
-import { badFlag, cliMessage } from './cli-errors.js';
+import { badFlag, cliMessage, quoteValue } from './cli-errors.js';
 
 it('leads a refusal with the flag its setting comes from, and adds the flag for a setting it advises', () => {
   assert.equal(
@@ -34,4 +34,14 @@ it("tells a refusal by where each value came from: the parse's origins, no state
     "LEASEHOLD_DB (for --db): the database's directory /proc/x cannot be created",
   );
   assert.equal(cliMessage(db, { db: { from: 'default' } }), "--db: the database's directory /proc/x cannot be created");
+});
+
+it('never quotes a value that may hold a password, nor the credentials of a URL', () => {
+  assert.equal(
+    badFlag('postgres-url', 'postgres://u:hunter2@h/db', 'rule').message,
+    'invalid --postgres-url (its value is not shown: it may hold a password): rule',
+  );
+  assert.equal(badFlag('health-exec', 'curl -u u:hunter2 h', 'rule').message, 'invalid --health-exec (its value is not shown: it may hold a password): rule');
+  assert.equal(badFlag('health-http', 'http://u:hunter2@h/', 'rule').message, 'invalid --health-http "http://<credentials hidden>@h/": rule');
+  assert.equal(quoteValue(['x', 'https://u:hunter2@h']), '["x","https://<credentials hidden>@h"]');
 });

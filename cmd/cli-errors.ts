@@ -7,6 +7,7 @@
  */
 import { InvalidConfigError, describeError } from '../src/errors.js';
 import { escapeForTerminal } from '../src/util/escape-control.js';
+import { hideCredentials } from '../src/util/hide-credentials.js';
 import type { Origins } from './flag-table.js';
 
 /** Exit code for bad input: a flag, a value, a path. Nothing has been written when it is used. */
@@ -16,22 +17,32 @@ export const EXIT_USAGE = 2;
 const QUOTED_MAX = 80;
 
 /**
- * A value as an error line quotes it: JSON, a long string cut with its length, so the rule after
- * it is seen; each of a list's (a flag given twice) the same way.
+ * A value as an error line quotes it: JSON, a URL's credentials hidden (hideCredentials;
+ * `schemeless` for a flag that takes a URL), a long string cut with its length, so the rule
+ * after it is seen; each of a list's (a flag given twice) the same way.
  */
-export function quoteValue(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(quoteValue).join(',')}]`;
-  if (typeof value !== 'string' || value.length <= QUOTED_MAX) return JSON.stringify(value);
-  return `${JSON.stringify(value.slice(0, QUOTED_MAX))}... (${value.length} characters)`;
+export function quoteValue(value: unknown, o: { schemeless?: boolean } = {}): string {
+  if (Array.isArray(value)) return `[${value.map((v) => quoteValue(v, o)).join(',')}]`;
+  if (typeof value !== 'string') return JSON.stringify(value);
+  const text = hideCredentials(value, o);
+  if (text.length <= QUOTED_MAX) return JSON.stringify(text);
+  return `${JSON.stringify(text.slice(0, QUOTED_MAX))}... (${text.length} characters)`;
 }
 
-/** Flags whose value may hold a secret (a connection URL's password). */
-const UNQUOTED = new Set(['postgres-url']);
+/**
+ * Flags whose value may hold a secret anywhere, not only in a URL's credentials: a connection
+ * URL's password (in its query too), a command line (`curl -u user:secret ...`).
+ */
+const UNQUOTED = new Set(['postgres-url', 'health-exec']);
+
+/** Flags whose value is a URL, typed with its scheme or without: `user:secret@host` is hidden too. */
+const URL_FLAGS = new Set(['health-http']);
 
 /** A flag's value as its lines show it: quoted, or not at all when it may hold a password. */
 function shownValue(flag: string, value: unknown): string {
   // Error lines reach logs and CI output: a value that may hold a password is never quoted.
-  return UNQUOTED.has(flag) && value !== '' ? '(its value is not shown: it may hold a password)' : quoteValue(value);
+  if (UNQUOTED.has(flag) && value !== '') return '(its value is not shown: it may hold a password)';
+  return quoteValue(value, { schemeless: URL_FLAGS.has(flag) });
 }
 
 /** `--x shown`, or `LEASEHOLD_X shown (for --x)` for a value that came from the variable. */

@@ -11,6 +11,7 @@
 import { createRequire } from 'node:module';
 import type * as Util from 'node:util';
 import { InvalidConfigError } from '../src/errors.js';
+import { hideCredentials } from '../src/util/hide-credentials.js';
 import { envName, type ArgsOf, type FlagTable, type FlagValues, type Origin } from './flag-table.js';
 import { TERM_VARIABLES } from './run-environment.js';
 import { badFlag, quoteValue } from './cli-errors.js';
@@ -81,7 +82,9 @@ function flagOf(table: FlagTable, raw: string): { flag: string; negated: boolean
   return undefined;
 }
 
-function strayWords(words: string[], c: ParseContext): InvalidConfigError {
+function strayWords(given: string[], c: ParseContext): InvalidConfigError {
+  // A stray word may be a connection URL meant for a flag: its credentials are never shown.
+  const words = given.map((w) => hideCredentials(w));
   if (c.takesCommand) {
     return usage(
       `unexpected ${words.length > 1 ? 'arguments' : 'argument'} ${words.join(' ')}: leasehold ${c.command} takes its command after --, as in leasehold ${c.command} [flags] -- ${words.join(' ')}`,
