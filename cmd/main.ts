@@ -5,8 +5,7 @@
  * input with exit 2 (nothing written), anything else with 1. Each command is loaded only when it
  * runs (cmd/commands.ts); the help text only for --help.
  */
-import { isLeaseholdError } from '../src/errors.js';
-import { InvalidConfigError } from '../src/errors.js';
+import { InvalidConfigError, isLeaseholdError } from '../src/errors.js';
 import { COMMAND_NAMES, loadCommand } from './commands.js';
 import { parseFlags } from './cli-parser.js';
 import { EXIT_USAGE, cliMessage, refusalLine } from './cli-errors.js';
