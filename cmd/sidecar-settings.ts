@@ -11,7 +11,8 @@ import { parseListen } from '../src/sidecar/http-server.js';
 import { isReadyWhen } from '../src/sidecar/kubelet-probes.js';
 import { ELECTION_OPTIONS, resolveElection } from './election-flags.js';
 import { HEALTH_OPTIONS, resolveHealth } from './health-flags.js';
-import type { ArgsOf, FlagTable } from './flag-table.js';
+import { probesOwnListener } from './own-listener.js';
+import type { ArgsOf, FlagTable, FlagValues } from './flag-table.js';
 import { badFlag } from './cli-errors.js';
 import type { Logger } from '../src/log.js';
 import { formatDuration } from '../src/config/duration.js';
@@ -65,8 +66,9 @@ export type SidecarArgs = ArgsOf<typeof SIDECAR_COMMAND_OPTIONS>;
 export type CandidateArgs = ArgsOf<typeof SIDECAR_OPTIONS>;
 
 /** `sidecar`'s settings: the shared ones (resolveSidecar), then its drain. */
-export function resolveSidecarCommand(a: SidecarArgs) {
-  const s = resolveSidecar(a);
+export function resolveSidecarCommand(f: FlagValues<SidecarArgs>) {
+  const a = f.values;
+  const s = resolveSidecar(f);
   const drainTimeoutMs = duration('drain-timeout', a['drain-timeout'], 0);
   const fits = maxDrainMs(s);
   if (drainTimeoutMs > 0 && drainTimeoutMs > fits) {
@@ -84,8 +86,9 @@ export function resolveSidecarCommand(a: SidecarArgs) {
 }
 
 /** Validates every sidecar flag and path before anything is created; throws one clear error. */
-export function resolveSidecar(a: CandidateArgs) {
-  const election = resolveElection(a);
+export function resolveSidecar(f: FlagValues<CandidateArgs>) {
+  const a = f.values;
+  const election = resolveElection(f);
   let listen: { host: string; port: number } | undefined;
   if (a.listen !== 'off') {
     try {
@@ -100,6 +103,14 @@ export function resolveSidecar(a: CandidateArgs) {
     throw badFlag('pod-label', true, 'needs --backend kubernetes (it labels the pod named by --identity)');
   }
   const health = resolveHealth(a);
+  if (health && listen && probesOwnListener(listen, health.probe)) {
+    const flag = a['health-http'] !== undefined ? 'health-http' : 'health-tcp';
+    throw badFlag(
+      flag,
+      a[flag],
+      `must reach the app, not this sidecar's own --listen address (${a.listen}): leasehold's /readyz answers 503 until it leads, so this candidate would never lead, and its /healthz says nothing of the app`,
+    );
+  }
   if (a['status-dir'] !== undefined) checkStatusDir(a['status-dir']);
   // The --db file's checks (an SQLite file, on a local filesystem) run once, as the store opens:
   // before anything is written.

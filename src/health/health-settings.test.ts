@@ -29,7 +29,19 @@ describe('health settings', () => {
     ['notSentThreshold 0', { probe: http, notSentThreshold: 0 }, 'healthNotSentThreshold', /whole number from 1/],
     ['an https URL', { probe: { http: 'https://127.0.0.1/' } }, 'healthHttp', /it must be an http:\/\/ URL to the app/],
     ['not a URL', { probe: { http: '127.0.0.1:8080' } }, 'healthHttp', /it must be an http:\/\/ URL/],
-    ['a URL with credentials', { probe: { http: 'http://u:p@127.0.0.1/' } }, 'healthHttp', /must not carry credentials/],
+    // The library's refusal reaches an app's logs: the URL is quoted without its credentials.
+    [
+      'a URL with credentials',
+      { probe: { http: 'http://u:hunter2@127.0.0.1/' } },
+      'healthHttp',
+      /^health\.http "http:\/\/<credentials hidden>@127\.0\.0\.1\/" is invalid: it must not carry credentials$/,
+    ],
+    [
+      'not a URL, with credentials',
+      { probe: { http: 'u:hunter2@127.0.0.1:8080' } },
+      'healthHttp',
+      /^health\.http "<credentials hidden>@127\.0\.0\.1:8080" is invalid/,
+    ],
     ['port 0', { probe: { tcp: { port: 0 } } }, 'healthTcp.port', /from 1 to 65535/],
     ['an empty command', { probe: { exec: [] } }, 'healthExec', /non-empty list of strings/],
     ['two kinds at once', { probe: { ...http, exec: ['true'] } }, 'healthProbe', /exactly one of http, tcp, exec/],

@@ -6,6 +6,7 @@
 import { InvalidConfigError } from '../errors.js';
 import { MAX_TIMER_MS } from '../config/duration.js';
 import { quoted } from '../config/election-options.js';
+import { hideCredentials } from '../util/hide-credentials.js';
 import type { CounterSettings } from './health-counter.js';
 
 /** What to probe: an http:// URL (GET), a TCP port, or a command (argv). */
@@ -113,21 +114,23 @@ function checkTarget(t: unknown): ProbeTarget {
 }
 
 function checkUrl(url: unknown): string {
+  // A refusal reaches logs: the URL is quoted without its credentials.
+  const shown = typeof url === 'string' ? hideCredentials(url, { schemeless: true }) : url;
   let parsed: URL;
   try {
     parsed = new URL(String(url));
   } catch {
-    throw refuse('http', url, 'it must be an http:// URL to the app (http://127.0.0.1:8080/healthz)');
+    throw refuse('http', shown, 'it must be an http:// URL to the app (http://127.0.0.1:8080/healthz)');
   }
   if (typeof url !== 'string' || parsed.protocol !== 'http:') {
     throw refuse(
       'http',
-      url,
+      shown,
       'it must be an http:// URL to the app (http://127.0.0.1:8080/healthz): the app is probed in its own pod or host, never through TLS',
     );
   }
-  if (parsed.username || parsed.password) throw refuse('http', url, 'it must not carry credentials');
+  if (parsed.username || parsed.password) throw refuse('http', shown, 'it must not carry credentials');
   // The URL parser takes port 0, which nothing listens on: the candidate would stand aside forever.
-  if (parsed.port === '0') throw refuse('http', url, 'its port must be from 1 to 65535');
+  if (parsed.port === '0') throw refuse('http', shown, 'its port must be from 1 to 65535');
   return url;
 }
