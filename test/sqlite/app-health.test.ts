@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { REPO, isAlive, runCli, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { leadersByStatus, startSidecar, type Candidate } from '../support/sidecars.js';
-import { first200, logLines, readStatus, startHealthApp, type HealthApp } from '../support/health-apps.js';
+import { first200, logLines, readStatus, startHealthApp, type HealthApp, type StatusFile } from '../support/health-apps.js';
 import { current } from '../support/run-scenario.js';
 import { openStream } from '../support/sse-client.js';
 
@@ -270,6 +270,53 @@ describe('the app health of real sidecars on one SQLite file', () => {
     assert.equal(aside.reason, `app unhealthy: exec /bin/sh -c ${check}: exit code 1`);
     writeFileSync(ready, '');
     await waitFor('it leads once the command passes', () => leadersByStatus([c])[0], 20_000, 10);
+  });
+
+  it('a new reason for standing aside reaches status.json and the /leader stream at once', { timeout: 60_000 }, async () => {
+    // The app stays unhealthy throughout; only what its check says changes. Nothing else happens
+    // to this lone standby that would make it write its files.
+    const said = join(dir.path, 'check says');
+    writeFileSync(said, 'starting');
+    const statusDir = join(dir.path, 'status-reason');
+    const p = startCli([
+      'sidecar',
+      '--db',
+      db,
+      '--lease',
+      'health-reason',
+      '--identity',
+      'reason',
+      '--status-dir',
+      statusDir,
+      '--listen',
+      '127.0.0.1:0',
+      ...T,
+      '--health-exec',
+      `cat '${said}'; exit 1`,
+      ...HEALTH,
+    ]);
+    procs.push(p);
+    const [host, port] = (await listenAddress(p)).split(':') as [string, string];
+    const reasonIn = (word: string) => () => readStatus(statusDir)?.standingAside?.reason.endsWith(`exit code 1: ${word}`);
+    await waitFor('the first reason in status.json', reasonIn('starting'), 20_000, 10);
+    const stream = await openStream(host, Number(port));
+    try {
+      writeFileSync(said, 'migrating');
+      // A few probe periods; before the fix the files kept "starting" until another event.
+      await waitFor('the new reason in status.json', reasonIn('migrating'), 4 * PERIOD_MS + 2_000, 10);
+      const last = await waitFor(
+        'the new reason on the stream',
+        () => {
+          const e = stream.events.at(-1);
+          return e && (JSON.parse(e) as StatusFile).standingAside?.reason.endsWith('exit code 1: migrating') ? e : undefined;
+        },
+        2_000,
+        10,
+      );
+      assert.equal((JSON.parse(last) as StatusFile).standingAside!.reason, readStatus(statusDir)!.standingAside!.reason);
+    } finally {
+      stream.close();
+    }
   });
 
   it('SIGTERM while the app is held down: the sidecar exits at once, not at the end of the hold-down', { timeout: 60_000 }, async () => {
