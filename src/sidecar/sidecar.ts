@@ -95,6 +95,7 @@ export class Sidecar {
     m.observedLeaderChanges.inc({ lease: name }, 0);
     m.takeover.zero({ lease: name });
     m.streamsEnded.inc({ reason: 'limit' }, 0);
+    m.streamsEnded.inc({ reason: 'client_limit' }, 0);
     m.streamsEnded.inc({ reason: 'slow' }, 0);
     // Only with a health source: an alert on "every candidate not eligible" must not count the
     // candidates that have none.
@@ -168,7 +169,7 @@ export class Sidecar {
           streamCounters: {
             opened: () => m.streamsOpen.inc(),
             closed: () => m.streamsOpen.dec(),
-            refused: () => m.streamsEnded.inc({ reason: 'limit' }),
+            refused: (reason) => m.streamsEnded.inc({ reason }),
             dropped: () => m.streamsEnded.inc({ reason: 'slow' }),
           },
         })
@@ -200,6 +201,7 @@ export class Sidecar {
       listen: address ? `${address.address}:${address.port}` : null,
       httpConnections: this.server?.bounds.maxConnections ?? null,
       httpStreams: this.server?.bounds.maxStreams ?? null,
+      httpStreamsPerClient: this.server?.streams.maxStreamsPerClient ?? null,
       statusDir: this.opts.statusDir ?? null,
       health: this.appHealth?.description ?? null,
     });
