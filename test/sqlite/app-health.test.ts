@@ -5,7 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO, isAlive, runCli, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
@@ -319,6 +319,57 @@ describe('the app health of real sidecars on one SQLite file', () => {
     }
   });
 
+  it('--health-exec: what each check starts with setsid is gone after the check; nothing outlives the sidecar', { timeout: 60_000 }, async () => {
+    // Every check leaves a process in a session of its own, as the attack round's did (50 in 10 s
+    // at a 200 ms period); the variable below, set in the sidecar's environment, finds them.
+    const tag = `escape-${process.pid}-${Date.now()}`;
+    const runs = join(dir.path, 'escape-runs');
+    const p = startCli(
+      [
+        'sidecar',
+        '--db',
+        db,
+        '--lease',
+        'health-escape',
+        '--identity',
+        'escape',
+        '--listen',
+        'off',
+        ...T,
+        '--health-exec',
+        // The check waits until its child has left for a session of its own, then exits.
+        `f='${dir.path}/escaped.'$$; setsid sh -c 'echo $$ > "$1"; exec sleep 300' sh "$f" & while [ ! -s "$f" ]; do sleep 0.01; done; echo run >> '${runs}'`,
+        '--health-period',
+        '200ms',
+        '--health-timeout',
+        '190ms',
+      ],
+      { LEASEHOLD_TEST_ESCAPE: tag },
+    );
+    procs.push(p);
+    const left = () => processesWith(`LEASEHOLD_TEST_ESCAPE=${tag}`);
+    const killLeft = () => left().forEach((pid) => process.kill(pid, 'SIGKILL'));
+    try {
+      let most = 0;
+      await waitFor(
+        '15 checks',
+        () => {
+          most = Math.max(most, left().length);
+          return existsSync(runs) && readFileSync(runs, 'utf8').split('\n').length > 15;
+        },
+        30_000,
+        20,
+      );
+      // The sidecar itself carries the variable; beside it, only the processes of the check that runs.
+      assert.ok(most <= 4, `${most} processes carried the variable at once`);
+      p.kill('SIGTERM');
+      assert.equal((await p.exited).code, 0);
+      await waitFor('every process a check started to be gone', () => left().length === 0, 5_000);
+    } finally {
+      killLeft();
+    }
+  });
+
   it('SIGTERM while the app is held down: the sidecar exits at once, not at the end of the hold-down', { timeout: 60_000 }, async () => {
     const held = await app('ok');
     const c = startSidecar(dir.path, 'held', ['--db', db, '--lease', 'health-held'], TIMING, [
@@ -422,3 +473,19 @@ describe('leasehold run with --health-tcp', () => {
     assert.equal(existsSync(join(work, 'violations')), false, 'never two commands at once');
   });
 });
+
+/** Running processes (zombies aside) whose environment holds `entry` (NAME=value) as a whole entry. */
+function processesWith(entry: string): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const environ = readFileSync(`/proc/${name}/environ`, 'latin1').split('\0');
+      const stat = readFileSync(`/proc/${name}/stat`, 'latin1');
+      if (environ.includes(entry) && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z') out.push(Number(name));
+    } catch {
+      // gone, or another user's
+    }
+  }
+  return out;
+}
