@@ -1,7 +1,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseFlags } from './cli-parser.js';
-import { childEnvironment } from './run-environment.js';
+import { childEnvironment, probeEnvironment } from './run-environment.js';
 import { SIDECAR_COMMAND_OPTIONS, resolveSidecarCommand } from './sidecar-settings.js';
 import { STATUS_OPTIONS } from './status-command.js';
 import { RUN_OPTIONS } from './run-command.js';
@@ -185,4 +185,22 @@ it('with --backend postgres, the command inherits none of the credentials leaseh
   assert.equal(env.PGHOST, 'db.internal', 'a server name is not a secret');
   assert.equal(env.PGUSER, 'leasehold');
   assert.equal(childEnvironment(parent, RUN_FLAGS, term, 'sqlite').PGPASSWORD, 'secret', "not leasehold's credential with another backend");
+});
+
+it("a --health-exec check gets the sidecar's environment less its configuration, the term and, with postgres, the store's credentials", () => {
+  const parent = {
+    PATH: '/bin',
+    APP_SETTING: 'kept',
+    LEASEHOLD_POSTGRES_URL: 'postgres://u:secret@h/db',
+    LEASEHOLD_LISTEN: ':4040',
+    LEASEHOLD_FENCING_TOKEN: '4',
+    LEASEHOLD_LEASE: 'outer',
+    PGPASSWORD: 'secret',
+    PGSSLKEY: '/etc/leasehold/client.key',
+    PGHOST: 'db.internal',
+  };
+  assert.deepEqual(probeEnvironment(parent, RUN_FLAGS, 'postgres'), { PATH: '/bin', APP_SETTING: 'kept', PGHOST: 'db.internal' });
+  // With another backend PGPASSWORD is not leasehold's: the app's check may need it.
+  assert.equal(probeEnvironment(parent, RUN_FLAGS, 'sqlite').PGPASSWORD, 'secret');
+  assert.equal(probeEnvironment(parent, RUN_FLAGS, 'sqlite').LEASEHOLD_POSTGRES_URL, undefined);
 });

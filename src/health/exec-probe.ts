@@ -7,8 +7,8 @@ import { classifyError, healthy, notSent, unhealthy, type Probe, type ProbeResul
 const REASON_OUTPUT_CHARS = 200;
 
 /**
- * The kubelet's exec probe: runs `command` (an argv, no shell unless it names one) and is
- * healthy on exit 0. Its output is drained (so a chatty command never blocks on a full pipe)
+ * The kubelet's exec probe: runs `command` (an argv, no shell unless it names one) with
+ * `environment` (default: this process's) and is healthy on exit 0. Its output is drained (so a chatty command never blocks on a full pipe)
  * and dropped, but for the start of it, quoted in a failure's reason. It runs in a session and
  * process group of its own, with this probe's marker in its environment: when the probe is
  * aborted (its timeout) while the command still runs, the group is killed by its PID with
@@ -20,13 +20,13 @@ const REASON_OUTPUT_CHARS = 200;
  * descriptors (EAGAIN, ENOMEM, EMFILE, ENFILE) is notSent; a missing or non-executable one
  * (ENOENT, EACCES) is unhealthy, since it will never pass.
  */
-export function execProbe(command: readonly string[]): Probe {
+export function execProbe(command: readonly string[], environment: Readonly<Record<string, string | undefined>> = process.env): Probe {
   const [file, ...args] = command;
   const what = `exec ${command.join(' ')}`;
   // One marker for every run of this probe: a run's search also finds what an earlier run's
   // missed (a process forked between that search and its kill).
   const marker = probeMarker();
-  const env = { ...process.env, [PROBE_MARKER_VARIABLE]: marker };
+  const env = { ...environment, [PROBE_MARKER_VARIABLE]: marker };
   return {
     description: what,
     run: (signal) =>
