@@ -1,7 +1,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseFlags } from './cli-parser.js';
-import { childEnvironment } from './run-environment.js';
+import { childEnvironment, probeEnvironment } from './run-environment.js';
 import { SIDECAR_COMMAND_OPTIONS, resolveSidecarCommand } from './sidecar-settings.js';
 import { resolveStore } from './election-flags.js';
 import { STATUS_OPTIONS } from './status-command.js';
@@ -218,4 +218,22 @@ it("a leasehold inside run's command is not refused for the parent's store: its 
   // A sidecar there campaigns on its own store and lease, not the parent's.
   const c = resolveSidecarCommand(parseSidecar(['--listen', 'off'], env));
   assert.deepEqual([c.store.backend, c.lease], ['sqlite', 'leasehold']);
+});
+
+it("a --health-exec check gets the sidecar's environment less its configuration, the term and, with postgres, the store's credentials", () => {
+  const parent = {
+    PATH: '/bin',
+    APP_SETTING: 'kept',
+    LEASEHOLD_POSTGRES_URL: 'postgres://u:secret@h/db',
+    LEASEHOLD_LISTEN: ':4040',
+    LEASEHOLD_FENCING_TOKEN: '4',
+    LEASEHOLD_LEASE: 'outer',
+    PGPASSWORD: 'secret',
+    PGSSLKEY: '/etc/leasehold/client.key',
+    PGHOST: 'db.internal',
+  };
+  assert.deepEqual(probeEnvironment(parent, RUN_FLAGS, 'postgres'), { PATH: '/bin', APP_SETTING: 'kept', PGHOST: 'db.internal' });
+  // With another backend PGPASSWORD is not leasehold's: the app's check may need it.
+  assert.equal(probeEnvironment(parent, RUN_FLAGS, 'sqlite').PGPASSWORD, 'secret');
+  assert.equal(probeEnvironment(parent, RUN_FLAGS, 'sqlite').LEASEHOLD_POSTGRES_URL, undefined);
 });

@@ -18,6 +18,8 @@ import type { Logger } from '../src/log.js';
 import { formatDuration } from '../src/config/duration.js';
 import { maxDrainMs } from '../src/sidecar/app-drain.js';
 import { duration } from './election-flags.js';
+import { probeEnvironment } from './run-environment.js';
+import type { ProbeOptions } from '../src/health/health-settings.js';
 
 /**
  * The store, and for `--pod-label` a PodLabeler for the pod named by --identity (labelled with
@@ -85,6 +87,16 @@ export function resolveSidecarCommand(f: FlagValues<SidecarArgs>) {
   return { ...s, drainTimeoutMs };
 }
 
+/**
+ * An exec check runs without the store's secrets (probeEnvironment): it would otherwise inherit
+ * LEASEHOLD_POSTGRES_URL and PGPASSWORD, which `run` keeps from its own command too. Every flag
+ * of the sidecar's table is leasehold's configuration, the store's among them.
+ */
+function withProbeEnvironment(health: ProbeOptions | undefined, backend: string): ProbeOptions | undefined {
+  if (!health || !('exec' in health.probe)) return health;
+  return { ...health, probe: { ...health.probe, env: probeEnvironment(process.env, Object.keys(SIDECAR_COMMAND_OPTIONS), backend) } };
+}
+
 /** Validates every sidecar flag and path before anything is created; throws one clear error. */
 export function resolveSidecar(f: FlagValues<CandidateArgs>) {
   const a = f.values;
@@ -102,7 +114,7 @@ export function resolveSidecar(f: FlagValues<CandidateArgs>) {
   if (a['pod-label'] && election.store.backend !== 'kubernetes') {
     throw badFlag('pod-label', true, 'needs --backend kubernetes (it labels the pod named by --identity)');
   }
-  const health = resolveHealth(a);
+  const health = withProbeEnvironment(resolveHealth(a), election.store.backend);
   if (health && listen && probesOwnListener(listen, health.probe)) {
     const flag = a['health-http'] !== undefined ? 'health-http' : 'health-tcp';
     throw badFlag(

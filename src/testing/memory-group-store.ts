@@ -91,7 +91,7 @@ export class MemoryGroupStore implements GroupStore {
 
   private rows(group: string): Map<string, VersionedGroupRecord> {
     let rows = this.groups.get(group);
-    if (!rows) this.groups.set(group, (rows = new Map()));
+    if (!rows) this.groups.set(group, (rows = new Map<string, VersionedGroupRecord>()));
     return rows;
   }
 
