@@ -40,7 +40,7 @@ function flags(args: readonly string[]): Record<string, unknown> {
   if (got) return got;
   try {
     // No LEASEHOLD_<FLAG> variables here: LEASEHOLD_BACKEND is the CLI's, not the chaos script's.
-    got = parseFlags(BENCH_FLAGS, args, {}, { command: 'bench', listed: LISTED });
+    got = parseFlags(BENCH_FLAGS, args, {}, { command: 'bench', listed: LISTED }).values;
   } catch (err) {
     process.stderr.write(`bench: ${cliMessage(err)}\n`);
     process.exit(EXIT_USAGE);

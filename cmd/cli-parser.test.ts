@@ -1,17 +1,19 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseFlags } from './cli-parser.js';
-import { childEnvironment } from './run-environment.js';
+import { childEnvironment, probeEnvironment } from './run-environment.js';
 import { SIDECAR_COMMAND_OPTIONS, resolveSidecarCommand } from './sidecar-settings.js';
+import { resolveStore } from './election-flags.js';
 import { STATUS_OPTIONS } from './status-command.js';
 import { RUN_OPTIONS } from './run-command.js';
 import { OPERATOR_OPTIONS } from './operator-command.js';
 
 const RUN_FLAGS = Object.keys(RUN_OPTIONS);
-const sidecar = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseFlags(SIDECAR_COMMAND_OPTIONS, argv, env, { command: 'sidecar' });
-const status = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseFlags(STATUS_OPTIONS, argv, env, { command: 'status' });
-const run = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseFlags(RUN_OPTIONS, argv, env, { command: 'run', takesCommand: true });
-const operator = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseFlags(OPERATOR_OPTIONS, argv, env, { command: 'operator' });
+const parseSidecar = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseFlags(SIDECAR_COMMAND_OPTIONS, argv, env, { command: 'sidecar' });
+const sidecar = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseSidecar(argv, env).values;
+const status = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseFlags(STATUS_OPTIONS, argv, env, { command: 'status' }).values;
+const run = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseFlags(RUN_OPTIONS, argv, env, { command: 'run', takesCommand: true }).values;
+const operator = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseFlags(OPERATOR_OPTIONS, argv, env, { command: 'operator' }).values;
 
 it("takes the table's defaults, and each flag in every spelling: --x v, --x=v, --xCamel v, --no-x, --x=false", () => {
   const d = sidecar([]);
@@ -45,6 +47,19 @@ it('maps LEASEHOLD_<FLAG> to its flag, and the command line wins in every spelli
   assert.equal(sidecar(['--leaseDuration', '20s'], { LEASEHOLD_LEASE_DURATION: '30s' })['lease-duration'], '20s');
   assert.equal(sidecar(['--no-releaseOnExit'], { LEASEHOLD_RELEASE_ON_EXIT: 'true' })['release-on-exit'], false);
   assert.equal(sidecar([], { LEASEHOLD_RELEASE_ON_EXIT: 'false' })['release-on-exit'], false);
+});
+
+it('tells where each value came from: the command line, its variable, or the default', () => {
+  const { values, origins } = parseSidecar(['--lease', 'x', '--no-release-on-exit'], { LEASEHOLD_LEASE: 'y', LEASEHOLD_RENEW_DEADLINE: '8s' });
+  assert.deepEqual([values.lease, values['renew-deadline'], values['retry-period']], ['x', '8s', '2s']);
+  assert.deepEqual(origins.lease, { from: 'flag' });
+  assert.deepEqual(origins['release-on-exit'], { from: 'flag' });
+  assert.deepEqual(origins['renew-deadline'], { from: 'variable', variable: 'LEASEHOLD_RENEW_DEADLINE' });
+  assert.deepEqual(origins['retry-period'], { from: 'default' });
+  assert.deepEqual(origins['pod-label'], { from: 'default' }, "a boolean's false is its default");
+  assert.equal(origins['status-dir'], undefined, 'a flag with no value and no default has no origin');
+  // Nothing is kept between parses: the same flag from the command line is named as a flag.
+  assert.deepEqual(parseSidecar(['--renew-deadline', '8s']).origins['renew-deadline'], { from: 'flag' });
 });
 
 it('refuses an empty variable it would read, naming it; one the command line overrides is not read', () => {
@@ -90,9 +105,9 @@ it("hands run's command every word after the first --, byte for byte, and reads 
 });
 
 it('takes a value that starts with a dash, so that its own rule says what is wrong with it', () => {
-  const a = sidecar(['--health-tcp', '80', '--health-hold-down', '-1s']);
-  assert.equal(a['health-hold-down'], '-1s');
-  assert.throws(() => resolveSidecarCommand(a), { message: /^invalid --health-hold-down "-1s": expected a duration/ });
+  const f = parseSidecar(['--health-tcp', '80', '--health-hold-down', '-1s']);
+  assert.equal(f.values['health-hold-down'], '-1s');
+  assert.throws(() => resolveSidecarCommand(f), { message: /^invalid --health-hold-down "-1s": expected a duration/ });
 });
 
 it('refuses a missing or empty value, naming the flag and the rule', () => {
@@ -185,4 +200,40 @@ it('with --backend postgres, the command inherits none of the credentials leaseh
   assert.equal(env.PGHOST, 'db.internal', 'a server name is not a secret');
   assert.equal(env.PGUSER, 'leasehold');
   assert.equal(childEnvironment(parent, RUN_FLAGS, term, 'sqlite').PGPASSWORD, 'secret', "not leasehold's credential with another backend");
+});
+
+it("a leasehold inside run's command is not refused for the parent's store: its variables are not handed on", () => {
+  const parent = {
+    PATH: '/bin',
+    LEASEHOLD_BACKEND: 'postgres',
+    LEASEHOLD_POSTGRES_URL: 'postgres://u:secret@h/db',
+    LEASEHOLD_POSTGRES_TABLE: 'public.jobs',
+    LEASEHOLD_NAMESPACE: 'apps',
+  };
+  const term = { LEASEHOLD_FENCING_TOKEN: '3', LEASEHOLD_LEASE: 'jobs', LEASEHOLD_IDENTITY: 'me', LEASEHOLD_STATUS_DIR: '/run/status' };
+  const env = childEnvironment(parent, RUN_FLAGS, term, 'postgres');
+  // `status` on SQLite inside the command: the parent's lease, its own store, nothing refused.
+  const s = parseFlags(STATUS_OPTIONS, [], env, { command: 'status' });
+  assert.deepEqual(resolveStore(s), { lease: 'jobs', store: resolveStore(parseFlags(STATUS_OPTIONS, ['--lease', 'jobs'], {}, { command: 'status' })).store });
+  // A sidecar there campaigns on its own store and lease, not the parent's.
+  const c = resolveSidecarCommand(parseSidecar(['--listen', 'off'], env));
+  assert.deepEqual([c.store.backend, c.lease], ['sqlite', 'leasehold']);
+});
+
+it("a --health-exec check gets the sidecar's environment less its configuration, the term and, with postgres, the store's credentials", () => {
+  const parent = {
+    PATH: '/bin',
+    APP_SETTING: 'kept',
+    LEASEHOLD_POSTGRES_URL: 'postgres://u:secret@h/db',
+    LEASEHOLD_LISTEN: ':4040',
+    LEASEHOLD_FENCING_TOKEN: '4',
+    LEASEHOLD_LEASE: 'outer',
+    PGPASSWORD: 'secret',
+    PGSSLKEY: '/etc/leasehold/client.key',
+    PGHOST: 'db.internal',
+  };
+  assert.deepEqual(probeEnvironment(parent, RUN_FLAGS, 'postgres'), { PATH: '/bin', APP_SETTING: 'kept', PGHOST: 'db.internal' });
+  // With another backend PGPASSWORD is not leasehold's: the app's check may need it.
+  assert.equal(probeEnvironment(parent, RUN_FLAGS, 'sqlite').PGPASSWORD, 'secret');
+  assert.equal(probeEnvironment(parent, RUN_FLAGS, 'sqlite').LEASEHOLD_POSTGRES_URL, undefined);
 });

@@ -11,9 +11,10 @@
 import { createRequire } from 'node:module';
 import type * as Util from 'node:util';
 import { InvalidConfigError } from '../src/errors.js';
-import { envName, type ArgsOf, type FlagTable } from './flag-table.js';
+import { hideCredentials } from '../src/util/hide-credentials.js';
+import { envName, type ArgsOf, type FlagTable, type FlagValues, type Origin } from './flag-table.js';
 import { TERM_VARIABLES } from './run-environment.js';
-import { badFlag, noteFromVariable, quoteValue } from './cli-errors.js';
+import { badFlag, quoteValue } from './cli-errors.js';
 
 /**
  * node:util by require, as src/util/node-http.ts loads node:http: an ESM import builds the
@@ -34,6 +35,13 @@ export interface ParseContext {
 const listedIn = (c: ParseContext) => c.listed ?? `leasehold ${c.command} --help lists its flags`;
 
 export type Parsed<T extends FlagTable> = ArgsOf<T> & { '--'?: string[] };
+
+/**
+ * A command's flags as parsed: each value, and where each came from (the command line, its
+ * variable or the default), so that a refusal names what the user set and a rule can tell a
+ * flag given from one left to its default. Nothing about a parse is kept anywhere else.
+ */
+export type ParsedFlags<T extends FlagTable> = FlagValues<Parsed<T>>;
 
 /**
  * The one rule for empty values, on the command line and in variables alike: an empty value is
@@ -74,7 +82,9 @@ function flagOf(table: FlagTable, raw: string): { flag: string; negated: boolean
   return undefined;
 }
 
-function strayWords(words: string[], c: ParseContext): InvalidConfigError {
+function strayWords(given: string[], c: ParseContext): InvalidConfigError {
+  // A stray word may be a connection URL meant for a flag: its credentials are never shown.
+  const words = given.map((w) => hideCredentials(w));
   if (c.takesCommand) {
     return usage(
       `unexpected ${words.length > 1 ? 'arguments' : 'argument'} ${words.join(' ')}: leasehold ${c.command} takes its command after --, as in leasehold ${c.command} [flags] -- ${words.join(' ')}`,
@@ -171,7 +181,6 @@ function fromEnvironment(
   for (const [flag, spec] of Object.entries(table)) {
     const name = envName(flag);
     const value = env[name];
-    noteFromVariable(flag, null);
     if (value === undefined || given.has(flag)) continue;
     if (insideRun && (TERM_VARIABLES as readonly string[]).includes(name)) continue;
     if (value === '') throw usage(`invalid ${name} "" (for --${flag}): ${emptyValueRule(command, flag, true, spec.required)}`);
@@ -179,27 +188,34 @@ function fromEnvironment(
       throw usage(`invalid ${name} ${quoteValue(value)} (for --${flag}): must be true or false`);
     }
     read.set(flag, spec.type === 'boolean' ? value === 'true' : spec.type === 'list' ? [value] : value);
-    noteFromVariable(flag, name);
   }
   return read;
 }
 
 /**
  * A command's flags from `argv` (the words after the command word) and `env`: the command line
- * wins over the variable, the variable over the table's default.
+ * wins over the variable, the variable over the table's default. Each value comes with its origin.
  */
-export function parseFlags<T extends FlagTable>(table: T, argv: readonly string[], env: NodeJS.ProcessEnv, c: ParseContext): Parsed<T> {
+export function parseFlags<T extends FlagTable>(table: T, argv: readonly string[], env: NodeJS.ProcessEnv, c: ParseContext): ParsedFlags<T> {
   const sep = argv.indexOf('--');
   const own = sep < 0 ? [...argv] : argv.slice(0, sep);
   const after = sep < 0 ? [] : argv.slice(sep + 1);
   if (!c.takesCommand && after.length > 0) throw strayWords(after, c);
   const given = fromCommandLine(table, own, c);
   const fromEnv = fromEnvironment(table, env, given, c.command);
-  const args: Record<string, unknown> = {};
+  const values: Record<string, unknown> = {};
+  const origins: Record<string, Origin> = {};
   for (const [flag, spec] of Object.entries(table)) {
-    const value = given.get(flag) ?? fromEnv.get(flag) ?? spec.default ?? (spec.type === 'boolean' ? false : spec.type === 'list' ? [] : undefined);
-    if (value !== undefined) args[flag] = value;
+    const fallback = spec.default ?? (spec.type === 'boolean' ? false : spec.type === 'list' ? [] : undefined);
+    const [value, origin]: [unknown, Origin | undefined] = given.has(flag)
+      ? [given.get(flag), { from: 'flag' }]
+      : fromEnv.has(flag)
+        ? [fromEnv.get(flag), { from: 'variable', variable: envName(flag) }]
+        : [fallback, fallback === undefined ? undefined : { from: 'default' }];
+    if (value === undefined) continue;
+    values[flag] = value;
+    origins[flag] = origin!;
   }
-  if (c.takesCommand) args['--'] = after;
-  return args as Parsed<T>;
+  if (c.takesCommand) values['--'] = after;
+  return { values: values as Parsed<T>, origins };
 }

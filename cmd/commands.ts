@@ -3,11 +3,13 @@
  * the operator nor the help text.
  */
 import type { CommandSpec } from './flag-table.js';
+import type { ParsedFlags } from './cli-parser.js';
+import type { CommandContext } from './cli-io.js';
 
 export interface LoadedCommand {
   spec: CommandSpec;
   /** Runs the command with its parsed flags; resolves to the exit status. */
-  run: (args: Record<string, unknown>) => Promise<number>;
+  run: (flags: ParsedFlags<CommandSpec['flags']>, context: CommandContext) => Promise<number>;
 }
 
 const LOADERS = {

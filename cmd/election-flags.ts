@@ -14,10 +14,10 @@ import {
   validateTimings,
   type Timings,
 } from '../src/config/election-options.js';
-import { InvalidConfigError, describeError } from '../src/errors.js';
+import { describeError } from '../src/errors.js';
 import { clientConfig, parseTableName } from '../src/backends/postgres/config.js';
-import { badFlag, checkFlag, namedValue } from './cli-errors.js';
-import type { ArgsOf, FlagTable } from './flag-table.js';
+import { badFlag, badTogether, checkFlag } from './cli-errors.js';
+import { isGiven, type ArgsOf, type FlagTable, type FlagValues, type Origins } from './flag-table.js';
 
 /**
  * The flags every command that touches a lease shares (cmd/flag-table.ts). Each is also
@@ -96,8 +96,36 @@ export interface ElectionSettings extends Timings {
   logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
 
-export function resolveStore(a: StoreArgs): { store: StoreSettings; lease: string } {
+/**
+ * The store flags that only one backend reads. Given for another (on the command line or by its
+ * variable) each is refused, never ignored: a --postgres-url without --backend postgres would
+ * leave every machine on its own SQLite file, each leading with token 1.
+ */
+const BACKEND_OF_FLAG: Readonly<Record<string, BackendName>> = {
+  db: 'sqlite',
+  'allow-network-filesystem': 'sqlite',
+  'postgres-url': 'postgres',
+  'postgres-table': 'postgres',
+  namespace: 'kubernetes',
+  kubeconfig: 'kubernetes',
+};
+
+/** Refuses the first store flag given for a backend other than `backend` (see BACKEND_OF_FLAG). */
+function checkStoreFlagsFit(backend: BackendName, values: Readonly<Record<string, unknown>>, origins: Origins): void {
+  const stray = Object.keys(BACKEND_OF_FLAG).find((flag) => BACKEND_OF_FLAG[flag] !== backend && isGiven(origins, flag));
+  if (stray === undefined) return;
+  const wanted = BACKEND_OF_FLAG[stray]!;
+  const how = origins.backend;
+  const chosen = how?.from === 'default' ? `${backend} (the default)` : how?.from === 'variable' ? `${backend} (${how.variable})` : backend;
+  const from = origins[stray];
+  const leaveOut = from?.from === 'variable' ? `unset ${from.variable}` : `leave --${stray} out`;
+  throw badFlag(stray, values[stray], `only --backend ${wanted} reads it, and the backend is ${chosen}: give --backend ${wanted}, or ${leaveOut}`);
+}
+
+export function resolveStore(f: FlagValues<StoreArgs>): { store: StoreSettings; lease: string } {
+  const a = f.values;
   if (!(BACKENDS as readonly string[]).includes(a.backend)) throw badFlag('backend', a.backend, `must be one of ${BACKENDS.join(', ')}`);
+  checkStoreFlagsFit(a.backend as BackendName, a, f.origins);
   checkFlag('lease', a.lease, () => validateLeaseName(a.lease));
   if (a.backend === 'sqlite' && a.db.trim() === '') throw badFlag('db', a.db, 'must be a file path');
   if (a.backend === 'postgres') {
@@ -134,7 +162,8 @@ export function duration(flag: string, text: string, min = 1): number {
  * renewDeadline > 1.2 × retryPeriod > 0), or one InvalidConfigError naming the flags and the
  * rule. `kubernetes`: a Lease stores whole seconds, so --lease-duration must be whole seconds.
  */
-export function resolveTimings(a: TimingArgs, kubernetes: boolean): Timings {
+export function resolveTimings(f: FlagValues<TimingArgs>, kubernetes: boolean): Timings {
+  const a = f.values;
   const timings: Timings = {
     leaseDurationMs: duration('lease-duration', a['lease-duration']),
     renewDeadlineMs: duration('renew-deadline', a['renew-deadline']),
@@ -143,19 +172,24 @@ export function resolveTimings(a: TimingArgs, kubernetes: boolean): Timings {
   try {
     validateTimings(timings);
   } catch (err) {
-    // Each value as the user set it: a variable's is named as that variable.
-    const given = (['lease-duration', 'renew-deadline', 'retry-period'] as const).map((flag) => namedValue(flag, a[flag]));
-    throw new InvalidConfigError(`invalid timings ${given.join(' ')}: ${describeError(err)}`);
+    // Each value as the user set it: the CLI names a variable's as that variable.
+    const flags = ['lease-duration', 'renew-deadline', 'retry-period'] as const;
+    throw badTogether(
+      'invalid timings',
+      flags.map((flag) => [flag, a[flag]] as const),
+      describeError(err),
+    );
   }
   if (kubernetes) checkFlag('lease-duration', a['lease-duration'], () => validateKubernetesLeaseDuration(timings.leaseDurationMs));
   return timings;
 }
 
 /** Turns raw flags into validated settings, or throws one InvalidConfigError naming the flag and rule. */
-export function resolveElection(a: ElectionArgs): ElectionSettings {
-  const { store: located, lease } = resolveStore(a);
+export function resolveElection(f: FlagValues<ElectionArgs>): ElectionSettings {
+  const a = f.values;
+  const { store: located, lease } = resolveStore(f);
   const store: StoreSettings = { ...located, allowNetworkFilesystem: a['allow-network-filesystem'] };
-  const timings = resolveTimings(a, store.backend === 'kubernetes');
+  const timings = resolveTimings(f, store.backend === 'kubernetes');
   const contentionWindowMs = duration('contention-window', a['contention-window'], 0);
   try {
     validateContentionWindow(contentionWindowMs, timings.leaseDurationMs);

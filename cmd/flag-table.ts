@@ -50,3 +50,25 @@ export interface CommandSpec<T extends FlagTable = FlagTable> {
   /** It takes a command of its own after `--` (`run`). */
   readonly takesCommand?: boolean;
 }
+
+/**
+ * Where a flag's value came from: the command line, its LEASEHOLD_<FLAG> variable (named, for
+ * a refusal to name what the user set), or the table's default. A flag with neither a value
+ * nor a default has no origin.
+ */
+export type Origin = { readonly from: 'flag' } | { readonly from: 'variable'; readonly variable: string } | { readonly from: 'default' };
+
+/** Each flag's origin, by flag name. */
+export type Origins = Readonly<Record<string, Origin>>;
+
+/** Whether the user set `flag`, on the command line or through its variable (not left to its default). */
+export function isGiven(origins: Origins, flag: string): boolean {
+  const from = origins[flag]?.from;
+  return from === 'flag' || from === 'variable';
+}
+
+/** Flag values with where each came from, as the parser hands them to a command's resolve function. */
+export interface FlagValues<A> {
+  readonly values: A;
+  readonly origins: Origins;
+}

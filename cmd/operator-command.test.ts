@@ -4,7 +4,7 @@ import { OPERATOR_OPTIONS, resolveOperator } from './operator-command.js';
 import { parseFlags } from './cli-parser.js';
 
 const resolve = (...argv: string[]) =>
-  resolveOperator(parseFlags(OPERATOR_OPTIONS, ['--sidecar-image', 'leasehold:1', '--identity', 'op-0', ...argv], {}, { command: 'operator' }));
+  resolveOperator(parseFlags(OPERATOR_OPTIONS, ['--sidecar-image', 'leasehold:1', '--identity', 'op-0', ...argv], {}, { command: 'operator' }), {});
 
 it("the operator's own election takes the sidecar's defaults: 15s, 10s, 2s", () => {
   assert.deepEqual(resolve().timings, { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });

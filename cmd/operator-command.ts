@@ -8,7 +8,8 @@ import { parseListen } from '../src/sidecar/http-server.js';
 import { Operator } from '../src/operator/operator.js';
 import { OperatorMetrics } from '../src/operator/operator-metrics.js';
 import { ELECTION_OPTIONS, TIMING_OPTIONS, duration, resolveTimings } from './election-flags.js';
-import type { ArgsOf, CommandSpec, FlagTable } from './flag-table.js';
+import type { ArgsOf, CommandSpec, FlagTable, FlagValues } from './flag-table.js';
+import type { CommandContext } from './cli-io.js';
 import { onShutdownSignal } from './signals.js';
 import { badFlag } from './cli-errors.js';
 
@@ -99,7 +100,9 @@ function lifetime(flag: string, text: string): number {
   return ms;
 }
 
-export function resolveOperator(a: OperatorArgs) {
+/** Every operator flag checked, before anything is made; `env`: POD_NAME, its identity in a pod. */
+export function resolveOperator(f: FlagValues<OperatorArgs>, env: NodeJS.ProcessEnv) {
+  const a = f.values;
   // Left out, not empty (the parser refuses an empty value): no value to quote.
   if (!a['sidecar-image']) throw new InvalidConfigError("--sidecar-image is required: the image the sidecar runs (the operator's own)");
   for (const flag of ['secret', 'mark-secret', 'webhook-configuration', 'service'] as const) {
@@ -111,7 +114,7 @@ export function resolveOperator(a: OperatorArgs) {
   } catch (err) {
     throw badFlag('lease', a.lease, describeError(err).replace(/^lease name "[^"]*" is invalid: /, ''));
   }
-  const identity = a.identity ?? process.env.POD_NAME ?? hostname();
+  const identity = a.identity ?? env.POD_NAME ?? hostname();
   try {
     validateIdentity(identity);
   } catch (err) {
@@ -137,7 +140,7 @@ export function resolveOperator(a: OperatorArgs) {
   if (logFormat === undefined) throw badFlag('log-format', a['log-format'], 'must be json or text');
   const logLevel = LOG_LEVELS.find((v) => v === a['log-level']);
   if (logLevel === undefined) throw badFlag('log-level', a['log-level'], 'must be debug, info, warn or error');
-  const timings = resolveTimings(a, true);
+  const timings = resolveTimings(f, true);
   return {
     ...a,
     identity,
@@ -155,9 +158,14 @@ export function resolveOperator(a: OperatorArgs) {
   };
 }
 
-export async function runOperator(a: OperatorArgs): Promise<number> {
-  const s = resolveOperator(a);
-  const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { component: 'operator', identity: s.identity } });
+export async function runOperator(f: FlagValues<OperatorArgs>, { env, io }: CommandContext): Promise<number> {
+  const s = resolveOperator(f, env);
+  const log = createLogger({
+    format: s.logFormat,
+    level: s.logLevel,
+    base: { component: 'operator', identity: s.identity },
+    write: (line) => io.stderr(`${line}\n`),
+  });
   const kube = connect({ kubeconfig: s.kubeconfig, namespace: s.namespace, requestTimeoutMs: 5_000 });
   const ns = kube.namespace;
   const operator = new Operator({
@@ -184,13 +192,19 @@ export async function runOperator(a: OperatorArgs): Promise<number> {
     metrics: new OperatorMetrics(),
   });
   const stopped = new Promise<void>((resolve) =>
-    onShutdownSignal(async (signal) => {
+    onShutdownSignal(io, async (signal) => {
       log.info('shutting down', { signal });
       await operator.stop();
       resolve();
     }),
   );
-  await operator.start();
+  try {
+    await operator.start();
+  } catch (err) {
+    // Its election and timers may be running already: nothing may be left when main() returns.
+    await operator.stop().catch(() => {});
+    throw err;
+  }
   await stopped;
   return 0;
 }

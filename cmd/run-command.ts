@@ -4,7 +4,8 @@ import { duration } from './election-flags.js';
 import { resolveExecutable } from '../src/util/resolve-executable.js';
 import { EXIT_NOT_ELECTED, LeaderRunner } from '../src/run/leader-runner.js';
 import { SIDECAR_OPTIONS, checkListenAddress, openStoreAndLabeler, resolveSidecar } from './sidecar-settings.js';
-import type { ArgsOf, CommandSpec, FlagTable } from './flag-table.js';
+import type { ArgsOf, CommandSpec, FlagTable, FlagValues } from './flag-table.js';
+import type { CommandContext } from './cli-io.js';
 import { badFlag } from './cli-errors.js';
 import { onShutdownSignal } from './signals.js';
 import { CommandStartError } from '../src/errors.js';
@@ -57,10 +58,11 @@ export const RUN_COMMAND = {
  * Validates every `run` flag and the command's presence before anything is created; throws one
  * clear error. The command itself is looked up on PATH later, in runRun.
  */
-export function resolveRun(a: RunArgs) {
+export function resolveRun(f: FlagValues<RunArgs>) {
+  const a = f.values;
   const argv = a['--'] ?? [];
   if (argv.length === 0) throw new CommandStartError('no command given: use leasehold run [flags] -- CMD [ARGS...]');
-  const s = resolveSidecar(a);
+  const s = resolveSidecar(f);
   const remaining = s.leaseDurationMs - s.renewDeadlineMs;
   let gracePeriodMs = Math.min(5_000, remaining);
   if (a['grace-period'] !== undefined) {
@@ -80,42 +82,55 @@ export function resolveRun(a: RunArgs) {
   return { ...s, argv, gracePeriodMs, skipIfRanWithinMs, tryMs, giveUpAfter };
 }
 
-export async function runRun(a: RunArgs): Promise<number> {
-  const { argv, gracePeriodMs, skipIfRanWithinMs, tryMs, giveUpAfter, ...s } = resolveRun(a);
-  resolveExecutable(argv[0]!);
-  await checkListenAddress(s.listen, a.listen);
-  const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
+/** Runs the command while leader until it is done (--once) or a shutdown signal; resolves to the exit status. */
+export async function runRun(f: FlagValues<RunArgs>, { env, io }: CommandContext): Promise<number> {
+  const { argv, gracePeriodMs, skipIfRanWithinMs, tryMs, giveUpAfter, ...s } = resolveRun(f);
+  resolveExecutable(argv[0]!, env.PATH ?? '');
+  await checkListenAddress(s.listen, f.values.listen);
+  const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity }, write: (line) => io.stderr(`${line}\n`) });
   const { store, podLabeler } = await openStoreAndLabeler({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 }, s.podLabel, s.identity, s.lease, log);
-  const runner = new LeaderRunner({
-    ...s,
-    store,
-    log,
-    argv,
-    once: a.once,
-    gracePeriodMs,
-    skipIfRanWithinMs,
-    tryMs,
-    giveUpAfter,
-    podLabeler,
-    childEnv: (term) =>
-      childEnvironment(
-        process.env,
-        Object.keys(RUN_OPTIONS),
-        {
-          LEASEHOLD_FENCING_TOKEN: String(term.token),
-          LEASEHOLD_LEASE: s.lease,
-          LEASEHOLD_IDENTITY: s.identity,
-          LEASEHOLD_STATUS_DIR: s.statusDir,
-        },
-        s.store.backend,
-      ),
-  });
-  onShutdownSignal((signal) => runner.forwardSignalAndStop(signal));
-  await runner.start();
+  let runner: LeaderRunner;
+  try {
+    runner = new LeaderRunner({
+      ...s,
+      store,
+      log,
+      argv,
+      once: f.values.once,
+      gracePeriodMs,
+      skipIfRanWithinMs,
+      tryMs,
+      giveUpAfter,
+      podLabeler,
+      childEnv: (term) =>
+        childEnvironment(
+          env,
+          Object.keys(RUN_OPTIONS),
+          {
+            LEASEHOLD_FENCING_TOKEN: String(term.token),
+            LEASEHOLD_LEASE: s.lease,
+            LEASEHOLD_IDENTITY: s.identity,
+            LEASEHOLD_STATUS_DIR: s.statusDir,
+          },
+          s.store.backend,
+        ),
+    });
+  } catch (err) {
+    // Nothing may be left open: main() returns, and the process ends when nothing runs.
+    await store.close().catch(() => {});
+    throw err;
+  }
+  onShutdownSignal(io, (signal) => runner.forwardSignalAndStop(signal));
+  try {
+    await runner.start();
+  } catch (err) {
+    // Not leading yet, so no command runs: this stops the campaign and its timers, and closes the store.
+    await runner.forwardSignalAndStop('SIGTERM').catch(() => {});
+    throw err;
+  }
   return runner.finished;
 }
 
-/** A count: a whole number from 0, as written (no sign, no exponent, no fraction). */
 /** --give-up-after, which only a restarting run gives a meaning to (--once never restarts CMD). */
 function giveUpCount(a: RunArgs): number {
   const text = a['give-up-after'];
@@ -125,6 +140,7 @@ function giveUpCount(a: RunArgs): number {
   return n;
 }
 
+/** A count: a whole number from 0, as written (no sign, no exponent, no fraction). */
 function count(flag: string, text: string): number {
   if (!/^\d{1,9}$/.test(text)) throw badFlag(flag, text, 'must be a whole number from 0 (0: never)');
   return Number(text);

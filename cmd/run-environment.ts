@@ -38,3 +38,17 @@ export function childEnvironment(
   for (const [name, value] of Object.entries(term)) if (value !== undefined) out[name] = value;
   return out;
 }
+
+/**
+ * The environment of a `--health-exec` check (sidecar and run): the sidecar's, less what
+ * childEnvironment strips for `run`'s command (its LEASEHOLD_<FLAG> configuration, among which
+ * LEASEHOLD_POSTGRES_URL, and for the postgres backend its database credentials), and less the
+ * term variables a parent `leasehold run` set: a check of the app has no use for the lease
+ * store's secrets, and runs whatever the app's check script runs.
+ */
+export function probeEnvironment(env: NodeJS.ProcessEnv, flags: readonly string[], backend: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const noTerm = Object.fromEntries(TERM_VARIABLES.map((name) => [name, undefined])) as Record<(typeof TERM_VARIABLES)[number], undefined>;
+  for (const [name, value] of Object.entries(childEnvironment(env, flags, noTerm, backend))) if (value !== undefined) out[name] = value;
+  return out;
+}

@@ -1,7 +1,9 @@
 import { createLogger } from '../src/log.js';
 import { Sidecar } from '../src/sidecar/sidecar.js';
-import { SIDECAR_COMMAND_OPTIONS, checkListenAddress, openStoreAndLabeler, resolveSidecarCommand, type SidecarArgs } from './sidecar-settings.js';
+import { SIDECAR_COMMAND_OPTIONS, checkListenAddress, openStoreAndLabeler, resolveSidecarCommand } from './sidecar-settings.js';
 import type { CommandSpec } from './flag-table.js';
+import type { ParsedFlags } from './cli-parser.js';
+import type { CommandContext } from './cli-io.js';
 import { onShutdownSignal } from './signals.js';
 
 export const SIDECAR_COMMAND = {
@@ -10,14 +12,22 @@ export const SIDECAR_COMMAND = {
   flags: SIDECAR_COMMAND_OPTIONS,
 } as const satisfies CommandSpec;
 
-export async function runSidecar(a: SidecarArgs): Promise<number> {
-  const s = resolveSidecarCommand(a);
-  await checkListenAddress(s.listen, a.listen);
-  const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
+/** Campaigns until a shutdown signal, then steps down and releases; resolves to 0. */
+export async function runSidecar(flags: ParsedFlags<typeof SIDECAR_COMMAND_OPTIONS>, { io }: CommandContext): Promise<number> {
+  const s = resolveSidecarCommand(flags);
+  await checkListenAddress(s.listen, flags.values.listen);
+  const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity }, write: (line) => io.stderr(`${line}\n`) });
   const { store, podLabeler } = await openStoreAndLabeler({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 }, s.podLabel, s.identity, s.lease, log);
-  const sidecar = new Sidecar({ ...s, store, log, podLabeler });
+  let sidecar: Sidecar;
+  try {
+    sidecar = new Sidecar({ ...s, store, log, podLabeler });
+  } catch (err) {
+    // Nothing may be left open: main() returns, and the process ends when nothing runs.
+    await store.close().catch(() => {});
+    throw err;
+  }
   const stopped = new Promise<void>((resolve) =>
-    onShutdownSignal(async (signal) => {
+    onShutdownSignal(io, async (signal) => {
       log.info('shutting down', { signal });
       await sidecar.stop();
       resolve();

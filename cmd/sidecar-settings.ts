@@ -11,12 +11,15 @@ import { parseListen } from '../src/sidecar/http-server.js';
 import { isReadyWhen } from '../src/sidecar/kubelet-probes.js';
 import { ELECTION_OPTIONS, resolveElection } from './election-flags.js';
 import { HEALTH_OPTIONS, resolveHealth } from './health-flags.js';
-import type { ArgsOf, FlagTable } from './flag-table.js';
+import { probesOwnListener } from './own-listener.js';
+import type { ArgsOf, FlagTable, FlagValues } from './flag-table.js';
 import { badFlag } from './cli-errors.js';
 import type { Logger } from '../src/log.js';
 import { formatDuration } from '../src/config/duration.js';
 import { maxDrainMs } from '../src/sidecar/app-drain.js';
 import { duration } from './election-flags.js';
+import { probeEnvironment } from './run-environment.js';
+import type { ProbeOptions } from '../src/health/health-settings.js';
 
 /**
  * The store, and for `--pod-label` a PodLabeler for the pod named by --identity (labelled with
@@ -65,8 +68,9 @@ export type SidecarArgs = ArgsOf<typeof SIDECAR_COMMAND_OPTIONS>;
 export type CandidateArgs = ArgsOf<typeof SIDECAR_OPTIONS>;
 
 /** `sidecar`'s settings: the shared ones (resolveSidecar), then its drain. */
-export function resolveSidecarCommand(a: SidecarArgs) {
-  const s = resolveSidecar(a);
+export function resolveSidecarCommand(f: FlagValues<SidecarArgs>) {
+  const a = f.values;
+  const s = resolveSidecar(f);
   const drainTimeoutMs = duration('drain-timeout', a['drain-timeout'], 0);
   const fits = maxDrainMs(s);
   if (drainTimeoutMs > 0 && drainTimeoutMs > fits) {
@@ -83,9 +87,20 @@ export function resolveSidecarCommand(a: SidecarArgs) {
   return { ...s, drainTimeoutMs };
 }
 
+/**
+ * An exec check runs without the store's secrets (probeEnvironment): it would otherwise inherit
+ * LEASEHOLD_POSTGRES_URL and PGPASSWORD, which `run` keeps from its own command too. Every flag
+ * of the sidecar's table is leasehold's configuration, the store's among them.
+ */
+function withProbeEnvironment(health: ProbeOptions | undefined, backend: string): ProbeOptions | undefined {
+  if (!health || !('exec' in health.probe)) return health;
+  return { ...health, probe: { ...health.probe, env: probeEnvironment(process.env, Object.keys(SIDECAR_COMMAND_OPTIONS), backend) } };
+}
+
 /** Validates every sidecar flag and path before anything is created; throws one clear error. */
-export function resolveSidecar(a: CandidateArgs) {
-  const election = resolveElection(a);
+export function resolveSidecar(f: FlagValues<CandidateArgs>) {
+  const a = f.values;
+  const election = resolveElection(f);
   let listen: { host: string; port: number } | undefined;
   if (a.listen !== 'off') {
     try {
@@ -99,7 +114,15 @@ export function resolveSidecar(a: CandidateArgs) {
   if (a['pod-label'] && election.store.backend !== 'kubernetes') {
     throw badFlag('pod-label', true, 'needs --backend kubernetes (it labels the pod named by --identity)');
   }
-  const health = resolveHealth(a);
+  const health = withProbeEnvironment(resolveHealth(a), election.store.backend);
+  if (health && listen && probesOwnListener(listen, health.probe)) {
+    const flag = a['health-http'] !== undefined ? 'health-http' : 'health-tcp';
+    throw badFlag(
+      flag,
+      a[flag],
+      `must reach the app, not this sidecar's own --listen address (${a.listen}): leasehold's /readyz answers 503 until it leads, so this candidate would never lead, and its /healthz says nothing of the app`,
+    );
+  }
   if (a['status-dir'] !== undefined) checkStatusDir(a['status-dir']);
   // The --db file's checks (an SQLite file, on a local filesystem) run once, as the store opens:
   // before anything is written.

@@ -1,14 +1,17 @@
 import { constants } from 'node:os';
+import type { CliIo, ShutdownSignal } from './cli-io.js';
+
+export const SHUTDOWN_SIGNALS: readonly ShutdownSignal[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
 
 /**
- * Runs `handler` once on the first SIGTERM, SIGINT or SIGHUP. A second signal while it runs
- * exits at once with 128 + signal number, for an operator who really means it.
+ * Runs `handler` once on the first SIGTERM, SIGINT or SIGHUP from `io.signals`. A second signal
+ * while it runs exits at once with 128 + signal number, for an operator who really means it.
  */
-export function onShutdownSignal(handler: (signal: NodeJS.Signals) => Promise<void>): void {
+export function onShutdownSignal(io: CliIo, handler: (signal: ShutdownSignal) => Promise<void>): void {
   let running = false;
-  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
-    process.on(signal, () => {
-      if (running) process.exit(128 + constants.signals[signal]);
+  for (const signal of SHUTDOWN_SIGNALS) {
+    io.signals.on(signal, () => {
+      if (running) io.exit(128 + constants.signals[signal]);
       running = true;
       void handler(signal);
     });

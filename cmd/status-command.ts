@@ -3,7 +3,9 @@ import { openStore, type StoreSettings } from '../src/backends/open-store.js';
 import { describeError, isLeaseholdError } from '../src/errors.js';
 import { formatDuration } from '../src/config/duration.js';
 import { STORE_OPTIONS, resolveStore } from './election-flags.js';
-import type { ArgsOf, CommandSpec, FlagTable } from './flag-table.js';
+import type { ArgsOf, CommandSpec, FlagTable, FlagValues } from './flag-table.js';
+import type { CliIo, CommandContext } from './cli-io.js';
+import { SHUTDOWN_SIGNALS } from './signals.js';
 import { escapeForTerminal, jsonForTerminal } from '../src/util/escape-control.js';
 import { watchLease } from './status-watch.js';
 import { formatCandidate } from './status-candidate.js';
@@ -39,13 +41,13 @@ export const EXIT_STORE_UNAVAILABLE = 3;
  * (with one line on stderr) when the store does not answer in time: every request is bounded,
  * so a locked table or a hung server never makes it hang.
  */
-export async function runStatus(a: StatusArgs): Promise<number> {
-  const { store: settings, lease } = resolveStore(a);
+export async function runStatus(f: FlagValues<StatusArgs>, { io }: CommandContext): Promise<number> {
+  const { store: settings, lease } = resolveStore(f);
   try {
-    return await readAndPrint(a, settings, lease);
+    return await readAndPrint(f.values, settings, lease, io);
   } catch (err) {
     if (!isLeaseholdError(err, 'LEASEHOLD_ERR_BACKEND_UNAVAILABLE')) throw printable(err);
-    process.stderr.write(`leasehold: ${escapeForTerminal(describeError(err).replace(/\s*\n\s*/g, ' '))}\n`);
+    io.stderr(`leasehold: ${escapeForTerminal(describeError(err).replace(/\s*\n\s*/g, ' '))}\n`);
     return EXIT_STORE_UNAVAILABLE;
   }
 }
@@ -61,15 +63,15 @@ function printable(err: unknown): unknown {
   return err;
 }
 
-async function readAndPrint(a: StatusArgs, settings: StoreSettings, lease: string): Promise<number> {
+async function readAndPrint(a: StatusArgs, settings: StoreSettings, lease: string, io: CliIo): Promise<number> {
   // A watch follows a replaced SQLite file: say so on stderr, as its other notices.
-  const notice = (message: string) => void process.stderr.write(`leasehold: ${escapeForTerminal(message)}\n`);
+  const notice = (message: string) => io.stderr(`leasehold: ${escapeForTerminal(message)}\n`);
   const log = { debug() {}, info() {}, warn: notice, error: notice };
   const store = await openStore({ ...settings, readonly: true, log });
   try {
-    if (a.watch) return await watchUntilSignal(store, lease, a.json, a['status-dir']);
+    if (a.watch) return await watchUntilSignal(store, lease, a.json, a['status-dir'], io);
     const report = await readReport(store, lease, new Date(), a['status-dir']);
-    process.stdout.write(a.json ? jsonForTerminal(report) + '\n' : formatReport(report, new Date()));
+    io.stdout(a.json ? jsonForTerminal(report) + '\n' : formatReport(report, new Date()));
     return report.found ? 0 : 1;
   } finally {
     await store.close();
@@ -77,15 +79,21 @@ async function readAndPrint(a: StatusArgs, settings: StoreSettings, lease: strin
 }
 
 /** `--watch`: until SIGINT, SIGTERM or SIGHUP, then exit 0. */
-async function watchUntilSignal(store: LeaseStore, lease: string, json: boolean, statusDir: string | undefined): Promise<number> {
+async function watchUntilSignal(store: LeaseStore, lease: string, json: boolean, statusDir: string | undefined, io: CliIo): Promise<number> {
   const stop = new AbortController();
-  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-  const onSignal = () => stop.abort();
-  for (const s of signals) process.once(s, onSignal);
+  // Each listener once: the same signal again while the watch closes has its default effect.
+  const listeners = SHUTDOWN_SIGNALS.map((signal) => {
+    const listener = () => {
+      io.signals.off(signal, listener);
+      stop.abort();
+    };
+    io.signals.on(signal, listener);
+    return [signal, listener] as const;
+  });
   try {
-    await watchLease(store, lease, { json, write: (line) => process.stdout.write(line), signal: stop.signal, statusDir });
+    await watchLease(store, lease, { json, write: io.stdout, notice: io.stderr, signal: stop.signal, statusDir });
   } finally {
-    for (const s of signals) process.off(s, onSignal);
+    for (const [signal, listener] of listeners) io.signals.off(signal, listener);
   }
   return 0;
 }

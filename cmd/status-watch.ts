@@ -26,6 +26,8 @@ export function formatWatchLine(r: LeaseReport, at: Date): string {
 export interface WatchOptions {
   json: boolean;
   write: (line: string) => void;
+  /** Where a store's failure is told (one line each, `leasehold: ...`): stderr. */
+  notice: (line: string) => void;
   /** Ends the watch (SIGINT, SIGTERM). */
   signal: AbortSignal;
   /** --status-dir: the candidate to show with the lease; a change of its state makes a line too. */
@@ -69,7 +71,7 @@ export async function watchLease(store: LeaseStore, lease: string, o: WatchOptio
         } catch (err) {
           // A message may quote a value read from the store (an invalid token): escaped, it stays one line and inert.
           const message = escapeForTerminal(describeError(err).replace(/\s*\n\s*/g, ' '));
-          if (message !== lastError) process.stderr.write(`leasehold: ${message} (still watching)\n`);
+          if (message !== lastError) o.notice(`leasehold: ${message} (still watching)\n`);
           lastError = message;
         }
       }

@@ -108,6 +108,13 @@ export class StatusDirError extends LeaseholdError {
   }
 }
 
+/**
+ * The status directory is written by another running sidecar (src/sidecar/status-dir-claim.ts):
+ * two writers of one directory would take turns on its files. A StatusDirError (its code, its
+ * `field`), so the CLI refuses it as bad input, exit 2; `instanceof` tells it apart.
+ */
+export class StatusDirInUseError extends StatusDirError {}
+
 /** A fenced write carried a token lower than one the resource already accepted. */
 export class StaleTokenError extends LeaseholdError {
   readonly presented: number;

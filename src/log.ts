@@ -28,22 +28,27 @@ export interface LoggerOptions {
 }
 
 /**
- * Writes to stderr, never throwing and never crashing the process: when the reader goes away
- * (a closed pipe: EPIPE), logging stops and the elector carries on, so it can still step down,
- * write "not leader" and release. A write error is reported by the stream as an 'error' event,
- * which would kill the process if nothing listened.
+ * Writes to a stream (stderr), never throwing and never crashing the process: when the reader
+ * goes away (a closed pipe: EPIPE), writing stops and the elector carries on, so it can still
+ * step down, write "not leader" and release. A write error is reported by the stream as an
+ * 'error' event, which would kill the process if nothing listened.
  */
-function stderrWriter(): (line: string) => void {
+export function safeWriter(stream: NodeJS.WriteStream): (text: string) => void {
   let broken = false;
-  if (process.stderr.listenerCount('error') === 0) process.stderr.on('error', () => void (broken = true));
-  return (line) => {
-    if (broken || process.stderr.destroyed) return;
+  if (stream.listenerCount('error') === 0) stream.on('error', () => void (broken = true));
+  return (text) => {
+    if (broken || stream.destroyed) return;
     try {
-      process.stderr.write(line + '\n');
+      stream.write(text);
     } catch {
       broken = true;
     }
   };
+}
+
+function stderrWriter(): (line: string) => void {
+  const write = safeWriter(process.stderr);
+  return (line) => write(line + '\n');
 }
 
 export function createLogger(opts: LoggerOptions = {}): Logger {

@@ -16,7 +16,7 @@ import { selfReportedSinceFree } from '../lib/lease-timeline.js';
 import { rssMB } from '../lib/proc-stats.js';
 import { startCli, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
 import { validLeaders, type Candidate } from '../../test/support/sidecars.js';
-import { openStream, type SseClient } from '../../test/support/sse-client.js';
+import { openStream, spreadAddress, type SseClient } from '../../test/support/sse-client.js';
 import type { Phase } from '../phase.js';
 
 export interface StreamsBenchOptions {
@@ -48,7 +48,10 @@ function startOne(dir: string, db: string, id: string): Promise<Sidecar> {
 async function openMany(s: Sidecar, n: number, stuck: boolean): Promise<void> {
   // In batches: a burst of 1,000 connects at once overflows the listen backlog.
   for (let i = 0; i < n; i += 100) {
-    const batch = await Promise.all(Array.from({ length: Math.min(100, n - i) }, () => openStream('127.0.0.1', s.port, { stuck })));
+    // From many loopback addresses: the sidecar bounds the streams of one address (64).
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(100, n - i) }, (_, j) => openStream('127.0.0.1', s.port, { stuck, localAddress: spreadAddress(i + j) })),
+    );
     s.clients.push(...batch);
   }
   await waitFor(`${n} streams on ${s.id} to get the current state`, () => stuck || s.clients.every((c) => c.events.length > 0), 60_000);

@@ -21,7 +21,7 @@ export interface AppHealthOptions {
 export function probeFor(target: ResolvedProbeOptions['probe']): Probe {
   if ('http' in target) return httpProbe(target.http);
   if ('tcp' in target) return tcpProbe(target.tcp.host ?? '127.0.0.1', target.tcp.port);
-  return execProbe(target.exec);
+  return execProbe(target.exec, target.env);
 }
 
 /**

@@ -9,7 +9,11 @@ export interface Eligibility {
   eligible(): boolean;
   /** Null while eligible; otherwise why the candidate stands aside, and since when. */
   standAside(): StandAside | null;
-  /** `onChange` runs after each change of eligibility or state; the returned function unsubscribes. */
+  /**
+   * `onChange` runs after each change of eligibility, state or reason (what `standAside()` says):
+   * whoever shows the reason (the status files, /leader) hears of a new one only through it. The
+   * returned function unsubscribes.
+   */
   subscribe(onChange: () => void): () => void;
 }
 

@@ -88,13 +88,37 @@ describe('HealthCounter: thresholds, notSent, hold-down', () => {
     assert.deepEqual(counter.standAside(), { reason: 'app unhealthy: connection refused', since: lostAt });
   });
 
-  it('tells its listeners of changes of state or eligibility only', async () => {
+  it('tells its listeners of changes of state, eligibility or reason only', async () => {
     const clock = new FakeClock();
     const counter = new HealthCounter(DEFAULTS, clock);
     const heard: boolean[] = [];
     counter.subscribe(() => heard.push(counter.eligible()));
+    // The first failure replaces "no verdict yet"; a repeated reason, and failures below the
+    // threshold while healthy (eligible: no reason shown), are no news.
     for (const r of [U, U, H, H, H, U, U, U, U]) counter.record(r);
-    assert.deepEqual(heard, [true, false]);
+    assert.deepEqual(heard, [false, true, false]);
+  });
+
+  it('a new reason for standing aside is heard, though the eligibility stays the same', async () => {
+    const { counter, clock } = await feed({ failureThreshold: 1, holdDownMs: 30_000 }, [H, unhealthy('connection refused')]);
+    const heard: string[] = [];
+    counter.subscribe(() => heard.push(counter.standAside()!.reason));
+    counter.record(unhealthy('connection refused'));
+    counter.record(unhealthy('status 503: starting'));
+    counter.record(unhealthy('status 503: starting'));
+    counter.record(H);
+    await clock.advance(10_000);
+    counter.record(H);
+    // A failure below the threshold during the hold-down (threshold 1: it is one) and back.
+    counter.record(unhealthy('status 500'));
+    await clock.advance(1_000);
+    counter.record(H);
+    assert.deepEqual(heard, [
+      'app unhealthy: status 503: starting',
+      `app healthy again, held down until ${new Date(clock.now().getTime() - 11_000 + 30_000).toISOString()} (30000 ms of health after a failure)`,
+      'app unhealthy: status 500',
+      `app healthy again, held down until ${new Date(clock.now().getTime() + 30_000).toISOString()} (30000 ms of health after a failure)`,
+    ]);
   });
 });
 

@@ -36,10 +36,17 @@ export class HealthCounter implements Eligibility {
   private heldDown = false;
   /** While healthy and held down: monotonic start of the run of successes the hold-down counts. */
   private runStartMono: number | null = null;
+  /**
+   * When that run ends the hold-down, by the wall clock, fixed when the run starts: worked out
+   * again at each call, the wall and monotonic clocks' drift would move it by a millisecond now
+   * and then, and the reason that quotes it would look changed when nothing had.
+   */
+  private runEndsWall: Date | null = null;
   private holdDownTimer: Timer | null = null;
   private ineligibleSince: Date;
   private wasEligible = false;
-  private lastKey = 'unknown/false';
+  /** What the listeners last heard: the state, the eligibility and the reason for standing aside. */
+  private lastKey: string;
   private readonly listeners = new Set<() => void>();
 
   constructor(
@@ -48,6 +55,7 @@ export class HealthCounter implements Eligibility {
   ) {
     this.sinceWall = clock.now();
     this.ineligibleSince = this.sinceWall;
+    this.lastKey = this.key();
   }
 
   record(result: ProbeResult): void {
@@ -85,8 +93,7 @@ export class HealthCounter implements Eligibility {
   }
 
   snapshot(): HealthSnapshot {
-    const eligibleAt =
-      this.state === 'healthy' && this.heldDown && this.runStartMono !== null ? this.wallAt(this.runStartMono + this.settings.holdDownMs) : null;
+    const eligibleAt = this.state === 'healthy' && this.heldDown && this.runStartMono !== null ? this.runEndsWall : null;
     return { state: this.state, since: this.sinceWall, reason: this.reason, eligible: this.eligible(), eligibleAt };
   }
 
@@ -139,10 +146,12 @@ export class HealthCounter implements Eligibility {
     }
     const start = this.clock.monotonic();
     this.runStartMono = start;
+    this.runEndsWall = new Date(this.clock.now().getTime() + this.settings.holdDownMs);
     this.holdDownTimer = this.clock.setTimer(() => {
       if (this.runStartMono !== start || this.state !== 'healthy') return;
       this.heldDown = false;
       this.runStartMono = null;
+      this.runEndsWall = null;
       this.holdDownTimer = null;
       this.changed();
     }, this.settings.holdDownMs);
@@ -152,16 +161,23 @@ export class HealthCounter implements Eligibility {
     this.holdDownTimer?.cancel();
     this.holdDownTimer = null;
     this.runStartMono = null;
+    this.runEndsWall = null;
   }
 
-  private wallAt(mono: number): Date {
-    return new Date(this.clock.now().getTime() + (mono - this.clock.monotonic()));
+  /**
+   * The state, the eligibility, and while not eligible the reason given for it: a new reason
+   * (connection refused, then status 503; a hold-down started over) is news for whoever shows
+   * it (the status files, /leader and its streams), though the eligibility stays the same.
+   */
+  private key(): string {
+    const eligible = this.eligible();
+    return `${this.state}/${eligible}/${eligible ? '' : this.describe()}`;
   }
 
-  /** Tells the listeners when the state or the eligibility changed; notes when eligibility was lost. */
+  /** Tells the listeners when the state, the eligibility or the reason changed; notes when eligibility was lost. */
   private changed(): void {
     const now = this.eligible();
-    const key = `${this.state}/${now}`;
+    const key = this.key();
     if (key === this.lastKey) return;
     this.lastKey = key;
     if (this.wasEligible && !now) this.ineligibleSince = this.clock.now();

@@ -12,6 +12,15 @@ describe('health settings', () => {
     assert.deepEqual(resolveProbeOptions({ probe: { tcp: { port: 5432 } } }).probe, { tcp: { host: '127.0.0.1', port: 5432 } });
   });
 
+  it("an exec probe's env is kept as given, and a refusal never quotes a value (it may be a secret)", () => {
+    assert.deepEqual(resolveProbeOptions({ probe: { exec: ['check'], env: { PATH: '/bin' } } }).probe, { exec: ['check'], env: { PATH: '/bin' } });
+    assert.deepEqual(resolveProbeOptions({ probe: { exec: ['check'] } }).probe, { exec: ['check'] });
+    assert.throws(
+      () => resolveProbeOptions({ probe: { exec: ['check'], env: { PGPASSWORD: 'hunter2\0' } } }),
+      (err: unknown) => err instanceof InvalidConfigError && !err.message.includes('hunter2'),
+    );
+  });
+
   const bad: [string, unknown, string, RegExp][] = [
     ['periodMs 0', { probe: http, periodMs: 0 }, 'healthPeriod', /^health\.periodMs 0 is invalid: it must be a whole number of milliseconds from 1/],
     ['timeoutMs 0', { probe: http, timeoutMs: 0 }, 'healthTimeout', /^health\.timeoutMs 0 is invalid/],
@@ -29,10 +38,31 @@ describe('health settings', () => {
     ['notSentThreshold 0', { probe: http, notSentThreshold: 0 }, 'healthNotSentThreshold', /whole number from 1/],
     ['an https URL', { probe: { http: 'https://127.0.0.1/' } }, 'healthHttp', /it must be an http:\/\/ URL to the app/],
     ['not a URL', { probe: { http: '127.0.0.1:8080' } }, 'healthHttp', /it must be an http:\/\/ URL/],
-    ['a URL with credentials', { probe: { http: 'http://u:p@127.0.0.1/' } }, 'healthHttp', /must not carry credentials/],
+    // The library's refusal reaches an app's logs: the URL is quoted without its credentials.
+    [
+      'a URL with credentials',
+      { probe: { http: 'http://u:hunter2@127.0.0.1/' } },
+      'healthHttp',
+      /^health\.http "http:\/\/<credentials hidden>@127\.0\.0\.1\/" is invalid: it must not carry credentials$/,
+    ],
+    [
+      'not a URL, with credentials',
+      { probe: { http: 'u:hunter2@127.0.0.1:8080' } },
+      'healthHttp',
+      /^health\.http "<credentials hidden>@127\.0\.0\.1:8080" is invalid/,
+    ],
     ['port 0', { probe: { tcp: { port: 0 } } }, 'healthTcp.port', /from 1 to 65535/],
     ['an empty command', { probe: { exec: [] } }, 'healthExec', /non-empty list of strings/],
     ['two kinds at once', { probe: { ...http, exec: ['true'] } }, 'healthProbe', /exactly one of http, tcp, exec/],
+    ['env beside http', { probe: { ...http, env: {} } }, 'healthProbe', /exactly one of http, tcp, exec \(and with exec, env\)/],
+    [
+      'an env that is a list',
+      { probe: { exec: ['true'], env: ['A=1'] } },
+      'healthEnv',
+      /^health\.env is invalid: it must be an object of variable names to string values$/,
+    ],
+    ['an env name with "="', { probe: { exec: ['true'], env: { 'A=B': 'x' } } }, 'healthEnv', /the variable name "A=B" must be non-empty, without "=" or NUL/],
+    ['an env value that is not a string', { probe: { exec: ['true'], env: { PORT: 5432 } } }, 'healthEnv', /the value of "PORT" must be a string without NUL/],
     ['no probe', {}, 'healthProbe', /it must be one of/],
   ];
   for (const [name, options, field, message] of bad) {

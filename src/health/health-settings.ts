@@ -6,10 +6,15 @@
 import { InvalidConfigError } from '../errors.js';
 import { MAX_TIMER_MS } from '../config/duration.js';
 import { quoted } from '../config/election-options.js';
+import { hideCredentials } from '../util/hide-credentials.js';
 import type { CounterSettings } from './health-counter.js';
 
-/** What to probe: an http:// URL (GET), a TCP port, or a command (argv). */
-export type ProbeTarget = { http: string } | { tcp: { host?: string; port: number } } | { exec: readonly string[] };
+/**
+ * What to probe: an http:// URL (GET), a TCP port, or a command (argv), run with `env` as its
+ * whole environment when given (default: this process's), so a caller can keep its own secrets
+ * (a database password) from the command.
+ */
+export type ProbeTarget = { http: string } | { tcp: { host?: string; port: number } } | { exec: readonly string[]; env?: Readonly<Record<string, string>> };
 
 export interface ThresholdOptions {
   /** Default 3 (the kubelet's). */
@@ -91,9 +96,9 @@ export function resolveProbeOptions(o: ProbeOptions): ResolvedProbeOptions {
 
 function checkTarget(t: unknown): ProbeTarget {
   if (typeof t !== 'object' || t === null) throw refuse('probe', t, 'it must be one of { http: url }, { tcp: { host, port } }, { exec: [command, ...args] }');
-  const keys = Object.keys(t);
+  const keys = Object.keys(t).filter((k) => !(k === 'env' && 'exec' in t));
   if (keys.length !== 1 || !['http', 'tcp', 'exec'].includes(keys[0]!)) {
-    throw refuse('probe', t, 'it must name exactly one of http, tcp, exec');
+    throw refuse('probe', t, 'it must name exactly one of http, tcp, exec (and with exec, env)');
   }
   if ('http' in t) return { http: checkUrl(t.http) };
   if ('tcp' in t) {
@@ -109,25 +114,45 @@ function checkTarget(t: unknown): ProbeTarget {
   if (!Array.isArray(argv) || argv.length === 0 || argv.some((a) => typeof a !== 'string') || argv[0] === '') {
     throw refuse('exec', argv, 'it must be a non-empty list of strings: the command, then its arguments');
   }
-  return { exec: [...(argv as string[])] };
+  const env = (t as { env?: unknown }).env;
+  if (env === undefined) return { exec: [...(argv as string[])] };
+  return { exec: [...(argv as string[])], env: checkEnv(env) };
+}
+
+/**
+ * exec's env: names and values as an environment can hold them (no "=" in a name, no NUL
+ * anywhere). A refusal names the variable, never its value, which may be a secret.
+ */
+function checkEnv(env: unknown): Record<string, string> {
+  const refuseEnv = (rule: string) => new InvalidConfigError(`health.env is invalid: ${rule}`, { field: 'healthEnv', rule });
+  if (typeof env !== 'object' || env === null || Array.isArray(env)) throw refuseEnv('it must be an object of variable names to string values');
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (name === '' || /[=\0]/.test(name)) throw refuseEnv(`the variable name ${quoted(name)} must be non-empty, without "=" or NUL`);
+    if (typeof value !== 'string' || value.includes('\0')) throw refuseEnv(`the value of ${quoted(name)} must be a string without NUL`);
+    out[name] = value;
+  }
+  return out;
 }
 
 function checkUrl(url: unknown): string {
+  // A refusal reaches logs: the URL is quoted without its credentials.
+  const shown = typeof url === 'string' ? hideCredentials(url, { schemeless: true }) : url;
   let parsed: URL;
   try {
     parsed = new URL(String(url));
   } catch {
-    throw refuse('http', url, 'it must be an http:// URL to the app (http://127.0.0.1:8080/healthz)');
+    throw refuse('http', shown, 'it must be an http:// URL to the app (http://127.0.0.1:8080/healthz)');
   }
   if (typeof url !== 'string' || parsed.protocol !== 'http:') {
     throw refuse(
       'http',
-      url,
+      shown,
       'it must be an http:// URL to the app (http://127.0.0.1:8080/healthz): the app is probed in its own pod or host, never through TLS',
     );
   }
-  if (parsed.username || parsed.password) throw refuse('http', url, 'it must not carry credentials');
+  if (parsed.username || parsed.password) throw refuse('http', shown, 'it must not carry credentials');
   // The URL parser takes port 0, which nothing listens on: the candidate would stand aside forever.
-  if (parsed.port === '0') throw refuse('http', url, 'its port must be from 1 to 65535');
+  if (parsed.port === '0') throw refuse('http', shown, 'its port must be from 1 to 65535');
   return url;
 }

@@ -137,6 +137,47 @@ describe('probes against a real local app', async () => {
     assert.equal(alive(left), false, 'the background job of the check is not still running');
   });
 
+  /** Runs `script` (given the path of a file to write PIDs to) as a probe; the PIDs it wrote, each cleaned up after the test. */
+  async function escaped(t: { after: (fn: () => void) => void }, script: (pids: string) => string, timeoutMs = 2_000) {
+    const dir = mkdtempSync(join(tmpdir(), 'leasehold-exec-probe-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const pids = join(dir, 'pids');
+    const result = await run(execProbe(['sh', '-c', script(pids)]), timeoutMs);
+    const started = readFileSync(pids, 'utf8').trim().split(/\s+/).map(Number);
+    t.after(() => started.forEach((pid) => running(pid) && process.kill(pid, 'SIGKILL')));
+    for (let i = 0; i < 200 && started.some(running); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    return { result, left: started.filter(running) };
+  }
+
+  // Each writes its PID once it runs, then waits: the probe's command does not wait for it.
+  const waitForPids = (pids: string, n: number) => `while [ "$(wc -w < ${pids} 2>/dev/null || echo 0)" -lt ${n} ]; do sleep 0.01; done`;
+
+  it('exec: what the command started in a session of its own (setsid) is killed when it exits', async (t) => {
+    const { result, left } = await escaped(t, (pids) => `setsid sh -c 'echo $$ >> ${pids}; exec sleep 60' & ${waitForPids(pids, 1)}; exit 0`);
+    assert.deepEqual(result, { outcome: 'healthy' });
+    assert.deepEqual(left, [], 'the process that left the session is not still running');
+  });
+
+  it('exec: a daemon (a double fork, its parent gone, in a new session) is killed when the command exits', async (t) => {
+    const { result, left } = await escaped(
+      t,
+      (pids) => `setsid sh -c '(sleep 60 & echo $! >> ${pids}); echo $$ >> ${pids}; exit 0' & ${waitForPids(pids, 2)}; exit 1`,
+    );
+    assert.equal(result.outcome, 'unhealthy');
+    assert.deepEqual(left, []);
+  });
+
+  it('exec: at the timeout, what left the session is killed too', async (t) => {
+    const { result, left } = await escaped(t, (pids) => `setsid sh -c 'echo $$ >> ${pids}; exec sleep 60' & ${waitForPids(pids, 1)}; sleep 60`, 500);
+    assert.deepEqual(result, { outcome: 'unhealthy', reason: 'no answer within 500 ms' });
+    assert.deepEqual(left, []);
+  });
+
+  it('exec: a child started with an empty environment is found through its parent, while that parent lives', async (t) => {
+    const { left } = await escaped(t, (pids) => `setsid sh -c 'env -i sleep 60 & echo $! $$ >> ${pids}; wait' & ${waitForPids(pids, 2)}; exit 0`);
+    assert.deepEqual(left, []);
+  });
+
   it("the sidecar's own shortages are notSent, not the app's failure", () => {
     for (const code of ['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM', 'ENOBUFS', 'EADDRNOTAVAIL']) {
       const err = Object.assign(new Error(`spawn ${code}`), { code });
@@ -145,6 +186,16 @@ describe('probes against a real local app', async () => {
     assert.equal(classifyError(Object.assign(new Error('x'), { code: 'ECONNRESET' }), 'GET /').outcome, 'unhealthy');
   });
 });
+
+/** Alive and not a zombie: a killed orphan may wait to be reaped by a PID 1 that never does. */
+function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
 
 function alive(pid: number): boolean {
   try {

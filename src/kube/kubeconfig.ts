@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { load as parseYaml } from 'js-yaml';
 import { StoreOpenError, describeError } from '../errors.js';
+import { hideCredentials } from '../util/hide-credentials.js';
 import { type CredentialSource, type ExecClusterInfo, basicAuth, execPlugin, staticToken, tokenFile } from './credentials.js';
 
 /** Where the service account's files are mounted in every pod. */
@@ -117,7 +118,9 @@ function fromFiles(files: KubeconfigFile[]): ClusterConnection {
   if (!cluster) throw new StoreOpenError(`kubeconfig ${names}: context "${currentContext}" names cluster "${clusterName ?? ''}", which is not defined`);
   const server = str(cluster.value.server);
   if (!server || !/^https?:\/\//.test(server)) {
-    throw new StoreOpenError(`kubeconfig ${names}: cluster "${clusterName}" needs a server URL starting with https:// (got ${JSON.stringify(server ?? '')})`);
+    throw new StoreOpenError(
+      `kubeconfig ${names}: cluster "${clusterName}" needs a server URL starting with https:// (got ${JSON.stringify(hideCredentials(server ?? ''))})`,
+    );
   }
   if (cluster.value['proxy-url']) {
     throw new StoreOpenError(`kubeconfig ${names}: cluster "${clusterName}" sets proxy-url, which leasehold does not support: reach the API server directly`);

@@ -1,18 +1,70 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
 import { CommandStartError } from '../errors.js';
+import { originalValues, originalWords, printfFormat } from './exact-bytes.js';
 
 /**
  * Runs a command in a process group of its own, so leasehold can stop the command *and
  * everything it started*, and so nothing outlives leasehold itself.
  *
  * The command is started through /bin/sh, which first forks a watcher into the same group,
- * then execs the command (same pid, stdio passed through untouched). The watcher blocks
+ * then execs the command (same pid, stdio passed through untouched), with its words' and
+ * environment's bytes as leasehold was given them (guardScript). The watcher blocks
  * reading a pipe whose other end only leasehold holds. When leasehold exits for any reason
  * (SIGKILL included) the kernel closes that end, the read returns, and the watcher kills the
  * whole group. No polling, and no orphan keeps running after its leader died.
  */
-const GUARD = '(trap "" TERM INT HUP; read _ <&3; kill -KILL 0) & exec 3<&-; exec "$@"';
+const WATCHER = '(trap "" TERM INT HUP; read _ <&3; kill -KILL 0) & exec 3<&-;';
+const GUARD = `${WATCHER} exec "$@"`;
+
+/** A name /bin/sh can export. */
+const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * GUARD for a command whose words or environment hold bytes that are not UTF-8 (exact-bytes.ts),
+ * which spawn() cannot pass: its parameters are the count of variables to set, each name and
+ * its value as a printf format, then each word, `r` and the word as it is, or `o` and the
+ * word's bytes as a printf format. printf rebuilds each byte; the `.` after it keeps the
+ * trailing newlines that a command substitution drops. `n` and `v` are the shell's own
+ * variables, named so the command's environment holds neither: never exported.
+ */
+function exactGuard(n: string, v: string): string {
+  return [
+    WATCHER,
+    `${n}=$1; shift;`,
+    `while [ "$${n}" -gt 0 ]; do ${v}=$(printf "$2"; printf .); export "$1=\${${v}%.}"; shift 2; ${n}=$((${n} - 1)); done;`,
+    `${n}=$#;`,
+    `while [ "$${n}" -gt 0 ]; do case $1 in o*) ${v}=$(printf "\${1#o}"; printf .); ${v}=\${${v}%.};; *) ${v}=\${1#r};; esac; shift; set -- "$@" "$${v}"; ${n}=$((${n} - 1)); done;`,
+    'exec "$@"',
+  ].join(' ');
+}
+
+/** A variable name for the guard's own use that `env` does not hold. */
+function unusedName(base: string, env: NodeJS.ProcessEnv): string {
+  let name = base;
+  while (name in env) name += '_';
+  return name;
+}
+
+/**
+ * The shell's script and parameters that start `argv` with `env`: GUARD and the words as they
+ * are, or exactGuard when a word or a variable's value has bytes that are not UTF-8 (from this
+ * process's own command line and environment: exact-bytes.ts). A variable whose name /bin/sh
+ * cannot export keeps Node's decoding (docs/cli.md).
+ */
+export function guardScript(argv: readonly string[], env: NodeJS.ProcessEnv, own: { words?: Buffer[]; values?: Map<string, Buffer> } = {}): string[] {
+  const words = own.words ?? originalWords(argv);
+  const values = [...(own.values ?? originalValues(env))].filter(([name]) => SHELL_NAME.test(name));
+  const asIs = words.map((bytes, i) => bytes.equals(Buffer.from(argv[i]!, 'utf8')));
+  if (values.length === 0 && asIs.every(Boolean)) return [GUARD, 'leasehold-guard', ...argv];
+  return [
+    exactGuard(unusedName('leasehold_n', env), unusedName('leasehold_v', env)),
+    'leasehold-guard',
+    String(values.length),
+    ...values.flatMap(([name, bytes]) => [name, printfFormat(bytes)]),
+    ...words.map((bytes, i) => (asIs[i] ? `r${argv[i]}` : `o${printfFormat(bytes)}`)),
+  ];
+}
 
 export interface ExitResult {
   /** Exit code, or null when killed by a signal. */
@@ -35,7 +87,8 @@ export class ChildProcessGroup {
   constructor(argv: string[], env: NodeJS.ProcessEnv) {
     const [command, ...args] = argv;
     if (!command) throw new CommandStartError('no command given: use leasehold run [flags] -- CMD [ARGS...]');
-    this.child = spawn('/bin/sh', ['-c', GUARD, 'leasehold-guard', command, ...args], {
+    const [script, ...params] = guardScript([command, ...args], env);
+    this.child = spawn('/bin/sh', ['-c', script!, ...params], {
       detached: true, // setsid: the child leads a new process group (pgid = pid)
       stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
       env,

@@ -2,10 +2,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { RecentRunGuard } from './recent-run-guard.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
-import { ConflictError } from '../errors.js';
+import { BackendUnavailableError, ConflictError } from '../errors.js';
 import { CandidateLoop } from '../election/candidate-loop.js';
 import { FakeClock } from '../testing/fake-clock.js';
-import type { LeaseRecord } from '../backends/lease-store.js';
+import type { CallOptions, LeaseRecord, LeaseStore } from '../backends/lease-store.js';
 
 const NOW = Date.parse('2026-12-03T10:00:00.000Z');
 const WITHIN = 240_000;
@@ -125,5 +125,67 @@ describe('RecentRunGuard (leasehold run --skip-if-ran-within)', () => {
     assert.equal(elector.isLeader(), false);
     assert.equal(s.store.peekVersioned('cron')!.version, before, 'nothing was written');
     assert.equal(s.seen.length, 1);
+  });
+
+  it('a takeover that landed unanswered, released when the runner gives up, does not make the tick look run', async () => {
+    // The sequence: the runner's takeover is applied but its answer is lost (a timeout); --try
+    // runs out (or a signal comes) before a read shows it the term it holds, so it never leads
+    // and never runs the command; stopping, the elector reads the record, finds its own term
+    // and releases it, and the release keeps acquireTime. Every other runner of this tick then
+    // reads "a run began within the window" and skips: nobody runs the job this tick.
+    const clock = new FakeClock(new Date(NOW));
+    const memory = new MemoryLeaseStore();
+    memory.put('cron', rec('', 600_000)); // the last tick's run, released
+    let dropped = 0;
+    // Applies a takeover, then loses its answer, once.
+    const losing: LeaseStore = {
+      backend: 'memory',
+      location: 'memory',
+      get: (n, o) => memory.get(n, o),
+      create: (n, r, o) => memory.create(n, r, o),
+      update: async (n: string, r: LeaseRecord, v: string, o?: CallOptions) => {
+        const version = await memory.update(n, r, v, o);
+        if (r.holderIdentity !== '' && dropped++ === 0) throw new BackendUnavailableError('no answer within 5000 ms');
+        return version;
+      },
+      close: async () => {},
+    };
+    const guard = new RecentRunGuard(losing, { withinMs: WITHIN, now: () => clock.now().getTime(), onRecentRun: () => assert.fail('its own term') });
+    const elector = new CandidateLoop({
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+      store: guard,
+      lease: 'cron',
+      identity: 'me',
+      clock,
+      random: () => 0,
+      releaseKeepsAcquireTime: true,
+    });
+    assert.equal(await elector.tryAcquireOrRenew(), false, 'the answer was lost');
+    assert.equal(memory.peek('cron')!.holderIdentity, 'me', 'but the takeover landed');
+    assert.equal(elector.isLeader(), false);
+    // What LeaderRunner does when --try runs out: no more takeovers, wait for those in flight, stop.
+    guard.stopTaking();
+    await guard.settled();
+    await elector.stop();
+    const after = memory.peek('cron')!;
+    assert.equal(after.holderIdentity, '', 'the term nobody was told of is released');
+    assert.equal(after.acquireTime, null, 'no run began in it');
+    // Another runner of this tick, started now: it must run the job, not skip it.
+    const next = setup();
+    next.store.put('cron', after);
+    await next.guard.get('cron');
+    assert.deepEqual(next.seen, [], 'the next runner sees no run of this tick');
+  });
+
+  it('a release after this candidate led keeps acquireTime: its run began then', async () => {
+    const s = setup();
+    s.store.put('cron', rec('', 600_000));
+    const mine = rec('me', 0, 6);
+    const v = await s.guard.update('cron', mine, (await s.guard.get('cron'))!.version);
+    s.guard.disarm(); // onStartedLeading: the command starts
+    await s.guard.update('cron', { ...rec('', 0, 6), acquireTime: mine.acquireTime }, v);
+    assert.equal(s.store.peek('cron')!.acquireTime?.getTime(), mine.acquireTime!.getTime());
   });
 });

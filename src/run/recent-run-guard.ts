@@ -19,6 +19,14 @@ export interface RecentRunGuardOptions {
  * elector sees that record, and a write based on an older record loses its compare-and-swap
  * to the newer one, so no term can begin after the decision to skip.
  * Once this candidate leads, disarm() stops the inspection (its renewals are its own).
+ *
+ * A takeover whose answer was lost may still have landed: a term of this candidate that nobody
+ * was told of, in which the command never ran. The elector releases it when it stops (--try ran
+ * out, a signal), and a release keeps the term's acquireTime (releaseKeepsAcquireTime): the
+ * record would then say a run of this tick began, and every other runner of the tick would skip
+ * a run that never happened. So a release of one of this candidate's own takeovers, sent while
+ * the guard is still armed (it never led: onStartedLeading disarms it, and starts the command),
+ * is written with no acquireTime: no run began in that term.
  */
 // It offers no successorClaims: a scheduled run's candidates claim nothing (each is gone by
 // the next tick), and a claim is not a takeover this guard could judge.
@@ -70,11 +78,11 @@ export class RecentRunGuard implements LeaseStore {
   }
 
   create(name: string, record: LeaseRecord, opts?: CallOptions): Promise<string> {
-    return this.take(record, () => this.inner.create(name, record, opts));
+    return this.take(record, (r) => this.inner.create(name, r, opts));
   }
 
   update(name: string, record: LeaseRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
-    return this.take(record, () => this.inner.update(name, record, expectedVersion, opts));
+    return this.take(record, (r) => this.inner.update(name, r, expectedVersion, opts));
   }
 
   watch(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void): () => void {
@@ -99,6 +107,14 @@ export class RecentRunGuard implements LeaseStore {
     this.opts.onRecentRun(record);
   }
 
+  /** A release of a term this candidate took but never led (the guard is still armed): its token and acquireTime are one of our takeovers'. */
+  private ranNothing(release: LeaseRecord): boolean {
+    return (
+      release.acquireTime !== null &&
+      this.sent.some((s) => s.leaseTransitions === release.leaseTransitions && s.acquireTime?.getTime() === release.acquireTime?.getTime())
+    );
+  }
+
   private isOwn(record: LeaseRecord): boolean {
     return this.sent.some(
       (s) =>
@@ -108,12 +124,16 @@ export class RecentRunGuard implements LeaseStore {
     );
   }
 
-  /** A write that holds the lease (not a release): refused once closed; tracked until answered. */
-  private take(record: LeaseRecord, send: () => Promise<string>): Promise<string> {
-    if (record.holderIdentity === '' || !this.armed) return send();
+  /**
+   * A write that holds the lease (not a release): refused once closed; tracked until answered.
+   * A release of a term of ours that never led goes without acquireTime (see the class).
+   */
+  private take(record: LeaseRecord, send: (record: LeaseRecord) => Promise<string>): Promise<string> {
+    if (!this.armed) return send(record);
+    if (record.holderIdentity === '') return send(this.ranNothing(record) ? { ...record, acquireTime: null } : record);
     if (this.closed) return Promise.reject(new ConflictError('a run began within skipIfRanWithinMs, or tryMs ran out: not taking the lease'));
     this.sent = [...this.sent.slice(-7), record];
-    const p = send();
+    const p = send(record);
     this.pending.add(p);
     const done = () => this.pending.delete(p);
     p.then(done, done);

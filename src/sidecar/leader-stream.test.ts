@@ -4,7 +4,7 @@ import { connect, type Socket } from 'node:net';
 import { Registry } from 'prom-client';
 import { StatusServer } from './http-server.js';
 import type { LeaderStatus } from '../status/leader-status.js';
-import type { StreamCounters } from './leader-stream.js';
+import type { StreamCounters, StreamLimits } from './leader-stream.js';
 
 const status = (over: Partial<LeaderStatus> = {}): LeaderStatus => ({
   lease: 'l',
@@ -22,16 +22,16 @@ const status = (over: Partial<LeaderStatus> = {}): LeaderStatus => ({
 });
 
 const ok = { ok: true, reason: 'ok' };
-const counts = { opened: 0, closed: 0, refused: 0, dropped: 0 };
+const counts = { opened: 0, closed: 0, refused: 0, refusedForClient: 0, dropped: 0 };
 const counters: StreamCounters = {
   opened: () => counts.opened++,
   closed: () => counts.closed++,
-  refused: () => counts.refused++,
+  refused: (reason) => (reason === 'limit' ? counts.refused++ : counts.refusedForClient++),
   dropped: () => counts.dropped++,
 };
 
 /** A real server on a free port; `current` is what /leader answers now. */
-async function serve(limits: { maxStreams?: number; maxBufferedBytes?: number } = {}) {
+async function serve(limits: StreamLimits = {}) {
   let current = status();
   const server = new StatusServer({
     status: () => current,
@@ -80,6 +80,25 @@ async function reader(url: string, headers: Record<string, string> = {}) {
     }
   })().catch(() => undefined);
   return { res, events, ids, done, close: () => abort.abort() };
+}
+
+/**
+ * A stream over a raw socket from `localAddress` (any of 127.0.0.0/8: another client, as the
+ * server counts them): what it has read, and whether it ended.
+ */
+function rawStream(port: number, localAddress: string): Promise<{ socket: Socket; read: () => string; ended: () => boolean }> {
+  return new Promise((resolve, reject) => {
+    let read = '';
+    let ended = false;
+    const socket = connect({ port, host: '127.0.0.1', localAddress }, () => {
+      socket.write('GET /leader?watch=1 HTTP/1.1\r\nhost: x\r\n\r\n');
+      resolve({ socket, read: () => read, ended: () => ended });
+    });
+    socket.setEncoding('utf8');
+    socket.on('data', (d: string) => (read += d));
+    socket.on('close', () => (ended = true));
+    socket.once('error', reject);
+  });
 }
 
 /** A client that sends its request and never reads a byte of the answer. */
@@ -161,7 +180,7 @@ describe('GET /leader as a server-sent-events stream', () => {
   });
 
   it('more streams than one turn writes: every one gets every event, in order, and the final one before the end', async () => {
-    const srv = await serve();
+    const srv = await serve({ maxStreamsPerClient: 250 }); // one address for all: fetch cannot choose its own
     servers.push(srv.server);
     const readers = await Promise.all(Array.from({ length: 250 }, () => reader(`${srv.url}/leader?watch=1`)));
     await until('250 streams', () => srv.server.streams.size === 250 && readers.every((r) => r.events.length === 1));
@@ -190,7 +209,7 @@ describe('GET /leader as a server-sent-events stream', () => {
   });
 
   it('bounds the number of open streams: one more is refused with 503, a closed one frees its place', async () => {
-    const srv = await serve({ maxStreams: 2 });
+    const srv = await serve({ maxStreams: 2, maxStreamsPerClient: 2 });
     servers.push(srv.server);
     const refusedBefore = counts.refused;
     const a = await reader(`${srv.url}/leader?watch=1`);
@@ -207,6 +226,47 @@ describe('GET /leader as a server-sent-events stream', () => {
     assert.equal(again.res.status, 200);
     await srv.server.close();
     await Promise.all([a.done, b.done, again.done]);
+  });
+
+  it('bounds the streams of one client (its address): it is refused with 503 while others still open theirs', async () => {
+    const srv = await serve({ maxStreams: 10, maxStreamsPerClient: 3 });
+    servers.push(srv.server);
+    const before = { ...counts };
+    const neighbour = await Promise.all([1, 2, 3].map(() => rawStream(srv.port, '127.0.0.2')));
+    sockets.push(...neighbour.map((s) => s.socket));
+    await until('the neighbour holds its 3 streams', () => srv.server.streams.size === 3);
+    const fourth = await rawStream(srv.port, '127.0.0.2');
+    sockets.push(fourth.socket);
+    await until('the fourth to be answered', () => fourth.read().endsWith('poll /leader\n'));
+    assert.match(fourth.read(), /^HTTP\/1\.1 503 /);
+    assert.match(fourth.read(), /\r\nretry-after: 5\r\n/);
+    assert.match(
+      fourth.read(),
+      /\r\n\r\ntoo many streams from 127\.0\.0\.2: it holds 3, the most one address may hold; close one, retry later or poll \/leader\n$/,
+    );
+    assert.equal(counts.refusedForClient, before.refusedForClient + 1);
+    assert.equal(counts.refused, before.refused, 'not the global bound');
+    // Another address (the app's own readers) still gets a stream, and as many as its own bound.
+    const app = await Promise.all([1, 2, 3].map(() => rawStream(srv.port, '127.0.0.1')));
+    sockets.push(...app.map((s) => s.socket));
+    await until('the app streams', () => app.every((s) => s.read().includes('event: leader')));
+    for (const s of app) assert.match(s.read(), /^HTTP\/1\.1 200 /);
+    // A neighbour stream closed frees one of its own places, counted per address.
+    neighbour[0]!.socket.destroy();
+    await until('the closed stream to be gone', () => srv.server.streams.size === 5);
+    const again = await rawStream(srv.port, '127.0.0.2');
+    sockets.push(again.socket);
+    await until('the neighbour stream again', () => again.read().includes('event: leader'));
+    assert.equal(srv.server.streams.size, 6);
+  });
+
+  it('the per-client bound is at most half of the stream bound by default', async () => {
+    const srv = await serve({ maxStreams: 4 });
+    servers.push(srv.server);
+    assert.equal(srv.server.streams.maxStreamsPerClient, 2);
+    const big = await serve({ maxStreams: 1024 });
+    servers.push(big.server);
+    assert.equal(big.server.streams.maxStreamsPerClient, 64);
   });
 
   it('drain: every stream is handed the newest event before it returns; one whose socket does not take it is closed at the bound', async () => {

@@ -5,6 +5,13 @@ import { jsonForTerminal } from '../util/escape-control.js';
 /** Streams open at once by default: enough for every pod of a large app, small enough to bound memory. */
 export const DEFAULT_MAX_STREAMS = 1024;
 /**
+ * Streams one client (one remote address) may hold at once by default, and never more than half
+ * of maxStreams (a low open-files limit lowers it): a neighbour that opens streams until refused leaves places for the app's own
+ * readers and everyone else's, instead of pushing them to polling. An app's process opens one;
+ * 64 leaves room for a pool of them behind one address.
+ */
+export const DEFAULT_MAX_STREAMS_PER_CLIENT = 64;
+/**
  * Bytes a stream may hold unsent in this process. A reader this far behind is not reading (the
  * kernel's socket buffers are full as well): it is closed, so its backlog cannot grow without
  * bound. A reader that reconnects gets the current state first and loses nothing it needs.
@@ -15,14 +22,26 @@ const HEARTBEAT_MS = 15_000;
 
 export interface StreamLimits {
   maxStreams?: number;
+  /** Default DEFAULT_MAX_STREAMS_PER_CLIENT, or half of maxStreams when that is fewer (at least 1). */
+  maxStreamsPerClient?: number;
   maxBufferedBytes?: number;
 }
 
 export interface StreamCounters {
   opened(): void;
   closed(): void;
-  refused(): void;
+  /** `limit`: maxStreams were open; `client_limit`: this client held maxStreamsPerClient. */
+  refused(reason: 'limit' | 'client_limit'): void;
   dropped(): void;
+}
+
+/**
+ * Who a stream belongs to, for the per-client bound: its remote address, an IPv4 address mapped
+ * into IPv6 (a dual-stack listener's view) counted as the IPv4 one it is.
+ */
+export function clientOf(res: ServerResponse): string {
+  const address = res.req.socket.remoteAddress ?? 'unknown';
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice('::ffff:'.length) : address;
 }
 
 /**
@@ -52,7 +71,10 @@ const KEPT_EVENTS = 64;
 export class LeaderStreams {
   /** Each open stream and the sequence number of the last event written to it. */
   private readonly streams = new Map<ServerResponse, number>();
+  /** Open streams by client (clientOf); a client with none has no entry. */
+  private readonly perClient = new Map<string, number>();
   private readonly maxStreams: number;
+  readonly maxStreamsPerClient: number;
   private readonly maxBufferedBytes: number;
   private seq = 0;
   private lastKey = '';
@@ -66,6 +88,9 @@ export class LeaderStreams {
     limits: StreamLimits = {},
   ) {
     this.maxStreams = limits.maxStreams ?? DEFAULT_MAX_STREAMS;
+    // By default never more than half of the places, however few descriptors left maxStreams.
+    const perClient = limits.maxStreamsPerClient ?? Math.min(DEFAULT_MAX_STREAMS_PER_CLIENT, Math.floor(this.maxStreams / 2));
+    this.maxStreamsPerClient = Math.max(1, Math.min(perClient, this.maxStreams));
     this.maxBufferedBytes = limits.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
   }
 
@@ -73,14 +98,20 @@ export class LeaderStreams {
     return this.streams.size;
   }
 
-  /** Opens a stream on `res`, or answers 503 when maxStreams are already open. */
+  /**
+   * Opens a stream on `res`, or answers 503 when maxStreams are already open, or when this
+   * client (its remote address) already holds maxStreamsPerClient of them.
+   */
   open(res: ServerResponse, current: LeaderStatus): void {
     if (this.streams.size >= this.maxStreams) {
-      this.counters.refused();
-      const body = `too many streams: ${this.maxStreams} are open, the most this sidecar serves; retry later or poll /leader\n`;
-      res.writeHead(503, { 'content-type': 'text/plain', 'cache-control': 'no-store', 'retry-after': '5', 'content-length': Buffer.byteLength(body) });
-      res.end(res.req.method === 'HEAD' ? undefined : body);
-      return;
+      this.counters.refused('limit');
+      return refuse(res, `too many streams: ${this.maxStreams} are open, the most this sidecar serves; retry later or poll /leader\n`);
+    }
+    const client = clientOf(res);
+    const held = this.perClient.get(client) ?? 0;
+    if (held >= this.maxStreamsPerClient) {
+      this.counters.refused('client_limit');
+      return refuse(res, `too many streams from ${client}: it holds ${held}, the most one address may hold; close one, retry later or poll /leader\n`);
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
     if (res.req.method === 'HEAD') {
@@ -94,9 +125,15 @@ export class LeaderStreams {
     if (this.events.length === 0) this.publish(current);
     const newest = this.events.at(-1)!;
     this.streams.set(res, newest.seq);
+    this.perClient.set(client, held + 1);
     this.counters.opened();
     res.once('close', () => {
-      if (this.streams.delete(res)) this.counters.closed();
+      if (this.streams.delete(res)) {
+        this.counters.closed();
+        const left = (this.perClient.get(client) ?? 1) - 1;
+        if (left > 0) this.perClient.set(client, left);
+        else this.perClient.delete(client);
+      }
       if (this.streams.size === 0) this.stopHeartbeat();
     });
     this.write(res, newest.chunk);
@@ -219,4 +256,10 @@ export class LeaderStreams {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = null;
   }
+}
+
+/** A stream refused at a bound: 503, with a line saying which and when to come back. */
+function refuse(res: ServerResponse, body: string): void {
+  res.writeHead(503, { 'content-type': 'text/plain', 'cache-control': 'no-store', 'retry-after': '5', 'content-length': Buffer.byteLength(body) });
+  res.end(res.req.method === 'HEAD' ? undefined : body);
 }

@@ -87,7 +87,7 @@ export class ElectionMetrics {
     });
     this.streamsEnded = new Counter({
       name: 'leasehold_http_streams_rejected_total',
-      help: 'Streams of /leader refused (reason="limit": too many open) or closed for not reading (reason="slow").',
+      help: 'Streams of /leader refused (reason="limit": too many open; reason="client_limit": too many from one address) or closed for not reading (reason="slow").',
       labelNames: ['reason'],
       registers,
     });

@@ -5,7 +5,7 @@
  */
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,7 @@ import { SqliteLeaseStore } from '../backends/sqlite/store.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import type { Logger } from '../log.js';
 import { Sidecar } from './sidecar.js';
+import { StatusDirInUseError } from '../errors.js';
 
 it('a start that fails at its bind leaves no status files and logs no failed write', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'leasehold-start-'));
@@ -43,4 +44,34 @@ it('a start that fails at its bind leaves no status files and logs no failed wri
   await s.stop();
   assert.equal(existsSync(statusDir), false, 'no status directory');
   assert.deepEqual(errors, []);
+});
+
+it('a start on a status directory another sidecar writes fails with StatusDirInUseError, writing nothing; it is free once that one stops', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'leasehold-start-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const statusDir = join(dir, 'status');
+  const sidecar = (identity: string) =>
+    new Sidecar({
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+      store: new SqliteLeaseStore(join(dir, 'leases.db')),
+      lease: 'l',
+      identity,
+      log: { debug() {}, info() {}, warn() {}, error() {} },
+      clock: new FakeClock(),
+      statusDir,
+    });
+  const first = sidecar('first');
+  await first.start();
+  const status = readFileSync(join(statusDir, 'status.json'), 'utf8');
+  const second = sidecar('second');
+  await assert.rejects(second.start(), (err: unknown) => err instanceof StatusDirInUseError && err.code === 'LEASEHOLD_ERR_STATUS_DIR');
+  await second.stop();
+  assert.equal(readFileSync(join(statusDir, 'status.json'), 'utf8'), status, 'the second wrote nothing');
+  await first.stop();
+  const third = sidecar('third');
+  await third.start();
+  await third.stop();
+  assert.equal((JSON.parse(readFileSync(join(statusDir, 'status.json'), 'utf8')) as { identity: string }).identity, 'third');
 });

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { realClock, type Clock } from '../clock.js';
-import { describeError } from '../errors.js';
+import { StatusDirError, describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import { InstrumentedStore } from '../backends/instrumented-store.js';
@@ -17,6 +17,8 @@ import type { Eligibility } from '../health/eligibility.js';
 import { AppHealth } from '../health/app-health.js';
 import type { ProbeOptions } from '../health/health-settings.js';
 import { allEligible } from '../health/all-eligible.js';
+import { StatusDirClaim } from './status-dir-claim.js';
+import { makeDirs } from '../util/make-dirs.js';
 
 /** The elector's reason for a step-down when no renewal succeeded within renewDeadline. */
 const RENEW_DEADLINE_REASON = 'no successful renewal within renewDeadline';
@@ -81,6 +83,8 @@ export class Sidecar {
   private readonly appHealth: AppHealth | null;
   /** Whether start() got as far as the status directory: a failed start has no files to update. */
   private started = false;
+  /** This sidecar's hold on its status directory, from start() until stop() has written its last. */
+  private claim: StatusDirClaim | null = null;
 
   constructor(private readonly opts: SidecarOptions) {
     this.clock = opts.clock ?? realClock;
@@ -100,6 +104,7 @@ export class Sidecar {
     m.observedLeaderChanges.inc({ lease: name }, 0);
     m.takeover.zero({ lease: name });
     m.streamsEnded.inc({ reason: 'limit' }, 0);
+    m.streamsEnded.inc({ reason: 'client_limit' }, 0);
     m.streamsEnded.inc({ reason: 'slow' }, 0);
     // Only with a health source: an alert on "every candidate not eligible" must not count the
     // candidates that have none.
@@ -173,7 +178,7 @@ export class Sidecar {
           streamCounters: {
             opened: () => m.streamsOpen.inc(),
             closed: () => m.streamsOpen.dec(),
-            refused: () => m.streamsEnded.inc({ reason: 'limit' }),
+            refused: (reason) => m.streamsEnded.inc({ reason }),
             dropped: () => m.streamsEnded.inc({ reason: 'slow' }),
           },
         })
@@ -187,11 +192,14 @@ export class Sidecar {
   }
 
   /**
-   * Opens HTTP, prepares the status dir (writing "not leader"), starts campaigning. HTTP
-   * first: an address that cannot be bound fails before any file is written.
+   * Opens HTTP, claims the status dir (StatusDirInUseError when another sidecar writes it),
+   * prepares it (writing "not leader"), starts campaigning. HTTP and the claim first: an
+   * address that cannot be bound fails before the directory is even created, and a directory
+   * another sidecar writes before any file is written.
    */
   async start(): Promise<AddressInfo | null> {
     const address = this.server && this.opts.listen ? await this.server.listen(this.opts.listen.host, this.opts.listen.port) : null;
+    if (this.opts.statusDir !== undefined) await this.claimStatusDir(this.opts.statusDir);
     this.publisher?.prepare();
     this.started = true;
     this.publish();
@@ -205,6 +213,7 @@ export class Sidecar {
       listen: address ? `${address.address}:${address.port}` : null,
       httpConnections: this.server?.bounds.maxConnections ?? null,
       httpStreams: this.server?.bounds.maxStreams ?? null,
+      httpStreamsPerClient: this.server?.streams.maxStreamsPerClient ?? null,
       statusDir: this.opts.statusDir ?? null,
       health: this.appHealth?.description ?? null,
     });
@@ -219,9 +228,23 @@ export class Sidecar {
     this.appHealth?.stop();
     // The last write: this candidate no longer campaigns (`status` must not call it a standby).
     if (this.started) this.publish(this.clock.now());
+    await this.claim?.release();
+    this.claim = null;
     await this.opts.podLabeler?.flush(2_000);
     await this.server?.close();
     await this.opts.store.close();
+  }
+
+  /** Creates the status dir if needed (the claim names it by its inode), then claims it. */
+  private async claimStatusDir(dir: string): Promise<void> {
+    try {
+      makeDirs(dir);
+    } catch (err) {
+      throw new StatusDirError(`the status directory ${dir} cannot be created: ${describeError(err)}`, { cause: err });
+    }
+    this.claim = await StatusDirClaim.take(dir, (why) =>
+      this.log.warn('the status directory cannot be claimed: another sidecar writing it would not be refused', { dir, error: why }),
+    );
   }
 
   private termMetrics(term: LeadershipTerm): void {

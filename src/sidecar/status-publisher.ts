@@ -5,6 +5,7 @@ import { StatusDirError, describeError } from '../errors.js';
 import { fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
 import { escapeControl } from '../util/escape-control.js';
 import { kernelFilesystem, makeDirs } from '../util/make-dirs.js';
+import { checkStatusDirFree } from './status-dir-claim.js';
 import type { LeaderStatus } from '../status/leader-status.js';
 
 /**
@@ -25,8 +26,9 @@ function probeWritable(dir: string, display: string): void {
 
 /**
  * Checks, before the store is opened or anything is created, that `dir` exists as a writable
- * directory (an empty probe file, removed at once) or could be created. Throws StatusDirError
- * naming the path and the reason.
+ * directory (an empty probe file, removed at once) that no other running sidecar writes
+ * (status-dir-claim.ts), or could be created. Throws StatusDirError naming the path and the
+ * reason (StatusDirInUseError for another sidecar's).
  */
 export function checkStatusDir(dir: string): void {
   let probe = resolve(dir);
@@ -41,7 +43,11 @@ export function checkStatusDir(dir: string): void {
         );
       }
       accessSync(probe, constants.W_OK | constants.X_OK);
-      if (probe === resolve(dir)) probeWritable(probe, dir);
+      if (probe === resolve(dir)) {
+        // Before the probe file: a directory another sidecar writes is refused untouched.
+        checkStatusDirFree(dir);
+        probeWritable(probe, dir);
+      }
       const kernel = probe === resolve(dir) ? undefined : kernelFilesystem(probe);
       if (kernel) {
         throw new StatusDirError(`the status directory ${dir} cannot be created: ${probe} is a ${kernel} filesystem, where the kernel makes every entry`);

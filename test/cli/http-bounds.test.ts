@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { CLI, NODE_FLAGS, start, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { leadersByStatus } from '../support/sidecars.js';
-import { openStream, type SseClient } from '../support/sse-client.js';
+import { openStream, spreadAddress, type SseClient } from '../support/sse-client.js';
 import { HEADERS_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS } from '../../src/sidecar/http-server.js';
 import { ROOM_FOR_REQUESTS, ROOM_FOR_THE_REST } from '../../src/sidecar/connection-budget.js';
 
@@ -121,7 +121,8 @@ describe('HTTP connections and streams bounded below the descriptors', () => {
       assert.ok(idleMs >= KEEP_ALIVE_TIMEOUT_MS - 1_000 && idleMs < HEADERS_TIMEOUT_MS + KEEP_ALIVE_TIMEOUT_MS, `closed after ${Math.round(idleMs)} ms idle`);
 
       // Streams stop at their bound; probes still have room beside them.
-      for (let i = 0; i < streams; i++) clients.push(await openStream('127.0.0.1', port));
+      // From many addresses: one address alone would meet its own, lower bound first.
+      for (let i = 0; i < streams; i++) clients.push(await openStream('127.0.0.1', port, { localAddress: spreadAddress(i) }));
       await waitFor('every stream open', () => clients.every((c) => c.events.length > 0), 10_000);
       const more = await fetch(`http://127.0.0.1:${port}/leader?watch=1`);
       assert.equal(more.status, 503);

@@ -209,3 +209,57 @@ describe('GET and HEAD /leader: what opens a stream', () => {
     assert.equal(await streamsOpen(), 0, 'a HEAD opens no stream');
   });
 });
+
+describe('GET /leader?watch=1: one client cannot take every stream place', () => {
+  const procs: Proc[] = [];
+  const clients: SseClient[] = [];
+  const dir = scratchDir(() => {
+    for (const c of clients) c.close();
+    return procs;
+  });
+
+  it('a neighbour holding 64 streams is refused the next with 503; the app on another address still opens its own', { timeout: 60_000 }, async () => {
+    const statusDir = join(dir.path, 'status');
+    const proc = startCli([
+      'sidecar',
+      '--db',
+      join(dir.path, 'leases.db'),
+      '--lease',
+      'neighbour',
+      '--identity',
+      'a',
+      '--status-dir',
+      statusDir,
+      '--listen',
+      '127.0.0.1:0',
+      ...T,
+    ]);
+    procs.push(proc);
+    const line = await waitFor('the campaigning line', () => /"msg":"campaigning".*/.exec(proc.stderr())?.[0], 20_000);
+    const port = Number(/"listen":"127\.0\.0\.1:(\d+)"/.exec(line)?.[1]);
+    assert.match(line, /"httpStreams":1024,"httpStreamsPerClient":64/);
+    await waitFor('it leads', () => validLeaders([{ id: 'a', statusDir, proc }]).length === 1, 20_000);
+
+    const neighbour: SseClient[] = [];
+    for (let i = 0; i < 64; i++) neighbour.push(await openStream('127.0.0.1', port, { localAddress: '127.0.0.2' }));
+    clients.push(...neighbour);
+    await waitFor('the 64 neighbour streams', () => neighbour.every((c) => c.events.length > 0), 20_000);
+    const more = await openStream('127.0.0.1', port, { localAddress: '127.0.0.2' });
+    clients.push(more);
+    await waitFor('the 65th answered', () => more.raw().includes('poll /leader\n'), 10_000);
+    assert.match(more.raw(), /^HTTP\/1\.1 503 /);
+    assert.match(more.raw(), /too many streams from 127\.0\.0\.2: it holds 64, the most one address may hold; close one, retry later or poll \/leader\n$/);
+    assert.equal(more.events.length, 0);
+
+    // The app's own reader, on another address, is not pushed to polling.
+    const app = await openStream('127.0.0.1', port);
+    clients.push(app);
+    await waitFor("the app's stream", () => app.events.length > 0, 10_000);
+    assert.equal((JSON.parse(app.events[0]!) as { isLeader: boolean }).isLeader, true);
+
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    assert.match(metrics, /^leasehold_http_streams 65$/m);
+    assert.match(metrics, /^leasehold_http_streams_rejected_total\{reason="client_limit"\} 1$/m);
+    assert.match(metrics, /^leasehold_http_streams_rejected_total\{reason="limit"\} 0$/m);
+  });
+});

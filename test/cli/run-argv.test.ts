@@ -2,7 +2,7 @@ import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runCli, tempDir } from '../support/cli.js';
+import { CLI, NODE_FLAGS, runCli, start, tempDir } from '../support/cli.js';
 
 /**
  * CMD's arguments reach CMD as typed, whatever leasehold's own flags look like: words a parser may
@@ -57,3 +57,72 @@ describe('leasehold run hands CMD its arguments byte for byte', () => {
     assert.deepEqual(await argvSeenByCommand('plain', ['--release-on-exit=false']), ARGS);
   });
 });
+
+/**
+ * Bytes Node cannot decode: a shell builds them (Node would encode a string as UTF-8) and starts
+ * leasehold with them; CMD, a shell too, writes back what it got, NUL-separated.
+ */
+describe('leasehold run hands CMD bytes that are not UTF-8 as they are', () => {
+  const every = Buffer.from(Array.from({ length: 255 }, (_, i) => i + 1));
+  const words = [Buffer.from([0xff, 0xfe]), Buffer.from('café \x80\n\n', 'latin1'), every, Buffer.from('plain')];
+  const weird = Buffer.from([0xff, 0x78, 0xfe, 0x0a]);
+
+  it('in its arguments and in the values of its environment', { timeout: 60_000 }, async () => {
+    const out = join(dir.path, 'bytes.out');
+    const env = join(dir.path, 'bytes.env');
+    const launcher = [
+      // Each word from a printf format; the "." keeps trailing newlines a substitution would drop.
+      ...words.map((w, i) => `w${i}=$(printf '${octal(w)}.'); w${i}=\${w${i}%.}`),
+      `WEIRD=$(printf '${octal(weird)}.'); export WEIRD="\${WEIRD%.}"`,
+      `exec "$@" ${words.map((_, i) => `"$w${i}"`).join(' ')}`,
+    ].join('\n');
+    const writer = `for a; do printf '%s\\0' "$a"; done > '${out}'; printf '%s' "$WEIRD" > '${env}'`;
+    const p = start('/bin/sh', [
+      '-c',
+      launcher,
+      'launcher',
+      process.execPath,
+      ...NODE_FLAGS,
+      CLI,
+      'run',
+      '--once',
+      '--db',
+      join(dir.path, 'leases.db'),
+      '--lease',
+      'bytes',
+      '--identity',
+      'bytes-1',
+      '--listen',
+      'off',
+      ...T,
+      '--',
+      '/bin/sh',
+      '-c',
+      writer,
+      'sh',
+    ]);
+    const timer = setTimeout(() => p.kill('SIGKILL'), 50_000);
+    const r = await p.exited;
+    clearTimeout(timer);
+    assert.equal(r.code, 0, p.stderr());
+    const got = readFileSync(out);
+    assert.deepEqual(split(got), words, 'the words, byte for byte');
+    assert.deepEqual(readFileSync(env), weird, 'the variable, byte for byte');
+  });
+});
+
+/** A printf format for these bytes: each as a three-digit octal escape. */
+function octal(bytes: Buffer): string {
+  return [...bytes].map((b) => `\\${b.toString(8).padStart(3, '0')}`).join('');
+}
+
+/** NUL-terminated words. */
+function split(bytes: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  for (let at = 0; at < bytes.length;) {
+    const end = bytes.indexOf(0, at);
+    out.push(bytes.subarray(at, end));
+    at = end + 1;
+  }
+  return out;
+}

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { leadersByStatus } from '../support/sidecars.js';
-import { openStream, type SseClient } from '../support/sse-client.js';
+import { openStream, spreadAddress, type SseClient } from '../support/sse-client.js';
 
 const T = ['--lease-duration', '6s', '--renew-deadline', '4s', '--retry-period', '1s'];
 const STREAMS = 1000;
@@ -52,7 +52,11 @@ describe('the old leader streams "not leader" before it releases', () => {
       await waitFor(`${standby.id} to see the leader`, () => standby.proc.stderr().includes('"msg":"new leader observed"'), 20_000);
       const old: SseClient[] = [];
       for (let i = 0; i < STREAMS; i += OPENING) {
-        old.push(...(await Promise.all(Array.from({ length: Math.min(OPENING, STREAMS - i) }, () => openStream('127.0.0.1', leader.port)))));
+        old.push(
+          ...(await Promise.all(
+            Array.from({ length: Math.min(OPENING, STREAMS - i) }, (_, j) => openStream('127.0.0.1', leader.port, { localAddress: spreadAddress(i + j) })),
+          )),
+        );
       }
       clients.push(...old);
       const next = await openStream('127.0.0.1', standby.port);

@@ -5,13 +5,13 @@
  * kind of bad input. The store contract runs in store.contract.test.ts.
  */
 import { describe, it, after } from 'node:test';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { PostgresLeaseStore } from '../../src/backends/postgres/store.js';
 import { PASSWORDS, startPostgres } from '../support/postgres.js';
-import { runCli, waitFor } from '../support/cli.js';
+import { runCli, startCli, waitFor, type Proc } from '../support/cli.js';
 import { raceRounds } from '../support/race.js';
 import { scratchDir } from '../support/scratch.js';
 import { leadersByStatus, startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
@@ -227,5 +227,93 @@ describe('bad PostgreSQL input: one line, exit 2, nothing written, no password s
     await (await PostgresLeaseStore.open({ url: pg.url(), table: 'public.created' })).close();
     const r = await runCli(['status', '--backend', 'postgres', '--postgres-url', pg.url(), '--postgres-table', 'public.created', '--lease', 'no-such-lease']);
     assert.equal(r.code, 1, r.stderr);
+  });
+});
+
+describe("the store's credentials reach neither a run's command nor a health check", () => {
+  const procs: Proc[] = [];
+  const scratch = scratchDir(() => procs);
+  const T = ['--lease-duration', '3s', '--renew-deadline', '2s', '--retry-period', '500ms'];
+
+  /** The environment a command wrote with `env -0`, as NAME=value entries. */
+  const envOf = (file: string) => readFileSync(file, 'latin1').split('\0').filter(Boolean);
+  const assertNoSecret = (entries: string[], what: string) => {
+    for (const name of ['LEASEHOLD_POSTGRES_URL', 'PGPASSWORD', 'PGPASSFILE']) {
+      assert.ok(!entries.some((e) => e.startsWith(`${name}=`)), `${what} has ${name}`);
+    }
+    for (const p of Object.values(PASSWORDS)) assert.ok(!entries.some((e) => e.includes(p)), `a password is in ${what}'s environment`);
+    assert.ok(entries.includes('PGUSER=leasehold'), `${what}: a server setting is no secret and passes`);
+    assert.ok(entries.includes('APP_SETTING=kept'), `${what}: the app's own variables pass`);
+  };
+
+  it('leasehold run and leasehold sidecar with --health-exec: the check gets neither LEASEHOLD_POSTGRES_URL nor PGPASSWORD', { timeout: 90_000 }, async () => {
+    const pg = await server;
+    // The password by both ways leasehold takes it: in the URL's variable, and in PGPASSWORD.
+    const env = {
+      LEASEHOLD_POSTGRES_URL: pg.url(),
+      PGPASSWORD: PASSWORDS.leasehold,
+      PGPASSFILE: join(scratch.path, 'no-such-pgpass'),
+      PGUSER: 'leasehold',
+      APP_SETTING: 'kept',
+    };
+    const checkEnv = join(scratch.path, 'run-check.env');
+    const cmdEnv = join(scratch.path, 'run-cmd.env');
+    const run = await runCli(
+      [
+        'run',
+        '--once',
+        '--backend',
+        'postgres',
+        '--lease',
+        'secrets-run',
+        '--identity',
+        'run-a',
+        '--listen',
+        'off',
+        ...T,
+        '--health-exec',
+        `env -0 > '${checkEnv}'`,
+        '--health-period',
+        '200ms',
+        '--health-timeout',
+        '150ms',
+        '--',
+        'sh',
+        '-c',
+        `env -0 > '${cmdEnv}'`,
+      ],
+      env,
+      undefined,
+      60_000,
+    );
+    assert.equal(run.code, 0, run.stderr);
+    assertNoSecret(envOf(checkEnv), "run's health check");
+    assertNoSecret(envOf(cmdEnv), "run's command");
+
+    const sidecarEnv = join(scratch.path, 'sidecar-check.env');
+    const p = startCli(
+      [
+        'sidecar',
+        '--backend',
+        'postgres',
+        '--lease',
+        'secrets-sidecar',
+        '--identity',
+        'sidecar-a',
+        '--listen',
+        'off',
+        ...T,
+        '--health-exec',
+        `env -0 > '${sidecarEnv}.tmp' && mv '${sidecarEnv}.tmp' '${sidecarEnv}'`,
+        '--health-period',
+        '200ms',
+        '--health-timeout',
+        '150ms',
+      ],
+      env,
+    );
+    procs.push(p);
+    await waitFor("the sidecar's check to run", () => existsSync(sidecarEnv), 30_000);
+    assertNoSecret(envOf(sidecarEnv), "the sidecar's health check");
   });
 });

@@ -5,12 +5,12 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO, isAlive, runCli, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { leadersByStatus, startSidecar, type Candidate } from '../support/sidecars.js';
-import { first200, logLines, readStatus, startHealthApp, type HealthApp } from '../support/health-apps.js';
+import { first200, logLines, readStatus, startHealthApp, type HealthApp, type StatusFile } from '../support/health-apps.js';
 import { current } from '../support/run-scenario.js';
 import { openStream } from '../support/sse-client.js';
 
@@ -272,6 +272,104 @@ describe('the app health of real sidecars on one SQLite file', () => {
     await waitFor('it leads once the command passes', () => leadersByStatus([c])[0], 20_000, 10);
   });
 
+  it('a new reason for standing aside reaches status.json and the /leader stream at once', { timeout: 60_000 }, async () => {
+    // The app stays unhealthy throughout; only what its check says changes. Nothing else happens
+    // to this lone standby that would make it write its files.
+    const said = join(dir.path, 'check says');
+    writeFileSync(said, 'starting');
+    const statusDir = join(dir.path, 'status-reason');
+    const p = startCli([
+      'sidecar',
+      '--db',
+      db,
+      '--lease',
+      'health-reason',
+      '--identity',
+      'reason',
+      '--status-dir',
+      statusDir,
+      '--listen',
+      '127.0.0.1:0',
+      ...T,
+      '--health-exec',
+      `cat '${said}'; exit 1`,
+      ...HEALTH,
+    ]);
+    procs.push(p);
+    const [host, port] = (await listenAddress(p)).split(':') as [string, string];
+    const reasonIn = (word: string) => () => readStatus(statusDir)?.standingAside?.reason.endsWith(`exit code 1: ${word}`);
+    await waitFor('the first reason in status.json', reasonIn('starting'), 20_000, 10);
+    const stream = await openStream(host, Number(port));
+    try {
+      writeFileSync(said, 'migrating');
+      // A few probe periods; before the fix the files kept "starting" until another event.
+      await waitFor('the new reason in status.json', reasonIn('migrating'), 4 * PERIOD_MS + 2_000, 10);
+      const last = await waitFor(
+        'the new reason on the stream',
+        () => {
+          const e = stream.events.at(-1);
+          return e && (JSON.parse(e) as StatusFile).standingAside?.reason.endsWith('exit code 1: migrating') ? e : undefined;
+        },
+        2_000,
+        10,
+      );
+      assert.equal((JSON.parse(last) as StatusFile).standingAside!.reason, readStatus(statusDir)!.standingAside!.reason);
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('--health-exec: what each check starts with setsid is gone after the check; nothing outlives the sidecar', { timeout: 60_000 }, async () => {
+    // Every check leaves a process in a session of its own, as the attack round's did (50 in 10 s
+    // at a 200 ms period); the variable below, set in the sidecar's environment, finds them.
+    const tag = `escape-${process.pid}-${Date.now()}`;
+    const runs = join(dir.path, 'escape-runs');
+    const p = startCli(
+      [
+        'sidecar',
+        '--db',
+        db,
+        '--lease',
+        'health-escape',
+        '--identity',
+        'escape',
+        '--listen',
+        'off',
+        ...T,
+        '--health-exec',
+        // The check waits until its child has left for a session of its own, then exits.
+        `f='${dir.path}/escaped.'$$; setsid sh -c 'echo $$ > "$1"; exec sleep 300' sh "$f" & while [ ! -s "$f" ]; do sleep 0.01; done; echo run >> '${runs}'`,
+        '--health-period',
+        '200ms',
+        '--health-timeout',
+        '190ms',
+      ],
+      { LEASEHOLD_TEST_ESCAPE: tag },
+    );
+    procs.push(p);
+    const left = () => processesWith(`LEASEHOLD_TEST_ESCAPE=${tag}`);
+    const killLeft = () => left().forEach((pid) => process.kill(pid, 'SIGKILL'));
+    try {
+      let most = 0;
+      await waitFor(
+        '15 checks',
+        () => {
+          most = Math.max(most, left().length);
+          return existsSync(runs) && readFileSync(runs, 'utf8').split('\n').length > 15;
+        },
+        30_000,
+        20,
+      );
+      // The sidecar itself carries the variable; beside it, only the processes of the check that runs.
+      assert.ok(most <= 4, `${most} processes carried the variable at once`);
+      p.kill('SIGTERM');
+      assert.equal((await p.exited).code, 0);
+      await waitFor('every process a check started to be gone', () => left().length === 0, 5_000);
+    } finally {
+      killLeft();
+    }
+  });
+
   it('SIGTERM while the app is held down: the sidecar exits at once, not at the end of the hold-down', { timeout: 60_000 }, async () => {
     const held = await app('ok');
     const c = startSidecar(dir.path, 'held', ['--db', db, '--lease', 'health-held'], TIMING, [
@@ -420,3 +518,19 @@ describe('leasehold run with --health-tcp', () => {
     assert.ok(logLines(runs[first.identity]!.proc, 'released lease').length === 1, 'then released: a handoff, not an expiry');
   });
 });
+
+/** Running processes (zombies aside) whose environment holds `entry` (NAME=value) as a whole entry. */
+function processesWith(entry: string): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const environ = readFileSync(`/proc/${name}/environ`, 'latin1').split('\0');
+      const stat = readFileSync(`/proc/${name}/stat`, 'latin1');
+      if (environ.includes(entry) && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z') out.push(Number(name));
+    } catch {
+      // gone, or another user's
+    }
+  }
+  return out;
+}

@@ -33,6 +33,7 @@ export function first200(app: HealthApp): number | undefined {
 }
 
 export interface StatusFile {
+  identity: string;
   isLeader: boolean;
   fencingToken: number | null;
   holder: string | null;

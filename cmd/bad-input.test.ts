@@ -1,15 +1,45 @@
+/**
+ * Every kind of bad input, through main() in this process: exit 2, exactly one line on stderr
+ * naming what was wrong and the rule, nothing on stdout, nothing written (each case runs in a
+ * directory of its own, checked after: no database, no status directory), and nothing left
+ * running (the process's active handles are the same after as before). What only a real
+ * process shows (the exit code itself, the streams, signals) is test/cli/process-smoke.test.ts.
+ * A case that is not refused would start its command here: its shutdown signal stops it and
+ * the case fails.
+ */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { runCli, tempDir } from '../support/cli.js';
+import { isDeepStrictEqual } from 'node:util';
+import { tempDir } from '../test/support/cli.js';
+import { main } from './main.js';
+import type { CliIo } from './cli-io.js';
 
-/** A port another process holds: the sidecar's --listen there is refused before --db is created. */
+/** A port another listener holds: the sidecar's --listen there is refused before --db is created. */
 const holder = createServer();
 await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
 after(() => holder.close());
 const BUSY = `127.0.0.1:${(holder.address() as { port: number }).port}`;
+
+/** A kubeconfig whose server URL has credentials and a scheme the store refuses. */
+const fixtures = tempDir();
+after(fixtures.cleanup);
+const BAD_KUBECONFIG = join(fixtures.path, 'kubeconfig');
+writeFileSync(
+  BAD_KUBECONFIG,
+  JSON.stringify({
+    'current-context': 'x',
+    contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+    clusters: [{ name: 'c', cluster: { server: 'ftp://admin:hunter2@api.internal:6443' } }],
+    users: [{ name: 'u', user: { token: 't' } }],
+  }),
+);
+
+/** The password every case that gives one uses: no refusal may show it. */
+const SECRET = 'hunter2';
 
 interface Case {
   name: string;
@@ -214,7 +244,11 @@ const cases: Case[] = [
     message: /--status-dir: the status directory a-file\/status cannot be created: .*a-file is not a directory/,
   },
   { name: 'status dir is a file', args: ['sidecar', '--status-dir', A_FILE], message: /--status-dir: the status directory a-file is not a directory/ },
-  { name: '--db that is not SQLite', args: ['sidecar', '--db', NOT_SQLITE], message: /--db: the database file notes.txt is not an SQLite database/ },
+  {
+    name: '--db that is not SQLite',
+    args: ['sidecar', '--db', NOT_SQLITE, '--listen', 'off'],
+    message: /--db: the database file notes.txt is not an SQLite database/,
+  },
   { name: 'status on a --db that is not SQLite', args: ['status', '--db', NOT_SQLITE], message: /--db: the database file notes.txt is not an SQLite database/ },
   { name: 'status with no store yet', args: ['status'], message: /--db: no lease store at \.\/\.leasehold\/leases\.db/ },
   { name: 'run without a command', args: ['run'], message: /no command given: use leasehold run \[flags\] -- CMD/ },
@@ -416,6 +450,56 @@ const cases: Case[] = [
     args: ['run', '--once', '--try', '0s', '--', 'true'],
     message: /invalid --try "0s": must be from 1ms/,
   },
+  // A store flag of another backend than the chosen one is refused, never ignored (a
+  // --postgres-url without --backend postgres left each machine on its own SQLite file).
+  {
+    name: '--postgres-url without --backend postgres (its value never shown)',
+    args: ['sidecar', '--postgres-url', 'postgres://app:hunter2@db.internal/leases', '--listen', 'off'],
+    message:
+      /^leasehold: invalid --postgres-url \(its value is not shown: it may hold a password\): only --backend postgres reads it, and the backend is sqlite \(the default\): give --backend postgres, or leave --postgres-url out$/,
+  },
+  {
+    name: 'LEASEHOLD_POSTGRES_URL without --backend postgres names the variable to unset',
+    args: ['status'],
+    env: { LEASEHOLD_POSTGRES_URL: 'postgres://app:hunter2@db.internal/leases' },
+    message:
+      /^leasehold: invalid LEASEHOLD_POSTGRES_URL \(its value is not shown: it may hold a password\) \(for --postgres-url\): only --backend postgres reads it, and the backend is sqlite \(the default\): give --backend postgres, or unset LEASEHOLD_POSTGRES_URL$/,
+  },
+  {
+    name: '--postgres-table under another backend',
+    args: ['run', '--backend', 'kubernetes', '--postgres-table', 'public.jobs', '--', 'true'],
+    message: /^leasehold: invalid --postgres-table "public\.jobs": only --backend postgres reads it, and the backend is kubernetes: give --backend postgres/,
+  },
+  {
+    name: '--namespace under SQLite',
+    args: ['status', '--namespace', 'apps'],
+    message:
+      /^leasehold: invalid --namespace "apps": only --backend kubernetes reads it, and the backend is sqlite \(the default\): give --backend kubernetes, or leave --namespace out$/,
+  },
+  {
+    name: '--kubeconfig under PostgreSQL',
+    args: ['sidecar', '--backend', 'postgres', '--kubeconfig', 'kubeconfig.yaml', '--listen', 'off'],
+    message: /^leasehold: invalid --kubeconfig "kubeconfig\.yaml": only --backend kubernetes reads it, and the backend is postgres: give --backend kubernetes/,
+  },
+  {
+    name: '--db under Kubernetes, the backend from its variable',
+    args: ['sidecar', '--db', 'leases.db', '--listen', 'off'],
+    env: { LEASEHOLD_BACKEND: 'kubernetes' },
+    message:
+      /^leasehold: invalid --db "leases\.db": only --backend sqlite reads it, and the backend is kubernetes \(LEASEHOLD_BACKEND\): give --backend sqlite, or leave --db out$/,
+  },
+  {
+    name: 'LEASEHOLD_DB under PostgreSQL',
+    args: ['status', '--backend', 'postgres'],
+    env: { LEASEHOLD_DB: 'leases.db' },
+    message:
+      /^leasehold: invalid LEASEHOLD_DB "leases\.db" \(for --db\): only --backend sqlite reads it, and the backend is postgres: give --backend sqlite, or unset LEASEHOLD_DB$/,
+  },
+  {
+    name: '--no-allow-network-filesystem under Kubernetes (given, even as false)',
+    args: ['run', '--backend', 'kubernetes', '--no-allow-network-filesystem', '--', 'true'],
+    message: /^leasehold: invalid --allow-network-filesystem false: only --backend sqlite reads it, and the backend is kubernetes/,
+  },
   // The app's health (docs/health.md, "In the sidecar and run"): each rule, on both commands.
   {
     name: 'a health URL that is not http://',
@@ -461,7 +545,7 @@ const cases: Case[] = [
     name: 'two health sources, one through its variable',
     args: ['run', '--health-exec', 'true', '--', 'true'],
     env: { LEASEHOLD_HEALTH_TCP: '5432' },
-    message: /invalid --health-exec "true": give at most one health source: --health-tcp is given too/,
+    message: /invalid --health-exec \(its value is not shown: it may hold a password\): give at most one health source: --health-tcp is given too/,
   },
   {
     name: 'a health port out of range',
@@ -483,6 +567,56 @@ const cases: Case[] = [
     args: ['sidecar', '--health-hold-down', '0s'],
     message: /invalid --health-hold-down "0s": needs a health source: --health-http, --health-tcp or --health-exec/,
   },
+  // A probe of the sidecar's own listener is leasehold's health, never the app's.
+  {
+    name: "a health URL at the sidecar's own --listen address",
+    args: ['sidecar', '--listen', '127.0.0.1:4040', '--health-http', 'http://localhost:4040/readyz'],
+    message:
+      /^leasehold: invalid --health-http "http:\/\/localhost:4040\/readyz": must reach the app, not this sidecar's own --listen address \(127\.0\.0\.1:4040\): leasehold's \/readyz answers 503 until it leads, so this candidate would never lead/,
+  },
+  {
+    name: 'a health port the sidecar listens on every interface of, both from variables',
+    args: ['run', '--', 'true'],
+    env: { LEASEHOLD_LISTEN: ':9000', LEASEHOLD_HEALTH_TCP: '9000' },
+    message: /^leasehold: invalid LEASEHOLD_HEALTH_TCP "9000" \(for --health-tcp\): must reach the app, not this sidecar's own --listen address \(:9000\)/,
+  },
+  // No password in any line: a URL's credentials are hidden, a command line is not shown.
+  {
+    name: 'a health URL with credentials is refused without them',
+    args: ['sidecar', '--health-http', 'http://probe:hunter2@127.0.0.1:8080/healthz'],
+    message: /^leasehold: invalid --health-http "http:\/\/<credentials hidden>@127\.0\.0\.1:8080\/healthz": it must not carry credentials$/,
+  },
+  {
+    name: 'a health URL typed without its scheme, with credentials',
+    args: ['run', '--health-http', 'probe:hunter2@localhost:8080', '--', 'true'],
+    message: /^leasehold: invalid --health-http "<credentials hidden>@localhost:8080": it must be an http:\/\/ URL/,
+  },
+  {
+    name: 'a health URL with credentials given twice',
+    args: ['sidecar', '--health-http', 'http://probe:hunter2@127.0.0.1:8080/', '--health-http', 'http://127.0.0.1:8081/'],
+    message: /^leasehold: invalid --health-http \["http:\/\/<credentials hidden>@127\.0\.0\.1:8080\/","http:\/\/127\.0\.0\.1:8081\/"\]: given more than once/,
+  },
+  {
+    name: 'a health command is not shown (it may hold a password)',
+    args: ['sidecar', '--health-tcp', '5432', '--health-exec', 'PGPASSWORD=hunter2 pg_isready'],
+    message: /^leasehold: invalid --health-exec \(its value is not shown: it may hold a password\): give at most one health source: --health-tcp is given too$/,
+  },
+  {
+    name: 'a connection URL left as a stray word (its flag forgotten)',
+    args: ['status', '--backend', 'postgres', 'postgres://app:hunter2@db.internal/leases'],
+    message: /^leasehold: unexpected argument "postgres:\/\/<credentials hidden>@db\.internal\/leases": leasehold status takes flags only/,
+  },
+  {
+    name: "a connection URL left before run's --",
+    args: ['run', '--backend', 'postgres', 'postgres://app:hunter2@db.internal/leases', '--', 'true'],
+    message: /^leasehold: unexpected argument postgres:\/\/<credentials hidden>@db\.internal\/leases: leasehold run takes its command after --/,
+  },
+  {
+    name: "a kubeconfig whose server URL is not https:// is refused without the URL's credentials",
+    args: ['status', '--backend', 'kubernetes', '--kubeconfig', BAD_KUBECONFIG],
+    message:
+      /^leasehold: kubeconfig .*\/kubeconfig: cluster "c" needs a server URL starting with https:\/\/ \(got "ftp:\/\/<credentials hidden>@api\.internal:6443"\)$/,
+  },
   { name: 'an empty health command', args: ['sidecar', '--health-exec='], message: /invalid --health-exec "": must be non-empty/ },
   {
     name: "a --listen address in another process's use (the --db file is not created)",
@@ -501,7 +635,43 @@ const cases: Case[] = [
   },
 ];
 
-describe('bad input: exit 2, one clear line, nothing written', () => {
+/** How long a case may take before it counts as not refused (a sidecar campaigning here). */
+const REFUSED_WITHIN_MS = 20_000;
+
+/** The kinds of the process's active handles and requests, sorted: what a case must leave as it found. */
+const activeResources = () => process.getActiveResourcesInfo().sort();
+
+/** main() with `args` and `env` in `cwd`, its output captured; stopped by a shutdown signal if it does not end in time. */
+async function runMain(args: string[], env: Record<string, string>, cwd: string) {
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const signals = new EventEmitter();
+  const io: CliIo = {
+    stdout: (text) => void stdout.push(text),
+    stderr: (text) => void stderr.push(text),
+    signals,
+    exit: (code) => assert.fail(`main asked for an exit at once (${code})`),
+  };
+  const home = process.cwd();
+  process.chdir(cwd);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const running = main(args, { PATH: process.env.PATH, ...env }, io);
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), REFUSED_WITHIN_MS)));
+    const code = await Promise.race([running, late]);
+    if (code === 'late') {
+      signals.emit('SIGTERM');
+      await running;
+      assert.fail(`not refused: main ran for ${REFUSED_WITHIN_MS} ms; stderr: ${stderr.join('')}`);
+    }
+    return { code, stdout: stdout.join(''), stderr: stderr.join('') };
+  } finally {
+    clearTimeout(timer);
+    process.chdir(home);
+  }
+}
+
+describe('bad input, in-process: exit 2, one clear line, nothing written, nothing left running', () => {
   const dir = tempDir();
   after(dir.cleanup);
 
@@ -511,15 +681,22 @@ describe('bad input: exit 2, one clear line, nothing written', () => {
       mkdirSync(cwd);
       writeFileSync(join(cwd, NOT_SQLITE), 'these are notes, not a database\n');
       writeFileSync(join(cwd, A_FILE), '');
-      const r = await runCli(c.args, c.env ?? {}, cwd);
+      const before = activeResources();
+      const r = await runMain(c.args, c.env ?? {}, cwd);
       assert.equal(r.code, 2, `exit code; stderr: ${r.stderr}`);
       const lines = r.stderr.split('\n').filter(Boolean);
       assert.equal(lines.length, 1, `exactly one line on stderr, got:\n${r.stderr}`);
+      assert.ok(r.stderr.endsWith('\n'), 'the line ends');
       assert.match(lines[0]!, /^leasehold: /);
       assert.match(lines[0]!, c.message);
+      assert.ok(!r.stderr.includes(SECRET), 'no password in the line');
       assert.equal(r.stdout, '');
       assert.deepEqual(readdirSync(cwd).sort(), [A_FILE, NOT_SQLITE].sort(), 'nothing was created');
       assert.equal(readFileSync(join(cwd, NOT_SQLITE), 'utf8'), 'these are notes, not a database\n', 'nothing was changed');
+      // Whatever a case opened (a store, a probe listener, a DNS lookup) is closed when main
+      // returns; a handle being closed goes within a turn or two of the event loop.
+      for (let turn = 0; turn < 100 && !isDeepStrictEqual(activeResources(), before); turn++) await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(activeResources(), before, 'nothing left running');
     });
   }
 });
