@@ -383,6 +383,8 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
         const h0 = hCalls;
         await subject.writeElsewhere(h, contractSlot(0, { renewTime: later }));
         await until("the other group's watch to see its write", () => (hCalls > h0 ? true : undefined));
+        // A store that tells every watch of one change at once would have told this one by now.
+        assert.equal(gCalls, g0, "the other group's write was hinted to this group's watch");
         await subject.writeElsewhere(g, contractSlot(0, { renewTime: later }));
         await until('a hint for the change', () => (gCalls > g0 ? true : undefined));
         // Hints arrive in order of the writes: one for the other group's write would have come first.
