@@ -93,6 +93,17 @@ export class InvalidRecordError extends LeaseholdError {
   }
 }
 
+/**
+ * A record's name is taken by an object leasehold did not write as that record (a Lease named as
+ * a shard group's record but without the group's labels: someone else's). It is never
+ * overwritten; a person renames one of the two.
+ */
+export class ForeignRecordError extends LeaseholdError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('LEASEHOLD_ERR_FOREIGN_RECORD', message, options);
+  }
+}
+
 /** Any other backend failure; `cause` holds the original error. */
 export class BackendError extends LeaseholdError {
   constructor(message: string, options?: { cause?: unknown }) {

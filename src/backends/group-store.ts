@@ -60,7 +60,13 @@ export type GroupRecord = GroupHeader | MemberSlot | ShardRecord;
 
 export interface VersionedGroupRecord<R extends GroupRecord = GroupRecord> {
   record: R;
-  /** Opaque, as VersionedRecord's: changes on every write by anyone, and never repeats for a key. */
+  /**
+   * Opaque, as VersionedRecord's: changes on every write by anyone that changes a value (a
+   * millisecond of a time included), and never repeats for a key, across deletes and re-creates.
+   * A write of the very values the record holds may keep it (the Kubernetes API server persists
+   * no no-op update): nothing changed, so a compare-and-swap from it is still right. A heartbeat
+   * or a change of owner always changes a value (renewTime, the owner, the token).
+   */
   version: string;
 }
 

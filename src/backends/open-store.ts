@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { InvalidConfigError, StoreOpenError } from '../errors.js';
 import type { LeaseStore } from './lease-store.js';
+import type { GroupStore } from './group-store.js';
 import { loadDriver } from './driver.js';
 import { guardedLogger, type Logger } from '../log.js';
 import type { KubeConnection } from '../kube/connect.js';
@@ -43,8 +44,15 @@ export async function connectKubernetes(s: Pick<StoreSettings, 'namespace' | 'ku
   return connect(s);
 }
 
-/** Opens the configured backend. Each backend's code (and SQLite's native module) is loaded only when asked for. */
-export async function openStore(s: StoreSettings): Promise<LeaseStore> {
+/** A store that keeps both leases and shard groups' records (every backend's does). */
+export type OpenedStore = LeaseStore & GroupStore;
+
+/**
+ * Opens the configured backend: one store for leases and for shard groups (their records in a
+ * table or Leases of their own). Each backend's code (and SQLite's native module) is loaded
+ * only when asked for.
+ */
+export async function openStore(s: StoreSettings): Promise<OpenedStore> {
   // An app's logger may throw: a store's logging must not fail its reopen or its queries.
   const log = s.log && guardedLogger(s.log);
   switch (s.backend) {

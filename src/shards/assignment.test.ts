@@ -56,7 +56,7 @@ describe('the shard assignment', () => {
 
   it('64 shards, members 1 -> 4 -> 3 (a leave) -> 4 -> 3 (a crash): 64, 16, 21 or 22, and only the shards that must move move', () => {
     const all = Array.from({ length: 5 }, (_, i) => member(i));
-    let owners: (string | null)[] = new Array(64).fill(null);
+    let owners: (string | null)[] = new Array<string | null>(64).fill(null);
     const step = (members: AssignedMember[], wantMax: number) => {
       const before = owners.map((o) => (o !== null && members.some((m) => m.key === o) ? o : null));
       const t = assignShards(G, 64, members, before);

@@ -430,7 +430,7 @@ export class ShardMember {
       if (this.owned.has(s) || this.ending.has(s) || this.kept.has(s)) continue;
       const v = this.view.shard(s);
       const mineHere = v?.record.owner && sessionKey(v.record.owner) === me;
-      if (mineHere && (target[s] !== me || m.state !== 'active')) strays.push(v!);
+      if (mineHere && (target[s] !== me || m.state !== 'active')) strays.push(v);
       else if (target[s] === me && m.state === 'active' && !this.stopping) takes.push(s);
     }
     await inBatches(strays, (v) => this.free(v, m));

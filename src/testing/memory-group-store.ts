@@ -2,13 +2,15 @@ import { ConflictError } from '../errors.js';
 import { abortReason, throwIfAborted } from '../abort.js';
 import type { CallOptions } from '../backends/lease-store.js';
 import { recordKey, type GroupRecord, type GroupStore, type VersionedGroupRecord } from '../backends/group-store.js';
+import { checkGroupName, checkGroupRecord } from '../backends/group-record-check.js';
 
 export type GroupStoreOp = 'list' | 'create' | 'update';
 
 /**
  * An in-memory GroupStore for the shard group's unit tests and simulation (every other tier uses
- * a real store). Versions come from one counter and never repeat. It records each call, so tests
- * can pin the traffic, and can be told to fail or hang the next calls.
+ * a real store). Versions come from one counter and never repeat. It refuses what every store
+ * refuses (group-record-check.ts). It records each call, so tests can pin the traffic, and can be
+ * told to fail or hang the next calls.
  */
 export class MemoryGroupStore implements GroupStore {
   readonly backend = 'memory';
@@ -57,17 +59,20 @@ export class MemoryGroupStore implements GroupStore {
 
   async listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
     await this.fault('list', opts);
+    checkGroupName(group);
     return this.peek(group);
   }
 
   async createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
     await this.fault('create', opts);
+    checkGroupRecord(group, record);
     if (this.rows(group).has(recordKey(record))) throw new ConflictError(`${group} ${recordKey(record)} already exists`);
     return this.put(group, record);
   }
 
   async updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
     await this.fault('update', opts);
+    checkGroupRecord(group, record);
     const row = this.rows(group).get(recordKey(record));
     if (!row) throw new ConflictError(`${group} ${recordKey(record)} was deleted since it was read`);
     if (row.version !== expectedVersion) throw new ConflictError(`${group} ${recordKey(record)} changed since it was read`);

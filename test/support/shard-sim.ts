@@ -91,14 +91,12 @@ class FaultyGroupLink implements GroupStore {
       // The elector's bounded call aborts a hung request; the answer then never comes.
       opts?.signal?.addEventListener('abort', () => answer(() => reject(opts.signal!.reason as Error)), { once: true });
       if (this.calm) {
-        this.base.setTimer(
-          () =>
-            apply().then(
-              (v) => answer(() => resolve(v)),
-              (e: unknown) => answer(() => reject(e)),
-            ),
-          r * 20,
-        );
+        this.base.setTimer(() => {
+          apply().then(
+            (v) => answer(() => resolve(v)),
+            (e: unknown) => answer(() => reject(e)),
+          );
+        }, r * 20);
         return;
       }
       if (this.cut) return this.count('request cut off');

@@ -6,6 +6,8 @@ import { formatMicroTime, parseMicroTime } from './micro-time.js';
 import { validateKubernetesLeaseDuration } from '../../config/election-options.js';
 import { reconnectDelayMs } from '../../util/backoff.js';
 import { SUCCESSOR_ANNOTATION, formatSuccessor, parseSuccessor } from './successor-annotation.js';
+import type { GroupRecord, GroupStore, VersionedGroupRecord } from '../group-store.js';
+import { KubernetesGroupStore } from './group-store.js';
 
 /** The parts of a coordination.k8s.io/v1 Lease this store reads; every other field is carried as is. */
 interface LeaseSpec {
@@ -47,7 +49,7 @@ const WATCH_TIMEOUT_SECONDS = 300;
  *   it has none; every other annotation is carried.
  * The version is the resourceVersion; the API server changes it on every write.
  */
-export class KubernetesLeaseStore implements LeaseStore {
+export class KubernetesLeaseStore implements LeaseStore, GroupStore {
   readonly backend = 'kubernetes';
   /** leaseTransitions is an int32 in coordination.k8s.io/v1: the API server refuses more. */
   readonly maxToken = 2_147_483_647;
@@ -60,6 +62,8 @@ export class KubernetesLeaseStore implements LeaseStore {
    * an unconditional write in disguise. With the uid the API server answers 409.
    */
   private readonly uids = new Map<string, string>();
+  /** The shard groups' records, as Leases of their own (group-store.ts). */
+  private readonly groups: KubernetesGroupStore;
 
   constructor(
     /** The API client, shared with other calls a sidecar makes (labelling its pod). */
@@ -67,6 +71,7 @@ export class KubernetesLeaseStore implements LeaseStore {
     readonly namespace: string,
   ) {
     this.location = `namespace ${namespace} on ${client.conn.server}`;
+    this.groups = new KubernetesGroupStore(client, namespace);
   }
 
   private leasePath(name?: string): string {
@@ -191,6 +196,24 @@ export class KubernetesLeaseStore implements LeaseStore {
       if (timer) clearTimeout(timer);
       current?.abort();
     };
+  }
+
+  // The shard groups' records: group-store.ts, on this store's client and namespace.
+
+  listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
+    return this.groups.listGroup(group, opts);
+  }
+
+  createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
+    return this.groups.createGroupRecord(group, record, opts);
+  }
+
+  updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    return this.groups.updateGroupRecord(group, record, expectedVersion, opts);
+  }
+
+  watchGroup(group: string, onChange: () => void, onHealth?: (healthy: boolean) => void): () => void {
+    return this.groups.watchGroup(group, onChange, onHealth);
   }
 
   /** The claim is an annotation, which every Lease can hold. */

@@ -42,6 +42,8 @@ import { HintThrottle, channelName, notifiedLease } from './notify.js';
 import { NOTIFIES_AFTER_COMMIT, addSuccessorStatement, adminScript, createStatements, notifyFunctionStatement } from './schema.js';
 import { encodeSuccessor, withSuccessor } from '../successor-column.js';
 import { MAX_TEXT_BYTES, boundedColumn, oversizedColumn, oversizedNotice } from '../bounded-sql.js';
+import type { GroupRecord, GroupStore, VersionedGroupRecord } from '../group-store.js';
+import { PostgresGroupStore } from './group-store.js';
 
 /** Backends one candidate holds at any moment (the documented bound: docs/postgres.md). */
 export const MAX_BACKENDS = 1;
@@ -135,7 +137,7 @@ interface Watcher {
   onHealth?: ((healthy: boolean) => void) | undefined;
 }
 
-export class PostgresLeaseStore implements LeaseStore {
+export class PostgresLeaseStore implements LeaseStore, GroupStore {
   readonly backend = 'postgres';
   readonly location: string;
   private readonly qualified: string;
@@ -163,6 +165,10 @@ export class PostgresLeaseStore implements LeaseStore {
   private toldOversized: string | null = null;
   /** The table has the `successor` column, found or added at open. */
   private hasSuccessor = false;
+  /** Opened to read only (`leasehold status`). */
+  private readOnly = false;
+  /** The shard groups' records (group-store.ts), on this store's connection. */
+  private readonly groups: PostgresGroupStore;
 
   private constructor(
     private readonly pg: typeof import('pg').default,
@@ -176,6 +182,19 @@ export class PostgresLeaseStore implements LeaseStore {
     this.qualified = `"${schema}"."${table}"`;
     this.channel = channelName(schema, table);
     this.location = `table ${schema}.${table} on ${describeTarget(config)}`;
+    this.groups = new PostgresGroupStore(
+      {
+        target: describeTarget(config),
+        role: describeTarget(config).split('@')[0]!,
+        hintIntervalMs,
+        readOnly: () => this.readOnly,
+        log,
+        query: (op, sql, params, opts) => this.query(op, sql, params, opts),
+        current: () => this.client,
+      },
+      schema,
+      table,
+    );
   }
 
   /**
@@ -198,6 +217,7 @@ export class PostgresLeaseStore implements LeaseStore {
     };
     const driver = await loadDriver();
     const store = new PostgresLeaseStore(driver, config, schema, table, statementTimeoutMs, opts.hintIntervalMs ?? DEFAULT_HINT_INTERVAL_MS, opts.log);
+    store.readOnly = opts.readonly ?? false;
     try {
       const client = await store.connection();
       await store.ensureTable(client, opts.readonly ?? false);
@@ -449,6 +469,29 @@ export class PostgresLeaseStore implements LeaseStore {
     };
   }
 
+  // The shard groups' records: group-store.ts, on this store's connection.
+
+  listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
+    return this.groups.listGroup(group, opts);
+  }
+
+  createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
+    return this.groups.createGroupRecord(group, record, opts);
+  }
+
+  updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    return this.groups.updateGroupRecord(group, record, expectedVersion, opts);
+  }
+
+  watchGroup(group: string, onChange: () => void, onHealth?: (healthy: boolean) => void): () => void {
+    return this.groups.watchGroup(group, onChange, onHealth);
+  }
+
+  /** Whether anyone watches a lease or a group: the connection then reconnects on its own. */
+  private watched(): boolean {
+    return this.watchers.size > 0 || this.groups.watching();
+  }
+
   /**
    * What is wrong with the store that will not fix itself, for health and readiness (the
    * table was dropped under the candidates); null while the last request found the table.
@@ -464,6 +507,7 @@ export class PostgresLeaseStore implements LeaseStore {
     this.client = null;
     for (const w of this.watchers.values()) w.hints.cancel();
     this.watchers.clear();
+    this.groups.close();
     await c?.end().catch(() => {});
   }
 
@@ -494,6 +538,7 @@ export class PostgresLeaseStore implements LeaseStore {
           if ((err as { code?: string }).code !== '42704') throw err; // unknown parameter: an older server
         });
         await client.query(`LISTEN "${this.channel}"`);
+        await this.groups.connected(client);
       } catch (err) {
         await client.end().catch(() => {});
         this.backOff(0);
@@ -508,6 +553,7 @@ export class PostgresLeaseStore implements LeaseStore {
         w.onHealth?.(true);
         w.hints.hint(); // whatever happened while we were not listening
       }
+      this.groups.up();
       return client;
     })().finally(() => {
       this.connecting = null;
@@ -520,6 +566,7 @@ export class PostgresLeaseStore implements LeaseStore {
     if (this.client !== client) return;
     this.client = null;
     for (const w of this.watchers.values()) w.onHealth?.(false);
+    this.groups.down();
     this.backOff(0);
     this.log?.warn('postgres connection lost; reconnecting', { store: this.location, inMs: Math.ceil(this.reconnectAt - performance.now()) });
   }
@@ -531,12 +578,12 @@ export class PostgresLeaseStore implements LeaseStore {
   private backOff(atLeastMs: number): void {
     const delay = Math.max(atLeastMs, reconnectDelayMs(this.failures++));
     this.reconnectAt = Math.max(this.reconnectAt, performance.now() + delay);
-    if (this.closed || this.watchers.size === 0 || this.reconnectTimer) return;
+    if (this.closed || !this.watched() || this.reconnectTimer) return;
     const schedule = () => {
       this.reconnectTimer = setTimeout(
         () => {
           this.reconnectTimer = null;
-          if (this.client || this.closed || this.watchers.size === 0) return;
+          if (this.client || this.closed || !this.watched()) return;
           void this.connection().catch(() => {
             if (!this.reconnectTimer) schedule();
           });
@@ -619,6 +666,12 @@ export class PostgresLeaseStore implements LeaseStore {
     if (code === '22003') return new InvalidRecordError(`${what}: ${describeError(err)}`, { cause: err });
     // An integrity constraint of the table (a CHECK, NOT NULL) refuses the record; the message names it.
     if (code === '23514' || code === '23502') return new InvalidRecordError(`${what}: the table refused the record: ${describeError(err)}`, { cause: err });
+    if (code === '42P01' && op.startsWith('group ')) {
+      return new BackendError(
+        `${what}: the shard groups' table does not exist (it was dropped): recreate it with the SQL in docs/postgres.md, or restart leasehold to create it`,
+        { cause: err },
+      );
+    }
     if (code === '42P01') {
       this.problemText = `the lease table ${this.schema}.${this.table} does not exist (it was dropped): recreate it with the SQL in docs/postgres.md, or restart leasehold to create it`;
       return new BackendError(`${what}: ${this.problemText}`, { cause: err });

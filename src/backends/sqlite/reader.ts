@@ -29,6 +29,14 @@ export interface ReadResult<T> {
  * holds every commit.
  */
 export function readOnce<T>(path: string, busyTimeoutMs: number, read: (select: Database.Statement<[string]>, columns: RowColumns) => T): ReadResult<T> {
+  return readConnection(path, busyTimeoutMs, (db) => readWith(path, db, read));
+}
+
+/**
+ * Opens `path` for one read as readOnce does (the same connection, or the same copy), runs `use`
+ * on it, and closes it: for what a reader reads besides a lease (the group records).
+ */
+export function readConnection<T>(path: string, busyTimeoutMs: number, use: (db: Database.Database) => T): T {
   refuseMountPoint(path);
   const foreign = foreignLog(path);
   if (foreign) throw new StoreOpenError(`the database file ${path}: ${foreign}`, { field: 'db' });
@@ -40,11 +48,11 @@ export function readOnce<T>(path: string, busyTimeoutMs: number, read: (select: 
   }
   try {
     db.pragma('query_only = 1');
-    return readWith(path, db, read);
+    return use(db);
   } catch (err) {
     if (!/^SQLITE_(READONLY|CANTOPEN)/.test((err as { code?: string }).code ?? '')) throw err;
     db.close();
-    return readCopy(path, err, read);
+    return readCopy(path, err, use);
   } finally {
     if (db.open) db.close();
   }
@@ -62,7 +70,7 @@ function readWith<T>(path: string, db: Database.Database, read: (select: Databas
  * it in place. With no -wal beside it, the file holds every commit, so a copy of it, unchanged
  * while it was read, is the database. Otherwise the line says what this user lacks.
  */
-function readCopy<T>(path: string, cause: unknown, read: (select: Database.Statement<[string]>, columns: RowColumns) => T): ReadResult<T> {
+function readCopy<T>(path: string, cause: unknown, use: (db: Database.Database) => T): T {
   const cannot = (why: string) =>
     new StoreOpenError(
       `cannot read SQLite lease store ${path} as this user: ${why} (SQLite: ${describeError(cause)}). Run status as a user who may create files in its directory, or while a candidate has it open`,
@@ -81,7 +89,7 @@ function readCopy<T>(path: string, cause: unknown, read: (select: Database.State
   if (image.length > 19) image[18] = image[19] = 1;
   const db = new Database(image, { readonly: true });
   try {
-    return readWith(path, db, read);
+    return use(db);
   } finally {
     db.close();
   }

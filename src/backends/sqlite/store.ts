@@ -13,7 +13,10 @@ import { foreignLog } from './wal-owner.js';
 import { escapeControl } from '../../util/escape-control.js';
 import { selectRowSql } from './row-select.js';
 import { oversizedNotice } from '../bounded-sql.js';
-import { changeMark, readOnce } from './reader.js';
+import { changeMark, readConnection, readOnce } from './reader.js';
+import type { GroupRecord, GroupStore, VersionedGroupRecord } from '../group-store.js';
+import { checkGroupName, checkGroupRecord } from '../group-record-check.js';
+import { GROUP_SCHEMA, GroupTable, hasGroupSchema, oversizedGroupNotice, readGroup, readGroupFingerprint, type StoredGroupRecord } from './group-table.js';
 
 /**
  * Leases in one SQLite file shared by processes on one machine.
@@ -80,7 +83,7 @@ interface LeaseRow {
   oversized?: string | null;
 }
 
-export class SqliteLeaseStore implements LeaseStore {
+export class SqliteLeaseStore implements LeaseStore, GroupStore {
   readonly backend = 'sqlite';
   readonly location: string;
   private readonly options: SqliteStoreOptions;
@@ -98,6 +101,10 @@ export class SqliteLeaseStore implements LeaseStore {
   private hasSuccessor = false;
   /** The last oversized-values notice, so a row that keeps them is reported once. */
   private toldOversized: string | null = null;
+  /** The group records' statements, and the generation of the file they were prepared on. */
+  private groupTable: { table: GroupTable; generation: number } | null = null;
+  /** The group rows reported holding values over their bound, so each is told once. */
+  private readonly toldOversizedGroups = new Set<string>();
   /** Per lease, the callers' questions "poll quickly now?" (SuccessorClaimSupport.pollQuicklyWhile). */
   private readonly quickWhile = new Map<string, Set<() => boolean>>();
   /**
@@ -394,6 +401,157 @@ export class SqliteLeaseStore implements LeaseStore {
         // a busy or replaced file: the reader's own reads report it
       }
     };
+  }
+
+  // The shard groups' records (group-table.ts): the same file, connection, transactions and
+  // checks of the path as the leases. A version handed out carries the generation of the file it
+  // was read from: one read before this process found the file replaced never matches again.
+
+  async listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
+    throwIfAborted(opts);
+    checkGroupName(group);
+    const stored = this.run('group list', () =>
+      this.options.readonly
+        ? readConnection(this.location, this.options.busyTimeoutMs ?? 1000, (db) => readGroup(db, group, this.location))
+        : this.groups().records(group),
+    );
+    return stored.map((s) => this.versioned(group, s));
+  }
+
+  async createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
+    throwIfAborted(opts);
+    checkGroupRecord(group, record);
+    this.refuseWrite('group create');
+    return this.run('group create', () => {
+      const table = this.groups();
+      return this.groupVersion(this.db.transaction(() => table.create(group, record)).immediate());
+    });
+  }
+
+  async updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    throwIfAborted(opts);
+    checkGroupRecord(group, record);
+    this.refuseWrite('group update');
+    return this.run('group update', () => {
+      const table = this.groups();
+      // After any reopen (run() checks the path first): only versions read from this file count.
+      const m = /^(\d+)\.(\d+)$/.exec(expectedVersion);
+      if (!m || Number(m[1]) !== this.generation || !Number.isSafeInteger(Number(m[2]))) {
+        throw new ConflictError(
+          `group ${group} record ${record.kind}/${record.index}: version ${JSON.stringify(expectedVersion)} was not read from ${this.location} as it is now`,
+        );
+      }
+      return this.groupVersion(this.db.transaction(() => table.replace(group, record, Number(m[2]))).immediate());
+    });
+  }
+
+  /**
+   * Hints at changes of the group's records, by the lease watch's means: a poll of `PRAGMA
+   * data_version` (a reader: changeMark), and on a change, the group's fingerprint (its count
+   * of records and largest version), so a write to another group is not a hint. Never healthy,
+   * like the lease watch: members keep their timed lists. `opts.everyMs` replaces the interval.
+   */
+  watchGroup(group: string, onChange: () => void, _onHealth?: (healthy: boolean) => void, opts: { everyMs?: number } = {}): () => void {
+    checkGroupName(group);
+    const fingerprint = (): string => {
+      try {
+        if (this.options.readonly)
+          return readConnection(this.location, this.options.busyTimeoutMs ?? 1000, (db) => readGroupFingerprint(db, group, this.location));
+        // Read only: a watch never creates the table (a file no group has written has none).
+        return `${this.generation}:${readGroupFingerprint(this.db, group, this.location)}`;
+      } catch {
+        return 'unreadable'; // busy or replaced: the next change reads it again
+      }
+    };
+    const changed = this.options.readonly ? this.readerChanged() : this.writerChanged();
+    let last = fingerprint();
+    let stopped = false;
+    let timer: Timer | null = null;
+    const next = () => {
+      if (stopped) return;
+      timer = this.after(opts.everyMs ?? WATCH_EVERY_MS, () => {
+        timer = null;
+        if (changed()) {
+          const now = fingerprint();
+          if (now !== last) {
+            last = now;
+            onChange();
+          }
+        }
+        next();
+      });
+    };
+    next();
+    return () => {
+      stopped = true;
+      timer?.cancel();
+    };
+  }
+
+  /** A candidate's change detector: `PRAGMA data_version` on its connection, re-prepared after a reopen. */
+  private writerChanged(): () => boolean {
+    let generation = this.generation;
+    let stmt = this.db.prepare('PRAGMA data_version').pluck();
+    let lastData = stmt.get() as number;
+    return () => {
+      if (!this.db.open) return false;
+      try {
+        if (generation !== this.generation) {
+          generation = this.generation;
+          stmt = this.db.prepare('PRAGMA data_version').pluck();
+          lastData = NaN;
+        }
+        const v = stmt.get() as number;
+        if (v === lastData) return false;
+        lastData = v;
+        return true;
+      } catch {
+        return false; // a busy or closed database: the member's own lists cover it
+      }
+    };
+  }
+
+  /** A reader's change detector: changeMark, without a connection. */
+  private readerChanged(): () => boolean {
+    let lastMark = changeMark(this.location);
+    return () => {
+      const mark = changeMark(this.location);
+      if (mark === lastMark) return false;
+      lastMark = mark;
+      return true;
+    };
+  }
+
+  /**
+   * The group records' statements on the open connection: the table and its triggers are
+   * created the first time this file is asked for a group (a file no group uses keeps only the
+   * tutorial's table), in a BEGIN IMMEDIATE transaction, as migrate() creates the leases table.
+   */
+  private groups(): GroupTable {
+    if (this.groupTable?.generation === this.generation) return this.groupTable.table;
+    if (!hasGroupSchema(this.db)) {
+      this.db
+        .transaction(() => {
+          for (const statement of GROUP_SCHEMA) this.db.exec(statement);
+        })
+        .immediate();
+    }
+    this.groupTable = { table: new GroupTable(this.db, this.location), generation: this.generation };
+    return this.groupTable.table;
+  }
+
+  private groupVersion(version: number): string {
+    return `${this.generation}.${version}`;
+  }
+
+  private versioned(group: string, s: StoredGroupRecord): VersionedGroupRecord {
+    const told = `${group}/${s.record.kind}/${s.record.index}`;
+    if (s.oversized === null) this.toldOversizedGroups.delete(told);
+    else if (!this.toldOversizedGroups.has(told)) {
+      this.toldOversizedGroups.add(told);
+      this.options.onOversized?.(oversizedGroupNotice(group, `${s.record.kind}/${s.record.index}`, this.location, s.oversized));
+    }
+    return { record: s.record, version: this.groupVersion(s.version) };
   }
 
   private refuseWrite(op: string): void {

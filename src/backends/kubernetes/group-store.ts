@@ -1,0 +1,389 @@
+/**
+ * The shard groups' records as coordination.k8s.io/v1 Leases in the store's namespace
+ * (docs/kubernetes.md, "Shard groups"; names and labels: group-names.ts):
+ * - a member slot: holderIdentity, leaseTransitions (its session), renewTime,
+ *   leaseDurationSeconds, and the annotation `leasehold.io/member-state` (active or leaving);
+ * - a shard: holderIdentity, leaseTransitions (its token), acquireTime, and the annotation
+ *   `leasehold.io/owner-session` (`SLOT/SESSION`, absent when free);
+ * - the header: the annotation `leasehold.io/shards` and acquireTime (when it was created).
+ * listGroup is one LIST with the group's label selector; watchGroup a watch with it. Writes are
+ * compare-and-swap on resourceVersion (etcd's revision: it never repeats), with the Lease's uid
+ * as a precondition, so an update never recreates a deleted Lease. A Lease with a record's name
+ * but without the group's labels is someone else's: never overwritten (ForeignRecordError).
+ * Fields this store does not own (other labels and annotations, spec fields) are carried over
+ * from the object last read, as the lease store does.
+ */
+import type { KubeClient } from '../../kube/api-client.js';
+import { httpStatus } from '../../kube/api-errors.js';
+import { BackendError, ConflictError, ForbiddenError, ForeignRecordError, InvalidRecordError, LeaseholdError, NotFoundError } from '../../errors.js';
+import { escapeControl } from '../../util/escape-control.js';
+import { validateKubernetesLeaseDuration } from '../../config/election-options.js';
+import { reconnectDelayMs } from '../../util/backoff.js';
+import type { CallOptions } from '../lease-store.js';
+import { MAX_MEMBER_SLOTS, MAX_SHARDS, recordKey, type GroupRecord, type VersionedGroupRecord } from '../group-store.js';
+import { checkGroupRecord } from '../group-record-check.js';
+import { formatMicroTime, parseMicroTime } from './micro-time.js';
+import { GROUP_LABEL, RECORD_LABEL, checkKubernetesGroupName, labelsOf, leaseNameOf, recordOfName } from './group-names.js';
+
+export const MEMBER_STATE_ANNOTATION = 'leasehold.io/member-state';
+export const OWNER_SESSION_ANNOTATION = 'leasehold.io/owner-session';
+export const SHARDS_ANNOTATION = 'leasehold.io/shards';
+/** leaseTransitions is an int32 in coordination.k8s.io/v1. */
+const MAX_INT32 = 2_147_483_647;
+/** How long the API server keeps one watch open before ending it (we then reconnect), as the lease watch. */
+const WATCH_TIMEOUT_SECONDS = 300;
+
+interface LeaseSpec {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  acquireTime?: string;
+  renewTime?: string;
+  leaseTransitions?: number;
+  [other: string]: unknown;
+}
+interface Lease {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    resourceVersion?: string;
+    uid?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    [other: string]: unknown;
+  };
+  spec?: LeaseSpec;
+}
+interface LeaseList {
+  metadata?: { resourceVersion?: string };
+  items?: Lease[];
+}
+
+export class KubernetesGroupStore {
+  readonly maxToken = MAX_INT32;
+  /** The last object read or written per Lease name, to carry fields we do not own and its uid. */
+  private readonly objects = new Map<string, Lease>();
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly namespace: string,
+  ) {}
+
+  private leasePath(name?: string): string {
+    const base = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(this.namespace)}/leases`;
+    return name === undefined ? base : `${base}/${encodeURIComponent(name)}`;
+  }
+
+  async listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
+    checkKubernetesGroupName(group);
+    let list: LeaseList;
+    try {
+      list = await this.client.request<LeaseList>(
+        'GET',
+        `${this.leasePath()}?${new URLSearchParams({ labelSelector: `${GROUP_LABEL}=${group}` }).toString()}`,
+        {
+          signal: opts?.signal,
+        },
+      );
+    } catch (err) {
+      throw this.translate(err, 'list', `group ${group}`);
+    }
+    const records: VersionedGroupRecord[] = [];
+    for (const lease of list.items ?? []) {
+      // A Lease labelled for the group whose name or record label is none of its records' is not one.
+      const key = ours(group, lease);
+      if (!key) continue;
+      this.objects.set(lease.metadata!.name!, lease);
+      records.push({ record: fromLease(group, key, lease), version: versionOf(lease) });
+    }
+    return records;
+  }
+
+  async createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
+    checkKubernetesGroupName(group);
+    checkGroupRecord(group, record, MAX_INT32);
+    if (record.kind === 'member') validateKubernetesLeaseDuration(record.leaseDurationSeconds * 1000);
+    const name = leaseNameOf(group, record);
+    const body: Lease = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name, namespace: this.namespace, labels: labelsOf(group, record), ...annotationsFor(record, undefined) },
+      spec: toSpec(record, undefined),
+    };
+    try {
+      const created = await this.client.request<Lease>('POST', this.leasePath(), { body, signal: opts?.signal });
+      this.objects.set(name, created);
+      return versionOf(created);
+    } catch (err) {
+      if (httpStatus(err) === 409) {
+        // Taken: by this group's record (a lost race), or by someone else's Lease, which a
+        // retry would never get past.
+        const existing = await this.get(name, opts).catch(() => null);
+        if (existing && !ours(group, existing)) throw this.foreign(group, record, existing);
+        throw new ConflictError(`create Lease ${this.namespace}/${name} (group ${group} record ${recordKey(record)}): it already exists`, { cause: err });
+      }
+      throw this.translate(err, 'create', name);
+    }
+  }
+
+  async updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    checkKubernetesGroupName(group);
+    checkGroupRecord(group, record, MAX_INT32);
+    if (record.kind === 'member') validateKubernetesLeaseDuration(record.leaseDurationSeconds * 1000);
+    const name = leaseNameOf(group, record);
+    let base = this.objects.get(name);
+    if (base?.metadata?.resourceVersion !== expectedVersion || !ours(group, base)) {
+      // A version this store did not read last: learn the Lease first, so the uid precondition
+      // (without it a PUT recreates a deleted Lease) and the labels are the Lease's own.
+      const current = await this.get(name, opts);
+      if (!current) throw new ConflictError(`update Lease ${this.namespace}/${name}: it no longer exists`);
+      if (!ours(group, current)) throw this.foreign(group, record, current);
+      if (current.metadata?.resourceVersion !== expectedVersion)
+        throw new ConflictError(`update Lease ${this.namespace}/${name}: version ${expectedVersion} is not current`);
+      base = current;
+    }
+    const body: Lease = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {
+        ...base.metadata,
+        ...annotationsFor(record, base.metadata?.annotations),
+        labels: { ...base.metadata?.labels, ...labelsOf(group, record) },
+        name,
+        namespace: this.namespace,
+        resourceVersion: expectedVersion,
+        uid: base.metadata?.uid,
+      },
+      spec: toSpec(record, base.spec),
+    };
+    try {
+      const replaced = await this.client.request<Lease>('PUT', this.leasePath(name), { body, signal: opts?.signal });
+      this.objects.set(name, replaced);
+      return versionOf(replaced);
+    } catch (err) {
+      throw this.translate(err, 'update', name);
+    }
+  }
+
+  /**
+   * A watch of the group's label selector, hinting at every event. Each (re)connect first asks
+   * for the collection's current resourceVersion (a LIST of at most one item) and watches from
+   * it, so no event replays the group, and is itself a hint (what changed while it was down is
+   * not replayed either). It reconnects as the lease watch does: reports unhealthy, backs off.
+   */
+  watchGroup(group: string, onChange: () => void, onHealth?: (healthy: boolean) => void): () => void {
+    checkKubernetesGroupName(group);
+    const selector = `${GROUP_LABEL}=${group}`;
+    let stopped = false;
+    let current: { abort(): void } | null = null;
+    let timer: NodeJS.Timeout | null = null;
+    let failures = 0;
+    const connect = async () => {
+      if (stopped) return;
+      try {
+        const head = await this.client.request<LeaseList>(
+          'GET',
+          `${this.leasePath()}?${new URLSearchParams({ labelSelector: selector, limit: '1' }).toString()}`,
+        );
+        const from = head.metadata?.resourceVersion;
+        if (!from) throw new BackendError(`list of group ${group}'s Leases came back without a resourceVersion`);
+        if (stopped) return;
+        current = await this.client.watch(
+          this.leasePath(),
+          { labelSelector: selector, resourceVersion: from, timeoutSeconds: String(WATCH_TIMEOUT_SECONDS) },
+          ({ type }) => {
+            failures = 0;
+            if (!stopped && (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED')) onChange();
+          },
+          () => reconnect(),
+        );
+        if (stopped) {
+          current.abort();
+          return;
+        }
+        onHealth?.(true);
+        onChange();
+      } catch {
+        reconnect();
+      }
+    };
+    const reconnect = () => {
+      current = null;
+      if (stopped) return;
+      onHealth?.(false);
+      if (timer) return;
+      failures++;
+      timer = setTimeout(() => {
+        timer = null;
+        void connect();
+      }, reconnectDelayMs(failures));
+      timer.unref();
+    };
+    void connect();
+    return () => {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      current?.abort();
+    };
+  }
+
+  /** The Lease named `name`, or null when there is none. */
+  private async get(name: string, opts: CallOptions | undefined): Promise<Lease | null> {
+    try {
+      const lease = await this.client.request<Lease>('GET', this.leasePath(name), { signal: opts?.signal });
+      this.objects.set(name, lease);
+      return lease;
+    } catch (err) {
+      if (httpStatus(err) === 404) {
+        this.objects.delete(name);
+        return null;
+      }
+      throw this.translate(err, 'get', name);
+    }
+  }
+
+  private foreign(group: string, record: GroupRecord, lease: Lease): ForeignRecordError {
+    const name = leaseNameOf(group, record);
+    const labels = lease.metadata?.labels ?? {};
+    const has = [GROUP_LABEL, RECORD_LABEL].map((l) => `${l}=${labels[l] === undefined ? '(none)' : escapeControl(JSON.stringify(labels[l]))}`).join(', ');
+    return new ForeignRecordError(
+      `Lease ${this.namespace}/${name} is not group ${group}'s record ${recordKey(record)}: it has ${has} where that record has ${GROUP_LABEL}=${group}, ${RECORD_LABEL}=${record.kind}; it is someone else's and is never overwritten: rename the group, or remove that Lease if nobody uses it`,
+    );
+  }
+
+  /** The client's coded error, said again with what was being done, as the lease store's translate. */
+  private translate(err: unknown, op: 'get' | 'list' | 'create' | 'update', what: string): LeaseholdError {
+    const doing = `${op} Lease${op === 'list' ? 's of' : ''} ${this.namespace}/${what}`;
+    if (!(err instanceof LeaseholdError)) return new BackendError(`${doing}: ${String(err)}`, { cause: err });
+    const status = httpStatus(err);
+    const Same = err.constructor as new (message: string, options?: { cause?: unknown }) => LeaseholdError;
+    if (status === undefined) return new Same(`${doing}: ${err.message}`, { cause: err });
+    switch (status) {
+      case 403:
+        return new ForbiddenError(
+          `${doing}: forbidden (403): RBAC denies verb "${op}" on resource "leases" (coordination.k8s.io) in namespace ${this.namespace}: ${err.message}`,
+          {
+            cause: err,
+          },
+        );
+      case 404:
+        if (op === 'update') return new ConflictError(`${doing}: the Lease no longer exists (404): ${err.message}`, { cause: err });
+        return new NotFoundError(`${doing}: not found (404): ${err.message}`, { cause: err });
+      case 409:
+        return new ConflictError(`${doing}: conflict (409): ${err.message}`, { cause: err });
+      default:
+        return new Same(`${doing}: HTTP ${status}: ${err.message}`, { cause: err });
+    }
+  }
+}
+
+/** The record key a Lease is of `group`, when both its name and its labels say so; else null. */
+function ours(group: string, lease: Lease): Pick<GroupRecord, 'kind' | 'index'> | null {
+  const key = recordOfName(group, lease.metadata?.name ?? '');
+  const labels = lease.metadata?.labels ?? {};
+  return key && labels[GROUP_LABEL] === group && labels[RECORD_LABEL] === key.kind ? key : null;
+}
+
+function versionOf(lease: Lease): string {
+  const version = lease.metadata?.resourceVersion;
+  if (!version) throw new BackendError(`Lease ${lease.metadata?.name ?? '?'} came back without a resourceVersion`);
+  return version;
+}
+
+/** Our annotations set for `r` (the others, read, kept as they are): each kind's own, and none of another kind's. */
+function annotationsFor(r: GroupRecord, read: Record<string, string> | undefined): { annotations?: Record<string, string> } {
+  const annotations = { ...read };
+  for (const a of [MEMBER_STATE_ANNOTATION, OWNER_SESSION_ANNOTATION, SHARDS_ANNOTATION]) delete annotations[a];
+  if (r.kind === 'member') annotations[MEMBER_STATE_ANNOTATION] = r.state;
+  if (r.kind === 'shard' && r.owner) annotations[OWNER_SESSION_ANNOTATION] = `${r.owner.slot}/${r.owner.session}`;
+  if (r.kind === 'group') annotations[SHARDS_ANNOTATION] = String(r.shards);
+  return Object.keys(annotations).length > 0 || read !== undefined ? { annotations } : {};
+}
+
+/** The spec for `r`: its fields set, the ones it does not use removed, anything else read kept. */
+function toSpec(r: GroupRecord, base: LeaseSpec | undefined): LeaseSpec {
+  const spec: LeaseSpec = {
+    ...base,
+    holderIdentity: undefined,
+    leaseDurationSeconds: undefined,
+    acquireTime: undefined,
+    renewTime: undefined,
+    leaseTransitions: undefined,
+  };
+  const time = (d: Date | null) => (d ? formatMicroTime(d) : undefined);
+  switch (r.kind) {
+    case 'group':
+      return { ...spec, acquireTime: formatMicroTime(r.createdAt) };
+    case 'member':
+      return {
+        ...spec,
+        holderIdentity: r.holderIdentity,
+        leaseTransitions: r.session,
+        renewTime: time(r.renewTime),
+        leaseDurationSeconds: r.leaseDurationSeconds,
+      };
+    case 'shard':
+      return { ...spec, holderIdentity: r.holderIdentity, leaseTransitions: r.token, acquireTime: time(r.acquireTime) };
+  }
+}
+
+/**
+ * The record a Lease of ours holds. Anyone with rights on Leases can write anything into one: a
+ * value no group store writes is an InvalidRecordError naming the Lease, never a record guessed at.
+ */
+function fromLease(group: string, key: Pick<GroupRecord, 'kind' | 'index'>, lease: Lease): GroupRecord {
+  const name = lease.metadata?.name ?? '?';
+  const bad = (field: string, value: unknown, rule: string): never => {
+    throw new InvalidRecordError(
+      `Lease ${name} (group ${group} record ${recordKey(key)}) holds ${field} ${escapeControl(JSON.stringify(value) ?? String(value))}, which is not ${rule}`,
+    );
+  };
+  const spec = lease.spec ?? {};
+  const annotations = lease.metadata?.annotations ?? {};
+  const transitions = spec.leaseTransitions ?? 0;
+  if (!Number.isSafeInteger(transitions) || transitions < 0) bad('leaseTransitions', transitions, 'an integer from 0');
+  switch (key.kind) {
+    case 'group': {
+      const text = annotations[SHARDS_ANNOTATION];
+      const shards = text !== undefined && /^\d{1,4}$/.test(text) ? Number(text) : 0;
+      if (shards < 1 || shards > MAX_SHARDS) bad(SHARDS_ANNOTATION, text, `a shard count from 1 to ${MAX_SHARDS}`);
+      return { kind: 'group', index: 0, shards, createdAt: parseMicroTime(spec.acquireTime) ?? bad('acquireTime', spec.acquireTime, 'a time') };
+    }
+    case 'member': {
+      const state = annotations[MEMBER_STATE_ANNOTATION];
+      if (state !== 'active' && state !== 'leaving') return bad(MEMBER_STATE_ANNOTATION, state, '"active" or "leaving"');
+      const duration = spec.leaseDurationSeconds;
+      if (typeof duration !== 'number' || !(duration > 0)) bad('leaseDurationSeconds', duration, 'a positive number');
+      return {
+        kind: 'member',
+        index: key.index,
+        holderIdentity: spec.holderIdentity ?? '',
+        session: transitions,
+        state,
+        renewTime: parseMicroTime(spec.renewTime),
+        leaseDurationSeconds: duration!,
+      };
+    }
+    case 'shard': {
+      const text = annotations[OWNER_SESSION_ANNOTATION];
+      let owner: { slot: number; session: number } | null = null;
+      if (text !== undefined) {
+        const m = /^(\d{1,4})\/(\d{1,10})$/.exec(text);
+        if (!m || Number(m[1]) >= MAX_MEMBER_SLOTS || Number(m[2]) > MAX_INT32)
+          bad(OWNER_SESSION_ANNOTATION, text, `SLOT/SESSION (a slot below ${MAX_MEMBER_SLOTS}, a session up to ${MAX_INT32})`);
+        owner = { slot: Number(m![1]), session: Number(m![2]) };
+      }
+      return {
+        kind: 'shard',
+        index: key.index,
+        holderIdentity: spec.holderIdentity ?? '',
+        owner,
+        token: transitions,
+        acquireTime: parseMicroTime(spec.acquireTime),
+      };
+    }
+    default:
+      return bad('kind', key.kind, 'group, member or shard');
+  }
+}

@@ -1,0 +1,442 @@
+/**
+ * The shard groups' records in PostgreSQL (docs/postgres.md, "The group records"): the table
+ * `lease_groups` in the lease table's schema (schema.ts), on the lease store's one connection,
+ * which this class reaches only through GroupConnection (store.ts hands it over).
+ * - created the first time a group is used, if the role may, in one statement (the connection
+ *   is shared with the elector: never a BEGIN ... COMMIT of several), under an advisory lock;
+ *   a role that may not is told the SQL an administrator runs;
+ * - compare-and-swap: `UPDATE ... WHERE key AND version = $n`. Every written row's version is
+ *   the writing transaction's id (set by the statement and, for any other writer, by the
+ *   table's trigger), so a version never repeats for a key, across deletes and re-creates;
+ * - every write notifies the table's channel with the group's name after it has committed, in
+ *   a statement of its own, as the leases' writes do (notify.ts: a hint, whose payload is only
+ *   matched against the group's name). The connection LISTENs on the channel only while a
+ *   group is watched: a candidate that leads a lease alone hears none of the groups' heartbeats.
+ */
+import type pg from 'pg';
+import { realClock } from '../../clock.js';
+import { BackendError, ConflictError, InvalidConfigError, InvalidRecordError, StoreOpenError, describeError, isLeaseholdError } from '../../errors.js';
+import { escapeControl } from '../../util/escape-control.js';
+import type { Logger } from '../../log.js';
+import type { CallOptions } from '../lease-store.js';
+import { recordKey, type GroupRecord, type VersionedGroupRecord } from '../group-store.js';
+import { checkGroupName, checkGroupRecord } from '../group-record-check.js';
+import { MAX_TEXT_BYTES, boundedColumn, oversizedColumn } from '../bounded-sql.js';
+import { HintThrottle, channelName } from './notify.js';
+import { GROUP_TABLE, groupAdminScript, groupCreateBlock } from './schema.js';
+
+/** What the group store needs of the lease store's connection, and nothing more. */
+export interface GroupConnection {
+  /** The server as messages name it, without a password (user@host:port/database). */
+  readonly target: string;
+  /** The role, for the SQL an administrator runs. */
+  readonly role: string;
+  /** At most one hint per this many ms, as the leases' watches. */
+  readonly hintIntervalMs: number;
+  /** Whether the store only reads (`leasehold status`): the table is then never created. */
+  readOnly(): boolean;
+  readonly log?: Logger | undefined;
+  /**
+   * Runs one statement on the shared connection, connecting if need be: bounded on the server,
+   * cancelled when the signal aborts, its failure a coded error whose `cause` is the driver's.
+   */
+  query<R extends pg.QueryResultRow>(op: string, sql: string, params: unknown[], opts?: CallOptions): Promise<pg.QueryResult<R>>;
+  /** The connection while it is up, for a statement nobody waits for; null otherwise. */
+  current(): pg.Client | null;
+}
+
+/** A notification that could not be sent is logged at most once per this. */
+const HINT_FAILURE_LOG_INTERVAL_MS = 60_000;
+/** The largest value of the version column (BIGINT): anything past it was never issued. */
+const MAX_BIGINT = 9223372036854775807n;
+/** Text columns, read within a bound (bounded-sql.ts); the others are typed, so bounded by their type. */
+const BOUNDED: [string, number][] = [
+  ['holder_identity', MAX_TEXT_BYTES],
+  ['state', 64],
+];
+const VALUE_COLUMNS = [
+  'holder_identity',
+  'session',
+  'state',
+  'renew_time_ms',
+  'lease_duration_seconds',
+  'token',
+  'owner_slot',
+  'owner_session',
+  'acquire_time_ms',
+  'shards',
+  'created_at_ms',
+] as const;
+/** Every column the store reads and writes: a table without one is refused, naming it. */
+const COLUMNS = ['group_name', 'kind', 'idx', ...VALUE_COLUMNS, 'version'];
+
+interface GroupRow {
+  kind: string;
+  idx: number;
+  holder_identity: string;
+  session: string | null;
+  state: string | null;
+  renew_time_ms: string | null;
+  lease_duration_seconds: number | null;
+  token: string | null;
+  owner_slot: number | null;
+  owner_session: string | null;
+  acquire_time_ms: string | null;
+  shards: number | null;
+  created_at_ms: string | null;
+  version: string;
+  oversized: string | null;
+}
+
+interface Watcher {
+  group: string;
+  hints: HintThrottle;
+  onHealth?: ((healthy: boolean) => void) | undefined;
+}
+
+export class PostgresGroupStore {
+  readonly location: string;
+  private readonly qualified: string;
+  readonly channel: string;
+  /** The table checked (and made, if missing and the role may) once: shared by concurrent calls. */
+  private ready: Promise<boolean> | null = null;
+  private readonly watchers = new Map<number, Watcher>();
+  private watchSeq = 0;
+  /** The connection LISTENing on the channel (each new one LISTENs again while anyone watches). */
+  private listeningOn: pg.Client | null = null;
+  /** A LISTEN on its way. */
+  private listening: Promise<void> | null = null;
+  /** Clients whose notifications this store hears (each gets one listener). */
+  private readonly heard = new WeakSet<pg.Client>();
+  private hintFailureLoggedAt = -Infinity;
+  /** The rows reported holding values over their bound, so each is told once. */
+  private readonly toldOversized = new Set<string>();
+
+  constructor(
+    private readonly conn: GroupConnection,
+    private readonly schema: string,
+    /** The lease table: a group table of the same name cannot exist beside it. */
+    private readonly leaseTable: string,
+  ) {
+    this.qualified = `"${schema}"."${GROUP_TABLE}"`;
+    this.channel = channelName(schema, GROUP_TABLE);
+    this.location = `table ${schema}.${GROUP_TABLE} on ${conn.target}`;
+  }
+
+  async listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
+    checkGroupName(group);
+    if (!(await this.ensureTable(opts))) return [];
+    const r = await this.conn.query<GroupRow>(
+      'group list',
+      `SELECT kind, idx, ${BOUNDED.map(([c, max]) => boundedColumn(c, max)).join(', ')}, session, renew_time_ms, lease_duration_seconds, token, owner_slot, owner_session, acquire_time_ms, shards, created_at_ms, version, ${oversizedColumn(BOUNDED)}
+       FROM ${this.qualified} WHERE group_name = $1`,
+      [group],
+      opts,
+    );
+    return r.rows.map((row) => this.fromRow(group, row));
+  }
+
+  async createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
+    checkGroupRecord(group, record);
+    this.refuseWrite('create');
+    await this.ensureTable(opts);
+    const r = await this.conn.query<{ version: string }>(
+      'group create',
+      `INSERT INTO ${this.qualified} (group_name, kind, idx, ${VALUE_COLUMNS.join(', ')}, version)
+       VALUES ($1, $2, $3, ${VALUE_COLUMNS.map((_, i) => `$${i + 4}`).join(', ')}, txid_current())
+       ON CONFLICT (group_name, kind, idx) DO NOTHING RETURNING version`,
+      [group, record.kind, record.index, ...toValues(record)],
+      opts,
+    );
+    if (r.rows.length === 0) throw new ConflictError(`group ${group} record ${recordKey(record)} already exists in ${this.location}`);
+    this.hintAfterCommit(group);
+    return String(r.rows[0]!.version);
+  }
+
+  async updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    checkGroupRecord(group, record);
+    this.refuseWrite('update');
+    if (!/^\d{1,19}$/.test(expectedVersion) || BigInt(expectedVersion) > MAX_BIGINT)
+      throw new ConflictError(`group ${group} record ${recordKey(record)}: version ${JSON.stringify(expectedVersion)} is not one this store issued`);
+    await this.ensureTable(opts);
+    const r = await this.conn.query<{ version: string }>(
+      'group update',
+      `UPDATE ${this.qualified} SET ${VALUE_COLUMNS.map((c, i) => `${c} = $${i + 5}`).join(', ')}, version = txid_current()
+       WHERE group_name = $1 AND kind = $2 AND idx = $3 AND version = $4 RETURNING version`,
+      [group, record.kind, record.index, expectedVersion, ...toValues(record)],
+      opts,
+    );
+    if (r.rows.length === 0)
+      throw new ConflictError(`group ${group} record ${recordKey(record)} changed or was deleted since version ${expectedVersion} was read (${this.location})`);
+    this.hintAfterCommit(group);
+    return String(r.rows[0]!.version);
+  }
+
+  /**
+   * Hints for one group: a notification naming it, at most one per hint interval. Healthy once
+   * the connection LISTENs on the channel; every reconnect is a hint, since notifications sent
+   * while it was down are lost.
+   */
+  watchGroup(group: string, onChange: () => void, onHealth?: (healthy: boolean) => void): () => void {
+    checkGroupName(group);
+    const id = this.watchSeq++;
+    const hints = new HintThrottle(realClock, this.conn.hintIntervalMs, onChange);
+    this.watchers.set(id, { group, hints, onHealth });
+    void this.listen().then(
+      () => {
+        if (this.watchers.has(id)) onHealth?.(true);
+      },
+      () => {}, // the connection's failure: connected() LISTENs again when it is back, and up() says so
+    );
+    return () => {
+      hints.cancel();
+      this.watchers.delete(id);
+      const client = this.conn.current();
+      if (this.watchers.size === 0 && client && this.listeningOn === client) {
+        this.listeningOn = null;
+        client.query(`UNLISTEN "${this.channel}"`).catch(() => {});
+      }
+    };
+  }
+
+  /**
+   * LISTENs on the channel, connecting if need be; one statement for any number of watchers
+   * asking at once (the connection is shared: each statement waits for the one before).
+   */
+  private listen(): Promise<void> {
+    const client = this.conn.current();
+    if (client && this.listeningOn === client) return Promise.resolve();
+    this.listening ??= this.conn
+      .query('group listen', `LISTEN "${this.channel}"`, [])
+      .then(() => {
+        const now = this.conn.current();
+        if (now) this.hear(now);
+        this.listeningOn = now;
+      })
+      .finally(() => {
+        this.listening = null;
+      });
+    return this.listening;
+  }
+
+  /** Whether anyone watches a group: the connection then reconnects on its own. */
+  watching(): boolean {
+    return this.watchers.size > 0;
+  }
+
+  /**
+   * A new connection, before it is handed out: it LISTENs on the channel if anyone watches. Run
+   * by the lease store inside its connect, so a failure is a failed connect.
+   */
+  async connected(client: pg.Client): Promise<void> {
+    this.hear(client);
+    if (this.watchers.size === 0) return;
+    await client.query(`LISTEN "${this.channel}"`);
+    this.listeningOn = client;
+  }
+
+  /** The connection is up and listening: watchers are healthy, and hear of what they missed. */
+  up(): void {
+    if (this.listeningOn === null || this.listeningOn !== this.conn.current()) return;
+    for (const w of this.watchers.values()) {
+      w.onHealth?.(true);
+      w.hints.hint();
+    }
+  }
+
+  /** The connection broke: watchers are unhealthy until it is back. */
+  down(): void {
+    this.listeningOn = null;
+    for (const w of this.watchers.values()) w.onHealth?.(false);
+  }
+
+  close(): void {
+    for (const w of this.watchers.values()) w.hints.cancel();
+    this.watchers.clear();
+  }
+
+  /** Reads a notification on the groups' channel off `client`, once per client. */
+  private hear(client: pg.Client): void {
+    if (this.heard.has(client)) return;
+    this.heard.add(client);
+    client.on('notification', (n) => {
+      if (n.channel !== this.channel) return;
+      // The payload is only matched against a watched group's name: it carries nothing else in.
+      for (const w of this.watchers.values()) if (w.group === n.payload) w.hints.hint();
+    });
+  }
+
+  private refuseWrite(op: string): void {
+    if (this.conn.readOnly()) throw new BackendError(`postgres group ${op} on ${this.location}: this store was opened read-only`);
+  }
+
+  /**
+   * The table, checked once (and made, if missing and the role may): true when it is there. A
+   * reader finds none in a schema no group has used (its lists are empty); a lease table that
+   * has the groups table's name leaves no room for it.
+   */
+  private ensureTable(opts: CallOptions | undefined): Promise<boolean> {
+    if (this.leaseTable === GROUP_TABLE) {
+      return Promise.reject(
+        new InvalidConfigError(
+          `the lease table ${this.schema}.${GROUP_TABLE} has the name of the shard groups' table: shard groups need another lease table name (postgresTable)`,
+          { field: 'postgresTable' },
+        ),
+      );
+    }
+    this.ready ??= this.checkTable(opts).catch((err: unknown) => {
+      this.ready = null;
+      throw err;
+    });
+    return this.ready;
+  }
+
+  private async checkTable(opts: CallOptions | undefined): Promise<boolean> {
+    const present = async () =>
+      (await this.conn.query<{ ok: boolean }>('group check table', 'SELECT to_regclass($1) IS NOT NULL AS ok', [`"${this.schema}"."${GROUP_TABLE}"`], opts))
+        .rows[0]?.ok === true;
+    if (!(await present())) {
+      if (this.conn.readOnly()) {
+        this.ready = null; // a candidate may make it later
+        return false;
+      }
+      try {
+        await this.conn.query('group create table', groupCreateBlock(this.schema), [], opts);
+      } catch (err) {
+        const code = codeOf(err);
+        if (code === '42501' || code === '3F000') {
+          throw new StoreOpenError(
+            `${this.location}: the shard groups' table does not exist and this role may not create it (${describeError(err)}); have an administrator run (docs/postgres.md): ${groupAdminScript(this.schema, this.conn.role).replace(/\s+/g, ' ')}`,
+            { cause: err },
+          );
+        }
+        throw err;
+      }
+    }
+    try {
+      await this.conn.query('group check table', `SELECT 1 FROM ${this.qualified} WHERE false FOR UPDATE`, [], opts);
+    } catch (err) {
+      if (codeOf(err) === '42501') {
+        throw new StoreOpenError(
+          `${this.location}: no permission on the shard groups' table (${describeError(err)}); grant it with: GRANT SELECT, INSERT, UPDATE ON ${this.schema}.${GROUP_TABLE} TO <role>`,
+          { cause: err },
+        );
+      }
+      throw err;
+    }
+    const cols = await this.conn.query<{ name: string }>(
+      'group check table',
+      'SELECT attname AS name FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped',
+      [`"${this.schema}"."${GROUP_TABLE}"`],
+      opts,
+    );
+    const have = new Set(cols.rows.map((r) => r.name));
+    const missing = COLUMNS.filter((c) => !have.has(c));
+    if (missing.length > 0) {
+      throw new StoreOpenError(
+        `${this.location} has the wrong columns: missing ${missing.join(', ')}; leasehold needs ${COLUMNS.join(', ')} (see docs/postgres.md)`,
+      );
+    }
+    return true;
+  }
+
+  /** Tells the listeners of a write that has committed: its own statement, not awaited, as the leases' (store.ts). */
+  private hintAfterCommit(group: string): void {
+    const client = this.conn.current();
+    if (!client) return;
+    client.query('SELECT pg_notify($1, $2)', [this.channel, group]).catch((err: unknown) => {
+      const now = performance.now();
+      if (now - this.hintFailureLoggedAt < HINT_FAILURE_LOG_INTERVAL_MS) return;
+      this.hintFailureLoggedAt = now;
+      this.conn.log?.warn('postgres notification not sent: group members learn of changes by listing', { store: this.location, error: describeError(err) });
+    });
+  }
+
+  /**
+   * The record a row holds. Any role with rights on the table can store anything in it: a value
+   * no group store writes is an InvalidRecordError naming the row (escaped), never a guess. A
+   * holder over its bound reads as a note of its size, told once per row.
+   */
+  private fromRow(group: string, row: GroupRow): VersionedGroupRecord {
+    const key = `${row.kind}/${row.idx}`;
+    const where = `the row of group ${group} ${escapeControl(key)} in ${this.location}`;
+    const bad = (column: string, value: unknown, rule: string): never => {
+      throw new InvalidRecordError(`${where} holds ${column} ${escapeControl(JSON.stringify(value) ?? String(value))}, which is not ${rule}`);
+    };
+    const count = (column: string, value: string | number | null): number => {
+      const n = Number(value);
+      return value !== null && Number.isSafeInteger(n) && n >= 0 ? n : bad(column, value, `an integer from 0 to ${Number.MAX_SAFE_INTEGER}`);
+    };
+    const time = (column: string, value: string | null): Date | null => (value === null ? null : new Date(count(column, value)));
+    const told = `${group}/${key}`;
+    if (row.oversized === null) this.toldOversized.delete(told);
+    else if (!this.toldOversized.has(told)) {
+      this.toldOversized.add(told);
+      this.conn.log?.warn(
+        `the record ${key} of group ${group} in ${this.location} holds values over their bound (${row.oversized}; at most ${MAX_TEXT_BYTES} bytes for the holder): each was read as a note of its size, never loaded, and no rule accepts it (a holder over it is nobody's identity)`,
+        { store: this.location },
+      );
+    }
+    let record: GroupRecord;
+    switch (row.kind) {
+      case 'group':
+        if (row.idx !== 0) bad('idx', row.idx, '0 (the group header)');
+        record = {
+          kind: 'group',
+          index: 0,
+          shards: count('shards', row.shards),
+          createdAt: time('created_at_ms', row.created_at_ms) ?? bad('created_at_ms', null, 'a time'),
+        };
+        break;
+      case 'member': {
+        const state = row.state === 'active' || row.state === 'leaving' ? row.state : bad('state', row.state, '"active" or "leaving"');
+        const duration = row.lease_duration_seconds;
+        record = {
+          kind: 'member',
+          index: count('idx', row.idx),
+          holderIdentity: row.holder_identity,
+          session: count('session', row.session),
+          state,
+          renewTime: time('renew_time_ms', row.renew_time_ms),
+          leaseDurationSeconds: typeof duration === 'number' && Number.isFinite(duration) ? duration : bad('lease_duration_seconds', duration, 'a number'),
+        };
+        break;
+      }
+      case 'shard': {
+        const free = row.owner_slot === null && row.owner_session === null;
+        record = {
+          kind: 'shard',
+          index: count('idx', row.idx),
+          holderIdentity: row.holder_identity,
+          owner: free ? null : { slot: count('owner_slot', row.owner_slot), session: count('owner_session', row.owner_session) },
+          token: count('token', row.token),
+          acquireTime: time('acquire_time_ms', row.acquire_time_ms),
+        };
+        break;
+      }
+      default:
+        return bad('kind', row.kind, 'group, member or shard');
+    }
+    return { record, version: String(row.version) };
+  }
+}
+
+/** The driver's SQLSTATE, on the error or on the coded error's cause. */
+function codeOf(err: unknown): string {
+  const own = (err as { code?: unknown }).code;
+  if (isLeaseholdError(err)) return ((err.cause as { code?: unknown } | undefined)?.code as string | undefined) ?? '';
+  return typeof own === 'string' ? own : '';
+}
+
+/** The value columns, in VALUE_COLUMNS' order; those another kind uses are NULL. */
+function toValues(r: GroupRecord): unknown[] {
+  const ms = (d: Date | null) => (d ? d.getTime() : null);
+  switch (r.kind) {
+    case 'group':
+      return ['', null, null, null, null, null, null, null, null, r.shards, r.createdAt.getTime()];
+    case 'member':
+      return [r.holderIdentity, r.session, r.state, ms(r.renewTime), r.leaseDurationSeconds, null, null, null, null, null, null];
+    case 'shard':
+      return [r.holderIdentity, null, null, null, null, r.token, r.owner?.slot ?? null, r.owner?.session ?? null, ms(r.acquireTime), null, null];
+  }
+}

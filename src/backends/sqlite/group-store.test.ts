@@ -1,0 +1,169 @@
+/**
+ * What the SQLite store does with the shard groups' records beyond the contract
+ * (group-store.contract.test.ts): the table is its own and made only when a group is used, writes
+ * in plain SQL move the version, a file replaced under the store voids every version read from
+ * the old one, and values no store wrote are refused or bounded, never guessed at.
+ */
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { SqliteLeaseStore } from './store.js';
+import { contractShard, contractSlot } from '../../testing/group-store-contract.js';
+import { FakeClock } from '../../testing/fake-clock.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'leasehold-sqlite-groups-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+let n = 0;
+const fresh = () => join(dir, `g${n++}.db`);
+const code = async (p: Promise<unknown>) =>
+  p.then(
+    () => 'ok',
+    (e: { code: string }) => e.code,
+  );
+function tablesOf(path: string): string[] {
+  const db = new Database(path, { readonly: true });
+  try {
+    return db.prepare("SELECT name FROM sqlite_schema WHERE type IN ('table', 'trigger') ORDER BY name").pluck().all() as string[];
+  } finally {
+    db.close();
+  }
+}
+/** Runs `fn` on a connection of its own, as the sqlite3 shell would. */
+function raw<T>(path: string, fn: (db: Database.Database) => T): T {
+  const db = new Database(path);
+  try {
+    return fn(db);
+  } finally {
+    db.close();
+  }
+}
+
+describe('SqliteLeaseStore as a group store, on a real file', () => {
+  it("a file no group uses keeps the tutorial's table alone; the first group call adds lease_groups, its counter and triggers", async () => {
+    const path = fresh();
+    const store = new SqliteLeaseStore(path);
+    try {
+      await store.create('lease', { holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: null, renewTime: new Date(), leaseTransitions: 1 });
+      assert.deepEqual(tablesOf(path), ['leases']);
+      assert.deepEqual(await store.listGroup('g'), []);
+      assert.deepEqual(tablesOf(path), ['lease_groups', 'lease_groups_version', 'lease_groups_version_insert', 'lease_groups_version_update', 'leases']);
+      // A lease and a group of the same name never meet.
+      await store.createGroupRecord('lease', contractSlot(0));
+      assert.equal((await store.get('lease'))?.record.holderIdentity, 'a');
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a write in plain SQL that leaves the version alone moves it all the same: the earlier version is stale', async () => {
+    const path = fresh();
+    const store = new SqliteLeaseStore(path);
+    try {
+      const v1 = await store.createGroupRecord('g', contractShard(0));
+      raw(path, (db) => db.prepare("UPDATE lease_groups SET holder_identity = 'by-hand' WHERE group_name = 'g'").run());
+      const [after] = await store.listGroup('g');
+      assert.equal((after!.record as { holderIdentity: string }).holderIdentity, 'by-hand');
+      assert.notEqual(after!.version, v1);
+      assert.equal(await code(store.updateGroupRecord('g', contractShard(0, { token: 2 }), v1)), 'LEASEHOLD_ERR_CONFLICT');
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('with its counter row deleted, versions go on past every version still in the table', async () => {
+    const path = fresh();
+    const store = new SqliteLeaseStore(path);
+    try {
+      const seen = [await store.createGroupRecord('g', contractSlot(0)), await store.createGroupRecord('g', contractSlot(1))];
+      seen.push(await store.updateGroupRecord('g', contractSlot(1, { session: 2 }), seen[1]!));
+      raw(path, (db) => db.exec('DELETE FROM lease_groups_version'));
+      const next = await store.updateGroupRecord('g', contractSlot(0, { session: 2 }), seen[0]!);
+      assert.ok(!seen.includes(next), `${next} was issued before`);
+      assert.equal(await code(store.updateGroupRecord('g', contractSlot(1, { session: 3 }), seen[1]!)), 'LEASEHOLD_ERR_CONFLICT');
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a file replaced under the store: the call that finds it fails as reopened, and no version read from the old file matches the new one', async () => {
+    const path = fresh();
+    const store = new SqliteLeaseStore(path);
+    try {
+      const v1 = await store.createGroupRecord('g', contractSlot(0));
+      const v2 = await store.updateGroupRecord('g', contractSlot(0, { session: 2 }), v1);
+      for (const f of ['', '-wal', '-shm']) rmSync(path + f, { force: true });
+      // A new file (a backup restored, say) whose record has the very counter the old one had.
+      const other = new SqliteLeaseStore(path);
+      const w1 = await other.createGroupRecord('g', contractSlot(0));
+      await other.updateGroupRecord('g', contractSlot(0, { session: 2 }), w1);
+      await other.close();
+      assert.equal(await code(store.listGroup('g')), 'LEASEHOLD_ERR_STORE_REOPENED');
+      const [now] = await store.listGroup('g');
+      assert.equal(now!.version.split('.')[1], v2.split('.')[1], 'the same counter in the new file');
+      assert.equal(await code(store.updateGroupRecord('g', contractSlot(0, { session: 3 }), v2)), 'LEASEHOLD_ERR_CONFLICT');
+      assert.equal(await code(store.updateGroupRecord('g', contractSlot(0, { session: 3 }), now!.version)), 'ok');
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a value over its bound is read as a note of its size and told once; a value no store writes is an invalid record', async () => {
+    const path = fresh();
+    const told: string[] = [];
+    const store = new SqliteLeaseStore(path, { onOversized: (m) => told.push(m) });
+    try {
+      await store.createGroupRecord('g', contractSlot(0));
+      raw(path, (db) => db.prepare("UPDATE lease_groups SET holder_identity = ? WHERE group_name = 'g'").run('x'.repeat(10_000)));
+      for (let i = 0; i < 2; i++) {
+        const [got] = await store.listGroup('g');
+        assert.equal((got!.record as { holderIdentity: string }).holderIdentity, '(a value of 10000 bytes)');
+      }
+      assert.equal(told.length, 1);
+      assert.match(told[0]!, /record member\/0 of group g .*holder_identity: 10000 bytes/);
+      raw(path, (db) => db.prepare("UPDATE lease_groups SET state = 'gone\n' WHERE group_name = 'g'").run());
+      await assert.rejects(
+        store.listGroup('g'),
+        (e: { code: string; message: string }) => e.code === 'LEASEHOLD_ERR_INVALID_RECORD' && /state "gone\\n"/.test(e.message),
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a reader (status) lists a group without writing, [] from a file no group has used, and its watch hints at a change', async () => {
+    const path = fresh();
+    const writer = new SqliteLeaseStore(path);
+    const clock = new FakeClock();
+    const reader = new SqliteLeaseStore(path, { readonly: true, clock });
+    try {
+      assert.deepEqual(await reader.listGroup('g'), []);
+      assert.deepEqual(tablesOf(path), ['leases'], 'the reader created nothing');
+      await writer.createGroupRecord('g', contractSlot(0));
+      assert.deepEqual(
+        (await reader.listGroup('g')).map((r) => r.record),
+        [contractSlot(0)],
+      );
+      await assert.rejects(reader.createGroupRecord('g', contractSlot(1)), { code: 'LEASEHOLD_ERR_BACKEND' });
+      let hints = 0;
+      const stop = reader.watchGroup('g', () => hints++);
+      try {
+        await clock.advance(50);
+        assert.equal(hints, 0, 'nothing changed');
+        await writer.createGroupRecord('other', contractSlot(0));
+        await clock.advance(50);
+        assert.equal(hints, 0, "another group's write");
+        await writer.createGroupRecord('g', contractSlot(1));
+        await clock.advance(50);
+        assert.equal(hints, 1);
+      } finally {
+        stop();
+      }
+    } finally {
+      await reader.close();
+      await writer.close();
+    }
+  });
+});

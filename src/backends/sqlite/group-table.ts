@@ -1,0 +1,310 @@
+import type Database from 'better-sqlite3';
+import { ConflictError, InvalidRecordError } from '../../errors.js';
+import { escapeControl } from '../../util/escape-control.js';
+import { MAX_NUMBER_BYTES, MAX_TEXT_BYTES, boundedColumn, oversizedColumn } from '../bounded-sql.js';
+import { recordKey, type GroupRecord } from '../group-store.js';
+
+// The shard groups' records in the SQLite file (docs/sqlite.md, "The group records"): a table of
+// their own, `lease_groups`, so no lease's name can meet a group record's, keyed by (group_name,
+// kind, idx). The store (store.ts) runs everything here on its one connection, inside its
+// BEGIN IMMEDIATE transactions and its check that the path still names the opened file.
+//
+// Versions: a counter kept in the file (`lease_groups_version`), drawn by triggers on every
+// INSERT and on every UPDATE that leaves `version` alone, so any writer's write moves it, a
+// sqlite3 shell's included, and a write of the same values too. It only grows, and a deleted
+// record's versions are never drawn again: a version read before a delete and a re-create
+// never comes back. The store adds its own file generation to what it hands out (store.ts).
+
+export const GROUP_TABLE = 'lease_groups';
+const VERSION_TABLE = 'lease_groups_version';
+
+/**
+ * Draws the next version: from the counter row, or, if someone deleted that row, from past the
+ * largest version any record still holds.
+ */
+const DRAW = `INSERT INTO ${VERSION_TABLE} (id, last) VALUES (1, (SELECT coalesce(max(version), 0) FROM ${GROUP_TABLE}) + 1)
+    ON CONFLICT (id) DO UPDATE SET last = last + 1;
+  UPDATE ${GROUP_TABLE} SET version = (SELECT last FROM ${VERSION_TABLE} WHERE id = 1) WHERE rowid = NEW.rowid;`;
+
+/** The tables and triggers, each created only when missing; run inside a BEGIN IMMEDIATE transaction. */
+export const GROUP_SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS ${GROUP_TABLE} (
+    group_name TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('group', 'member', 'shard')),
+    idx INTEGER NOT NULL,
+    holder_identity TEXT NOT NULL DEFAULT '',
+    session INTEGER,
+    state TEXT,
+    renew_time_ms INTEGER,
+    lease_duration_seconds REAL,
+    token INTEGER,
+    owner_slot INTEGER,
+    owner_session INTEGER,
+    acquire_time_ms INTEGER,
+    shards INTEGER,
+    created_at_ms INTEGER,
+    version INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (group_name, kind, idx)
+  )`,
+  `CREATE TABLE IF NOT EXISTS ${VERSION_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), last INTEGER NOT NULL)`,
+  `CREATE TRIGGER IF NOT EXISTS ${GROUP_TABLE}_version_insert AFTER INSERT ON ${GROUP_TABLE} FOR EACH ROW BEGIN
+  ${DRAW}
+END`,
+  // Only when the write left `version` alone: the trigger's own UPDATE sets it, so it never fires
+  // itself again, even with recursive_triggers on.
+  `CREATE TRIGGER IF NOT EXISTS ${GROUP_TABLE}_version_update AFTER UPDATE ON ${GROUP_TABLE} FOR EACH ROW WHEN NEW.version IS OLD.version BEGIN
+  ${DRAW}
+END`,
+];
+const SCHEMA_OBJECTS = [GROUP_TABLE, VERSION_TABLE, `${GROUP_TABLE}_version_insert`, `${GROUP_TABLE}_version_update`];
+
+/** Whether the file has every table and trigger of the group records (nothing to create). */
+export function hasGroupSchema(db: Database.Database): boolean {
+  const found = db
+    .prepare(`SELECT count(*) FROM sqlite_schema WHERE name IN (${SCHEMA_OBJECTS.map(() => '?').join(', ')})`)
+    .pluck()
+    .get(...SCHEMA_OBJECTS);
+  return found === SCHEMA_OBJECTS.length;
+}
+
+/** Whether the file has the records' table (a reader finds none in a file no group has used). */
+export function hasGroupTable(db: Database.Database): boolean {
+  return db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").pluck().get(GROUP_TABLE) === 1;
+}
+
+/** A row as read: every value bounded in SQL (bounded-sql.ts), as the leases' row-select.ts reads them. */
+interface GroupRow {
+  kind: unknown;
+  idx: unknown;
+  holder_identity: unknown;
+  session: unknown;
+  state: unknown;
+  renew_time_ms: unknown;
+  lease_duration_seconds: unknown;
+  token: unknown;
+  owner_slot: unknown;
+  owner_session: unknown;
+  acquire_time_ms: unknown;
+  shards: unknown;
+  created_at_ms: unknown;
+  version: unknown;
+  oversized: string | null;
+}
+
+const BOUNDS: [string, number][] = [
+  ['kind', MAX_NUMBER_BYTES],
+  ['idx', MAX_NUMBER_BYTES],
+  ['holder_identity', MAX_TEXT_BYTES],
+  ['session', MAX_NUMBER_BYTES],
+  ['state', MAX_NUMBER_BYTES],
+  ['renew_time_ms', MAX_NUMBER_BYTES],
+  ['lease_duration_seconds', MAX_NUMBER_BYTES],
+  ['token', MAX_NUMBER_BYTES],
+  ['owner_slot', MAX_NUMBER_BYTES],
+  ['owner_session', MAX_NUMBER_BYTES],
+  ['acquire_time_ms', MAX_NUMBER_BYTES],
+  ['shards', MAX_NUMBER_BYTES],
+  ['created_at_ms', MAX_NUMBER_BYTES],
+  ['version', MAX_NUMBER_BYTES],
+];
+const SELECT_LIST = `SELECT ${BOUNDS.map(([c, max]) => boundedColumn(c, max)).join(', ')}, ${oversizedColumn(BOUNDS)} FROM ${GROUP_TABLE} WHERE group_name = ?`;
+const COLUMNS = [
+  'group_name',
+  'kind',
+  'idx',
+  'holder_identity',
+  'session',
+  'state',
+  'renew_time_ms',
+  'lease_duration_seconds',
+  'token',
+  'owner_slot',
+  'owner_session',
+  'acquire_time_ms',
+  'shards',
+  'created_at_ms',
+] as const;
+type Values = Record<(typeof COLUMNS)[number], string | number | null>;
+
+/** A group's records as stored: each with the file's version (a number) and a note when values were over their bound. */
+export interface StoredGroupRecord {
+  record: GroupRecord;
+  version: number;
+  oversized: string | null;
+}
+
+/** The group records' statements on one connection (prepared once the table exists). */
+export class GroupTable {
+  private readonly list: Database.Statement<[string], GroupRow>;
+  private readonly versionOf: Database.Statement<[string, string, number], number>;
+  private readonly fingerprintOf: Database.Statement<[string], { n: number; v: number | null }>;
+  private readonly insert: Database.Statement<[Values]>;
+  private readonly update: Database.Statement<[Values]>;
+
+  constructor(
+    db: Database.Database,
+    /** The file, for messages. */
+    private readonly location: string,
+  ) {
+    this.list = db.prepare(SELECT_LIST);
+    this.versionOf = db.prepare<[string, string, number], number>(`SELECT version FROM ${GROUP_TABLE} WHERE group_name = ? AND kind = ? AND idx = ?`).pluck();
+    this.fingerprintOf = db.prepare(`SELECT count(*) AS n, max(version) AS v FROM ${GROUP_TABLE} WHERE group_name = ?`);
+    const named = COLUMNS.map((c) => `@${c}`).join(', ');
+    this.insert = db.prepare(`INSERT INTO ${GROUP_TABLE} (${COLUMNS.join(', ')}) VALUES (${named}) ON CONFLICT (group_name, kind, idx) DO NOTHING`);
+    this.update = db.prepare(
+      `UPDATE ${GROUP_TABLE} SET ${COLUMNS.slice(3)
+        .map((c) => `${c} = @${c}`)
+        .join(', ')} WHERE group_name = @group_name AND kind = @kind AND idx = @idx`,
+    );
+  }
+
+  /** Every record of `group`; InvalidRecordError for a row no group store wrote. */
+  records(group: string): StoredGroupRecord[] {
+    return this.list.all(group).map((row) => fromRow(group, row, this.location));
+  }
+
+  /**
+   * What changes with every write to the group's records: their count, and their largest
+   * version, since every write draws a version past every version in the file.
+   */
+  fingerprint(group: string): string {
+    const { n, v } = this.fingerprintOf.get(group)!;
+    return `${n}/${v ?? '-'}`;
+  }
+
+  /** Inserts the record; ConflictError when one with its kind and index exists. Call inside a transaction. */
+  create(group: string, record: GroupRecord): number {
+    if (this.insert.run(toValues(group, record)).changes === 0)
+      throw new ConflictError(`group ${group} record ${recordKey(record)} already exists in ${this.location}`);
+    return this.versionOf.get(group, record.kind, record.index)!;
+  }
+
+  /** Replaces the record if its version is still `expected`; ConflictError otherwise. Call inside a transaction. */
+  replace(group: string, record: GroupRecord, expected: number): number {
+    const current = this.versionOf.get(group, record.kind, record.index);
+    if (current === undefined) throw new ConflictError(`group ${group} record ${recordKey(record)} was deleted since it was read (${this.location})`);
+    if (current !== expected) throw new ConflictError(`group ${group} record ${recordKey(record)} changed since it was read (${this.location})`);
+    this.update.run(toValues(group, record));
+    return this.versionOf.get(group, record.kind, record.index)!;
+  }
+}
+
+/** The group's records through a reader's one-off connection: none when no group has used the file. */
+export function readGroup(db: Database.Database, group: string, location: string): StoredGroupRecord[] {
+  return hasGroupTable(db) ? new GroupTable(db, location).records(group) : [];
+}
+
+/** The fingerprint (GroupTable.fingerprint) through a reader's one-off connection. */
+export function readGroupFingerprint(db: Database.Database, group: string, location: string): string {
+  return hasGroupTable(db) ? new GroupTable(db, location).fingerprint(group) : 'absent';
+}
+
+/** The one line a store tells when a group's row held values over their bound. */
+export function oversizedGroupNotice(group: string, key: string, location: string, oversized: string): string {
+  return `the record ${key} of group ${group} in ${location} holds values over their bound (${oversized}; at most ${MAX_TEXT_BYTES} bytes for a text, ${MAX_NUMBER_BYTES} for a number): each was read as a note of its size, never loaded, and no rule accepts it (a holder over it is nobody's identity)`;
+}
+
+const ms = (d: Date | null): number | null => (d ? d.getTime() : null);
+
+function toValues(group: string, r: GroupRecord): Values {
+  const values: Values = {
+    group_name: group,
+    kind: r.kind,
+    idx: r.index,
+    holder_identity: '',
+    session: null,
+    state: null,
+    renew_time_ms: null,
+    lease_duration_seconds: null,
+    token: null,
+    owner_slot: null,
+    owner_session: null,
+    acquire_time_ms: null,
+    shards: null,
+    created_at_ms: null,
+  };
+  switch (r.kind) {
+    case 'group':
+      return { ...values, shards: r.shards, created_at_ms: r.createdAt.getTime() };
+    case 'member':
+      return {
+        ...values,
+        holder_identity: r.holderIdentity,
+        session: r.session,
+        state: r.state,
+        renew_time_ms: ms(r.renewTime),
+        lease_duration_seconds: r.leaseDurationSeconds,
+      };
+    case 'shard':
+      return {
+        ...values,
+        holder_identity: r.holderIdentity,
+        token: r.token,
+        owner_slot: r.owner?.slot ?? null,
+        owner_session: r.owner?.session ?? null,
+        acquire_time_ms: ms(r.acquireTime),
+      };
+  }
+}
+
+/**
+ * The record a row holds. Any process that can write the file can store anything in it: a value
+ * no group store writes is an InvalidRecordError naming the row (escaped: it cannot forge a line
+ * or drive a terminal), never a record guessed at. A holder over its bound reads as a note of its
+ * size (`oversized` says so), which is nobody's identity.
+ */
+function fromRow(group: string, row: GroupRow, location: string): StoredGroupRecord {
+  const where = `the row of group ${group} ${escapeControl(String(row.kind))}/${escapeControl(String(row.idx))} in ${location}`;
+  const bad = (column: string, value: unknown, rule: string): never => {
+    throw new InvalidRecordError(`${where} holds ${column} ${escapeControl(JSON.stringify(value) ?? String(value))}, which is not ${rule}`);
+  };
+  const count = (column: string, value: unknown): number =>
+    typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : bad(column, value, `an integer from 0 to ${Number.MAX_SAFE_INTEGER}`);
+  const time = (column: string, value: unknown): Date | null => {
+    if (value === null) return null;
+    const d = new Date(typeof value === 'number' && Number.isSafeInteger(value) ? value : Number.NaN);
+    return Number.isNaN(d.getTime()) ? bad(column, value, 'null or milliseconds since the epoch') : d;
+  };
+  const index = count('idx', row.idx);
+  const version = count('version', row.version);
+  const holderIdentity = typeof row.holder_identity === 'string' ? row.holder_identity : bad('holder_identity', row.holder_identity, 'a text');
+  let record: GroupRecord;
+  switch (row.kind) {
+    case 'group': {
+      if (index !== 0) bad('idx', index, '0 (the group header)');
+      const createdAt = time('created_at_ms', row.created_at_ms) ?? bad('created_at_ms', null, 'a time');
+      record = { kind: 'group', index: 0, shards: count('shards', row.shards), createdAt };
+      break;
+    }
+    case 'member': {
+      const state = row.state === 'active' || row.state === 'leaving' ? row.state : bad('state', row.state, '"active" or "leaving"');
+      const duration = row.lease_duration_seconds;
+      if (typeof duration !== 'number' || !Number.isFinite(duration)) bad('lease_duration_seconds', duration, 'a number');
+      record = {
+        kind: 'member',
+        index,
+        holderIdentity,
+        session: count('session', row.session),
+        state,
+        renewTime: time('renew_time_ms', row.renew_time_ms),
+        leaseDurationSeconds: duration as number,
+      };
+      break;
+    }
+    case 'shard': {
+      const free = row.owner_slot === null && row.owner_session === null;
+      record = {
+        kind: 'shard',
+        index,
+        holderIdentity,
+        owner: free ? null : { slot: count('owner_slot', row.owner_slot), session: count('owner_session', row.owner_session) },
+        token: count('token', row.token),
+        acquireTime: time('acquire_time_ms', row.acquire_time_ms),
+      };
+      break;
+    }
+    default:
+      return bad('kind', row.kind, 'group, member or shard');
+  }
+  return { record, version, oversized: row.oversized };
+}

@@ -1,0 +1,472 @@
+/**
+ * The GroupStore contract (src/backends/group-store.ts) as one suite, run against every store as
+ * the LeaseStore contract is (lease-store-contract.ts):
+ * - the in-memory store: src/testing/memory-group-store.contract.test.ts;
+ * - SQLite, on a real file: src/backends/sqlite/group-store.contract.test.ts;
+ * - PostgreSQL, on a real server: test/postgres/group-store.contract.test.ts;
+ * - Kubernetes, on a real API server: test/kubernetes/group-store.contract.test.ts.
+ * The shard group's algorithm (src/shards/) relies on nothing else: a store that breaks a
+ * promise here can give a shard two owners, or one token twice.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { MAX_MEMBER_SLOTS, MAX_SHARDS, recordKey } from '../backends/group-store.js';
+import type { GroupHeader, GroupRecord, GroupStore, MemberSlot, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
+import { MAX_GROUP_IDENTITY } from '../backends/group-record-check.js';
+
+/** One group store under test, plus a second writer that reaches the same records another way. */
+export interface GroupContractSubject {
+  store: GroupStore;
+  /** Another writer creates or replaces the record (not through `store`), as a peer would. */
+  writeElsewhere(group: string, record: GroupRecord): Promise<void>;
+  /** Another writer deletes the record (a `kubectl delete`, a `DELETE FROM`). */
+  deleteElsewhere(group: string, key: Pick<GroupRecord, 'kind' | 'index'>): Promise<void>;
+  /**
+   * The store's watch says when it is connected (onHealth(true)), and changes before that may be
+   * lost (a Kubernetes watch, a PostgreSQL LISTEN): the suite waits for it before it writes.
+   */
+  watchConnects?: boolean;
+  /** Frees what the subject opened (files, clients). */
+  close(): Promise<void>;
+}
+
+const at = new Date('2026-12-02T09:15:24.123Z');
+const later = new Date('2026-12-02T09:15:26.456Z');
+
+export const contractHeader = (over: Partial<GroupHeader> = {}): GroupHeader => ({ kind: 'group', index: 0, shards: 16, createdAt: at, ...over });
+export const contractSlot = (index: number, over: Partial<Omit<MemberSlot, 'kind' | 'index'>> = {}): MemberSlot => ({
+  kind: 'member',
+  index,
+  holderIdentity: 'a',
+  session: 1,
+  state: 'active',
+  renewTime: at,
+  leaseDurationSeconds: 15,
+  ...over,
+});
+export const contractShard = (index: number, over: Partial<Omit<ShardRecord, 'kind' | 'index'>> = {}): ShardRecord => ({
+  kind: 'shard',
+  index,
+  holderIdentity: 'a',
+  owner: { slot: 0, session: 1 },
+  token: 1,
+  acquireTime: at,
+  ...over,
+});
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return 'ok';
+  } catch (err) {
+    return (err as { code?: string }).code ?? `uncoded: ${String(err)}`;
+  }
+}
+
+/** Waits for a condition, not for time: polls every 10 ms up to `ms`. */
+async function until<T>(what: string, check: () => T | undefined | Promise<T | undefined>, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** A list in key order, so lists compare whatever order a store returns. */
+function sorted(list: VersionedGroupRecord[]): VersionedGroupRecord[] {
+  const order = (r: GroupRecord) => `${r.kind}/${String(r.index).padStart(5, '0')}`;
+  return [...list].sort((a, b) => (order(a.record) < order(b.record) ? -1 : 1));
+}
+
+function find(list: VersionedGroupRecord[], key: Pick<GroupRecord, 'kind' | 'index'>): VersionedGroupRecord | undefined {
+  return list.find((r) => recordKey(r.record) === recordKey(key));
+}
+
+export function groupStoreContract(storeName: string, open: () => Promise<GroupContractSubject>): void {
+  describe(`GroupStore contract: ${storeName}`, () => {
+    let subject: GroupContractSubject;
+    let s: GroupStore;
+    let n = 0;
+    /** A group name no other case uses, so cases share one store without meeting. */
+    const fresh = () => `contract-${Date.now().toString(36)}-${n++}`;
+    const one = async (group: string, key: Pick<GroupRecord, 'kind' | 'index'>) => find(await s.listGroup(group), key);
+
+    before(async () => {
+      subject = await open();
+      s = subject.store;
+    });
+    after(async () => {
+      await subject.close();
+    });
+
+    it('list of a group never written is empty', async () => {
+      assert.deepEqual(await s.listGroup(fresh()), []);
+    });
+
+    it('create of each kind, then one list returns every record field for field (times to the millisecond) with the version its create returned', async () => {
+      const g = fresh();
+      const records: GroupRecord[] = [
+        contractHeader(),
+        contractSlot(0),
+        contractSlot(3, { holderIdentity: 'b', session: 4 }),
+        contractShard(0),
+        contractShard(15),
+      ];
+      const expected: VersionedGroupRecord[] = [];
+      for (const r of records) {
+        const version = await s.createGroupRecord(g, r);
+        assert.equal(typeof version, 'string');
+        assert.notEqual(version, '');
+        expected.push({ record: r, version });
+      }
+      assert.deepEqual(sorted(await s.listGroup(g)), sorted(expected));
+    });
+
+    it('free records round-trip: an empty holder, a null owner, null times, a leaving member', async () => {
+      const g = fresh();
+      const records: GroupRecord[] = [
+        contractSlot(1, { holderIdentity: '', session: 0, renewTime: null, state: 'leaving', leaseDurationSeconds: 1 }),
+        contractSlot(2, { state: 'leaving' }),
+        contractShard(1, { holderIdentity: '', owner: null, token: 7, acquireTime: null }),
+        contractShard(2, { holderIdentity: '', owner: null, token: 0, acquireTime: null }),
+      ];
+      for (const r of records) await s.createGroupRecord(g, r);
+      assert.deepEqual(
+        sorted(await s.listGroup(g)).map((r) => r.record),
+        sorted(records.map((record) => ({ record, version: '' }))).map((r) => r.record),
+      );
+    });
+
+    it("the largest values round-trip: tokens and sessions at the store's maxToken, the last indexes, every shard count, the longest identity", async () => {
+      const g = fresh();
+      const max = s.maxToken ?? Number.MAX_SAFE_INTEGER;
+      // The longest identity, with characters of 2, 3 and 4 bytes in UTF-8.
+      const longest = `é€😀${'x'.repeat(MAX_GROUP_IDENTITY - 4)}`;
+      assert.equal(longest.length, MAX_GROUP_IDENTITY);
+      const records: GroupRecord[] = [
+        contractHeader({ shards: MAX_SHARDS }),
+        contractSlot(MAX_MEMBER_SLOTS - 1, { session: max, holderIdentity: longest, leaseDurationSeconds: 86_400 }),
+        contractShard(MAX_SHARDS - 1, { token: max, owner: { slot: MAX_MEMBER_SLOTS - 1, session: max }, holderIdentity: longest }),
+      ];
+      for (const r of records) await s.createGroupRecord(g, r);
+      assert.deepEqual(
+        sorted(await s.listGroup(g)).map((r) => r.record),
+        sorted(records.map((record) => ({ record, version: '' }))).map((r) => r.record),
+      );
+      const small = fresh();
+      await s.createGroupRecord(small, contractHeader({ shards: 1 }));
+      assert.deepEqual(
+        (await s.listGroup(small)).map((r) => r.record),
+        [contractHeader({ shards: 1 })],
+      );
+    });
+
+    it('a record past a bound is refused with a coded error and nothing is written', async () => {
+      const g = fresh();
+      const max = s.maxToken ?? Number.MAX_SAFE_INTEGER;
+      const refused: GroupRecord[] = [
+        contractSlot(0, { holderIdentity: 'x'.repeat(MAX_GROUP_IDENTITY + 1) }),
+        contractSlot(0, { holderIdentity: 'a\nforged line' }),
+        contractSlot(0, { session: max + 1 }),
+        contractSlot(0, { session: -1 }),
+        contractSlot(0, { session: 1.5 }),
+        contractSlot(0, { leaseDurationSeconds: 0 }),
+        contractSlot(MAX_MEMBER_SLOTS),
+        contractSlot(0, { state: 'gone' as MemberSlot['state'] }),
+        contractShard(MAX_SHARDS),
+        contractShard(0, { token: max + 1 }),
+        contractShard(0, { owner: { slot: 0, session: max + 1 } }),
+        contractShard(0, { acquireTime: new Date(Number.NaN) }),
+        contractHeader({ shards: 0 }),
+        contractHeader({ shards: MAX_SHARDS + 1 }),
+      ];
+      for (const r of refused) {
+        assert.equal(await codeOf(s.createGroupRecord(g, r)), 'LEASEHOLD_ERR_INVALID_RECORD', `create of ${JSON.stringify(r)}`);
+      }
+      assert.deepEqual(await s.listGroup(g), []);
+      const version = await s.createGroupRecord(g, contractSlot(0));
+      for (const r of refused.filter((r) => r.kind === 'member' && r.index === 0)) {
+        assert.equal(await codeOf(s.updateGroupRecord(g, r, version)), 'LEASEHOLD_ERR_INVALID_RECORD', `update to ${JSON.stringify(r)}`);
+      }
+      assert.deepEqual(await s.listGroup(g), [{ record: contractSlot(0), version }]);
+    });
+
+    it('a group name that breaks the rule is refused by every call (LEASEHOLD_ERR_INVALID_CONFIG, field group) and nothing is written', async () => {
+      for (const bad of ['', 'Upper', 'a_b', 'a b', '-a', 'a'.repeat(254)]) {
+        for (const call of [s.listGroup(bad), s.createGroupRecord(bad, contractSlot(0)), s.updateGroupRecord(bad, contractSlot(0), '1')]) {
+          await assert.rejects(call, (err: { code?: string; field?: string }) => err.code === 'LEASEHOLD_ERR_INVALID_CONFIG' && err.field === 'group');
+        }
+      }
+    });
+
+    it("a list never holds another group's records, whatever the names have in common", async () => {
+      const base = fresh();
+      // Prefixes of one another, and a group named as another's member record would be.
+      const groups = [base, `${base}-x`, `${base}.x`, `${base}-member`, `${base}x`];
+      const versions = new Map<string, string>();
+      for (const [i, g] of groups.entries()) {
+        versions.set(g, await s.createGroupRecord(g, contractSlot(1, { holderIdentity: `holder-${i}` })));
+        await s.createGroupRecord(g, contractShard(1, { holderIdentity: `holder-${i}` }));
+      }
+      for (const [i, g] of groups.entries()) {
+        const list = await s.listGroup(g);
+        assert.equal(list.length, 2, `group ${g} lists ${JSON.stringify(list)}`);
+        for (const r of list) assert.equal((r.record as MemberSlot).holderIdentity, `holder-${i}`);
+      }
+      // A write in one leaves the same key of the others, and its version, alone.
+      await s.updateGroupRecord(base, contractSlot(1, { holderIdentity: 'moved', renewTime: later }), versions.get(base)!);
+      for (const g of groups.slice(1)) assert.equal((await one(g, { kind: 'member', index: 1 }))?.version, versions.get(g));
+    });
+
+    it('the same index in another kind is another record: a header, member 0 and shard 0 live side by side', async () => {
+      const g = fresh();
+      const vh = await s.createGroupRecord(g, contractHeader());
+      const vm = await s.createGroupRecord(g, contractSlot(0));
+      const vs = await s.createGroupRecord(g, contractShard(0));
+      assert.deepEqual(
+        sorted(await s.listGroup(g)),
+        sorted([
+          { record: contractHeader(), version: vh },
+          { record: contractSlot(0), version: vm },
+          { record: contractShard(0), version: vs },
+        ]),
+      );
+    });
+
+    it('create of an existing kind and index is a ConflictError and changes nothing', async () => {
+      const g = fresh();
+      const versions = [
+        await s.createGroupRecord(g, contractHeader()),
+        await s.createGroupRecord(g, contractSlot(2)),
+        await s.createGroupRecord(g, contractShard(5)),
+      ];
+      const before = sorted(await s.listGroup(g));
+      for (const r of [contractHeader({ shards: 32 }), contractSlot(2, { holderIdentity: 'b' }), contractShard(5, { holderIdentity: 'b', token: 2 })]) {
+        assert.equal(await codeOf(s.createGroupRecord(g, r)), 'LEASEHOLD_ERR_CONFLICT', `create of ${recordKey(r)} again`);
+      }
+      assert.deepEqual(sorted(await s.listGroup(g)), before);
+      assert.deepEqual(before.map((r) => r.version).sort(), [...versions].sort());
+    });
+
+    it('update from the current version replaces the record and returns a new version', async () => {
+      const g = fresh();
+      const v1 = await s.createGroupRecord(g, contractShard(3));
+      const next = contractShard(3, { holderIdentity: 'b', owner: { slot: 2, session: 9 }, token: 2, acquireTime: later });
+      const v2 = await s.updateGroupRecord(g, next, v1);
+      assert.notEqual(v2, v1);
+      assert.deepEqual(await s.listGroup(g), [{ record: next, version: v2 }]);
+      const free = contractShard(3, { holderIdentity: '', owner: null, token: 2, acquireTime: null });
+      const v3 = await s.updateGroupRecord(g, free, v2);
+      assert.deepEqual(await s.listGroup(g), [{ record: free, version: v3 }]);
+    });
+
+    it('update from a version another writer has replaced is a ConflictError; the other write is kept', async () => {
+      const g = fresh();
+      const v1 = await s.createGroupRecord(g, contractShard(0));
+      const theirs = contractShard(0, { holderIdentity: 'b', owner: { slot: 1, session: 2 }, token: 2, acquireTime: later });
+      await subject.writeElsewhere(g, theirs);
+      assert.equal(await codeOf(s.updateGroupRecord(g, contractShard(0, { holderIdentity: 'c', token: 2 }), v1)), 'LEASEHOLD_ERR_CONFLICT');
+      assert.deepEqual((await one(g, { kind: 'shard', index: 0 }))?.record, theirs);
+    });
+
+    it('every write that changes a value changes the version, whichever value (a millisecond of a time) and whoever writes', async () => {
+      const g = fresh();
+      const ms = (d: Date) => new Date(d.getTime() + 1);
+      const changes: GroupRecord[][] = [
+        [
+          contractSlot(0),
+          contractSlot(0, { holderIdentity: 'b' }),
+          contractSlot(0, { holderIdentity: 'b', session: 2 }),
+          contractSlot(0, { holderIdentity: 'b', session: 2, state: 'leaving' }),
+          contractSlot(0, { holderIdentity: 'b', session: 2, state: 'leaving', renewTime: ms(at) }),
+          contractSlot(0, { holderIdentity: 'b', session: 2, state: 'leaving', renewTime: ms(at), leaseDurationSeconds: 16 }),
+          contractSlot(0, { holderIdentity: 'b', session: 2, state: 'leaving', renewTime: null, leaseDurationSeconds: 16 }),
+        ],
+        [
+          contractShard(0),
+          contractShard(0, { holderIdentity: 'b' }),
+          contractShard(0, { holderIdentity: 'b', owner: { slot: 0, session: 2 } }),
+          contractShard(0, { holderIdentity: 'b', owner: { slot: 1, session: 2 } }),
+          contractShard(0, { holderIdentity: 'b', owner: { slot: 1, session: 2 }, token: 2 }),
+          contractShard(0, { holderIdentity: 'b', owner: { slot: 1, session: 2 }, token: 2, acquireTime: ms(at) }),
+          contractShard(0, { holderIdentity: 'b', owner: null, token: 2, acquireTime: ms(at) }),
+        ],
+        [contractHeader(), contractHeader({ shards: 17 }), contractHeader({ shards: 17, createdAt: ms(at) })],
+      ];
+      for (const [first, ...next] of changes) {
+        const seen = [await s.createGroupRecord(g, first!)];
+        for (const [i, r] of next.entries()) {
+          if (i % 2 === 0) seen.push(await s.updateGroupRecord(g, r, seen.at(-1)!));
+          else {
+            await subject.writeElsewhere(g, r);
+            seen.push((await one(g, r))!.version);
+          }
+          assert.equal(new Set(seen).size, seen.length, `the write of ${JSON.stringify(r)} kept a version`);
+          assert.deepEqual(await one(g, r), { record: r, version: seen.at(-1) });
+          assert.equal(await codeOf(s.updateGroupRecord(g, first!, seen.at(-2)!)), 'LEASEHOLD_ERR_CONFLICT', `the version before ${JSON.stringify(r)}`);
+        }
+      }
+    });
+
+    it('a write of the very values a record holds leaves it as it was: under a new version (the old one then stale) or its own (Kubernetes persists no no-op update)', async () => {
+      const g = fresh();
+      const v1 = await s.createGroupRecord(g, contractSlot(0));
+      const v2 = await s.updateGroupRecord(g, contractSlot(0), v1);
+      assert.deepEqual(await s.listGroup(g), [{ record: contractSlot(0), version: v2 }]);
+      if (v2 !== v1) assert.equal(await codeOf(s.updateGroupRecord(g, contractSlot(0, { session: 2 }), v1)), 'LEASEHOLD_ERR_CONFLICT');
+      await subject.writeElsewhere(g, contractSlot(0));
+      const [after] = await s.listGroup(g);
+      assert.deepEqual(after!.record, contractSlot(0));
+      if (after!.version !== v2) assert.equal(await codeOf(s.updateGroupRecord(g, contractSlot(0, { session: 2 }), v2)), 'LEASEHOLD_ERR_CONFLICT');
+      assert.notEqual(await s.updateGroupRecord(g, contractSlot(0, { session: 2 }), after!.version), after!.version);
+    });
+
+    it('update of a record deleted since it was read is a ConflictError, and recreates nothing', async () => {
+      const g = fresh();
+      const v1 = await s.createGroupRecord(g, contractShard(0));
+      const vOther = await s.createGroupRecord(g, contractSlot(0));
+      await subject.deleteElsewhere(g, { kind: 'shard', index: 0 });
+      assert.equal(await codeOf(s.updateGroupRecord(g, contractShard(0, { token: 2 }), v1)), 'LEASEHOLD_ERR_CONFLICT');
+      assert.deepEqual(await s.listGroup(g), [{ record: contractSlot(0), version: vOther }]);
+      // Again once the store has itself listed the group without it.
+      assert.equal(await codeOf(s.updateGroupRecord(g, contractShard(0, { token: 2 }), v1)), 'LEASEHOLD_ERR_CONFLICT');
+      assert.deepEqual(await s.listGroup(g), [{ record: contractSlot(0), version: vOther }]);
+    });
+
+    it('a version read before a record was deleted and re-created, even with the same values, never comes back', async () => {
+      const g = fresh();
+      // Versions a member may hold from before the deletion: the create and two heartbeats.
+      const stale = [await s.createGroupRecord(g, contractSlot(0))];
+      for (const ms of [1_000, 2_000]) stale.push(await s.updateGroupRecord(g, contractSlot(0, { renewTime: new Date(at.getTime() + ms) }), stale.at(-1)!));
+      await subject.deleteElsewhere(g, { kind: 'member', index: 0 });
+      // Re-created with the very values it first had, then written as often as before.
+      let version = await s.createGroupRecord(g, contractSlot(0));
+      for (const ms of [1_000, 2_000, 3_000]) {
+        assert.ok(!stale.includes(version), `version ${version} of the re-created record was issued before the deletion too`);
+        version = await s.updateGroupRecord(g, contractSlot(0, { renewTime: new Date(at.getTime() + ms) }), version);
+      }
+      assert.ok(!stale.includes(version), `version ${version} of the re-created record was issued before the deletion too`);
+      for (const old of stale) assert.equal(await codeOf(s.updateGroupRecord(g, contractSlot(0, { session: 2 }), old)), 'LEASEHOLD_ERR_CONFLICT');
+      assert.deepEqual(await s.listGroup(g), [{ record: contractSlot(0, { renewTime: new Date(at.getTime() + 3_000) }), version }]);
+    });
+
+    it('update of a record that never existed, with a version of one that does (another key, another group), is a ConflictError and creates nothing', async () => {
+      const g = fresh();
+      const h = fresh();
+      const vg = await s.createGroupRecord(g, contractSlot(0));
+      const vh = await s.createGroupRecord(h, contractSlot(0));
+      const vShard = await s.createGroupRecord(g, contractShard(0));
+      assert.equal(await codeOf(s.updateGroupRecord(g, contractSlot(1), vg)), 'LEASEHOLD_ERR_CONFLICT');
+      assert.equal(await codeOf(s.updateGroupRecord(g, contractShard(1), vShard)), 'LEASEHOLD_ERR_CONFLICT');
+      assert.equal(await codeOf(s.updateGroupRecord(g, contractHeader(), vg)), 'LEASEHOLD_ERR_CONFLICT');
+      const never = fresh();
+      assert.equal(await codeOf(s.updateGroupRecord(never, contractSlot(0), vg)), 'LEASEHOLD_ERR_CONFLICT');
+      // And a version no store issues, on a record that exists.
+      assert.equal(await codeOf(s.updateGroupRecord(g, contractSlot(0, { holderIdentity: 'b' }), 'not-a-version')), 'LEASEHOLD_ERR_CONFLICT');
+      assert.deepEqual(
+        sorted(await s.listGroup(g)),
+        sorted([
+          { record: contractSlot(0), version: vg },
+          { record: contractShard(0), version: vShard },
+        ]),
+      );
+      assert.deepEqual(await s.listGroup(h), [{ record: contractSlot(0), version: vh }]);
+      assert.deepEqual(await s.listGroup(never), []);
+    });
+
+    it('a call on an aborted signal rejects and writes nothing', async () => {
+      const g = fresh();
+      const aborted = AbortSignal.abort(new Error('cancelled by the test'));
+      await assert.rejects(s.createGroupRecord(g, contractSlot(0), { signal: aborted }));
+      assert.deepEqual(await s.listGroup(g), []);
+      const v1 = await s.createGroupRecord(g, contractSlot(0));
+      await assert.rejects(s.updateGroupRecord(g, contractSlot(0, { renewTime: later }), v1, { signal: aborted }));
+      await assert.rejects(s.listGroup(g, { signal: aborted }));
+      assert.deepEqual(await s.listGroup(g), [{ record: contractSlot(0), version: v1 }]);
+    });
+
+    it("watchGroup, where a store has one, hints at another writer's change and deletion in its group, not at another group's, and stops when told", async (t) => {
+      if (!s.watchGroup) {
+        t.skip(`${storeName} has no watchGroup`);
+        return;
+      }
+      const watchGroup = s.watchGroup.bind(s);
+      const g = fresh();
+      const h = fresh();
+      await s.createGroupRecord(g, contractSlot(0));
+      await s.createGroupRecord(h, contractSlot(0));
+      const connected = (healthy: () => boolean) => () => (healthy() || !subject.watchConnects ? true : undefined);
+      let gCalls = 0;
+      let hCalls = 0;
+      let gHealthy = false;
+      let hHealthy = false;
+      const stopG = watchGroup(
+        g,
+        () => gCalls++,
+        (ok) => (gHealthy = ok),
+      );
+      const stopH = watchGroup(
+        h,
+        () => hCalls++,
+        (ok) => (hHealthy = ok),
+      );
+      try {
+        // Changes before a watch says it is connected may be lost; a store that never says so watches from its start.
+        await until(
+          'the watches to connect',
+          connected(() => gHealthy && hHealthy),
+        );
+        const g0 = gCalls;
+        const h0 = hCalls;
+        await subject.writeElsewhere(h, contractSlot(0, { renewTime: later }));
+        await until("the other group's watch to see its write", () => (hCalls > h0 ? true : undefined));
+        // A store that tells every watch of one change at once would have told this one by now.
+        assert.equal(gCalls, g0, "the other group's write was hinted to this group's watch");
+        await subject.writeElsewhere(g, contractSlot(0, { renewTime: later }));
+        await until('a hint for the change', () => (gCalls > g0 ? true : undefined));
+        // Hints arrive in order of the writes: one for the other group's write would have come first.
+        assert.equal(gCalls, g0 + 1, "the other group's write was hinted to this group's watch");
+        const g1 = gCalls;
+        await subject.deleteElsewhere(g, { kind: 'member', index: 0 });
+        await until('a hint for the deletion', () => (gCalls > g1 ? true : undefined));
+        const g2 = gCalls;
+        await subject.writeElsewhere(g, contractShard(4));
+        await until('a hint for a new record', () => (gCalls > g2 ? true : undefined));
+      } finally {
+        stopG();
+        stopH();
+      }
+      // A stopped watch stays silent: a second watch, opened before the next write, sees that
+      // write; the first, had it still been running, would have seen it as well.
+      const stoppedAt = gCalls;
+      let witness = 0;
+      let witnessHealthy = false;
+      const stopWitness = watchGroup(
+        g,
+        () => witness++,
+        (ok) => (witnessHealthy = ok),
+      );
+      try {
+        await until(
+          'the second watch to connect',
+          connected(() => witnessHealthy),
+        );
+        const mark = witness;
+        await subject.writeElsewhere(g, contractShard(4, { token: 2 }));
+        await until('the second watch to see the write', () => (witness > mark ? true : undefined));
+      } finally {
+        stopWitness();
+      }
+      assert.equal(gCalls, stoppedAt, 'no hints after stop');
+    });
+  });
+}
+
+/** writeElsewhere through a second store on the same records (another process's connection). */
+export async function upsertGroupThrough(other: GroupStore, group: string, record: GroupRecord): Promise<void> {
+  const current = find(await other.listGroup(group), record);
+  if (current) await other.updateGroupRecord(group, record, current.version);
+  else await other.createGroupRecord(group, record);
+}

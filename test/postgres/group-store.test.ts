@@ -1,0 +1,189 @@
+/**
+ * What the PostgreSQL store does with the shard groups' records beyond the contract
+ * (group-store.contract.test.ts), on a real server: the table is made only when a group is used,
+ * in the lease table's schema; a role that may create nothing is told the SQL to run; another
+ * role's write in psql moves the version and is hinted to a watch (the table's triggers); values
+ * no store wrote are bounded or refused; a dropped table is named as such.
+ */
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { PostgresLeaseStore } from '../../src/backends/postgres/store.js';
+import { createStatements, groupAdminScript } from '../../src/backends/postgres/schema.js';
+import { contractSlot } from '../../src/testing/group-store-contract.js';
+import type { Logger } from '../../src/log.js';
+import { startPostgres } from '../support/postgres.js';
+
+const server = startPostgres();
+after(async () => (await server).stop());
+
+let dbs = 0;
+/** A database of its own per case; `owner`: the leasehold role may create tables in it. */
+async function freshDatabase(owner: boolean): Promise<{ name: string; url: string }> {
+  const pg = await server;
+  const name = `groups${dbs++}`;
+  pg.sql(`CREATE DATABASE ${name}${owner ? ' OWNER leasehold' : ''}`);
+  return { name, url: pg.url().replace(/\/leases$/, `/${name}`) };
+}
+const lease = { holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: null, renewTime: new Date(), leaseTransitions: 1 };
+const warnings = (): Logger & { lines: string[] } => {
+  const lines: string[] = [];
+  return { lines, debug() {}, info() {}, warn: (msg) => void lines.push(msg), error: (msg) => void lines.push(msg) };
+};
+async function until<T>(what: string, check: () => T | undefined, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('PostgreSQL as a group store, on a real server', () => {
+  it("a candidate that leads alone makes no groups table; the first group call makes it in the lease table's schema", async () => {
+    const pg = await server;
+    const db = await freshDatabase(true);
+    pg.sql('CREATE SCHEMA app AUTHORIZATION leasehold', db.name);
+    const store = await PostgresLeaseStore.open({ url: db.url, table: 'app.leases' });
+    try {
+      await store.create('lease', lease);
+      assert.equal(pg.sql("SELECT to_regclass('app.lease_groups') IS NULL", db.name).trim(), 't');
+      assert.deepEqual(await store.listGroup('g'), []);
+      assert.equal(pg.sql("SELECT to_regclass('app.lease_groups') IS NOT NULL AND to_regclass('public.lease_groups') IS NULL", db.name).trim(), 't');
+      // A lease and a group of the same name never meet.
+      await store.createGroupRecord('lease', contractSlot(0));
+      assert.equal((await store.get('lease'))?.record.holderIdentity, 'a');
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a role that may create nothing leads its lease; its first group call is refused with the SQL to run, and once an administrator ran it, groups work', async () => {
+    const pg = await server;
+    const db = await freshDatabase(false);
+    // The lease table alone, as an administrator made it before shard groups existed.
+    pg.sql(`BEGIN; ${createStatements('public', 'leases').join(';\n')}; COMMIT; GRANT SELECT, INSERT, UPDATE ON public.leases TO leasehold;`, db.name);
+    assert.equal(pg.sql("SELECT has_schema_privilege('leasehold', 'public', 'CREATE')", db.name).trim(), 'f');
+    const store = await PostgresLeaseStore.open({ url: db.url, table: 'public.leases' });
+    try {
+      await store.create('lease', lease);
+      await assert.rejects(
+        store.createGroupRecord('g', contractSlot(0)),
+        (e: { code: string; message: string }) =>
+          e.code === 'LEASEHOLD_ERR_STORE_OPEN' &&
+          e.message.includes("the shard groups' table does not exist and this role may not create it") &&
+          e.message.includes('GRANT SELECT, INSERT, UPDATE ON "public"."lease_groups" TO "leasehold";'),
+      );
+      pg.sql(groupAdminScript('public', 'leasehold'), db.name);
+      const v = await store.createGroupRecord('g', contractSlot(0));
+      assert.deepEqual(await store.listGroup('g'), [{ record: contractSlot(0), version: v }]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("another role's write in psql, which leaves the version alone, moves it and is hinted to a watch", async () => {
+    const pg = await server;
+    const db = await freshDatabase(true);
+    const store = await PostgresLeaseStore.open({ url: db.url, table: 'public.leases' });
+    try {
+      const v1 = await store.createGroupRecord('g', contractSlot(0));
+      let hints = 0;
+      let healthy = false;
+      const stop = store.watchGroup(
+        'g',
+        () => hints++,
+        (ok) => (healthy = ok),
+      );
+      try {
+        await until('the watch to connect', () => (healthy ? true : undefined));
+        const before = hints;
+        pg.sql("UPDATE public.lease_groups SET holder_identity = 'by-hand' WHERE group_name = 'g'", db.name);
+        await until('a hint for the write in psql', () => (hints > before ? true : undefined));
+      } finally {
+        stop();
+      }
+      const [now] = await store.listGroup('g');
+      assert.equal((now!.record as { holderIdentity: string }).holderIdentity, 'by-hand');
+      assert.notEqual(now!.version, v1);
+      await assert.rejects(store.updateGroupRecord('g', contractSlot(0), v1), { code: 'LEASEHOLD_ERR_CONFLICT' });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a holder over its bound reads as a note of its size, told once; a value no store writes is an invalid record naming the row', async () => {
+    const pg = await server;
+    const db = await freshDatabase(true);
+    const log = warnings();
+    const store = await PostgresLeaseStore.open({ url: db.url, table: 'public.leases', log });
+    try {
+      await store.createGroupRecord('g', contractSlot(0));
+      pg.sql("UPDATE public.lease_groups SET holder_identity = repeat('x', 10000) WHERE group_name = 'g'", db.name);
+      for (let i = 0; i < 2; i++) {
+        const [got] = await store.listGroup('g');
+        assert.equal((got!.record as { holderIdentity: string }).holderIdentity, '(a value of 10000 bytes)');
+      }
+      const told = log.lines.filter((l) => /over their bound/.test(l));
+      assert.equal(told.length, 1, log.lines.join('\n'));
+      assert.match(told[0]!, /record member\/0 of group g .*holder_identity: 10000 bytes/);
+      pg.sql("UPDATE public.lease_groups SET state = 'gone' WHERE group_name = 'g'", db.name);
+      await assert.rejects(
+        store.listGroup('g'),
+        (e: { code: string; message: string }) => e.code === 'LEASEHOLD_ERR_INVALID_RECORD' && /member\/0 .*state "gone"/.test(e.message),
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a groups table dropped under the store: a coded error naming it, and the lease store's problem() stays clear", async () => {
+    const pg = await server;
+    const db = await freshDatabase(true);
+    const store = await PostgresLeaseStore.open({ url: db.url, table: 'public.leases' });
+    try {
+      await store.createGroupRecord('g', contractSlot(0));
+      pg.sql('DROP TABLE public.lease_groups', db.name);
+      await assert.rejects(
+        store.listGroup('g'),
+        (e: { code: string; message: string }) => e.code === 'LEASEHOLD_ERR_BACKEND' && /shard groups' table does not exist/.test(e.message),
+      );
+      assert.equal(store.problem(), null);
+      await store.create('lease', lease);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a lease table named lease_groups leaves no room for groups: its group calls are refused naming the setting, its leases work', async () => {
+    const db = await freshDatabase(true);
+    const store = await PostgresLeaseStore.open({ url: db.url, table: 'public.lease_groups' });
+    try {
+      await store.create('lease', lease);
+      await assert.rejects(
+        store.listGroup('g'),
+        (e: { code: string; field?: string }) => e.code === 'LEASEHOLD_ERR_INVALID_CONFIG' && e.field === 'postgresTable',
+      );
+      await assert.rejects(store.createGroupRecord('g', contractSlot(0)), { code: 'LEASEHOLD_ERR_INVALID_CONFIG' });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a reader (status) lists a group without making the table: [] before any group was used', async () => {
+    const pg = await server;
+    const db = await freshDatabase(true);
+    const writer = await PostgresLeaseStore.open({ url: db.url, table: 'public.leases' });
+    const reader = await PostgresLeaseStore.open({ url: db.url, table: 'public.leases', readonly: true });
+    try {
+      assert.deepEqual(await reader.listGroup('g'), []);
+      assert.equal(pg.sql("SELECT to_regclass('public.lease_groups') IS NULL", db.name).trim(), 't');
+      await assert.rejects(reader.createGroupRecord('g', contractSlot(0)), { code: 'LEASEHOLD_ERR_BACKEND' });
+      const v = await writer.createGroupRecord('g', contractSlot(0));
+      assert.deepEqual(await reader.listGroup('g'), [{ record: contractSlot(0), version: v }]);
+    } finally {
+      await reader.close();
+      await writer.close();
+    }
+  });
+});
