@@ -7,11 +7,11 @@ import {
   DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RENEW_DEADLINE_MS,
   DEFAULT_RETRY_PERIOD_MS,
-  validateContentionWindow,
-  validateIdentity,
+  resolveElectionConfig,
   validateKubernetesLeaseDuration,
   validateLeaseName,
   validateTimings,
+  type ElectionConfig,
   type Timings,
 } from '../src/config/election-options.js';
 import { InvalidConfigError, describeError } from '../src/errors.js';
@@ -86,19 +86,18 @@ export type StoreArgs = ArgsOf<typeof STORE_OPTIONS>;
 export type TimingArgs = ArgsOf<typeof TIMING_OPTIONS>;
 export type ElectionArgs = ArgsOf<typeof ELECTION_OPTIONS>;
 
-export interface ElectionSettings extends Timings {
+/** The election's resolved options (lease, identity, timings, contention window), then the CLI's own. */
+export interface ElectionSettings extends ElectionConfig {
   store: StoreSettings;
-  lease: string;
-  identity: string;
-  contentionWindowMs: number;
   releaseOnCancel: boolean;
   logFormat: 'json' | 'text';
   logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
 
-export function resolveStore(a: StoreArgs): { store: StoreSettings; lease: string } {
+/** The store's flags and the lease's name; `checkLease` false: a campaign's election rules check it (resolveElection). */
+export function resolveStore(a: StoreArgs, checkLease = true): { store: StoreSettings; lease: string } {
   if (!(BACKENDS as readonly string[]).includes(a.backend)) throw badFlag('backend', a.backend, `must be one of ${BACKENDS.join(', ')}`);
-  checkFlag('lease', a.lease, () => validateLeaseName(a.lease));
+  if (checkLease) checkFlag('lease', a.lease, () => validateLeaseName(a.lease));
   if (a.backend === 'sqlite' && a.db.trim() === '') throw badFlag('db', a.db, 'must be a file path');
   if (a.backend === 'postgres') {
     checkFlag('postgres-table', a['postgres-table'], () => parseTableName(a['postgres-table']));
@@ -135,44 +134,56 @@ export function duration(flag: string, text: string, min = 1): number {
  * rule. `kubernetes`: a Lease stores whole seconds, so --lease-duration must be whole seconds.
  */
 export function resolveTimings(a: TimingArgs, kubernetes: boolean): Timings {
-  const timings: Timings = {
-    leaseDurationMs: duration('lease-duration', a['lease-duration']),
-    renewDeadlineMs: duration('renew-deadline', a['renew-deadline']),
-    retryPeriodMs: duration('retry-period', a['retry-period']),
-  };
+  const timings = timingFlags(a);
   try {
     validateTimings(timings);
   } catch (err) {
-    // Each value as the user set it: a variable's is named as that variable.
-    const given = (['lease-duration', 'renew-deadline', 'retry-period'] as const).map((flag) => namedValue(flag, a[flag]));
-    throw new InvalidConfigError(`invalid timings ${given.join(' ')}: ${describeError(err)}`);
+    throw timingsRefusal(a, err);
   }
   if (kubernetes) checkFlag('lease-duration', a['lease-duration'], () => validateKubernetesLeaseDuration(timings.leaseDurationMs));
   return timings;
 }
 
-/** Turns raw flags into validated settings, or throws one InvalidConfigError naming the flag and rule. */
+/** The timing flags parsed, each a duration a timer can wait; their rules are checked by the caller. */
+function timingFlags(a: TimingArgs): Timings {
+  return {
+    leaseDurationMs: duration('lease-duration', a['lease-duration']),
+    renewDeadlineMs: duration('renew-deadline', a['renew-deadline']),
+    retryPeriodMs: duration('retry-period', a['retry-period']),
+  };
+}
+
+/** A timing rule broken, told with each value as the user set it: a variable's is named as that variable. */
+function timingsRefusal(a: TimingArgs, err: unknown): InvalidConfigError {
+  const given = (['lease-duration', 'renew-deadline', 'retry-period'] as const).map((flag) => namedValue(flag, a[flag]));
+  return new InvalidConfigError(`invalid timings ${given.join(' ')}: ${describeError(err)}`);
+}
+
+/**
+ * Turns raw flags into validated settings, or throws one InvalidConfigError naming the flag and
+ * rule. The election's rules are checked once, by resolveElectionConfig, each refusal told
+ * against its flag.
+ */
 export function resolveElection(a: ElectionArgs): ElectionSettings {
-  const { store: located, lease } = resolveStore(a);
+  const { store: located, lease } = resolveStore(a, false);
   const store: StoreSettings = { ...located, allowNetworkFilesystem: a['allow-network-filesystem'] };
-  const timings = resolveTimings(a, store.backend === 'kubernetes');
+  const timings = timingFlags(a);
   const contentionWindowMs = duration('contention-window', a['contention-window'], 0);
-  try {
-    validateContentionWindow(contentionWindowMs, timings.leaseDurationMs);
-  } catch {
-    // Told against the flag it is bounded by, as the user wrote it.
-    throw badFlag('contention-window', a['contention-window'], `must be at most --lease-duration (${a['lease-duration']})`);
-  }
   const identity = a.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
-  checkFlag('identity', identity, () => validateIdentity(identity));
+  const config = resolveElectionConfig({ lease, identity, ...timings, contentionWindowMs, backend: store.backend }, 'duration', (rule, err) => {
+    const rejected = err.rule ?? err.message;
+    if (rule === 'lease') return badFlag('lease', lease, rejected);
+    if (rule === 'identity') return badFlag('identity', identity, rejected);
+    if (rule === 'timings') return timingsRefusal(a, err);
+    if (rule === 'kubernetesLeaseDuration') return badFlag('lease-duration', a['lease-duration'], rejected);
+    // Told against the flag it is bounded by, as the user wrote it.
+    return badFlag('contention-window', a['contention-window'], `must be at most --lease-duration (${a['lease-duration']})`);
+  });
   if (a['log-format'] !== 'json' && a['log-format'] !== 'text') throw badFlag('log-format', a['log-format'], 'must be json or text');
   if (!['debug', 'info', 'warn', 'error'].includes(a['log-level'])) throw badFlag('log-level', a['log-level'], 'must be debug, info, warn or error');
   return {
-    ...timings,
+    ...config,
     store,
-    lease,
-    identity,
-    contentionWindowMs,
     releaseOnCancel: a['release-on-exit'],
     logFormat: a['log-format'],
     logLevel: a['log-level'] as ElectionSettings['logLevel'],

@@ -30,16 +30,8 @@ import { LeaseRelease } from './release.js';
 import { freshRecord, newTermRecord, renewalRecord, type Writer } from './term-records.js';
 import { guardedLogger, silentLogger, type Logger } from '../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
-import { DEFAULT_CONTENTION_WINDOW_MS } from './elector-config.js';
 import { SuccessorClaimant, claimTimings } from './successor.js';
-import {
-  validateContentionWindow,
-  validateIdentity,
-  validateKubernetesLeaseDuration,
-  validateLeaseName,
-  validateTimings,
-  type Timings,
-} from '../config/election-options.js';
+import type { Timings } from '../config/election-options.js';
 import { AttemptSchedule } from './attempt-schedule.js';
 import { RecordView } from './record-view.js';
 import type { CandidateContext, CandidateOptions, CandidateSnapshot, LeadershipTerm } from './candidate-options.js';
@@ -111,12 +103,8 @@ export class CandidateLoop {
    */
   private takeoverUnanswered = false;
 
+  /** `opts` carries a resolved ElectionConfig (resolveElectionConfig): nothing here checks it again. */
   constructor(opts: CandidateOptions) {
-    validateTimings(opts);
-    validateLeaseName(opts.lease);
-    validateIdentity(opts.identity);
-    // A Lease would otherwise hold a rounded duration: others would wait for a different lease.
-    if (opts.store.backend === 'kubernetes') validateKubernetesLeaseDuration(opts.leaseDurationMs);
     this.store = opts.store;
     this.lease = opts.lease;
     this.identity = opts.identity;
@@ -130,8 +118,7 @@ export class CandidateLoop {
     this.holdOff = new StandBack(this.clock);
     this.gate = new EligibilityGate(allEligible(opts.eligibility ? [opts.eligibility, this.holdOff] : [this.holdOff]) ?? null, this.clock, this.log);
     this.releaseOnCancel = opts.releaseOnCancel ?? true;
-    const contentionWindowMs = opts.contentionWindowMs ?? Math.min(DEFAULT_CONTENTION_WINDOW_MS, opts.leaseDurationMs);
-    validateContentionWindow(contentionWindowMs, opts.leaseDurationMs);
+    const contentionWindowMs = opts.contentionWindowMs;
     this.view = new RecordView(this.identity, this.timings, this.clock, this.log);
     const context: CandidateContext = {
       identity: this.identity,

@@ -7,7 +7,7 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord } from '../backends/lease-store.js';
 import type { RecordView } from './record-view.js';
-import type { Timings } from '../config/election-options.js';
+import type { ElectionConfig } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 
 export interface LeadershipTerm {
@@ -36,11 +36,13 @@ export interface CandidateListener {
   onSlowPath?(): void;
 }
 
-export interface CandidateOptions extends Timings {
+/**
+ * The election's own options (lease, identity, timings, contention window) come resolved
+ * (resolveElectionConfig, src/config/election-options.ts): the engine checks none of them again.
+ * The identity must be unique among candidates: two processes with one identity both believe they lead.
+ */
+export interface CandidateOptions extends ElectionConfig {
   store: LeaseStore;
-  lease: string;
-  /** Must be unique among candidates; two processes with one identity both believe they lead. */
-  identity: string;
   /** Default: the real clock. */
   clock?: Clock;
   /** Default Math.random; injected so tests pin the jitter. */
@@ -72,12 +74,6 @@ export interface CandidateOptions extends Timings {
    * fewer requests than 5 of client-go's, which read every retryPeriod.
    */
   safetyRereadMs?: number;
-  /**
-   * When the lease becomes free (released, or expired as this standby sees it), a standby tries
-   * after a random delay in [0, window], and not at all if it sees another take the lease
-   * first: with many standbys only a few try (see contentionDelayMs). Default 32 ms.
-   */
-  contentionWindowMs?: number;
   /**
    * Standbys claim to be the successor, in stores that keep claims (src/election/successor.ts):
    * the claimant takes a free lease at once and the others stand back. Default true; false

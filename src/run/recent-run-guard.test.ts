@@ -6,6 +6,7 @@ import { ConflictError } from '../errors.js';
 import { CandidateLoop } from '../election/candidate-loop.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
+import { resolveElectionConfig } from '../config/election-options.js';
 
 const NOW = Date.parse('2026-12-03T10:00:00.000Z');
 const WITHIN = 240_000;
@@ -112,12 +113,8 @@ describe('RecentRunGuard (leasehold run --skip-if-ran-within)', () => {
     s.store.put('cron', rec('', 2_000));
     const before = s.store.peekVersioned('cron')!.version;
     const elector = new CandidateLoop({
-      leaseDurationMs: 15_000,
-      renewDeadlineMs: 10_000,
-      retryPeriodMs: 2_000,
+      ...resolveElectionConfig({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, lease: 'cron', identity: 'me' }),
       store: s.guard,
-      lease: 'cron',
-      identity: 'me',
       clock,
       random: () => 0,
     });
