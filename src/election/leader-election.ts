@@ -126,10 +126,12 @@ interface TermState {
 export class LeaderElection {
   private readonly elector: CandidateLoop;
   private readonly log: Logger;
+  /**
+   * The latest term: the current one while leading, else the last that ended, whose work the
+   * elector's end-of-term gate waits for (it runs before any next term begins).
+   */
   private term: TermState | null = null;
   private stopping: Promise<void> | null = null;
-  /** The last term that ended: the elector's end-of-term gate waits for its work. */
-  private lastEnded: TermState | null = null;
   /** The probe this election runs, when `health` gave probe options. */
   private readonly appHealth: AppHealth | null;
 
@@ -153,7 +155,7 @@ export class LeaderElection {
       // Every end of a term waits for its work (the promises of its two callbacks), at most
       // drainTimeoutMs, before the release and before this candidate may begin another term.
       releaseOnCancel: opts.releaseOnCancel ?? true,
-      drain: () => this.workStopped(this.lastEnded),
+      drain: () => this.workStopped(this.term),
       drainTimeoutMs: opts.drainTimeoutMs ?? config.renewDeadlineMs,
       log,
       listener: {
@@ -163,8 +165,6 @@ export class LeaderElection {
         },
         onStoppedLeading: (reason) => {
           const ended = this.term;
-          this.term = null;
-          this.lastEnded = ended;
           if (ended) {
             // Fixed from now on: the term counts no longer than until it ended.
             ended.validUntil = new Date(Math.min(ended.validUntil.getTime(), this.clock.now().getTime()));
