@@ -5,8 +5,7 @@
  */
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord } from '../backends/lease-store.js';
-import type { RecordView } from './record-view.js';
+import type { LeaseRecord, LeaseStore } from '../backends/lease-store.js';
 import type { ElectionConfig } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 
@@ -134,19 +133,10 @@ export interface CandidateSnapshot {
   standingAside: StandAside | null;
 }
 
-/** What the engine's helpers (its successor claim, its release) share of it. */
-export interface CandidateContext {
-  identity: string;
-  lease: string;
-  store: LeaseStore;
-  clock: Clock;
-  log: Logger;
-  /** What the candidate believes about the record. */
-  view: RecordView;
-  /** A view at most this old may be written from without a read (RecordView.confirmedWithin). */
-  requestTimeoutMs: number;
-  /** The candidate's store call, bounded by requestTimeoutMs (bounded-call.ts). */
-  call: <T>(op: string, send: (opts: CallOptions) => Promise<T>) => Promise<T>;
-  /** Takes in a record read or written (own: ours), announcing a new leader as any observation does. */
-  observe: (got: VersionedRecord, own?: boolean) => void;
+/** What the engine's helpers (its schedule, its successor claim) ask of the candidate itself. */
+export interface Standing {
+  /** Whether it leads now. */
+  isLeader(): boolean;
+  /** Whether it campaigns: its app lets it (its eligibility, and no stand-back after a term whose work was not seen to stop). */
+  campaigning(): boolean;
 }

@@ -265,7 +265,7 @@ export class Sidecar {
    * The drain (--drain-timeout), whenever a term ends: once "not leader" is where the app reads
    * it (readyToRelease; if it cannot be, the app cannot know, and the answer is no), wait for
    * the app's POST /leader/stopped for the term that ended. The elector bounds the wait by the
-   * drain timeout; past it, the lease is left to expire (CandidateLoop.endOfTerm): the app has
+   * drain timeout; past it, the lease is left to expire (EndOfTerm.gate): the app has
    * not said its work stopped, so a release could let the next leader start beside it.
    */
   private async drainApp(boundMs: number): Promise<boolean> {
