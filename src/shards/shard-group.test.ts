@@ -34,7 +34,10 @@ describe('the library’s ShardGroup', () => {
     const b = await ShardGroup.start({ ...T, store, group: 'g', shards: 4, identity: 'b', log: quiet, callbacks: { onShardGained: work('b') } }, { clock });
     for (let t = 0; b.owned.length < 2 && t < 30_000; t += 100) await clock.advance(100);
     assert.deepEqual([a.owned.length, b.owned.length], [2, 2]);
-    assert.ok(log.some((l) => l.startsWith('b+') && l.endsWith('@2')), log.join(' '));
+    assert.ok(
+      log.some((l) => l.startsWith('b+') && l.endsWith('@2')),
+      log.join(' '),
+    );
     assert.equal(a.shardOf('customer-42'), b.shardOf('customer-42'));
     const stops = Promise.all([a.stop(), b.stop()]);
     for (let t = 0; t < 20_000; t += 100) await clock.advance(100);

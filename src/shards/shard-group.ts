@@ -209,13 +209,17 @@ function checkOptions(opts: ShardGroupOptions): void {
   if (typeof opts.callbacks !== 'object' || opts.callbacks === null || typeof opts.callbacks.onShardGained !== 'function') {
     throw new InvalidConfigError('callbacks.onShardGained is required: a function that starts the work of the shard it is given');
   }
-  if (opts.callbacks.onShardLost !== undefined && typeof opts.callbacks.onShardLost !== 'function') throw new InvalidConfigError('callbacks.onShardLost must be a function when given');
-  if (typeof opts.store !== 'object' || opts.store === null) throw new InvalidConfigError('store is required: an open store, or settings such as { backend: "sqlite", db: "/path/leases.db" }');
-  if (!isGroupStore(opts.store) && opts.store.backend === 'sqlite' && !opts.store.db) throw new InvalidConfigError('store.db is required with backend "sqlite"');
+  if (opts.callbacks.onShardLost !== undefined && typeof opts.callbacks.onShardLost !== 'function')
+    throw new InvalidConfigError('callbacks.onShardLost must be a function when given');
+  if (typeof opts.store !== 'object' || opts.store === null)
+    throw new InvalidConfigError('store is required: an open store, or settings such as { backend: "sqlite", db: "/path/leases.db" }');
+  if (!isGroupStore(opts.store) && opts.store.backend === 'sqlite' && !opts.store.db)
+    throw new InvalidConfigError('store.db is required with backend "sqlite"');
   if (typeof opts.group !== 'string' || opts.group === '') throw new InvalidConfigError('group is required: the name every member of the group shares');
   checkShardCount(opts.shards);
   const k = opts.maxMembers;
-  if (k !== undefined && (!Number.isInteger(k) || k < 1 || k > MAX_MEMBER_SLOTS)) throw new InvalidConfigError(`maxMembers must be a whole number from 1 to ${MAX_MEMBER_SLOTS}, got ${quoted(k)}`);
+  if (k !== undefined && (!Number.isInteger(k) || k < 1 || k > MAX_MEMBER_SLOTS))
+    throw new InvalidConfigError(`maxMembers must be a whole number from 1 to ${MAX_MEMBER_SLOTS}, got ${quoted(k)}`);
   validateIdentity(opts.identity);
   validateTimings(resolvedTimings(opts), 'option');
   const d = opts.drainTimeoutMs;

@@ -23,6 +23,8 @@ describe('shard groups under randomized faults (seeded simulation)', () => {
     }
     // The simulation must exercise moves and faults, or it proves nothing.
     assert.ok(gains >= seeds.length * 5, `only ${gains} changes of owner in ${seeds.length} seeds`);
-    if (!ONLY) for (const f of ['pause', 'crash and restart', 'graceful restart', 'link cut off', 'app unhealthy', 'write applied, answer lost']) assert.ok(faults[f], `no "${f}" fault was injected`);
+    if (!ONLY)
+      for (const f of ['pause', 'crash and restart', 'graceful restart', 'link cut off', 'app unhealthy', 'write applied, answer lost'])
+        assert.ok(faults[f], `no "${f}" fault was injected`);
   });
 });
