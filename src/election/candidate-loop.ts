@@ -345,6 +345,7 @@ export class CandidateLoop implements Standing {
         if (!(err instanceof ConflictError)) throw err;
       }
     }
+    const readAtMono = this.clock.monotonic();
     const current = await this.access.get();
 
     // 3. Absent. Leadership is judged now, not at the start of the attempt: a candidate that
@@ -352,10 +353,17 @@ export class CandidateLoop implements Standing {
     if (current === null) {
       if (this.terms.sitting()) {
         // It held the record, so nobody else can hold it: the term ends, its work drains through
-        // the gate, and the record is created at once as a new term (others wait a lease duration).
+        // the gate, and the record is created at once as a new term (others wait a lease duration),
+        // unless the gate took longer than a request timeout (a drain, a pause): then the record
+        // may have been created and deleted again meanwhile by another, whose term may still run,
+        // and the absence is waited out as anyone's is.
         this.terms.stepDown('the lease record disappeared');
         await this.endOfTerm.gate(false);
         if (this.stopped || !this.gate.campaigning()) return false;
+        if (this.clock.monotonic() - readAtMono > this.requestTimeoutMs) {
+          this.view.noteAbsent();
+          return false;
+        }
       } else {
         this.terms.stepDown(`no successful renewal within renewDeadline (${this.timings.renewDeadlineMs} ms)`);
         this.view.noteAbsent();
