@@ -14,6 +14,7 @@ import { comparablePod, notKept } from '../support/admitted-pod.js';
 import { allReady, readPods, releasedBeforeExpiry, singleLeader, type LeaseView } from '../support/cluster-views.js';
 import type { ClusterSession } from '../support/cluster-session.js';
 import { metricValue, readyReplicas, servedFingerprint } from './operator-replicas.js';
+import type { OperatorCheckContext } from './operator-context.js';
 import { markKeyChecks } from './operator-key-checks.js';
 import { SECOND_NAMESPACE, SECOND_RELEASE, secondInstallChecks } from './operator-install-checks.js';
 
@@ -75,32 +76,6 @@ function labelledPod(name: string, purpose: string, opts: { lease?: string; gate
       containers: [{ name: 'app', image: 'localhost/busybox:local', imagePullPolicy: 'Never', command: APP_COMMAND }],
     },
   };
-}
-
-/** What the checks in other files (operator-key-checks.ts, operator-install-checks.ts) use of this session and release. */
-export interface OperatorCheckContext {
-  kubectl: (...args: string[]) => string;
-  helm: (...args: string[]) => string;
-  /** helm that does not throw: its exit status and stderr, for an install that must be refused. */
-  tryHelm: (...args: string[]) => { status: number; stderr: string };
-  /** kubectl in the operator's namespace. */
-  op: (...args: string[]) => string;
-  /** kubectl that does not throw. */
-  run: (args: string[], input?: string) => { status: number | null; stdout: string; stderr: string };
-  create: (manifest: object) => { ok: boolean; out: string };
-  apply: (manifest: object) => void;
-  /** Waits until every view of the injected Deployment agrees on one leader. */
-  agreed: (timeoutMs: number) => Promise<{ leader: string; token: number }>;
-  leaseOf: (name: string) => LeaseView;
-  chart: string;
-  release: string;
-  operatorNamespace: string;
-  /** The release's install name, on every Role and RoleBinding it makes. */
-  installation: string;
-  /** The injected Deployment, and its lease. */
-  app: string;
-  appCommand: string[];
-  testLabel: string;
 }
 
 export function operatorChecks(cluster: ClusterSession, ns: string): void {

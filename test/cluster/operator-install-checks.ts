@@ -8,8 +8,8 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { waitFor } from '../support/cli.js';
-import type { OperatorCheckContext } from './operator-checks.js';
-import { grantUids, renewals } from './operator-key-checks.js';
+import { grantUids, renewals, type OperatorCheckContext } from './operator-context.js';
+import { grantName } from '../../src/operator/rbac.js';
 
 export const SECOND_RELEASE = 'leasehold-operator-b';
 export const SECOND_NAMESPACE = 'leasehold-system-b';
@@ -110,8 +110,16 @@ export function secondInstallChecks(ctx: OperatorCheckContext): void {
             (JSON.parse(r.out) as PodJson).spec.containers.some((c) => c.name === 'leasehold'),
             `leasehold.io/inject=${value} injected`,
           );
-          const before = Object.keys(grantUids(ctx, installation)).length;
-          await waitFor(`the pass of ${installation}`, () => Object.keys(grantUids(ctx, installation)).length >= before + 2, 60_000, 500);
+          const name = grantName(installation, 'default', lease);
+          await waitFor(
+            `the pass of ${installation}`,
+            () => {
+              const now = grantUids(ctx, installation);
+              return now[`roles/${name}`] !== undefined && now[`rolebindings/${name}`] !== undefined;
+            },
+            60_000,
+            500,
+          );
         }
         const stillFirst = grantUids(ctx, ctx.installation);
         const stillSecond = grantUids(ctx, secondInstallation);

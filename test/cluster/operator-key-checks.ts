@@ -8,43 +8,10 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { waitFor } from '../support/cli.js';
-import type { OperatorCheckContext } from './operator-checks.js';
+import { grantUids, renewals, type OperatorCheckContext } from './operator-context.js';
 
 interface Named {
   metadata: { name: string; uid: string };
-}
-
-/** The Roles and RoleBindings of the release's install in `ns`, by kind and name, with their uids. */
-export function grantUids(ctx: OperatorCheckContext, installation: string): Record<string, string> {
-  return Object.fromEntries(
-    ['roles', 'rolebindings'].flatMap((kind) =>
-      (JSON.parse(ctx.kubectl('get', kind, '-l', `leasehold.io/installation=${installation}`, '-o', 'json')) as { items: Named[] }).items.map((o) => [
-        `${kind}/${o.metadata.name}`,
-        o.metadata.uid,
-      ]),
-    ),
-  );
-}
-
-/** Waits for `count` renewals of the Lease after now, each by `holder` in the same term. */
-export async function renewals(ctx: OperatorCheckContext, lease: string, holder: string, count: number): Promise<number> {
-  const term = ctx.leaseOf(lease);
-  assert.equal(term.holderIdentity, holder);
-  const seen = new Set<string>([term.renewTime ?? '']);
-  const t0 = Date.now();
-  await waitFor(
-    `${count} renewals of ${lease} by ${holder}`,
-    () => {
-      const now = ctx.leaseOf(lease);
-      assert.equal(now.holderIdentity, holder, `the leader of ${lease} changed`);
-      assert.equal(now.leaseTransitions, term.leaseTransitions, `a new term of ${lease}`);
-      seen.add(now.renewTime ?? '');
-      return seen.size > count;
-    },
-    60_000,
-    500,
-  );
-  return Date.now() - t0;
 }
 
 export function markKeyChecks(ctx: OperatorCheckContext): void {
