@@ -2,14 +2,16 @@
 # The one list of test tiers: prints the test files of a tier, one per line. package.json's
 # test:* scripts, scripts/test.sh and scripts/test-on-node.sh all take their files from here,
 # since Node 20's test runner takes no globs.
-#   scripts/test-files.sh unit|sqlite|local|other-node|postgres|kubernetes|cluster|kind
+#   scripts/test-files.sh unit|sqlite|local|other-node|simulation|postgres|kubernetes|cluster|kind
 # unit: beside the code (and the bench's and scripts' pure parts), fake clock, no processes; sqlite: real processes on real SQLite files,
 # the CLI and the package as users install it (built artifact); local: unit + sqlite, the tiers
 # that need no server and run first; other-node: local without SAME_ON_EVERY_NODE, what the
-# second Node version (the image's: scripts/test-on-node.sh) runs.
+# second Node version (the image's: scripts/test-on-node.sh) runs; simulation: the seeded
+# elector simulation alone, pure computation on the fake clock (no real time, no I/O), which
+# `npm test` runs beside the other local files rather than among them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tier="${1:?usage: test-files.sh unit|sqlite|local|other-node|postgres|kubernetes|cluster|kind}"
+tier="${1:?usage: test-files.sh unit|sqlite|local|other-node|simulation|postgres|kubernetes|cluster|kind}"
 unit=(src cmd examples test/support bench scripts)
 sqlite=(test/sqlite test/cli test/package)
 # The local files whose subject is the election's own logic, the same JavaScript on every Node,
@@ -35,6 +37,7 @@ case "$tier" in
   unit) files "${unit[@]}" ;;
   sqlite) files "${sqlite[@]}" ;;
   local) files "${unit[@]}" "${sqlite[@]}" ;;
+  simulation) echo test/support/elector-sim.test.ts ;;
   other-node)
     for f in "${SAME_ON_EVERY_NODE[@]}"; do [[ -f "$f" ]] || { echo "test-files.sh: $f (in SAME_ON_EVERY_NODE) does not exist" >&2; exit 1; }; done
     files "${unit[@]}" "${sqlite[@]}" | grep -vxF -f <(printf '%s\n' "${SAME_ON_EVERY_NODE[@]}")
@@ -43,5 +46,5 @@ case "$tier" in
   kubernetes) files test/kubernetes ;;
   cluster) files test/cluster ;;
   kind) files test/kind ;;
-  *) echo "test-files.sh: unknown tier '$tier' (unit, sqlite, local, other-node, postgres, kubernetes, cluster or kind)" >&2; exit 2 ;;
+  *) echo "test-files.sh: unknown tier '$tier' (unit, sqlite, local, other-node, simulation, postgres, kubernetes, cluster or kind)" >&2; exit 2 ;;
 esac

@@ -10,7 +10,10 @@
 #      clock. LEASEHOLD_TOOLS_SERIAL=1 builds them in the foreground instead, here
 #   3. unit tests and the SQLite/CLI tier (real processes, real files) on Node 20, with Node's
 #      coverage report of the test processes; under the floor in test/support/coverage-floor.mjs,
-#      the step fails
+#      the step fails. The seeded elector simulation (`scripts/test-files.sh simulation`), pure
+#      computation on the fake clock, runs beside them in the background at the lowest priority,
+#      without coverage: under coverage it took twice as long and added nothing to the figure
+#      (docs/testing.md); waited for when this step ends
 #   4. on the Node version the image ships (the Dockerfile's NODE_IMAGE), with better-sqlite3
 #      built for it (scripts/test-on-node.sh; both cached): the local files whose behaviour can
 #      differ between Node versions, `scripts/test-files.sh other-node` (CONTRIBUTING "Two Node
@@ -48,19 +51,34 @@ step() {
   printf '\n==> %s (at %s)\n' "$1" "$(clock $((SECONDS - started)))"
 }
 
-# --- the tools, in the background ------------------------------------------------------------
-tools_pid=""
-tools_out="$(mktemp)"
-tools_log="$(mktemp)"
-stop_tools() {
-  # Its own process group (setsid): the Go compilers it started go with it.
-  if [[ -n "$tools_pid" ]] && kill -0 "$tools_pid" 2>/dev/null; then kill -- "-$tools_pid" 2>/dev/null || true; fi
+# --- work in the background --------------------------------------------------------------------
+# What needs no real time (building the tools, the simulation) runs beside the tiers that do, at
+# the lowest CPU and I/O priority: it takes only what they leave idle, and they wait on real
+# time most of the run. Each job is its own process group (setsid), so a failed run stops it and
+# what it started; its output is kept and printed when it is waited for.
+work="$(mktemp -d)"
+declare -A job_pid=() job_began=()
+background() {
+  local name="$1"
+  shift
+  job_began[$name]=$SECONDS
+  setsid nice -n 19 ionice -c 3 "$@" >"$work/$name.out" 2>"$work/$name.log" &
+  job_pid[$name]=$!
+}
+# Waits for a job, prints what it said, and fails as it did.
+await() {
+  local name="$1" rc=0
+  wait "${job_pid[$name]}" || rc=$?
+  unset "job_pid[$name]"
+  cat "$work/$name.log"
+  echo "[$name] ran for $(clock $((SECONDS - job_began[$name]))) in the background; exit $rc"
+  return "$rc"
 }
 finish() {
   local rc=$?
   end_step
-  stop_tools
-  rm -f "$tools_out" "$tools_log"
+  for name in "${!job_pid[@]}"; do kill -- "-${job_pid[$name]}" 2>/dev/null || true; done
+  rm -rf "$work"
   printf '\n==> step times (m:ss)\n'
   printf '%s\n' "${times[@]}"
   printf '%7s  %s\n' "$(clock $((SECONDS - started)))" "$( ((rc == 0)) && echo "total: passed" || echo "total: FAILED (exit $rc)")"
@@ -75,45 +93,42 @@ step "build"
 npm run --silent build
 
 # The image's Node is fetched here, first: the image build (a tool) reads it from the same cache.
-step "Node $image_node, the image's (fetched once into the cache)"
+step "Node $image_node, the image's (fetched once, cached)"
 bash scripts/node-version.sh "$image_node" >/dev/null
 
 if [[ "${LEASEHOLD_TOOLS_SERIAL:-}" != 1 ]]; then
-  echo "==> tools for the Kubernetes and cluster tiers: building in the background (nice 19, idle I/O); waited for before the Kubernetes tier"
-  tools_began=$SECONDS
-  setsid nice -n 19 ionice -c 3 bash test/support/build-test-tools.sh "${node_flag[@]}" >"$tools_out" 2>"$tools_log" &
-  tools_pid=$!
+  echo "==> tools for the Kubernetes and cluster tiers: building in the background; waited for before the Kubernetes tier"
+  background tools bash test/support/build-test-tools.sh "${node_flag[@]}"
 fi
+echo "==> the seeded elector simulation: running in the background"
+mapfile -t simulation < <(tests simulation)
+background simulation node --import tsx --test --test-concurrency=1 --test-reporter=spec "${simulation[@]}"
 
-step "unit, SQLite and CLI tiers, with coverage (its floors: docs/testing.md)"
-mapfile -t local_tests < <(tests local)
+step "unit, SQLite and CLI tiers on Node $(node -p process.versions.node), with coverage (docs/testing.md); the simulation beside them"
+mapfile -t local_tests < <(tests local | grep -vxF -f <(tests simulation))
 node --import tsx --import ./test/support/coverage-test-processes.mjs --test --test-concurrency=1 --experimental-test-coverage \
   --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=./test/support/coverage-floor.mjs --test-reporter-destination=stdout "${local_tests[@]}"
+await simulation
 
-step "on Node $image_node (the image's): the local files that can differ between Node versions"
+step "the same on Node $image_node, the image's: the files that can differ between Node versions"
 bash scripts/test-on-node.sh "$image_node" other-node
 
 step "PostgreSQL tier (a real PostgreSQL server)"
 mapfile -t pg_tests < <(tests postgres)
 node --import tsx --test --test-concurrency=1 --test-reporter=spec "${pg_tests[@]}"
 
-step "tools for the Kubernetes and cluster tiers (built once, cached in ~/.cache/leasehold)"
-if [[ -n "$tools_pid" ]]; then
-  tools_rc=0
-  wait "$tools_pid" || tools_rc=$?
-  tools_pid=""
-  cat "$tools_log" >&2
-  echo "the tools build ran for $(clock $((SECONDS - tools_began))) in the background (this step: the wait for it)"
-  ((tools_rc == 0)) || { echo "building the tools failed (exit $tools_rc)" >&2; exit "$tools_rc"; }
+step "tools for the Kubernetes and cluster tiers (cached in ~/.cache/leasehold): the wait for the background build"
+if [[ -n "${job_pid[tools]:-}" ]]; then
+  await tools
 else
-  bash test/support/build-test-tools.sh "${node_flag[@]}" >"$tools_out"
+  bash test/support/build-test-tools.sh "${node_flag[@]}" >"$work/tools.out"
 fi
-LEASEHOLD_TOOLS_PREBUILT="$(cat "$tools_out")"
+LEASEHOLD_TOOLS_PREBUILT="$(cat "$work/tools.out")"
 export LEASEHOLD_TOOLS_PREBUILT
 echo "tools ready: $LEASEHOLD_TOOLS_PREBUILT"
 
-step "Kubernetes tier (real kube-apiserver + etcd; the image from the Dockerfile)"
+step "Kubernetes tier (a real kube-apiserver and etcd; the image from the Dockerfile)"
 mapfile -t kube_tests < <(tests kubernetes)
 node --import tsx test/support/with-control-plane.ts -- \
   node --import tsx --test --test-concurrency=1 --test-reporter=spec "${kube_tests[@]}"
