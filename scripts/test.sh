@@ -15,7 +15,8 @@
 #      without coverage: under coverage it took twice as long and added nothing to the figure
 #      (docs/testing.md); waited for when this step ends
 #   4. on the Node version the image ships (the Dockerfile's NODE_IMAGE), with better-sqlite3
-#      built for it (scripts/test-on-node.sh; both cached): the local files whose behaviour can
+#      built for it (scripts/test-on-node.sh; both cached; the build in the background from the
+#      start, as the tools are): the local files whose behaviour can
 #      differ between Node versions, `scripts/test-files.sh other-node` (CONTRIBUTING "Two Node
 #      versions")
 #   5. the PostgreSQL tier on a real PostgreSQL server (Debian's, started in a temporary
@@ -93,8 +94,10 @@ step "build"
 npm run --silent build
 
 # The image's Node is fetched here, first: the image build (a tool) reads it from the same cache.
+# better-sqlite3 is compiled for it in the background, until the step that runs on it.
 step "Node $image_node, the image's (fetched once, cached)"
 bash scripts/node-version.sh "$image_node" >/dev/null
+background addon bash scripts/test-on-node.sh "$image_node" --prepare
 
 if [[ "${LEASEHOLD_TOOLS_SERIAL:-}" != 1 ]]; then
   echo "==> tools for the Kubernetes and cluster tiers: building in the background; waited for before the Kubernetes tier"
@@ -112,6 +115,7 @@ node --import tsx --import ./test/support/coverage-test-processes.mjs --test --t
 await simulation
 
 step "the same on Node $image_node, the image's: the files that can differ between Node versions"
+await addon
 bash scripts/test-on-node.sh "$image_node" other-node
 
 step "PostgreSQL tier (a real PostgreSQL server)"
