@@ -11,9 +11,10 @@
 #   (the chart README, the dashboard picture, the CLI reference, the import graph and its layers).
 #   eslint's --cache skips a file whose text and config did not change; its type-aware rules can
 #   miss a breach that a change to another file caused: `npm run lint` (CI) has the last word;
-# - unit tests: every file of `scripts/test-files.sh unit`, two at a time (one per core: each
-#   file is its own process, and their start-up is most of the tier), the longest first so the
-#   others fill the second core beside it.
+# - unit tests: every file of `scripts/test-files.sh unit`, one per core and at least two at a
+#   time (each file is its own process, and their start-up is most of the tier; Node's default,
+#   cores - 1, runs one at a time on 2 cores), the longest first so the others fill the second
+#   core beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -75,7 +76,9 @@ node --import tsx scripts/cli-reference.ts --check
 node --import tsx scripts/import-graph.ts --check
 took "lint"
 
-step "unit tests (scripts/test-files.sh unit, two files at a time)"
+jobs="$(nproc)"
+((jobs >= 2)) || jobs=2
+step "unit tests (scripts/test-files.sh unit, $jobs files at a time)"
 # The seeded elector simulation is the longest file by far (hundreds of simulated elections
 # under node:test's async tracking): started first, the rest run beside it.
 first=(test/support/elector-sim.test.ts)
@@ -83,5 +86,5 @@ mapfile -t unit < <(bash scripts/test-files.sh unit)
 ordered=()
 for f in "${first[@]}"; do [[ " ${unit[*]} " == *" $f "* ]] && ordered+=("$f"); done
 for f in "${unit[@]}"; do [[ " ${first[*]} " == *" $f "* ]] || ordered+=("$f"); done
-node --import tsx --test --test-concurrency=2 --test-reporter=dot "${ordered[@]}"
+node --import tsx --test --test-concurrency="$jobs" --test-reporter=dot "${ordered[@]}"
 took "${#ordered[@]} unit test files"
