@@ -1,9 +1,11 @@
 /**
- * The import graph's two rules, checked by `npm run lint`: no import cycle (a module that needs
- * itself, through others, before it has finished loading), and no upward import: src/, the
+ * The import graph's three rules, checked by `npm run lint`: no import cycle (a module that needs
+ * itself, through others, before it has finished loading); no upward import: src/, the
  * package's library, never imports from cmd/, bench/, test/, scripts/ or examples/, which are
- * built on it. Read from the relative import specifiers of every .ts file (static, `export ...
- * from`, `import type` and dynamic `import()` alike); no compiler needed.
+ * built on it; and inside src/, the layers of LAYERS: a module imports only from its own folder
+ * and from layers below its own (CONTRIBUTING "Layers"). Read from the relative import
+ * specifiers of every .ts file (static, `export ... from`, `import type` and dynamic `import()`
+ * alike); no compiler needed.
  *   node --import tsx scripts/import-graph.ts --check
  */
 import { readFileSync, readdirSync } from 'node:fs';
@@ -90,11 +92,84 @@ export function upwardImports(graph: ReadonlyMap<string, readonly string[]>): st
   return out.sort();
 }
 
-/** One line per breach of the two rules; none when the graph keeps them. */
-export function problems(graph: ReadonlyMap<string, readonly string[]>): string[] {
+/**
+ * The layers inside src/, lowest first. Each entry is a folder (ending in `/`) or a file; a file
+ * belongs to the longest entry that contains it (`src/backends/sqlite/store.ts` to
+ * `src/backends/sqlite/`, `src/backends/lease-store.ts` to `src/backends/`). A module imports
+ * from its own entry and from lower layers only: never from a higher layer, nor from another
+ * entry of its own layer (the stores know nothing of each other). Why each sits where it does
+ * is in CONTRIBUTING "Layers"; the two that surprise: clock above config (it clamps timers to
+ * config's MAX_TIMER_MS) and status above election (toLeaderStatus reads the elector's
+ * snapshot).
+ */
+export const LAYERS: readonly (readonly string[])[] = [
+  ['src/errors.ts'],
+  ['src/util/'],
+  ['src/log.ts', 'src/abort.ts'],
+  ['src/config/'],
+  ['src/clock.ts'],
+  ['src/kube/'],
+  ['src/backends/'], // the LeaseStore contract and what the stores share
+  ['src/backends/sqlite/', 'src/backends/postgres/', 'src/backends/kubernetes/', 'src/testing/'],
+  ['src/backends/open-store.ts'], // picks one of the stores
+  ['src/health/'],
+  ['src/election/'],
+  ['src/shards/'], // shard groups: a member runs the election's bounded calls and gate, never the reverse
+  ['src/status/'],
+  ['src/sidecar/', 'src/fencing/'],
+  ['src/run/'],
+  ['src/operator/'],
+  ['src/index.ts'],
+];
+
+/** The entry of `layers` a file belongs to, and its layer's index; undefined when none holds it. */
+export function layerOf(file: string, layers: readonly (readonly string[])[] = LAYERS): { entry: string; layer: number } | undefined {
+  let found: { entry: string; layer: number } | undefined;
+  layers.forEach((entries, layer) => {
+    for (const entry of entries) {
+      const holds = entry.endsWith('/') ? file.startsWith(entry) : file === entry;
+      if (holds && (!found || entry.length > found.entry.length)) found = { entry, layer };
+    }
+  });
+  return found;
+}
+
+/**
+ * Each import inside src/ that goes up or sideways between layers, and each library file no
+ * layer holds (a new folder is placed in LAYERS before it is used), and each entry that holds
+ * no file (so the list stays the truth).
+ */
+export function layerBreaches(graph: ReadonlyMap<string, readonly string[]>, layers: readonly (readonly string[])[] = LAYERS): string[] {
+  const out: string[] = [];
+  const used = new Set<string>();
+  const name = (at: { entry: string; layer: number }) => `${at.entry.replace(/^src\//, '').replace(/\.ts$/, '') || 'src'}, layer ${at.layer + 1}`;
+  for (const [from, targets] of graph) {
+    if (!from.startsWith(LIBRARY)) continue;
+    const here = layerOf(from, layers);
+    if (!here) {
+      out.push(`layer missing: ${from} is in no layer (add its folder to LAYERS in scripts/import-graph.ts)`);
+      continue;
+    }
+    used.add(here.entry);
+    // A unit test beside the library is never built: it may use what it tests with.
+    if (from.endsWith('.test.ts')) continue;
+    for (const to of targets) {
+      const there = to.startsWith(LIBRARY) ? layerOf(to, layers) : undefined;
+      if (!there || there.entry === here.entry || there.layer < here.layer) continue;
+      const how = there.layer === here.layer ? 'its sibling' : 'a higher layer';
+      out.push(`layer breach: ${from} (${name(here)}) imports ${to} (${how}: ${name(there)})`);
+    }
+  }
+  for (const entries of layers) for (const entry of entries) if (!used.has(entry)) out.push(`layer entry ${entry} holds no file: remove it from LAYERS`);
+  return out.sort();
+}
+
+/** One line per breach of the three rules; none when the graph keeps them. */
+export function problems(graph: ReadonlyMap<string, readonly string[]>, layers: readonly (readonly string[])[] = LAYERS): string[] {
   return [
     ...cycles(graph).map((c) => `import cycle: ${[...c, c[0]].join(' -> ')}`),
     ...upwardImports(graph).map((u) => `upward import: ${u} (src/ is the library: it imports nothing built on it)`),
+    ...layerBreaches(graph, layers).map((b) => (b.startsWith('layer breach') ? `${b}: a layer imports only from those below it` : b)),
   ];
 }
 
@@ -102,5 +177,5 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const found = problems(readGraph());
   for (const line of found) process.stderr.write(`${line}\n`);
   if (found.length > 0) process.exitCode = 1;
-  else if (!process.argv.includes('--check')) process.stdout.write('the import graph has no cycle and no upward import\n');
+  else if (!process.argv.includes('--check')) process.stdout.write('the import graph has no cycle, no upward import and no import against the layers\n');
 }

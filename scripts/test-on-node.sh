@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# Runs the unit, SQLite and CLI tiers on another Node version, e.g. the one the image ships:
-#   scripts/test-on-node.sh 24.22.3
+# Runs a tier of scripts/test-files.sh (local by default: the unit, SQLite and CLI tiers) on
+# another Node version, e.g. the one the image ships; `npm test` runs other-node there:
+#   scripts/test-on-node.sh 24.22.3 [TIER]
+#   scripts/test-on-node.sh 24.22.3 --prepare    only fetch that Node and build the addon for it
 # The Node binary comes from scripts/node-version.sh (cached). better-sqlite3's native addon is
 # built once per Node ABI into the cache, swapped in for the run, and the original put back
 # afterwards, even when a test fails, so the working tree keeps working on the default Node.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-version="${1:?usage: test-on-node.sh VERSION}"
+version="${1:?usage: test-on-node.sh VERSION [TIER|--prepare]}"
+tier="${2:-local}"
+if [[ "$tier" != --prepare ]]; then
+  listed="$(bash scripts/test-files.sh "$tier")" # fails here on a tier test-files.sh does not know
+  mapfile -t tests <<<"$listed"
+fi
 nodedir="$(bash scripts/node-version.sh "$version")"
 node_bin="$nodedir/bin/node"
 cache="${LEASEHOLD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/leasehold}/better-sqlite3"
@@ -23,12 +30,12 @@ if [[ ! -f "$addon" ]]; then
   cp "$work/better-sqlite3/build/Release/better_sqlite3.node" "$addon.tmp" && mv "$addon.tmp" "$addon"
   rm -rf "$work"
 fi
+[[ "$tier" == --prepare ]] && exit 0
 current="$bs3/build/Release/better_sqlite3.node"
 cp "$current" "$current.default"
 restore() { mv -f "$current.default" "$current"; }
 trap restore EXIT
 cp "$addon" "$current"
 
-echo "[node $version] unit, SQLite and CLI tiers on $("$node_bin" --version)" >&2
-mapfile -t local_tests < <(bash scripts/test-files.sh local)
-PATH="$nodedir/bin:$PATH" "$node_bin" --import tsx --test --test-concurrency=1 --test-reporter=spec "${local_tests[@]}"
+echo "[node $version] the $tier tier (${#tests[@]} files) on $("$node_bin" --version)" >&2
+PATH="$nodedir/bin:$PATH" "$node_bin" --import tsx --test --test-concurrency=1 --test-reporter=spec "${tests[@]}"

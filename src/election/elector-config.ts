@@ -1,17 +1,10 @@
 /**
  * Contention window: when the lease becomes free (released, or expired as a standby sees it),
- * each standby waits a random delay in [0, window] before it tries, and gives up its try when it
- * sees another take the lease first. The delay's distribution grows exponentially over the
- * window (Sift's idea: Jamieson, Balakrishnan, Tay, "Sift: a MAC protocol for event-driven
- * wireless sensor networks", 2006): with few standbys the first try comes late in the window,
- * with many the earliest tries are still few, because the probability of the early instants is
- * small. With the default 32 ms and 100 standbys, about 3 try within the first 5 ms after the
- * first try; with 1 standby the median delay is 28 ms (src/election/contention.test.ts). The
- * window is as wide as it can be while a lone standby's takeover (the delay, then a read and a
- * write) stays within the 50 ms goal after the expiry: a wider one pushed that takeover's p95
- * past the goal (docs/benchmarks.md, "Crash failover after the expiry", measures it).
+ * each standby waits a random delay in [0, window] (contentionDelayMs below). Its default lives
+ * with the other defaults (src/config/election-options.ts), where the option rules read it.
  */
-export const DEFAULT_CONTENTION_WINDOW_MS = 32;
+export { DEFAULT_CONTENTION_WINDOW_MS } from '../config/election-options.js';
+
 /**
  * A release is reached through a window this many times longer. A release arrives at every
  * standby as one event, and handling it is a burst of work on whatever the standbys share (on

@@ -8,8 +8,9 @@
  * - compare-and-swap: `UPDATE ... WHERE name = $1 AND version = $2`; an update that matches no
  *   row lost a race (or the row was deleted): ConflictError. No write is ever blind. A version
  *   never repeats for a lease name, across deletes and re-creates (writeVersion below);
- * - durability: the session sets `synchronous_commit = on`, so a write that returned success
- *   is flushed to the server's WAL, whatever the server's default;
+ * - one connection per process, made, kept, bounded and given up by connection.ts: every
+ *   statement bounded on the server, a statement nobody waits for cancelled, reconnects backed
+ *   off, the session's `synchronous_commit = on`, and the driver's failures as coded errors;
  * - every write notifies the table's channel (notify.ts) with the lease's name, after it
  *   has committed, in a statement of its own: a write never waits on, nor fails with, its
  *   notification (the server's NOTIFY queue can be filled by any role that may connect). The
@@ -17,42 +18,23 @@
  *   more: any role that can connect may send one, so its payload never reaches the elector, and
  *   a flood of them costs at most one read per hint interval. Notifications are lost while the
  *   connection is down, so every reconnect is a hint too;
- * - the database is shared with the applications leasehold protects, so it must never harm
- *   them: one connection per process; every statement is bounded on the server
- *   (`statement_timeout`, `lock_timeout`) a little inside the client's own bound; a statement
- *   the caller gives up on is cancelled on the server (a CancelRequest, which takes no
- *   connection slot), and only when that does not end it within CANCEL_GRACE_MS is the
- *   connection abandoned; a new one is made only after the abandoned backend must have ended,
- *   and reconnects back off after timeouts as after failed connects. So a candidate holds at
- *   most one backend (MAX_BACKENDS) whatever happens to the table;
  * - no password ever appears in a message: errors name the user, host, port and database only.
  */
-import { connect as netConnect } from 'node:net';
 import type pg from 'pg';
-import { abortReason, throwIfAborted } from '../../abort.js';
 import { realClock } from '../../clock.js';
-import { BackendError, BackendUnavailableError, ConflictError, InvalidRecordError, LeaseholdError, StoreOpenError, describeError } from '../../errors.js';
-import { reconnectDelayMs } from '../../util/backoff.js';
-import { isTlsRefused } from '../../util/tls-refused.js';
+import { BackendError, ConflictError, InvalidRecordError, LeaseholdError, StoreOpenError, describeError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../lease-store.js';
-import { DEFAULT_POSTGRES_TABLE, clientConfig, describeTarget, parseTableName } from './config.js';
-import { loadDriver as loadOptional } from '../driver.js';
-import { HintThrottle, channelName, notifiedLease } from './notify.js';
+import { DEFAULT_POSTGRES_TABLE, describeTarget, parseTableName } from './config.js';
+import { PostgresConnection, codedError, connectionSettings, loadDriver } from './connection.js';
+import type { GroupRecord, GroupStore, VersionedGroupRecord } from '../group-store.js';
+import { PostgresGroupStore } from './group-store.js';
+import { HintThrottle, channelName } from './notify.js';
 import { NOTIFIES_AFTER_COMMIT, addSuccessorStatement, adminScript, createStatements, notifyFunctionStatement } from './schema.js';
 import { encodeSuccessor, withSuccessor } from '../successor-column.js';
 import { MAX_TEXT_BYTES, boundedColumn, oversizedColumn, oversizedNotice } from '../bounded-sql.js';
-import type { GroupRecord, GroupStore, VersionedGroupRecord } from '../group-store.js';
-import { PostgresGroupStore } from './group-store.js';
 
-/** Backends one candidate holds at any moment (the documented bound: docs/postgres.md). */
-export const MAX_BACKENDS = 1;
-/** How long a cancelled statement may take to end before its connection is abandoned. */
-const CANCEL_GRACE_MS = 1_000;
-/** Checks for a vanished client during a statement (PostgreSQL 14+), so an abandoned backend ends soon. */
-const CLIENT_CHECK_MS = 1_000;
-/** Default bound on one request, when the caller gives none (`leasehold status`, the library). */
-const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
+export { MAX_BACKENDS } from './connection.js';
 /** At most one read per this, however many notifications arrive. */
 const DEFAULT_HINT_INTERVAL_MS = 250;
 /**
@@ -111,25 +93,6 @@ const BOUNDED: [string, number][] = [['holder_identity', MAX_TEXT_BYTES]];
 const BOUNDED_WITH_SUCCESSOR: [string, number][] = [...BOUNDED, ['successor', MAX_TEXT_BYTES]];
 
 const COLUMNS = ['name', 'holder_identity', 'fencing_token', 'renew_time', 'lease_duration_seconds', 'acquire_time', 'version'];
-let driver: typeof pg | null = null;
-
-/**
- * Loads node-postgres. At load it probes for Cloudflare Workers: where `navigator` is missing
- * (Node 20) it constructs a fetch `Response`, which loads undici, whose HTTP parser is
- * WebAssembly, which a Node without the JIT (`--jitless`, how the image runs) may not have: the
- * process would crash. A `navigator` is lent for the probe only.
- */
-async function loadDriver(): Promise<typeof pg> {
-  if (driver) return driver;
-  const lent = typeof (globalThis as { navigator?: unknown }).navigator === 'undefined';
-  if (lent) Object.defineProperty(globalThis, 'navigator', { value: { userAgent: `Node.js/${process.versions.node}` }, configurable: true });
-  try {
-    driver = (await loadOptional('pg', 'postgres', () => import('pg'))).default;
-    return driver;
-  } finally {
-    if (lent) delete (globalThis as { navigator?: unknown }).navigator;
-  }
-}
 
 interface Watcher {
   name: string;
@@ -142,14 +105,7 @@ export class PostgresLeaseStore implements LeaseStore, GroupStore {
   readonly location: string;
   private readonly qualified: string;
   private readonly channel: string;
-  private client: pg.Client | null = null;
-  private connecting: Promise<pg.Client> | null = null;
-  private closed = false;
-  /** Failed connects, abandoned connections and timed-out statements since the last success. */
-  private failures = 0;
-  private reconnectTimer: NodeJS.Timeout | null = null;
-  /** No new connection before this (performance.now() ms): the backoff, or an abandoned backend's end. */
-  private reconnectAt = 0;
+  private readonly conn: PostgresConnection;
   private readonly watchers = new Map<number, Watcher>();
   private watchSeq = 0;
   /**
@@ -171,17 +127,43 @@ export class PostgresLeaseStore implements LeaseStore, GroupStore {
   private readonly groups: PostgresGroupStore;
 
   private constructor(
-    private readonly pg: typeof import('pg').default,
+    driver: typeof import('pg').default,
     private readonly config: pg.ClientConfig,
     private readonly schema: string,
     private readonly table: string,
-    private readonly statementTimeoutMs: number,
+    statementTimeoutMs: number,
     private readonly hintIntervalMs: number,
     private readonly log: Logger | undefined,
   ) {
     this.qualified = `"${schema}"."${table}"`;
     this.channel = channelName(schema, table);
     this.location = `table ${schema}.${table} on ${describeTarget(config)}`;
+    this.conn = new PostgresConnection(
+      driver,
+      { config, statementTimeoutMs, channel: this.channel, location: this.location, log },
+      {
+        connected: (client) => this.groups.connected(client),
+        up: () => {
+          for (const w of this.watchers.values()) {
+            w.onHealth?.(true);
+            w.hints.hint(); // whatever happened while we were not listening
+          }
+          this.groups.up();
+        },
+        down: () => {
+          for (const w of this.watchers.values()) w.onHealth?.(false);
+          this.groups.down();
+        },
+        notified: (lease) => {
+          for (const w of this.watchers.values()) if (w.name === lease) w.hints.hint();
+        },
+        answered: () => {
+          this.problemText = null;
+        },
+        wanted: () => this.watchers.size > 0 || this.groups.watching(),
+        translate: (err, op) => this.translate(err, op),
+      },
+    );
     this.groups = new PostgresGroupStore(
       {
         target: describeTarget(config),
@@ -189,8 +171,8 @@ export class PostgresLeaseStore implements LeaseStore, GroupStore {
         hintIntervalMs,
         readOnly: () => this.readOnly,
         log,
-        query: (op, sql, params, opts) => this.query(op, sql, params, opts),
-        current: () => this.client,
+        query: (op, sql, params, opts) => this.conn.query(op, sql, params, opts),
+        current: () => this.conn.current,
       },
       schema,
       table,
@@ -207,19 +189,12 @@ export class PostgresLeaseStore implements LeaseStore, GroupStore {
    */
   static async open(opts: PostgresStoreOptions): Promise<PostgresLeaseStore> {
     const { schema, table } = parseTableName(opts.table ?? DEFAULT_POSTGRES_TABLE);
-    const statementTimeoutMs = Math.max(1, Math.floor((opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS) * 0.8));
-    const config: pg.ClientConfig = {
-      ...clientConfig(opts.url, opts.connectTimeoutMs ?? 5_000),
-      // Startup parameters: the server ends whatever leasehold runs, even a lock wait, in time.
-      statement_timeout: statementTimeoutMs,
-      // A little shorter, so that a wait for a lock is reported as one.
-      lock_timeout: Math.max(1, Math.floor(statementTimeoutMs * 0.9)),
-    };
+    const { config, statementTimeoutMs } = connectionSettings(opts.url, opts.connectTimeoutMs, opts.requestTimeoutMs);
     const driver = await loadDriver();
     const store = new PostgresLeaseStore(driver, config, schema, table, statementTimeoutMs, opts.hintIntervalMs ?? DEFAULT_HINT_INTERVAL_MS, opts.log);
     store.readOnly = opts.readonly ?? false;
     try {
-      const client = await store.connection();
+      const client = await store.conn.connect();
       await store.ensureTable(client, opts.readonly ?? false);
     } catch (err) {
       await store.close();
@@ -353,7 +328,7 @@ export class PostgresLeaseStore implements LeaseStore, GroupStore {
    * most once per HINT_FAILURE_LOG_INTERVAL_MS and never fails the write.
    */
   private hintAfterCommit(name: string): void {
-    const client = this.client;
+    const client = this.conn.current;
     if (!this.notifyAfterCommit || !client) return;
     client.query('SELECT pg_notify($1, $2)', [this.channel, name]).catch((err: unknown) => {
       const now = performance.now();
@@ -404,7 +379,7 @@ export class PostgresLeaseStore implements LeaseStore, GroupStore {
   readonly successorClaims: SuccessorClaimSupport = { kept: () => this.hasSuccessor };
 
   async get(name: string, opts?: CallOptions): Promise<VersionedRecord | null> {
-    const r = await this.query<Row>(
+    const r = await this.conn.query<Row>(
       'get',
       // The text columns are any size another role with rights on the table stored: bounded-sql.ts.
       `SELECT ${boundedColumn('holder_identity', MAX_TEXT_BYTES)}, fencing_token, renew_time, lease_duration_seconds, acquire_time, version, ${this.hasSuccessor ? `${boundedColumn('successor', MAX_TEXT_BYTES)}, ${oversizedColumn(BOUNDED_WITH_SUCCESSOR)}` : `'' AS successor, ${oversizedColumn(BOUNDED)}`} FROM ${this.qualified} WHERE name = $1`,
@@ -419,7 +394,7 @@ export class PostgresLeaseStore implements LeaseStore, GroupStore {
 
   async create(name: string, record: LeaseRecord, opts?: CallOptions): Promise<string> {
     // Without the column, the claim is dropped (successorClaims.kept() false: nobody claims).
-    const r = await this.query<{ version: string }>(
+    const r = await this.conn.query<{ version: string }>(
       'create',
       `WITH w AS (
          INSERT INTO ${this.qualified} (name, holder_identity, fencing_token, renew_time, lease_duration_seconds, acquire_time, version${this.hasSuccessor ? ', successor' : ''})
@@ -436,7 +411,7 @@ export class PostgresLeaseStore implements LeaseStore, GroupStore {
   async update(name: string, record: LeaseRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
     if (!/^\d{1,19}$/.test(expectedVersion) || BigInt(expectedVersion) > MAX_BIGINT)
       throw new ConflictError(`lease ${name}: version ${JSON.stringify(expectedVersion)} is not one this store issued`);
-    const r = await this.query<{ version: string }>(
+    const r = await this.conn.query<{ version: string }>(
       'update',
       `WITH w AS (
          UPDATE ${this.qualified}
@@ -461,12 +436,20 @@ export class PostgresLeaseStore implements LeaseStore, GroupStore {
     const id = this.watchSeq++;
     const hints = new HintThrottle(realClock, this.hintIntervalMs, () => onEvent({}));
     this.watchers.set(id, { name, hints, onHealth });
-    if (this.client) onHealth?.(true);
-    else void this.connection().catch(() => {}); // health follows the connection
+    if (this.conn.current) onHealth?.(true);
+    else void this.conn.connect().catch(() => {}); // health follows the connection
     return () => {
       hints.cancel();
       this.watchers.delete(id);
     };
+  }
+
+  /**
+   * What is wrong with the store that will not fix itself, for health and readiness (the
+   * table was dropped under the candidates); null while the last request found the table.
+   */
+  problem(): string | null {
+    return this.problemText;
   }
 
   // The shard groups' records: group-store.ts, on this store's connection.
@@ -487,232 +470,29 @@ export class PostgresLeaseStore implements LeaseStore, GroupStore {
     return this.groups.watchGroup(group, onChange, onHealth);
   }
 
-  /** Whether anyone watches a lease or a group: the connection then reconnects on its own. */
-  private watched(): boolean {
-    return this.watchers.size > 0 || this.groups.watching();
-  }
-
-  /**
-   * What is wrong with the store that will not fix itself, for health and readiness (the
-   * table was dropped under the candidates); null while the last request found the table.
-   */
-  problem(): string | null {
-    return this.problemText;
-  }
-
   async close(): Promise<void> {
-    this.closed = true;
-    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    const c = this.client ?? (await this.connecting?.catch(() => null)) ?? null;
-    this.client = null;
+    const closing = this.conn.close();
     for (const w of this.watchers.values()) w.hints.cancel();
     this.watchers.clear();
     this.groups.close();
-    await c?.end().catch(() => {});
+    await closing;
   }
 
-  /** The open connection, or a new one (LISTENing, synchronous_commit on), unless backing off. */
-  private connection(): Promise<pg.Client> {
-    if (this.client) return Promise.resolve(this.client);
-    if (this.closed) return Promise.reject(new BackendUnavailableError(`${this.location}: the store is closed`));
-    const wait = Math.ceil(this.reconnectAt - performance.now());
-    if (wait > 0 && !this.connecting) {
-      return Promise.reject(new BackendUnavailableError(`postgres connect to ${this.location}: backing off after failures, next attempt in ${wait} ms`));
-    }
-    this.connecting ??= (async () => {
-      const client = new this.pg.Client(this.config);
-      client.on('error', () => this.dropped(client)); // reported by the next call; never thrown
-      client.on('end', () => this.dropped(client));
-      client.on('notification', (n) => {
-        if (n.channel !== this.channel) return;
-        const name = notifiedLease(n.payload ?? '');
-        for (const w of this.watchers.values()) if (w.name === name) w.hints.hint();
-      });
-      try {
-        await client.connect();
-        await client.query('SET synchronous_commit = on');
-        // The trigger leaves this session's writes to notify after they commit (hintAfterCommit).
-        await client.query(`SET ${NOTIFIES_AFTER_COMMIT} = on`);
-        // PostgreSQL 14+: a backend whose client vanished mid-statement ends within a second.
-        await client.query(`SET client_connection_check_interval = ${CLIENT_CHECK_MS}`).catch((err: unknown) => {
-          if ((err as { code?: string }).code !== '42704') throw err; // unknown parameter: an older server
-        });
-        await client.query(`LISTEN "${this.channel}"`);
-        await this.groups.connected(client);
-      } catch (err) {
-        await client.end().catch(() => {});
-        this.backOff(0);
-        throw this.translate(err, 'connect');
-      }
-      if (this.closed) {
-        await client.end().catch(() => {});
-        throw new BackendUnavailableError(`${this.location}: the store is closed`);
-      }
-      this.client = client;
-      for (const w of this.watchers.values()) {
-        w.onHealth?.(true);
-        w.hints.hint(); // whatever happened while we were not listening
-      }
-      this.groups.up();
-      return client;
-    })().finally(() => {
-      this.connecting = null;
-    });
-    return this.connecting;
-  }
-
-  /** The connection broke: watchers go unhealthy, and a reconnect is scheduled with backoff. */
-  private dropped(client: pg.Client): void {
-    if (this.client !== client) return;
-    this.client = null;
-    for (const w of this.watchers.values()) w.onHealth?.(false);
-    this.groups.down();
-    this.backOff(0);
-    this.log?.warn('postgres connection lost; reconnecting', { store: this.location, inMs: Math.ceil(this.reconnectAt - performance.now()) });
-  }
-
-  /**
-   * One more failure: no new connection for 100 ms doubling to 5 s, nor before `atLeastMs` (an
-   * abandoned backend's end). Watchers get a timer, so their health comes back on its own.
-   */
-  private backOff(atLeastMs: number): void {
-    const delay = Math.max(atLeastMs, reconnectDelayMs(this.failures++));
-    this.reconnectAt = Math.max(this.reconnectAt, performance.now() + delay);
-    if (this.closed || !this.watched() || this.reconnectTimer) return;
-    const schedule = () => {
-      this.reconnectTimer = setTimeout(
-        () => {
-          this.reconnectTimer = null;
-          if (this.client || this.closed || !this.watched()) return;
-          void this.connection().catch(() => {
-            if (!this.reconnectTimer) schedule();
-          });
-        },
-        Math.max(0, this.reconnectAt - performance.now()),
-      );
-      this.reconnectTimer.unref();
-    };
-    schedule();
-  }
-
-  private async query<R extends pg.QueryResultRow>(op: string, sql: string, params: unknown[], opts: CallOptions | undefined): Promise<pg.QueryResult<R>> {
-    throwIfAborted(opts);
-    const client = await this.connection();
-    throwIfAborted(opts);
-    const signal = opts?.signal;
-    const running = client.query<R>(sql, params);
-    return new Promise<pg.QueryResult<R>>((resolve, reject) => {
-      let done = false;
-      // The caller gives up: answer it now, and end the statement on the server rather than
-      // leave a backend queued for nobody (see giveUp).
-      const onAbort = () => {
-        if (done) return;
-        done = true;
-        reject(abortReason(signal!));
-        this.giveUp(client, running);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      running.then(
-        (r) => {
-          signal?.removeEventListener('abort', onAbort);
-          this.failures = 0;
-          this.problemText = null;
-          if (done) return;
-          done = true;
-          resolve(r);
-        },
-        (err: unknown) => {
-          signal?.removeEventListener('abort', onAbort);
-          const translated = this.translate(err, op);
-          if (/^(57014|55P03)$/.test((err as { code?: string }).code ?? '')) this.backOff(0);
-          if (done) return;
-          done = true;
-          reject(translated);
-        },
-      );
-    });
-  }
-
-  /**
-   * Ends a statement nobody waits for: a CancelRequest to the server (on a connection of its
-   * own, which takes no slot). If the statement is still running CANCEL_GRACE_MS later (the
-   * server is unreachable), the connection is destroyed, and no new one is made until the
-   * abandoned backend must have ended (its statement_timeout), so the backends stay bounded.
-   */
-  private giveUp(client: pg.Client, running: Promise<unknown>): void {
-    let settled = false;
-    const grace = setTimeout(() => {
-      if (settled || this.client !== client) return;
-      this.dropped(client);
-      this.backOff(this.statementTimeoutMs + CANCEL_GRACE_MS);
-      (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
-    }, CANCEL_GRACE_MS);
-    grace.unref();
-    void running.then(
-      () => ((settled = true), clearTimeout(grace)),
-      () => ((settled = true), clearTimeout(grace)),
-    );
-    sendCancel(client, CANCEL_GRACE_MS);
-  }
-
-  /** One coded error per failure, naming the store but never the password. */
+  /** One coded error per failure, naming the store but never the password: a dropped table is this store's problem() too. */
   private translate(err: unknown, op: string): LeaseholdError {
-    if (err instanceof LeaseholdError) return err;
-    const code = (err as { code?: string }).code ?? '';
     const what = `postgres ${op} on ${this.location}`;
-    if (code === '28P01' || code === '28000') return new StoreOpenError(`${what}: authentication failed (${describeError(err)})`, { cause: err });
-    if (code === '3D000') return new StoreOpenError(`${what}: ${describeError(err)}`, { cause: err });
-    if (code === '42501') return new StoreOpenError(`${what}: no permission (${describeError(err)})`, { cause: err });
-    if (code === '22003') return new InvalidRecordError(`${what}: ${describeError(err)}`, { cause: err });
-    // An integrity constraint of the table (a CHECK, NOT NULL) refuses the record; the message names it.
-    if (code === '23514' || code === '23502') return new InvalidRecordError(`${what}: the table refused the record: ${describeError(err)}`, { cause: err });
-    if (code === '42P01' && op.startsWith('group ')) {
+    if (!(err instanceof LeaseholdError) && (err as { code?: string }).code === '42P01' && op.startsWith('group ')) {
       return new BackendError(
         `${what}: the shard groups' table does not exist (it was dropped): recreate it with the SQL in docs/postgres.md, or restart leasehold to create it`,
         { cause: err },
       );
     }
-    if (code === '42P01') {
+    if (!(err instanceof LeaseholdError) && (err as { code?: string }).code === '42P01') {
       this.problemText = `the lease table ${this.schema}.${this.table} does not exist (it was dropped): recreate it with the SQL in docs/postgres.md, or restart leasehold to create it`;
       return new BackendError(`${what}: ${this.problemText}`, { cause: err });
     }
-    // The server ended the statement at its bound: someone holds a lock on the table, or it is overloaded.
-    if (code === '55P03' || code === '57014') {
-      return new BackendUnavailableError(
-        `${what}: no answer within ${this.statementTimeoutMs} ms (${describeError(err)}): is another session holding a lock on the table?`,
-        { cause: err },
-      );
-    }
-    // A server certificate the client refuses is a misconfiguration (sslmode, sslrootcert), not an outage.
-    if (isTlsRefused(code)) {
-      return new StoreOpenError(`${what}: the server's certificate was refused (${describeError(err)}): check sslmode and sslrootcert`, { cause: err });
-    }
-    if (/server does not support SSL/i.test(describeError(err)))
-      return new StoreOpenError(`${what}: ${describeError(err)} (sslmode asks for TLS)`, { cause: err });
-    // Connection-level failures (refused, reset, timed out, the server shutting down): retry later.
-    if (/^(08|57P)/.test(code) || /^E[A-Z]+$/.test(code) || /timeout|terminated|Connection/i.test(describeError(err))) {
-      return new BackendUnavailableError(`${what}: ${describeError(err)}`, { cause: err });
-    }
-    return new BackendError(`${what}: ${describeError(err)}`, { cause: err });
+    return codedError(err, what, this.conn.statementTimeoutMs);
   }
-}
-
-/**
- * A CancelRequest for the statement running on `client`'s backend, as libpq's PQcancel sends
- * it: 16 bytes on a new socket, which the server reads before allocating any backend.
- */
-function sendCancel(client: pg.Client, timeoutMs: number): void {
-  const c = client as unknown as { processID: number | null; secretKey: number | null; host: string; port: number };
-  if (c.processID === null || c.secretKey === null) return;
-  const packet = Buffer.alloc(16);
-  packet.writeInt32BE(16, 0);
-  packet.writeInt32BE(80877102, 4); // the cancel request code: 1234 << 16 | 5678
-  packet.writeInt32BE(c.processID, 8);
-  packet.writeInt32BE(c.secretKey, 12);
-  const socket = c.host.startsWith('/') ? netConnect(`${c.host}/.s.PGSQL.${c.port}`) : netConnect(c.port, c.host);
-  socket.setTimeout(timeoutMs, () => socket.destroy());
-  socket.on('error', () => {}); // best effort: giveUp's grace timer covers a cancel that never arrives
-  socket.on('connect', () => socket.end(packet));
 }
 
 function values(r: LeaseRecord): unknown[] {
