@@ -52,7 +52,10 @@ function world(shards: number) {
     for (let t = 0; !cond() && t < maxMs; t += stepMs) await clock.advance(stepMs);
     return cond();
   };
-  const record = (s: number) => store.peek(G).find((v) => v.record.kind === 'shard' && v.record.index === s)?.record;
+  const record = (s: number) => {
+    const r = store.peek(G).find((v) => v.record.kind === 'shard' && v.record.index === s)?.record;
+    return r?.kind === 'shard' ? r : undefined;
+  };
   const stopAll = async () => {
     const stopping = Promise.all(sidecars.map(({ s }) => s.stop()));
     await clock.advance(T.renewDeadlineMs);
