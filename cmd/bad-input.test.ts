@@ -92,6 +92,11 @@ const cases: Case[] = [
     message: /invalid --secret "Bad_Name": must be a DNS-1123 label/,
   },
   {
+    name: 'operator with an inject value no label can hold',
+    args: ['operator', '--sidecar-image', 'leasehold:1', '--inject-value', 'team/b'],
+    message: /invalid --inject-value "team\/b": must be a label value/,
+  },
+  {
     name: "operator election timings broken together (the sidecar's rule)",
     args: ['operator', '--sidecar-image', 'leasehold:1', '--lease-duration', '10s', '--renew-deadline', '10s'],
     message: /invalid timings --lease-duration 10s --renew-deadline 10s --retry-period 2s: leaseDuration must be greater than renewDeadline/,

@@ -7,11 +7,11 @@ import {
   DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RENEW_DEADLINE_MS,
   DEFAULT_RETRY_PERIOD_MS,
-  validateContentionWindow,
-  validateIdentity,
+  resolveElectionConfig,
   validateKubernetesLeaseDuration,
   validateLeaseName,
   validateTimings,
+  type ElectionConfig,
   type Timings,
 } from '../src/config/election-options.js';
 import { describeError } from '../src/errors.js';
@@ -86,11 +86,9 @@ export type StoreArgs = ArgsOf<typeof STORE_OPTIONS>;
 export type TimingArgs = ArgsOf<typeof TIMING_OPTIONS>;
 export type ElectionArgs = ArgsOf<typeof ELECTION_OPTIONS>;
 
-export interface ElectionSettings extends Timings {
+/** The election's resolved options (lease, identity, timings, contention window), then the CLI's own. */
+export interface ElectionSettings extends ElectionConfig {
   store: StoreSettings;
-  lease: string;
-  identity: string;
-  contentionWindowMs: number;
   releaseOnCancel: boolean;
   logFormat: 'json' | 'text';
   logLevel: 'debug' | 'info' | 'warn' | 'error';
@@ -122,11 +120,12 @@ function checkStoreFlagsFit(backend: BackendName, values: Readonly<Record<string
   throw badFlag(stray, values[stray], `only --backend ${wanted} reads it, and the backend is ${chosen}: give --backend ${wanted}, or ${leaveOut}`);
 }
 
-export function resolveStore(f: FlagValues<StoreArgs>): { store: StoreSettings; lease: string } {
+/** The store's flags and the lease's name; `checkLease` false: a campaign's election rules check it (resolveElection). */
+export function resolveStore(f: FlagValues<StoreArgs>, checkLease = true): { store: StoreSettings; lease: string } {
   const a = f.values;
   if (!(BACKENDS as readonly string[]).includes(a.backend)) throw badFlag('backend', a.backend, `must be one of ${BACKENDS.join(', ')}`);
   checkStoreFlagsFit(a.backend as BackendName, a, f.origins);
-  checkFlag('lease', a.lease, () => validateLeaseName(a.lease));
+  if (checkLease) checkFlag('lease', a.lease, () => validateLeaseName(a.lease));
   if (a.backend === 'sqlite' && a.db.trim() === '') throw badFlag('db', a.db, 'must be a file path');
   if (a.backend === 'postgres') {
     checkFlag('postgres-table', a['postgres-table'], () => parseTableName(a['postgres-table']));
@@ -164,49 +163,61 @@ export function duration(flag: string, text: string, min = 1): number {
  */
 export function resolveTimings(f: FlagValues<TimingArgs>, kubernetes: boolean): Timings {
   const a = f.values;
-  const timings: Timings = {
-    leaseDurationMs: duration('lease-duration', a['lease-duration']),
-    renewDeadlineMs: duration('renew-deadline', a['renew-deadline']),
-    retryPeriodMs: duration('retry-period', a['retry-period']),
-  };
+  const timings = timingFlags(a);
   try {
     validateTimings(timings);
   } catch (err) {
-    // Each value as the user set it: the CLI names a variable's as that variable.
-    const flags = ['lease-duration', 'renew-deadline', 'retry-period'] as const;
-    throw badTogether(
-      'invalid timings',
-      flags.map((flag) => [flag, a[flag]] as const),
-      describeError(err),
-    );
+    throw timingsRefusal(a, err);
   }
   if (kubernetes) checkFlag('lease-duration', a['lease-duration'], () => validateKubernetesLeaseDuration(timings.leaseDurationMs));
   return timings;
 }
 
-/** Turns raw flags into validated settings, or throws one InvalidConfigError naming the flag and rule. */
+/** The timing flags parsed, each a duration a timer can wait; their rules are checked by the caller. */
+function timingFlags(a: TimingArgs): Timings {
+  return {
+    leaseDurationMs: duration('lease-duration', a['lease-duration']),
+    renewDeadlineMs: duration('renew-deadline', a['renew-deadline']),
+    retryPeriodMs: duration('retry-period', a['retry-period']),
+  };
+}
+
+/** A timing rule broken, told with each value as the user set it: the CLI names a variable's as that variable. */
+function timingsRefusal(a: TimingArgs, err: unknown): Error {
+  const flags = ['lease-duration', 'renew-deadline', 'retry-period'] as const;
+  return badTogether(
+    'invalid timings',
+    flags.map((flag) => [flag, a[flag]] as const),
+    describeError(err),
+  );
+}
+
+/**
+ * Turns raw flags into validated settings, or throws one InvalidConfigError naming the flag and
+ * rule. The election's rules are checked once, by resolveElectionConfig, each refusal told
+ * against its flag.
+ */
 export function resolveElection(f: FlagValues<ElectionArgs>): ElectionSettings {
   const a = f.values;
-  const { store: located, lease } = resolveStore(f);
+  const { store: located, lease } = resolveStore(f, false);
   const store: StoreSettings = { ...located, allowNetworkFilesystem: a['allow-network-filesystem'] };
-  const timings = resolveTimings(f, store.backend === 'kubernetes');
+  const timings = timingFlags(a);
   const contentionWindowMs = duration('contention-window', a['contention-window'], 0);
-  try {
-    validateContentionWindow(contentionWindowMs, timings.leaseDurationMs);
-  } catch {
-    // Told against the flag it is bounded by, as the user wrote it.
-    throw badFlag('contention-window', a['contention-window'], `must be at most --lease-duration (${a['lease-duration']})`);
-  }
   const identity = a.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
-  checkFlag('identity', identity, () => validateIdentity(identity));
+  const config = resolveElectionConfig({ lease, identity, ...timings, contentionWindowMs, backend: store.backend }, 'duration', (rule, err) => {
+    const rejected = err.rule ?? err.message;
+    if (rule === 'lease') return badFlag('lease', lease, rejected);
+    if (rule === 'identity') return badFlag('identity', identity, rejected);
+    if (rule === 'timings') return timingsRefusal(a, err);
+    if (rule === 'kubernetesLeaseDuration') return badFlag('lease-duration', a['lease-duration'], rejected);
+    // Told against the flag it is bounded by, as the user wrote it.
+    return badFlag('contention-window', a['contention-window'], `must be at most --lease-duration (${a['lease-duration']})`);
+  });
   if (a['log-format'] !== 'json' && a['log-format'] !== 'text') throw badFlag('log-format', a['log-format'], 'must be json or text');
   if (!['debug', 'info', 'warn', 'error'].includes(a['log-level'])) throw badFlag('log-level', a['log-level'], 'must be debug, info, warn or error');
   return {
-    ...timings,
+    ...config,
     store,
-    lease,
-    identity,
-    contentionWindowMs,
     releaseOnCancel: a['release-on-exit'],
     logFormat: a['log-format'],
     logLevel: a['log-level'] as ElectionSettings['logLevel'],

@@ -46,3 +46,18 @@ it('--mark-secret names the Secret of the injection marks, a DNS-1123 label; --n
   assert.equal(resolve()['namespace-opt-in'], false);
   assert.equal(resolve('--namespace-opt-in')['namespace-opt-in'], true);
 });
+
+it('--inject-value is the value of leasehold.io/inject its webhook selects, "true" by default; anything but a label value is refused', () => {
+  assert.equal(resolve()['inject-value'], 'true');
+  assert.equal(resolve('--inject-value', 'team-b')['inject-value'], 'team-b');
+  for (const bad of ['a/b', '-x', 'x.', 'a'.repeat(64), 'two words'])
+    assert.throws(
+      () => resolve('--inject-value', bad),
+      {
+        message: new RegExp(
+          `^invalid --inject-value "${bad.replace(/[.]/g, '\\.')}": must be a label value: 1 to 63 letters, digits, -, _ or \\., beginning and ending with a letter or digit$`,
+        ),
+      },
+      bad,
+    );
+});

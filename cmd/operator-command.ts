@@ -55,6 +55,12 @@ export const OPERATOR_OPTIONS = {
   'sidecar-image': { type: 'string', required: true, describe: 'The image of the injected sidecar (required)' },
   'sidecar-image-pull-policy': { type: 'string', default: 'IfNotPresent', describe: 'Always | IfNotPresent | Never' },
   'native-sidecar': { type: 'string', default: 'false', describe: 'Default of leasehold.io/native-sidecar: true | false | auto' },
+  'inject-value': {
+    type: 'string',
+    default: 'true',
+    describe:
+      'The value of the pod label leasehold.io/inject its webhook configuration selects: the pods it grants and reports (another install in the cluster needs another value)',
+  },
   'exclude-namespace': {
     type: 'list',
     describe: 'Namespaces never granted nor reported, besides kube-system and its own; one per --exclude-namespace',
@@ -93,6 +99,8 @@ const CERTIFICATES = ['operator', 'external'] as const;
 const LOG_FORMATS = ['json', 'text'] as const;
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** A Kubernetes label value, not empty: what an objectSelector's matchLabels can match. */
+const LABEL_VALUE = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 
 function lifetime(flag: string, text: string): number {
   const ms = parseDuration(text);
@@ -129,6 +137,8 @@ export function resolveOperator(f: FlagValues<OperatorArgs>, env: NodeJS.Process
   if (!['Always', 'IfNotPresent', 'Never'].includes(a['sidecar-image-pull-policy'])) {
     throw badFlag('sidecar-image-pull-policy', a['sidecar-image-pull-policy'], 'must be Always, IfNotPresent or Never');
   }
+  if (!LABEL_VALUE.test(a['inject-value']))
+    throw badFlag('inject-value', a['inject-value'], 'must be a label value: 1 to 63 letters, digits, -, _ or ., beginning and ending with a letter or digit');
   const native = NATIVE.find((v) => v === a['native-sidecar']);
   if (native === undefined) throw badFlag('native-sidecar', a['native-sidecar'], 'must be true, false or auto');
   const certificates = CERTIFICATES.find((v) => v === a.certificates);
@@ -184,6 +194,7 @@ export async function runOperator(f: FlagValues<OperatorArgs>, { env, io }: Comm
     listen: s.listen,
     injector: { image: s.image, imagePullPolicy: s['sidecar-image-pull-policy'], nativeSidecar: s.native },
     markSecret: s['mark-secret'],
+    injectValue: s['inject-value'],
     excludedNamespaces: ['kube-system', ns, ...s['exclude-namespace']],
     namespaceOptIn: s['namespace-opt-in'],
     resyncMs: s.resyncMs,

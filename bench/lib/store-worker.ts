@@ -14,12 +14,16 @@ import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
 import { PostgresLeaseStore } from '../../src/backends/postgres/store.js';
 import { CandidateLoop } from '../../src/election/candidate-loop.js';
 import { ConflictError } from '../../src/errors.js';
+import { resolveElectionConfig } from '../../src/config/election-options.js';
 
 const [db, lease, id, duration, mode] = process.argv.slice(2);
 const store = db!.startsWith('postgres://')
   ? await PostgresLeaseStore.open({ url: db!, table: 'public.bench' })
   : new SqliteLeaseStore(db!, { busyTimeoutMs: 5_000 });
-const elector = new CandidateLoop({ store, lease: lease!, identity: id!, leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
+const elector = new CandidateLoop({
+  ...resolveElectionConfig({ lease: lease!, identity: id!, leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, backend: store.backend }),
+  store,
+});
 // The lease starts released: a lease never seen is created only a lease duration after it was
 // first seen absent (the absence rule), which would leave a short run with no leader at all.
 await store

@@ -19,6 +19,7 @@ import { CandidateLoop } from '../../src/election/candidate-loop.js';
 import { FencedSqliteResource } from '../../src/fencing/fenced-resource.js';
 import { writeUnfenced } from '../../src/fencing/unfenced-write.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
+import { resolveElectionConfig } from '../../src/config/election-options.js';
 
 export interface Outcome {
   tokenA: number;
@@ -34,8 +35,8 @@ async function scenario(dir: string, fenced: boolean, say: (line: string) => voi
   const store = new SqliteLeaseStore(join(dir, `${tag}-leases.db`));
   const resourcePath = join(dir, `${tag}-resource.db`);
   const resource = new FencedSqliteResource(resourcePath);
-  const a = new CandidateLoop({ ...timings, store, lease: 'resource-writer', identity: 'candidate-a', clock });
-  const b = new CandidateLoop({ ...timings, store, lease: 'resource-writer', identity: 'candidate-b', clock });
+  const a = new CandidateLoop({ ...resolveElectionConfig({ ...timings, lease: 'resource-writer', identity: 'candidate-a' }), store, clock });
+  const b = new CandidateLoop({ ...resolveElectionConfig({ ...timings, lease: 'resource-writer', identity: 'candidate-b' }), store, clock });
 
   // A new lease is created only after it has been seen absent for a lease duration (a deleted
   // lease's holder could still be acting), so A keeps looking, every retry period.

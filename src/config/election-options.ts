@@ -1,12 +1,14 @@
 /**
- * The rules an election's options keep, in one place for the library (LeaderElection, the
- * elector) and the CLI alike: timings, lease name, identity, contention window, and the
- * Kubernetes backend's whole seconds. Each refusal is an InvalidConfigError whose `field` names
+ * The rules an election's options keep, in one place for the library (LeaderElection) and the
+ * CLI alike: timings, lease name, identity, contention window, and the Kubernetes backend's whole
+ * seconds. resolveElectionConfig checks them all once and makes the ElectionConfig the elector
+ * takes, which checks nothing again. Each refusal is an InvalidConfigError whose `field` names
  * the option (`leaseDuration`), so the CLI can name its flag without reading the message.
  */
 import { InvalidConfigError } from '../errors.js';
 import { MAX_TIMER_MS, durationRangeError, formatDuration as ms } from './duration.js';
 import { hasControl } from '../util/escape-control.js';
+import { DEFAULT_CONTENTION_WINDOW_MS } from '../election/elector-config.js';
 
 /** client-go's JitterFactor: a standby waits retryPeriod × (1 + rand × 1.2) between attempts. */
 export const JITTER_FACTOR = 1.2;
@@ -140,21 +142,69 @@ export interface ElectionRules extends Timings {
 }
 
 /**
- * Every rule an election's options must keep, checked before anything is opened. Throws one
- * InvalidConfigError naming the option as `names` spells it, and the rule.
+ * An election's options with every rule checked and every default filled in: what the elector
+ * runs with. Only resolveElectionConfig makes one, so whoever takes it checks nothing again.
  */
-export function validateElection(o: ElectionRules, names: OptionNames = 'option'): void {
-  validateLeaseName(o.lease);
-  validateIdentity(o.identity);
-  validateTimings(o, names);
-  if (o.backend === 'kubernetes') validateKubernetesLeaseDuration(o.leaseDurationMs, names);
-  if (o.contentionWindowMs !== undefined) {
-    // A timer waits it: whole milliseconds, as the timings.
-    const why = typeof o.contentionWindowMs === 'number' && Number.isFinite(o.contentionWindowMs) ? durationRangeError(o.contentionWindowMs, 0) : null;
-    if (why)
-      throw new InvalidConfigError(`${nameOf('contentionWindowMs', names)} ${why}, got ${o.contentionWindowMs}`, { field: 'contentionWindow', rule: why });
-    validateContentionWindow(o.contentionWindowMs, o.leaseDurationMs, names);
+export type ElectionConfig = Readonly<
+  Timings & {
+    lease: string;
+    identity: string;
+    /**
+     * When the lease becomes free (released, or expired as this standby sees it), a standby tries
+     * after a random delay in [0, window], and not at all if it sees another take the lease
+     * first: with many standbys only a few try (contentionDelayMs, elector-config.ts). Default 32 ms.
+     */
+    contentionWindowMs: number;
   }
+> & {
+  /** A mark in the type only (absent at run time): a configuration made by hand does not type-check. */
+  readonly __resolvedBy: 'resolveElectionConfig';
+};
+
+/** The rule a refusal is about, for a caller that tells refusals in its own words (the CLI, by flag). */
+export type ElectionRule = 'lease' | 'identity' | 'timings' | 'kubernetesLeaseDuration' | 'contentionWindow';
+
+/**
+ * Every rule an election's options must keep, checked once, before anything is opened: the
+ * options as the elector takes them (ElectionConfig). A refusal is one InvalidConfigError naming
+ * the option as `names` spells it, and the rule; `tell` may put it in its caller's words.
+ */
+export function resolveElectionConfig(
+  o: ElectionRules,
+  names: OptionNames = 'option',
+  tell: (rule: ElectionRule, err: InvalidConfigError) => Error = (_, err) => err,
+): ElectionConfig {
+  const check = (rule: ElectionRule, run: () => void) => {
+    try {
+      run();
+    } catch (err) {
+      throw err instanceof InvalidConfigError ? tell(rule, err) : err;
+    }
+  };
+  check('lease', () => validateLeaseName(o.lease));
+  check('identity', () => validateIdentity(o.identity));
+  check('timings', () => validateTimings(o, names));
+  if (o.backend === 'kubernetes') check('kubernetesLeaseDuration', () => validateKubernetesLeaseDuration(o.leaseDurationMs, names));
+  const window = o.contentionWindowMs;
+  if (window !== undefined) {
+    check('contentionWindow', () => {
+      // A timer waits it: whole milliseconds, as the timings.
+      const why = typeof window === 'number' && Number.isFinite(window) ? durationRangeError(window, 0) : null;
+      if (why) throw new InvalidConfigError(`${nameOf('contentionWindowMs', names)} ${why}, got ${window}`, { field: 'contentionWindow', rule: why });
+      validateContentionWindow(window, o.leaseDurationMs, names);
+    });
+  }
+  // The default is within every rule: whole milliseconds, at most the lease duration.
+  const contentionWindowMs = window ?? Math.min(DEFAULT_CONTENTION_WINDOW_MS, o.leaseDurationMs);
+  const config = {
+    lease: o.lease,
+    identity: o.identity,
+    leaseDurationMs: o.leaseDurationMs,
+    renewDeadlineMs: o.renewDeadlineMs,
+    retryPeriodMs: o.retryPeriodMs,
+    contentionWindowMs,
+  };
+  return config as ElectionConfig;
 }
 
 /** A value of the wrong type, for a message: `undefined`, `null`, `a number (5)`. */

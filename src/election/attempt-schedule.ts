@@ -11,6 +11,7 @@ import { sleep, type Clock } from '../clock.js';
 import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import { RELEASE_WINDOW_FACTOR, contentionDelayMs } from './elector-config.js';
 import type { RecordView } from './record-view.js';
+import type { Standing } from './candidate-options.js';
 
 export interface ScheduleOptions {
   timings: Readonly<Timings>;
@@ -21,12 +22,10 @@ export interface ScheduleOptions {
   contentionWindowMs: number;
   /** What the candidate believes about the record. */
   view: RecordView;
-  /** Whether the candidate leads now. */
-  leading: () => boolean;
+  /** Whether the candidate leads now, and whether it campaigns (its app is eligible): while not, it has no turn. */
+  candidate: Standing;
   /** This standby's successor claim (successor.ts); null when it makes none: the window alone rules. */
   claim: ClaimTiming | null;
-  /** Whether the candidate campaigns (its app is eligible); while not, it claims nothing and has no turn. Default always. */
-  campaigning?: () => boolean;
 }
 
 /** What the schedule asks of the successor claim (SuccessorClaimant). */
@@ -44,19 +43,21 @@ export class AttemptSchedule {
   private readonly safetyRereadMs: number;
   private readonly contentionWindowMs: number;
   private readonly view: RecordView;
-  private readonly leading: () => boolean;
+  private readonly candidate: Standing;
   private readonly claim: ClaimTiming | null;
-  private readonly campaigning: () => boolean;
 
   /** This standby's delay for the moment the lease last became free (drawn once per moment). */
   private slot: { freeAtMono: number; delayMs: number } | null = null;
-  /** When the last attempt started, and how many records had been observed by then. */
-  private lastAttemptStart: { mono: number; seq: number } | null = null;
-  private lastAttemptMono: number | null = null;
-  /** Ends the current wait between attempts early (a watch event, or stop()). */
-  private wake: AbortController | null = null;
-  /** A wake-up event arrived while no wait was in progress (an attempt was in flight). */
-  private wakePending = false;
+  /**
+   * The last attempt: when it started (and the record's last change seen by then: RecordView.lastChange),
+   * and when the loop last finished an attempt, a read while standing aside, or an end-of-term gate.
+   */
+  private last: { start: { mono: number; change: object } | null; endMono: number | null } = { start: null, endMono: null };
+  /**
+   * The wake-up: the controller that ends the current wait early (a watch event, or stop()), or,
+   * between waits (an attempt in flight), 'pending' when a wake-up came meanwhile.
+   */
+  private wake: AbortController | 'pending' | null = null;
   /** A record-less watch event arrived: the next loop turn reads, whatever it was waiting for. */
   private hintPending = false;
   /** The store's watch is connected: every change will be reported. */
@@ -71,9 +72,8 @@ export class AttemptSchedule {
     this.safetyRereadMs = opts.safetyRereadMs;
     this.contentionWindowMs = opts.contentionWindowMs;
     this.view = opts.view;
-    this.leading = opts.leading;
+    this.candidate = opts.candidate;
     this.claim = opts.claim;
-    this.campaigning = opts.campaigning ?? (() => true);
   }
 
   /** Monotonic ms by which the loop should next make progress; null before its first turn. */
@@ -87,11 +87,11 @@ export class AttemptSchedule {
   }
 
   attemptStarted(): void {
-    this.lastAttemptStart = { mono: this.clock.monotonic(), seq: this.view.seq };
+    this.last = { ...this.last, start: { mono: this.clock.monotonic(), change: this.view.lastChange } };
   }
 
   attemptEnded(): void {
-    this.lastAttemptMono = this.clock.monotonic();
+    this.last = { ...this.last, endMono: this.clock.monotonic() };
   }
 
   /** The watch connected or dropped; on a drop the standby goes back to polling at once. */
@@ -107,20 +107,20 @@ export class AttemptSchedule {
 
   /** Ends the current wait now, or the next one before it starts if an attempt is in flight. */
   wakeUp(): void {
-    if (this.wake) this.wake.abort();
-    else this.wakePending = true;
+    if (this.wake instanceof AbortController) this.wake.abort();
+    else this.wake = 'pending';
   }
 
   /** Ends the current wait, if any (stop()). */
   interrupt(): void {
-    this.wake?.abort();
+    if (this.wake instanceof AbortController) this.wake.abort();
   }
 
   /** A wake-up arrived while an attempt was in flight; taking it clears it. */
   takeWakePending(): boolean {
-    const pending = this.wakePending;
-    this.wakePending = false;
-    return pending;
+    if (this.wake !== 'pending') return false;
+    this.wake = null;
+    return true;
   }
 
   /**
@@ -153,12 +153,12 @@ export class AttemptSchedule {
     const now = this.clock.monotonic();
     if (slot && now >= slot.freeAtMono && now < slot.endMono) return false;
     if (!this.waitingOnWatch()) return true;
-    return this.lastAttemptMono === null || now - this.lastAttemptMono >= this.safetyRereadMs;
+    return this.last.endMono === null || now - this.last.endMono >= this.safetyRereadMs;
   }
 
   nextWait(): number {
     const retry = this.timings.retryPeriodMs;
-    if (this.leading()) return retry;
+    if (this.candidate.isLeader()) return retry;
     const jittered = retry * (1 + this.random() * JITTER_FACTOR);
     // A standby wakes at its turn after the lease becomes free (its expiry as observed, or a
     // release), whether or not it also polls: the expiry is known from the last observation.
@@ -168,7 +168,7 @@ export class AttemptSchedule {
     const claimDue = this.claim?.nextWriteMono() ?? null;
     const untilClaim = claimDue === null ? Infinity : claimDue - now;
     if (!this.waitingOnWatch()) return Math.max(0, Math.min(jittered, untilSlot, untilClaim));
-    const untilSafety = (this.lastAttemptMono ?? now) + this.safetyRereadMs - now;
+    const untilSafety = (this.last.endMono ?? now) + this.safetyRereadMs - now;
     return Math.max(0, Math.min(untilSlot, untilSafety, untilClaim));
   }
 
@@ -179,7 +179,7 @@ export class AttemptSchedule {
    */
   private waitingOnWatch(): boolean {
     const seen = this.view.observed;
-    if (this.leading() || !this.watchHealthy || !seen) return false;
+    if (this.candidate.isLeader() || !this.watchHealthy || !seen) return false;
     return seen.record.holderIdentity !== '' && !this.view.isOwn(seen) && !this.view.expired(seen.record);
   }
 
@@ -191,11 +191,12 @@ export class AttemptSchedule {
    */
   private contentionSlot(): { freeAtMono: number; endMono: number } | null {
     const seen = this.view.observed;
-    if (this.leading() || !seen || !this.campaigning()) return null;
+    if (this.candidate.isLeader() || !seen || !this.candidate.campaigning()) return null;
     const freeOnSight = this.view.freeOnSight(seen);
     const freeAtMono = this.view.freeAtMono(seen);
-    const last = this.lastAttemptStart;
-    const triedSince = last !== null && (freeOnSight ? last.seq >= this.view.seq : last.mono >= freeAtMono);
+    const start = this.last.start;
+    // Released: tried since the record last changed. Expired: tried since the expiry.
+    const triedSince = start !== null && (freeOnSight ? start.change === this.view.lastChange : start.mono >= freeAtMono);
     if (triedSince) return null;
     if (this.slot?.freeAtMono !== freeAtMono) {
       // A release's wider window stays within a lease duration, however wide the window asked.

@@ -10,6 +10,7 @@ import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
 import { ManualHealth } from '../health/manual-health.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
+import { resolveElectionConfig, type ElectionConfig } from '../config/election-options.js';
 
 const LEASE = 'billing';
 const timings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
@@ -50,14 +51,12 @@ function world() {
   const shared = new MemoryLeaseStore();
   shared.eventsCarryRecords = true;
   const electors: CandidateLoop[] = [];
-  const add = (identity: string, health: ManualHealth | null, over: Partial<CandidateOptions> = {}) => {
+  const add = (identity: string, health: ManualHealth | null, over: Partial<Omit<CandidateOptions, keyof ElectionConfig>> = {}) => {
     const link = new Link(shared);
     const events: string[] = [];
     const elector = new CandidateLoop({
-      ...timings,
+      ...resolveElectionConfig({ ...timings, lease: LEASE, identity }),
       store: link,
-      lease: LEASE,
-      identity,
       clock,
       random: () => 0.5,
       ...(health ? { eligibility: health } : {}),

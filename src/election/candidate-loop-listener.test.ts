@@ -12,6 +12,7 @@ import { MemoryLeaseStore } from '../testing/memory-store.js';
 import { BackendUnavailableError } from '../errors.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
 import type { Logger } from '../log.js';
+import { resolveElectionConfig } from '../config/election-options.js';
 
 const LEASE = 'billing';
 const timings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
@@ -51,10 +52,8 @@ describe('a listener that throws or rejects never disturbs the election, and is 
       const errors: string[] = [];
       const log: Logger = { debug() {}, info() {}, warn() {}, error: (msg, f) => errors.push(`${msg} ${String(f?.callback)}: ${String(f?.error)}`) };
       const elector = new CandidateLoop({
-        ...timings,
+        ...resolveElectionConfig({ ...timings, lease: LEASE, identity: 'me' }),
         store,
-        lease: LEASE,
-        identity: 'me',
         clock,
         random: () => 0,
         log,

@@ -4,9 +4,10 @@ import { CandidateLoop, type CandidateListener } from './candidate-loop.js';
 import { DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR } from './elector-config.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore, type StoreOp } from '../testing/memory-store.js';
-import { BackendUnavailableError, InvalidConfigError, StoreReopenedError } from '../errors.js';
+import { BackendUnavailableError, StoreReopenedError } from '../errors.js';
 import { liveness } from '../sidecar/kubelet-probes.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
+import { resolveElectionConfig } from '../config/election-options.js';
 
 const LEASE = 'billing';
 const ME = 'me';
@@ -43,10 +44,8 @@ function setup(opts: { listener?: CandidateListener; random?: () => number; iden
   const store = new MemoryLeaseStore();
   const events: string[] = [];
   const elector = new CandidateLoop({
-    ...timings,
+    ...resolveElectionConfig({ ...timings, lease: LEASE, identity: opts.identity ?? ME }),
     store,
-    lease: LEASE,
-    identity: opts.identity ?? ME,
     clock,
     random: opts.random ?? (() => 0),
     requestTimeoutMs: opts.requestTimeoutMs,
@@ -337,10 +336,8 @@ describe('the campaign loop', () => {
     const store = new MemoryLeaseStore();
     const infos: { msg: string; fields: Record<string, unknown> }[] = [];
     const elector = new CandidateLoop({
-      ...timings,
+      ...resolveElectionConfig({ ...timings, lease: LEASE, identity: ME }),
       store,
-      lease: LEASE,
-      identity: ME,
       clock,
       random: () => 0,
       log: { debug() {}, info: (msg, fields = {}) => void infos.push({ msg, fields }), warn() {}, error() {} },
@@ -595,7 +592,13 @@ describe('the campaign loop', () => {
   it('releaseOnCancel: false leaves the record as it was', async () => {
     const clock = new FakeClock();
     const store = new MemoryLeaseStore();
-    const elector = new CandidateLoop({ ...timings, store, lease: LEASE, identity: ME, clock, random: () => 0, releaseOnCancel: false });
+    const elector = new CandidateLoop({
+      ...resolveElectionConfig({ ...timings, lease: LEASE, identity: ME }),
+      store,
+      clock,
+      random: () => 0,
+      releaseOnCancel: false,
+    });
     store.put(LEASE, released());
     elector.start();
     await clock.advance(0);
@@ -622,10 +625,8 @@ describe('the campaign loop', () => {
       const store = new MemoryLeaseStore();
       const seen: string[] = [];
       const elector = new CandidateLoop({
-        ...timings,
+        ...resolveElectionConfig({ ...timings, lease: LEASE, identity: ME }),
         store,
-        lease: LEASE,
-        identity: ME,
         clock,
         random: () => 0,
         listener: { onStoppedLeading: () => seen.push('stopped') },
@@ -646,7 +647,7 @@ describe('the campaign loop', () => {
   it('tokens strictly increase over handoffs among three candidates', async () => {
     const clock = new FakeClock();
     const store = new MemoryLeaseStore();
-    const make = (id: string) => new CandidateLoop({ ...timings, store, lease: LEASE, identity: id, clock, random: () => 0 });
+    const make = (id: string) => new CandidateLoop({ ...resolveElectionConfig({ ...timings, lease: LEASE, identity: id }), store, clock, random: () => 0 });
     const electors = ['a', 'b', 'c'].map(make);
     store.put(LEASE, released());
     const tokens: number[] = [];
@@ -803,43 +804,6 @@ describe('standbys with a connected watch (Kubernetes)', () => {
   });
 });
 
-describe('configuration is refused with the rule it breaks', () => {
-  const cases: { name: string; over: Partial<typeof timings> & { lease?: string; identity?: string }; message: RegExp }[] = [
-    { name: 'leaseDuration = renewDeadline', over: { leaseDurationMs: 10_000 }, message: /^leaseDuration must be greater than renewDeadline/ },
-    { name: 'leaseDuration < renewDeadline', over: { leaseDurationMs: 5_000 }, message: /^leaseDuration must be greater than renewDeadline/ },
-    { name: 'renewDeadline <= 1.2 × retryPeriod', over: { retryPeriodMs: 9_000 }, message: /^renewDeadline must be greater than retryPeriod\*JitterFactor/ },
-    { name: 'retryPeriod 0', over: { retryPeriodMs: 0 }, message: /^retryPeriod must be greater than zero/ },
-    { name: 'negative retryPeriod', over: { retryPeriodMs: -1 }, message: /^retryPeriod must be greater than zero/ },
-    { name: 'lease name with capitals', over: { lease: 'Billing' }, message: /lease name "Billing" is invalid: it must be a DNS-1123 subdomain/ },
-    { name: 'empty identity', over: { identity: '' }, message: /identity "" is invalid/ },
-  ];
-  for (const c of cases) {
-    it(c.name, () => {
-      assert.throws(
-        () => new CandidateLoop({ ...timings, store: new MemoryLeaseStore(), lease: LEASE, identity: ME, ...c.over }),
-        (err: Error & { code?: string }) => {
-          assert.equal(err.code, 'LEASEHOLD_ERR_INVALID_CONFIG');
-          assert.match(err.message, c.message);
-          return true;
-        },
-      );
-    });
-  }
-});
-
-describe('the kubernetes backend: whole seconds, refused rather than rounded', () => {
-  it('a leaseDuration of 1500 ms on a Lease store is refused, naming the field', () => {
-    // A Lease stores leaseDurationSeconds as an integer: 1.5 s would be written as 2 s.
-    const store = Object.defineProperty(new MemoryLeaseStore(), 'backend', { value: 'kubernetes' });
-    const t = { leaseDurationMs: 1_500, renewDeadlineMs: 1_000, retryPeriodMs: 200 };
-    assert.throws(
-      () => new CandidateLoop({ ...t, store, lease: LEASE, identity: ME }),
-      (err: unknown) => err instanceof InvalidConfigError && err.field === 'leaseDuration' && /use whole seconds/.test(err.message),
-    );
-    assert.doesNotThrow(() => new CandidateLoop({ ...t, store: new MemoryLeaseStore(), lease: LEASE, identity: ME }), 'other stores keep milliseconds');
-  });
-});
-
 describe('safety holes found by the randomized simulation (each failed before its fix)', () => {
   function pair(opts: { identityB?: string; requestTimeoutMs?: number } = {}) {
     const clock = new FakeClock();
@@ -847,10 +811,8 @@ describe('safety holes found by the randomized simulation (each failed before it
     const events: string[] = [];
     const make = (id: string, name: string) =>
       new CandidateLoop({
-        ...timings,
+        ...resolveElectionConfig({ ...timings, lease: LEASE, identity: id }),
         store,
-        lease: LEASE,
-        identity: id,
         clock,
         random: () => 0,
         requestTimeoutMs: opts.requestTimeoutMs,
@@ -905,7 +867,7 @@ describe('safety holes found by the randomized simulation (each failed before it
     };
     const store = new MemoryLeaseStore();
     store.put(LEASE, released());
-    const a = new CandidateLoop({ ...timings, store, lease: LEASE, identity: 'a', clock, requestTimeoutMs: 60_000 });
+    const a = new CandidateLoop({ ...resolveElectionConfig({ ...timings, lease: LEASE, identity: 'a' }), store, clock, requestTimeoutMs: 60_000 });
     assert.equal(await a.tryAcquireOrRenew(), true);
     store.failNext('update', new BackendUnavailableError('slow API'));
     const answer = holdNextGet(store);
@@ -1052,10 +1014,8 @@ describe('safety holes found by the randomized simulation (each failed before it
     const errors: string[] = [];
     const make = (log = false) =>
       new CandidateLoop({
-        ...timings,
+        ...resolveElectionConfig({ ...timings, lease: LEASE, identity: 'same' }),
         store,
-        lease: LEASE,
-        identity: 'same',
         clock,
         random: () => 0.5,
         log: {

@@ -19,46 +19,24 @@
  * this candidate last *observed the record change*, for the record's own leaseDurationSeconds.
  * The record's renewTime is never compared with the local clock.
  */
-import { realClock, type Clock, type Timer } from '../clock.js';
-import { ConflictError, InvalidRecordError, StoreReopenedError, describeError } from '../errors.js';
-import { boundedCall } from './bounded-call.js';
+import { realClock, type Clock } from '../clock.js';
+import { ConflictError, InvalidRecordError, describeError } from '../errors.js';
 import { EligibilityGate } from './eligibility-gate.js';
-import { StandBack } from './stand-back.js';
 import { allEligible } from '../health/all-eligible.js';
 import { listenerCalls, type Notify } from './listener-calls.js';
-import { LeaseRelease } from './release.js';
+import { EndOfTerm } from './end-of-term.js';
 import { freshRecord, newTermRecord, renewalRecord, type Writer } from './term-records.js';
 import { guardedLogger, silentLogger, type Logger } from '../log.js';
-import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
-import { DEFAULT_CONTENTION_WINDOW_MS } from './elector-config.js';
+import type { LeaseRecord } from '../backends/lease-store.js';
 import { SuccessorClaimant, claimTimings } from './successor.js';
-import {
-  validateContentionWindow,
-  validateIdentity,
-  validateKubernetesLeaseDuration,
-  validateLeaseName,
-  validateTimings,
-  type Timings,
-} from '../config/election-options.js';
+import type { Timings } from '../config/election-options.js';
 import { AttemptSchedule } from './attempt-schedule.js';
+import { RecordAccess } from './record-access.js';
 import { RecordView } from './record-view.js';
-import type { CandidateContext, CandidateOptions, CandidateSnapshot, LeadershipTerm } from './candidate-options.js';
+import type { CandidateOptions, CandidateSnapshot, Standing } from './candidate-options.js';
+import { Terms, type Stamp, type Term } from './terms.js';
 
 export type { CandidateListener, CandidateOptions, CandidateSnapshot, LeadershipTerm } from './candidate-options.js';
-
-/** The current term, while this candidate leads: one object, replaced on every new term. */
-interface Term extends LeadershipTerm {
-  /** Monotonic start of the last successful acquire/renew request. */
-  renewedAtMono: number;
-  /** Steps down at renewedAtMono + renewDeadline unless a renewal re-arms it first. */
-  deadline: Timer;
-}
-
-/** When a write request started, on both clocks: a term counts from here (see succeeded). */
-interface Stamp {
-  wall: Date;
-  mono: number;
-}
 
 /**
  * The internal engine, not exported by the package: apps use LeaderElection
@@ -66,11 +44,10 @@ interface Stamp {
  * candidate's loop, so that it is never taken for LeaderElection. One candidate: client-go's
  * two phases, acquire (a standby tries at its turn until it leads) and renew (the leader renews
  * every retryPeriod until it steps down), over one attempt that reads and compare-and-swaps the
- * record. What it believes about the record is its RecordView; when it acts next is its
- * AttemptSchedule.
+ * record. What it believes about the record is its RecordView, reached through its RecordAccess;
+ * when it acts next is its AttemptSchedule; its terms are its Terms, each ended through its EndOfTerm.
  */
-export class CandidateLoop {
-  private readonly store: LeaseStore;
+export class CandidateLoop implements Standing {
   private readonly clock: Clock;
   /** Calls the listener; whatever it throws goes no further (listener-calls.ts). */
   private readonly notify: Notify;
@@ -78,46 +55,34 @@ export class CandidateLoop {
   readonly lease: string;
   readonly identity: string;
   readonly timings: Readonly<Timings>;
-  /** Giving the lease up after a step-down: the drain, the gate, the release (release.ts). */
-  private readonly releaser: LeaseRelease;
+  /** The one gate at the end of every term: the drain, the release gate, the release or the stand-aside (end-of-term.ts). */
+  private readonly endOfTerm: EndOfTerm;
   /** Who writes the records: this candidate, its lease duration, the store's bound on tokens. */
   private readonly writer: Writer;
   private readonly requestTimeoutMs: number;
   /** What this candidate believes about the record. */
   private readonly view: RecordView;
+  /** Its bounded store calls, each answer taken into the view and announced. */
+  private readonly access: RecordAccess;
   /** When this candidate acts next. */
   private readonly schedule: AttemptSchedule;
   /** This standby's successor claim; null when it makes none (successorClaims false, or a store that keeps none). */
   private readonly claim: SuccessorClaimant | null;
-  /** Whether the app lets this candidate campaign. */
+  /** Whether the app lets this candidate campaign (and no stand-aside after a term: EndOfTerm.holdOff). */
   private readonly gate: EligibilityGate;
-  /** Stands this candidate aside after a term whose work was not seen to stop (endOfTerm). */
-  private readonly holdOff: StandBack;
-  private readonly releaseOnCancel: boolean;
 
-  /** Non-null exactly while this candidate leads. */
-  private term: Term | null = null;
-  /** A term that ended and has not been through the end-of-term gate yet (endOfTerm). */
-  private ended: Term | null = null;
-  private loop: Promise<void> | null = null;
-  private stopped = false;
-  private unwatch: (() => void) | null = null;
-  /** Monotonic start of the last successful acquire/renew, kept after a step-down; for liveness. */
-  private lastRenewMono: number | null = null;
+  /** Its terms: the current one, or the last that ended, and its phase. */
+  private readonly terms: Terms;
   /**
-   * The last write of a new term got no answer (a timeout, a dropped connection): it may have
-   * landed, a term of this candidate's that nobody was told of. stop() then reads the record
-   * and releases it if it is ours, rather than leave the others to wait out a lease nobody leads.
+   * The campaign: null before start(); its loop and the end of its watch while it runs;
+   * `stopping` from stop() on, kept once the loop has ended (a stopped candidate does not recreate
+   * a vanished record, not even in an attempt made by hand).
    */
-  private takeoverUnanswered = false;
+  private campaign: { readonly loop: Promise<void> | null; readonly unwatch: (() => void) | null; readonly stopping: boolean } | null = null;
 
+  /** `opts` carries a resolved ElectionConfig (resolveElectionConfig): nothing here checks it again. */
   constructor(opts: CandidateOptions) {
-    validateTimings(opts);
-    validateLeaseName(opts.lease);
-    validateIdentity(opts.identity);
-    // A Lease would otherwise hold a rounded duration: others would wait for a different lease.
-    if (opts.store.backend === 'kubernetes') validateKubernetesLeaseDuration(opts.leaseDurationMs);
-    this.store = opts.store;
+    const store = opts.store;
     this.lease = opts.lease;
     this.identity = opts.identity;
     this.timings = { leaseDurationMs: opts.leaseDurationMs, renewDeadlineMs: opts.renewDeadlineMs, retryPeriodMs: opts.retryPeriodMs };
@@ -125,70 +90,51 @@ export class CandidateLoop {
     // A logger that throws must not skip a step of the election (the sidecar's and the library's).
     this.log = opts.log ? guardedLogger(opts.log) : silentLogger;
     this.notify = listenerCalls(opts.listener ?? {}, this.log);
-    this.writer = { identity: this.identity, leaseDurationMs: opts.leaseDurationMs, store: this.store };
+    this.writer = { identity: this.identity, leaseDurationMs: opts.leaseDurationMs, store };
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
-    this.holdOff = new StandBack(this.clock);
-    this.gate = new EligibilityGate(allEligible(opts.eligibility ? [opts.eligibility, this.holdOff] : [this.holdOff]) ?? null, this.clock, this.log);
-    this.releaseOnCancel = opts.releaseOnCancel ?? true;
-    const contentionWindowMs = opts.contentionWindowMs ?? Math.min(DEFAULT_CONTENTION_WINDOW_MS, opts.leaseDurationMs);
-    validateContentionWindow(contentionWindowMs, opts.leaseDurationMs);
-    this.view = new RecordView(this.identity, this.timings, this.clock, this.log);
-    const context: CandidateContext = {
-      identity: this.identity,
-      lease: this.lease,
-      store: this.store,
-      clock: this.clock,
-      log: this.log,
-      view: this.view,
-      requestTimeoutMs: this.requestTimeoutMs,
-      call: (op, send) => this.call(op, send),
-      observe: (got, own) => this.observe(got, own),
-    };
-    this.releaser = new LeaseRelease({
-      ...context,
+    this.view = new RecordView(this.identity, this.timings, this.requestTimeoutMs, this.clock, this.log);
+    const { clock, log, view, identity, lease, timings, requestTimeoutMs } = this;
+    const access = (this.access = new RecordAccess({ identity, lease, store, clock, log, notify: this.notify, view, requestTimeoutMs }));
+    const safetyRereadMs = opts.safetyRereadMs ?? Math.max(60 * opts.retryPeriodMs, opts.leaseDurationMs);
+    const random = opts.random ?? Math.random;
+    const { contentionWindowMs, leaseDurationMs } = opts;
+    const claim = claimTimings(safetyRereadMs, contentionWindowMs, leaseDurationMs);
+    const support = (opts.successorClaims ?? true) ? store.successorClaims : undefined;
+    this.claim = support ? new SuccessorClaimant({ identity, lease, clock, log, random, timings, claim, support, view, access, candidate: this }) : null;
+    this.schedule = new AttemptSchedule({ timings, clock, random, safetyRereadMs, contentionWindowMs, view, candidate: this, claim: this.claim });
+    const schedule = this.schedule;
+    this.terms = new Terms({ clock, log, notify: this.notify, renewDeadlineMs: opts.renewDeadlineMs, schedule });
+    this.endOfTerm = new EndOfTerm({
+      clock,
+      log,
+      terms: this.terms,
+      schedule,
+      requestTimeoutMs,
+      view,
+      access,
+      releaseOnCancel: opts.releaseOnCancel ?? true,
       drain: opts.drain ?? null,
       drainTimeoutMs: opts.drainTimeoutMs ?? opts.renewDeadlineMs,
       releaseGate: opts.releaseGate ?? (() => true),
       keepAcquireTime: opts.releaseKeepsAcquireTime ?? false,
-      leaseDurationMs: opts.leaseDurationMs,
+      leaseDurationMs,
     });
-    const safetyRereadMs = opts.safetyRereadMs ?? Math.max(60 * opts.retryPeriodMs, opts.leaseDurationMs);
-    const random = opts.random ?? Math.random;
-    const leading = () => this.term !== null;
-    const campaigning = () => this.gate.campaigning();
-    const store = this.store;
-    this.claim =
-      (opts.successorClaims ?? true) && store.successorClaims
-        ? new SuccessorClaimant({
-            ...context,
-            random,
-            timings: this.timings,
-            claim: claimTimings(safetyRereadMs, contentionWindowMs, opts.leaseDurationMs),
-            support: store.successorClaims,
-            leading,
-            campaigning,
-          })
-        : null;
-    this.schedule = new AttemptSchedule({
-      timings: this.timings,
-      clock: this.clock,
-      random,
-      safetyRereadMs,
-      contentionWindowMs,
-      view: this.view,
-      leading,
-      claim: this.claim,
-      campaigning,
-    });
+    const holdOff = this.endOfTerm.holdOff;
+    this.gate = new EligibilityGate(allEligible(opts.eligibility ? [opts.eligibility, holdOff] : [holdOff]) ?? null, clock, log);
   }
 
   isLeader(): boolean {
-    return this.term !== null;
+    return this.terms.leading !== null;
+  }
+
+  /** Whether the app lets this candidate campaign now. */
+  campaigning(): boolean {
+    return this.gate.campaigning();
   }
 
   snapshot(): CandidateSnapshot {
     const rec = this.view.observed?.record ?? null;
-    const t = this.term;
+    const t = this.terms.leading;
     return {
       lease: this.lease,
       identity: this.identity,
@@ -200,11 +146,16 @@ export class CandidateLoop {
       acquiredAt: t ? t.acquiredAt : (rec?.acquireTime ?? null),
       renewedAt: t ? t.renewedAt : (rec?.renewTime ?? null),
       validUntil: t?.validUntil ?? null,
-      lastRenewMonotonic: this.lastRenewMono,
+      // Kept after a step-down: the start of the last successful acquire/renew.
+      lastRenewMonotonic: this.terms.lastRenewMono,
       loopDueMonotonic: this.schedule.loopDueMono,
-      running: this.loop !== null,
+      running: this.campaign?.loop != null,
       standingAside: this.gate.standingAside(),
     };
+  }
+
+  private get stopped(): boolean {
+    return this.campaign?.stopping ?? false;
   }
 
   /**
@@ -212,23 +163,20 @@ export class CandidateLoop {
    * renews every retryPeriod. Returns at once; stop() ends it.
    */
   start(): void {
-    if (this.loop) return;
-    this.stopped = false;
+    if (this.campaign?.loop) return;
+    this.campaign = { loop: null, unwatch: null, stopping: false };
     // A standby that can watch the store acts as soon as the record is released, and while
     // its watch is connected it waits for events instead of polling (see AttemptSchedule).
-    // The watch is only a hint: every decision is still a read and a compare-and-swap.
     // A polling store polls quickly only for the named successor, whose takeover waits on it.
     const endQuick = this.claim?.pollQuicklyWhileNamed();
-    const unwatch = this.store.watch?.(
-      this.lease,
-      (e) => this.onWatchEvent(e),
-      (healthy) => this.schedule.setWatchHealth(healthy),
-    );
-    this.unwatch = () => {
+    const unwatch = this.access.watch(this, this.schedule, this.claim !== null);
+    const end = () => {
       unwatch?.();
       endQuick?.();
     };
-    this.loop = this.runLoop();
+    this.campaign = { loop: null, unwatch: end, stopping: false };
+    const loop = this.runLoop();
+    this.campaign = { ...this.campaign, loop };
   }
 
   /** client-go's Run: acquire, then renew until the term ends, and again, until stop(). */
@@ -236,19 +184,19 @@ export class CandidateLoop {
     // A change of the app's eligibility is acted on at once, not at the next turn.
     const unsubscribe = this.gate.subscribe(() => this.schedule.wakeUp());
     try {
-      await this.campaign();
+      await this.turns();
     } finally {
       unsubscribe?.();
     }
   }
 
-  private async campaign(): Promise<void> {
+  private async turns(): Promise<void> {
     while (!this.stopped) {
       // Acquire: a standby tries at its turn (see AttemptSchedule) until it leads.
-      while (!this.stopped && this.term === null) await this.turn();
+      while (!this.stopped && this.terms.leading === null) await this.turn();
       // Renew: the leader renews every retryPeriod until it steps down (at renewDeadline
       // without a successful renewal, on finding another holder, or on stop()).
-      while (!this.stopped && this.term !== null) await this.turn();
+      while (!this.stopped && this.terms.leading !== null) await this.turn();
     }
   }
 
@@ -256,8 +204,8 @@ export class CandidateLoop {
   private async turn(): Promise<void> {
     // A term that ended goes through the gate before anything else: no claim, no attempt, no new
     // term while its work may still run.
-    if (this.ended) {
-      await this.endOfTerm(false);
+    if (this.terms.ended) {
+      await this.endOfTerm.gate(false);
       return;
     }
     // A claim first: a polling standby is due for an attempt at every turn, so after it the claim
@@ -280,100 +228,30 @@ export class CandidateLoop {
   }
 
   /**
-   * A watch event. Standbys observe the record it carries exactly as if they had read it
-   * (expiry is judged from that moment), and try when the lease is released (at their turn in
-   * the contention window) or gone.
-   * The leader ignores events: it renews from its own cache and learns of others through
-   * its compare-and-swap.
-   */
-  private onWatchEvent(e: WatchEvent): void {
-    if (e.deleted) this.view.noteDeleted(e.deleted.leaseTransitions);
-    if (this.term) return;
-    // A hint without a record says only "it changed": read it, even while waiting on the watch
-    // (otherwise a release would be noticed only at the expiry of the record last seen).
-    if (e.record === undefined) {
-      this.view.interruptAbsence();
-      this.schedule.hint();
-    }
-    if (e.record === null) this.view.noteAbsent();
-    if (e.record) {
-      const claimBefore = this.claim?.sinceMono;
-      this.observe(e.record);
-      // A held lease needs no turn now, unless its successor claim changed: the wait until a
-      // claim is due (to volunteer, or to stand back) is judged again.
-      // (Our own takeover's event, which ends our claim, is not news.)
-      if (e.record.record.holderIdentity !== '' && (this.claim?.sinceMono === claimBefore || this.view.isOwn(e.record))) return;
-    }
-    this.schedule.wakeUp();
-  }
-
-  /**
    * Ends the loop (waiting for a request in flight, or for the gate of a term that ended), steps
    * down, and sends the term through the end-of-term gate: its work drains, "not leader" reaches
    * every reader (releaseGate), then the release (releaseOnCancel). When either does not
    * happen in time, the lease is left to expire.
    */
   async stop(): Promise<void> {
-    this.stopped = true;
+    const running = this.campaign;
+    this.campaign = { loop: running?.loop ?? null, unwatch: null, stopping: true };
     this.schedule.interrupt();
-    this.unwatch?.();
-    this.unwatch = null;
-    await this.loop;
-    this.loop = null;
-    const leading = this.term !== null;
-    const mayHold = !leading && this.ended === null && this.takeoverUnanswered;
-    this.stepDown('shutting down');
+    running?.unwatch?.();
+    await running?.loop;
+    this.campaign = { loop: null, unwatch: null, stopping: true };
+    const leading = this.terms.leading !== null;
+    const mayHold = !leading && this.terms.ended === null && this.view.mayHaveLanded('takeover');
+    this.terms.stepDown('shutting down');
     try {
       // The term given up now, or one lost just before the stop whose gate the loop had not run.
-      if (this.ended) await this.endOfTerm(leading);
+      if (this.terms.ended) await this.endOfTerm.gate(leading);
       if (leading) return;
-      // A takeover that landed unanswered began a term nobody was told of: no work to drain. Released
-      // from a read, as the view predates the write that may have landed.
-      if (mayHold && this.releaseOnCancel && (await this.releaser.allowed())) await this.releaser.send(true);
+      // A takeover that landed unanswered began a term nobody was told of: no work to drain.
+      if (mayHold) await this.endOfTerm.releaseUnannounced();
       await this.claim?.withdraw();
     } finally {
-      this.holdOff.close();
-    }
-  }
-
-  /**
-   * The one gate at the end of a term, whatever ended it: stop(), a step-down for the app, the
-   * renew deadline, a lost or vanished record, a store error. The step-down has been announced
-   * (the listener heard it first); then the term's work drains (`drain`, at most drainTimeoutMs);
-   * then "not leader" must have reached every reader (`releaseGate`); then, for a term given up
-   * (`giveUp`: stop() or the app's eligibility) and with releaseOnCancel, the release (only of a
-   * record this candidate wrote). A term lost (its renewals unanswered, another holder, its record
-   * gone) is not released: the store did not answer, or the record is not ours. Nothing else
-   * happens meanwhile: the loop runs this before any claim or attempt, so no other term begins
-   * while the work may run.
-   *
-   * When the work was not seen to stop in time, or the readers could not be told, the lease is
-   * not released: it expires, and this candidate stands aside until it could have expired for the
-   * others (the term's last successful renewal plus the lease duration). That is the one moment
-   * after which a next term may begin while this term's work may still run: the moment a paused
-   * leader's term ends too, which only the fencing token covers. The same choice on every path.
-   */
-  private async endOfTerm(giveUp: boolean): Promise<void> {
-    const ended = this.ended;
-    if (!ended) return;
-    // For liveness: the drain, the gate and a release of a few requests.
-    this.schedule.attempting(this.releaser.drainBoundMs + 10 * this.requestTimeoutMs);
-    try {
-      const stopped = await this.releaser.drained();
-      if (stopped && (await this.releaser.allowed())) {
-        if (giveUp && this.releaseOnCancel) await this.releaser.send();
-        return;
-      }
-      const leftMs = ended.renewedAtMono + this.timings.leaseDurationMs - this.clock.monotonic();
-      const fields = { token: ended.token, drainTimeoutMs: this.releaser.drainBoundMs, standAsideMs: Math.max(0, Math.round(leftMs)) };
-      // An error: the library logs errors only by default, and this one says a term may overlap the next.
-      if (!stopped) this.log.error('the work did not finish within drainTimeoutMs: the lease is left to expire, not released', fields);
-      // The release gate's owner said why (the sidecar: the status files could not be written).
-      else this.log.debug('the release gate said no: the lease is left to expire, not released', fields);
-      if (leftMs > 0) this.holdOff.standBack(`the work of token ${ended.token} was not seen to stop: waiting until its lease could have expired`, leftMs);
-    } finally {
-      this.ended = null;
-      this.schedule.attemptEnded();
+      this.endOfTerm.close();
     }
   }
 
@@ -384,17 +262,17 @@ export class CandidateLoop {
    * holder and expiry, stays current for when the app is eligible again). It never writes a term.
    */
   private async standAside(): Promise<void> {
-    if (this.term) {
-      this.stepDown(this.gate.standingAside()?.reason ?? 'the app is not eligible');
-      await this.endOfTerm(true);
+    if (this.terms.leading) {
+      this.terms.stepDown(this.gate.standingAside()?.reason ?? 'the app is not eligible');
+      await this.endOfTerm.gate(true);
       return;
     }
     if (this.claim?.mayHoldClaim()) await this.claim.withdraw();
     if (!this.schedule.dueForAttempt()) return;
     this.schedule.attempting(this.requestTimeoutMs);
     try {
-      const current = await this.call('get', (o) => this.store.get(this.lease, o));
-      if (current) this.observe(current);
+      const current = await this.access.get();
+      if (current) this.access.observe(current);
       else this.view.noteAbsent();
     } catch (err) {
       this.log.debug('reading the lease while standing aside failed', { reason: describeError(err) });
@@ -411,7 +289,7 @@ export class CandidateLoop {
   async tryAcquireOrRenew(atTurn = false): Promise<boolean> {
     // A term that ended goes through its gate first (the loop does this at its turn; a caller
     // driving attempts by hand gets the same order).
-    if (this.ended) await this.endOfTerm(false);
+    if (this.terms.ended) await this.endOfTerm.gate(false);
     this.schedule.attemptStarted();
     try {
       return await this.attempt(atTurn);
@@ -442,13 +320,13 @@ export class CandidateLoop {
    *      an ended term): a new term with the next token after any seen.
    */
   private async attempt(atTurn: boolean): Promise<boolean> {
-    const term = this.term;
+    const term = this.terms.leading;
 
     // 1. Fast path.
     const cached = this.view.observed;
     if (term && cached) {
       try {
-        return await this.write('update', term, (now) => renewalRecord(this.writer, cached.record, now, this.term?.acquiredAt), cached.version);
+        return await this.write('update', term, (now) => renewalRecord(this.writer, cached.record, now, this.terms.leading?.acquiredAt), cached.version);
       } catch (err) {
         this.notify('onSlowPath');
         this.log.debug('optimistic renewal failed; reading the lease', { error: describeError(err) });
@@ -460,26 +338,34 @@ export class CandidateLoop {
     // a view at most one request timeout old: an older version (a retry after its first write
     // went unanswered, a pause) may have been issued again to a re-created record since.
     const seen = this.view.observed;
-    if (!term && seen && seen.record.holderIdentity === '' && this.claim?.named() && this.fresh(seen)) {
+    if (!term && seen && seen.record.holderIdentity === '' && this.claim?.named() && this.view.recentlyConfirmed(seen.version)) {
       try {
         return await this.write('update', null, (now) => newTermRecord(this.writer, seen.record, now, this.view.highestToken), seen.version);
       } catch (err) {
         if (!(err instanceof ConflictError)) throw err;
       }
     }
-    const current = await this.call('get', (o) => this.store.get(this.lease, o));
+    const readAtMono = this.clock.monotonic();
+    const current = await this.access.get();
 
     // 3. Absent. Leadership is judged now, not at the start of the attempt: a candidate that
     // stepped down while its read was in flight is no longer the sitting leader.
     if (current === null) {
-      if (this.sittingLeader()) {
+      if (this.terms.sitting()) {
         // It held the record, so nobody else can hold it: the term ends, its work drains through
-        // the gate, and the record is created at once as a new term (others wait a lease duration).
-        this.stepDown('the lease record disappeared');
-        await this.endOfTerm(false);
+        // the gate, and the record is created at once as a new term (others wait a lease duration),
+        // unless the gate took longer than a request timeout (a drain, a pause): then the record
+        // may have been created and deleted again meanwhile by another, whose term may still run,
+        // and the absence is waited out as anyone's is.
+        this.terms.stepDown('the lease record disappeared');
+        await this.endOfTerm.gate(false);
         if (this.stopped || !this.gate.campaigning()) return false;
+        if (this.clock.monotonic() - readAtMono > this.requestTimeoutMs) {
+          this.view.noteAbsent();
+          return false;
+        }
       } else {
-        this.stepDown(`no successful renewal within renewDeadline (${this.timings.renewDeadlineMs} ms)`);
+        this.terms.stepDown(`no successful renewal within renewDeadline (${this.timings.renewDeadlineMs} ms)`);
         this.view.noteAbsent();
         if (this.view.absenceWaitPending()) return false;
       }
@@ -489,32 +375,33 @@ export class CandidateLoop {
         // Someone else created it first: read it now, so its token is known to us even if
         // it is deleted again before our next attempt.
         if (err instanceof ConflictError) {
-          const winner = await this.safeGet();
-          if (winner) this.observe(winner);
+          const winner = await this.access.tryGet();
+          if (winner) this.access.observe(winner);
         }
         throw err;
       }
     }
 
     // 4. Held by another.
-    this.observe(current);
+    this.access.observe(current);
     const own = this.view.isOwn(current);
     if (!own && current.record.holderIdentity !== '' && !this.view.expired(current.record)) {
-      this.stepDown(
+      this.terms.stepDown(
         `the lease is held by ${current.record.holderIdentity}${current.record.holderIdentity === this.identity ? ' (another process with this identity)' : ''}`,
       );
       return false;
     }
 
     // 5. Renew, or open a new term.
-    if (own && this.term) {
-      return this.write('update', this.term, (now) => renewalRecord(this.writer, current.record, now, this.term?.acquiredAt), current.version);
+    const leading = this.terms.leading;
+    if (own && leading) {
+      return this.write('update', leading, (now) => renewalRecord(this.writer, current.record, now, this.terms.leading?.acquiredAt), current.version);
     }
     // A standby whose read found the lease free before its turn for that moment waits for the
     // turn, as if an event had shown it: a hint without a record woke it (PostgreSQL's
     // notification, SQLite's poll), or its read crossed the expiry. The schedule wakes it then.
-    if (atTurn && !this.term && this.schedule.turnPending()) return false;
-    this.stepDown('the lease changed hands');
+    if (atTurn && !this.terms.leading && this.schedule.turnPending()) return false;
+    this.terms.stepDown('the lease changed hands');
     return this.write('update', null, (now) => newTermRecord(this.writer, current.record, now, this.view.highestToken), current.version);
   }
 
@@ -525,10 +412,10 @@ export class CandidateLoop {
   private async write(op: 'create' | 'update', renewing: Term | null, build: (now: Date) => LeaseRecord, expectedVersion?: string): Promise<boolean> {
     // The app may have become ineligible while this attempt read, or the term may have ended (its
     // renew deadline) while it was in flight: a new term is sent only past the end-of-term gate.
-    if (renewing === null && (!this.gate.campaigning() || this.ended !== null)) return false;
+    if (renewing === null && (!this.gate.campaigning() || this.terms.ended !== null)) return false;
     // A takeover counts on the version it names being the record as it is now. A pause between
     // the read and this moment can make that view old; it is read again at the next turn.
-    if (op === 'update' && renewing === null && !this.view.confirmedWithin(expectedVersion!, this.requestTimeoutMs)) {
+    if (op === 'update' && renewing === null && !this.view.recentlyConfirmed(expectedVersion!)) {
       this.log.debug('not taking over from a view older than one request timeout; reading again', { requestTimeoutMs: this.requestTimeoutMs });
       return false;
     }
@@ -540,119 +427,22 @@ export class CandidateLoop {
     this.view.noteWrite(record);
     let version: string;
     try {
-      version = await this.call(op, (o) =>
-        op === 'create' ? this.store.create(this.lease, record, o) : this.store.update(this.lease, record, expectedVersion!, o),
-      );
+      version = await (op === 'create' ? this.access.create(record) : this.access.update(record, expectedVersion!));
     } catch (err) {
-      // A conflict or a refused record is an answer: nothing landed. Anything else may have.
-      if (renewing === null) this.takeoverUnanswered = !(err instanceof ConflictError || err instanceof InvalidRecordError);
+      // A new term's write unanswered may have landed: a term of ours nobody was told of, which
+      // stop() reads and releases. A conflict or a refused record is an answer: nothing landed.
+      if (renewing === null) this.view.noteAnswer('takeover', err instanceof ConflictError || err instanceof InvalidRecordError);
       throw err;
     }
-    if (renewing === null) this.takeoverUnanswered = false;
-    return this.succeeded({ record, version }, renewing, start, freedAtMono);
-  }
-
-  /** The record `seen` is the one last seen, confirmed at most one request timeout ago (RecordView.confirmedWithin). */
-  private fresh(seen: VersionedRecord): boolean {
-    return this.view.confirmedWithin(seen.version, this.requestTimeoutMs);
-  }
-
-  /**
-   * Leading, and still inside renewDeadline by the clock, not only by the deadline timer: after
-   * a pause the answer to a read can be handled before the overdue timer has run.
-   */
-  private sittingLeader(): boolean {
-    return this.term !== null && this.clock.monotonic() < this.term.renewedAtMono + this.timings.renewDeadlineMs;
-  }
-
-  /**
-   * Takes in a record read, watched or written (own), and announces a different leader: a new
-   * holder, or the same holder in a new term.
-   */
-  private observe(got: VersionedRecord, own = false): void {
-    this.claim?.seen(this.view.observed, got);
-    if (!this.view.observe(got, own)) return;
-    if (!own && got.record.holderIdentity !== this.identity) {
-      this.log.info(got.record.holderIdentity === '' ? 'lease released' : 'new leader observed', {
-        holder: got.record.holderIdentity,
-        token: got.record.leaseTransitions,
-      });
-    }
-    this.notify('onNewLeader', got.record.holderIdentity, got.record);
-  }
-
-  /**
-   * A write landed. It renews `renewing` only if that term is still the current one (we may
-   * have stepped down at the deadline while it was in flight: a late success never revives a
-   * term), and it counts from the start of the request: others can have seen the write only
-   * after that instant, so renewDeadline from there is still before any of them may take over.
-   */
-  private succeeded(got: VersionedRecord, renewing: Term | null, start: Stamp, freedAtMono: number | null = null): boolean {
-    this.observe(got, true);
-    if (renewing !== null && renewing !== this.term) return false;
-    const validUntil = new Date(start.wall.getTime() + this.timings.renewDeadlineMs);
-    if (start.mono + this.timings.renewDeadlineMs <= this.clock.monotonic()) {
-      // The answer came after the deadline it would have set: never announce a term already past.
-      this.stepDown(`the renewal was answered after renewDeadline (${this.timings.renewDeadlineMs} ms)`);
-      return false;
-    }
-    this.lastRenewMono = start.mono;
-    if (renewing) {
-      renewing.deadline.cancel();
-      Object.assign(renewing, { renewedAt: start.wall, validUntil, renewedAtMono: start.mono, deadline: this.armDeadline(start.mono) });
-      this.log.debug('renewed', { token: renewing.token, validUntil: validUntil.toISOString() });
-      this.notify('onRenewed', this.publicTerm(renewing));
-      return true;
-    }
-    const token = got.record.leaseTransitions;
-    this.term = {
-      token,
-      acquiredAt: got.record.acquireTime ?? start.wall,
-      renewedAt: start.wall,
-      validUntil,
-      renewedAtMono: start.mono,
-      deadline: this.armDeadline(start.mono),
-    };
-    // How long after the lease freed (as this candidate saw it) the takeover landed: the figure
-    // the contention window trades against conflicts. Absent when it was created from nothing.
-    const sinceFreeMs = freedAtMono === null ? undefined : Math.round(this.clock.monotonic() - freedAtMono);
-    this.log.info('became leader', { token, validUntil: validUntil.toISOString(), sinceFreeMs });
-    this.notify('onStartedLeading', sinceFreeMs === undefined ? this.publicTerm(this.term) : { ...this.publicTerm(this.term), sinceFreeMs });
-    return true;
-  }
-
-  private publicTerm(t: Term): LeadershipTerm {
-    return { token: t.token, acquiredAt: t.acquiredAt, renewedAt: t.renewedAt, validUntil: t.validUntil };
-  }
-
-  /** Steps down at startMono + renewDeadline unless a later renewal re-arms it first. */
-  private armDeadline(startMono: number): Timer {
-    const due = startMono + this.timings.renewDeadlineMs - this.clock.monotonic();
-    return this.clock.setTimer(() => {
-      if (this.term?.renewedAtMono === startMono) {
-        this.stepDown(`no successful renewal within renewDeadline (${this.timings.renewDeadlineMs} ms)`);
-      }
-    }, due);
-  }
-
-  /**
-   * Ends the current term, if any; the listener hears it before anything else happens. The term
-   * then waits for the end-of-term gate (endOfTerm), which the loop runs at once.
-   */
-  private stepDown(reason: string): void {
-    const t = this.term;
-    if (!t) return;
-    this.term = null;
-    this.ended = t;
-    t.deadline.cancel();
-    this.log.warn('stopped leading', { token: t.token, reason });
-    this.notify('onStoppedLeading', reason);
-    this.schedule.wakeUp();
+    if (renewing === null) this.view.noteAnswer('takeover', true);
+    const got = { record, version };
+    this.access.observe(got, true);
+    return this.terms.landed(got, renewing, start, freedAtMono);
   }
 
   private attemptFailed(err: unknown): void {
     const reason = err instanceof ConflictError ? 'lost a write race (conflict)' : describeError(err);
-    if (this.term) {
+    if (this.terms.leading) {
       this.log.warn('renewal failed', { reason });
       this.notify('onRenewFailed', reason);
     } else {
@@ -662,28 +452,13 @@ export class CandidateLoop {
   }
 
   /**
-   * Gives the lease up now (release.ts), without the gate's drain: for tests and tools that hold
+   * Gives the lease up now (EndOfTerm.send), without the gate's drain: for tests and tools that hold
    * no work. The term ends first, so nobody is told to lead while another may already hold the
    * released lease.
    */
   release(): Promise<boolean> {
-    this.stepDown('releasing the lease');
-    this.ended = null;
-    return this.releaser.send();
-  }
-
-  private async safeGet(): Promise<VersionedRecord | null> {
-    try {
-      return await this.call('get', (o) => this.store.get(this.lease, o));
-    } catch {
-      return null;
-    }
-  }
-
-  /** One backend call, bounded by requestTimeout (bounded-call.ts); a reopened store interrupts an absence. */
-  private call<T>(op: string, send: (opts: CallOptions) => Promise<T>): Promise<T> {
-    return boundedCall(this.clock, this.requestTimeoutMs, `${this.store.backend} ${op}`, send, (e) => {
-      if (e instanceof StoreReopenedError) this.view.interruptAbsence();
-    });
+    this.terms.stepDown('releasing the lease');
+    this.terms.over();
+    return this.endOfTerm.send();
   }
 }

@@ -5,9 +5,8 @@
  */
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord } from '../backends/lease-store.js';
-import type { RecordView } from './record-view.js';
-import type { Timings } from '../config/election-options.js';
+import type { LeaseRecord, LeaseStore } from '../backends/lease-store.js';
+import type { ElectionConfig } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 
 export interface LeadershipTerm {
@@ -36,11 +35,13 @@ export interface CandidateListener {
   onSlowPath?(): void;
 }
 
-export interface CandidateOptions extends Timings {
+/**
+ * The election's own options (lease, identity, timings, contention window) come resolved
+ * (resolveElectionConfig, src/config/election-options.ts): the engine checks none of them again.
+ * The identity must be unique among candidates: two processes with one identity both believe they lead.
+ */
+export interface CandidateOptions extends ElectionConfig {
   store: LeaseStore;
-  lease: string;
-  /** Must be unique among candidates; two processes with one identity both believe they lead. */
-  identity: string;
   /** Default: the real clock. */
   clock?: Clock;
   /** Default Math.random; injected so tests pin the jitter. */
@@ -72,12 +73,6 @@ export interface CandidateOptions extends Timings {
    * fewer requests than 5 of client-go's, which read every retryPeriod.
    */
   safetyRereadMs?: number;
-  /**
-   * When the lease becomes free (released, or expired as this standby sees it), a standby tries
-   * after a random delay in [0, window], and not at all if it sees another take the lease
-   * first: with many standbys only a few try (see contentionDelayMs). Default 32 ms.
-   */
-  contentionWindowMs?: number;
   /**
    * Standbys claim to be the successor, in stores that keep claims (src/election/successor.ts):
    * the claimant takes a free lease at once and the others stand back. Default true; false
@@ -138,19 +133,10 @@ export interface CandidateSnapshot {
   standingAside: StandAside | null;
 }
 
-/** What the engine's helpers (its successor claim, its release) share of it. */
-export interface CandidateContext {
-  identity: string;
-  lease: string;
-  store: LeaseStore;
-  clock: Clock;
-  log: Logger;
-  /** What the candidate believes about the record. */
-  view: RecordView;
-  /** A view at most this old may be written from without a read (RecordView.confirmedWithin). */
-  requestTimeoutMs: number;
-  /** The candidate's store call, bounded by requestTimeoutMs (bounded-call.ts). */
-  call: <T>(op: string, send: (opts: CallOptions) => Promise<T>) => Promise<T>;
-  /** Takes in a record read or written (own: ours), announcing a new leader as any observation does. */
-  observe: (got: VersionedRecord, own?: boolean) => void;
+/** What the engine's helpers (its schedule, its successor claim) ask of the candidate itself. */
+export interface Standing {
+  /** Whether it leads now. */
+  isLeader(): boolean;
+  /** Whether it campaigns: its app lets it (its eligibility, and no stand-back after a term whose work was not seen to stop). */
+  campaigning(): boolean;
 }

@@ -7,7 +7,7 @@ import { openStore, type StoreSettings } from '../backends/open-store.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import { InvalidConfigError, describeError } from '../errors.js';
 import { createLogger, guardedLogger, isLogger, type Logger } from '../log.js';
-import { quoted, resolvedTimings, validateElection, type Timings } from '../config/election-options.js';
+import { quoted, resolveElectionConfig, resolvedTimings, type ElectionConfig } from '../config/election-options.js';
 import { CandidateLoop, type LeadershipTerm } from './candidate-loop.js';
 import { MAX_TIMER_MS } from '../config/duration.js';
 import { realClock, type Clock } from '../clock.js';
@@ -126,16 +126,18 @@ interface TermState {
 export class LeaderElection {
   private readonly elector: CandidateLoop;
   private readonly log: Logger;
+  /**
+   * The latest term: the current one while leading, else the last that ended, whose work the
+   * elector's end-of-term gate waits for (it runs before any next term begins).
+   */
   private term: TermState | null = null;
   private stopping: Promise<void> | null = null;
-  /** The last term that ended: the elector's end-of-term gate waits for its work. */
-  private lastEnded: TermState | null = null;
   /** The probe this election runs, when `health` gave probe options. */
   private readonly appHealth: AppHealth | null;
 
   private constructor(
     private readonly opts: LeaderElectionOptions,
-    timings: Timings,
+    config: ElectionConfig,
     private readonly store: LeaseStore,
     private readonly ownsStore: boolean,
     log: Logger,
@@ -146,18 +148,15 @@ export class LeaderElection {
     const health = opts.health;
     this.appHealth = health === undefined || isEligibility(health) ? null : new AppHealth(health, { clock });
     this.elector = new CandidateLoop({
+      ...config,
       store,
-      lease: opts.lease,
-      identity: opts.identity,
-      ...timings,
-      contentionWindowMs: opts.contentionWindowMs,
       clock,
       eligibility: this.appHealth ?? (health as Eligibility | undefined),
       // Every end of a term waits for its work (the promises of its two callbacks), at most
       // drainTimeoutMs, before the release and before this candidate may begin another term.
       releaseOnCancel: opts.releaseOnCancel ?? true,
-      drain: () => this.workStopped(this.lastEnded),
-      drainTimeoutMs: opts.drainTimeoutMs ?? timings.renewDeadlineMs,
+      drain: () => this.workStopped(this.term),
+      drainTimeoutMs: opts.drainTimeoutMs ?? config.renewDeadlineMs,
       log,
       listener: {
         onStartedLeading: (t) => this.started(t),
@@ -166,8 +165,6 @@ export class LeaderElection {
         },
         onStoppedLeading: (reason) => {
           const ended = this.term;
-          this.term = null;
-          this.lastEnded = ended;
           if (ended) {
             // Fixed from now on: the term counts no longer than until it ended.
             ended.validUntil = new Date(Math.min(ended.validUntil.getTime(), this.clock.now().getTime()));
@@ -191,15 +188,15 @@ export class LeaderElection {
    * the store and starts. `internal` is for this package's tests (a fake clock), not the API.
    */
   static async start(opts: LeaderElectionOptions, internal: { clock?: Clock } = {}): Promise<LeaderElection> {
-    const timings = checkOptions(opts);
+    const config = checkOptions(opts);
     const log = opts.log ? guardedLogger(opts.log) : createLogger({ level: 'error', base: { lease: opts.lease, identity: opts.identity } });
     const owns = !isStore(opts.store);
     // The store bounds each request (PostgreSQL: on the server too) by the elector's own
     // request timeout, as the CLI opens it, unless the settings name another.
-    const store = isStore(opts.store) ? opts.store : await openStore({ db: '', log, requestTimeoutMs: timings.renewDeadlineMs / 2, ...opts.store });
+    const store = isStore(opts.store) ? opts.store : await openStore({ db: '', log, requestTimeoutMs: config.renewDeadlineMs / 2, ...opts.store });
     let election: LeaderElection;
     try {
-      election = new LeaderElection(opts, timings, store, owns, log, internal.clock ?? realClock);
+      election = new LeaderElection(opts, config, store, owns, log, internal.clock ?? realClock);
     } catch (err) {
       if (owns) await store.close();
       throw err;
@@ -316,10 +313,11 @@ const KNOWN_OPTIONS: readonly (keyof LeaderElectionOptions)[] = [
 const RENAMED_OPTIONS: Readonly<Record<string, keyof LeaderElectionOptions>> = { releaseOnExit: 'releaseOnCancel', releaseOnStop: 'releaseOnCancel' };
 
 /**
- * The options' shape and every election rule, checked before any store is opened or file created.
- * Returns the timings with their defaults filled in: the ones validated are the ones the elector runs with.
+ * The options' shape and every election rule, checked once, before any store is opened or file
+ * created. Returns the election's resolved options (defaults filled in): the ones checked are the
+ * ones the elector runs with, and it checks none of them again.
  */
-function checkOptions(opts: LeaderElectionOptions): Timings {
+function checkOptions(opts: LeaderElectionOptions): ElectionConfig {
   if (typeof opts !== 'object' || opts === null) throw new InvalidConfigError('LeaderElection.start needs an options object');
   const unknown = Object.keys(opts).find((key) => !(KNOWN_OPTIONS as readonly string[]).includes(key));
   const renamed = unknown !== undefined && Object.hasOwn(RENAMED_OPTIONS, unknown) ? RENAMED_OPTIONS[unknown] : undefined;
@@ -343,11 +341,10 @@ function checkOptions(opts: LeaderElectionOptions): Timings {
   if (!isStore(opts.store) && opts.store.backend === 'sqlite' && !opts.store.db) {
     throw new InvalidConfigError('store.db is required with backend "sqlite": the path of the database file every candidate on this machine shares');
   }
-  const timings = resolvedTimings(opts);
-  validateElection({
+  const config = resolveElectionConfig({
     lease: opts.lease,
     identity: opts.identity,
-    ...timings,
+    ...resolvedTimings(opts),
     contentionWindowMs: opts.contentionWindowMs,
     backend,
   });
@@ -373,7 +370,7 @@ function checkOptions(opts: LeaderElectionOptions): Timings {
   if (opts.log !== undefined && !isLogger(opts.log)) {
     throw new InvalidConfigError('log must be an object with debug, info, warn and error methods when given (createLogger() makes one)');
   }
-  return timings;
+  return config;
 }
 
 /** What start() uses of a signal; duck-typed, so an AbortSignal from another realm or polyfill passes too. */

@@ -11,6 +11,7 @@ import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
 import { abortReason } from '../abort.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
+import { resolveElectionConfig } from '../config/election-options.js';
 
 const LEASE = 'billing';
 const timings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
@@ -68,7 +69,7 @@ function world() {
   const electors = new Map<string, { elector: CandidateLoop; link: CuttableLink }>();
   const add = (identity: string, draw: number) => {
     const link = new CuttableLink(shared);
-    const elector = new CandidateLoop({ ...timings, store: link, lease: LEASE, identity, clock, random: () => draw });
+    const elector = new CandidateLoop({ ...resolveElectionConfig({ ...timings, lease: LEASE, identity }), store: link, clock, random: () => draw });
     electors.set(identity, { elector, link });
     elector.start();
     shared.setWatchHealth(true);

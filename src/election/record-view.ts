@@ -1,8 +1,9 @@
 /**
- * What one candidate believes about the lease record: the record it last saw and when it saw it
- * change, the highest token it has seen, whether and since when the record is absent, and which
- * writes were its own. Expiry is judged here as client-go judges it: on this process's
- * monotonic clock, a lease duration after the record was last seen to change.
+ * What one candidate believes about the lease record: the record it last saw (or that it is
+ * absent, and until when), when it saw its content and its successor claim change, the highest
+ * token it has seen, and which writes were its own (and which of them may have landed unseen).
+ * Expiry is judged here as client-go judges it: on this process's monotonic clock, a lease
+ * duration after the record was last seen to change.
  *
  * It only records and answers; it never calls the store, and it tells nobody. The elector
  * announces what observe() reports and decides what to do about it.
@@ -12,54 +13,69 @@ import type { Logger } from '../log.js';
 import type { LeaseRecord, SuccessorClaim, VersionedRecord } from '../backends/lease-store.js';
 import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 
+/**
+ * The record is absent: nobody but the sitting leader may create it before `untilMono` (a deleted
+ * record's holder, or a leader on a replaced store, may still be acting).
+ */
+interface Absence {
+  readonly absentUntilMono: number;
+}
+
+/** A write of ours that may go unanswered: a new term's (a takeover or a creation), or a successor claim. */
+export type WriteKind = 'takeover' | 'claim';
+
+/** What a candidate knows of its own writes. */
+interface OwnWrites {
+  /** Its last eight lease records sent, answered or not: a write whose answer was lost is recognised by content. */
+  readonly sent: readonly LeaseRecord[];
+  /** The version its last answered lease write returned (a metadata-only change moves the version, not the content). */
+  readonly version: string | null;
+  /** Its writes that got no answer (a timeout, a dropped connection): they may have landed though no view shows them. */
+  readonly unanswered: readonly WriteKind[];
+}
+
 export class RecordView {
-  private current: VersionedRecord | null = null;
-  private observedAtMono = 0;
-  /** Counts the records observed (new versions): orders an attempt against an observation made at the same instant. */
-  private observedSeq = 0;
+  /** The record last seen (read, watched or written), or its absence; null before the first look. */
+  private last: VersionedRecord | Absence | null = null;
+  /**
+   * The last change of the record's content, as seen: when. A new object for each change, so an
+   * attempt can tell whether one came since it started, even at the same instant (lastChange).
+   */
+  private change: Readonly<{ atMono: number }> = { atMono: 0 };
+  /** When the claim in the record (or its absence) was last seen to change: a claim is judged by this. */
+  private claimSinceMono = 0;
   /** The highest token ever seen, in any record or deletion: a new term always goes past it. */
   private highest = 0;
   /**
-   * The record was last seen absent: nobody but the sitting leader may create it before this
-   * (a deleted record's holder, or a leader on a replaced store, may still be acting).
+   * When this candidate last learnt the record's state (a read, an event, its own write); null
+   * during an absence once a change may have gone unseen (see interruptAbsence).
    */
-  private absentUntilMono: number | null = null;
-  /** When this candidate last learnt the record's state (a read, an event, its own write). */
   private lastViewMono: number | null = null;
-  /**
-   * During an absence, a change was hinted (an event without a record) or the store reopened a
-   * replaced file: the absence may not have been continuous.
-   */
-  private absenceInterrupted = false;
-  /**
-   * The version our last successful write returned, and our last few writes by content: a
-   * write whose answer was lost may have landed, and a metadata-only change (a label added to
-   * the Lease) moves the version but keeps our content.
-   */
-  private ownVersion: string | null = null;
-  private recentWrites: LeaseRecord[] = [];
+  private own: OwnWrites = { sent: [], version: null, unanswered: [] };
   /** The foreign record under our identity that was last reported, so it is logged once. */
   private reportedImpostor: string | null = null;
 
+  /** `requestTimeoutMs`: a view at most this old may be written from without a read (recentlyConfirmed). */
   constructor(
     private readonly identity: string,
     private readonly timings: Readonly<Timings>,
+    private readonly requestTimeoutMs: number,
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {}
 
   /** The record last seen (read, watched or written); null before the first, and while absent. */
   get observed(): VersionedRecord | null {
-    return this.current;
+    return this.last && 'record' in this.last ? this.last : null;
   }
 
   /**
    * `version` is the record last seen, and this candidate learnt so (a read, an event, its own
-   * write) at most `ms` ago. A write from an older view is not sent: a store whose versions
-   * restart when the record is re-created may have issued that version again since.
+   * write) at most one request timeout ago. A write from an older view is not sent: a store whose
+   * versions restart when the record is re-created may have issued that version again since.
    */
-  confirmedWithin(version: string, ms: number): boolean {
-    return this.current?.version === version && this.lastViewMono !== null && this.clock.monotonic() - this.lastViewMono <= ms;
+  recentlyConfirmed(version: string): boolean {
+    return this.observed?.version === version && this.lastViewMono !== null && this.clock.monotonic() - this.lastViewMono <= this.requestTimeoutMs;
   }
 
   /** The highest token seen in any record or deletion (0 if none): the next term goes past it. */
@@ -67,9 +83,14 @@ export class RecordView {
     return this.highest;
   }
 
-  /** How many new records have been observed so far. */
-  get seq(): number {
-    return this.observedSeq;
+  /** The last change of the record's content seen, as a token: the same object until the next change. */
+  get lastChange(): object {
+    return this.change;
+  }
+
+  /** When the successor claim last seen (or its absence) was first seen as it is. */
+  get claimSeenSinceMono(): number {
+    return this.claimSinceMono;
   }
 
   /**
@@ -83,9 +104,11 @@ export class RecordView {
    * lost the lease and took it again), whose token a follower must report.
    */
   observe(got: VersionedRecord, own = false): boolean {
-    this.absentUntilMono = null;
-    this.lastViewMono = this.clock.monotonic();
-    const previous = this.current;
+    const now = this.clock.monotonic();
+    const previous = this.observed;
+    // A changed claim (or one seen after none, or after an absence) restarts its age.
+    if (!previous || !sameClaim(previous.record.successor, got.record.successor)) this.claimSinceMono = now;
+    this.lastViewMono = now;
     // The same version is the same record, unless the store issued it again to a re-created
     // record: our own write, and any different content, are taken in whatever the version says.
     if (
@@ -99,14 +122,13 @@ export class RecordView {
     if (previous && !own && sameContent(previous.record, got.record)) {
       // The lease's content is unchanged (a label, or a successor claim): its expiry still counts
       // from the last change, but the claim is the one now in the record.
-      this.current = { record: got.record, version: got.version };
+      this.last = { record: got.record, version: got.version };
       return false;
     }
-    this.current = got;
-    this.observedSeq++;
-    this.observedAtMono = this.clock.monotonic();
+    this.last = got;
+    this.change = { atMono: now };
     this.highest = Math.max(this.highest, got.record.leaseTransitions);
-    if (own) this.ownVersion = got.version;
+    if (own) this.own = { ...this.own, version: got.version };
     return !previous || previous.record.holderIdentity !== got.record.holderIdentity || previous.record.leaseTransitions !== got.record.leaseTransitions;
   }
 
@@ -117,7 +139,21 @@ export class RecordView {
 
   /** A record this candidate is about to send: if its answer is lost, it is still recognised as ours. */
   noteWrite(record: LeaseRecord): void {
-    this.recentWrites = [...this.recentWrites.slice(-7), record];
+    this.own = { ...this.own, sent: [...this.own.sent.slice(-7), record] };
+  }
+
+  /**
+   * What became of a write of ours of this kind: `answered` (it landed, or a conflict or a
+   * refusal said it did not, or a read since shows either way), or not (it may have landed unseen).
+   */
+  noteAnswer(kind: WriteKind, answered: boolean): void {
+    const others = this.own.unanswered.filter((k) => k !== kind);
+    this.own = { ...this.own, unanswered: answered ? others : [...others, kind] };
+  }
+
+  /** A write of ours of this kind got no answer, and nothing has answered for it since: it may have landed unseen. */
+  mayHaveLanded(kind: WriteKind): boolean {
+    return this.own.unanswered.includes(kind);
   }
 
   /**
@@ -125,40 +161,39 @@ export class RecordView {
    * file): an absence in progress may not have been continuous.
    */
   interruptAbsence(): void {
-    if (this.absentUntilMono !== null) this.absenceInterrupted = true;
+    if (this.absence) this.lastViewMono = null;
   }
 
   /**
    * The record is gone: nobody but the sitting leader creates it before a lease duration. The
    * wait continues across absences seen one poll apart; after a longer gap in this candidate's
-   * view (hung requests, a pause) the record may have been recreated and deleted again unseen,
-   * with its holder still acting, so the wait starts over.
+   * view (hung requests, a pause, or a change that may have gone unseen: interruptAbsence) the
+   * record may have been recreated and deleted again unseen, with its holder still acting, so
+   * the wait starts over.
    */
   noteAbsent(): void {
     const now = this.clock.monotonic();
     const pollGap = this.timings.retryPeriodMs * (2 + JITTER_FACTOR); // one jittered wait plus a quick read
-    const continuous = this.absentUntilMono !== null && !this.absenceInterrupted && this.lastViewMono !== null && now - this.lastViewMono <= pollGap;
+    const absence = this.absence;
+    const continuous = absence !== null && this.lastViewMono !== null && now - this.lastViewMono <= pollGap;
     this.lastViewMono = now;
-    this.absenceInterrupted = false;
-    if (!continuous) {
-      const last = this.current?.record;
-      const waitMs = Math.max(this.timings.leaseDurationMs, last ? last.leaseDurationSeconds * 1000 : 0);
-      const restarted = this.absentUntilMono !== null;
-      this.absentUntilMono = now + waitMs;
-      this.log.info('lease absent: creating it after a lease duration unless it reappears', {
-        waitMs,
-        createsAt: new Date(this.clock.now().getTime() + waitMs).toISOString(),
-        why: 'a lease never seen looks the same as one just deleted, whose holder may still be acting',
-        highestTokenSeen: this.highest,
-        restarted,
-      });
-    }
-    this.current = null;
+    if (continuous) return;
+    const last = this.observed?.record;
+    const waitMs = Math.max(this.timings.leaseDurationMs, last ? last.leaseDurationSeconds * 1000 : 0);
+    this.last = { absentUntilMono: now + waitMs };
+    this.log.info('lease absent: creating it after a lease duration unless it reappears', {
+      waitMs,
+      createsAt: new Date(this.clock.now().getTime() + waitMs).toISOString(),
+      why: 'a lease never seen looks the same as one just deleted, whose holder may still be acting',
+      highestTokenSeen: this.highest,
+      restarted: absence !== null,
+    });
   }
 
   /** The record is absent and a lease duration has not passed since that was first seen (see noteAbsent). */
   absenceWaitPending(): boolean {
-    return this.absentUntilMono !== null && this.absentUntilMono > this.clock.monotonic();
+    const absence = this.absence;
+    return absence !== null && absence.absentUntilMono > this.clock.monotonic();
   }
 
   /**
@@ -170,7 +205,7 @@ export class RecordView {
     const rec = seen.record;
     if (rec.holderIdentity !== this.identity) return false;
     // A write whose answer was lost (a timeout) may still have landed: recognise it by content.
-    if (seen.version === this.ownVersion || this.recentWrites.some((w) => sameRecord(rec, w))) return true;
+    if (seen.version === this.own.version || this.own.sent.some((w) => sameRecord(rec, w))) return true;
     const key = `${rec.leaseTransitions}/${rec.acquireTime?.getTime() ?? ''}`;
     if (this.reportedImpostor !== key) {
       this.reportedImpostor = key;
@@ -190,16 +225,21 @@ export class RecordView {
 
   /** When the record last observed (`seen`) became free for this candidate: on sight, or at its expiry. */
   freeAtMono(seen: VersionedRecord): number {
-    return this.freeOnSight(seen) ? this.observedAtMono : this.expiresAtMono(seen.record);
+    return this.freeOnSight(seen) ? this.change.atMono : this.expiresAtMono(seen.record);
   }
 
   expired(rec: LeaseRecord): boolean {
     return this.expiresAtMono(rec) <= this.clock.monotonic();
   }
 
+  /** The record was last seen absent: since when nobody but the sitting leader may create it. */
+  private get absence(): Absence | null {
+    return this.last && 'absentUntilMono' in this.last ? this.last : null;
+  }
+
   /** An unchanged record expires a lease duration after we observed it (client-go's rule). */
   private expiresAtMono(rec: LeaseRecord): number {
-    return this.observedAtMono + rec.leaseDurationSeconds * 1000;
+    return this.change.atMono + rec.leaseDurationSeconds * 1000;
   }
 }
 

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { CandidateLoop } from './candidate-loop.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
+import { resolveElectionConfig } from '../config/election-options.js';
 
 const LEASE = 'reports';
 const timings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
@@ -13,7 +14,13 @@ async function leadThenRelease(releaseKeepsAcquireTime: boolean | undefined) {
   const store = new MemoryLeaseStore();
   const old = new Date('2026-12-02T08:00:00.000Z');
   store.put(LEASE, { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: old, renewTime: old, leaseTransitions: 3 });
-  const elector = new CandidateLoop({ ...timings, store, lease: LEASE, identity: 'me', clock, random: () => 0, releaseKeepsAcquireTime });
+  const elector = new CandidateLoop({
+    ...resolveElectionConfig({ ...timings, lease: LEASE, identity: 'me' }),
+    store,
+    clock,
+    random: () => 0,
+    releaseKeepsAcquireTime,
+  });
   const began = clock.now();
   assert.equal(await elector.tryAcquireOrRenew(), true);
   for (let i = 0; i < 10; i++) {

@@ -9,18 +9,18 @@ import type { Eligibility, StandAside } from '../health/eligibility.js';
  * work was not seen to stop: no new term before that term's lease could have expired).
  */
 export class StandBack implements Eligibility {
-  private aside: StandAside | null = null;
-  private timer: Timer | null = null;
+  /** Standing back: why and since when, and the timer that ends it (none once closed); null while eligible. */
+  private standing: { readonly aside: StandAside; readonly timer: Timer | null } | null = null;
   private readonly listeners = new Set<() => void>();
 
   constructor(private readonly clock: Clock = realClock) {}
 
   eligible(): boolean {
-    return this.aside === null;
+    return this.standing === null;
   }
 
   standAside(): StandAside | null {
-    return this.aside;
+    return this.standing?.aside ?? null;
   }
 
   subscribe(onChange: () => void): () => void {
@@ -30,20 +30,20 @@ export class StandBack implements Eligibility {
 
   /** Not eligible for `ms` from now, for `reason`; a later call starts the while again. */
   standBack(reason: string, ms: number): void {
-    this.timer?.cancel();
-    this.aside = { reason, since: this.clock.now() };
-    this.timer = this.clock.setTimer(() => {
-      this.timer = null;
-      this.aside = null;
+    this.standing?.timer?.cancel();
+    const aside = { reason, since: this.clock.now() };
+    const timer = this.clock.setTimer(() => {
+      this.standing = null;
       this.changed();
     }, ms);
+    this.standing = { aside, timer };
     this.changed();
   }
 
-  /** Ends a pending timer (a stopped runner). */
+  /** Ends a pending timer (a stopped runner): it stays standing back. */
   close(): void {
-    this.timer?.cancel();
-    this.timer = null;
+    this.standing?.timer?.cancel();
+    if (this.standing) this.standing = { aside: this.standing.aside, timer: null };
   }
 
   private changed(): void {

@@ -12,6 +12,7 @@ import { ManualHealth } from '../health/manual-health.js';
 import { BackendUnavailableError } from '../errors.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
 import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
+import { resolveElectionConfig, type ElectionConfig } from '../config/election-options.js';
 
 const LEASE = 'billing';
 const timings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
@@ -80,10 +81,14 @@ function world(eventsCarryRecords = true) {
   shared.eventsCarryRecords = eventsCarryRecords;
   const electors: CandidateLoop[] = [];
   const stores = new Map<string, CandidateStore>();
-  const add = (identity: string, draw: number, over: Partial<CandidateOptions> & { keepsClaims?: boolean; deaf?: boolean } = {}) => {
+  const add = (
+    identity: string,
+    draw: number,
+    over: Partial<Omit<CandidateOptions, keyof ElectionConfig>> & { keepsClaims?: boolean; deaf?: boolean } = {},
+  ) => {
     const store = new CandidateStore(shared, over.keepsClaims ?? true, over.deaf ?? false);
     stores.set(identity, store);
-    const e = new CandidateLoop({ ...timings, store, lease: LEASE, identity, clock, random: () => draw, ...over });
+    const e = new CandidateLoop({ ...resolveElectionConfig({ ...timings, lease: LEASE, identity }), store, clock, random: () => draw, ...over });
     electors.push(e);
     e.start();
     shared.setWatchHealth(true);

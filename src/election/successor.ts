@@ -17,11 +17,14 @@
  * not count it as a renewal.
  */
 import { ConflictError, describeError } from '../errors.js';
-import type { LeaseRecord, SuccessorClaim, SuccessorClaimSupport, VersionedRecord } from '../backends/lease-store.js';
-import type { CandidateContext } from './candidate-options.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../log.js';
+import type { LeaseRecord, SuccessorClaim, SuccessorClaimSupport } from '../backends/lease-store.js';
+import type { Standing } from './candidate-options.js';
 import type { Timings } from '../config/election-options.js';
 import { RELEASE_WINDOW_FACTOR, contentionDelayMs } from './elector-config.js';
-import { sameClaim } from './record-view.js';
+import type { RecordAccess } from './record-access.js';
+import type { RecordView } from './record-view.js';
 
 /** What a candidate makes of the claim in the record it last saw. */
 export type ClaimState = 'self' | 'other' | 'none';
@@ -72,17 +75,23 @@ export function claimForNewTerm(rec: LeaseRecord | null, identity: string): Succ
   return claim && claim.identity !== identity ? claim : null;
 }
 
-/** What the claim asks of the candidate that owns it: its view, its bounded store calls, its state. */
-export interface ClaimantOptions extends CandidateContext {
+/** What the claim asks of the candidate that owns it: its view, its way to the record, its standing. */
+export interface ClaimantOptions {
+  identity: string;
+  lease: string;
+  clock: Clock;
+  log: Logger;
   random: () => number;
   timings: Readonly<Timings>;
   claim: ClaimTimings;
   /** The store's capability: whether it keeps claims now (it may change when the store reopens). */
   support: SuccessorClaimSupport;
-  /** Whether the candidate leads now. */
-  leading: () => boolean;
-  /** Whether the candidate campaigns (its app is eligible). */
-  campaigning: () => boolean;
+  /** What the candidate believes about the record, the claim's age and its unanswered claim writes included. */
+  view: RecordView;
+  /** The candidate's bounded store calls, each answer taken into its view. */
+  access: RecordAccess;
+  /** Whether the candidate leads, and whether it campaigns (its app is eligible). */
+  candidate: Standing;
 }
 
 /**
@@ -91,39 +100,22 @@ export interface ClaimantOptions extends CandidateContext {
  * when the next claim write is due and how long this standby's turn at a free lease is.
  */
 export class SuccessorClaimant {
-  /** When the claim in the record (or its absence) was last seen to change: a claim is judged by this. */
-  private seenSinceMono = 0;
   /** This standby's delay for the moment it found no live claim (drawn once per moment). */
   private volunteer: { needAtMono: number; delayMs: number } | null = null;
   /** When this standby last wrote (or tried to write) its claim: a failed write waits a retry period. */
   private lastWriteMono: number | null = null;
-  /**
-   * A claim write went unanswered (a timeout, a dropped connection): it may have landed though
-   * the view does not show it, so a withdrawal reads the record rather than trusting the view.
-   */
-  private unanswered = false;
 
   constructor(private readonly o: ClaimantOptions) {}
-
-  /** When the claim last seen was first seen as it is. */
-  get sinceMono(): number {
-    return this.seenSinceMono;
-  }
-
-  /** A record is taken in after `previous` (null: none seen, or absent): a changed claim restarts its age. */
-  seen(previous: VersionedRecord | null, got: VersionedRecord): void {
-    if (!previous || !sameClaim(previous.record.successor, got.record.successor)) this.seenSinceMono = this.o.clock.monotonic();
-  }
 
   /** What this candidate makes of the claim in the record last seen. */
   state(): ClaimState {
     const claim = this.o.view.observed?.record.successor;
-    return claimState(claim, this.o.identity, this.o.clock.monotonic() - this.seenSinceMono, this.o.claim.lifetimeMs);
+    return claimState(claim, this.o.identity, this.o.clock.monotonic() - this.o.view.claimSeenSinceMono, this.o.claim.lifetimeMs);
   }
 
   /** The store keeps claims and this standby holds the live one: it goes first when the lease is free. */
   named(): boolean {
-    return !this.o.leading() && this.o.campaigning() && this.kept() && this.state() === 'self';
+    return !this.o.candidate.isLeader() && this.o.candidate.campaigning() && this.kept() && this.state() === 'self';
   }
 
   /**
@@ -173,39 +165,40 @@ export class SuccessorClaimant {
       // its watch had not yet brought up to date, and lost the race.
       // The claimant reads too when its view is older than one request timeout: a claim-only
       // write rewrites the record as seen, so from an old view it could bring back an old term.
-      if (!this.named() || !o.view.confirmedWithin(last.version, o.requestTimeoutMs)) {
-        const current = await o.call('get', (c) => o.store.get(o.lease, c));
+      if (!this.named() || !o.view.recentlyConfirmed(last.version)) {
+        const current = await o.access.get();
         if (!current) {
           o.view.noteAbsent();
           return;
         }
-        o.observe(current);
+        o.access.observe(current);
         if (!this.dueNow()) return;
         seen = current;
       }
       const claimed = withClaim(seen.record, { identity: o.identity, claimedAt: o.clock.now() });
-      this.unanswered = true;
-      const version = await o.call('update', (c) => o.store.update(o.lease, claimed, seen.version, c));
-      this.unanswered = false;
+      // Until its answer comes, a withdrawal reads the record rather than trust the view.
+      o.view.noteAnswer('claim', false);
+      const version = await o.access.update(claimed, seen.version);
+      o.view.noteAnswer('claim', true);
       // Not our lease write: the holder's expiry still counts from its last renewal (see
       // RecordView.observe). Unless the watch has meanwhile shown a newer record (a release
       // that landed right after the claim): the answer must not take the view back before it.
-      if (o.view.observed?.version === seen.version) o.observe({ record: claimed, version });
+      if (o.view.observed?.version === seen.version) o.access.observe({ record: claimed, version });
       o.log.debug('claimed to be the successor', { holder: seen.record.holderIdentity });
     } catch (err) {
       o.log.debug('successor claim not written', { reason: describeError(err) });
       if (err instanceof ConflictError) {
         // A conflict is an answer: the claim did not land.
-        this.unanswered = false;
-        const current = await this.read();
-        if (current) o.observe(current);
+        o.view.noteAnswer('claim', true);
+        const current = await o.access.tryGet();
+        if (current) o.access.observe(current);
       }
     }
   }
 
   /** The record last seen holds this standby's claim, or a claim write of its own went unanswered and may have landed. */
   mayHoldClaim(): boolean {
-    return this.unanswered || this.o.view.observed?.record.successor?.identity === this.o.identity;
+    return this.o.view.mayHaveLanded('claim') || this.o.view.observed?.record.successor?.identity === this.o.identity;
   }
 
   /** The candidate stops, or stands aside: it takes its claim back, so the others do not stand back for it. */
@@ -217,15 +210,15 @@ export class SuccessorClaimant {
       const ours = seen?.record.successor?.identity === o.identity;
       // Nothing to withdraw unless the record last seen holds our claim, or a claim write went
       // unanswered; to withdraw it, a recent view that shows it, or a read.
-      if (attempt === 0 && !ours && !this.unanswered) return;
-      const current = attempt === 0 && ours && seen && o.view.confirmedWithin(seen.version, o.requestTimeoutMs) ? seen : await this.read();
+      if (attempt === 0 && !ours && !o.view.mayHaveLanded('claim')) return;
+      const current = attempt === 0 && ours && seen && o.view.recentlyConfirmed(seen.version) ? seen : await o.access.tryGet();
       // A record read answers for the unanswered write: its claim is there or it is not.
-      if (current) this.unanswered = false;
+      if (current) o.view.noteAnswer('claim', true);
       if (!current || current.record.successor?.identity !== o.identity) return;
       try {
         const withdrawn = withClaim(current.record, null);
-        const version = await o.call('update', (c) => o.store.update(o.lease, withdrawn, current.version, c));
-        if (o.view.observed?.version === current.version) o.observe({ record: withdrawn, version });
+        const version = await o.access.update(withdrawn, current.version);
+        if (o.view.observed?.version === current.version) o.access.observe({ record: withdrawn, version });
         o.log.info('withdrew the successor claim');
         return;
       } catch (err) {
@@ -248,10 +241,10 @@ export class SuccessorClaimant {
    */
   private dueMono(): number | null {
     const o = this.o;
-    if (o.leading() || !this.kept() || !o.campaigning()) return null;
+    if (o.candidate.isLeader() || !this.kept() || !o.candidate.campaigning()) return null;
     const seen = o.view.observed;
     if (!seen || seen.record.holderIdentity === '' || o.view.freeOnSight(seen) || o.view.expired(seen.record)) return null;
-    const since = this.seenSinceMono;
+    const since = o.view.claimSeenSinceMono;
     if (this.state() === 'self') return since + o.claim.refreshMs;
     // Another's live claim is replaced once it has not changed for its lifetime.
     const needAtMono = seen.record.successor ? since + o.claim.lifetimeMs : since;
@@ -263,13 +256,5 @@ export class SuccessorClaimant {
 
   private kept(): boolean {
     return this.o.support.kept() === true;
-  }
-
-  private async read(): Promise<VersionedRecord | null> {
-    try {
-      return await this.o.call('get', (c) => this.o.store.get(this.o.lease, c));
-    } catch {
-      return null;
-    }
   }
 }

@@ -43,12 +43,38 @@ export function claimedFields(pod: Pod): MarkFields | null {
   return { namespace, serviceAccount: serviceAccountOf(pod), lease, podLabel: podLabel === 'true' };
 }
 
-/** True when the pod's mark is the one this key gives for the fields its annotations claim. */
-export function hasValidMark(pod: Pod, key: Buffer): boolean {
+/** The key (of `keys`) whose mark the pod carries for the fields its annotations claim, or undefined. */
+export function markKeyOf<K extends { key: Buffer }>(pod: Pod, keys: readonly K[]): K | undefined {
   const fields = claimedFields(pod);
   const mark = pod.metadata?.annotations?.[INJECTED_MARK];
-  if (!fields || typeof mark !== 'string') return false;
-  const want = Buffer.from(injectionMark(key, fields));
+  if (!fields || typeof mark !== 'string') return undefined;
   const got = Buffer.from(mark);
-  return got.length === want.length && timingSafeEqual(got, want);
+  return keys.find((k) => {
+    const want = Buffer.from(injectionMark(k.key, fields));
+    return got.length === want.length && timingSafeEqual(got, want);
+  });
 }
+
+/** True when the pod's mark is the one one of these keys gives for the fields its annotations claim. */
+export function hasValidMark(pod: Pod, keys: readonly Buffer[]): boolean {
+  return (
+    markKeyOf(
+      pod,
+      keys.map((key) => ({ key })),
+    ) !== undefined
+  );
+}
+
+/**
+ * The keys the webhook signs and checks marks with, as src/operator/mark-key.ts keeps them (they
+ * change while it serves: a rotation, a Secret made again).
+ */
+export interface MarkKeys {
+  /** The key new marks are signed with. */
+  signing(): Buffer;
+  /** Every key a mark may have been signed with: the signing one and those retired by a rotation. */
+  verifying(): Buffer[];
+}
+
+/** One fixed key (tests, and a keyring of one). */
+export const fixedMarkKeys = (key: Buffer): MarkKeys => ({ signing: () => key, verifying: () => [key] });

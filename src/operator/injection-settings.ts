@@ -5,6 +5,7 @@ import { InvalidConfigError, describeError } from '../errors.js';
 import { isReadyWhen, type ReadyWhen } from '../sidecar/kubelet-probes.js';
 import { ANNOTATION, SIDECAR_NAME, STATUS_MOUNT } from './annotations.js';
 import { healthFlagsFromProbes, type HealthFlags } from './probe-translation.js';
+import type { MarkKeys } from './injection-mark.js';
 import { workloadLeaseName } from './lease-name.js';
 import type { Pod } from './pod-types.js';
 
@@ -16,8 +17,8 @@ export interface InjectorDefaults {
   nativeSidecar: 'true' | 'false' | 'auto';
   /** Whether the API server supports native sidecars (Kubernetes 1.29+), for "auto". */
   clusterSupportsNativeSidecars: boolean;
-  /** The key injection marks are signed with (src/operator/mark-key.ts). */
-  markKey: Buffer;
+  /** The keys injection marks are signed and checked with (src/operator/mark-key.ts). */
+  marks: MarkKeys;
 }
 
 /** The defaults of the annotations: the chart's values.yaml defaults, so both ways behave alike. */

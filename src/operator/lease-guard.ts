@@ -4,7 +4,7 @@ import type { KubeClient } from '../kube/api-client.js';
 import type { Logger } from '../log.js';
 import { ALLOWED_LEASES } from './annotations.js';
 import type { NamespaceRule } from './namespace-rule.js';
-import { MANAGED_BY, type Grant } from './rbac.js';
+import { MANAGED_BY, ownLabels, type Grant } from './rbac.js';
 
 /** Whether a Lease may be granted to the injected pods that name it, and if not, why. */
 export interface LeaseVerdict {
@@ -24,9 +24,18 @@ const ours = (l: Lease | undefined) => l?.metadata?.labels?.[MANAGED_BY.key] ===
  * So each (namespace, lease) of the marked pods is granted only when its Lease carries
  * leasehold's label (the operator made it), or is absent (the operator makes it now, labelled,
  * holder empty: the sidecars acquire it at once), or its namespace's owner names it in the
- * annotation leasehold.io/allowed-leases. Keyed `<namespace>/<lease>`.
+ * annotation leasehold.io/allowed-leases. Keyed `<namespace>/<lease>`. A Lease another install of
+ * the operator made is leasehold's too: the operator never writes or deletes a Lease once made,
+ * and pods of one namespace could join any of its leasehold Leases through either install.
+ * One it makes carries `installation`'s label, so each can be traced to the install that made it.
  */
-export async function leaseVerdicts(client: KubeClient, log: Logger, grants: Grant[], rule: NamespaceRule): Promise<Map<string, LeaseVerdict>> {
+export async function leaseVerdicts(
+  client: KubeClient,
+  log: Logger,
+  grants: Grant[],
+  rule: NamespaceRule,
+  installation: string,
+): Promise<Map<string, LeaseVerdict>> {
   const out = new Map<string, LeaseVerdict>();
   const pairs = new Map(grants.map((g) => [`${g.namespace}/${g.lease}`, g]));
   if (pairs.size === 0) return out;
@@ -34,12 +43,12 @@ export async function leaseVerdicts(client: KubeClient, log: Logger, grants: Gra
   const labelled = (await client.request<{ items: Lease[] }>('GET', `${LEASES}/leases?labelSelector=${selector}`)).items;
   const known = new Set(labelled.map((l) => `${l.metadata?.namespace}/${l.metadata?.name}`));
   for (const [key, g] of pairs) {
-    out.set(key, known.has(key) ? { granted: true } : await verdictOf(client, log, g, rule));
+    out.set(key, known.has(key) ? { granted: true } : await verdictOf(client, log, g, rule, installation));
   }
   return out;
 }
 
-async function verdictOf(client: KubeClient, log: Logger, g: Grant, rule: NamespaceRule): Promise<LeaseVerdict> {
+async function verdictOf(client: KubeClient, log: Logger, g: Grant, rule: NamespaceRule, installation: string): Promise<LeaseVerdict> {
   const base = `${LEASES}/namespaces/${encodeURIComponent(g.namespace)}/leases`;
   for (let attempt = 0; attempt < 2; attempt++) {
     let lease: Lease | undefined;
@@ -60,7 +69,7 @@ async function verdictOf(client: KubeClient, log: Logger, g: Grant, rule: Namesp
         body: {
           apiVersion: 'coordination.k8s.io/v1',
           kind: 'Lease',
-          metadata: { name: g.lease, namespace: g.namespace, labels: { [MANAGED_BY.key]: MANAGED_BY.value } },
+          metadata: { name: g.lease, namespace: g.namespace, labels: ownLabels(installation) },
           spec: {},
         },
       });

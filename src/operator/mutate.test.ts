@@ -8,12 +8,16 @@ import type { InjectorDefaults } from './injection-settings.js';
 import type { Pod } from './pod-types.js';
 import { hasValidMark, injectionMark } from './injection-mark.js';
 
+/** The key that signs, and one a rotation retired (it still verifies). */
+const KEY = Buffer.alloc(32, 1);
+const RETIRED = Buffer.alloc(32, 3);
+
 const defaults: InjectorDefaults = {
   image: 'leasehold:test',
   imagePullPolicy: 'IfNotPresent',
   nativeSidecar: 'false',
   clusterSupportsNativeSidecars: true,
-  markKey: Buffer.alloc(32, 1),
+  marks: { signing: () => KEY, verifying: () => [KEY, RETIRED] },
 };
 
 /** A pod as a Deployment's ReplicaSet sends it to admission: no name yet, owned by the ReplicaSet. */
@@ -96,9 +100,9 @@ test('a Deployment pod gets a plain sidecar, the status volume read-only in ever
   assert.deepEqual(out.metadata!.annotations, {
     'leasehold.io/injected-lease': 'web',
     'leasehold.io/injected-pod-label': 'false',
-    'leasehold.io/injected-mark': injectionMark(defaults.markKey, { namespace: 'shop', serviceAccount: 'default', lease: 'web', podLabel: false }),
+    'leasehold.io/injected-mark': injectionMark(KEY, { namespace: 'shop', serviceAccount: 'default', lease: 'web', podLabel: false }),
   });
-  assert.ok(hasValidMark(out, defaults.markKey));
+  assert.ok(hasValidMark(out, [KEY]), 'signed with the signing key');
 });
 
 test('native-sidecar "true" makes an init container with restartPolicy Always, after the pod\'s own', () => {
@@ -259,7 +263,7 @@ test('a pod that looks injected without a valid mark is refused, not left unchan
   );
   // A mark made for other fields (another namespace, ServiceAccount, lease or mode) is no mark.
   const markFor = (f: { namespace?: string; serviceAccount?: string; lease?: string; podLabel?: boolean }) =>
-    injectionMark(defaults.markKey, { namespace: 'shop', serviceAccount: 'intruder', lease: 'kube-scheduler', podLabel: true, ...f });
+    injectionMark(KEY, { namespace: 'shop', serviceAccount: 'intruder', lease: 'kube-scheduler', podLabel: true, ...f });
   for (const wrong of [
     markFor({ namespace: 'other' }),
     markFor({ serviceAccount: 'web' }),
@@ -275,8 +279,11 @@ test('a pod that looks injected without a valid mark is refused, not left unchan
     review(reviewOf(lookalike({ ...made, 'leasehold.io/injected-mark': markFor({ namespace: 'other' }) }, 'other')), defaults).response.allowed,
     false,
   );
-  // The mark this webhook made for the same fields: a copy of an injected pod, left as it is.
+  // The mark this webhook made for the same fields: a copy of an injected pod, left as it is;
+  // also when a rotation has retired the key it was signed with.
   assert.deepEqual(review(reviewOf(lookalike({ ...made, 'leasehold.io/injected-mark': markFor({}) })), defaults).response, { uid: 'u-1', allowed: true });
+  const byRetired = injectionMark(RETIRED, { namespace: 'shop', serviceAccount: 'intruder', lease: 'kube-scheduler', podLabel: true });
+  assert.deepEqual(review(reviewOf(lookalike({ ...made, 'leasehold.io/injected-mark': byRetired })), defaults).response, { uid: 'u-1', allowed: true });
 });
 
 test('injector annotations on a pod without the sidecar are overwritten, and the mark signs what was injected', () => {
@@ -292,7 +299,7 @@ test('injector annotations on a pod without the sidecar are overwritten, and the
   assert.equal(set['/metadata/annotations/leasehold.io~1injected-pod-label'], 'false');
   assert.equal(
     set['/metadata/annotations/leasehold.io~1injected-mark'],
-    injectionMark(defaults.markKey, { namespace: 'shop', serviceAccount: 'default', lease: 'web', podLabel: false }),
+    injectionMark(KEY, { namespace: 'shop', serviceAccount: 'default', lease: 'web', podLabel: false }),
   );
 });
 

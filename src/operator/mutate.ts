@@ -38,7 +38,7 @@ export function injectionPatch(pod: Pod, defaults: InjectorDefaults): PatchOp[] 
  */
 export function injection(pod: Pod, defaults: InjectorDefaults): { patch: PatchOp[]; warnings: string[] } {
   if (alreadyInjected(pod)) {
-    if (hasValidMark(pod, defaults.markKey)) return { patch: [], warnings: [] };
+    if (hasValidMark(pod, defaults.marks.verifying())) return { patch: [], warnings: [] };
     throw new InvalidConfigError(
       `the pod has a container named ${JSON.stringify(SIDECAR_NAME)} but no valid annotation ${INJECTED_MARK}, which only this operator's webhook writes: rename that container, or remove the label ${INJECT_LABEL} to run your own sidecar`,
     );
@@ -73,7 +73,7 @@ export function injection(pod: Pod, defaults: InjectorDefaults): { patch: PatchO
     );
   });
   const namespace = pod.metadata?.namespace ?? '';
-  const mark = injectionMark(defaults.markKey, { namespace, serviceAccount: serviceAccountOf(pod), lease: s.lease, podLabel: s.podLabel });
+  const mark = injectionMark(defaults.marks.signing(), { namespace, serviceAccount: serviceAccountOf(pod), lease: s.lease, podLabel: s.podLabel });
   const marks = { [INJECTED_LEASE]: s.lease, [INJECTED_POD_LABEL]: String(s.podLabel), [INJECTED_MARK]: mark };
   if (!pod.metadata?.annotations) ops.push({ op: 'add', path: '/metadata/annotations', value: marks });
   else for (const [k, v] of Object.entries(marks)) ops.push({ op: 'add', path: `/metadata/annotations/${seg(k)}`, value: v });

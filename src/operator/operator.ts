@@ -4,8 +4,9 @@ import { LeaderElection, type Leadership } from '../election/leader-election.js'
 import type { KubeConnection } from '../kube/connect.js';
 import type { Logger } from '../log.js';
 import type { InjectorDefaults } from './injection-settings.js';
-import { loadMarkKey } from './mark-key.js';
+import { MarkKeyKeeper } from './mark-key.js';
 import type { OperatorMetrics } from './operator-metrics.js';
+import { installationOf, ownLabels } from './rbac.js';
 import { Reconciler } from './reconciler.js';
 import { loadServingPair, loadTls, syncTls, type ServingPair, type TlsLocation } from './tls-keeper.js';
 import type { TlsPolicy } from './tls-state.js';
@@ -27,14 +28,16 @@ export interface OperatorOptions {
   certificates: 'operator' | 'external';
   policy: TlsPolicy;
   listen: { host: string; port: number };
-  injector: Omit<InjectorDefaults, 'clusterSupportsNativeSidecars' | 'markKey'>;
-  /** The Secret in its namespace holding the key injection marks are signed with (made on first start). */
+  injector: Omit<InjectorDefaults, 'clusterSupportsNativeSidecars' | 'marks'>;
+  /** The Secret in its namespace holding the keys injection marks are signed with (made on first start). */
   markSecret: string;
+  /** The value of the pod label leasehold.io/inject its webhook configuration selects (--inject-value): the pods it grants and reports. */
+  injectValue: string;
   excludedNamespaces: string[];
   /** Only namespaces labelled leasehold.io/injection=enabled are granted and reported (the webhook's namespaceOptIn). */
   namespaceOptIn: boolean;
   resyncMs: number;
-  /** How often every replica rereads the Secret (and the leader moves it on). */
+  /** How often every replica rereads the Secrets (and the leader moves them on). */
   tlsCheckMs: number;
   log: Logger;
   metrics: OperatorMetrics;
@@ -61,11 +64,16 @@ export class Operator {
   private leading = false;
   private listening: Promise<number> | undefined;
   private stopped = false;
-  private markKey: Buffer | undefined;
+  private marks: MarkKeyKeeper | undefined;
+  private checkingMarks: Promise<void> | undefined;
+  /** This install's name, on everything it makes (rbac.ts installationOf). */
+  private readonly installation: string;
   /** The last warning about the external Secret, so each is logged once, not every --tls-check. */
   private externalWarning = '';
 
-  constructor(private readonly o: OperatorOptions) {}
+  constructor(private readonly o: OperatorOptions) {
+    this.installation = installationOf(o.kube.namespace, o.lease);
+  }
 
   /** The webhook's port once it listens (it listens once a certificate exists). */
   port(): Promise<number> | undefined {
@@ -75,10 +83,18 @@ export class Operator {
   async start(): Promise<void> {
     const o = this.o;
     const native = await supportsNativeSidecars(o.kube);
+    o.log.info('starting', { installation: this.installation, injects: `leasehold.io/inject=${o.injectValue}` });
     // Before the port opens: a replica signs every pod it injects, so it serves none without the key.
-    const markKey = await loadMarkKey(o.kube.client, o.kube.namespace, o.markSecret);
-    this.markKey = markKey;
-    this.server = new WebhookServer({ ...o.injector, clusterSupportsNativeSidecars: native, markKey }, o.log, o.metrics);
+    const marks = await MarkKeyKeeper.load({
+      client: o.kube.client,
+      namespace: o.kube.namespace,
+      name: o.markSecret,
+      labels: ownLabels(this.installation),
+      log: o.log,
+      graceMs: markGraceMs(o.tlsCheckMs),
+    });
+    this.marks = marks;
+    this.server = new WebhookServer({ ...o.injector, clusterSupportsNativeSidecars: native, marks }, o.log, o.metrics);
     this.election = await LeaderElection.start({
       store: { backend: 'kubernetes', kube: o.kube, namespace: o.kube.namespace },
       lease: o.lease,
@@ -89,7 +105,10 @@ export class Operator {
       log: o.log,
       callbacks: { onStartedLeading: (l) => this.lead(l) },
     });
-    this.tlsTimer = setInterval(() => void this.checkTls(), o.tlsCheckMs);
+    this.tlsTimer = setInterval(() => {
+      void this.checkTls();
+      void this.checkMarks();
+    }, o.tlsCheckMs);
     await this.checkTls();
   }
 
@@ -98,6 +117,7 @@ export class Operator {
     clearInterval(this.tlsTimer);
     await this.election?.stop();
     await this.checking;
+    await this.checkingMarks;
     await this.server?.close();
   }
 
@@ -115,13 +135,23 @@ export class Operator {
       metrics: o.metrics,
       excludedNamespaces: o.excludedNamespaces,
       namespaceOptIn: o.namespaceOptIn,
-      markKey: this.markKey!,
+      marks: this.marks!,
+      installation: this.installation,
+      injectValue: o.injectValue,
     });
     reconciler.start(o.resyncMs);
     await new Promise<void>((resolve) => l.signal.addEventListener('abort', () => resolve(), { once: true }));
     this.leading = false;
     o.metrics.isLeader.set(0);
     await reconciler.stop();
+  }
+
+  /** One reread of the mark keys' Secret (mark-key.ts); the leader also rotates when asked. One at a time. */
+  private checkMarks(): Promise<void> {
+    this.checkingMarks ??= this.marks!.refresh(this.leading).finally(() => {
+      this.checkingMarks = undefined;
+    });
+    return this.checkingMarks;
   }
 
   /** What to serve now: the Secret as another keeps it, or (the leader) as moved on by this pass. */
@@ -197,3 +227,10 @@ export class Operator {
     return this.checking;
   }
 }
+
+/**
+ * How long a retired mark key still verifies pods made after a rotation: every replica rereads
+ * the Secret each --tls-check, so after three of them (one missed read, and the clocks' skew
+ * against the API server's timestamps, which have whole seconds) none signs with the old key.
+ */
+export const markGraceMs = (tlsCheckMs: number): number => 3 * tlsCheckMs;

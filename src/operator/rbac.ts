@@ -1,7 +1,32 @@
 import { createHash } from 'node:crypto';
 
-/** The label on every Role and RoleBinding the operator owns: it lists them by it, and deletes only those. */
+/** The label on every object a leasehold operator makes (Roles, RoleBindings, Leases, its Secrets). */
 export const MANAGED_BY = { key: 'app.kubernetes.io/managed-by', value: 'leasehold-operator' } as const;
+/**
+ * The label naming which install made an object: a cluster may run several operators (each its
+ * own release, namespace and pod label value), and each lists, corrects and deletes only the
+ * Roles and RoleBindings that carry its own value (issue 36: two installs deleted each other's).
+ */
+export const INSTALLATION_LABEL = 'leasehold.io/installation';
+
+/**
+ * An install's name: its namespace and the Lease its replicas elect their reconciler on, which
+ * together are one install (replicas sharing both share one reconciler). `<namespace>.<lease>`
+ * (a namespace has no dot, so it reads back unambiguously) when that fits a label value's 63
+ * characters; else its first 42 characters and 20 hex digits of its SHA-256.
+ */
+export function installationOf(namespace: string, lease: string): string {
+  const name = `${namespace}.${lease}`;
+  if (name.length <= 63) return name;
+  return `${name.slice(0, 42)}-${createHash('sha256').update(name).digest('hex').slice(0, 20)}`;
+}
+
+/** The labels of an object the install `installation` makes. */
+export const ownLabels = (installation: string): Record<string, string> => ({ [MANAGED_BY.key]: MANAGED_BY.value, [INSTALLATION_LABEL]: installation });
+
+/** True when `labels` are the install's own (a Role or RoleBinding it made, or may correct). */
+export const isOwn = (labels: Record<string, string> | undefined, installation: string): boolean =>
+  labels?.[MANAGED_BY.key] === MANAGED_BY.value && labels[INSTALLATION_LABEL] === installation;
 export const SA_ANNOTATION = 'leasehold.io/service-account';
 export const LEASE_ANNOTATION = 'leasehold.io/lease';
 
@@ -14,11 +39,12 @@ export interface Grant {
 }
 
 /**
- * The Role and RoleBinding name for a (ServiceAccount, lease) pair. Both names can be 253
- * characters long, so the pair is hashed; the annotations keep the names readable.
+ * The Role and RoleBinding name for a (ServiceAccount, lease) pair of one install. Both names can
+ * be 253 characters long, so they are hashed; the annotations keep the names readable. The
+ * install is in it so that two installs granting the same pair each keep their own.
  */
-export function grantName(serviceAccount: string, lease: string): string {
-  return `leasehold-${createHash('sha256').update(`${serviceAccount}\0${lease}`).digest('hex').slice(0, 20)}`;
+export function grantName(installation: string, serviceAccount: string, lease: string): string {
+  return `leasehold-${createHash('sha256').update(`${installation}\0${serviceAccount}\0${lease}`).digest('hex').slice(0, 20)}`;
 }
 
 /**
@@ -35,30 +61,30 @@ export function roleRules(g: Pick<Grant, 'lease' | 'podLabel'>): unknown[] {
   ];
 }
 
-export function roleFor(g: Grant) {
-  const name = grantName(g.serviceAccount, g.lease);
+export function roleFor(g: Grant, installation: string) {
+  const name = grantName(installation, g.serviceAccount, g.lease);
   return {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'Role',
     metadata: {
       name,
       namespace: g.namespace,
-      labels: { [MANAGED_BY.key]: MANAGED_BY.value },
+      labels: ownLabels(installation),
       annotations: { [SA_ANNOTATION]: g.serviceAccount, [LEASE_ANNOTATION]: g.lease },
     },
     rules: roleRules(g),
   };
 }
 
-export function roleBindingFor(g: Grant) {
-  const name = grantName(g.serviceAccount, g.lease);
+export function roleBindingFor(g: Grant, installation: string) {
+  const name = grantName(installation, g.serviceAccount, g.lease);
   return {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'RoleBinding',
     metadata: {
       name,
       namespace: g.namespace,
-      labels: { [MANAGED_BY.key]: MANAGED_BY.value },
+      labels: ownLabels(installation),
       annotations: { [SA_ANNOTATION]: g.serviceAccount, [LEASE_ANNOTATION]: g.lease },
     },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },

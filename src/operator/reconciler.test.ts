@@ -6,16 +6,51 @@ import { silentLogger } from '../log.js';
 import { FakeClock, settle } from '../testing/fake-clock.js';
 import { ALLOWED_LEASES, INJECTED_LEASE, INJECTED_MARK, INJECTED_POD_LABEL, INJECT_LABEL, SIDECAR_NAME } from './annotations.js';
 import { injectionMark } from './injection-mark.js';
+import type { MarkVerifier } from './mark-key.js';
+import { checkMark, markKey, withoutUnneeded, type Keyring } from './mark-keyring.js';
 import { OperatorMetrics } from './operator-metrics.js';
 import type { Pod } from './pod-types.js';
-import { MANAGED_BY, grantName } from './rbac.js';
+import { INSTALLATION_LABEL, MANAGED_BY, grantName as grantNameOf, ownLabels } from './rbac.js';
 import { PASS_GAP_MS, Reconciler } from './reconciler.js';
 
 const RESYNC_MS = 30_000;
 const KEY = Buffer.alloc(32, 7);
+/** This install, and another one's in the same cluster. */
+const INSTALL = 'ops.leasehold-operator';
+const OTHER_INSTALL = 'ops-b.leasehold-operator';
+const grantName = (sa: string, lease: string) => grantNameOf(INSTALL, sa, lease);
+/** The fake clock's start: the ring's keys are older than every pod unless a test says otherwise. */
+const T0 = Date.parse('2026-12-02T09:00:00.000Z');
+const SINCE = T0 - 86_400_000;
+const GRACE_MS = 30_000;
+
+/** The marks' keys as mark-key.ts keeps them, from a ring the test holds; records what keepOnly was told. */
+function ringVerifier(ring: Keyring) {
+  const kept: { needed: string[]; listedAt: number }[] = [];
+  const verifier = {
+    ring,
+    kept,
+    check: (p: Parameters<MarkVerifier['check']>[0]) => checkMark(verifier.ring, p, GRACE_MS),
+    keepOnly: (needed: ReadonlySet<string>, listedAt: number) => {
+      kept.push({ needed: [...needed], listedAt });
+      verifier.ring = withoutUnneeded(verifier.ring, needed, listedAt, GRACE_MS);
+      return Promise.resolve();
+    },
+  };
+  return verifier;
+}
+
+const oneKey = (): Keyring => ({ current: markKey(KEY), retired: [], since: SINCE, dropped: [] });
 
 interface Named {
-  metadata: { name: string; namespace: string; uid?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  metadata: {
+    name: string;
+    namespace: string;
+    uid?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    creationTimestamp?: string;
+  };
 }
 
 /**
@@ -32,18 +67,23 @@ function fakeCluster() {
   const events: { pod: string; reason: string; message: string }[] = [];
   const calls: string[] = [];
   let onEvent: ((e: RawWatchEvent) => void) | undefined;
-  const labelled = (o: { metadata: { labels?: Record<string, string> } }, selector: string | null) => {
-    if (!selector) return true;
-    const [k, v] = selector.split('=');
-    return o.metadata.labels?.[k!] === v;
-  };
+  /** A label selector of `k=v` and `!k` terms, as the API server applies it. */
+  const labelled = (o: { metadata?: { labels?: Record<string, string> } }, selector: string | null) =>
+    (selector ?? '')
+      .split(',')
+      .filter(Boolean)
+      .every((term) => {
+        if (term.startsWith('!')) return o.metadata?.labels?.[term.slice(1)] === undefined;
+        const [k, v] = term.split('=');
+        return o.metadata?.labels?.[k!] === v;
+      });
   const client = {
     request: (method: string, path: string, opts?: { body?: unknown }) => {
       calls.push(`${method} ${path}`);
       const url = new URL(path, 'https://api.invalid');
       const parts = url.pathname.split('/').filter(Boolean);
       const selector = url.searchParams.get('labelSelector');
-      if (method === 'GET' && url.pathname === '/api/v1/pods') return Promise.resolve({ items: [...pods.values()] });
+      if (method === 'GET' && url.pathname === '/api/v1/pods') return Promise.resolve({ items: [...pods.values()].filter((p) => labelled(p, selector)) });
       if (method === 'GET' && url.pathname === '/api/v1/namespaces')
         return Promise.resolve({ items: [...namespaces.values()].filter((n) => labelled(n, selector)) });
       if (method === 'GET' && parts[2] === 'namespaces' && parts.length === 4) {
@@ -62,7 +102,7 @@ function fakeCluster() {
         }
       }
       const kind = parts.find((p): p is 'roles' | 'rolebindings' => p === 'roles' || p === 'rolebindings');
-      if (kind && method === 'GET') return Promise.resolve({ items: [...rbac[kind].values()] });
+      if (kind && method === 'GET') return Promise.resolve({ items: [...rbac[kind].values()].filter((o) => labelled(o, selector)) });
       const body = opts?.body as Named | undefined;
       if (kind && (method === 'POST' || method === 'PUT')) {
         rbac[kind].set(`${body!.metadata.namespace}/${body!.metadata.name}`, body!);
@@ -96,8 +136,18 @@ function fakeCluster() {
  */
 function pod(
   name: string,
-  opts: { injected?: boolean; forged?: boolean; sa?: string; lease?: string; ns?: string; podLabel?: boolean; key?: Buffer } = {},
-): Pod & Named {
+  opts: {
+    injected?: boolean;
+    forged?: boolean;
+    sa?: string;
+    lease?: string;
+    ns?: string;
+    podLabel?: boolean;
+    key?: Buffer;
+    created?: number;
+    inject?: string;
+  } = {},
+): Pod & Named & { metadata: { creationTimestamp?: string } } {
   const injected = opts.injected ?? true;
   const namespace = opts.ns ?? 'app';
   const sa = opts.sa ?? 'web';
@@ -110,7 +160,9 @@ function pod(
       name,
       namespace,
       uid: `uid-${name}`,
-      labels: { [INJECT_LABEL]: 'true' },
+      // Whole seconds, as the API server writes them.
+      creationTimestamp: new Date(opts.created ?? T0).toISOString().replace(/\.\d+Z$/, 'Z'),
+      labels: { [INJECT_LABEL]: opts.inject ?? 'true' },
       annotations: opts.forged ? marks : injected ? { ...marks, [INJECTED_MARK]: mark } : {},
     },
     spec: {
@@ -120,20 +172,26 @@ function pod(
   };
 }
 
-async function started(cluster: ReturnType<typeof fakeCluster>, opts: { namespaceOptIn?: boolean } = {}) {
-  const clock = new FakeClock();
+async function started(
+  cluster: ReturnType<typeof fakeCluster>,
+  opts: { namespaceOptIn?: boolean; marks?: ReturnType<typeof ringVerifier>; installation?: string; injectValue?: string } = {},
+) {
+  const clock = new FakeClock(new Date(T0));
+  const marks = opts.marks ?? ringVerifier(oneKey());
   const reconciler = new Reconciler({
     client: cluster.client,
     log: silentLogger,
     metrics: new OperatorMetrics(false),
     excludedNamespaces: ['kube-system'],
     namespaceOptIn: opts.namespaceOptIn ?? false,
-    markKey: KEY,
+    marks,
+    installation: opts.installation ?? INSTALL,
+    injectValue: opts.injectValue ?? 'true',
     clock,
   });
   reconciler.start(RESYNC_MS);
   await settle();
-  return { clock, reconciler };
+  return { clock, reconciler, marks };
 }
 
 test('a hundred pod events within the gap cost one pass, run once the gap has passed', async () => {
@@ -289,8 +347,8 @@ test('a pod that looks injected without a valid mark is never granted, and is re
   for (const p of [real, forged, otherKey, relabelled, copied, escalated, template]) cluster.pods.set(p.metadata.name, p);
   // A Role an earlier operator made for the forged pod is taken back.
   const stale = `app/${grantName('intruder', 'kube-scheduler')}`;
-  cluster.rbac.roles.set(stale, { metadata: { name: grantName('intruder', 'kube-scheduler'), namespace: 'app' } });
-  cluster.rbac.rolebindings.set(stale, { metadata: { name: grantName('intruder', 'kube-scheduler'), namespace: 'app' } });
+  cluster.rbac.roles.set(stale, { metadata: { name: grantName('intruder', 'kube-scheduler'), namespace: 'app', labels: ownLabels(INSTALL) } });
+  cluster.rbac.rolebindings.set(stale, { metadata: { name: grantName('intruder', 'kube-scheduler'), namespace: 'app', labels: ownLabels(INSTALL) } });
   const { clock, reconciler } = await started(cluster);
   try {
     assert.deepEqual([...cluster.rbac.roles.keys()], [`app/${grantName('web', 'web')}`], 'only the pod the webhook injected is granted');
@@ -334,7 +392,7 @@ test("an existing Lease not made for leasehold is granted only when the namespac
     assert.ok(cluster.rbac.roles.has(`app/${grantName('web', 'web')}`), 'a Lease labelled as leasehold-operator made it is granted');
     // An absent Lease is made, labelled, with no holder; its pods get no right to create Leases.
     const made = cluster.leases.get('app/jobs') as Named & { spec?: unknown };
-    assert.deepEqual(made.metadata.labels, { [MANAGED_BY.key]: MANAGED_BY.value });
+    assert.deepEqual(made.metadata.labels, { [MANAGED_BY.key]: MANAGED_BY.value, [INSTALLATION_LABEL]: INSTALL });
     assert.deepEqual(made.spec, {});
     const rules = (cluster.rbac.roles.get(`app/${grantName('jobs', 'jobs')}`) as Named & { rules: { verbs: string[]; resourceNames?: string[] }[] }).rules;
     assert.deepEqual(rules, [
@@ -365,6 +423,156 @@ test('with namespace opt-in, pods in a namespace not opted in are neither grante
     assert.deepEqual([...cluster.rbac.roles.keys()], [`team-a/${grantName('web', 'web')}`]);
     assert.deepEqual([...cluster.leases.keys()], ['team-a/web']);
     assert.deepEqual(cluster.events, [], 'the webhook never sees those namespaces: nothing to report');
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test('two installs: each lists, grants and removes only its own, and only the pods labelled with its value', async () => {
+  const cluster = fakeCluster();
+  const ours = pod('web-0');
+  // A pod for the other install (its own value of leasehold.io/inject, its own key).
+  const theirs = pod('b-0', { sa: 'b', lease: 'b', inject: 'team-b', key: Buffer.alloc(32, 8) });
+  cluster.pods.set(ours.metadata.name, ours);
+  cluster.pods.set(theirs.metadata.name, theirs);
+  // The other install's grants: one for its pod, one for a pair of the same ServiceAccount and lease as ours.
+  const other = (sa: string, lease: string) => ({
+    metadata: { name: grantNameOf(OTHER_INSTALL, sa, lease), namespace: 'app', labels: ownLabels(OTHER_INSTALL) },
+  });
+  for (const [sa, lease] of [
+    ['b', 'b'],
+    ['web', 'web'],
+  ] as const) {
+    const o = other(sa, lease);
+    cluster.rbac.roles.set(`app/${o.metadata.name}`, o);
+    cluster.rbac.rolebindings.set(`app/${o.metadata.name}`, o);
+  }
+  const { clock, reconciler } = await started(cluster);
+  try {
+    await clock.advance(RESYNC_MS);
+    const names = [...cluster.rbac.roles.keys()].sort();
+    assert.deepEqual(
+      names,
+      [`app/${grantName('web', 'web')}`, `app/${grantNameOf(OTHER_INSTALL, 'b', 'b')}`, `app/${grantNameOf(OTHER_INSTALL, 'web', 'web')}`].sort(),
+    );
+    assert.equal(cluster.rbac.rolebindings.size, 3, "the other install's bindings are left alone");
+    assert.deepEqual(cluster.rbac.roles.get(`app/${grantName('web', 'web')}`)!.metadata.labels, ownLabels(INSTALL));
+    assert.deepEqual(cluster.events, [], "the other install's pod is neither granted nor reported here");
+    assert.ok(
+      cluster.calls.filter((c) => c.startsWith('GET /api/v1/pods')).every((c) => c.includes(encodeURIComponent(`${INJECT_LABEL}=true`))),
+      'its pods listed by its own value',
+    );
+    assert.ok(
+      cluster.calls
+        .filter((c) => /^GET \/apis\/rbac[^?]*\/(roles|rolebindings)\?/.test(c))
+        .every((c) => decodeURIComponent(c).includes(`${INSTALLATION_LABEL}`)),
+      'its Roles and RoleBindings listed by install',
+    );
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test('the grants of an operator older than install labels are removed once this install has made its own', async () => {
+  const cluster = fakeCluster();
+  const web = pod('web-0');
+  cluster.pods.set(web.metadata.name, web);
+  const legacy = { metadata: { name: 'leasehold-00000000000000000000', namespace: 'app', labels: { [MANAGED_BY.key]: MANAGED_BY.value } } };
+  cluster.rbac.roles.set('app/leasehold-00000000000000000000', legacy);
+  cluster.rbac.rolebindings.set('app/leasehold-00000000000000000000', legacy);
+  const { reconciler } = await started(cluster);
+  try {
+    assert.deepEqual([...cluster.rbac.roles.keys()], [`app/${grantName('web', 'web')}`]);
+    assert.deepEqual([...cluster.rbac.rolebindings.keys()], [`app/${grantName('web', 'web')}`]);
+    const made = cluster.calls.findIndex((c) => c.startsWith('POST /apis/rbac.authorization.k8s.io/v1/namespaces/app/rolebindings'));
+    const removed = cluster.calls.findIndex((c) => c.startsWith('DELETE /apis/rbac.authorization.k8s.io/v1/namespaces/app/rolebindings/leasehold-0000'));
+    assert.ok(made >= 0 && made < removed, 'its own binding made before the old one goes');
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test("a lost mark key: what the older pods' ServiceAccounts hold is kept as it is, never made or widened, and said", async () => {
+  const cluster = fakeCluster();
+  const lost = Buffer.alloc(32, 4);
+  const before = SINCE - 3_600_000;
+  // Injected under a key the operator no longer holds, before its keys' record begins.
+  const old = pod('web-0', { key: lost, created: before });
+  const oldWidened = pod('web-1', { key: lost, created: before, podLabel: true });
+  const ungranted = pod('jobs-0', { sa: 'jobs', lease: 'jobs', key: lost, created: before });
+  // The same mark on a pod made after the record begins: no key lost can explain it.
+  const young = pod('web-2', { key: lost, created: SINCE + 1_000 });
+  for (const p of [old, oldWidened, ungranted, young]) cluster.pods.set(p.metadata.name, p);
+  const name = grantName('web', 'web');
+  const role = {
+    metadata: { name, namespace: 'app', labels: ownLabels(INSTALL), uid: 'role-1' },
+    rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['web'], verbs: ['get', 'update', 'list', 'watch'] }],
+  };
+  const binding = { metadata: { name, namespace: 'app', labels: ownLabels(INSTALL), uid: 'binding-1' } };
+  cluster.rbac.roles.set(`app/${name}`, role);
+  cluster.rbac.rolebindings.set(`app/${name}`, binding);
+  cluster.leases.set('app/web', { metadata: { name: 'web', namespace: 'app', labels: ownLabels(INSTALL) } });
+  const { clock, reconciler } = await started(cluster);
+  try {
+    await clock.advance(RESYNC_MS);
+    assert.equal(cluster.rbac.roles.get(`app/${name}`), role, 'the Role kept as it was: not removed, not rewritten');
+    assert.equal(cluster.rbac.rolebindings.get(`app/${name}`), binding);
+    assert.ok(!cluster.calls.some((c) => c.startsWith('PUT ')), 'nothing rewritten: a podLabel claim does not widen it');
+    assert.ok(!cluster.rbac.roles.has(`app/${grantName('jobs', 'jobs')}`), 'nothing made for a ServiceAccount that held nothing');
+    assert.deepEqual(cluster.events.map((e) => [e.pod, e.reason]).sort(), [
+      ['jobs-0', 'LeaseholdNotGranted'],
+      ['web-0', 'LeaseholdGrantKept'],
+      ['web-1', 'LeaseholdGrantKept'],
+      ['web-2', 'LeaseholdNotGranted'],
+    ]);
+    const said = (pod: string) => cluster.events.find((e) => e.pod === pod)!.message;
+    assert.match(said('web-0'), /keeps what this pod's ServiceAccount already holds, as it is and never more.*no longer holds/);
+    assert.match(said('jobs-0'), /no longer holds .* holds no grant for it to keep/);
+    assert.match(said('web-2'), /no valid injection mark/);
+
+    // A new pod of the pair, injected with the current key: the grant is its own now, and stays
+    // once the old pods are gone.
+    const fresh = pod('web-3', { podLabel: false });
+    cluster.pods.set(fresh.metadata.name, fresh);
+    for (const p of [old, oldWidened, young]) cluster.pods.delete(p.metadata.name);
+    await clock.advance(RESYNC_MS);
+    assert.ok(cluster.rbac.roles.has(`app/${name}`) && cluster.rbac.rolebindings.has(`app/${name}`));
+    // The last pod of the pair gone: so is its grant.
+    cluster.pods.delete(fresh.metadata.name);
+    await clock.advance(RESYNC_MS);
+    assert.ok(!cluster.rbac.roles.has(`app/${name}`) && !cluster.rbac.rolebindings.has(`app/${name}`), 'kept while a pod needs it, no longer');
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test('a rotated key verifies the pods made before it stopped signing, and goes once none is left', async () => {
+  const cluster = fakeCluster();
+  const old = Buffer.alloc(32, 5);
+  const retiredAt = T0 - 60_000;
+  const ring: Keyring = { current: markKey(KEY), retired: [markKey(old, retiredAt)], since: SINCE, dropped: [] };
+  const made = pod('web-0', { key: old, created: retiredAt - 3_600_000 });
+  // Within the grace: a replica that had not reread the Secret yet signed it.
+  const late = pod('web-1', { key: old, created: retiredAt + GRACE_MS - 2_000 });
+  // After the grace: whoever signed it, no replica signs with that key any more.
+  const after = pod('web-2', { key: old, created: retiredAt + GRACE_MS + 1_000 });
+  for (const p of [made, late, after]) cluster.pods.set(p.metadata.name, p);
+  const marks = ringVerifier(ring);
+  const { clock, reconciler } = await started(cluster, { marks });
+  try {
+    assert.ok(cluster.rbac.roles.has(`app/${grantName('web', 'web')}`), 'granted');
+    assert.deepEqual(
+      cluster.events.map((e) => [e.pod, e.reason]),
+      [['web-2', 'LeaseholdNotGranted']],
+    );
+    assert.match(cluster.events[0]!.message, /signed with a key retired at .*made after that key stopped signing/);
+    assert.deepEqual(marks.kept.at(-1)!.needed, [markKey(old).id], 'the retired key is still needed');
+    assert.equal(marks.ring.retired.length, 1);
+    for (const p of [made, late, after]) cluster.pods.delete(p.metadata.name);
+    await clock.advance(RESYNC_MS);
+    assert.deepEqual(marks.kept.at(-1)!.needed, []);
+    assert.deepEqual(marks.ring.retired, [], 'dropped once no pod needs it');
+    assert.deepEqual(marks.ring.dropped, [markKey(old).id]);
   } finally {
     await reconciler.stop();
   }

@@ -4,13 +4,14 @@ import type { KubeClient, WatchHandle } from '../kube/api-client.js';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { INJECT_LABEL } from './annotations.js';
-import { claimedFields, hasValidMark } from './injection-mark.js';
+import { claimedFields } from './injection-mark.js';
 import { leaseVerdicts, type LeaseVerdict } from './lease-guard.js';
+import type { MarkVerifier } from './mark-key.js';
 import { alreadyInjected } from './mutate.js';
 import { namespaceRule, type NamespaceRule } from './namespace-rule.js';
 import type { OperatorMetrics } from './operator-metrics.js';
 import type { Pod } from './pod-types.js';
-import { MANAGED_BY, grantName, roleBindingFor, roleFor, type Grant } from './rbac.js';
+import { INSTALLATION_LABEL, MANAGED_BY, grantName, isOwn, roleBindingFor, roleFor, roleRules, type Grant } from './rbac.js';
 
 interface PodItem extends Pod {
   metadata?: Pod['metadata'] & { uid?: string; deletionTimestamp?: string };
@@ -32,14 +33,17 @@ export interface ReconcilerOptions {
   excludedNamespaces: string[];
   /** webhook.namespaceOptIn: only namespaces labelled leasehold.io/injection=enabled are granted or reported, as the webhook sees only those. */
   namespaceOptIn: boolean;
-  /** The key the webhook signs injection marks with: only a pod with a valid mark is granted. */
-  markKey: Buffer;
+  /** The keys the webhook signs injection marks with: only a pod with a valid mark is granted; after each pass, retired keys no pod needs go. */
+  marks: MarkVerifier;
+  /** This install's name (rbac.ts installationOf): on every Role and RoleBinding it makes, and in the selectors it lists them by. */
+  installation: string;
+  /** The value of the pod label leasehold.io/inject its webhook selects: the pods it lists, grants and reports. */
+  injectValue: string;
   /** Times the gap between passes and the resync; tests pass a FakeClock. */
   clock?: Clock;
 }
 
 const RBAC = '/apis/rbac.authorization.k8s.io/v1';
-const POD_SELECTOR = `${INJECT_LABEL}=true`;
 
 /**
  * The least time between the end of one pass and the start of the next. A pass lists every
@@ -62,31 +66,60 @@ export interface Refusal {
 
 const live = (pod: PodItem) => pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed';
 
+/** The pods whose mark's key is lost, by the grant their ServiceAccount may keep. */
+export interface KeptPair {
+  grant: Grant;
+  pods: PodItem[];
+  reason: string;
+}
+
 /**
- * The grants the injected pods need, by Role name and namespace, and the pods that look injected
+ * The grants the injected pods need, by Role name and namespace; the pods that look injected
  * (a container by the sidecar's name, the injector's annotations) but carry no valid mark: a pod
- * creator wrote those, not the webhook, and they earn nothing. Pods in namespaces the webhook
- * does not see are neither.
+ * creator wrote those, not the webhook, and they earn nothing; the pods older than every key the
+ * operator holds, whose mark it cannot check (`kept`: their ServiceAccount keeps what it already
+ * holds, never more); and the retired keys the granted pods still need. Pods in namespaces the
+ * webhook does not see are none of these.
  */
-export function grantsOf(pods: PodItem[], inScope: (ns: string) => boolean, markKey: Buffer): { grants: Map<string, Grant>; refused: Refusal[] } {
+export function grantsOf(
+  pods: PodItem[],
+  inScope: (ns: string) => boolean,
+  marks: Pick<MarkVerifier, 'check'>,
+  installation: string,
+): { grants: Map<string, Grant>; kept: Map<string, KeptPair>; refused: Refusal[]; needed: Set<string> } {
   const grants = new Map<string, Grant>();
+  const kept = new Map<string, KeptPair>();
   const refused: Refusal[] = [];
+  const needed = new Set<string>();
   for (const pod of pods) {
     const ns = pod.metadata?.namespace;
     if (!ns || !inScope(ns) || !live(pod)) continue;
     // Without the sidecar it is an uninjected pod, reported as such (report()), whatever its annotations.
     if (!alreadyInjected(pod)) continue;
     const fields = claimedFields(pod);
-    if (!fields || !hasValidMark(pod, markKey)) {
-      refused.push({ pod, reason: 'it carries no valid injection mark: it was not injected by this operator' });
+    const mark = marks.check(pod);
+    if (!fields || (!mark.valid && !mark.lostKey)) {
+      refused.push({ pod, reason: mark.valid ? 'it carries no valid injection mark: it was not injected by this operator' : mark.reason });
       continue;
     }
-    const key = `${ns}/${grantName(fields.serviceAccount, fields.lease)}`;
-    const prev = grants.get(key);
-    grants.set(key, { namespace: ns, serviceAccount: fields.serviceAccount, lease: fields.lease, podLabel: fields.podLabel || (prev?.podLabel ?? false) });
+    const key = `${ns}/${grantName(installation, fields.serviceAccount, fields.lease)}`;
+    const grant: Grant = { namespace: ns, serviceAccount: fields.serviceAccount, lease: fields.lease, podLabel: fields.podLabel };
+    if (!mark.valid) {
+      const k = kept.get(key) ?? { grant, pods: [], reason: mark.reason };
+      k.grant.podLabel ||= fields.podLabel;
+      k.pods.push(pod);
+      kept.set(key, k);
+      continue;
+    }
+    needed.add(mark.keyId);
+    grant.podLabel ||= grants.get(key)?.podLabel ?? false;
+    grants.set(key, grant);
   }
-  return { grants, refused };
+  return { grants, kept, refused, needed };
 }
+
+/** True when a Role of leasehold's holds the podLabel rules for its lease. */
+const hasPodRules = (role: Managed, lease: string) => JSON.stringify(role.rules) === JSON.stringify(roleRules({ lease, podLabel: true }));
 
 /**
  * The leader's loop: for every (ServiceAccount, lease) pair of the injected pods, a Role limited
@@ -112,8 +145,10 @@ export class Reconciler {
   private lastEnd = -Infinity;
   private stopped = false;
   private readonly reported = new Set<string>();
-  /** The reason each refused pod was last reported with, by uid: a pod is reported again only for a new reason. */
+  /** The reason each refused (or kept) pod was last reported with, by uid: a pod is reported again only for a new reason. */
   private readonly refusedReported = new Map<string, string>();
+  /** Whether this term's passes have removed the grants of operators older than install labels (once per term). */
+  private legacyRemoved = false;
   private readonly clock: Clock;
 
   constructor(private readonly o: ReconcilerOptions) {
@@ -178,7 +213,7 @@ export class Reconciler {
     try {
       this.watch = await this.o.client.watch(
         '/api/v1/pods',
-        { labelSelector: POD_SELECTOR, allowWatchBookmarks: 'false' },
+        { labelSelector: this.podSelector, allowWatchBookmarks: 'false' },
         () => this.trigger(),
         () => {
           if (!this.stopped) setTimeout(() => void this.openWatch(), 1_000).unref();
@@ -191,31 +226,66 @@ export class Reconciler {
     }
   }
 
+  /** The pods this install's webhook is called for: labelled leasehold.io/inject=<its value>. */
+  private get podSelector(): string {
+    return `${INJECT_LABEL}=${this.o.injectValue}`;
+  }
+
   /** One full pass; exported through trigger() and for tests. */
   async reconcile(): Promise<void> {
-    const { client } = this.o;
-    const pods = (await client.request<{ items: PodItem[] }>('GET', `/api/v1/pods?labelSelector=${encodeURIComponent(POD_SELECTOR)}`)).items;
+    const { client, installation } = this.o;
+    // Taken before the list: a retired key goes only when no pod listed after its grace needs it.
+    const listedAt = this.clock.now().getTime();
+    const pods = (await client.request<{ items: PodItem[] }>('GET', `/api/v1/pods?labelSelector=${encodeURIComponent(this.podSelector)}`)).items;
     const rule = await namespaceRule(client, { excluded: this.o.excludedNamespaces, optIn: this.o.namespaceOptIn });
-    const { grants: marked, refused } = grantsOf(pods, (ns) => rule.inScope(ns), this.o.markKey);
+    const { grants: marked, kept, refused, needed } = grantsOf(pods, (ns) => rule.inScope(ns), this.o.marks, installation);
     // A Lease that exists without leasehold's label is another's: granted only where the
     // namespace's owner allows it by name. An absent one is made now, labelled, so the pods never
     // need the right to create Leases.
-    const verdicts = await leaseVerdicts(client, this.o.log, [...marked.values()], rule);
+    const verdicts = await leaseVerdicts(client, this.o.log, [...marked.values(), ...[...kept.values()].map((k) => k.grant)], rule, installation);
+    const verdictOf = (g: Grant) => verdicts.get(`${g.namespace}/${g.lease}`);
     const wanted = new Map<string, Grant>();
     for (const [key, grant] of marked) {
-      const verdict = verdicts.get(`${grant.namespace}/${grant.lease}`);
+      const verdict = verdictOf(grant);
       if (verdict?.granted) wanted.set(key, grant);
       else refused.push(...podsOf(pods, grant).map((pod) => ({ pod, reason: reasonOf(grant, verdict) })));
     }
-    const selector = encodeURIComponent(`${MANAGED_BY.key}=${MANAGED_BY.value}`);
+    // This install's own only: another install's grants are its own to keep (issue 36).
+    const selector = encodeURIComponent(`${MANAGED_BY.key}=${MANAGED_BY.value},${INSTALLATION_LABEL}=${installation}`);
     const roles = (await client.request<{ items: Managed[] }>('GET', `${RBAC}/roles?labelSelector=${selector}`)).items;
     const bindings = (await client.request<{ items: Managed[] }>('GET', `${RBAC}/rolebindings?labelSelector=${selector}`)).items;
     const byKey = (items: Managed[]) => new Map(items.map((i) => [`${i.metadata.namespace}/${i.metadata.name}`, i]));
     const haveRoles = byKey(roles);
     const haveBindings = byKey(bindings);
 
+    // Pods whose mark's key is lost: what their ServiceAccount holds is kept as it is, never
+    // made and never widened; and nothing is kept for a Lease that may not be granted now.
+    const keptOnly = new Set<string>();
+    const keptPods: Refusal[] = [];
+    for (const [key, k] of kept) {
+      const verdict = verdictOf(k.grant);
+      const role = haveRoles.get(key);
+      if (!verdict?.granted || (role === undefined && !haveBindings.has(key))) {
+        // Pods of the pair with a valid mark still earn it: theirs is the grant then.
+        if (wanted.has(key)) continue;
+        const reason = verdict?.granted ? `${k.reason}, and its ServiceAccount holds no grant for it to keep` : reasonOf(k.grant, verdict);
+        refused.push(...k.pods.map((pod) => ({ pod, reason })));
+        continue;
+      }
+      keptPods.push(...k.pods.map((pod) => ({ pod, reason: k.reason })));
+      const w = wanted.get(key);
+      // The Role's pod rules stay while a kept pod claims them: they were granted before.
+      if (w) w.podLabel ||= k.grant.podLabel && role !== undefined && hasPodRules(role, k.grant.lease);
+      else keptOnly.add(key);
+    }
+
     for (const [key, grant] of wanted) {
-      const role = await this.ensure('roles', haveRoles.get(key), roleFor(grant), (have, want) => JSON.stringify(have.rules) === JSON.stringify(want.rules));
+      const role = await this.ensure(
+        'roles',
+        haveRoles.get(key),
+        roleFor(grant, installation),
+        (have, want) => JSON.stringify(have.rules) === JSON.stringify(want.rules),
+      );
       // Never a binding to a Role leasehold did not write: its rules could be anything.
       const foreign =
         role === 'foreign'
@@ -223,36 +293,65 @@ export class Reconciler {
           : (await this.ensure(
                 'rolebindings',
                 haveBindings.get(key),
-                roleBindingFor(grant),
+                roleBindingFor(grant, installation),
                 (have, want) => JSON.stringify([have.roleRef, have.subjects]) === JSON.stringify([want.roleRef, want.subjects]),
               )) === 'foreign'
             ? 'RoleBinding'
             : null;
       if (foreign) {
-        const reason = `a ${foreign} ${grant.namespace}/${grantName(grant.serviceAccount, grant.lease)} exists and was not made by leasehold-operator: it binds nothing to it and grants nothing until it is removed`;
+        const reason = `a ${foreign} ${grant.namespace}/${grantName(installation, grant.serviceAccount, grant.lease)} exists and was not made by leasehold-operator (install ${installation}): it binds nothing to it and grants nothing until it is removed`;
         refused.push(...podsOf(pods, grant).map((pod) => ({ pod, reason })));
       }
     }
+    const keep = (key: string) => wanted.has(key) || keptOnly.has(key);
     // The binding first: a Role without its binding grants nothing.
-    for (const [key, b] of haveBindings) if (!wanted.has(key)) await this.remove('rolebindings', b);
-    for (const [key, r] of haveRoles) if (!wanted.has(key)) await this.remove('roles', r);
-    this.o.metrics.managedRoles.set(wanted.size);
-    await this.reportRefused(refused);
+    for (const [key, b] of haveBindings) if (!keep(key)) await this.remove('rolebindings', b);
+    for (const [key, r] of haveRoles) if (!keep(key)) await this.remove('roles', r);
+    if (!this.legacyRemoved) await this.removeLegacy();
+    this.o.metrics.managedRoles.set(wanted.size + keptOnly.size);
+    await this.reportRefused(refused, keptPods);
     await this.report(pods, rule);
+    await this.o.marks.keepOnly(needed, listedAt);
   }
 
-  /** Each refused pod once per reason: a log line and a Warning Event LeaseholdNotGranted. */
-  private async reportRefused(refused: Refusal[]): Promise<void> {
-    const now = new Set(refused.map((r) => r.pod.metadata?.uid ?? ''));
+  /**
+   * The grants of operators older than install labels (labelled managed-by only): every grant of
+   * this install has its own now, made above, so those only widen what is meant, and go, binding
+   * first. Once per term: only an older operator makes them, and while it does it leads, not this one.
+   */
+  private async removeLegacy(): Promise<void> {
+    const selector = encodeURIComponent(`${MANAGED_BY.key}=${MANAGED_BY.value},!${INSTALLATION_LABEL}`);
+    for (const kind of ['rolebindings', 'roles'] as const) {
+      const items = (await this.o.client.request<{ items: Managed[] }>('GET', `${RBAC}/${kind}?labelSelector=${selector}`)).items;
+      for (const item of items) await this.remove(kind, item, 'made by an operator older than install labels');
+    }
+    this.legacyRemoved = true;
+  }
+
+  /**
+   * Each refused pod once per reason: a log line and a Warning Event LeaseholdNotGranted; and each
+   * pod whose grant is kept though its mark's key is lost, once: a log line and a Warning Event
+   * LeaseholdGrantKept.
+   */
+  private async reportRefused(refused: Refusal[], kept: Refusal[]): Promise<void> {
+    const now = new Set([...refused, ...kept].map((r) => r.pod.metadata?.uid ?? ''));
     for (const uid of this.refusedReported.keys()) if (!now.has(uid)) this.refusedReported.delete(uid);
-    for (const { pod, reason } of refused) {
+    const said = [
+      ...refused.map((r) => ({ ...r, event: 'LeaseholdNotGranted', line: 'pod not granted' })),
+      ...kept.map((r) => ({ ...r, event: 'LeaseholdGrantKept', line: 'pod grant kept: its injection mark key is lost' })),
+    ];
+    for (const { pod, reason, event, line } of said) {
       const uid = pod.metadata?.uid ?? '';
-      if (this.refusedReported.get(uid) === reason) continue;
+      const key = `${event}: ${reason}`;
+      if (this.refusedReported.get(uid) === key) continue;
       const ns = pod.metadata!.namespace!;
       const name = pod.metadata?.name ?? '';
-      this.o.log.warn('pod not granted', { namespace: ns, pod: name, reason });
-      if (await this.event(pod, 'LeaseholdNotGranted', `leasehold-operator grants this pod's ServiceAccount nothing: ${reason}`))
-        this.refusedReported.set(uid, reason);
+      this.o.log.warn(line, { namespace: ns, pod: name, reason });
+      const message =
+        event === 'LeaseholdGrantKept'
+          ? `leasehold-operator keeps what this pod's ServiceAccount already holds, as it is and never more, while such a pod lives: ${reason}; delete the pod to have it made again with a mark of the current key`
+          : `leasehold-operator grants this pod's ServiceAccount nothing: ${reason}`;
+      if (await this.event(pod, event, message)) this.refusedReported.set(uid, key);
     }
   }
 
@@ -285,17 +384,17 @@ export class Reconciler {
     // It exists, and it was not in our labelled list: ours only if it carries our label now.
     try {
       const found = await this.o.client.request<Managed>('GET', `${base}/${want.metadata.name}`);
-      return found.metadata.labels?.[MANAGED_BY.key] === MANAGED_BY.value ? 'ours' : 'foreign';
+      return isOwn(found.metadata.labels, this.o.installation) ? 'ours' : 'foreign';
     } catch (err) {
       if (httpStatus(err) === 404) return 'ours';
       throw err;
     }
   }
 
-  private async remove(kind: 'roles' | 'rolebindings', item: Managed) {
+  private async remove(kind: 'roles' | 'rolebindings', item: Managed, why = 'no injected pod uses it') {
     try {
       await this.o.client.request('DELETE', `${RBAC}/namespaces/${item.metadata.namespace}/${kind}/${item.metadata.name}`);
-      this.o.log.info('rbac removed: no injected pod uses it', { kind, namespace: item.metadata.namespace, name: item.metadata.name });
+      this.o.log.info(`rbac removed: ${why}`, { kind, namespace: item.metadata.namespace, name: item.metadata.name });
     } catch (err) {
       if (httpStatus(err) !== 404) throw err;
     }
@@ -320,7 +419,7 @@ export class Reconciler {
       if (this.reported.has(uid)) continue;
       const ns = pod.metadata!.namespace!;
       const name = pod.metadata!.name ?? '';
-      const message = `pod is labelled ${INJECT_LABEL}=true but runs without the leasehold sidecar: it was created while the webhook was not called (failurePolicy Ignore); delete it to have it recreated with the sidecar`;
+      const message = `pod is labelled ${this.podSelector} but runs without the leasehold sidecar: it was created while the webhook was not called (failurePolicy Ignore); delete it to have it recreated with the sidecar`;
       this.o.log.warn('labelled pod not injected', { namespace: ns, pod: name });
       if (await this.event(pod, 'LeaseholdNotInjected', message)) this.reported.add(uid);
     }

@@ -7,6 +7,7 @@ import { silentLogger } from '../log.js';
 import { MAX_BODY_BYTES, MAX_CONCURRENT_REVIEWS, WebhookServer, MUTATE_PATH } from './webhook-server.js';
 import { OperatorMetrics } from './operator-metrics.js';
 import { issue } from './x509.js';
+import { fixedMarkKeys } from './injection-mark.js';
 
 const now = Date.now();
 const ca = issue({ commonName: 'ca', notBefore: new Date(now - 60_000), notAfter: new Date(now + 86_400_000) });
@@ -23,7 +24,7 @@ const defaults = {
   imagePullPolicy: 'IfNotPresent',
   nativeSidecar: 'false',
   clusterSupportsNativeSidecars: true,
-  markKey: Buffer.alloc(32, 1),
+  marks: fixedMarkKeys(Buffer.alloc(32, 1)),
 } as const;
 
 /** One request on a fresh TLS connection, trusting only the test CA; resolves with status, body and the served certificate. */

@@ -6,6 +6,7 @@ import { BackendUnavailableError, ConflictError } from '../errors.js';
 import { CandidateLoop } from '../election/candidate-loop.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import type { CallOptions, LeaseRecord, LeaseStore } from '../backends/lease-store.js';
+import { resolveElectionConfig } from '../config/election-options.js';
 
 const NOW = Date.parse('2026-12-03T10:00:00.000Z');
 const WITHIN = 240_000;
@@ -112,12 +113,8 @@ describe('RecentRunGuard (leasehold run --skip-if-ran-within)', () => {
     s.store.put('cron', rec('', 2_000));
     const before = s.store.peekVersioned('cron')!.version;
     const elector = new CandidateLoop({
-      leaseDurationMs: 15_000,
-      renewDeadlineMs: 10_000,
-      retryPeriodMs: 2_000,
+      ...resolveElectionConfig({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, lease: 'cron', identity: 'me' }),
       store: s.guard,
-      lease: 'cron',
-      identity: 'me',
       clock,
       random: () => 0,
     });
@@ -152,9 +149,7 @@ describe('RecentRunGuard (leasehold run --skip-if-ran-within)', () => {
     };
     const guard = new RecentRunGuard(losing, { withinMs: WITHIN, now: () => clock.now().getTime(), onRecentRun: () => assert.fail('its own term') });
     const elector = new CandidateLoop({
-      leaseDurationMs: 15_000,
-      renewDeadlineMs: 10_000,
-      retryPeriodMs: 2_000,
+      ...resolveElectionConfig({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, lease: 'cron', identity: 'me' }),
       store: guard,
       lease: 'cron',
       identity: 'me',

@@ -145,7 +145,8 @@ export class ShardMember {
   private loop: Promise<void> | null = null;
   private stopping = false;
   private wake: AbortController | null = null;
-  private lastListMono: number | null = null;
+  /** When the last list was sent, answered or not: lists are paced by it, so a store that fails at once is not asked in a loop. */
+  private listTriedMono: number | null = null;
   /** When the last successful list was sent: with the heartbeat, what a session's validity counts from. */
   private listedAt: { mono: number; wall: Date } | null = null;
   private hinted = false;
@@ -180,7 +181,6 @@ export class ShardMember {
     const sent = this.clock.monotonic();
     const list = await this.call('list', (o) => this.store.listGroup(this.group, o));
     this.view.observe(list, sent);
-    this.lastListMono = sent;
     this.checkHeader();
     const unwatch = this.store.watchGroup?.(this.group, () => this.hint());
     const unsubscribe = this.opts.eligibility?.subscribe(() => this.wakeUp());
@@ -249,6 +249,7 @@ export class ShardMember {
     if (this.listDue()) await this.list();
     if (!this.mine && !this.stopping && this.eligible()) await this.join();
     if (this.mine) await this.reconcile();
+    else await this.freeKept();
     this.countGroup();
     this.listener.onChange?.();
   }
@@ -268,10 +269,10 @@ export class ShardMember {
     const sent = this.clock.monotonic();
     const sentWall = this.clock.now();
     this.hinted = false;
+    this.listTriedMono = sent;
     try {
       const list = await this.call('list', (o) => this.store.listGroup(this.group, o));
       this.view.observe(list, sent);
-      this.lastListMono = sent;
       this.listedAt = { mono: sent, wall: sentWall };
       this.renewed();
       this.checkHeader();
@@ -542,7 +543,7 @@ export class ShardMember {
 
   /** Frees each kept shard whose time has come (not while leaving: its records expire with the session). */
   private async freeKept(): Promise<void> {
-    if (this.stopping) return;
+    if (this.stopping || !this.view.freshWithin(this.requestTimeoutMs)) return;
     const now = this.clock.monotonic();
     const due = [...this.kept].filter(([, k]) => now >= k.untilMono);
     await inBatches(due, async ([s, k]) => {
@@ -633,8 +634,8 @@ export class ShardMember {
   }
 
   private listDue(): boolean {
-    if (this.lastListMono === null) return true;
-    const since = this.clock.monotonic() - this.lastListMono;
+    if (this.listTriedMono === null) return true;
+    const since = this.clock.monotonic() - this.listTriedMono;
     return since >= this.timings.retryPeriodMs || (this.hinted && since >= HINT_LIST_MS);
   }
 
@@ -658,10 +659,10 @@ export class ShardMember {
       if (!this.hinted || this.listDue()) return;
     }
     const now = this.clock.monotonic();
-    let due = (this.lastListMono ?? now) + this.timings.retryPeriodMs;
+    let due = (this.listTriedMono ?? now) + this.timings.retryPeriodMs;
     if (this.mine && this.lastHeartbeatMono !== null) due = Math.min(due, this.lastHeartbeatMono + this.timings.retryPeriodMs);
-    if (this.hinted && this.lastListMono !== null) due = Math.min(due, this.lastListMono + HINT_LIST_MS);
-    for (const k of this.kept.values()) due = Math.min(due, k.untilMono);
+    if (this.hinted && this.listTriedMono !== null) due = Math.min(due, this.listTriedMono + HINT_LIST_MS);
+    for (const k of this.kept.values()) if (k.untilMono > now) due = Math.min(due, k.untilMono);
     const wake = new AbortController();
     this.wake = wake;
     await sleep(this.clock, Math.max(0, due - now), wake.signal);

@@ -5,6 +5,7 @@ import { MemoryLeaseStore } from '../testing/memory-store.js';
 import { silentLogger } from '../log.js';
 import { Sidecar } from './sidecar.js';
 import { DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR } from '../election/elector-config.js';
+import { resolveElectionConfig } from '../config/election-options.js';
 
 const T = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 
@@ -17,7 +18,7 @@ it('a renewal that hangs past renewDeadline counts as a failed renewal when the 
   const clock = new FakeClock();
   const store = new MemoryLeaseStore();
   store.put('l', { holderIdentity: '', leaseDurationSeconds: 15, acquireTime: null, renewTime: null, leaseTransitions: 0 });
-  const s = new Sidecar({ ...T, store, lease: 'l', identity: 'me', log: silentLogger, clock });
+  const s = new Sidecar({ ...resolveElectionConfig({ ...T, lease: 'l', identity: 'me' }), store, log: silentLogger, clock });
   await s.start();
   await clock.advance(RELEASE_WINDOW_FACTOR * DEFAULT_CONTENTION_WINDOW_MS); // its turn after the release it read
   assert.equal(s.elector.isLeader(), true);

@@ -13,6 +13,7 @@ import type { Logger } from '../log.js';
 import { Sidecar } from './sidecar.js';
 import type { CandidateListener } from '../election/candidate-loop.js';
 import { DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR } from '../election/elector-config.js';
+import { resolveElectionConfig } from '../config/election-options.js';
 
 const T = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 
@@ -26,7 +27,7 @@ async function leading(over: { drainTimeoutMs: number; eligibility?: ManualHealt
     warn: (msg, f) => lines.push(`${msg} ${JSON.stringify(f ?? {})}`),
     error: (msg) => lines.push(msg),
   };
-  const s = new Sidecar({ ...T, store, lease: 'l', identity: 'me', log, clock, ...over });
+  const s = new Sidecar({ ...resolveElectionConfig({ ...T, lease: 'l', identity: 'me' }), store, log, clock, ...over });
   await s.start();
   await clock.advance(RELEASE_WINDOW_FACTOR * DEFAULT_CONTENTION_WINDOW_MS);
   assert.equal(s.elector.isLeader(), true);

@@ -14,6 +14,7 @@ import { FakeClock } from '../testing/fake-clock.js';
 import type { Logger } from '../log.js';
 import { Sidecar } from './sidecar.js';
 import { StatusDirInUseError } from '../errors.js';
+import { resolveElectionConfig } from '../config/election-options.js';
 
 it('a start that fails at its bind leaves no status files and logs no failed write', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'leasehold-start-'));
@@ -29,12 +30,8 @@ it('a start that fails at its bind leaves no status files and logs no failed wri
   const store = new SqliteLeaseStore(join(dir, 'leases.db'));
   const statusDir = join(dir, 'status');
   const s = new Sidecar({
-    leaseDurationMs: 15_000,
-    renewDeadlineMs: 10_000,
-    retryPeriodMs: 2_000,
+    ...resolveElectionConfig({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, lease: 'l', identity: 'me' }),
     store,
-    lease: 'l',
-    identity: 'me',
     log,
     clock: new FakeClock(),
     statusDir,
@@ -52,9 +49,7 @@ it('a start on a status directory another sidecar writes fails with StatusDirInU
   const statusDir = join(dir, 'status');
   const sidecar = (identity: string) =>
     new Sidecar({
-      leaseDurationMs: 15_000,
-      renewDeadlineMs: 10_000,
-      retryPeriodMs: 2_000,
+      ...resolveElectionConfig({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, lease: 'l', identity }),
       store: new SqliteLeaseStore(join(dir, 'leases.db')),
       lease: 'l',
       identity,

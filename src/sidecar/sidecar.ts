@@ -5,7 +5,7 @@ import type { Logger } from '../log.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import { InstrumentedStore } from '../backends/instrumented-store.js';
 import { CandidateLoop, type CandidateListener, type LeadershipTerm } from '../election/candidate-loop.js';
-import type { Timings } from '../config/election-options.js';
+import type { ElectionConfig } from '../config/election-options.js';
 import { ElectionMetrics } from './metrics.js';
 import { StatusPublisher } from './status-publisher.js';
 import { toLeaderStatus } from '../status/to-leader-status.js';
@@ -28,10 +28,9 @@ const RENEW_DEADLINE_REASON = 'no successful renewal within renewDeadline';
  */
 const STREAM_DRAIN_MS = 500;
 
-export interface SidecarOptions extends Timings {
+/** The election's options come resolved (ElectionConfig, resolveElectionConfig): the sidecar and its elector check none again. */
+export interface SidecarOptions extends ElectionConfig {
   store: LeaseStore;
-  lease: string;
-  identity: string;
   /** Where status.json and friends go; none when undefined. */
   statusDir?: string;
   /** HTTP address; no server when undefined. */
@@ -40,8 +39,6 @@ export interface SidecarOptions extends Timings {
   releaseOnCancel?: boolean;
   /** See CandidateOptions.releaseKeepsAcquireTime. Default false. */
   releaseKeepsAcquireTime?: boolean;
-  /** See CandidateOptions.contentionWindowMs. Default 32 ms. */
-  contentionWindowMs?: number;
   log: Logger;
   clock?: Clock;
   /** Extra callbacks (e.g. `leasehold run` starting its child); run after the sidecar's own. */
@@ -283,7 +280,7 @@ export class Sidecar {
    * The drain (--drain-timeout), whenever a term ends: once "not leader" is where the app reads
    * it (readyToRelease; if it cannot be, the app cannot know, and the answer is no), wait for
    * the app's POST /leader/stopped for the term that ended. The elector bounds the wait by the
-   * drain timeout; past it, the lease is left to expire (CandidateLoop.endOfTerm): the app has
+   * drain timeout; past it, the lease is left to expire (EndOfTerm.gate): the app has
    * not said its work stopped, so a release could let the next leader start beside it.
    */
   private async drainApp(boundMs: number): Promise<boolean> {

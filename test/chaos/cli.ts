@@ -3,12 +3,13 @@
  * Runs the chaos driver (test/chaos/run-chaos.ts) and prints its report; exits 1 on any
  * violation. A failing seed is printed and can be replayed with --seed.
  *
- * npm run chaos -- --backend elector [--seeds N] [--seed FIRST] [--versions unique|restart|both]
+ * npm run chaos -- --backend elector [--seeds N] [--seed FIRST] [--versions unique|restart|both] [--only leases|shards]
  * Runs the elector's seeded simulation (test/support/elector-sim.ts) over N seeds (default
  * 20000; the unit tier runs 200), each on a store whose versions never repeat and on one whose
- * versions start again when the record is re-created (default both), printing progress; a
+ * versions start again when the record is re-created (default both), and the shard groups'
+ * (test/support/shard-sim.ts) once per seed, printing progress; `--only` runs one of the two. A
  * failing seed prints its violations and the events before them, and replays with
- * LEASEHOLD_SIM_SEED=N (and LEASEHOLD_SIM_VERSIONS) in the unit test.
+ * LEASEHOLD_SIM_SEED=N (and LEASEHOLD_SIM_VERSIONS, or LEASEHOLD_SHARD_SIM_SEED) in the unit test.
  */
 import { join } from 'node:path';
 import { numberOption, option } from '../../bench/cli-args.js';
@@ -25,18 +26,25 @@ const reports: ChaosReport[] = [];
 
 if (which === 'elector') {
   const { runSimulation } = await import('../support/elector-sim.js');
+  const { runShardSimulation } = await import('../support/shard-sim.js');
   const count = numberOption('seeds', 20_000);
   const first = numberOption('seed', 1);
   const versions = option('versions', 'both');
+  const only = option('only', 'both');
   const modes = versions === 'both' ? ['unique', 'restart'] : [versions];
   if (!modes.every((m) => m === 'unique' || m === 'restart')) {
     say(`--versions ${versions}: expected unique, restart or both`);
     process.exit(2);
   }
+  if (!['both', 'leases', 'shards'].includes(only)) {
+    say(`--only ${only}: expected leases or shards (both when not given)`);
+    process.exit(2);
+  }
   const t0 = Date.now();
   let terms = 0;
+  let gains = 0;
   for (let i = 0; i < count; i++) {
-    for (const mode of modes) {
+    for (const mode of only === 'shards' ? [] : modes) {
       const r = await runSimulation(first + i, undefined, false, { versionsRestart: mode === 'restart' });
       terms += r.terms;
       if (r.violations.length > 0) {
@@ -45,13 +53,22 @@ if (which === 'elector') {
         process.exit(1);
       }
     }
-    if ((i + 1) % 1000 === 0) {
+    if (only !== 'leases') {
+      const r = await runShardSimulation(first + i);
+      gains += r.gains;
+      if (r.violations.length > 0) {
+        say(`shard group seed ${r.seed} (${r.shards} shards): ${r.violations.join('; ')}`);
+        for (const e of r.events.slice(-40)) say(`  ${e}`);
+        process.exit(1);
+      }
+    }
+    if ((i + 1) % 200 === 0) {
       const rate = (i + 1) / ((Date.now() - t0) / 1000);
-      say(`${i + 1}/${count} seeds, ${terms} terms, no violation; about ${Math.round((count - i - 1) / rate)} s left`);
+      say(`${i + 1}/${count} seeds, ${terms} terms, ${gains} shard changes, no violation; about ${Math.round((count - i - 1) / rate)} s left`);
     }
   }
   console.log(
-    `elector simulation: ${count} seeds from ${first} (versions ${versions}), ${terms} terms, 0 violations, ${Math.round((Date.now() - t0) / 1000)} s`,
+    `elector simulation: ${count} seeds from ${first} (versions ${versions}, ${only === 'both' ? 'leases and shard groups' : only}), ${terms} terms, ${gains} shard changes of owner, 0 violations, ${Math.round((Date.now() - t0) / 1000)} s`,
   );
   process.exit(0);
 }

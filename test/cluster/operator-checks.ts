@@ -14,6 +14,9 @@ import { comparablePod, notKept } from '../support/admitted-pod.js';
 import { allReady, readPods, releasedBeforeExpiry, singleLeader, type LeaseView } from '../support/cluster-views.js';
 import type { ClusterSession } from '../support/cluster-session.js';
 import { metricValue, readyReplicas, servedFingerprint } from './operator-replicas.js';
+import type { OperatorCheckContext } from './operator-context.js';
+import { markKeyChecks } from './operator-key-checks.js';
+import { SECOND_NAMESPACE, SECOND_RELEASE, secondInstallChecks } from './operator-install-checks.js';
 
 const OPERATOR_CHART = join(REPO, 'deploy/helm/leasehold-operator');
 const OPERATOR = 'leasehold-operator';
@@ -85,7 +88,8 @@ export function operatorChecks(cluster: ClusterSession, ns: string): void {
       });
       if (r.status !== 0) throw new Error(`kubectl apply: ${r.stderr}`);
     };
-    const lease = (): LeaseView => JSON.parse(kubectl('get', 'lease', APP, '-o', 'jsonpath={.spec}') || '{}') as LeaseView;
+    const leaseOf = (name: string): LeaseView => JSON.parse(kubectl('get', 'lease', name, '-o', 'jsonpath={.spec}') || '{}') as LeaseView;
+    const lease = () => leaseOf(APP);
     const holder = () => lease().holderIdentity ?? '';
     /** Waits until the Lease, each status file (read from the app container), /leader and the role labels agree. */
     const agreed = async (timeoutMs: number) => {
@@ -134,6 +138,32 @@ export function operatorChecks(cluster: ClusterSession, ns: string): void {
       );
     /** The unlabelled Deployment's pod made with no webhook in the cluster: what the API server alone makes of the manifest. */
     let reference: PodJson | undefined;
+    const context: OperatorCheckContext = {
+      kubectl,
+      helm,
+      tryHelm: (...args) => {
+        try {
+          helm(...args);
+          return { status: 0, stderr: '' };
+        } catch (err) {
+          const e = err as { status?: number; stderr?: string };
+          return { status: e.status ?? 1, stderr: String(e.stderr ?? err) };
+        }
+      },
+      op,
+      run,
+      create,
+      apply,
+      agreed,
+      leaseOf,
+      chart: OPERATOR_CHART,
+      release: OPERATOR,
+      operatorNamespace: OPERATOR_NS,
+      installation: `${OPERATOR_NS}.${OPERATOR}`,
+      app: APP,
+      appCommand: APP_COMMAND,
+      testLabel: TEST_LABEL,
+    };
 
     before(() => {
       // The chart's release is done with: free the node's CPU for the operator's checks.
@@ -146,13 +176,19 @@ export function operatorChecks(cluster: ClusterSession, ns: string): void {
       quiet('delete', 'deployment', APP, PLAIN, '--ignore-not-found', '--wait=false');
       quiet('delete', 'pods', '-l', TEST_LABEL, '--ignore-not-found', '--wait=false');
       quiet('delete', 'pod', 'bad-annotation', '--ignore-not-found', '--wait=false');
-      try {
-        helm('uninstall', OPERATOR, '-n', OPERATOR_NS, '--ignore-not-found', '--wait=false');
-      } catch (err) {
-        console.log(`cluster/operator: cleanup: ${(err as Error).message}`);
+      quiet('delete', 'deployment', 'injected-b', '--ignore-not-found', '--wait=false');
+      for (const [release, namespace] of [
+        [OPERATOR, OPERATOR_NS],
+        [SECOND_RELEASE, SECOND_NAMESPACE],
+      ] as const) {
+        try {
+          helm('uninstall', release, '-n', namespace, '--ignore-not-found', '--wait=false');
+        } catch (err) {
+          console.log(`cluster/operator: cleanup: ${(err as Error).message}`);
+        }
       }
       quiet('delete', 'roles,rolebindings', '-A', '-l', 'app.kubernetes.io/managed-by=leasehold-operator', '--ignore-not-found', '--wait=false');
-      quiet('delete', 'namespace', OPERATOR_NS, '--ignore-not-found', '--wait=false');
+      quiet('delete', 'namespace', OPERATOR_NS, SECOND_NAMESPACE, '--ignore-not-found', '--wait=false');
     });
 
     it("before the operator exists: an unlabelled Deployment's pod, as the API server alone admits it", { timeout: 120_000 }, () => {
@@ -254,6 +290,10 @@ export function operatorChecks(cluster: ClusterSession, ns: string): void {
       const { leader } = await agreed(120_000);
       console.log(`cluster/operator: rollout restart done; ${leader} leads`);
     });
+
+    // The attacker's round of issue 36: the mark key lost, and a second install beside this one.
+    markKeyChecks(context);
+    secondInstallChecks(context);
 
     it('an unlabelled Deployment is untouched: a pod made with the webhook in place equals the one made before it existed', { timeout: 120_000 }, () => {
       assert.ok(reference, 'no pod from before the operator to compare with');

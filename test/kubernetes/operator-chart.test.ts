@@ -107,6 +107,10 @@ describe('the operator chart', () => {
       ['webhook.failurePolicy=Retry', 'webhook.failurePolicy'],
       ['webhook.timeoutSeconds=31', 'webhook.timeoutSeconds'],
       ['webhook.namespaceOptIn=yes', 'webhook.namespaceOptIn'],
+      // An objectSelector's value: a label value, never empty (an empty one would match no pod).
+      ['webhook.injectValue=team/b', 'webhook.injectValue'],
+      ['webhook.injectValue=', 'webhook.injectValue'],
+      [`webhook.injectValue=${'a'.repeat(64)}`, 'webhook.injectValue'],
       ['webhook.excludeNamespaces[0]=Not_A_Namespace', 'webhook.excludeNamespaces.0'],
       ['nativeSidecar=sometimes', 'nativeSidecar'],
       ['certValidity=90', 'certValidity'],
@@ -199,6 +203,11 @@ describe('the operator chart', () => {
     ]);
     assert.equal(hook.failurePolicy, 'Fail');
     assert.equal(hook.clientConfig.caBundle, undefined, 'the operator writes the caBundle; the chart must not overwrite it');
+    // Another install's value: its webhook and its operator select the same pods.
+    const teamB = render(['webhook.injectValue=team-b']);
+    assert.deepEqual(one(teamB, 'MutatingWebhookConfiguration').webhooks![0].objectSelector, { matchLabels: { 'leasehold.io/inject': 'team-b' } });
+    assert.ok((one(teamB, 'Deployment').spec.template.spec.containers[0].args as string[]).includes('--inject-value=team-b'));
+    assert.ok((one(docs, 'Deployment').spec.template.spec.containers[0].args as string[]).includes('--inject-value=true'));
     const optInDocs = render(['webhook.namespaceOptIn=true', 'webhook.failurePolicy=Ignore']);
     const optIn = one(optInDocs, 'MutatingWebhookConfiguration').webhooks![0];
     assert.equal(optIn.failurePolicy, 'Ignore');
@@ -276,7 +285,8 @@ describe('the operator chart', () => {
       const docs = cm();
       const role = docs.find((d) => d.kind === 'Role')!;
       assert.deepEqual(role.rules, [
-        { apiGroups: [''], resources: ['secrets'], resourceNames: ['ops-leasehold-operator-mark'], verbs: ['get'] },
+        // Updated: a rotation, a retired key dropped, the keys put back when it was deleted.
+        { apiGroups: [''], resources: ['secrets'], resourceNames: ['ops-leasehold-operator-mark'], verbs: ['get', 'update'] },
         { apiGroups: [''], resources: ['secrets'], resourceNames: ['ops-leasehold-operator-cert'], verbs: ['get'] },
         { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
       ]);
@@ -334,6 +344,36 @@ describe('the operator chart', () => {
     after(() => {
       helm(['uninstall', `lho-${process.pid}`, '--namespace', ns]);
       for (const n of [ns, apps]) if (n) kubectl(['delete', 'namespace', n, '--wait=false', '--ignore-not-found']);
+    });
+
+    it('a second install selecting the same pods is refused at helm install, naming the first; with a value of its own it installs', async () => {
+      const first = `lho-a-${process.pid}`;
+      const second = `lho-b-${process.pid}`;
+      const other = await freshNamespace('lhob');
+      try {
+        const a = helm(['install', first, CHART, '--namespace', ns, '--set', `fullnameOverride=${first}`]);
+        assert.equal(a.code, 0, a.err);
+        const same = helm(['install', second, CHART, '--namespace', other, '--set', `fullnameOverride=${second}`]);
+        assert.notEqual(same.code, 0, 'the same value is refused');
+        assert.ok(
+          same.err.includes(
+            `webhook.injectValue "true": the webhook configuration ${first}, another leasehold operator install, already injects pods labelled leasehold.io/inject=true`,
+          ),
+          same.err,
+        );
+        assert.equal(kubectl(['get', 'mutatingwebhookconfiguration', second, '--ignore-not-found', '-o', 'name']).trim(), '', 'nothing of it installed');
+        const own = helm(['install', second, CHART, '--namespace', other, '--set', `fullnameOverride=${second}`, '--set', 'webhook.injectValue=team-b']);
+        assert.equal(own.code, 0, own.err);
+        const selector = kubectl(['get', 'mutatingwebhookconfiguration', second, '-o', 'jsonpath={.webhooks[0].objectSelector.matchLabels}']);
+        assert.deepEqual(JSON.parse(selector), { 'leasehold.io/inject': 'team-b' });
+        // An upgrade of the first is not refused for its own configuration.
+        const up = helm(['upgrade', first, CHART, '--namespace', ns, '--reuse-values']);
+        assert.equal(up.code, 0, up.err);
+      } finally {
+        helm(['uninstall', second, '--namespace', other, '--wait']);
+        helm(['uninstall', first, '--namespace', ns, '--wait']);
+        kubectl(['delete', 'namespace', other, '--wait=false', '--ignore-not-found']);
+      }
     });
 
     it('helm uninstall leaves no webhook configuration, and labelled pods can be created again', () => {

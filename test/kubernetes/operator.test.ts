@@ -16,7 +16,7 @@ import { waitFor, type Proc } from '../support/cli.js';
 import { env, freshNamespace, kubectl } from '../support/kube.js';
 import { kubectlIn, startOperatorProcess, stopOperators, webhookCaBundle, webhookConfiguration } from '../support/operator-process.js';
 import { freePort } from '../support/control-plane.js';
-import { grantName } from '../../src/operator/rbac.js';
+import { grantName, installationOf } from '../../src/operator/rbac.js';
 
 const WEBHOOK = `leasehold-operator-test-${process.pid}`;
 
@@ -326,7 +326,7 @@ describe('leasehold operator on a real API server', () => {
 
   it("never binds a Role it did not make: one squatting the grant's name leaves the pod ungranted, said why", { timeout: 60_000 }, async () => {
     kubectl(['create', 'serviceaccount', 'squat', '-n', app]);
-    const name = grantName('squat', 'sq-lease');
+    const name = grantName(installationOf(ops, 'leasehold-operator'), 'squat', 'sq-lease');
     // Made before the pod by someone who can write Roles in the namespace, with rules of their choosing.
     kubectlIn(
       ['create', '-f', '-'],

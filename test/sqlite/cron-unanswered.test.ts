@@ -6,6 +6,7 @@
  * that applies its first takeover and never answers it; the next runner is a real `leasehold
  * run` process on the same file.
  */
+import { resolveElectionConfig } from '../../src/config/election-options.js';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
@@ -67,7 +68,7 @@ describe('cron on SQLite: a takeover that landed unanswered', () => {
 
     const { store, landed } = losingFirstAnswer(new SqliteLeaseStore(db));
     const runner = new LeaderRunner({
-      ...TIMINGS,
+      ...resolveElectionConfig({ ...TIMINGS, lease: 'unanswered', identity: 'lost-answer' }),
       store,
       lease: 'unanswered',
       identity: 'lost-answer',

@@ -62,6 +62,9 @@ describe('one term’s work at a time: the seeds that found the overlaps (issue 
     { seed: 17, what: 'a run app’s leader steps down for its health and releases while CMD still runs; another candidate starts' },
     { seed: 9, what: 'a library leader misses its renew deadline and takes a new term on its own record while token 1’s promise runs' },
     { seed: 2, what: 'a sitting leader finds its record deleted and recreates it at once while its work still runs' },
+    // Found after the gate: the sitting leader recreated at once from an absence seen before a
+    // gate that took long (a pause), while another had created and lost the record meanwhile.
+    { seed: 1985, what: 'a sitting leader recreates its vanished record only if its gate was quick; else it waits out the absence' },
   ];
   for (const { seed, what } of found)
     it(`seed ${seed}: ${what}`, async () => {

@@ -30,6 +30,7 @@ import { createLogger } from '../../src/log.js';
 import { ManualHealth } from '../../src/health/manual-health.js';
 import { MemoryLeaseStore } from '../../src/testing/memory-store.js';
 import { prng } from './prng.js';
+import { resolveElectionConfig } from '../../src/config/election-options.js';
 
 const LEASE = 'sim';
 const TIMINGS = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
@@ -395,10 +396,8 @@ export async function runSimulation(seed: number, steps = 300, trace = false, op
     if (rand() < 0.8) c.health.healthy();
     else base.setTimer(() => proc.run(() => c.health.healthy()), rand() * 20_000);
     c.elector = new CandidateLoop({
-      ...TIMINGS,
+      ...resolveElectionConfig({ ...TIMINGS, lease: LEASE, identity }),
       store: c.link,
-      lease: LEASE,
-      identity,
       clock: proc,
       random: rand,
       eligibility: c.health,

@@ -52,6 +52,8 @@ export interface WebhookOptions {
   /** Only these namespaces: other tests share this API server. */
   namespaces: string[];
   caBundle?: string;
+  /** The value of leasehold.io/inject it selects (the operator's --inject-value); "true" by default. */
+  injectValue?: string;
 }
 
 /** The MutatingWebhookConfiguration that sends labelled pods' creation to the operator on this host. */
@@ -70,7 +72,7 @@ export function webhookConfiguration(o: WebhookOptions) {
         reinvocationPolicy: 'Never',
         clientConfig: { url: `https://127.0.0.1:${o.port}/mutate-pods`, ...(o.caBundle ? { caBundle: o.caBundle } : {}) },
         rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'], scope: 'Namespaced' }],
-        objectSelector: { matchLabels: { 'leasehold.io/inject': 'true' } },
+        objectSelector: { matchLabels: { 'leasehold.io/inject': o.injectValue ?? 'true' } },
         namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: o.namespaces }] },
       },
     ],

@@ -16,6 +16,7 @@ import { openStore, type StoreSettings } from '../../src/backends/open-store.js'
 import type { LeaseStore } from '../../src/backends/lease-store.js';
 import { CandidateLoop } from '../../src/election/candidate-loop.js';
 import { ConflictError } from '../../src/errors.js';
+import { resolveElectionConfig } from '../../src/config/election-options.js';
 
 const [id, leaseMs] = process.argv.slice(2);
 const leaseDurationMs = Number(leaseMs ?? 10_000);
@@ -30,12 +31,15 @@ for await (const line of createInterface({ input: process.stdin })) {
     const spec = JSON.parse(line.slice(space + 1)) as StoreSettings & { lease?: string };
     store = await openStore(spec);
     elector = new CandidateLoop({
+      ...resolveElectionConfig({
+        lease: spec.lease ?? 'race',
+        identity: id!,
+        leaseDurationMs,
+        renewDeadlineMs: leaseDurationMs * 0.66,
+        retryPeriodMs: leaseDurationMs * 0.2,
+        backend: store.backend,
+      }),
       store,
-      lease: spec.lease ?? 'race',
-      identity: id!,
-      leaseDurationMs,
-      renewDeadlineMs: leaseDurationMs * 0.66,
-      retryPeriodMs: leaseDurationMs * 0.2,
     });
     const released = { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: null, renewTime: new Date(), leaseTransitions: 0 };
     await store.create(spec.lease ?? 'race', released).catch((err: unknown) => {

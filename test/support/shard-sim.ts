@@ -235,7 +235,10 @@ export async function runShardSimulation(seed: number, steps = 250, trace = fals
           // never saw its latest token cannot go past it; the sequence goes on from the new record.
           if (term.token <= last) count('token reissued after a deletion (documented limit)', m.name);
           tokens.set(term.shard, term.token);
-          deletedShard.delete(term.shard);
+          // A gain is announced when its write's answer arrives; the record may have been deleted
+          // meanwhile, and then the deletion still counts against this token.
+          const stored = mem.peek(GROUP).find((v) => v.record.kind === 'shard' && v.record.index === term.shard)?.record;
+          if (stored?.kind === 'shard' && stored.token === term.token) deletedShard.delete(term.shard);
           for (const w of running.get(term.shard) ?? []) {
             if (base.now().getTime() < w.renewedAt + T.leaseDurationMs * (1 - MAX_DRIFT * 1.1))
               violations.push(

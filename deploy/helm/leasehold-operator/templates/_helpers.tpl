@@ -112,6 +112,22 @@ cert-manager gets durations it accepts.
 {{- if le (include "lho.seconds" .Values.caValidity | float64) (include "lho.seconds" .Values.certValidity | float64) -}}
 {{- fail (printf "caValidity %q must be longer than certValidity %q: the CA signs the serving certificates" .Values.caValidity .Values.certValidity) -}}
 {{- end -}}
+{{- /*
+Another install's webhook selecting the same pods: each would be sent to both, and the second
+refuses what the first injected (issue 36). lookup reads the cluster at install and upgrade;
+helm template renders without it.
+*/ -}}
+{{- $self := include "lho.fullname" . -}}
+{{- $value := toString .Values.webhook.injectValue -}}
+{{- range $wc := (lookup "admissionregistration.k8s.io/v1" "MutatingWebhookConfiguration" "" "").items -}}
+{{- if ne $wc.metadata.name $self -}}
+{{- range $wc.webhooks -}}
+{{- if and (eq .name "inject.leasehold.io") (eq (toString (dig "objectSelector" "matchLabels" "leasehold.io/inject" "" .)) $value) -}}
+{{- fail (printf "webhook.injectValue %q: the webhook configuration %s, another leasehold operator install, already injects pods labelled leasehold.io/inject=%s; each such pod would be sent to both, and the second would refuse what the first injected: give this install a value of its own (--set webhook.injectValue=...)" $value $wc.metadata.name $value) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- if .Values.certManager.enabled -}}
 {{- $c := .Values.certManager -}}
 {{- $duration := include "lho.seconds" $c.duration | float64 -}}

@@ -1,0 +1,181 @@
+/**
+ * The end of a term, after its step-down: the one end-of-term gate, whatever ended the term
+ * (stop(), a step-down for the app, the renew deadline, a lost or vanished record, a store
+ * error), and the release. First the term's work drains (`drain`, at most drainTimeoutMs), then
+ * the release gate says whether "not leader" has reached every reader. Either saying no leaves
+ * the lease to expire, and the candidate stands aside until it could have expired: a release
+ * while the work still runs, or while a reader still sees "leader", would let the next leader
+ * start beside it. Then the release itself: only a record this candidate wrote is released, never
+ * another holder's, nor one written under its identity by another process.
+ */
+import { BackendUnavailableError, ConflictError, InvalidRecordError, describeError } from '../errors.js';
+import type { Clock, Timer } from '../clock.js';
+import type { Logger } from '../log.js';
+import type { LeaseRecord } from '../backends/lease-store.js';
+import type { RecordAccess } from './record-access.js';
+import { sameRecord, type RecordView } from './record-view.js';
+import { StandBack } from './stand-back.js';
+import { releasedRecord } from './term-records.js';
+import type { AttemptSchedule } from './attempt-schedule.js';
+import type { Terms } from './terms.js';
+
+export interface EndOfTermOptions {
+  clock: Clock;
+  log: Logger;
+  /** The candidate's terms: the one that ended, marked over once through the gate. */
+  terms: Terms;
+  /** The loop's schedule: the gate's bound, for liveness. */
+  schedule: Pick<AttemptSchedule, 'attempting' | 'attemptEnded'>;
+  /** Bound on one backend call: a release is a few. */
+  requestTimeoutMs: number;
+  /** What the candidate believes about the record: whether the record last seen is its own. */
+  view: RecordView;
+  /** The candidate's bounded store calls, each answer taken into its view. */
+  access: RecordAccess;
+  /** Release a term given up (stop(), the app's eligibility) once the gate allows it. */
+  releaseOnCancel: boolean;
+  drain: (() => Promise<boolean | void>) | null;
+  /** The drain's bound; 0: not waited for. */
+  drainTimeoutMs: number;
+  releaseGate: () => boolean | Promise<boolean>;
+  /** The released record keeps the term's acquireTime (term-records.ts). */
+  keepAcquireTime: boolean;
+  leaseDurationMs: number;
+}
+
+export class EndOfTerm {
+  /** Stands the candidate aside after a term whose work was not seen to stop (an Eligibility of its gate). */
+  readonly holdOff: StandBack;
+
+  constructor(private readonly o: EndOfTermOptions) {
+    this.holdOff = new StandBack(o.clock);
+  }
+
+  /**
+   * The gate for the term that ended, if any: its step-down has been announced (the listener heard
+   * it first); then its work drains; then "not leader" must have reached every reader
+   * (`releaseGate`); then a term given up (`giveUp`: stop() or the app's eligibility) is released
+   * with releaseOnCancel. A term lost (its renewals unanswered, another holder, its record gone)
+   * is not released: the store did not answer, or the record is not ours. The loop runs this
+   * before any claim or attempt, and no new term is written while it is pending, so no other
+   * term begins while the work may run.
+   *
+   * When the work was not seen to stop in time, or the readers could not be told, the lease is
+   * not released: it expires, and this candidate stands aside until it could have expired for the
+   * others (the term's last successful renewal plus the lease duration). That is the one moment
+   * after which a next term may begin while this term's work may still run: the moment a paused
+   * leader's term ends too, which only the fencing token covers. The same choice on every path.
+   */
+  async gate(giveUp: boolean): Promise<void> {
+    const o = this.o;
+    const ended = o.terms.ended;
+    if (!ended) return;
+    // For liveness: the drain, the gate and a release of a few requests.
+    const drainBoundMs = o.drain ? o.drainTimeoutMs : 0;
+    o.schedule.attempting(drainBoundMs + 10 * o.requestTimeoutMs);
+    try {
+      const stopped = await this.drained();
+      if (stopped && (await this.allowed())) {
+        if (giveUp && o.releaseOnCancel) await this.send();
+        return;
+      }
+      const leftMs = ended.renewedAtMono + o.leaseDurationMs - o.clock.monotonic();
+      const fields = { token: ended.token, drainTimeoutMs: drainBoundMs, standAsideMs: Math.max(0, Math.round(leftMs)) };
+      // An error: the library logs errors only by default, and this one says a term may overlap the next.
+      if (!stopped) o.log.error('the work did not finish within drainTimeoutMs: the lease is left to expire, not released', fields);
+      // The release gate's owner said why (the sidecar: the status files could not be written).
+      else o.log.debug('the release gate said no: the lease is left to expire, not released', fields);
+      if (leftMs > 0) this.holdOff.standBack(`the work of token ${ended.token} was not seen to stop: waiting until its lease could have expired`, leftMs);
+    } finally {
+      o.terms.over();
+      o.schedule.attemptEnded();
+    }
+  }
+
+  /**
+   * A takeover whose answer was lost may have begun a term nobody was told of (no work to drain):
+   * with releaseOnCancel and the gate's leave, it is released from a read, as the view may
+   * predate the write that may have landed.
+   */
+  async releaseUnannounced(): Promise<void> {
+    if (this.o.releaseOnCancel && (await this.allowed())) await this.send(true);
+  }
+
+  /** Ends a pending stand-aside timer (the candidate stopped). */
+  close(): void {
+    this.holdOff.close();
+  }
+
+  /**
+   * Whether the ended term's work stopped within the drain's bound: true without a drain (no work
+   * is known) or with a bound of 0; false past the bound, when the drain says it cannot know,
+   * and when it throws or rejects (the work may still run). The timer never outlives the wait.
+   */
+  private async drained(): Promise<boolean> {
+    const drain = this.o.drain;
+    if (!drain || this.o.drainTimeoutMs === 0) return true;
+    let timer: Timer | undefined;
+    const bound = new Promise<false>((resolve) => (timer = this.o.clock.setTimer(() => resolve(false), this.o.drainTimeoutMs)));
+    const stopped = Promise.resolve()
+      .then(drain)
+      .then(
+        (r) => r !== false,
+        () => false,
+      );
+    try {
+      return await Promise.race([stopped, bound]);
+    } finally {
+      timer?.cancel();
+    }
+  }
+
+  /** The release gate's answer; one that throws is a no. */
+  private async allowed(): Promise<boolean> {
+    try {
+      return await this.o.releaseGate();
+    } catch (err) {
+      this.o.log.error('releaseGate failed: the lease is left to expire, not released', { error: describeError(err) });
+      return false;
+    }
+  }
+
+  /**
+   * Writes the released record (term-records.ts) over our own, the term already ended. A
+   * conflict or an unanswered request is retried after a fresh read. True when it landed.
+   * `fromRead`: the view may predate a write of ours that landed unanswered, so the first
+   * attempt reads too.
+   */
+  async send(fromRead = false): Promise<boolean> {
+    const o = this.o;
+    let sent: LeaseRecord | null = null;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const seen = fromRead && attempt === 0 ? null : o.view.observed;
+      // Our record, last seen: released from that view only while it is recent, else from a
+      // read. Another's record last seen: nothing of ours to release.
+      if (attempt === 0 && seen && !o.view.isOwn(seen)) return false;
+      const current = attempt === 0 && seen && o.view.recentlyConfirmed(seen.version) ? seen : await o.access.tryGet();
+      if (current && sent && sameRecord(current.record, sent)) return true; // an unanswered release landed
+      if (!current || !o.view.isOwn(current)) return false;
+      const released = releasedRecord(current.record, o.clock.now(), o.keepAcquireTime);
+      sent = released;
+      try {
+        const version = await o.access.update(released, current.version);
+        o.access.observe({ record: released, version }, true);
+        o.log.info('released lease', { token: released.leaseTransitions });
+        return true;
+      } catch (err) {
+        // The store refuses the released record itself (a constraint of the table): no retry
+        // passes, and the others wait out the lease as after a crash. Said once, as an error.
+        if (err instanceof InvalidRecordError) {
+          o.log.error('the store refused the release: the lease is left to expire', { reason: describeError(err), leaseDurationMs: o.leaseDurationMs });
+          return false;
+        }
+        if (!(err instanceof ConflictError)) {
+          o.log.warn('release failed', { reason: describeError(err) });
+          if (!(err instanceof BackendUnavailableError)) return false;
+        }
+      }
+    }
+    return false;
+  }
+}

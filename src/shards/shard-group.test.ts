@@ -1,0 +1,63 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { FakeClock } from '../testing/fake-clock.js';
+import { MemoryGroupStore } from '../testing/memory-group-store.js';
+import { InvalidConfigError } from '../errors.js';
+import { ShardGroup, type ShardOwnership } from './shard-group.js';
+
+const T = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+
+describe('the library’s ShardGroup', () => {
+  it('hands each shard’s work a token and a signal; a move aborts the signal and waits for the work before the next owner starts', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryGroupStore();
+    const log: string[] = [];
+    const running = new Map<number, string>();
+    const work = (who: string) => (o: ShardOwnership) => {
+      assert.equal(running.get(o.shard), undefined, `${who} started shard ${o.shard} while ${running.get(o.shard)} still worked on it`);
+      running.set(o.shard, who);
+      log.push(`${who}+${o.shard}@${o.token}`);
+      return new Promise<void>((resolve) =>
+        o.signal.addEventListener('abort', () => {
+          // The work takes a second to stop after its signal.
+          clock.setTimer(() => {
+            running.delete(o.shard);
+            resolve();
+          }, 1_000);
+        }),
+      );
+    };
+    const a = await ShardGroup.start({ ...T, store, group: 'g', shards: 4, identity: 'a', log: quiet, callbacks: { onShardGained: work('a') } }, { clock });
+    for (let t = 0; a.owned.length < 4 && t < 30_000; t += 100) await clock.advance(100);
+    assert.equal(a.owned.length, 4);
+    const b = await ShardGroup.start({ ...T, store, group: 'g', shards: 4, identity: 'b', log: quiet, callbacks: { onShardGained: work('b') } }, { clock });
+    for (let t = 0; b.owned.length < 2 && t < 30_000; t += 100) await clock.advance(100);
+    assert.deepEqual([a.owned.length, b.owned.length], [2, 2]);
+    assert.ok(
+      log.some((l) => l.startsWith('b+') && l.endsWith('@2')),
+      log.join(' '),
+    );
+    assert.equal(a.shardOf('customer-42'), b.shardOf('customer-42'));
+    const stops = Promise.all([a.stop(), b.stop()]);
+    for (let t = 0; t < 20_000; t += 100) await clock.advance(100);
+    await stops;
+    assert.equal(running.size, 0);
+  });
+
+  it('refuses options that cannot work, naming the rule, before anything is opened', async () => {
+    const store = new MemoryGroupStore();
+    const base = { store, group: 'g', shards: 4, identity: 'a', callbacks: { onShardGained: () => {} } };
+    for (const [over, rule] of [
+      [{ shards: 0 }, /the shard count must be a whole number from 1 to 4096/],
+      [{ shards: 5000 }, /from 1 to 4096/],
+      [{ maxMembers: 0 }, /maxMembers must be a whole number from 1 to 4096/],
+      [{ callbacks: {} }, /callbacks.onShardGained is required/],
+      [{ renewDeadlineMs: 20_000 }, /leaseDuration/],
+      [{ shard: 3 }, /unknown option "shard"/],
+    ] as const) {
+      await assert.rejects(ShardGroup.start({ ...base, ...over } as never), (e: unknown) => e instanceof InvalidConfigError && rule.test(e.message));
+    }
+    assert.deepEqual(store.calls, [], 'nothing was read or written');
+  });
+});

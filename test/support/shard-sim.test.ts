@@ -1,0 +1,30 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { runShardSimulation } from './shard-sim.js';
+
+/**
+ * The shard groups' seeded simulation (test/support/shard-sim.ts) over a few seeds, within the
+ * unit tier's budget; `npm run chaos -- --backend elector --only shards --seeds N` runs more. A
+ * failing seed replays exactly: LEASEHOLD_SHARD_SIM_SEED=N runs that one alone.
+ */
+const SEEDS = Number(process.env.LEASEHOLD_SHARD_SIM_SEEDS ?? 25);
+const ONLY = process.env.LEASEHOLD_SHARD_SIM_SEED;
+
+describe('shard groups under randomized faults (seeded simulation)', () => {
+  it(`no shard with two owners, tokens that grow, one owner's work at a time, balance once settled, over ${ONLY ? `seed ${ONLY}` : `${SEEDS} seeds`}`, async () => {
+    const seeds = ONLY ? [Number(ONLY)] : Array.from({ length: SEEDS }, (_, i) => i + 1);
+    let gains = 0;
+    const faults: Record<string, number> = {};
+    for (const seed of seeds) {
+      const r = await runShardSimulation(seed);
+      assert.deepEqual(r.violations, [], `seed ${seed} (replay with LEASEHOLD_SHARD_SIM_SEED=${seed})`);
+      gains += r.gains;
+      for (const [k, v] of Object.entries(r.faults)) faults[k] = (faults[k] ?? 0) + v;
+    }
+    // The simulation must exercise moves and faults, or it proves nothing.
+    assert.ok(gains >= seeds.length * 5, `only ${gains} changes of owner in ${seeds.length} seeds`);
+    if (!ONLY)
+      for (const f of ['pause', 'crash and restart', 'graceful restart', 'link cut off', 'app unhealthy', 'write applied, answer lost'])
+        assert.ok(faults[f], `no "${f}" fault was injected`);
+  });
+});
