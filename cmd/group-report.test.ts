@@ -30,6 +30,8 @@ function seeded(): MemoryGroupStore {
 it('reads each shard’s owner, token and session, and the slots, judging sessions by this machine’s clock', async () => {
   const r = await readGroupReport(seeded(), 'jobs', now);
   assert.ok(r);
+  assert.equal(r.found, true);
+  assert.equal(r.kind, 'shard-group');
   assert.equal(r.shards, 4);
   assert.equal(r.liveMembers, 1);
   assert.deepEqual(

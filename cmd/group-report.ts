@@ -37,6 +37,8 @@ export interface GroupReport {
   group: string;
   backend: string;
   location: string;
+  /** Always true: a group without a header is no group (readGroupReport returns null). */
+  found: true;
   kind: 'shard-group';
   shards: number;
   createdAt: string;
@@ -115,6 +117,7 @@ export async function readGroupReport(store: GroupStore, group: string, now: Dat
     group,
     backend: store.backend,
     location: store.location,
+    found: true,
     kind: 'shard-group',
     shards: header.shards,
     createdAt: header.createdAt.toISOString(),
