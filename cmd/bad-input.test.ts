@@ -10,12 +10,13 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { tempDir } from '../test/support/cli.js';
 import { main } from './main.js';
+import { openStore } from '../src/backends/open-store.js';
 import type { CliIo } from './cli-io.js';
 
 /** A port another listener holds: the sidecar's --listen there is refused before --db is created. */
@@ -638,6 +639,94 @@ const cases: Case[] = [
     args: ['sidecar', '--listen', '192.0.2.1:4040'],
     message: /invalid --listen "192\.0\.2\.1:4040": cannot listen there: the address is not one of this machine's$/,
   },
+  // Shard groups (sidecar --shards, docs/shards.md).
+  { name: 'no shards', args: ['sidecar', '--shards', '0'], message: /^leasehold: invalid --shards "0": must be a whole number from 1 to 4096$/ },
+  {
+    name: 'more shards than a group may have',
+    args: ['sidecar', '--shards', '4097'],
+    message: /^leasehold: invalid --shards "4097": must be a whole number from 1 to 4096$/,
+  },
+  {
+    name: 'shards not a number',
+    args: ['sidecar', '--shards', 'many'],
+    message: /^leasehold: invalid --shards "many": must be a whole number from 1 to 4096$/,
+  },
+  {
+    name: 'shards from the variable',
+    args: ['sidecar'],
+    env: { LEASEHOLD_SHARDS: '1.5' },
+    message: /^leasehold: invalid LEASEHOLD_SHARDS "1\.5" \(for --shards\): must be a whole number from 1 to 4096$/,
+  },
+  {
+    name: 'max members without shards',
+    args: ['sidecar', '--max-members', '8'],
+    message: /^leasehold: invalid --max-members "8": needs --shards: it bounds the members of a shard group$/,
+  },
+  {
+    name: 'no member slots',
+    args: ['sidecar', '--shards', '4', '--max-members', '0'],
+    message: /^leasehold: invalid --max-members "0": must be a whole number from 1 to 4096$/,
+  },
+  {
+    name: 'more member slots than a group may have',
+    args: ['sidecar', '--shards', '4', '--max-members', '5000'],
+    message: /^leasehold: invalid --max-members "5000": must be a whole number from 1 to 4096$/,
+  },
+  {
+    name: 'run with shards: run does not join shard groups, and says why',
+    args: ['run', '--shards', '4', '--', 'true'],
+    message:
+      /^leasehold: invalid --shards "4": leasehold run does not join shard groups: it runs one command while it leads one lease, .*\(run leasehold sidecar --shards beside the app\)$/,
+  },
+  {
+    name: "run with a sidecar's LEASEHOLD_SHARDS in its environment",
+    args: ['run', '--', 'true'],
+    env: { LEASEHOLD_SHARDS: '16' },
+    message: /^leasehold: invalid LEASEHOLD_SHARDS "16" \(for --shards\): leasehold run does not join shard groups/,
+  },
+  {
+    name: 'shards with pod labels',
+    args: ['sidecar', '--backend', 'kubernetes', '--shards', '4', '--pod-label'],
+    message: /^leasehold: invalid --pod-label true: applies to a lease, not to a shard group \(--shards\): a member is neither leader nor follower/,
+  },
+  {
+    name: 'shards with ready-when elected-any',
+    args: ['sidecar', '--shards', '4', '--ready-when', 'elected-any'],
+    message:
+      /^leasehold: invalid --ready-when "elected-any": applies to a lease, not to a shard group \(--shards\): a member is ready while it holds a session/,
+  },
+  {
+    name: 'shards with ready-when leader given, even as the default',
+    args: ['sidecar', '--shards', '4'],
+    env: { LEASEHOLD_READY_WHEN: 'leader' },
+    message: /^leasehold: invalid LEASEHOLD_READY_WHEN "leader" \(for --ready-when\): applies to a lease, not to a shard group/,
+  },
+  {
+    name: 'shards with a contention window',
+    args: ['sidecar', '--shards', '4', '--contention-window', '1s'],
+    message: /^leasehold: invalid --contention-window "1s": applies to a lease, not to a shard group \(--shards\)/,
+  },
+  {
+    name: 'shards kept on exit',
+    args: ['sidecar', '--shards', '4', '--no-release-on-exit'],
+    message:
+      /^leasehold: invalid --release-on-exit false: applies to a lease, not to a shard group \(--shards\): a member that stops always gives each shard up/,
+  },
+  {
+    name: 'a drain per shard without the status directory its key is written to',
+    args: ['sidecar', '--shards', '4', '--drain-timeout', '1s'],
+    message: /^leasehold: invalid --drain-timeout "1s": needs --status-dir with --shards: the app proves it is the app with the drain key written there$/,
+  },
+  {
+    name: 'a group name the Kubernetes store refuses (a label value: at most 63 characters)',
+    args: ['sidecar', '--backend', 'kubernetes', '--shards', '4', '--lease', `w${'x'.repeat(63)}`],
+    message: /^leasehold: invalid --lease "wx{63}": on Kubernetes a group name is a label value \(leasehold\.io\/group\): at most 63 characters/,
+  },
+  {
+    name: "a group name ending as another group's records on Kubernetes",
+    args: ['sidecar', '--backend', 'kubernetes', '--shards', '4', '--lease', 'jobs-shard-0001'],
+    message: /^leasehold: invalid --lease "jobs-shard-0001": on Kubernetes a group name is a label value/,
+  },
 ];
 
 /** How long a case may take before it counts as not refused (a sidecar campaigning here). */
@@ -704,4 +793,33 @@ describe('bad input, in-process: exit 2, one clear line, nothing written, nothin
       assert.deepEqual(activeResources(), before, 'nothing left running');
     });
   }
+});
+
+describe('a shard group whose records say another shard count: exit 2, one line, nothing written', () => {
+  const dir = tempDir();
+  after(dir.cleanup);
+
+  it('refuses --shards 16 for a group of 8, before the status directory or a member slot exists', async () => {
+    const db = join(dir.path, 'leases.db');
+    const store = await openStore({ backend: 'sqlite', db });
+    await store.createGroupRecord('workers', { kind: 'group', index: 0, shards: 8, createdAt: new Date() });
+    const before = await store.listGroup('workers');
+    const resources = activeResources();
+    const r = await runMain(
+      ['sidecar', '--shards', '16', '--db', db, '--lease', 'workers', '--identity', 'b', '--listen', '127.0.0.1:0', '--status-dir', 'status'],
+      {},
+      dir.path,
+    );
+    assert.equal(r.code, 2, r.stderr);
+    assert.equal(r.stdout, '');
+    const lines = r.stderr.split('\n').filter(Boolean);
+    assert.deepEqual(lines, [
+      'leasehold: shard group workers has 8 shards, not 16: every member of a group gives the same --shards (a group never has two counts)',
+    ]);
+    assert.equal(existsSync(join(dir.path, 'status')), false, 'no status directory');
+    assert.deepEqual(await store.listGroup('workers'), before, 'no record written: no member slot taken');
+    await store.close();
+    for (let turn = 0; turn < 100 && !isDeepStrictEqual(activeResources(), resources); turn++) await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(activeResources(), resources, 'nothing left running');
+  });
 });

@@ -91,6 +91,8 @@ export function badTogether(subject: string, values: readonly (readonly [flag: s
 /** The flag for each setting an error's `field` names (src/ knows no flag). */
 const FLAG_OF: Record<string, string> = {
   lease: 'lease',
+  // A shard group's name is its --lease.
+  group: 'lease',
   identity: 'identity',
   leaseDuration: 'lease-duration',
   renewDeadline: 'renew-deadline',

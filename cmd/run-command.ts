@@ -10,6 +10,7 @@ import { badFlag } from './cli-errors.js';
 import { onShutdownSignal } from './signals.js';
 import { CommandStartError } from '../src/errors.js';
 import { childEnvironment } from './run-environment.js';
+import { RUN_SHARDS_RULE } from './shard-flags.js';
 
 export const RUN_DESCRIPTION =
   'Run a command only while leader: wait to be elected, start CMD with LEASEHOLD_FENCING_TOKEN, LEASEHOLD_LEASE and LEASEHOLD_IDENTITY set (and LEASEHOLD_STATUS_DIR with --status-dir), stop it (SIGTERM, then SIGKILL after --grace-period) when leadership is lost';
@@ -41,6 +42,8 @@ export const RUN_OPTIONS = {
     type: 'string',
     describe: `Without --once: after this many failures of CMD in a row while leading, release the lease and stand back for a lease duration so another candidate runs it; 0: never (default ${DEFAULT_GIVE_UP_AFTER})`,
   },
+  // Read only to be refused: a LEASEHOLD_SHARDS meant for a sidecar must not leave run leading one lease unseen.
+  shards: { type: 'string', describe: 'Not for run: refused (shard groups are joined by leasehold sidecar --shards, beside the app)' },
 } as const satisfies FlagTable;
 
 /** The flags, plus CMD and its arguments: every word after the first `--`, byte for byte. */
@@ -60,6 +63,7 @@ export const RUN_COMMAND = {
  */
 export function resolveRun(f: FlagValues<RunArgs>) {
   const a = f.values;
+  if (a.shards !== undefined) throw badFlag('shards', a.shards, RUN_SHARDS_RULE);
   const argv = a['--'] ?? [];
   if (argv.length === 0) throw new CommandStartError('no command given: use leasehold run [flags] -- CMD [ARGS...]');
   const s = resolveSidecar(f);

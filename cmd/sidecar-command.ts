@@ -5,22 +5,32 @@ import type { CommandSpec } from './flag-table.js';
 import type { ParsedFlags } from './cli-parser.js';
 import type { CommandContext } from './cli-io.js';
 import { onShutdownSignal } from './signals.js';
+import { resolveShards } from './shard-flags.js';
 
 export const SIDECAR_COMMAND = {
   name: 'sidecar',
-  description: 'Campaign for a lease; publish leadership to files, HTTP and metrics',
+  description: 'Campaign for a lease (or, with --shards, own shards of a group); publish it to files, HTTP and metrics',
   flags: SIDECAR_COMMAND_OPTIONS,
 } as const satisfies CommandSpec;
 
-/** Campaigns until a shutdown signal, then steps down and releases; resolves to 0. */
+/**
+ * Campaigns until a shutdown signal, then steps down and releases; with --shards, is a member of
+ * the group until then, then gives its shards up and leaves. Resolves to 0.
+ */
 export async function runSidecar(flags: ParsedFlags<typeof SIDECAR_COMMAND_OPTIONS>, { io }: CommandContext): Promise<number> {
   const s = resolveSidecarCommand(flags);
+  const group = resolveShards(flags, s);
   await checkListenAddress(s.listen, flags.values.listen);
-  const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity }, write: (line) => io.stderr(`${line}\n`) });
+  const base = group ? { group: s.lease, identity: s.identity } : { lease: s.lease, identity: s.identity };
+  const log = createLogger({ format: s.logFormat, level: s.logLevel, base, write: (line) => io.stderr(`${line}\n`) });
   const { store, podLabeler } = await openStoreAndLabeler({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 }, s.podLabel, s.identity, s.lease, log);
-  let sidecar: Sidecar;
+  let sidecar: Pick<Sidecar, 'start' | 'stop'>;
   try {
-    sidecar = new Sidecar({ ...s, store, log, podLabeler });
+    if (group) {
+      // Loaded only in shard mode: a leader sidecar carries none of it.
+      const { ShardSidecar } = await import('../src/sidecar/shard-sidecar.js');
+      sidecar = new ShardSidecar({ ...s, ...group, group: s.lease, store, log, drainKey: true });
+    } else sidecar = new Sidecar({ ...s, store, log, podLabeler });
   } catch (err) {
     // Nothing may be left open: main() returns, and the process ends when nothing runs.
     await store.close().catch(() => {});

@@ -19,6 +19,7 @@ import { formatDuration } from '../src/config/duration.js';
 import { maxDrainMs } from '../src/sidecar/app-drain.js';
 import { duration } from './election-flags.js';
 import { probeEnvironment } from './run-environment.js';
+import { SHARD_OPTIONS } from './shard-flags.js';
 import type { ProbeOptions } from '../src/health/health-settings.js';
 
 /**
@@ -61,6 +62,7 @@ export const SIDECAR_COMMAND_OPTIONS = {
     describe:
       "After a graceful step-down, wait up to this for the app's POST /leader/stopped?token=N before releasing; 0s: do not wait. At most renew-deadline/2 − retry-period",
   },
+  ...SHARD_OPTIONS,
 } as const satisfies FlagTable;
 
 export type SidecarArgs = ArgsOf<typeof SIDECAR_COMMAND_OPTIONS>;

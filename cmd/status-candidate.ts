@@ -20,7 +20,7 @@ export type CandidateView =
  * Reads a regular file only: opened without blocking, so a FIFO (or a device) planted in the
  * directory is refused at once instead of holding `status` on an open or a read that never ends.
  */
-function readBounded(path: string): string {
+export function readBounded(path: string): string {
   const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     if (!fstatSync(fd).isFile()) throw new Error("not a regular file: not a status file of leasehold's");

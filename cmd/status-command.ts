@@ -10,6 +10,9 @@ import { escapeForTerminal, jsonForTerminal } from '../src/util/escape-control.j
 import { watchLease } from './status-watch.js';
 import { formatCandidate } from './status-candidate.js';
 import { readReport, type LeaseReport } from './lease-report.js';
+import { readGroupReport } from './group-report.js';
+import { formatGroupReport, readShardsCandidate } from './group-format.js';
+import { InvalidConfigError } from '../src/errors.js';
 
 export const STATUS_OPTIONS = {
   ...STORE_OPTIONS,
@@ -29,7 +32,7 @@ export type StatusArgs = ArgsOf<typeof STATUS_OPTIONS>;
 
 export const STATUS_COMMAND = {
   name: 'status',
-  description: 'Show who holds a lease, its fencing token and when it expires',
+  description: "Show who holds a lease, its fencing token and when it expires; for a shard group, each shard's owner and token",
   flags: STATUS_OPTIONS,
 } as const satisfies CommandSpec;
 
@@ -69,14 +72,32 @@ async function readAndPrint(a: StatusArgs, settings: StoreSettings, lease: strin
   const log = { debug() {}, info() {}, warn: notice, error: notice };
   const store = await openStore({ ...settings, readonly: true, log });
   try {
-    if (a.watch) return await watchUntilSignal(store, lease, a.json, a['status-dir'], io);
+    if (a.watch) {
+      // A group is not watched (yet): said before anything is printed.
+      if (await readGroupReport(store, lease, new Date())) throw new InvalidConfigError(WATCH_GROUP_RULE(lease));
+      return await watchUntilSignal(store, lease, a.json, a['status-dir'], io);
+    }
     const report = await readReport(store, lease, new Date(), a['status-dir']);
+    // A shard group when no lease has the name (on Kubernetes the group's header is a Lease of that name).
+    if (!report.found || store.backend === 'kubernetes') {
+      const now = new Date();
+      const group = await readGroupReport(store, lease, now);
+      if (group) {
+        const statusDir = a['status-dir'];
+        const candidate = statusDir === undefined ? undefined : readShardsCandidate(statusDir);
+        io.stdout(a.json ? jsonForTerminal({ ...group, ...(candidate ? { candidate } : {}) }) + '\n' : formatGroupReport(group, now, candidate));
+        return 0;
+      }
+    }
     io.stdout(a.json ? jsonForTerminal(report) + '\n' : formatReport(report, new Date()));
     return report.found ? 0 : 1;
   } finally {
     await store.close();
   }
 }
+
+const WATCH_GROUP_RULE = (group: string) =>
+  `--watch follows one lease, and ${group} is a shard group: run leasehold status --lease ${group} without --watch to see its shards, or follow a member's GET /shards?watch=1`;
 
 /** `--watch`: until SIGINT, SIGTERM or SIGHUP, then exit 0. */
 async function watchUntilSignal(store: LeaseStore, lease: string, json: boolean, statusDir: string | undefined, io: CliIo): Promise<number> {

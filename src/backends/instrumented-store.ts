@@ -1,5 +1,6 @@
 import type { Histogram } from 'prom-client';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord } from './lease-store.js';
+import type { GroupRecord, GroupStore, VersionedGroupRecord } from './group-store.js';
 
 /** Wraps a store to time every request into a histogram labelled by op and result. */
 export class InstrumentedStore implements LeaseStore {
@@ -38,16 +39,51 @@ export class InstrumentedStore implements LeaseStore {
     return this.inner.close();
   }
 
-  private async time<T>(op: string, fn: () => Promise<T>): Promise<T> {
-    const end = this.histogram.startTimer({ backend: this.backend, op });
-    try {
-      const v = await fn();
-      end({ result: 'ok' });
-      return v;
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      end({ result: code === 'LEASEHOLD_ERR_CONFLICT' ? 'conflict' : code === 'LEASEHOLD_ERR_NOT_FOUND' ? 'not_found' : 'error' });
-      throw err;
-    }
+  private time<T>(op: string, fn: () => Promise<T>): Promise<T> {
+    return timed(this.histogram, this.backend, op, fn);
+  }
+}
+
+/** Times one request into `histogram`, labelled by its result: ok, conflict, not_found or error. */
+async function timed<T>(histogram: Histogram<'backend' | 'op' | 'result'>, backend: string, op: string, fn: () => Promise<T>): Promise<T> {
+  const end = histogram.startTimer({ backend, op });
+  try {
+    const v = await fn();
+    end({ result: 'ok' });
+    return v;
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    end({ result: code === 'LEASEHOLD_ERR_CONFLICT' ? 'conflict' : code === 'LEASEHOLD_ERR_NOT_FOUND' ? 'not_found' : 'error' });
+    throw err;
+  }
+}
+
+/** A shard group's store, timed into the same histogram: `list`, `create` and `update` of its records. */
+export class InstrumentedGroupStore implements GroupStore {
+  readonly backend: string;
+  readonly location: string;
+  readonly maxToken: number | undefined;
+  watchGroup?: GroupStore['watchGroup'];
+
+  constructor(
+    private readonly inner: GroupStore,
+    private readonly histogram: Histogram<'backend' | 'op' | 'result'>,
+  ) {
+    this.backend = inner.backend;
+    this.location = inner.location;
+    this.maxToken = inner.maxToken;
+    if (inner.watchGroup) this.watchGroup = inner.watchGroup.bind(inner);
+  }
+
+  listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
+    return timed(this.histogram, this.backend, 'list', () => this.inner.listGroup(group, opts));
+  }
+
+  createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
+    return timed(this.histogram, this.backend, 'create', () => this.inner.createGroupRecord(group, record, opts));
+  }
+
+  updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    return timed(this.histogram, this.backend, 'update', () => this.inner.updateGroupRecord(group, record, expectedVersion, opts));
   }
 }

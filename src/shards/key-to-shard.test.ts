@@ -13,7 +13,10 @@ describe('keys to shards: FNV-1a 64 of the UTF-8 bytes, scaled to N', () => {
   it('the vectors docs/shards.md prints for other languages', () => {
     // Keep these in step with docs/shards.md: an app in another language checks itself against them.
     assert.equal(shardOf('', 64), 50);
-    assert.equal(shardOf('customer-42', 64), Number((fnv1a64('customer-42') * 64n) >> 64n));
+    assert.equal(fnv1a64('customer-42').toString(16), '1e1b8c70eb18f59e');
+    assert.equal(shardOf('customer-42', 64), 7);
+    assert.equal(fnv1a64('ünïcødé').toString(16), '7fe9369f83b596a0', 'the UTF-8 bytes, not UTF-16 code units');
+    assert.equal(shardOf('ünïcødé', 16), 7);
     assert.equal(shardOf('a', 16), 10);
     assert.equal(shardOf('foobar', 256), 133);
     assert.equal(shardOf('ünïcødé', 1), 0);

@@ -157,6 +157,36 @@ describe('a shard group member', () => {
     await stopping;
   });
 
+  it('counts the shards it sees with no live owner (orphaned) and the live members, at every turn', async () => {
+    const w = world(12);
+    const health = new ManualHealth({ failureThreshold: 1, successThreshold: 1, holdDownMs: 0 }, w.clock);
+    health.healthy();
+    const link = new CutLink(w.store);
+    const a = await w.add('a', { store: link });
+    assert.equal(a.m.snapshot().orphaned, 12, 'before its first turn, nothing is known to be owned');
+    await w.clock.advance(T.retryPeriodMs);
+    assert.equal(a.m.snapshot().orphaned, 12, 'no shard record yet: every shard is orphaned');
+    assert.equal(a.m.snapshot().members, 1);
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().orphaned === 0, 20_000));
+    assert.equal(a.m.snapshot().owned.length, 12);
+    const b = await w.add('b', { eligibility: health });
+    assert.ok(await w.advanceUntil(() => b.m.snapshot().members === 2 && everyShardOnce(w.owners(), 12) && w.counts().join() === '6,6', 20_000));
+    assert.equal(b.m.snapshot().orphaned, 0);
+    // a crashes: b takes its shards in the turn that finds its session over, so none is left orphaned.
+    link.cut = true;
+    assert.ok(await w.advanceUntil(() => b.m.snapshot().owned.length === 12, 30_000, 50));
+    assert.equal(b.m.snapshot().orphaned, 0);
+    assert.equal(b.m.snapshot().members, 1);
+    // b's app fails: b gives every shard up and nobody is left to take them.
+    health.unhealthy('down');
+    assert.ok(await w.advanceUntil(() => b.m.snapshot().owned.length === 0, 5_000, 10));
+    assert.ok(await w.advanceUntil(() => b.m.snapshot().orphaned === 12, 5_000, 10), `orphaned ${b.m.snapshot().orphaned}`);
+    assert.equal(b.m.snapshot().members, 0, 'a leaving member takes no shards: not counted');
+    const stopping = Promise.all(w.members.map(({ m }) => m.stop()));
+    await w.clock.advance(T.renewDeadlineMs);
+    await stopping;
+  });
+
   it('a group whose header says another shard count is refused at start, naming the rule', async () => {
     const w = world(12);
     await w.add('a');

@@ -77,11 +77,18 @@ export interface ShardMemberSnapshot {
   state: MemberState | null;
   /** The live members taking shards (state active), this one included when it is. */
   members: number;
+  /**
+   * The shards with no live owner as this member sees the group (free, absent, or named by a
+   * session that is over): 0 once every shard has an owner. Counted at each turn's end.
+   */
+  orphaned: number;
   owned: { shard: number; token: number }[];
   /** When every owned shard stops counting unless a heartbeat renews it; null without a session. */
   validUntil: Date | null;
   standingAside: StandAside | null;
   running: boolean;
+  /** When the loop last began a turn (this clock's monotonic ms); null before the first. */
+  lastTurnMonotonic: number | null;
 }
 
 interface Mine extends SessionId {
@@ -145,6 +152,8 @@ export class ShardMember {
   private hinted = false;
   private lastHeartbeatMono: number | null = null;
   private members = 0;
+  private orphaned: number;
+  private lastTurnMono: number | null = null;
   private noSlotSaid = false;
 
   constructor(private readonly opts: ShardMemberOptions) {
@@ -160,6 +169,7 @@ export class ShardMember {
     this.drainTimeoutMs = opts.drainTimeoutMs ?? opts.renewDeadlineMs;
     this.listener = opts.listener ?? {};
     this.view = new GroupView(this.clock, opts.shards, opts.leaseDurationMs);
+    this.orphaned = opts.shards;
   }
 
   /**
@@ -201,10 +211,12 @@ export class ShardMember {
       session: m ? { slot: m.slot, session: m.session } : null,
       state: m?.state ?? null,
       members: this.members,
+      orphaned: this.orphaned,
       owned: [...this.owned].map(([shard, o]) => ({ shard, token: o.token })).sort((a, b) => a.shard - b.shard),
       validUntil: m ? new Date(this.basis(m).wall.getTime() + this.timings.renewDeadlineMs) : null,
       standingAside: this.eligible() ? null : (this.opts.eligibility?.standAside() ?? null),
       running: this.loop !== null,
+      lastTurnMonotonic: this.lastTurnMono,
     };
   }
 
@@ -231,13 +243,26 @@ export class ShardMember {
   }
 
   private async turn(): Promise<void> {
+    this.lastTurnMono = this.clock.monotonic();
     const desired: MemberState = this.stopping || !this.eligible() ? 'leaving' : 'active';
     if (this.mine && (this.heartbeatDue() || this.mine.state !== desired)) await this.heartbeat(desired);
     if (this.listDue()) await this.list();
     if (!this.mine && !this.stopping && this.eligible()) await this.join();
     if (this.mine) await this.reconcile();
     else await this.freeKept();
+    this.countGroup();
     this.listener.onChange?.();
+  }
+
+  /** What a status shows of the group as this member sees it: its live active members, and the shards without a live owner. */
+  private countGroup(): void {
+    this.members = this.view.liveSlots().filter((v) => v.record.state === 'active').length;
+    let orphaned = 0;
+    for (let s = 0; s < this.shards; s++) {
+      const o = this.view.shard(s)?.record.owner;
+      if (!o || !this.view.live(o)) orphaned++;
+    }
+    this.orphaned = orphaned;
   }
 
   private async list(): Promise<void> {

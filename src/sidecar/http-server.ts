@@ -23,7 +23,8 @@ export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 const TIMEOUT_CHECK_MS = 1_000;
 
 export interface HttpHandlers {
-  status(): LeaderStatus;
+  /** `/leader`; none for a shard group's member, which has no leader (its routes are `routes`). */
+  status?(): LeaderStatus;
   liveness(): Verdict;
   readiness(): Verdict;
   registry: Registry;
@@ -34,6 +35,16 @@ export interface HttpHandlers {
   bounds?: HttpBounds;
   /** `POST /leader/stopped?token=N`: the app's leader work of term N stopped (see AppDrain). */
   leaderStopped?: (token: string | null) => { code: number; body: string };
+  /** Routes of another module (a shard group's, shard-endpoints.ts), tried before the built-in ones. */
+  routes?: MoreRoutes;
+}
+
+/** A module's own paths on this server: it answers a request of one of them and says so. */
+export interface MoreRoutes {
+  /** Its paths, for the 404's list. */
+  readonly paths: readonly string[];
+  /** Answers and returns true for a path of its own; false to leave the request to the server. */
+  handle(req: IncomingMessage, res: ServerResponse, path: string, search: string): boolean | Promise<boolean>;
 }
 
 const NO_COUNTERS: StreamCounters = { opened() {}, closed() {}, refused() {}, dropped() {} };
@@ -42,7 +53,7 @@ const NO_COUNTERS: StreamCounters = { opened() {}, closed() {}, refused() {}, dr
  * `/leader?watch=`: 1 or true streams, 0 or false (or none) answers once. Given more than once
  * it is refused, even with equal values: which one wins differs between proxies and clients.
  */
-function wantsStream(req: IncomingMessage, query: URLSearchParams): boolean {
+export function wantsStream(req: IncomingMessage, query: URLSearchParams): boolean {
   const given = query.getAll('watch');
   if (given.length > 1) throw new BadRequest(`watch is given ${given.length} times: give it once, watch=1 or true (a stream), watch=0 or false`);
   const watch = given[0] ?? null;
@@ -53,7 +64,8 @@ function wantsStream(req: IncomingMessage, query: URLSearchParams): boolean {
   throw new BadRequest(`watch=${shown} is not allowed: use watch=1 or true (a stream), watch=0 or false`);
 }
 
-class BadRequest extends Error {}
+/** A request the server answers 400, with the message as its body. */
+export class BadRequest extends Error {}
 
 /** Splits "host:port" (IPv6 in brackets). Throws with the rule on bad input. */
 export function parseListen(value: string): { host: string; port: number } {
@@ -63,7 +75,7 @@ export function parseListen(value: string): { host: string; port: number } {
   return { host: m[1] ?? (m[2] || '0.0.0.0'), port };
 }
 
-/** /healthz, /readyz, /leader and /metrics, GET and HEAD; and POST /leader/stopped. */
+/** /healthz, /readyz, /leader and /metrics, GET and HEAD; and POST /leader/stopped; and `routes`'s paths. */
 export class StatusServer {
   private server: Server | null = null;
   /** Server-sent-events streams of /leader. */
@@ -158,9 +170,10 @@ export class StatusServer {
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     const search = q < 0 ? '' : url.slice(q + 1);
-    if (path === STOPPED_PATH && this.h.leaderStopped) return this.leaderStopped(req, res, search);
-    if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'method not allowed\n');
     try {
+      if (this.h.routes && (await this.h.routes.handle(req, res, path, search))) return;
+      if (path === STOPPED_PATH && this.h.leaderStopped) return this.leaderStopped(req, res, search);
+      if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'method not allowed\n');
       switch (path) {
         case '/healthz':
         case '/livez':
@@ -168,15 +181,16 @@ export class StatusServer {
         case '/readyz':
           return verdict(res, this.h.readiness());
         case '/leader': {
+          if (!this.h.status) break;
           const s = this.h.status();
           if (wantsStream(req, new URLSearchParams(search))) return this.streams.open(res, s);
           return send(res, 200, 'application/json', leaderBody(s) + '\n');
         }
         case '/metrics':
           return send(res, 200, this.h.registry.contentType, await this.h.registry.metrics());
-        default:
-          return send(res, 404, 'text/plain', 'not found: try /healthz /readyz /leader /metrics\n');
       }
+      const paths = ['/healthz', '/readyz', ...(this.h.status ? ['/leader'] : []), ...(this.h.routes?.paths ?? []), '/metrics'];
+      return send(res, 404, 'text/plain', `not found: try ${paths.join(' ')}\n`);
     } catch (err) {
       if (err instanceof BadRequest) return send(res, 400, 'text/plain', `${err.message}\n`);
       return send(res, 500, 'text/plain', `internal error: ${escapeForTerminal(describeError(err))}\n`);
@@ -198,7 +212,7 @@ function verdict(res: ServerResponse, v: Verdict): void {
   send(res, v.ok ? 200 : 503, 'text/plain', `${v.ok ? 'ok' : 'unavailable'}: ${v.reason}\n`);
 }
 
-function send(res: ServerResponse, code: number, type: string, body: string): void {
+export function send(res: ServerResponse, code: number, type: string, body: string): void {
   res.writeHead(code, { 'content-type': type, 'cache-control': 'no-store', 'content-length': Buffer.byteLength(body) });
   res.end(res.req.method === 'HEAD' ? undefined : body);
 }

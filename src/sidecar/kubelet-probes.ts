@@ -5,6 +5,7 @@
 import type { Timings } from '../config/election-options.js';
 import type { CandidateSnapshot } from '../election/candidate-loop.js';
 import type { LeaseStore } from '../backends/lease-store.js';
+import type { ShardMemberSnapshot } from '../shards/shard-member.js';
 import { escapeForTerminal } from '../util/escape-control.js';
 
 const READY_WHEN = ['leader', 'elected-any'] as const;
@@ -58,6 +59,32 @@ export class Readiness {
     }
     return this.seenLeader ? { ok: true, reason: 'a leader has been elected' } : { ok: false, reason: 'no leader seen yet' };
   }
+}
+
+/**
+ * A shard group member's liveness: unhealthy when its loop has stopped, or has begun no turn
+ * for a lease duration and LOOP_SLACK_MS (a turn begins at least every retry period, and each
+ * of its store calls is bounded by the request timeout: a loop this late is stuck).
+ */
+export function shardLiveness(s: ShardMemberSnapshot, t: Timings, nowMono: number): Verdict {
+  if (!s.running) return { ok: false, reason: 'shard member loop is not running' };
+  if (s.lastTurnMonotonic !== null && nowMono - s.lastTurnMonotonic > t.leaseDurationMs + LOOP_SLACK_MS) {
+    return { ok: false, reason: `shard member loop has begun no turn for ${Math.round(nowMono - s.lastTurnMonotonic)} ms` };
+  }
+  return { ok: true, reason: 'ok' };
+}
+
+/**
+ * A shard group member's readiness: ready while it holds a session in the group (a member slot
+ * it heartbeats) as an active member, which it is only while its app is eligible. Owning a shard
+ * is not asked: with more members than shards, a ready member may own none, and a new pod of a
+ * rollout is ready once it has joined.
+ */
+export function shardReadiness(s: ShardMemberSnapshot): Verdict {
+  if (s.standingAside) return { ok: false, reason: `not taking shards: ${escapeForTerminal(s.standingAside.reason)}` };
+  if (!s.session) return { ok: false, reason: `not a member of shard group ${s.group} yet (no member slot)` };
+  if (s.state !== 'active') return { ok: false, reason: `leaving shard group ${s.group}` };
+  return { ok: true, reason: `member of shard group ${s.group} (slot ${s.session.slot}), owns ${s.owned.length} of ${s.shards} shards` };
 }
 
 /**

@@ -58,17 +58,24 @@ const BATCH = 100;
 /** Events kept for streams not yet written to; far more than can pile up between two turns. */
 const KEPT_EVENTS = 64;
 
+/** What a set of streams sends: its event's name, the path a refused reader may poll instead, and each state's data line. */
+export interface StreamKind<S extends { updatedAt: string }> {
+  event: string;
+  path: string;
+  body: (s: S) => string;
+}
+
 /**
- * The server-sent-events side of `GET /leader`: each open stream gets the current state first
- * (as last published), then one `leader` event per status change, in the order the status
- * files were written.
+ * The server-sent-events side of `GET /leader` (LeaderStreams) and `GET /shards`
+ * (shard-endpoints.ts): each open stream gets the current state first (as last published),
+ * then one event per change, in the order the status files were written.
  * publish() only queues the event; the streams are written later, a batch per turn of the
  * event loop, so a thousand streams add nothing to the election's own path. A write only
  * hands bytes to a socket and never waits on one, so a reader that does not read can never
  * slow the election or the other readers; it is closed once its backlog passes
  * maxBufferedBytes.
  */
-export class LeaderStreams {
+export class EventStreams<S extends { updatedAt: string }> {
   /** Each open stream and the sequence number of the last event written to it. */
   private readonly streams = new Map<ServerResponse, number>();
   /** Open streams by client (clientOf); a client with none has no entry. */
@@ -85,7 +92,8 @@ export class LeaderStreams {
 
   constructor(
     private readonly counters: StreamCounters,
-    limits: StreamLimits = {},
+    limits: StreamLimits,
+    private readonly kind: StreamKind<S>,
   ) {
     this.maxStreams = limits.maxStreams ?? DEFAULT_MAX_STREAMS;
     // By default never more than half of the places, however few descriptors left maxStreams.
@@ -102,16 +110,19 @@ export class LeaderStreams {
    * Opens a stream on `res`, or answers 503 when maxStreams are already open, or when this
    * client (its remote address) already holds maxStreamsPerClient of them.
    */
-  open(res: ServerResponse, current: LeaderStatus): void {
+  open(res: ServerResponse, current: S): void {
     if (this.streams.size >= this.maxStreams) {
       this.counters.refused('limit');
-      return refuse(res, `too many streams: ${this.maxStreams} are open, the most this sidecar serves; retry later or poll /leader\n`);
+      return refuse(res, `too many streams: ${this.maxStreams} are open, the most this sidecar serves; retry later or poll ${this.kind.path}\n`);
     }
     const client = clientOf(res);
     const held = this.perClient.get(client) ?? 0;
     if (held >= this.maxStreamsPerClient) {
       this.counters.refused('client_limit');
-      return refuse(res, `too many streams from ${client}: it holds ${held}, the most one address may hold; close one, retry later or poll /leader\n`);
+      return refuse(
+        res,
+        `too many streams from ${client}: it holds ${held}, the most one address may hold; close one, retry later or poll ${this.kind.path}\n`,
+      );
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
     if (res.req.method === 'HEAD') {
@@ -141,12 +152,12 @@ export class LeaderStreams {
   }
 
   /** Queues one event for every stream when anything but updatedAt changed. */
-  publish(status: LeaderStatus): void {
+  publish(status: S): void {
     const key = JSON.stringify({ ...status, updatedAt: '' });
     if (key === this.lastKey && this.events.length > 0) return;
     this.lastKey = key;
     this.seq += 1;
-    this.events.push({ seq: this.seq, chunk: `id: ${this.seq}\nevent: leader\ndata: ${leaderBody(status)}\n\n` });
+    this.events.push({ seq: this.seq, chunk: `id: ${this.seq}\nevent: ${this.kind.event}\ndata: ${this.kind.body(status)}\n\n` });
     if (this.events.length > KEPT_EVENTS) this.events.shift();
     if (this.streams.size > 0 && !this.flushing) {
       this.flushing = true;
@@ -158,8 +169,9 @@ export class LeaderStreams {
    * Hands the newest event to every stream now, all of them in this turn rather than a batch
    * per turn, and waits until each socket has taken all it was given, at most `timeoutMs`. A
    * stream still holding bytes then is closed: its reader sees the stream end rather than
-   * "leader". Called before a release, so no reader of this sidecar still sees "leader" once
-   * the next leader can start. Returns the streams written to and the ones closed.
+   * "leader" (or a shard it no longer owns). Called before a release, so no reader of this
+   * sidecar still sees "leader" once the next leader can start. Returns the streams written to
+   * and the ones closed.
    */
   async drain(timeoutMs: number): Promise<{ streams: number; closed: number }> {
     const waiting = new Set<ServerResponse>();
@@ -255,6 +267,13 @@ export class LeaderStreams {
   private stopHeartbeat(): void {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = null;
+  }
+}
+
+/** `GET /leader?watch=1`: one `leader` event per change of the status files' state. */
+export class LeaderStreams extends EventStreams<LeaderStatus> {
+  constructor(counters: StreamCounters, limits: StreamLimits = {}) {
+    super(counters, limits, { event: 'leader', path: '/leader', body: leaderBody });
   }
 }
 

@@ -1,11 +1,54 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /**
- * Prometheus metrics. client-go's two leader-election series keep their names, so dashboards
+ * What every sidecar reports, a lease's candidate or a shard group's member: the store's
+ * requests, the HTTP streams, the app's eligibility, and the process (prefixed `leasehold_`).
+ */
+export class SidecarMetrics {
+  readonly registry = new Registry();
+  readonly backendRequests: Histogram<'backend' | 'op' | 'result'>;
+  readonly streamsOpen: Gauge;
+  readonly streamsEnded: Counter<'reason'>;
+  readonly appEligible: Gauge<'name'>;
+
+  constructor() {
+    const registers = [this.registry];
+    this.backendRequests = new Histogram({
+      name: 'leasehold_backend_request_duration_seconds',
+      help: 'Latency of lease store requests by operation and result (ok, conflict, not_found, error).',
+      labelNames: ['backend', 'op', 'result'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    });
+    this.streamsOpen = new Gauge({
+      name: 'leasehold_http_streams',
+      help: 'Server-sent-events streams of /leader (or /shards) open now.',
+      registers,
+    });
+    this.streamsEnded = new Counter({
+      name: 'leasehold_http_streams_rejected_total',
+      help: 'Streams of /leader (or /shards) refused (reason="limit": too many open; reason="client_limit": too many from one address) or closed for not reading (reason="slow").',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.appEligible = new Gauge({
+      name: 'leasehold_app_eligible',
+      help: "1 while the app's health lets this candidate campaign (or this member take shards), else 0; present only with a health source.",
+      labelNames: ['name'],
+      registers,
+    });
+    // The event-loop lag monitor samples every 100 ms instead of prom-client's 10 ms: a
+    // sidecar that is idle most of the time should not wake 100 times a second to measure it.
+    collectDefaultMetrics({ register: this.registry, prefix: 'leasehold_', eventLoopMonitoringPrecision: 100 });
+    for (const reason of ['limit', 'client_limit', 'slow']) this.streamsEnded.inc({ reason }, 0);
+  }
+}
+
+/**
+ * A lease's candidate. client-go's two leader-election series keep their names, so dashboards
  * built for Go controllers work unchanged; everything else is `leasehold_*`.
  */
-export class ElectionMetrics {
-  readonly registry = new Registry();
+export class ElectionMetrics extends SidecarMetrics {
   /** client-go: 1 while this candidate leads, else 0. */
   readonly masterStatus: Gauge<'name'>;
   /** client-go: times the leader's optimistic renewal fell back to a read. */
@@ -15,14 +58,11 @@ export class ElectionMetrics {
   readonly observedLeaderChanges: Counter<'lease'>;
   readonly renewFailures: Counter<'lease'>;
   readonly validUntil: Gauge<'lease'>;
-  readonly backendRequests: Histogram<'backend' | 'op' | 'result'>;
   readonly takeover: Histogram<'lease'>;
-  readonly streamsOpen: Gauge;
-  readonly streamsEnded: Counter<'reason'>;
-  readonly appEligible: Gauge<'name'>;
   readonly healthStepDowns: Counter<'name'>;
 
   constructor() {
+    super();
     const registers = [this.registry];
     this.masterStatus = new Gauge({
       name: 'leader_election_master_status',
@@ -66,35 +106,11 @@ export class ElectionMetrics {
       labelNames: ['lease'],
       registers,
     });
-    this.backendRequests = new Histogram({
-      name: 'leasehold_backend_request_duration_seconds',
-      help: 'Latency of lease store requests by operation and result (ok, conflict, not_found, error).',
-      labelNames: ['backend', 'op', 'result'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-      registers,
-    });
     this.takeover = new Histogram({
       name: 'leasehold_takeover_seconds',
       help: 'Time from the moment this candidate saw the lease free (released or expired) to its takeover.',
       labelNames: ['lease'],
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers,
-    });
-    this.streamsOpen = new Gauge({
-      name: 'leasehold_http_streams',
-      help: 'Server-sent-events streams of /leader open now.',
-      registers,
-    });
-    this.streamsEnded = new Counter({
-      name: 'leasehold_http_streams_rejected_total',
-      help: 'Streams of /leader refused (reason="limit": too many open; reason="client_limit": too many from one address) or closed for not reading (reason="slow").',
-      labelNames: ['reason'],
-      registers,
-    });
-    this.appEligible = new Gauge({
-      name: 'leasehold_app_eligible',
-      help: "1 while the app's health lets this candidate campaign, else 0; present only with a health source.",
-      labelNames: ['name'],
       registers,
     });
     this.healthStepDowns = new Counter({
@@ -103,8 +119,51 @@ export class ElectionMetrics {
       labelNames: ['name'],
       registers,
     });
-    // The event-loop lag monitor samples every 100 ms instead of prom-client's 10 ms: a
-    // sidecar that is idle most of the time should not wake 100 times a second to measure it.
-    collectDefaultMetrics({ register: this.registry, prefix: 'leasehold_', eventLoopMonitoringPrecision: 100 });
+  }
+}
+
+/**
+ * A shard group's member (docs/shards.md, "Metrics"): every series exists from the start, at 0,
+ * so dashboards and alerts see zeros, not gaps.
+ */
+export class ShardMetrics extends SidecarMetrics {
+  readonly shardsOwned: Gauge<'group'>;
+  readonly shardChanges: Counter<'group' | 'event'>;
+  readonly shardsOrphaned: Gauge<'group'>;
+  readonly groupMembers: Gauge<'group'>;
+
+  constructor(group: string, shards: number) {
+    super();
+    const registers = [this.registry];
+    this.shardsOwned = new Gauge({
+      name: 'leasehold_shards_owned',
+      help: 'Shards this member owns now.',
+      labelNames: ['group'],
+      registers,
+    });
+    this.shardChanges = new Counter({
+      name: 'leasehold_shard_changes_total',
+      help: 'Shards this member took (event="gained") or gave up or lost (event="lost").',
+      labelNames: ['group', 'event'],
+      registers,
+    });
+    this.shardsOrphaned = new Gauge({
+      name: 'leasehold_shards_orphaned',
+      help: 'Shards this member sees with no live owner (free, never taken, or named by a session that is over).',
+      labelNames: ['group'],
+      registers,
+    });
+    this.groupMembers = new Gauge({
+      name: 'leasehold_shard_group_members',
+      help: 'Live members of the group taking shards (state active), as this member sees it.',
+      labelNames: ['group'],
+      registers,
+    });
+    this.shardsOwned.set({ group }, 0);
+    this.shardChanges.inc({ group, event: 'gained' }, 0);
+    this.shardChanges.inc({ group, event: 'lost' }, 0);
+    // Until the first list says otherwise, no shard is known to have an owner.
+    this.shardsOrphaned.set({ group }, shards);
+    this.groupMembers.set({ group }, 0);
   }
 }

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { realClock, type Clock } from '../clock.js';
-import { StatusDirError, describeError } from '../errors.js';
+import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import { InstrumentedStore } from '../backends/instrumented-store.js';
@@ -17,8 +17,7 @@ import type { Eligibility } from '../health/eligibility.js';
 import { AppHealth } from '../health/app-health.js';
 import type { ProbeOptions } from '../health/health-settings.js';
 import { allEligible } from '../health/all-eligible.js';
-import { StatusDirClaim } from './status-dir-claim.js';
-import { makeDirs } from '../util/make-dirs.js';
+import { StatusDirClaim, claimStatusDir } from './status-dir-claim.js';
 
 /** The elector's reason for a step-down when no renewal succeeded within renewDeadline. */
 const RENEW_DEADLINE_REASON = 'no successful renewal within renewDeadline';
@@ -234,14 +233,7 @@ export class Sidecar {
 
   /** Creates the status dir if needed (the claim names it by its inode), then claims it. */
   private async claimStatusDir(dir: string): Promise<void> {
-    try {
-      makeDirs(dir);
-    } catch (err) {
-      throw new StatusDirError(`the status directory ${dir} cannot be created: ${describeError(err)}`, { cause: err });
-    }
-    this.claim = await StatusDirClaim.take(dir, (why) =>
-      this.log.warn('the status directory cannot be claimed: another sidecar writing it would not be refused', { dir, error: why }),
-    );
+    this.claim = await claimStatusDir(dir, this.log);
   }
 
   private termMetrics(term: LeadershipTerm): void {

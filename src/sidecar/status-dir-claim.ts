@@ -16,7 +16,9 @@
  */
 import { createServer, type Server } from 'node:net';
 import { readFileSync, statSync } from 'node:fs';
-import { StatusDirInUseError } from '../errors.js';
+import { StatusDirError, StatusDirInUseError, describeError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { makeDirs } from '../util/make-dirs.js';
 
 /** An abstract socket's name fills sun_path's 108 bytes but for its leading NUL. */
 const NAME_BYTES = 107;
@@ -92,4 +94,20 @@ export class StatusDirClaim {
     if (!server) return;
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
+}
+
+/**
+ * A sidecar's start: creates the status dir if needed (the claim names it by its inode), then
+ * claims it (StatusDirInUseError when another sidecar writes it). Where no claim can be made,
+ * says so on `log` and goes on.
+ */
+export async function claimStatusDir(dir: string, log: Logger): Promise<StatusDirClaim> {
+  try {
+    makeDirs(dir);
+  } catch (err) {
+    throw new StatusDirError(`the status directory ${dir} cannot be created: ${describeError(err)}`, { cause: err });
+  }
+  return StatusDirClaim.take(dir, (why) =>
+    log.warn('the status directory cannot be claimed: another sidecar writing it would not be refused', { dir, error: why }),
+  );
 }

@@ -66,6 +66,20 @@ export function checkStatusDir(dir: string): void {
 }
 
 /**
+ * Creates the status directory and proves it writable by writing and removing a probe file, by
+ * the status files' own atomic write. StatusDirError naming the directory otherwise.
+ */
+export function prepareStatusDir(dir: string): void {
+  try {
+    makeDirs(dir);
+    writeFileAtomic(dir, '.probe', '');
+    rmSync(join(dir, '.probe'));
+  } catch (err) {
+    throw new StatusDirError(`the status directory ${dir} is not writable: ${describeError(err)}`, { cause: err });
+  }
+}
+
+/**
  * Writes the shared-volume files: status.json, is-leader, fencing-token, holder. Each is
  * replaced atomically, in an order that keeps every moment a polling reader can see
  * consistent (is-leader "true" always goes with this term's token in fencing-token):
@@ -90,13 +104,7 @@ export class StatusPublisher {
 
   /** Creates the directory and proves it writable by writing and removing a probe file. */
   prepare(): void {
-    try {
-      makeDirs(this.dir);
-      writeFileAtomic(this.dir, '.probe', '');
-      rmSync(join(this.dir, '.probe'));
-    } catch (err) {
-      throw new StatusDirError(`the status directory ${this.dir} is not writable: ${describeError(err)}`, { cause: err });
-    }
+    prepareStatusDir(this.dir);
   }
 
   /** Writes the files if anything but updatedAt changed. Returns whether it wrote. */

@@ -36,11 +36,11 @@ async function modulesOfRunningSidecar(name: string, flags: string[], command = 
   return readFileSync(log, 'utf8').trim().split('\n');
 }
 
-/** What a long-running sidecar or run has no use for: the help text, the operator, another command. */
+/** What a long-running sidecar or run has no use for: the help text, the operator, another command, a shard group's member. */
 const idle = (urls: string[], command: string) =>
   urls.filter((u) =>
     new RegExp(
-      `/dist/cmd/(cli-help|operator-command|status-command${command === 'sidecar' ? '|run-command' : '|sidecar-command'})\\.js$|/dist/src/operator/`,
+      `/dist/cmd/(cli-help|operator-command|status-command${command === 'sidecar' ? '|run-command' : '|sidecar-command'})\\.js$|/dist/src/operator/|/dist/src/shards/|/dist/src/sidecar/shard-`,
     ).test(u),
   );
 

@@ -112,12 +112,13 @@ describe('the chart alert rules, checked by promtool', () => {
         'LeaseholdFlapping',
         'LeaseholdNoEligibleCandidate',
         'LeaseholdHealthStepDowns',
+        'LeaseholdShardWithoutOwner',
         'LeaseholdSidecarDown',
       ],
     );
     const check = promtoolRun(['check', 'rules', rulesFile(rule, dir.path)]);
     assert.equal(check.status, 0, check.stdout + check.stderr);
-    assert.match(check.stdout, /SUCCESS: 7 rules found/);
+    assert.match(check.stdout, /SUCCESS: 8 rules found/);
     copyFileSync(RULES_TEST, join(dir.path, 'rules-test.yaml'));
     const test = promtoolRun(['test', 'rules', 'rules-test.yaml']);
     assert.equal(test.status, 0, test.stdout + test.stderr);
@@ -137,6 +138,7 @@ describe('the chart alert rules, checked by promtool', () => {
     assert.equal(by.LeaseholdMultipleLeaders!.for, '120s', 'two scrapes');
     assert.match(by.LeaseholdRenewalsFailing!.expr, /\[140s\]\)\) >= 2 or /, 'two failures within 2 × 60s + 20s');
     assert.equal(by.LeaseholdSidecarDown!.for, '120s');
+    assert.equal(by.LeaseholdShardWithoutOwner!.for, '95s', 'as LeaseholdNoLeader: a new group owns nothing for a lease duration');
     const sub = join(dir.path, 'slow');
     mkdirSync(sub);
     const check = promtoolRun(['check', 'rules', rulesFile(rule!, sub)]);
@@ -206,11 +208,12 @@ describe('the chart alert rules, checked by promtool', () => {
       'Sidecar memory',
       'Sidecar CPU',
       'App eligible',
+      'Shards',
     ]) {
       assert.ok(titles.includes(t), t);
     }
     for (const p of dash.panels)
-      for (const t of p.targets) assert.match(t.expr, /\{(name|lease|job)="(jobs|demo-leasehold)",namespace="apps"[,}]/, `${p.title}: ${t.expr}`);
+      for (const t of p.targets) assert.match(t.expr, /\{(name|lease|job|group)="(jobs|demo-leasehold)",namespace="apps"[,}]/, `${p.title}: ${t.expr}`);
   });
 
   it('refuses a selector that is not PromQL label matchers, naming the value', () => {

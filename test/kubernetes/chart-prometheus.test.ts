@@ -8,6 +8,9 @@
  *   - the store locked under the leader: its renewals fail, LeaseholdRenewalsFailing fires;
  *   - every sidecar stopped: LeaseholdNoLeader and LeaseholdSidecarDown fire within their
  *     `for` plus a scrape interval.
+ * Beside the lease's three candidates, one member of a shard group of the same name (sidecar
+ * --shards), so the shard panel has data; its app failing leaves every shard without an owner,
+ * and LeaseholdShardWithoutOwner fires.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -41,12 +44,18 @@ describe('the chart rules and dashboard on a real Prometheus scraping real sidec
   let helmBin = '';
   // The sidecars' app: a TCP port that accepts, their health source, so the app-health panel has data.
   const app = createServer((socket) => socket.end());
+  // The shard member's app, of its own: closed to make it fail.
+  const shardApp = createServer((socket) => socket.end());
   before(async () => {
     helmBin = buildTool('build-helm.sh');
     prometheusDir = buildTool('build-prometheus.sh');
     await new Promise<void>((res) => app.listen(0, '127.0.0.1', res));
+    await new Promise<void>((res) => shardApp.listen(0, '127.0.0.1', res));
   });
-  after(() => new Promise<void>((res) => app.close(() => res())));
+  after(async () => {
+    await new Promise<void>((res) => app.close(() => res()));
+    if (shardApp.listening) await new Promise<void>((res) => shardApp.close(() => res()));
+  });
 
   function render(): { groups: unknown; dashboard: { panels: { title: string; targets: { expr: string }[] }[] } } {
     const home = join(dir.path, 'helm');
@@ -87,6 +96,24 @@ describe('the chart rules and dashboard on a real Prometheus scraping real sidec
       return { id, statusDir, proc, port };
     };
     for (const id of ['a', 'b', 'c']) cands.push(await startOne(id));
+    // A member of the shard group named as the lease (a table of its own in the same file).
+    const shardPort = await freePort();
+    const member = startCli([
+      'sidecar',
+      ...['--shards', '4', '--db', db, '--lease', LEASE, '--identity', 's', '--status-dir', join(dir.path, 'status-s'), '--listen', `127.0.0.1:${shardPort}`],
+      ...['--lease-duration', TIMINGS.leaseDuration, '--renew-deadline', TIMINGS.renewDeadline, '--retry-period', TIMINGS.retryPeriod],
+      ...[
+        '--health-tcp',
+        `127.0.0.1:${(shardApp.address() as AddressInfo).port}`,
+        '--health-period',
+        '500ms',
+        '--health-timeout',
+        '500ms',
+        '--health-hold-down',
+        '0s',
+      ],
+    ]);
+    procs.push(member);
 
     // The labels a ServiceMonitor gives each pod's target: job (the Service), namespace, pod.
     writeFileSync(join(dir.path, 'rules.yaml'), dump({ groups }));
@@ -98,7 +125,10 @@ describe('the chart rules and dashboard on a real Prometheus scraping real sidec
         scrape_configs: [
           {
             job_name: 'demo-leasehold',
-            static_configs: cands.map((c) => ({ targets: [`127.0.0.1:${c.port}`], labels: { namespace: 'apps', pod: c.id } })),
+            static_configs: [
+              ...cands.map((c) => ({ targets: [`127.0.0.1:${c.port}`], labels: { namespace: 'apps', pod: c.id } })),
+              { targets: [`127.0.0.1:${shardPort}`], labels: { namespace: 'apps', pod: 's' } },
+            ],
           },
         ],
       }),
@@ -131,6 +161,13 @@ describe('the chart rules and dashboard on a real Prometheus scraping real sidec
       30_000,
       200,
     );
+    // The new group's shards are owned once a lease duration has passed (shards never seen wait that long).
+    await waitFor(
+      'every shard owned, as Prometheus sees it',
+      async () => (await query(`min(leasehold_shards_orphaned{group="${LEASE}"})`)).result[0]?.value[1] === '0',
+      30_000,
+      200,
+    );
     const healthySince = Date.now() / 1000;
     const evaluatedPast = async (t: number) => {
       const rules = await api<{ groups: { lastEvaluation: string }[] }>('/api/v1/rules');
@@ -159,6 +196,16 @@ describe('the chart rules and dashboard on a real Prometheus scraping real sidec
         assert.ok(r.result.length > 0);
       }
     }
+
+    // The member's app fails: it leaves, giving every shard up, and nobody else can take them.
+    const failedAt = Date.now();
+    await new Promise<void>((res) => shardApp.close(() => res()));
+    const orphans = await waitFor('LeaseholdShardWithoutOwner', async () => (await firing('LeaseholdShardWithoutOwner'))[0], 30_000, 250);
+    const orphanedS = (Date.now() - failedAt) / 1000;
+    // Three failed probes (1.5 s), the give-up, a scrape, then the rule's `for`.
+    assert.ok(orphanedS <= NO_LEADER_FOR_S + SCRAPE_S + 5, `LeaseholdShardWithoutOwner fired ${orphanedS} s after the app failed`);
+    assert.deepEqual([orphans.labels.group, orphans.labels.lease, orphans.labels.severity], [LEASE, LEASE, 'critical']);
+    assert.deepEqual(await firing('LeaseholdNoLeader'), [], "the lease's alerts do not count the group's member");
 
     // Renewals made to fail: a write transaction held open on the file locks the leader out.
     const leader = await waitFor('the leader', () => validLeaders(cands)[0], 10_000);

@@ -1,0 +1,347 @@
+/**
+ * The sidecar in shard mode (`leasehold sidecar --shards N`, docs/shards.md): one member of the
+ * shard group named by `--lease` (ShardMember, src/shards/), reported as the leader Sidecar
+ * reports its elector: `shards.json` in the status directory, `GET /shards` and its stream,
+ * `/healthz`, `/readyz`, `/metrics`, and the app's drain per shard. It shares the leader
+ * sidecar's HTTP server, stream bounds, metrics registry, atomic writes and status-directory
+ * claim.
+ *
+ * The end-of-term gate, per shard: a shard lost is written to shards.json as not owned (in the
+ * member's onShardLost, before anything else happens), then every /shards stream is handed that,
+ * then the app's `POST /shards/stopped` is waited for (--drain-timeout), and only then does the
+ * member release the shard. When shards.json cannot be written, the gate says no: the shard is
+ * not released but kept until it could have expired, as the leader sidecar leaves its lease to
+ * expire (Sidecar.readyToRelease).
+ */
+import type { AddressInfo } from 'node:net';
+import { realClock, type Clock } from '../clock.js';
+import { describeError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { LeaseStore } from '../backends/lease-store.js';
+import type { GroupStore } from '../backends/group-store.js';
+import { InstrumentedGroupStore } from '../backends/instrumented-store.js';
+import type { Timings } from '../config/election-options.js';
+import { ShardMember, type ShardListener } from '../shards/shard-member.js';
+import type { Eligibility, StandAside } from '../health/eligibility.js';
+import { AppHealth } from '../health/app-health.js';
+import type { ProbeOptions } from '../health/health-settings.js';
+import { allEligible } from '../health/all-eligible.js';
+import { toShardsStatus } from '../status/shards-status.js';
+import { ShardMetrics } from './metrics.js';
+import { StatusServer } from './http-server.js';
+import { httpBounds, openDescriptors, openFilesLimit } from './connection-budget.js';
+import { shardLiveness, shardReadiness, withStoreProblem } from './kubelet-probes.js';
+import { ShardEndpoints } from './shard-endpoints.js';
+import { ShardDrains } from './shard-drain.js';
+import { DrainKey } from './drain-key.js';
+import { ShardsPublisher } from './shards-publisher.js';
+import { claimStatusDir, type StatusDirClaim } from './status-dir-claim.js';
+
+/** How long a lost shard's release waits for the /shards streams to take "not owned"; a stream that has not by then is closed. */
+const STREAM_DRAIN_MS = 500;
+/**
+ * The bound on the gate when the app is not waited for (no --drain-timeout): shards.json
+ * written and the streams handed the loss, each bounded already (STREAM_DRAIN_MS).
+ */
+const FILE_GATE_MS = 2 * STREAM_DRAIN_MS;
+
+export interface ShardSidecarOptions extends Timings {
+  /** The group's store (openStore's OpenedStore): closed by stop(). */
+  store: GroupStore & Pick<LeaseStore, 'close' | 'problem'>;
+  /** The group's name (`--lease`). */
+  group: string;
+  /** The group's shard count (`--shards`): a group whose records say another is refused at start. */
+  shards: number;
+  /** Member slots (`--max-members`). Default 64. */
+  maxMembers?: number;
+  identity: string;
+  /** Where shards.json goes (and drain-key); none when undefined. */
+  statusDir?: string;
+  /** HTTP address; no server when undefined. */
+  listen?: { host: string; port: number };
+  log: Logger;
+  clock?: Clock;
+  /** Per shard: how long a lost shard's release waits for the app's POST /shards/stopped; 0 or none: not waited for. */
+  drainTimeoutMs?: number;
+  /** POST /shards/stopped only with the key written to `statusDir/drain-key` (DrainKey); `leasehold sidecar` sets it. */
+  drainKey?: boolean;
+  /** The app's health (docs/health.md): while it is not eligible, the member leaves (gives its shards up) and takes none. */
+  health?: ProbeOptions;
+  /** Another source of eligibility, with the same effect. */
+  eligibility?: Eligibility;
+  /** Extra callbacks, run after the sidecar's own. */
+  listener?: ShardListener;
+}
+
+/**
+ * Not eligible until opened: the member lists the group at start (a group with another shard
+ * count is refused before anything is written) but joins only once the status directory holds
+ * its first shards.json, so no shard is owned before the app can read that it is.
+ */
+class StartGate implements Eligibility {
+  private opened = false;
+  private readonly listeners = new Set<() => void>();
+
+  constructor(private readonly since: Date) {}
+
+  open(): void {
+    this.opened = true;
+    for (const l of [...this.listeners]) l();
+  }
+
+  eligible(): boolean {
+    return this.opened;
+  }
+
+  standAside(): StandAside | null {
+    return this.opened ? null : { reason: 'the sidecar is starting', since: this.since };
+  }
+
+  subscribe(onChange: () => void): () => void {
+    this.listeners.add(onChange);
+    return () => this.listeners.delete(onChange);
+  }
+}
+
+export class ShardSidecar {
+  readonly metrics: ShardMetrics;
+  readonly member: ShardMember;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly publisher: ShardsPublisher | null;
+  private readonly endpoints: ShardEndpoints | null;
+  private readonly server: StatusServer | null;
+  private readonly drains: ShardDrains;
+  private readonly drainKey: DrainKey | undefined;
+  private readonly appHealth: AppHealth | null;
+  private readonly gate: StartGate;
+  private readonly appDrainMs: number;
+  /** Whether start() got as far as the status directory: a failed start has no file to update. */
+  private started = false;
+  private claim: StatusDirClaim | null = null;
+  /** Each publish's number, and the last one every /shards stream was handed (see drainStreams). */
+  private published = 0;
+  private streamsHave = 0;
+  private streamDrain: Promise<void> | null = null;
+
+  constructor(private readonly opts: ShardSidecarOptions) {
+    this.clock = opts.clock ?? realClock;
+    this.log = opts.log;
+    this.gate = new StartGate(this.clock.now());
+    const group = opts.group;
+    const m = (this.metrics = new ShardMetrics(group, opts.shards));
+    this.publisher = opts.statusDir === undefined ? null : new ShardsPublisher(opts.statusDir);
+    this.drainKey = opts.drainKey ? new DrainKey(opts.statusDir) : undefined;
+    this.drains = new ShardDrains(this.clock, opts.shards, this.drainKey);
+    this.appHealth = opts.health === undefined ? null : new AppHealth(opts.health, { clock: this.clock });
+    this.appDrainMs = opts.drainTimeoutMs ?? 0;
+    // Only with a health source, as the leader sidecar's: an alert on "no app eligible" must not count members that have none.
+    if (this.appHealth) m.appEligible.set({ name: group }, 0);
+    const extra = opts.listener ?? {};
+    const owned = () => this.member.snapshot().owned.length;
+    const listener: ShardListener = {
+      onShardGained: (term) => {
+        m.shardChanges.inc({ group, event: 'gained' });
+        m.shardsOwned.set({ group }, owned());
+        this.drains.gained(term.shard, term.token);
+        this.publish();
+        extra.onShardGained?.(term);
+      },
+      // Before anything else happens to the shard: "not owned" reaches shards.json and the
+      // streams first; the drain (drainShard) checks that it did.
+      onShardLost: (shard, token, reason) => {
+        m.shardChanges.inc({ group, event: 'lost' });
+        m.shardsOwned.set({ group }, owned());
+        this.drains.lost(shard, token);
+        this.publish();
+        extra.onShardLost?.(shard, token, reason);
+      },
+      onRenewed: (validUntil) => {
+        this.publish();
+        extra.onRenewed?.(validUntil);
+      },
+      onChange: () => {
+        const s = this.member.snapshot();
+        m.shardsOwned.set({ group }, s.owned.length);
+        m.shardsOrphaned.set({ group }, s.orphaned);
+        m.groupMembers.set({ group }, s.members);
+        this.publish();
+        extra.onChange?.();
+      },
+    };
+    // The gate of each lost shard (drainShard), when there is a file, a stream or an app to wait for.
+    const gate =
+      opts.statusDir !== undefined || opts.listen !== undefined || this.appDrainMs > 0
+        ? { drain: (shard: number, token: number) => this.drainShard(shard, token), drainTimeoutMs: this.appDrainMs > 0 ? this.appDrainMs : FILE_GATE_MS }
+        : {};
+    this.member = new ShardMember({
+      leaseDurationMs: opts.leaseDurationMs,
+      renewDeadlineMs: opts.renewDeadlineMs,
+      retryPeriodMs: opts.retryPeriodMs,
+      store: new InstrumentedGroupStore(opts.store, m.backendRequests),
+      group,
+      shards: opts.shards,
+      identity: opts.identity,
+      ...(opts.maxMembers === undefined ? {} : { maxMembers: opts.maxMembers }),
+      clock: this.clock,
+      log: opts.log,
+      eligibility: allEligible([this.gate, this.appHealth, opts.eligibility].filter((e): e is Eligibility => e != null)),
+      listener,
+      ...gate,
+    });
+    if (opts.listen) {
+      // The server's bounds, computed here so the /shards streams get the same stream bound.
+      const bounds = httpBounds(openFilesLimit(), openDescriptors());
+      const counters = {
+        opened: () => m.streamsOpen.inc(),
+        closed: () => m.streamsOpen.dec(),
+        refused: (reason: 'limit' | 'client_limit') => m.streamsEnded.inc({ reason }),
+        dropped: () => m.streamsEnded.inc({ reason: 'slow' }),
+      };
+      this.endpoints = new ShardEndpoints(
+        {
+          status: () => toShardsStatus(this.member.snapshot(), this.clock.now()),
+          stopped: (shards, tokens, authorization) => this.drains.report(shards, tokens, authorization),
+        },
+        counters,
+        { maxStreams: bounds.maxStreams },
+      );
+      this.server = new StatusServer({
+        liveness: () => withStoreProblem(opts.store, shardLiveness(this.member.snapshot(), opts, this.clock.monotonic())),
+        readiness: () => withStoreProblem(opts.store, shardReadiness(this.member.snapshot())),
+        registry: m.registry,
+        bounds,
+        routes: this.endpoints,
+        streamCounters: counters,
+      });
+    } else {
+      this.endpoints = null;
+      this.server = null;
+    }
+    this.appHealth?.subscribe(() => {
+      m.appEligible.set({ name: group }, this.appHealth!.eligible() ? 1 : 0);
+      this.publish();
+    });
+  }
+
+  /**
+   * Opens HTTP, reads the group once (InvalidConfigError for a group whose records say another
+   * shard count: nothing is written then), claims and prepares the status directory, writes the
+   * first shards.json, and only then lets the member join.
+   */
+  async start(): Promise<AddressInfo | null> {
+    const address = this.server && this.opts.listen ? await this.server.listen(this.opts.listen.host, this.opts.listen.port) : null;
+    await this.member.start();
+    if (this.opts.statusDir !== undefined) this.claim = await claimStatusDir(this.opts.statusDir, this.log);
+    this.publisher?.prepare();
+    this.drainKey?.publish();
+    this.started = true;
+    this.log.info('joining the shard group', {
+      backend: this.opts.store.backend,
+      store: this.opts.store.location,
+      shards: this.opts.shards,
+      maxMembers: this.opts.maxMembers ?? null,
+      leaseDuration: this.opts.leaseDurationMs,
+      renewDeadline: this.opts.renewDeadlineMs,
+      retryPeriod: this.opts.retryPeriodMs,
+      drainTimeout: this.appDrainMs,
+      listen: address ? `${address.address}:${address.port}` : null,
+      statusDir: this.opts.statusDir ?? null,
+      health: this.appHealth?.description ?? null,
+    });
+    this.appHealth?.start();
+    this.gate.open();
+    // The first file: no shard owned yet (a file an earlier process left is replaced).
+    const error = this.publish();
+    if (error !== null)
+      this.log.warn('shards.json could not be written yet: the member takes shards, and each drain says no while the file cannot be written', { error });
+    return address;
+  }
+
+  /** Leaves the group (every shard through its gate, then the slot released), writes the last shards.json, closes HTTP and the store. */
+  async stop(): Promise<void> {
+    await this.member.stop();
+    this.appHealth?.stop();
+    if (this.started) this.publish(this.clock.now());
+    await this.claim?.release();
+    this.claim = null;
+    this.endpoints?.streams.endAll();
+    await this.server?.close();
+    await this.opts.store.close();
+  }
+
+  /**
+   * The gate of one lost shard, run by the member before it releases the shard. "Not owned" on
+   * the status volume first: the loss's own write is tried once more (space or descriptors may
+   * be back); if it still fails, shards.json may list the shard with a validUntil ahead, and a
+   * release would let the next owner start while this app still works on it: false, and the
+   * member keeps the shard until it could have expired. Then every /shards stream is handed the
+   * loss, then the app's POST /shards/stopped is waited for (--drain-timeout).
+   */
+  private async drainShard(shard: number, token: number): Promise<boolean> {
+    const error = this.publish();
+    if (error !== null) {
+      this.log.error('a lost shard could not be written to shards.json: it is left to expire, not released', {
+        shard,
+        token,
+        dir: this.publisher?.dir,
+        error,
+      });
+      return false;
+    }
+    await this.drainStreams();
+    if (this.appDrainMs <= 0 || !this.drains.pending(shard, token)) return true;
+    const started = this.clock.monotonic();
+    this.log.info("draining: waiting for the app to say the shard's work stopped", { shard, token, boundMs: this.appDrainMs });
+    const stopped = await this.drains.wait(shard, token, this.appDrainMs);
+    if (stopped) {
+      this.log.info("the app stopped the shard's work: releasing", { shard, token, waitedMs: Math.round(this.clock.monotonic() - started) });
+    }
+    return stopped;
+  }
+
+  /**
+   * Hands every /shards stream what was published up to now (EventStreams.drain), once for all
+   * the shards lost together: a leave gives up every shard at once, and one pass covers them.
+   */
+  private async drainStreams(): Promise<void> {
+    const want = this.published;
+    while (this.endpoints && this.streamsHave < want) {
+      if (this.streamDrain) {
+        await this.streamDrain;
+        continue;
+      }
+      const upTo = this.published;
+      const endpoints = this.endpoints;
+      this.streamDrain = (async () => {
+        if (endpoints.streams.size > 0) {
+          const started = this.clock.monotonic();
+          const { streams, closed } = await endpoints.streams.drain(STREAM_DRAIN_MS);
+          this.log.info('streams told of the lost shards', { streams, closed, ms: Math.round(this.clock.monotonic() - started) });
+        }
+        this.streamsHave = Math.max(this.streamsHave, upTo);
+      })().finally(() => (this.streamDrain = null));
+      await this.streamDrain;
+    }
+  }
+
+  /**
+   * shards.json first, then the /shards streams, so a stream never runs ahead of the file.
+   * Returns why the file could not be written, or null when it holds this state.
+   */
+  private publish(stoppedAt: Date | null = null): string | null {
+    const status = toShardsStatus(this.member.snapshot(), this.clock.now(), stoppedAt);
+    let error: string | null = null;
+    if (this.started && this.publisher) {
+      try {
+        this.publisher.publish(status);
+      } catch (err) {
+        error = describeError(err);
+        this.log.error('cannot write shards.json', { dir: this.publisher.dir, error });
+      }
+    }
+    this.published += 1;
+    this.endpoints?.publish(status);
+    return error;
+  }
+}

@@ -1,0 +1,43 @@
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
+import { SHARDS_FILE, type ShardsStatus } from '../status/shards-status.js';
+import { prepareStatusDir } from './status-publisher.js';
+
+/**
+ * The files a sidecar leading a lease writes (StatusPublisher), is-leader first: a shard
+ * member removes them when it takes a directory over, so an app of that earlier sidecar never
+ * reads its last "true" as current.
+ */
+const LEADER_FILES = ['is-leader', 'status.json', 'fencing-token', 'holder'];
+
+/**
+ * Writes a shard group member's `shards.json` into its status directory: one file, replaced
+ * atomically (the status files' exclusive create and rename), so a polling reader sees the last
+ * state or this one, never a mix. The member's sidecar (shard-sidecar.ts) calls publish() on
+ * every change, a lost shard before its drain begins.
+ */
+export class ShardsPublisher {
+  private last = '';
+
+  constructor(readonly dir: string) {}
+
+  /** Creates the directory, proves it writable, and removes a leader sidecar's files (is-leader first). */
+  prepare(): void {
+    prepareStatusDir(this.dir);
+    for (const name of LEADER_FILES) rmSync(join(this.dir, name), { force: true });
+  }
+
+  /** Writes shards.json if anything but updatedAt changed; returns whether it wrote. Throws when it could not. */
+  publish(status: ShardsStatus): boolean {
+    const key = JSON.stringify({ ...status, updatedAt: '' });
+    if (key === this.last) return false;
+    // Until the write is done the disk may hold the last state: a failure must make the next
+    // publish write, even a state equal to the one before.
+    this.last = '';
+    writeFileAtomic(this.dir, SHARDS_FILE, JSON.stringify(status, null, 2) + '\n');
+    fsyncDir(this.dir);
+    this.last = key;
+    return true;
+  }
+}
