@@ -19,7 +19,13 @@ describe('shard groups on PostgreSQL, real processes', () => {
     await pg?.stop();
   });
 
-  it('64 shards, members 1 -> 4 -> 3 (graceful) -> 4 -> 3 (killed): 64, 16, 21 or 22; never a shard owned twice, tokens only grow', { timeout: 180_000 }, async () => {
-    await membersComeAndGo(dir.path, ['--backend', 'postgres', '--postgres-url', pg.url(), '--lease', 'workers'], procs, (l) => console.log(`postgres: ${l}`));
-  });
+  it(
+    '64 shards, members 1 -> 4 -> 3 (graceful) -> 4 -> 3 (killed): 64, 16, 21 or 22; never a shard owned twice, tokens only grow',
+    { timeout: 180_000 },
+    async () => {
+      await membersComeAndGo(dir.path, ['--backend', 'postgres', '--postgres-url', pg.url(), '--lease', 'workers'], procs, (l) =>
+        console.log(`postgres: ${l}`),
+      );
+    },
+  );
 });
