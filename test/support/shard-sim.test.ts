@@ -7,7 +7,7 @@ import { runShardSimulation } from './shard-sim.js';
  * unit tier's budget; `npm run chaos -- --backend elector --only shards --seeds N` runs more. A
  * failing seed replays exactly: LEASEHOLD_SHARD_SIM_SEED=N runs that one alone.
  */
-const SEEDS = Number(process.env.LEASEHOLD_SHARD_SIM_SEEDS ?? 25);
+const SEEDS = Number(process.env.LEASEHOLD_SHARD_SIM_SEEDS ?? 10);
 const ONLY = process.env.LEASEHOLD_SHARD_SIM_SEED;
 
 describe('shard groups under randomized faults (seeded simulation)', () => {
