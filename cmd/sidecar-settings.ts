@@ -56,7 +56,7 @@ export const SIDECAR_COMMAND_OPTIONS = {
     type: 'string',
     default: '0s',
     describe:
-      "After a graceful step-down, wait up to this for the app's POST /leader/stopped?token=N before releasing; 0s: do not wait. At most renew-deadline/2 − retry-period",
+      "After a graceful step-down, wait up to this for the app's POST /leader/stopped?token=N (with the key in --status-dir's drain-key) before releasing; 0s: do not wait. At most renew-deadline/2 − retry-period",
   },
 } as const satisfies FlagTable;
 
@@ -80,7 +80,10 @@ export function resolveSidecarCommand(a: SidecarArgs) {
   }
   if (drainTimeoutMs > 0 && s.listen === undefined)
     throw badFlag('drain-timeout', a['drain-timeout'], 'needs --listen: the app says its work stopped with POST /leader/stopped');
-  return { ...s, drainTimeoutMs };
+  if (drainTimeoutMs > 0 && s.statusDir === undefined)
+    throw badFlag('drain-timeout', a['drain-timeout'], 'needs --status-dir: the app proves it is the app with the drain key written there');
+  // POST /leader/stopped only with the key in the status directory (src/sidecar/drain-key.ts).
+  return { ...s, drainTimeoutMs, drainKey: true };
 }
 
 /** Validates every sidecar flag and path before anything is created; throws one clear error. */

@@ -13,6 +13,7 @@ import { StatusServer } from './http-server.js';
 import { Readiness, liveness, withStoreProblem, type ReadyWhen } from './kubelet-probes.js';
 import type { PodLabeler } from './pod-labeler.js';
 import { AppDrain } from './app-drain.js';
+import { DrainKey } from './drain-key.js';
 import type { Eligibility } from '../health/eligibility.js';
 import { AppHealth } from '../health/app-health.js';
 import type { ProbeOptions } from '../health/health-settings.js';
@@ -53,6 +54,12 @@ export interface SidecarOptions extends Timings {
    * against maxDrainMs; each wait is also cut where it would pass that bound.
    */
   drainTimeoutMs?: number;
+  /**
+   * `POST /leader/stopped` only with the key written to `statusDir/drain-key` (DrainKey): only
+   * the app, which reads that directory, can end a drain. `leasehold sidecar` sets it; `run` has
+   * no drain to end. Without a statusDir nothing can end a drain.
+   */
+  drainKey?: boolean;
   /** See CandidateOptions.eligibility (`leasehold run --give-up-after` stands back through it). */
   eligibility?: Eligibility;
   /** The app's health (docs/health.md): while it is not eligible, this candidate stands aside. None: always campaigns. */
@@ -73,6 +80,7 @@ export class Sidecar {
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly drain: AppDrain;
+  private readonly drainKey: DrainKey | undefined;
   private readonly appHealth: AppHealth | null;
   /** Whether start() got as far as the status directory: a failed start has no files to update. */
   private started = false;
@@ -82,7 +90,8 @@ export class Sidecar {
     this.log = opts.log;
     this.readiness = new Readiness(opts.readyWhen ?? 'leader');
     this.publisher = opts.statusDir === undefined ? null : new StatusPublisher(opts.statusDir);
-    this.drain = new AppDrain(this.clock);
+    this.drainKey = opts.drainKey ? new DrainKey(opts.statusDir) : undefined;
+    this.drain = new AppDrain(this.clock, this.drainKey);
     this.appHealth = opts.health === undefined ? null : new AppHealth(opts.health, { clock: this.clock });
     const name = opts.lease;
     const m = this.metrics;
@@ -164,7 +173,7 @@ export class Sidecar {
           liveness: () => withStoreProblem(opts.store, liveness(this.elector.snapshot(), opts, this.clock.monotonic())),
           readiness: () => withStoreProblem(opts.store, this.readiness.check(this.elector.snapshot())),
           registry: m.registry,
-          leaderStopped: (token) => this.drain.report(token),
+          leaderStopped: (tokens, authorization) => this.drain.report(tokens, authorization),
           streamCounters: {
             opened: () => m.streamsOpen.inc(),
             closed: () => m.streamsOpen.dec(),
@@ -188,6 +197,7 @@ export class Sidecar {
   async start(): Promise<AddressInfo | null> {
     const address = this.server && this.opts.listen ? await this.server.listen(this.opts.listen.host, this.opts.listen.port) : null;
     this.publisher?.prepare();
+    this.drainKey?.publish();
     this.started = true;
     this.publish();
     this.opts.podLabeler?.set('follower');

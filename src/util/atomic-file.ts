@@ -12,13 +12,14 @@ const CREATE_EXCLUSIVE = constants.O_WRONLY | constants.O_CREAT | constants.O_EX
  * an unguessable name, and is created exclusively: anyone who can write the directory (the
  * app container shares it) cannot make this process, often root, write through a link they
  * planted. rename() then replaces `name` itself, even if `name` is a link, never its target.
- * Mode 0644 whatever the umask, so an app running as another user can read it.
+ * Mode 0644 whatever the umask, so an app running as another user can read it; a secret gets a
+ * narrower `mode`, which the file has from its creation, before a byte is written.
  */
-export function writeFileAtomic(dir: string, name: string, content: string): void {
+export function writeFileAtomic(dir: string, name: string, content: string, mode = 0o644): void {
   const tmp = join(dir, `.${name}.${randomBytes(12).toString('hex')}.tmp`);
-  const fd = openSync(tmp, CREATE_EXCLUSIVE, 0o644);
+  const fd = openSync(tmp, CREATE_EXCLUSIVE, mode);
   try {
-    fchmodSync(fd, 0o644);
+    fchmodSync(fd, mode);
     writeWhole(fd, Buffer.from(content));
     fsyncSync(fd);
   } catch (err) {

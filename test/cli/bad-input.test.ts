@@ -376,6 +376,11 @@ const cases: Case[] = [
     message: /invalid --drain-timeout "1s": needs --listen: the app says its work stopped with POST \/leader\/stopped/,
   },
   {
+    name: 'sidecar drain timeout without a status directory for its key (nothing could end the drain)',
+    args: ['sidecar', '--drain-timeout', '1s'],
+    message: /invalid --drain-timeout "1s": needs --status-dir: the app proves it is the app with the drain key written there/,
+  },
+  {
     name: 'run give-up count that is not a whole number',
     args: ['run', '--give-up-after', '2.5', '--', 'true'],
     message: /invalid --give-up-after "2.5": must be a whole number from 0 \(0: never\)/,
