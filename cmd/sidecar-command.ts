@@ -14,8 +14,17 @@ export async function runSidecar(a: SidecarArgs): Promise<number> {
   const s = resolveSidecarCommand(a);
   await checkListenAddress(s.listen, a.listen);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity } });
-  const { store, podLabeler } = await openStoreAndLabeler({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 }, s.podLabel, s.identity, s.lease, log);
-  const sidecar = new Sidecar({ ...s, store, log, podLabeler });
+  // A leader reads its EndpointSlice again once a lease duration, to put back what something else rewrote.
+  const endpoints = s.leaderEndpoints && { ...s.leaderEndpoints, verifyMs: s.leaseDurationMs };
+  const { store, podLabeler, leaderEndpoints } = await openStoreAndLabeler(
+    { ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 },
+    s.podLabel,
+    s.identity,
+    s.lease,
+    log,
+    endpoints,
+  );
+  const sidecar = new Sidecar({ ...s, store, log, podLabeler, leaderEndpoints });
   const stopped = new Promise<void>((resolve) =>
     onShutdownSignal(async (signal) => {
       log.info('shutting down', { signal });

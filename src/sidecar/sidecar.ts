@@ -12,6 +12,7 @@ import { toLeaderStatus } from '../status/to-leader-status.js';
 import { StatusServer } from './http-server.js';
 import { Readiness, liveness, withStoreProblem, type ReadyWhen } from './kubelet-probes.js';
 import type { PodLabeler } from './pod-labeler.js';
+import type { LeaderEndpoints } from './leader-endpoints.js';
 import { AppDrain } from './app-drain.js';
 import { DrainKey } from './drain-key.js';
 import type { Eligibility } from '../health/eligibility.js';
@@ -48,6 +49,8 @@ export interface SidecarOptions extends Timings {
   listener?: CandidateListener;
   /** Keeps leasehold.io/role on this candidate's pod (kubernetes only). */
   podLabeler?: PodLabeler;
+  /** Keeps the leader Service's EndpointSlice naming this pod while it leads, and not otherwise (kubernetes only). */
+  leaderEndpoints?: LeaderEndpoints;
   /**
    * After a graceful step-down, how long the release waits for the app's `POST
    * /leader/stopped?token=N` (AppDrain); 0 or none: it does not wait. Checked by the caller
@@ -120,6 +123,7 @@ export class Sidecar {
         this.termMetrics(term);
         this.publish();
         opts.podLabeler?.set('leader', term.token);
+        opts.leaderEndpoints?.lead(term.token);
         extra.onStartedLeading?.(term);
       },
       onRenewed: (term) => {
@@ -139,6 +143,7 @@ export class Sidecar {
         this.drain.stopped();
         this.publish();
         opts.podLabeler?.set('follower');
+        opts.leaderEndpoints?.notLeading();
         extra.onStoppedLeading?.(reason);
       },
       onNewLeader: (holder, record) => {
@@ -201,6 +206,7 @@ export class Sidecar {
     this.started = true;
     this.publish();
     this.opts.podLabeler?.set('follower');
+    this.opts.leaderEndpoints?.notLeading();
     this.log.info('campaigning', {
       backend: this.opts.store.backend,
       store: this.opts.store.location,
@@ -224,7 +230,7 @@ export class Sidecar {
     this.appHealth?.stop();
     // The last write: this candidate no longer campaigns (`status` must not call it a standby).
     if (this.started) this.publish(this.clock.now());
-    await this.opts.podLabeler?.flush(2_000);
+    await Promise.all([this.opts.podLabeler?.flush(2_000), this.opts.leaderEndpoints?.flush(2_000)]);
     await this.server?.close();
     await this.opts.store.close();
   }

@@ -381,6 +381,32 @@ const cases: Case[] = [
     message: /invalid --drain-timeout "1s": needs --status-dir: the app proves it is the app with the drain key written there/,
   },
   {
+    name: 'sidecar leader endpoints on a store that is not Kubernetes',
+    args: ['sidecar', '--leader-endpoints', 'app-leader', '--pod-ip', '10.0.0.1'],
+    message: /invalid --leader-endpoints "app-leader": needs --backend kubernetes \(it writes an EndpointSlice\)/,
+  },
+  {
+    name: 'sidecar leader endpoints without the address to write',
+    args: ['sidecar', '--backend', 'kubernetes', '--leader-endpoints', 'app-leader'],
+    message: /invalid --leader-endpoints "app-leader": needs --pod-ip: this pod's address, from the downward API's status\.podIP/,
+  },
+  {
+    name: 'sidecar leader endpoints that cannot be an EndpointSlice name',
+    args: ['sidecar', '--backend', 'kubernetes', '--leader-endpoints', 'App_Leader', '--pod-ip', '10.0.0.1'],
+    message: /invalid --leader-endpoints "App_Leader": must be an EndpointSlice's name, a DNS-1123 subdomain/,
+  },
+  {
+    name: 'sidecar pod IP that is not an address, through its variable',
+    args: ['sidecar', '--backend', 'kubernetes', '--leader-endpoints', 'app-leader'],
+    env: { LEASEHOLD_POD_IP: '10.0.0' },
+    message: /invalid LEASEHOLD_POD_IP "10\.0\.0" \(for --pod-ip\): must be an IPv4 or IPv6 address/,
+  },
+  {
+    name: 'sidecar pod IP alone, which nothing would use',
+    args: ['sidecar', '--pod-ip', '10.0.0.1'],
+    message: /invalid --pod-ip "10\.0\.0\.1": is used only with --leader-endpoints/,
+  },
+  {
     name: 'run give-up count that is not a whole number',
     args: ['run', '--give-up-after', '2.5', '--', 'true'],
     message: /invalid --give-up-after "2.5": must be a whole number from 0 \(0: never\)/,

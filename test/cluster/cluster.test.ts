@@ -122,7 +122,7 @@ describe('the chart on a real node', () => {
       '--set',
       'podLabel.enabled=true',
       '--set',
-      'podLabel.leaderService=true',
+      'leaderService.enabled=true',
       '--wait=false',
     );
     // A new Lease is created a lease duration (15 s) after it is first seen absent; then the
@@ -323,7 +323,8 @@ describe('the chart on a real node', () => {
     { timeout: 300_000 },
     async () => {
       // The chart's default readiness (elected-any), podLabel.enabled and leaderService, 3 replicas:
-      // every pod stays Ready, so only the role label keeps the cut-off pod out of the Service.
+      // every pod stays Ready, so only the leader Service's EndpointSlice, which the cut-off pod
+      // can no longer write, keeps it out once the new leader has written it.
       const { leader: old } = await agreed('elected-any', 120_000);
       const pid = cluster.containerPid(old, 'leasehold');
       const iptables = (op: '-I' | '-D', rule: string[]) =>
@@ -361,7 +362,7 @@ describe('the chart on a real node', () => {
         console.log(`cluster: the leader Service had only ${next}'s endpoint ${routedMs} ms after the takeover (kubectl polling included)`);
         assert.ok(routedMs < 2_000, `the leader Service routed to ${old} as well for ${routedMs} ms after the takeover`);
         // The cut lasts: the old sidecar stepped down on its own, but stays Ready (elected-any);
-        // it is out of the Service because the new leader relabelled it, and stays out.
+        // it is out of the Service because the new leader replaced its endpoint with its own, and stays out.
         const [o] = readPods(kubectl, RELEASE).filter((p) => p.name === old);
         assert.equal(o?.status?.isLeader, false, `${old}'s status file still says leader`);
         assert.equal(o?.ready, true, `${old} is not Ready: the Service would drop it anyway, the case is not reproduced`);

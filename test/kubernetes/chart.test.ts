@@ -92,19 +92,18 @@ describe('the Helm chart', () => {
     assert.equal(find(onlyRbac, 'Deployment').length, 0);
     assert.equal(find(onlyRbac, 'Role').length, 1);
     assert.deepEqual(find(onlyRbac, 'Service'), [], 'app.enabled=false renders only the ServiceAccount and RBAC (and the test pod)');
-    const labelled = render(['podLabel.enabled=true', 'podLabel.leaderService=true']);
+    const labelled = render(['podLabel.enabled=true']);
     assert.ok(find(labelled, 'Deployment')[0]!.spec.template.spec.containers[1].args.includes('--pod-label'));
     assert.deepEqual(JSON.parse(JSON.stringify(find(labelled, 'Role')[0]!.rules!.at(-1))), {
       apiGroups: [''],
       resources: ['pods'],
       verbs: ['get', 'list', 'patch'],
     });
-    const leaderSvc = find(labelled, 'Service').find((svc) => svc.metadata.name === 'demo-leasehold-leader')!;
-    assert.equal(leaderSvc.spec.selector['leasehold.io/role'], 'leader');
-    assert.deepEqual(
-      JSON.parse(JSON.stringify(leaderSvc.spec.ports[0])),
-      { name: 'app', port: 80, targetPort: 'http', protocol: 'TCP' },
-      "the leader Service routes to the app's port",
+    // Labels are for people and tools, never for routing: no Service selects them
+    // (the leader Service: chart-leader-service.test.ts).
+    assert.ok(
+      find(labelled, 'Service').every((svc) => svc.spec.selector?.['leasehold.io/role'] === undefined),
+      'a Service selects the role label',
     );
     const tuned = find(
       render([
