@@ -144,7 +144,8 @@ describe("the chart's leader Service: only the Lease's holder is its endpoint", 
     cands.push(c);
     return c;
   };
-  const ipOf: Record<string, string> = { 'pod-a': '10.1.0.1', 'pod-b': '10.1.0.2' };
+  // Each test's pods have names of their own: a candidate's status directory is named after it.
+  const ipOf: Record<string, string> = { 'routed-a': '10.1.0.1', 'routed-b': '10.1.0.2', 'frozen-a': '10.1.0.3', 'frozen-b': '10.1.0.4' };
 
   it(
     "the holder's sidecar makes itself the only endpoint, a handover replaces it, and the chart's ServiceAccount may do nothing more",
@@ -166,7 +167,7 @@ describe("the chart's leader Service: only the Lease's holder is its endpoint", 
         ],
         ['yes', 'yes', 'no', 'no', 'no', 'no', 'no', 'no'],
       );
-      const cs = [candidate(ns, saConfig, 'pod-a', ipOf['pod-a']!), candidate(ns, saConfig, 'pod-b', ipOf['pod-b']!)];
+      const cs = [candidate(ns, saConfig, 'routed-a', ipOf['routed-a']!), candidate(ns, saConfig, 'routed-b', ipOf['routed-b']!)];
       const first = await waitFor('a leader', () => validLeaders(cs)[0], 20_000);
       await waitFor('the leader as the only endpoint', async () => (await endpoints(ns)).join() === `${first.c.id}=${ipOf[first.c.id]}`, 10_000, 50);
       assert.equal((await slice(ns)).metadata.annotations?.['leasehold.io/token'], String(rawLease(ns, 'routed').spec.leaseTransitions));
@@ -198,6 +199,8 @@ describe("the chart's leader Service: only the Lease's holder is its endpoint", 
       assert.equal(seen.lastIndexOf(old) < seen.indexOf(next), true, `the old leader never came back: ${JSON.stringify(seen)}`);
       assert.match(first.c.proc.stderr(), /"msg":"the leader endpoints no longer name this pod"/);
       assert.doesNotMatch(first.c.proc.stderr() + other.proc.stderr(), /forbidden|cannot write the leader endpoints/i);
+      other.proc.kill('SIGTERM');
+      await other.proc.exited;
     },
   );
 
@@ -206,7 +209,7 @@ describe("the chart's leader Service: only the Lease's holder is its endpoint", 
     { timeout: 90_000 },
     async () => {
       const { ns, saConfig } = await installed('frozen');
-      const cs = [candidate(ns, saConfig, 'pod-a', ipOf['pod-a']!), candidate(ns, saConfig, 'pod-b', ipOf['pod-b']!)];
+      const cs = [candidate(ns, saConfig, 'frozen-a', ipOf['frozen-a']!), candidate(ns, saConfig, 'frozen-b', ipOf['frozen-b']!)];
       const first = await waitFor('a leader', () => validLeaders(cs)[0], 20_000);
       const other = cs.find((c) => c !== first.c)!;
       const next = `${other.id}=${ipOf[other.id]}`;
