@@ -416,6 +416,37 @@ const cases: Case[] = [
     message: /invalid --drain-timeout "1s": needs --listen: the app says its work stopped with POST \/leader\/stopped/,
   },
   {
+    name: 'sidecar drain timeout without a status directory for its key (nothing could end the drain)',
+    args: ['sidecar', '--drain-timeout', '1s'],
+    message: /invalid --drain-timeout "1s": needs --status-dir: the app proves it is the app with the drain key written there/,
+  },
+  {
+    name: 'sidecar leader endpoints on a store that is not Kubernetes',
+    args: ['sidecar', '--leader-endpoints', 'app-leader', '--pod-ip', '10.0.0.1'],
+    message: /invalid --leader-endpoints "app-leader": needs --backend kubernetes \(it writes an EndpointSlice\)/,
+  },
+  {
+    name: 'sidecar leader endpoints without the address to write',
+    args: ['sidecar', '--backend', 'kubernetes', '--leader-endpoints', 'app-leader'],
+    message: /invalid --leader-endpoints "app-leader": needs --pod-ip: this pod's address, from the downward API's status\.podIP/,
+  },
+  {
+    name: 'sidecar leader endpoints that cannot be an EndpointSlice name',
+    args: ['sidecar', '--backend', 'kubernetes', '--leader-endpoints', 'App_Leader', '--pod-ip', '10.0.0.1'],
+    message: /invalid --leader-endpoints "App_Leader": must be an EndpointSlice's name, a DNS-1123 subdomain/,
+  },
+  {
+    name: 'sidecar pod IP that is not an address, through its variable',
+    args: ['sidecar', '--backend', 'kubernetes', '--leader-endpoints', 'app-leader'],
+    env: { LEASEHOLD_POD_IP: '10.0.0' },
+    message: /invalid LEASEHOLD_POD_IP "10\.0\.0" \(for --pod-ip\): must be an IPv4 or IPv6 address/,
+  },
+  {
+    name: 'sidecar pod IP alone, which nothing would use',
+    args: ['sidecar', '--pod-ip', '10.0.0.1'],
+    message: /invalid --pod-ip "10\.0\.0\.1": is used only with --leader-endpoints/,
+  },
+  {
     name: 'run give-up count that is not a whole number',
     args: ['run', '--give-up-after', '2.5', '--', 'true'],
     message: /invalid --give-up-after "2.5": must be a whole number from 0 \(0: never\)/,
@@ -690,6 +721,11 @@ const cases: Case[] = [
     message: /^leasehold: invalid --pod-label true: applies to a lease, not to a shard group \(--shards\): a member is neither leader nor follower/,
   },
   {
+    name: "shards with the leader Service's EndpointSlice",
+    args: ['sidecar', '--backend', 'kubernetes', '--shards', '4', '--leader-endpoints', 'web-leader', '--pod-ip', '10.0.0.1'],
+    message: /^leasehold: invalid --leader-endpoints "web-leader": applies to a lease, not to a shard group \(--shards\): a group has no leader/,
+  },
+  {
     name: 'shards with ready-when elected-any',
     args: ['sidecar', '--shards', '4', '--ready-when', 'elected-any'],
     message:
@@ -715,7 +751,7 @@ const cases: Case[] = [
   {
     name: 'a drain per shard without the status directory its key is written to',
     args: ['sidecar', '--shards', '4', '--drain-timeout', '1s'],
-    message: /^leasehold: invalid --drain-timeout "1s": needs --status-dir with --shards: the app proves it is the app with the drain key written there$/,
+    message: /^leasehold: invalid --drain-timeout "1s": needs --status-dir: the app proves it is the app with the drain key written there$/,
   },
   {
     name: 'a group name the Kubernetes store refuses (a label value: at most 63 characters)',

@@ -35,6 +35,7 @@ interface ShardArgs {
   'contention-window': string;
   'release-on-exit': boolean;
   'drain-timeout': string;
+  'leader-endpoints'?: string | undefined;
   lease: string;
   backend: string;
 }
@@ -51,9 +52,9 @@ function count(flag: string, text: string, max: number): number {
 
 /**
  * The group's settings when --shards is given (undefined otherwise), after the sidecar's own
- * checks. `drain`: the sidecar's resolved drain timeout and status directory, for the key.
+ * checks (which refuse a --drain-timeout without the --status-dir its key is written to).
  */
-export function resolveShards(f: FlagValues<ShardArgs>, drain: { drainTimeoutMs: number; statusDir: string | undefined }): ShardSettings | undefined {
+export function resolveShards(f: FlagValues<ShardArgs>): ShardSettings | undefined {
   const a = f.values;
   if (a.shards === undefined) {
     if (a['max-members'] !== undefined) throw badFlag('max-members', a['max-members'], 'needs --shards: it bounds the members of a shard group');
@@ -72,6 +73,9 @@ export function resolveShards(f: FlagValues<ShardArgs>, drain: { drainTimeoutMs:
       `${notForGroups}: a member is ready while it holds a session in the group and its app is eligible, whoever owns which shard`,
     );
   }
+  if (a['leader-endpoints'] !== undefined) {
+    throw badFlag('leader-endpoints', a['leader-endpoints'], `${notForGroups}: a group has no leader for a Service to route to`);
+  }
   if (isGiven(f.origins, 'contention-window')) {
     throw badFlag('contention-window', a['contention-window'], `${notForGroups}: a member takes a free shard at once, with nobody to contend with`);
   }
@@ -81,10 +85,6 @@ export function resolveShards(f: FlagValues<ShardArgs>, drain: { drainTimeoutMs:
       false,
       `${notForGroups}: a member that stops always gives each shard up through its drain and leaves the group; one that kept them would leave them without an owner until they expire`,
     );
-  }
-  if (drain.drainTimeoutMs > 0 && drain.statusDir === undefined) {
-    // As POST /leader/stopped (src/sidecar/drain-key.ts): only whoever reads the status directory can end a drain.
-    throw badFlag('drain-timeout', a['drain-timeout'], 'needs --status-dir with --shards: the app proves it is the app with the drain key written there');
   }
   if (a.backend === 'kubernetes') checkFlag('lease', a.lease, () => checkKubernetesGroupName(a.lease));
   return { shards, maxMembers };

@@ -19,18 +19,27 @@ export const SIDECAR_COMMAND = {
  */
 export async function runSidecar(flags: ParsedFlags<typeof SIDECAR_COMMAND_OPTIONS>, { io }: CommandContext): Promise<number> {
   const s = resolveSidecarCommand(flags);
-  const group = resolveShards(flags, s);
+  const group = resolveShards(flags);
   await checkListenAddress(s.listen, flags.values.listen);
   const base = group ? { group: s.lease, identity: s.identity } : { lease: s.lease, identity: s.identity };
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base, write: (line) => io.stderr(`${line}\n`) });
-  const { store, podLabeler } = await openStoreAndLabeler({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 }, s.podLabel, s.identity, s.lease, log);
+  // A leader reads its EndpointSlice again once a lease duration, to put back what something else rewrote.
+  const endpoints = s.leaderEndpoints && { ...s.leaderEndpoints, verifyMs: s.leaseDurationMs };
+  const { store, podLabeler, leaderEndpoints } = await openStoreAndLabeler(
+    { ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 },
+    s.podLabel,
+    s.identity,
+    s.lease,
+    log,
+    endpoints,
+  );
   let sidecar: Pick<Sidecar, 'start' | 'stop'>;
   try {
     if (group) {
       // Loaded only in shard mode: a leader sidecar carries none of it.
       const { ShardSidecar } = await import('../src/sidecar/shard-sidecar.js');
       sidecar = new ShardSidecar({ ...s, ...group, group: s.lease, store, log, drainKey: true });
-    } else sidecar = new Sidecar({ ...s, store, log, podLabeler });
+    } else sidecar = new Sidecar({ ...s, store, log, podLabeler, leaderEndpoints });
   } catch (err) {
     // Nothing may be left open: main() returns, and the process ends when nothing runs.
     await store.close().catch(() => {});

@@ -4,6 +4,7 @@
  */
 import { describeError } from '../src/errors.js';
 import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
 import { http } from '../src/util/node-http.js';
 import { connectKubernetes, openStore, type StoreSettings } from '../src/backends/open-store.js';
 import { checkStatusDir } from '../src/sidecar/status-publisher.js';
@@ -23,16 +24,35 @@ import { SHARD_OPTIONS } from './shard-flags.js';
 import type { ProbeOptions } from '../src/health/health-settings.js';
 
 /**
- * The store, and for `--pod-label` a PodLabeler for the pod named by --identity (labelled with
- * the lease it campaigns for); both use one API connection (its credentials, its keep-alive
- * sockets).
+ * The store, for `--pod-label` a PodLabeler for the pod named by --identity (labelled with
+ * the lease it campaigns for), and for `--leader-endpoints` the writer of the leader Service's
+ * EndpointSlice; all use one API connection (its credentials, its keep-alive sockets).
  */
-export async function openStoreAndLabeler(settings: StoreSettings, podLabel: boolean, pod: string, lease: string, log: Logger) {
+export async function openStoreAndLabeler(
+  settings: StoreSettings,
+  podLabel: boolean,
+  pod: string,
+  lease: string,
+  log: Logger,
+  endpoints?: { slice: string; ip: string; verifyMs: number },
+) {
   const kube = settings.backend === 'kubernetes' ? await connectKubernetes(settings) : undefined;
   const store = await openStore({ ...settings, kube, log });
-  if (!podLabel || !kube) return { store, podLabeler: undefined };
-  const { PodLabeler } = await import('../src/sidecar/pod-labeler.js');
-  return { store, podLabeler: new PodLabeler(kube.client, kube.namespace, pod, lease, log) };
+  if (!kube) return { store, podLabeler: undefined, leaderEndpoints: undefined };
+  const podLabeler = podLabel ? new (await import('../src/sidecar/pod-labeler.js')).PodLabeler(kube.client, kube.namespace, pod, lease, log) : undefined;
+  const leaderEndpoints = endpoints
+    ? new (await import('../src/sidecar/leader-endpoints.js')).LeaderEndpoints(
+        kube.client,
+        kube.namespace,
+        endpoints.slice,
+        { name: pod, ip: endpoints.ip },
+        log,
+        {
+          verifyMs: endpoints.verifyMs,
+        },
+      )
+    : undefined;
+  return { store, podLabeler, leaderEndpoints };
 }
 
 /** The sidecar's flags: a campaign's, then its own (see cmd/flag-table.ts). */
@@ -56,11 +76,17 @@ export const SIDECAR_OPTIONS = {
 /** `sidecar`'s own flags, after the shared ones: `run` has none of them (its command exiting is its drain). */
 export const SIDECAR_COMMAND_OPTIONS = {
   ...SIDECAR_OPTIONS,
+  'leader-endpoints': {
+    type: 'string',
+    describe:
+      "kubernetes: while leading, make this pod (--pod-ip, --identity) the only endpoint of this EndpointSlice, the leader Service's (a Service without a selector)",
+  },
+  'pod-ip': { type: 'string', describe: "This pod's IP (the downward API's status.podIP), the address --leader-endpoints writes" },
   'drain-timeout': {
     type: 'string',
     default: '0s',
     describe:
-      "After a graceful step-down, wait up to this for the app's POST /leader/stopped?token=N before releasing; 0s: do not wait. At most renew-deadline/2 − retry-period",
+      "After a graceful step-down, wait up to this for the app's POST /leader/stopped?token=N (with the key in --status-dir's drain-key) before releasing; 0s: do not wait. At most renew-deadline/2 − retry-period",
   },
   ...SHARD_OPTIONS,
 } as const satisfies FlagTable;
@@ -86,7 +112,30 @@ export function resolveSidecarCommand(f: FlagValues<SidecarArgs>) {
   }
   if (drainTimeoutMs > 0 && s.listen === undefined)
     throw badFlag('drain-timeout', a['drain-timeout'], 'needs --listen: the app says its work stopped with POST /leader/stopped');
-  return { ...s, drainTimeoutMs };
+  if (drainTimeoutMs > 0 && s.statusDir === undefined)
+    throw badFlag('drain-timeout', a['drain-timeout'], 'needs --status-dir: the app proves it is the app with the drain key written there');
+  // POST /leader/stopped only with the key in the status directory (src/sidecar/drain-key.ts).
+  return { ...s, drainTimeoutMs, drainKey: true, leaderEndpoints: resolveLeaderEndpoints(a, s.store.backend) };
+}
+
+/** DNS-1123 subdomain: an EndpointSlice's name. */
+const OBJECT_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** `--leader-endpoints` and `--pod-ip`: both or neither, on the kubernetes backend. */
+function resolveLeaderEndpoints(a: SidecarArgs, backend: string): { slice: string; ip: string } | undefined {
+  const slice = a['leader-endpoints'];
+  const ip = a['pod-ip'];
+  if (slice === undefined) {
+    if (ip !== undefined) throw badFlag('pod-ip', ip, 'is used only with --leader-endpoints (the address it writes)');
+    return undefined;
+  }
+  if (backend !== 'kubernetes') throw badFlag('leader-endpoints', slice, 'needs --backend kubernetes (it writes an EndpointSlice)');
+  if (slice.length > 253 || !OBJECT_NAME.test(slice)) {
+    throw badFlag('leader-endpoints', slice, "must be an EndpointSlice's name, a DNS-1123 subdomain (lowercase letters, digits, '-' and '.')");
+  }
+  if (ip === undefined) throw badFlag('leader-endpoints', slice, "needs --pod-ip: this pod's address, from the downward API's status.podIP");
+  if (isIP(ip) === 0) throw badFlag('pod-ip', ip, 'must be an IPv4 or IPv6 address');
+  return { slice, ip };
 }
 
 /**

@@ -9,7 +9,7 @@
  * fresh one, so each handoff has one leader and one standby. First without a drain, then with
  * --drain-timeout.
  */
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { cpus, loadavg } from 'node:os';
 import { summary } from '../lib/quantile.js';
 import { REPO, start, startCli, tempDir, waitFor, type Proc } from '../../test/support/cli.js';
@@ -57,6 +57,8 @@ function events(p: Proc): AppEvent[] {
 }
 
 async function startPair(db: string, lease: string, id: string, drain: boolean): Promise<Pair> {
+  // The app proves it is the app with the key its sidecar writes there (docs/drain.md).
+  const statusDir = join(dirname(db), `status-${id}`);
   const sidecar = startCli([
     'sidecar',
     '--db',
@@ -67,6 +69,8 @@ async function startPair(db: string, lease: string, id: string, drain: boolean):
     id,
     '--listen',
     '127.0.0.1:0',
+    '--status-dir',
+    statusDir,
     ...T,
     ...(drain ? ['--drain-timeout', DRAIN] : []),
   ]);
@@ -75,6 +79,7 @@ async function startPair(db: string, lease: string, id: string, drain: boolean):
     LEADER_URL: `http://${address}`,
     STOP_DELAY_MS: String(STOP_DELAY_MS),
     POST_STOPPED: drain ? '1' : '0',
+    DRAIN_KEY_FILE: join(statusDir, 'drain-key'),
   });
   await waitFor(`${id}'s app to follow its sidecar`, () => events(app).some((e) => e.event === 'following'), 20_000);
   return { id, sidecar, app };

@@ -6,11 +6,13 @@
  */
 import type { Clock } from '../clock.js';
 import type { Timings } from '../config/election-options.js';
+import type { DrainKey } from './drain-key.js';
 
-/** One answer to `POST /leader/stopped`: an HTTP status and a one-line body. */
+/** One answer to `POST /leader/stopped`: an HTTP status and a one-line body (and for 401, the scheme to use). */
 export interface StoppedAnswer {
-  code: 200 | 400 | 409;
+  code: 200 | 400 | 401 | 403 | 409;
   body: string;
+  challenge?: string;
 }
 
 /**
@@ -34,7 +36,14 @@ export class AppDrain {
   private reported: number | null = null;
   private wake: (() => void) | null = null;
 
-  constructor(private readonly clock: Clock) {}
+  /**
+   * @param key the credential a report must carry (`leasehold sidecar`: always, see DrainKey);
+   *   none: any report is taken (`leasehold run` and the library, which have no drain to end).
+   */
+  constructor(
+    private readonly clock: Clock,
+    private readonly key?: DrainKey,
+  ) {}
 
   started(token: number): void {
     this.leading = token;
@@ -51,10 +60,15 @@ export class AppDrain {
   }
 
   /**
-   * `POST /leader/stopped?token=N`. Only the term that ended last: a late call for an older
-   * term, or one for the term still led, cannot end the drain of another.
+   * `POST /leader/stopped?token=N` (every `token` of the query), with the request's Authorization header. The key first, so
+   * a caller without it learns nothing of the terms. Then only the term that ended last: a late
+   * call for an older term, or one for the term still led, cannot end the drain of another.
    */
-  report(raw: string | null): StoppedAnswer {
+  report(given: string | readonly string[] | null, authorization?: string): StoppedAnswer {
+    const refused = this.key?.refuse(authorization);
+    if (refused) return refused;
+    if (Array.isArray(given) && given.length > 1) return { code: 400, body: `token is given ${given.length} times: give it once\n` };
+    const raw: string | null = typeof given === 'string' || given === null ? given : (given[0] ?? null);
     if (raw === null || !TOKEN.test(raw)) {
       return { code: 400, body: 'token=N is required: the fencing token of the term whose leader work stopped, as in POST /leader/stopped?token=7\n' };
     }

@@ -33,10 +33,17 @@ export interface HttpHandlers {
   streamLimits?: StreamLimits;
   /** Default: from the descriptors left to this process (connection-budget.ts), and streamLimits.maxStreams. */
   bounds?: HttpBounds;
-  /** `POST /leader/stopped?token=N`: the app's leader work of term N stopped (see AppDrain). */
-  leaderStopped?: (token: string | null) => { code: number; body: string };
+  /** `POST /leader/stopped?token=N`, every `token` given and the Authorization header: the app's leader work of term N stopped (see AppDrain). */
+  leaderStopped?: (tokens: readonly string[], authorization: string | undefined) => StoppedReply;
   /** Routes of another module (a shard group's, shard-endpoints.ts), tried before the built-in ones. */
   routes?: MoreRoutes;
+}
+
+interface StoppedReply {
+  code: number;
+  body: string;
+  /** A 401's WWW-Authenticate. */
+  challenge?: string;
 }
 
 /** A module's own paths on this server: it answers a request of one of them and says so. */
@@ -127,6 +134,7 @@ export class StatusServer {
   private leaderStopped(req: IncomingMessage, res: ServerResponse, search: string): void {
     const a = stoppedRequest(req, search, this.h.leaderStopped!);
     if (a.code === 405) res.setHeader('allow', 'POST');
+    if (a.challenge !== undefined) res.setHeader('www-authenticate', a.challenge);
     send(res, a.code, 'text/plain', a.body);
   }
 
@@ -201,11 +209,9 @@ export class StatusServer {
 const STOPPED_PATH = '/leader/stopped';
 
 /** The app's word that a term's leader work stopped. Its body, if any, is not read: the query says it all. */
-function stoppedRequest(req: IncomingMessage, search: string, handle: NonNullable<HttpHandlers['leaderStopped']>): { code: number; body: string } {
+function stoppedRequest(req: IncomingMessage, search: string, handle: NonNullable<HttpHandlers['leaderStopped']>): StoppedReply {
   if (req.method !== 'POST') return { code: 405, body: `use POST ${STOPPED_PATH}?token=N\n` };
-  const tokens = new URLSearchParams(search).getAll('token');
-  if (tokens.length > 1) return { code: 400, body: `token is given ${tokens.length} times: give it once\n` };
-  return handle(tokens[0] ?? null);
+  return handle(new URLSearchParams(search).getAll('token'), req.headers.authorization);
 }
 
 function verdict(res: ServerResponse, v: Verdict): void {

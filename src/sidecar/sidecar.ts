@@ -12,7 +12,9 @@ import { toLeaderStatus } from '../status/to-leader-status.js';
 import { StatusServer } from './http-server.js';
 import { Readiness, liveness, withStoreProblem, type ReadyWhen } from './kubelet-probes.js';
 import type { PodLabeler } from './pod-labeler.js';
+import type { LeaderEndpoints } from './leader-endpoints.js';
 import { AppDrain } from './app-drain.js';
+import { DrainKey } from './drain-key.js';
 import type { Eligibility } from '../health/eligibility.js';
 import { AppHealth } from '../health/app-health.js';
 import type { ProbeOptions } from '../health/health-settings.js';
@@ -45,6 +47,8 @@ export interface SidecarOptions extends ElectionConfig {
   listener?: CandidateListener;
   /** Keeps leasehold.io/role on this candidate's pod (kubernetes only). */
   podLabeler?: PodLabeler;
+  /** Keeps the leader Service's EndpointSlice naming this pod while it leads, and not otherwise (kubernetes only). */
+  leaderEndpoints?: LeaderEndpoints;
   /**
    * When a term ends, how long the end-of-term gate waits for the app's `POST
    * /leader/stopped?token=N` (AppDrain) before the release and before a new term; 0 or none: it
@@ -56,6 +60,12 @@ export interface SidecarOptions extends ElectionConfig {
    * for `stopped` (at most `boundMs`) instead of the app's POST. Takes the place of drainTimeoutMs.
    */
   termWork?: { stopped: () => Promise<boolean>; boundMs: number };
+  /**
+   * `POST /leader/stopped` only with the key written to `statusDir/drain-key` (DrainKey): only
+   * the app, which reads that directory, can end a drain. `leasehold sidecar` sets it; `run` has
+   * no drain to end. Without a statusDir nothing can end a drain.
+   */
+  drainKey?: boolean;
   /** See CandidateOptions.eligibility (`leasehold run --give-up-after` stands back through it). */
   eligibility?: Eligibility;
   /** The app's health (docs/health.md): while it is not eligible, this candidate stands aside. None: always campaigns. */
@@ -76,6 +86,7 @@ export class Sidecar {
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly drain: AppDrain;
+  private readonly drainKey: DrainKey | undefined;
   private readonly appHealth: AppHealth | null;
   /** Whether start() got as far as the status directory: a failed start has no files to update. */
   private started = false;
@@ -87,7 +98,8 @@ export class Sidecar {
     this.log = opts.log;
     this.readiness = new Readiness(opts.readyWhen ?? 'leader');
     this.publisher = opts.statusDir === undefined ? null : new StatusPublisher(opts.statusDir);
-    this.drain = new AppDrain(this.clock);
+    this.drainKey = opts.drainKey ? new DrainKey(opts.statusDir) : undefined;
+    this.drain = new AppDrain(this.clock, this.drainKey);
     this.appHealth = opts.health === undefined ? null : new AppHealth(opts.health, { clock: this.clock });
     const name = opts.lease;
     const m = this.metrics;
@@ -117,6 +129,7 @@ export class Sidecar {
         this.termMetrics(term);
         this.publish();
         opts.podLabeler?.set('leader', term.token);
+        opts.leaderEndpoints?.lead(term.token);
         extra.onStartedLeading?.(term);
       },
       onRenewed: (term) => {
@@ -136,6 +149,7 @@ export class Sidecar {
         this.drain.stopped();
         this.publish();
         opts.podLabeler?.set('follower');
+        opts.leaderEndpoints?.notLeading();
         extra.onStoppedLeading?.(reason);
       },
       onNewLeader: (holder, record) => {
@@ -170,7 +184,7 @@ export class Sidecar {
           liveness: () => withStoreProblem(opts.store, liveness(this.elector.snapshot(), opts, this.clock.monotonic())),
           readiness: () => withStoreProblem(opts.store, this.readiness.check(this.elector.snapshot())),
           registry: m.registry,
-          leaderStopped: (token) => this.drain.report(token),
+          leaderStopped: (tokens, authorization) => this.drain.report(tokens, authorization),
           streamCounters: {
             opened: () => m.streamsOpen.inc(),
             closed: () => m.streamsOpen.dec(),
@@ -197,9 +211,11 @@ export class Sidecar {
     const address = this.server && this.opts.listen ? await this.server.listen(this.opts.listen.host, this.opts.listen.port) : null;
     if (this.opts.statusDir !== undefined) await this.claimStatusDir(this.opts.statusDir);
     this.publisher?.prepare();
+    this.drainKey?.publish();
     this.started = true;
     this.publish();
     this.opts.podLabeler?.set('follower');
+    this.opts.leaderEndpoints?.notLeading();
     this.log.info('campaigning', {
       backend: this.opts.store.backend,
       store: this.opts.store.location,
@@ -226,7 +242,7 @@ export class Sidecar {
     if (this.started) this.publish(this.clock.now());
     await this.claim?.release();
     this.claim = null;
-    await this.opts.podLabeler?.flush(2_000);
+    await Promise.all([this.opts.podLabeler?.flush(2_000), this.opts.leaderEndpoints?.flush(2_000)]);
     await this.server?.close();
     await this.opts.store.close();
   }

@@ -29,6 +29,44 @@ const RELEASE = 'lh';
 const LEASE = 'lh-leasehold';
 const NS = 'default';
 const LEADER_SERVICE = `${LEASE}-leader`;
+/** Where a pod of someone else's lives: it reaches every pod's IP, nothing of their volumes. */
+const NEIGHBOUR_NS = 'neighbour';
+/**
+ * The neighbour's program (node, in the leasehold image, as any image would do): it reads the
+ * leader's token from `/leader` on the pod's IP, like anyone on the pod network may, then posts
+ * `/leader/stopped?token=N` every 50 ms without a key, with a made-up one and with the token as
+ * the key, and prints each answer with the time.
+ */
+const INTRUDER = `
+const base = process.env.TARGET;
+const say = (o) => console.log(JSON.stringify(o));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+(async () => {
+  let token = null;
+  while (token === null) {
+    try {
+      const s = await (await fetch(base + '/leader')).json();
+      if (s.isLeader) token = s.fencingToken;
+    } catch {}
+    if (token === null) await sleep(200);
+  }
+  say({ following: token });
+  const tries = [['none', {}], ['forged', { authorization: 'Bearer ' + '0'.repeat(64) }], ['token', { authorization: 'Bearer ' + token }]];
+  for (;;) {
+    for (const [auth, headers] of tries) {
+      try {
+        const r = await fetch(base + '/leader/stopped?token=' + token, { method: 'POST', headers });
+        say({ auth, code: r.status, at: Date.now() });
+      } catch {
+        say({ auth, code: 0, at: Date.now() });
+      }
+    }
+    await sleep(50);
+  }
+})();
+`;
+/** A pod made with the leader pod's labels, by someone who may create pods in the namespace. */
+const COPYCAT = 'copycat';
 /**
  * The example app (the chart's files/example-app.sh) ignores SIGTERM; this variant exits on it.
  * As a command of your own it gets no drain (`app.drainTimeout: auto`): it does not post.
@@ -122,13 +160,66 @@ describe('the chart on a real node', () => {
       '--set',
       'podLabel.enabled=true',
       '--set',
-      'podLabel.leaderService=true',
+      'leaderService.enabled=true',
       '--wait=false',
     );
     // A new Lease is created a lease duration (15 s) after it is first seen absent; then the
     // Lease, every status file and /leader, the labels, readiness and the leader Service agree.
     const { leader, token } = await agreed('leader', 180_000);
     console.log(`cluster: ${leader} leads with token ${token}; labels, readiness and the leader Service agree`);
+  });
+
+  it('a pod that copies every label of the leader pod is never an endpoint of the leader Service', { timeout: 180_000 }, async () => {
+    const { leader } = await agreed('leader', 120_000);
+    const meta = (
+      JSON.parse(kubectl('get', 'pod', leader, '-o', 'json')) as { metadata: { labels: Record<string, string>; annotations?: Record<string, string> } }
+    ).metadata;
+    // Every label but the ReplicaSet's pod-template-hash (with it, the ReplicaSet would adopt the
+    // copy and delete a pod to keep 3): the release's, leasehold.io/role=leader and the lease's.
+    const labels = Object.fromEntries(Object.entries(meta.labels).filter(([k]) => k !== 'pod-template-hash'));
+    assert.equal(labels['leasehold.io/role'], 'leader');
+    cluster.apply(
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: COPYCAT, labels, annotations: { 'leasehold.io/token': meta.annotations?.['leasehold.io/token'] ?? '999' } },
+        spec: {
+          terminationGracePeriodSeconds: 0,
+          containers: [
+            {
+              name: 'app',
+              image: 'localhost/busybox:local',
+              imagePullPolicy: 'Never',
+              command: ['httpd', '-f', '-p', '8080', '-h', '/'],
+              ports: [{ name: 'http', containerPort: 8080 }],
+              readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
+            },
+          ],
+        },
+      }),
+    );
+    undo.push(
+      () => void spawnSync(cluster.kubectlPath, ['--kubeconfig', cluster.kubeconfig, '-n', NS, 'delete', 'pod', COPYCAT, '--ignore-not-found', '--wait=false']),
+    );
+    try {
+      await waitFor(
+        'the copy to be Ready',
+        () => kubectl('get', 'pod', COPYCAT, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') === 'True',
+        90_000,
+        250,
+      );
+      // Ready, labelled leader, serving the app's port: a Service selecting the labels would
+      // route to it now. The leader Service keeps the one endpoint the leader wrote.
+      const until = Date.now() + 10_000;
+      while (Date.now() < until) {
+        const ep = onlyEndpointIs(readServiceEndpoints(kubectl, LEADER_SERVICE), leader);
+        assert.ok(ep.ok, `with a Ready copy of the leader's labels: ${ep.problem}`);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      console.log(`cluster: a Ready pod with every label of ${leader} stayed out of the leader Service for 10 s`);
+    } finally {
+      kubectl('delete', 'pod', COPYCAT, '--wait=true', '--timeout=60s');
+    }
   });
 
   /**
@@ -156,7 +247,7 @@ describe('the chart on a real node', () => {
     assert.ok((after.leaseTransitions ?? 0) > tokenBefore, 'the new term has a higher token');
     // The time taken is a figure (logged, and the bench's); what is asserted is how it happened.
     assert.equal(releasedBeforeExpiry(before, after), null);
-    return { old, next, handoverMs, t0, oldLog };
+    return { old, next, handoverMs, t0, oldLog, tokenBefore, tokenAfter: after.leaseTransitions ?? 0 };
   };
 
   it("a second cluster's bring-up on this machine fails at once, and its teardown leaves this cluster's network alone", { timeout: 120_000 }, () => {
@@ -180,7 +271,7 @@ describe('the chart on a real node', () => {
     'deleting the leader pod hands over by a release, though the example app ignores SIGTERM; the old leader steps down first',
     { timeout: 180_000 },
     async () => {
-      const { old, next, handoverMs, oldLog } = await deleteLeader();
+      const { old, next, handoverMs, oldLog, tokenBefore, tokenAfter } = await deleteLeader();
       console.log(`cluster: leader pod deleted (app ignores SIGTERM), ${next} leads after ${handoverMs} ms (kubectl polling included)`);
       // The old pod lingers for its grace period (the app ignores SIGTERM): read its log while it does.
       await waitFor(
@@ -192,6 +283,17 @@ describe('the chart on a real node', () => {
       oldLog.stop();
       // The example app said its leader work stopped, and the release went out on its word.
       assert.match(kubectl('logs', old, '-c', 'leasehold'), /"msg":"the app stopped its leader work: releasing"/);
+      // Its busybox wget calls worked in the real pod: the stream it follows, and the post with
+      // the drain key (busybox 1.35's wget crashes with -T, which the example app does not use).
+      const oldApp = kubectl('logs', old, '-c', 'app');
+      assert.ok(oldApp.includes(`app: told the sidecar that token ${tokenBefore} stopped`), `the old app's log:\n${oldApp}`);
+      assert.doesNotMatch(oldApp, /could not tell the sidecar|Segmentation fault/);
+      await waitFor(
+        "the new leader's app to start its leader work",
+        () => kubectl('logs', next, '-c', 'app').includes(`app: leader work started (token ${tokenAfter})`),
+        10_000,
+        250,
+      );
       const newLog = kubectl('logs', next, '-c', 'leasehold');
       assert.ok(
         at(kubectl('logs', old, '-c', 'leasehold'), 'stopped leading') <= at(newLog, 'became leader'),
@@ -200,6 +302,85 @@ describe('the chart on a real node', () => {
       // The replacement pod joins; the label and the leader Service follow the new leader.
       const now = await agreed('leader', 120_000);
       assert.equal(now.leader, next);
+    },
+  );
+
+  it(
+    "a pod in another namespace reads the leader's token and posts it while the leader drains: refused, and the release waits for the app",
+    { timeout: 240_000 },
+    async () => {
+      const { leader, token } = await agreed('leader', 120_000);
+      const ip = kubectl('get', 'pod', leader, '-o', 'jsonpath={.status.podIP}').trim();
+      kubectl('create', 'namespace', NEIGHBOUR_NS);
+      undo.push(() => void spawnSync(cluster.kubectlPath, ['--kubeconfig', cluster.kubeconfig, 'delete', 'namespace', NEIGHBOUR_NS, '--wait=false']));
+      cluster.apply(
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'intruder', namespace: NEIGHBOUR_NS },
+          spec: {
+            terminationGracePeriodSeconds: 0,
+            containers: [
+              {
+                name: 'intruder',
+                image: 'leasehold:dev',
+                imagePullPolicy: 'Never',
+                command: ['node', '-e', INTRUDER],
+                env: [{ name: 'TARGET', value: `http://${ip}:4040` }],
+              },
+            ],
+          },
+        }),
+        NEIGHBOUR_NS,
+      );
+      const intruderLog = () => {
+        try {
+          return kubectl('logs', '-n', NEIGHBOUR_NS, 'intruder');
+        } catch {
+          return ''; // not started yet
+        }
+      };
+      await waitFor('the neighbour to read the leader token', () => intruderLog().includes(`{"following":${token}}`), 90_000, 500);
+      // The leader's app is still at its work and has not said it stopped: frozen, as an app
+      // busy with a last batch is. Only its own post may end the drain.
+      const ctr = (...args: string[]) => execFileSync('ctr', ['-a', join(cluster.dir, 'containerd', 'containerd.sock'), '-n', 'k8s.io', 'tasks', ...args]);
+      const app = cluster.containerId(leader, 'app');
+      ctr('pause', app);
+      const resume = () => void spawnSync('ctr', ['-a', join(cluster.dir, 'containerd', 'containerd.sock'), '-n', 'k8s.io', 'tasks', 'resume', app]);
+      undo.push(resume);
+      let log = '';
+      try {
+        const { old } = await deleteLeader();
+        await waitFor(
+          'the old sidecar to release',
+          () => /"msg":"released lease"|within the drain timeout/.test((log = kubectl('logs', old, '-c', 'leasehold'))),
+          20_000,
+          200,
+        );
+      } finally {
+        resume();
+      }
+      const drained = log.split('\n').find((l) => l.includes('"msg":"draining: waiting for the app to say its leader work stopped"'));
+      const timedOut = log
+        .split('\n')
+        .find((l) => l.includes('"msg":"the app did not say its leader work stopped within the drain timeout: releasing anyway"'));
+      assert.ok(drained, `no drain in the old sidecar's log:\n${log}`);
+      assert.ok(timedOut, `the drain did not wait out its timeout: someone ended it\n${log}`);
+      assert.doesNotMatch(log, /"msg":"the app stopped its leader work: releasing"/);
+      const from = Date.parse((JSON.parse(drained) as { time: string }).time);
+      const until = Date.parse((JSON.parse(timedOut) as { time: string }).time);
+      const tries = intruderLog()
+        .split('\n')
+        .filter((l) => l.startsWith('{"auth"'))
+        .map((l) => JSON.parse(l) as { auth: string; code: number; at: number });
+      const during = tries.filter((t) => t.at >= from && t.at <= until);
+      console.log(
+        `cluster: a pod in namespace ${NEIGHBOUR_NS} posted token ${token} ${during.length} times during the ${until - from} ms drain: answered ${[...new Set(during.map((t) => t.code))].join(', ')}`,
+      );
+      assert.ok(during.length >= 10, `the neighbour posted ${during.length} times during the drain`);
+      assert.deepEqual([...new Set(tries.filter((t) => t.code !== 0).map((t) => `${t.auth} ${t.code}`))].sort(), ['forged 403', 'none 401', 'token 403']);
+      kubectl('delete', 'namespace', NEIGHBOUR_NS, '--wait=false');
+      await agreed('leader', 120_000);
     },
   );
 
@@ -323,7 +504,8 @@ describe('the chart on a real node', () => {
     { timeout: 300_000 },
     async () => {
       // The chart's default readiness (elected-any), podLabel.enabled and leaderService, 3 replicas:
-      // every pod stays Ready, so only the role label keeps the cut-off pod out of the Service.
+      // every pod stays Ready, so only the leader Service's EndpointSlice, which the cut-off pod
+      // can no longer write, keeps it out once the new leader has written it.
       const { leader: old } = await agreed('elected-any', 120_000);
       const pid = cluster.containerPid(old, 'leasehold');
       const iptables = (op: '-I' | '-D', rule: string[]) =>
@@ -361,7 +543,7 @@ describe('the chart on a real node', () => {
         console.log(`cluster: the leader Service had only ${next}'s endpoint ${routedMs} ms after the takeover (kubectl polling included)`);
         assert.ok(routedMs < 2_000, `the leader Service routed to ${old} as well for ${routedMs} ms after the takeover`);
         // The cut lasts: the old sidecar stepped down on its own, but stays Ready (elected-any);
-        // it is out of the Service because the new leader relabelled it, and stays out.
+        // it is out of the Service because the new leader replaced its endpoint with its own, and stays out.
         const [o] = readPods(kubectl, RELEASE).filter((p) => p.name === old);
         assert.equal(o?.status?.isLeader, false, `${old}'s status file still says leader`);
         assert.equal(o?.ready, true, `${old} is not Ready: the Service would drop it anyway, the case is not reproduced`);

@@ -9,6 +9,7 @@ import { startSidecar, validLeaders, type Candidate } from '../support/sidecars.
 import { env, freshNamespace, kubectl, rawLease } from '../support/kube.js';
 import { kubeconfig } from '../support/control-plane.js';
 import { loadAllYaml } from '@kubernetes/client-node';
+import { loadAll } from 'js-yaml';
 import { buildTool } from '../support/build-tool.js';
 
 const CHART = join(REPO, 'deploy/helm/leasehold');
@@ -92,19 +93,18 @@ describe('the Helm chart', () => {
     assert.equal(find(onlyRbac, 'Deployment').length, 0);
     assert.equal(find(onlyRbac, 'Role').length, 1);
     assert.deepEqual(find(onlyRbac, 'Service'), [], 'app.enabled=false renders only the ServiceAccount and RBAC (and the test pod)');
-    const labelled = render(['podLabel.enabled=true', 'podLabel.leaderService=true']);
+    const labelled = render(['podLabel.enabled=true']);
     assert.ok(find(labelled, 'Deployment')[0]!.spec.template.spec.containers[1].args.includes('--pod-label'));
     assert.deepEqual(JSON.parse(JSON.stringify(find(labelled, 'Role')[0]!.rules!.at(-1))), {
       apiGroups: [''],
       resources: ['pods'],
       verbs: ['get', 'list', 'patch'],
     });
-    const leaderSvc = find(labelled, 'Service').find((svc) => svc.metadata.name === 'demo-leasehold-leader')!;
-    assert.equal(leaderSvc.spec.selector['leasehold.io/role'], 'leader');
-    assert.deepEqual(
-      JSON.parse(JSON.stringify(leaderSvc.spec.ports[0])),
-      { name: 'app', port: 80, targetPort: 'http', protocol: 'TCP' },
-      "the leader Service routes to the app's port",
+    // Labels are for people and tools, never for routing: no Service selects them
+    // (the leader Service: chart-leader-service.test.ts).
+    assert.ok(
+      find(labelled, 'Service').every((svc) => svc.spec.selector?.['leasehold.io/role'] === undefined),
+      'a Service selects the role label',
     );
     const tuned = find(
       render([
@@ -128,6 +128,47 @@ describe('the Helm chart', () => {
     assert.equal(find(render(), 'Role')[0]!.rules!.length, 2, 'no pod access unless podLabel.enabled');
     const strict = find(render(['leasehold.readyWhen=leader']), 'Deployment')[0]!.spec.template.spec;
     assert.ok(strict.containers[1].args.includes('--ready-when=leader'));
+  });
+
+  it("an optional NetworkPolicy, off by default: the app's ports open to all, the sidecar's port only to the peers given; the API server takes it", async () => {
+    assert.equal(find(render(), 'NetworkPolicy').length, 0, 'off by default');
+    const monitoring = '[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]';
+    const r = helm([
+      'template',
+      'demo',
+      CHART,
+      '--kube-version',
+      '1.37.0',
+      '--set',
+      'networkPolicy.enabled=true',
+      '--set-json',
+      `networkPolicy.sidecarFrom=${monitoring}`,
+    ]);
+    assert.equal(r.code, 0, r.err);
+    // Plain YAML: client-node's loader types the objects (a rule's `from` becomes `_from`).
+    const docs = (loadAll(r.out) as (Record<string, unknown> | null)[]).filter((d): d is Record<string, unknown> => d !== null);
+    const [policy] = find(docs, 'NetworkPolicy');
+    assert.deepEqual(JSON.parse(JSON.stringify(policy!.spec)), {
+      podSelector: { matchLabels: { 'app.kubernetes.io/name': 'leasehold', 'app.kubernetes.io/instance': 'demo' } },
+      policyTypes: ['Ingress'],
+      ingress: [{ ports: [{ port: 8080, protocol: 'TCP' }] }, { ports: [{ port: 4040, protocol: 'TCP' }], from: JSON.parse(monitoring) }],
+    });
+    const closed = find(render(['networkPolicy.enabled=true', 'app.ports=null']), 'NetworkPolicy')[0]!;
+    assert.deepEqual(JSON.parse(JSON.stringify(closed.spec.ingress)), [], 'no app port, no peer: nothing from the network');
+    // Taken by the API server as rendered.
+    const ns = await freshNamespace('netpol');
+    const manifests = join(dir.path, 'netpol.yaml');
+    writeFileSync(manifests, r.out);
+    kubectl(['apply', '-n', ns, '-f', manifests]);
+    assert.match(kubectl(['get', 'networkpolicy', 'demo-leasehold', '-n', ns, '-o', 'jsonpath={.spec.ingress[1].from[0].namespaceSelector}']), /monitoring/);
+    for (const [set, message] of [
+      [['networkPolicy.enabled=true', 'app.enabled=false'], /networkPolicy\.enabled needs app\.enabled/],
+      [['networkPolicy.sidecarFrom[0].pods=x'], /sidecarFrom/],
+    ] as [string[], RegExp][]) {
+      const bad = helm(['template', 'demo', CHART, '--kube-version', '1.37.0', ...set.flatMap((x) => ['--set', x])]);
+      assert.notEqual(bad.code, 0, set.join(' '));
+      assert.match(bad.err, message);
+    }
   });
 
   it('rejects values of the wrong type or shape (values.schema.json)', () => {

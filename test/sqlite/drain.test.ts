@@ -2,11 +2,13 @@
  * `sidecar --drain-timeout`: on a graceful stop the old leader's release waits for its app's
  * POST /leader/stopped, so the next leader's app starts only after the old one stopped (times
  * from the apps' own lines); an app that never posts leaves the lease to expire: the next leader
- * starts only once the old term could have expired. Real sidecar and app processes on one
- * SQLite file.
+ * starts only once the old term could have expired; a neighbour that reaches the sidecar's port,
+ * but not its status directory's drain key, cannot end the drain. Real sidecar, app and
+ * neighbour processes on one SQLite file.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO, start, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
@@ -22,6 +24,8 @@ interface Pair {
   id: string;
   sidecar: Proc;
   app: Proc;
+  statusDir: string;
+  url: string;
 }
 
 function events(p: Proc): AppEvent[] {
@@ -38,23 +42,50 @@ describe('sidecar --drain-timeout: the release waits for the app', () => {
   const db = join(dir.path, 'leases.db');
 
   async function pair(lease: string, id: string, postStopped: boolean): Promise<Pair> {
-    const sidecar = startCli(['sidecar', '--db', db, '--lease', lease, '--identity', id, '--listen', '127.0.0.1:0', '--drain-timeout', `${DRAIN_MS}ms`, ...T]);
+    const statusDir = join(dir.path, `status-${id}`);
+    const sidecar = startCli([
+      'sidecar',
+      '--db',
+      db,
+      '--lease',
+      lease,
+      '--identity',
+      id,
+      '--listen',
+      '127.0.0.1:0',
+      '--status-dir',
+      statusDir,
+      '--drain-timeout',
+      `${DRAIN_MS}ms`,
+      ...T,
+    ]);
     procs.push(sidecar);
     const address = await waitFor(`${id}'s listen address`, () => /"listen":"([\d.:]+)"/.exec(sidecar.stderr())?.[1], 20_000);
     const app = start(process.execPath, ['--import', 'tsx', join(REPO, 'test/support/leader-app.ts')], {
       LEADER_URL: `http://${address}`,
       STOP_DELAY_MS: String(STOP_DELAY_MS),
       POST_STOPPED: postStopped ? '1' : '0',
+      DRAIN_KEY_FILE: join(statusDir, 'drain-key'),
     });
     procs.push(app);
-    return { id, sidecar, app };
+    return { id, sidecar, app, statusDir, url: `http://${address}` };
   }
 
-  /** Both up, one leading with its app working; then SIGTERM to the leader's sidecar. */
-  async function handoff(lease: string, postStopped: boolean) {
+  /**
+   * Both up, one leading with its app working; then SIGTERM to the leader's sidecar. With
+   * `neighbour`, a process that can reach the leader's port, not its status directory, follows
+   * its /leader stream first and tries to end the drain as soon as the term ends.
+   */
+  async function handoff(lease: string, postStopped: boolean, neighbour = false) {
     const pairs = [await pair(lease, `${lease}-a`, postStopped), await pair(lease, `${lease}-b`, postStopped)];
     const old = await waitFor('a leader app working', () => pairs.find((p) => events(p.app).some((e) => e.event === 'start')), 30_000);
     const next = pairs.find((p) => p !== old)!;
+    let intruder: Proc | undefined;
+    if (neighbour) {
+      intruder = start(process.execPath, ['--import', 'tsx', join(REPO, 'test/support/drain-neighbour.ts')], { LEADER_URL: old.url, INTERVAL_MS: '10' });
+      procs.push(intruder);
+      await waitFor("the neighbour to follow the leader's term", () => intruder!.stdout().includes('"following"'), 20_000);
+    }
     // The standby follows the leader (its successor claim written) before the stop, as in a rollout.
     await waitFor(
       'the standby to see the leader',
@@ -69,7 +100,7 @@ describe('sidecar --drain-timeout: the release waits for the app', () => {
     const started = await waitFor('the new leader app to start', () => events(next.app).find((e) => e.event === 'start'), 20_000);
     assert.equal((await old.sidecar.exited).code, 0, old.sidecar.stderr());
     const stopped = await waitFor('the old app to stop', () => events(old.app).find((e) => e.event === 'stop'), 5_000);
-    return { old, next, signalledAt, started, stopped };
+    return { old, next, signalledAt, started, stopped, intruder };
   }
 
   it('the new leader app starts only after the old one said it stopped', { timeout: 90_000 }, async () => {
@@ -82,9 +113,10 @@ describe('sidecar --drain-timeout: the release waits for the app', () => {
     assert.ok(h.started.at - h.signalledAt < 3_000, 'a release, not an expiry (4 s lease)');
 
     // The new leader's sidecar: its own term is still led, the old term never ended here.
-    const url = `http://${/"listen":"([\d.:]+)"/.exec(h.next.sidecar.stderr())![1]}/leader/stopped`;
-    const post = async (query: string, method = 'POST') => {
-      const r = await fetch(`${url}${query}`, { method });
+    const url = `${h.next.url}/leader/stopped`;
+    const key = readFileSync(join(h.next.statusDir, 'drain-key'), 'utf8').trim();
+    const post = async (query: string, method = 'POST', authorization: string | null = `Bearer ${key}`) => {
+      const r = await fetch(`${url}${query}`, { method, headers: authorization === null ? {} : { authorization } });
       return `${r.status} ${await r.text()}`;
     };
     assert.match(await post(`?token=${h.started.token}`), /^409 token \d+ is the term this candidate still leads/);
@@ -92,6 +124,38 @@ describe('sidecar --drain-timeout: the release waits for the app', () => {
     assert.match(await post(''), /^400 token=N is required/);
     assert.match(await post('?token=1&token=2'), /^400 token is given 2 times/);
     assert.match(await post(`?token=${h.started.token}`, 'GET'), /^405 use POST \/leader\/stopped\?token=N/);
+    // Without the key nothing is said about the terms; the key is never echoed.
+    assert.match(await post('?token=1&token=2', 'POST', null), /^401 send the drain key: Authorization: Bearer/);
+    assert.match(
+      await post(`?token=${h.started.token}`, 'POST', `Bearer ${key.replace(/.$/, (c) => (c === '0' ? '1' : '0'))}`),
+      /^403 the drain key is not this sidecar's/,
+    );
+    assert.match(await post(`?token=${h.started.token}`, 'POST', `Basic ${key}`), /^401 /);
+    const unauthorized = await fetch(`${url}?token=1`, { method: 'POST' });
+    assert.equal(unauthorized.headers.get('www-authenticate'), 'Bearer realm="leasehold drain"');
+    // Written only for the app: group-readable at most, and never in a log line.
+    assert.equal(statSync(join(h.next.statusDir, 'drain-key')).mode & 0o777, 0o640);
+    assert.match(key, /^[0-9a-f]{64}$/);
+    for (const p of [h.old, h.next])
+      assert.ok(!p.sidecar.stderr().includes(readFileSync(join(p.statusDir, 'drain-key'), 'utf8').trim()), 'the key is in a log');
+  });
+
+  it('a neighbour that reaches the port but not the status directory cannot end the drain; the app with the key does', { timeout: 90_000 }, async () => {
+    const h = await handoff('neighbour', true, true);
+    const tries = h
+      .intruder!.stdout()
+      .split('\n')
+      .filter((l) => l.startsWith('{"auth"'))
+      .map((l) => JSON.parse(l) as { auth: string; code: number; at: number });
+    assert.deepEqual([...new Set(tries.map((t) => `${t.auth} ${t.code}`))].sort(), ['forged 403', 'none 401', 'token 403'], 'what the neighbour was answered');
+    // It tried while the drain waited for the app: from the step-down until the release.
+    const during = tries.filter((t) => t.at < h.stopped.at);
+    assert.ok(during.length >= 3, `the neighbour tried ${during.length} times before the app stopped`);
+    // So the release waited for the app's own word: no overlap of the two apps' leader work.
+    assert.equal(events(h.old.app).find((e) => e.event === 'posted')?.code, 200, "the app's POST was accepted");
+    assert.match(h.old.sidecar.stderr(), /"msg":"the app stopped its leader work: releasing"/);
+    assert.ok(h.stopped.at - h.signalledAt >= STOP_DELAY_MS, 'the old app took its time to stop');
+    assert.ok(h.started.at >= h.stopped.at, `the new app started ${(h.stopped.at - h.started.at).toFixed(1)} ms before the old one stopped`);
   });
 
   it('without the POST the lease is left to expire: the next leader starts only once the old term could have', { timeout: 90_000 }, async () => {

@@ -143,6 +143,11 @@ describe("the chart's example app drains with its sidecar", () => {
     assert.match(log, new RegExp(`"msg":"the app stopped its leader work: releasing".*"token":${term}`), story());
     assert.doesNotMatch(log, /did not say its leader work stopped/, story());
     assert.doesNotMatch(old.app.lines.map((l) => l.text).join('\n'), /could not tell the sidecar/);
+    // With the drain key from the status directory: the sidecar takes no word without it.
+    assert.ok(
+      old.app.lines.some((l) => l.text === `app: told the sidecar that token ${term} stopped`),
+      story(),
+    );
     assert.ok(started.at - signalledAt < 3_000, `a release, not an expiry of the 4 s lease (${(started.at - signalledAt).toFixed(0)} ms)`);
   });
 });

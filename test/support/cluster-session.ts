@@ -102,14 +102,23 @@ export class ClusterSession {
     execFileSync('ctr', ['-a', join(this.dir, 'containerd', 'containerd.sock'), '-n', 'k8s.io', 'images', 'import', '--no-unpack', tar], { stdio: 'ignore' });
   }
 
-  /** `kubectl apply -f -` of a manifest, in the session's namespace. */
-  apply(manifest: string): void {
-    const r = spawnSync(this.kubectlPath, ['--kubeconfig', this.kubeconfig, '-n', this.namespace, 'apply', '-f', '-'], {
+  /** `kubectl apply -f -` of a manifest, in the session's namespace unless named. */
+  apply(manifest: string, namespace = this.namespace): void {
+    const r = spawnSync(this.kubectlPath, ['--kubeconfig', this.kubeconfig, '-n', namespace, 'apply', '-f', '-'], {
       input: manifest,
       encoding: 'utf8',
       timeout: 120_000,
     });
     if (r.status !== 0) throw new Error(`kubectl apply: ${r.stderr}`);
+  }
+
+  /** A container's id in containerd (for ctr), the pod in the session's namespace unless named. */
+  containerId(pod: string, container: string, namespace = this.namespace): string {
+    const status = JSON.parse(this.kubectl('get', 'pod', pod, '-n', namespace, '-o', 'json')) as {
+      status: { containerStatuses?: { name: string; containerID: string }[]; initContainerStatuses?: { name: string; containerID: string }[] };
+    };
+    const all = [...(status.status.containerStatuses ?? []), ...(status.status.initContainerStatuses ?? [])];
+    return all.find((c) => c.name === container)!.containerID.replace(/^containerd:\/\//, '');
   }
 
   /** The host PID of a container's process (its task in containerd), e.g. for nsenter; the pod in the session's namespace unless named. */

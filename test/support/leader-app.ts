@@ -3,14 +3,20 @@
  * JSON line once it follows the stream, and one per moment it starts or stops its leader work, with the wall time in fractional ms
  * (performance.timeOrigin + now(): one machine, one clock for every app of a test). When told
  * "not leader" it takes STOP_DELAY_MS to stop (a last batch to finish), then, with
- * POST_STOPPED=1, says so with `POST /leader/stopped?token=N`. It exits when the stream ends.
+ * POST_STOPPED=1, says so with `POST /leader/stopped?token=N` and the drain key its sidecar wrote
+ * (DRAIN_KEY_FILE, read when it posts: a restarted sidecar writes a new one). It exits when the
+ * stream ends.
  *
- * Env: LEADER_URL (http://HOST:PORT of its sidecar), STOP_DELAY_MS (default 0), POST_STOPPED (0|1).
+ * Env: LEADER_URL (http://HOST:PORT of its sidecar), STOP_DELAY_MS (default 0), POST_STOPPED (0|1),
+ * DRAIN_KEY_FILE (the sidecar's status directory's drain-key).
  * Run: node --import tsx test/support/leader-app.ts
  */
+import { readFileSync } from 'node:fs';
+
 const base = process.env.LEADER_URL!;
 const stopDelayMs = Number(process.env.STOP_DELAY_MS ?? '0');
 const postStopped = process.env.POST_STOPPED === '1';
+const keyFile = process.env.DRAIN_KEY_FILE;
 
 export interface AppEvent {
   event: 'following' | 'start' | 'stop' | 'posted';
@@ -32,7 +38,8 @@ async function stopWork(token: number): Promise<void> {
   say({ event: 'stop', token, at: now() });
   if (!postStopped) return;
   try {
-    const r = await fetch(`${base}/leader/stopped?token=${token}`, { method: 'POST' });
+    const headers: Record<string, string> = keyFile ? { authorization: `Bearer ${readFileSync(keyFile, 'utf8').trim()}` } : {};
+    const r = await fetch(`${base}/leader/stopped?token=${token}`, { method: 'POST', headers });
     say({ event: 'posted', token, at: now(), code: r.status });
   } catch {
     say({ event: 'posted', token, at: now(), code: 0 });

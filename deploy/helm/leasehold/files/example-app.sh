@@ -1,7 +1,8 @@
 # The chart's example app (busybox sh). It serves the status directory over HTTP, follows
 # leadership on the sidecar's /leader stream, and does its "leader work" only while it leads.
-# When it stops that work it tells the sidecar (POST /leader/stopped?token=N), which then
-# releases the lease (docs/drain.md): the next leader's app starts only after this one stopped.
+# When it stops that work it tells the sidecar (POST /leader/stopped?token=N, with the drain key
+# from the status directory), which then releases the lease (docs/drain.md): the next leader's
+# app starts only after this one stopped.
 # Like any sh run as a container's first process it ignores SIGTERM: on a pod's deletion it
 # keeps following the stream until "not leader", so it can still say its work stopped.
 sidecar=${SIDECAR_URL:-http://127.0.0.1:4040}
@@ -18,9 +19,15 @@ start_work() {
 stop_work() {
   [ -n "$token" ] || return 0
   echo "app: leader work stopped (token $token)"
-  # Best effort: with the sidecar gone there is no release to wait for us.
-  wget -q -O /dev/null --post-data '' "$sidecar/leader/stopped?token=$token" ||
-    echo "app: could not tell the sidecar that token $token stopped"
+  # The drain key says this is the app: the sidecar's port is open to the pod network, its
+  # status volume only to this pod. Read at each post (a restarted sidecar writes a new one).
+  # Best effort: with the sidecar gone there is no release to wait for us. No -T: busybox 1.35's
+  # wget (Debian's static build, the test image's) crashes with it.
+  if wget -q -O /dev/null --header "Authorization: Bearer $(cat "$dir/drain-key")" --post-data '' "$sidecar/leader/stopped?token=$token"; then
+    echo "app: told the sidecar that token $token stopped"
+  else
+    echo "app: could not tell the sidecar that token $token stopped (wget exit $?)"
+  fi
   token=''
 }
 

@@ -41,6 +41,31 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
+{{/* The leader Service's name, and its EndpointSlice's. */}}
+{{- define "leasehold.leaderService" -}}
+{{- printf "%s-leader" (include "leasehold.fullname" .) }}
+{{- end }}
+
+{{/*
+The app's port number the leader Service routes to: `leaderService.targetPort` as a number, or
+resolved by name from `app.ports` (an EndpointSlice holds numbers only). Fails, naming the value,
+when app.ports has no port of that name, and when there is no app of this chart's to route to.
+*/}}
+{{- define "leasehold.leaderTargetPort" -}}
+{{- if not .Values.app.enabled -}}
+{{- fail "leaderService.enabled needs app.enabled: the leader Service routes to this chart's Deployment (your own chart's pods can get their own Service and EndpointSlice, docs/chart.md)" -}}
+{{- end -}}
+{{- $ref := toString .Values.leaderService.targetPort -}}
+{{- $port := "" -}}
+{{- if regexMatch "^[0-9]+$" $ref -}}
+{{- $port = $ref -}}
+{{- else -}}
+{{- range .Values.app.ports }}{{ if eq (toString .name) $ref }}{{ $port = toString (int .containerPort) }}{{ end }}{{ end -}}
+{{- if not $port }}{{ fail (printf "leaderService.targetPort %q: app.ports has no port of that name" $ref) }}{{ end -}}
+{{- end -}}
+{{- $port -}}
+{{- end }}
+
 {{/* The Lease every candidate of this release competes for. */}}
 {{- define "leasehold.leaseName" -}}
 {{- default (include "leasehold.fullname" .) .Values.leasehold.lease }}
@@ -89,6 +114,9 @@ a ServiceAccount bound to this chart's Role, and the app container mounting /lea
     {{- if $root.Values.podLabel.enabled }}
     - --pod-label
     {{- end }}
+    {{- if and $root.Values.app.enabled $root.Values.leaderService.enabled }}
+    - --leader-endpoints={{ include "leasehold.leaderService" $root }}
+    {{- end }}
     {{- with include "leasehold.healthArgs" $root }}
     {{- . | nindent 4 }}
     {{- end }}
@@ -109,6 +137,13 @@ a ServiceAccount bound to this chart's Role, and the app container mounting /lea
       valueFrom:
         fieldRef:
           fieldPath: metadata.namespace
+    {{- if and $root.Values.app.enabled $root.Values.leaderService.enabled }}
+    # The address --leader-endpoints writes into the leader Service's EndpointSlice.
+    - name: LEASEHOLD_POD_IP
+      valueFrom:
+        fieldRef:
+          fieldPath: status.podIP
+    {{- end }}
     {{- with $v.extraEnv }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
