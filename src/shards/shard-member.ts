@@ -273,6 +273,9 @@ export class ShardMember {
     try {
       const list = await this.call('list', (o) => this.store.listGroup(this.group, o));
       this.view.observe(list, sent);
+      // A shard whose record this list shows gone or taken ends before the list renews anything:
+      // the list proves the others' records, not that one.
+      this.endLostShards();
       this.listedAt = { mono: sent, wall: sentWall };
       this.renewed();
       this.checkHeader();
@@ -440,12 +443,9 @@ export class ShardMember {
     });
     const target = assignShards(this.group, this.shards, members, owners);
     const me = sessionKey(m);
+    this.endLostShards();
     for (const s of [...this.owned.keys()]) {
-      const rec = this.view.shard(s)?.record;
-      if (!rec) this.endShard(s, `the record of shard ${s} disappeared`, m, false);
-      else if (!(rec.owner && sessionKey(rec.owner) === me)) {
-        this.endShard(s, `shard ${s} was taken by ${rec.holderIdentity || 'nobody'}`, m, false);
-      } else if (m.state === 'leaving' || this.stopping) this.endShard(s, this.stopping ? 'the member is leaving the group' : 'the app is not eligible', m);
+      if (m.state === 'leaving' || this.stopping) this.endShard(s, this.stopping ? 'the member is leaving the group' : 'the app is not eligible', m);
       else if (target[s] !== null && target[s] !== me) this.endShard(s, `shard ${s} moves to another member`, m);
     }
     await this.freeKept();
@@ -461,6 +461,17 @@ export class ShardMember {
     }
     await inBatches(strays, (v) => this.free(v, m));
     await inBatches(takes, (s) => this.take(s, m));
+  }
+
+  /** Ends, without a release (not ours to free), each owned shard whose record the view shows gone or naming another session. */
+  private endLostShards(): void {
+    const m = this.mine;
+    if (!m) return;
+    for (const s of [...this.owned.keys()]) {
+      const rec = this.view.shard(s)?.record;
+      if (!rec) this.endShard(s, `the record of shard ${s} disappeared`, m, false);
+      else if (!(rec.owner && sessionKey(rec.owner) === sessionKey(m))) this.endShard(s, `shard ${s} was taken by ${rec.holderIdentity || 'nobody'}`, m, false);
+    }
   }
 
   /** Takes shard `s` for session `m` if it is free, its owner's session is over, or it has been absent a lease duration. */
