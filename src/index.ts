@@ -17,6 +17,7 @@ export { ManualHealth } from './health/manual-health.js';
 export type { Eligibility, HealthSnapshot, HealthState, StandAside } from './health/eligibility.js';
 export type { ProbeOptions, ProbeTarget, ThresholdOptions } from './health/health-settings.js';
 export { readLeadership, type LeadershipView } from './status/status-reader.js';
+export { readOwnedShards, type OwnedShard, type OwnedShardsView, type ShardsStatus } from './status/shards-status.js';
 export type { LeaderStatus } from './status/leader-status.js';
 export { openStore, type StoreSettings, type BackendName } from './backends/open-store.js';
 export type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaim, SuccessorClaimSupport, VersionedRecord, WatchEvent } from './backends/lease-store.js';

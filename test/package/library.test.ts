@@ -78,6 +78,37 @@ console.log(JSON.stringify({ tokenA, tokenB, isLeaderA, events, refused,
     assert.equal(out.status, false);
   });
 
+  it('a shard group imported by name: two members on one SQLite file share the shards, each with a token; shardOf as documented', () => {
+    const r = runApp(
+      'shards.mjs',
+      `
+import { ShardGroup, shardOf, readOwnedShards } from 'leasehold';
+const store = { backend: 'sqlite', db: 'groups.db' };
+const timings = { leaseDurationMs: 600, renewDeadlineMs: 400, retryPeriodMs: 100 };
+const owned = { a: new Map(), b: new Map() };
+const join = (name) => ShardGroup.start({ store, group: 'work', shards: 8, identity: name, ...timings, callbacks: {
+  onShardGained: ({ shard, token, signal }) => { owned[name].set(shard, token); signal.addEventListener('abort', () => owned[name].delete(shard)); },
+} });
+const a = await join('a');
+while (a.owned.length < 8) await new Promise((r) => setTimeout(r, 20));
+const b = await join('b');
+while (a.owned.length !== 4 || b.owned.length !== 4) await new Promise((r) => setTimeout(r, 20));
+const both = [...owned.a.keys()].filter((s) => owned.b.has(s));
+const movedTokens = [...owned.b.values()];
+await b.stop();
+while (a.owned.length < 8) await new Promise((r) => setTimeout(r, 20));
+await a.stop();
+console.log(JSON.stringify({ both, movedTokens, vector: shardOf('a', 16), none: readOwnedShards('nowhere').owned.length }));
+`,
+    );
+    assert.equal(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as { both: number[]; movedTokens: number[]; vector: number; none: number };
+    assert.deepEqual(out.both, [], 'no shard owned by both at once');
+    assert.deepEqual(out.movedTokens, [2, 2, 2, 2], 'each shard that moved to b has its token + 1');
+    assert.equal(out.vector, 10, "shardOf('a', 16) as docs/shards.md says");
+    assert.equal(out.none, 0);
+  });
+
   it('callbacks that throw or reject: still leads and releases, exit 0, each error one line on stderr by default', () => {
     const r = runApp(
       'loud.mjs',
