@@ -48,16 +48,19 @@ export class GroupView {
     readonly shardCount: number,
     /** This member's lease duration: the wait for an absent shard and for a session no longer in its slot. */
     private readonly leaseDurationMs: number,
+    /**
+     * How far apart two lists may be and still count as one unbroken view of an absence: a
+     * member lists every retryPeriod, so a gap longer than this (lists that failed, a pause) may
+     * have hidden a record created and deleted meanwhile, whose owner may still work, and the
+     * absence wait starts over, as a lease's does (RecordView.noteAbsent).
+     */
+    private readonly pollGapMs: number,
   ) {}
 
-  /**
-   * Takes in one list, sent at `sentAtMono`. `gapMs`: how long before it the previous list
-   * succeeded; a gap longer than a lease duration starts every absence wait over (the view
-   * missed what happened meanwhile).
-   */
+  /** Takes in one list, sent at `sentAtMono`. */
   observe(list: readonly VersionedGroupRecord[], sentAtMono: number): void {
     const now = this.clock.monotonic();
-    const gap = this.listedAtMono !== null && sentAtMono - this.listedAtMono > this.leaseDurationMs;
+    const gap = this.listedAtMono !== null && sentAtMono - this.listedAtMono > this.pollGapMs;
     this.listedAtMono = sentAtMono;
     this.header = null;
     const slots = new Map<number, VersionedGroupRecord<MemberSlot>>();

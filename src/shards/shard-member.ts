@@ -18,7 +18,7 @@ import { ConflictError, InvalidConfigError, describeError } from '../errors.js';
 import { silentLogger, guardedLogger, type Logger } from '../log.js';
 import type { CallOptions } from '../backends/lease-store.js';
 import type { GroupStore, MemberSlot, MemberState, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
-import type { Timings } from '../config/election-options.js';
+import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { boundedCall } from '../election/bounded-call.js';
 import { assignShards, type AssignedMember } from './assignment.js';
@@ -168,7 +168,8 @@ export class ShardMember {
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
     this.drainTimeoutMs = opts.drainTimeoutMs ?? opts.renewDeadlineMs;
     this.listener = opts.listener ?? {};
-    this.view = new GroupView(this.clock, opts.shards, opts.leaseDurationMs);
+    // A member lists every retryPeriod; two missed lists and a slow one break its view (GroupView).
+    this.view = new GroupView(this.clock, opts.shards, opts.leaseDurationMs, opts.retryPeriodMs * (2 + JITTER_FACTOR));
     this.orphaned = opts.shards;
   }
 
