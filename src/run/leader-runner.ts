@@ -66,6 +66,8 @@ export const EXIT_NOT_ELECTED = 124;
 export class LeaderRunner {
   private readonly sidecar: Sidecar;
   private child: ChildProcessGroup | null = null;
+  /** The last command started, running or not: the gate waits until its whole group is gone. */
+  private lastChild: ChildProcessGroup | null = null;
   private childStop: Promise<unknown> | null = null;
   private term: LeadershipTerm | null = null;
   private shuttingDown = false;
@@ -201,6 +203,7 @@ export class LeaderRunner {
       return;
     }
     this.child = child;
+    this.lastChild = child;
     this.log.info('started command', { command: this.opts.argv[0], pid: child.pid, token: term.token });
     void child.exited.then((r) => this.onChildExit(child, r, Date.now() - started));
   }
@@ -249,14 +252,20 @@ export class LeaderRunner {
   }
 
   /**
-   * The end-of-term gate's drain: CMD stopped and gone. The listener's onStoppedLeading already
-   * began stopping it (SIGTERM, SIGKILL after the grace period); a CMD waiting to be restarted is
-   * not running. True once no command of the ended term runs.
+   * The end-of-term gate's drain: CMD stopped and gone, and with it every process of its group.
+   * The listener's onStoppedLeading already began stopping it (SIGTERM, SIGKILL after the grace
+   * period); a CMD waiting to be restarted is not running. CMD's exit sent its group SIGKILL, but
+   * a process there that the kernel cannot kill at once still runs, and still holds what it
+   * held: true once no process of the group is left (the gate bounds the wait).
    */
   private async commandGone(): Promise<boolean> {
     if (this.childStop) await this.childStop;
     else if (this.child?.running) await this.stopChild('the term ended');
-    return !this.child?.running;
+    if (this.child?.running) return false;
+    const last = this.lastChild;
+    if (!last || (await last.emptied(0))) return true;
+    this.log.warn('the command exited, but processes of its group still run: waiting for them before the release', { pid: last.pid });
+    return last.emptied(this.opts.gracePeriodMs + KILL_WAIT_MS);
   }
 
   private async stopChild(reason: string): Promise<void> {
