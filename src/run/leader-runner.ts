@@ -42,6 +42,9 @@ export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {
  */
 const KILL_WAIT_MS = 2_000;
 
+/** How long the processes of CMD's group may take to die after its SIGKILL before the gate says it waits for them. */
+const SETTLE_MS = 100;
+
 /** The exit status of `leasehold run --once` when leadership was lost before the command finished. */
 const EXIT_LOST_LEADERSHIP = 75;
 /** The exit status of `leasehold run --once --try D` when not elected within D (timeout(1)'s). */
@@ -263,7 +266,9 @@ export class LeaderRunner {
     else if (this.child?.running) await this.stopChild('the term ended');
     if (this.child?.running) return false;
     const last = this.lastChild;
-    if (!last || (await last.emptied(0))) return true;
+    // The group's SIGKILL went out with CMD's exit: its processes (the guard's watcher at least)
+    // take a moment to die. Only one still there after that is worth a line.
+    if (!last || (await last.emptied(SETTLE_MS))) return true;
     this.log.warn('the command exited, but processes of its group still run: waiting for them before the release', { pid: last.pid });
     return last.emptied(this.opts.gracePeriodMs + KILL_WAIT_MS);
   }
