@@ -16,7 +16,13 @@ it('a probe at the address the sidecar listens on is its own, in every spelling 
   for (const probe of [tcp(4040), tcp(4040, '127.0.0.2'), tcp(4040, hostname()), http('http://LOCALHOST:4040/healthz'), tcp(4040, '::ffff:127.0.0.1')]) {
     assert.equal(probesOwnListener(every, probe), true, JSON.stringify(probe));
   }
+  // An IPv4-mapped IPv6 address reaches the IPv4 listener; a URL writes it in hex (::ffff:7f00:1).
+  for (const probe of [http('http://[::ffff:127.0.0.1]:4040/readyz'), tcp(4040, '::ffff:7f00:1'), tcp(4040, '0:0:0:0:0:ffff:127.0.0.1')]) {
+    assert.equal(probesOwnListener(loopback, probe), true, JSON.stringify(probe));
+    assert.equal(probesOwnListener(every, probe), true, JSON.stringify(probe));
+  }
   assert.equal(probesOwnListener({ host: '::', port: 4040 }, http('http://[::1]:4040/')), true, ':: takes IPv6 too');
+  assert.equal(probesOwnListener({ host: '::1', port: 4040 }, tcp(4040, '0:0:0:0:0:0:0:1')), true, 'IPv6 in its long form');
   assert.equal(probesOwnListener({ host: '::1', port: 4040 }, http('http://localhost:4040/')), true);
   assert.equal(probesOwnListener({ host: 'localhost', port: 80 }, http('http://127.0.0.1/')), true, "http's default port is 80");
 });

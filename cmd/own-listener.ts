@@ -14,11 +14,22 @@ import type { ProbeTarget } from '../src/health/health-settings.js';
 /** Default of --health-tcp's host (src/health/health-settings.ts). */
 const TCP_DEFAULT_HOST = '127.0.0.1';
 
-const bare = (host: string) =>
-  host
-    .replace(/^\[(.*)\]$/, '$1')
-    .toLowerCase()
-    .replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1');
+/**
+ * A host as the kernel takes it: without brackets, lower case, an IPv6 address in its one
+ * short form (a URL's, `0:0:0:0:0:0:0:1` as `::1`), and an IPv4-mapped one as the IPv4 address
+ * it reaches, whether written dotted (`::ffff:127.0.0.1`) or in hex (`::ffff:7f00:1`, as a URL
+ * writes it).
+ */
+function bare(host: string): string {
+  let h = host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  if (isIPv6(h)) h = new URL(`http://[${h}]/`).hostname.slice(1, -1);
+  const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(h);
+  if (dotted) return dotted[1]!;
+  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(h);
+  if (!hex) return h;
+  const [hi, lo] = [parseInt(hex[1]!, 16), parseInt(hex[2]!, 16)];
+  return [hi >> 8, hi & 255, lo >> 8, lo & 255].join('.');
+}
 
 /** The host and port a probe connects to, or undefined for a command (or a URL it cannot read). */
 function probeEndpoint(probe: ProbeTarget): { host: string; port: number } | undefined {

@@ -67,9 +67,10 @@ export interface LeaderElectionOptions {
   /** When the lease frees, standbys try within this, most near its end (few tries however many standbys). Default 32 ms (160 ms after a release). */
   contentionWindowMs?: number;
   /**
-   * Release the lease when a term ends (stop(), a step-down for the app's health, a missed
-   * renewal once the store answers), once its work has stopped, so another takes over at once.
-   * Default true.
+   * Release the lease when a term is given up (stop(), a step-down for the app's health), once
+   * its work has stopped, so another takes over at once. A term lost (a missed renewal, another
+   * holder, the record gone) is never released: the store did not answer, or the record is not
+   * ours. Default true.
    */
   releaseOnCancel?: boolean;
   /**

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import { constants } from 'node:os';
 import { CommandStartError } from '../errors.js';
 import { originalValues, originalWords, printfFormat } from './exact-bytes.js';
@@ -78,6 +79,38 @@ export function exitStatus(r: ExitResult): number {
   return 128 + (r.signal ? (constants.signals[r.signal] ?? constants.signals.SIGTERM) : constants.signals.SIGTERM);
 }
 
+/**
+ * Whether a process of group `pgid` is alive: one a signal reaches that is not a zombie (in
+ * /proc, its state is neither Z nor X). Without /proc, any the signal reaches.
+ */
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+  } catch (err) {
+    // ESRCH: nobody is left; EPERM: somebody is, of another user (a setuid program).
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return true;
+  }
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    let line: string;
+    try {
+      line = readFileSync(`/proc/${name}/stat`, 'latin1');
+    } catch {
+      continue; // gone meanwhile
+    }
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+    const [state, , pgrp] = line.slice(line.lastIndexOf(')') + 2).split(' ');
+    if (Number(pgrp) === pgid && state !== 'Z' && state !== 'X') return true;
+  }
+  return false;
+}
+
 export class ChildProcessGroup {
   private readonly child: ChildProcess;
   readonly pid: number;
@@ -113,6 +146,26 @@ export class ChildProcessGroup {
 
   get running(): boolean {
     return !this.done;
+  }
+
+  /**
+   * After the command's exit: true once no process of its group is left alive, false when
+   * `withinMs` passes first. Its exit sent the group SIGKILL, but a process the kernel cannot
+   * kill at once (in uninterruptible sleep: a hung disk or network filesystem) lives on, with
+   * its files and locks, until the kernel lets it go: the command's work is not over before.
+   * A zombie has let go of everything and does not count (an orphan's may never be reaped where
+   * leasehold is PID 1). The SIGKILL is sent again at each look, for a process forked meanwhile.
+   */
+  async emptied(withinMs: number): Promise<boolean> {
+    await this.exited;
+    const deadline = performance.now() + withinMs;
+    for (let pauseMs = 2; ; pauseMs = Math.min(2 * pauseMs, 100)) {
+      if (!groupAlive(this.pid)) return true;
+      this.signal('SIGKILL');
+      const left = deadline - performance.now();
+      if (left <= 0) return false;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(pauseMs, left)));
+    }
   }
 
   /** Sends `signal` to every process in the group; false when it is already gone. */

@@ -42,6 +42,9 @@ export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {
  */
 const KILL_WAIT_MS = 2_000;
 
+/** How long the processes of CMD's group may take to die after its SIGKILL before the gate says it waits for them. */
+const SETTLE_MS = 100;
+
 /** The exit status of `leasehold run --once` when leadership was lost before the command finished. */
 const EXIT_LOST_LEADERSHIP = 75;
 /** The exit status of `leasehold run --once --try D` when not elected within D (timeout(1)'s). */
@@ -66,6 +69,8 @@ export const EXIT_NOT_ELECTED = 124;
 export class LeaderRunner {
   private readonly sidecar: Sidecar;
   private child: ChildProcessGroup | null = null;
+  /** The last command started, running or not: the gate waits until its whole group is gone. */
+  private lastChild: ChildProcessGroup | null = null;
   private childStop: Promise<unknown> | null = null;
   private term: LeadershipTerm | null = null;
   private shuttingDown = false;
@@ -201,6 +206,7 @@ export class LeaderRunner {
       return;
     }
     this.child = child;
+    this.lastChild = child;
     this.log.info('started command', { command: this.opts.argv[0], pid: child.pid, token: term.token });
     void child.exited.then((r) => this.onChildExit(child, r, Date.now() - started));
   }
@@ -249,14 +255,22 @@ export class LeaderRunner {
   }
 
   /**
-   * The end-of-term gate's drain: CMD stopped and gone. The listener's onStoppedLeading already
-   * began stopping it (SIGTERM, SIGKILL after the grace period); a CMD waiting to be restarted is
-   * not running. True once no command of the ended term runs.
+   * The end-of-term gate's drain: CMD stopped and gone, and with it every process of its group.
+   * The listener's onStoppedLeading already began stopping it (SIGTERM, SIGKILL after the grace
+   * period); a CMD waiting to be restarted is not running. CMD's exit sent its group SIGKILL, but
+   * a process there that the kernel cannot kill at once still runs, and still holds what it
+   * held: true once no process of the group is left (the gate bounds the wait).
    */
   private async commandGone(): Promise<boolean> {
     if (this.childStop) await this.childStop;
     else if (this.child?.running) await this.stopChild('the term ended');
-    return !this.child?.running;
+    if (this.child?.running) return false;
+    const last = this.lastChild;
+    // The group's SIGKILL went out with CMD's exit: its processes (the guard's watcher at least)
+    // take a moment to die. Only one still there after that is worth a line.
+    if (!last || (await last.emptied(SETTLE_MS))) return true;
+    this.log.warn('the command exited, but processes of its group still run: waiting for them before the release', { pid: last.pid });
+    return last.emptied(this.opts.gracePeriodMs + KILL_WAIT_MS);
   }
 
   private async stopChild(reason: string): Promise<void> {

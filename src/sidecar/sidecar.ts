@@ -141,8 +141,9 @@ export class Sidecar {
         // A renewal still unanswered at renewDeadline failed too, though no error came back
         // before the step-down: counted, so the renewal alert sees a store that hangs.
         if (reason.startsWith(RENEW_DEADLINE_REASON)) m.renewFailures.inc({ lease: name });
-        // The elector steps down for the app's health with the standing-aside reason itself.
-        if (this.appHealth && this.elector.snapshot().standingAside?.reason === reason) m.healthStepDowns.inc({ name });
+        // The elector steps down for the app's health with the health's own standing-aside reason;
+        // another source's (run --give-up-after) is not the app's health, though it stands aside too.
+        if (this.appHealth && !this.appHealth.eligible() && this.appHealth.standAside()?.reason === reason) m.healthStepDowns.inc({ name });
         m.masterStatus.set({ name }, 0);
         m.validUntil.set({ lease: name }, 0);
         m.leadershipChanges.inc({ lease: name, event: 'lost' });
