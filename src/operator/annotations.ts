@@ -17,16 +17,27 @@ export const ANNOTATION = {
   port: 'leasehold.io/port',
   health: 'leasehold.io/health',
   healthContainer: 'leasehold.io/health-container',
+  /** Shard mode (docs/shards.md): the sidecar is a member of the group named by the lease annotation, with this many shards. */
+  shards: 'leasehold.io/shards',
+  /** With shards: the group's member slots. */
+  maxMembers: 'leasehold.io/max-members',
 } as const;
 
 /** Written by the injector: the lease the pod was injected for, read back by the reconciler. */
 export const INJECTED_LEASE = 'leasehold.io/injected-lease';
 /** Written by the injector: "true" when the sidecar keeps pod labels (its Role then holds pods). */
 export const INJECTED_POD_LABEL = 'leasehold.io/injected-pod-label';
+/**
+ * Written by the injector for a member of a shard group only: the group's shard count and member
+ * slots, which the reconciler's Role names by resourceNames. Absent for a lease's candidate (the
+ * webhook removes any value a pod came with).
+ */
+export const INJECTED_SHARDS = 'leasehold.io/injected-shards';
+export const INJECTED_MAX_MEMBERS = 'leasehold.io/injected-max-members';
 
 /**
- * Written by the injector: an HMAC of the namespace, ServiceAccount, lease and pod-label mode
- * under the operator's own key (src/operator/injection-mark.ts). The reconciler grants only pods
+ * Written by the injector: an HMAC of the namespace, ServiceAccount, lease and pod-label mode (and
+ * a shard group's counts) under the operator's own key (src/operator/injection-mark.ts). The reconciler grants only pods
  * whose mark is valid: the other two annotations and the container's name a pod creator can write.
  */
 export const INJECTED_MARK = 'leasehold.io/injected-mark';

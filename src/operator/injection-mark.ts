@@ -1,10 +1,11 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { INJECTED_LEASE, INJECTED_MARK, INJECTED_POD_LABEL } from './annotations.js';
+import { MAX_MEMBER_SLOTS, MAX_SHARDS } from '../backends/group-store.js';
+import { INJECTED_LEASE, INJECTED_MARK, INJECTED_MAX_MEMBERS, INJECTED_POD_LABEL, INJECTED_SHARDS } from './annotations.js';
 import type { Pod } from './pod-types.js';
 
 /**
  * What a grant is made of: the pod's namespace and ServiceAccount, its lease and whether it keeps
- * pod labels. Each is fixed once the pod exists (a pod's namespace and serviceAccountName cannot
+ * pod labels, and for a member of a shard group the group's counts. Each is fixed once the pod exists (a pod's namespace and serviceAccountName cannot
  * change; the two annotations can, which breaks the mark). The pod's name and uid are not known
  * at admission (generateName; the API server assigns both after the webhooks), so they are not in it.
  */
@@ -13,6 +14,14 @@ export interface MarkFields {
   serviceAccount: string;
   lease: string;
   podLabel: boolean;
+  /** A member of the shard group named by `lease` (leasehold.io/shards): its counts, which size the grant. Absent for a lease's candidate. */
+  group?: GroupCounts;
+}
+
+/** A shard group's shard count and member slots, as the injected sidecar's --shards and --max-members. */
+export interface GroupCounts {
+  shards: number;
+  maxMembers: number;
 }
 
 const VERSION = 'v1';
@@ -27,10 +36,17 @@ export const serviceAccountOf = (pod: Pod): string => pod.spec?.serviceAccountNa
  * webhook did not sign, so the reconciler grants only what the webhook injected.
  */
 export function injectionMark(key: Buffer, f: MarkFields): string {
-  const mac = createHmac('sha256', key)
-    .update(JSON.stringify(['leasehold.io/injected', f.namespace, f.serviceAccount, f.lease, f.podLabel]))
-    .digest('base64url');
+  // A lease's fields are signed as before shard groups existed, so the marks of pods injected
+  // then stay valid; a group's counts are a sixth element, so neither kind of mark passes for the other.
+  const fields: unknown[] = ['leasehold.io/injected', f.namespace, f.serviceAccount, f.lease, f.podLabel];
+  if (f.group) fields.push({ shards: f.group.shards, maxMembers: f.group.maxMembers });
+  const mac = createHmac('sha256', key).update(JSON.stringify(fields)).digest('base64url');
   return `${VERSION}.${mac}`;
+}
+
+/** A count annotation as the injector writes it (a decimal from 1 to `max`, no leading zero), or null. */
+function countOf(text: string | undefined, max: number): number | null {
+  return text !== undefined && /^[1-9][0-9]{0,4}$/.test(text) && Number(text) <= max ? Number(text) : null;
 }
 
 /** The fields a pod's injector annotations claim, or null when they are absent or malformed. */
@@ -40,7 +56,12 @@ export function claimedFields(pod: Pod): MarkFields | null {
   const lease = a[INJECTED_LEASE];
   const podLabel = a[INJECTED_POD_LABEL];
   if (!namespace || !lease || (podLabel !== 'true' && podLabel !== 'false')) return null;
-  return { namespace, serviceAccount: serviceAccountOf(pod), lease, podLabel: podLabel === 'true' };
+  const fields: MarkFields = { namespace, serviceAccount: serviceAccountOf(pod), lease, podLabel: podLabel === 'true' };
+  if (a[INJECTED_SHARDS] === undefined && a[INJECTED_MAX_MEMBERS] === undefined) return fields;
+  const shards = countOf(a[INJECTED_SHARDS], MAX_SHARDS);
+  const maxMembers = countOf(a[INJECTED_MAX_MEMBERS], MAX_MEMBER_SLOTS);
+  if (shards === null || maxMembers === null) return null;
+  return { ...fields, group: { shards, maxMembers } };
 }
 
 /** The key (of `keys`) whose mark the pod carries for the fields its annotations claim, or undefined. */

@@ -5,7 +5,9 @@ import { InvalidConfigError, describeError } from '../errors.js';
 import { isReadyWhen, type ReadyWhen } from '../sidecar/kubelet-probes.js';
 import { ANNOTATION, SIDECAR_NAME, STATUS_MOUNT } from './annotations.js';
 import { healthFlagsFromProbes, type HealthFlags } from './probe-translation.js';
-import type { MarkKeys } from './injection-mark.js';
+import type { GroupCounts, MarkKeys } from './injection-mark.js';
+import { MAX_MEMBER_SLOTS, MAX_SHARDS } from '../backends/group-store.js';
+import { checkKubernetesGroupName } from '../backends/kubernetes/group-names.js';
 import { workloadLeaseName } from './lease-name.js';
 import type { Pod } from './pod-types.js';
 
@@ -29,6 +31,8 @@ export const ANNOTATION_DEFAULTS = {
   readyWhen: 'elected-any',
   podLabel: 'false',
   port: '4040',
+  /** With leasehold.io/shards: the sidecar's --max-members default (the chart's shards.maxMembers unset). */
+  maxMembers: '64',
 } as const;
 
 export interface InjectionSettings {
@@ -49,6 +53,8 @@ export interface InjectionSettings {
   containers: string[];
   /** The sidecar's --health-* arguments (src/operator/probe-translation.ts), and why none when a probe was not usable. */
   health: HealthFlags;
+  /** Shard mode (leasehold.io/shards): the sidecar is a member of the group named by `lease`; undefined for a lease's candidate. */
+  group?: GroupCounts;
 }
 
 /** One annotation breaking one rule: the message names both. */
@@ -118,6 +124,7 @@ export function injectionSettings(pod: Pod, defaults: InjectorDefaults): Injecti
   const readyWhen = get('readyWhen', ANNOTATION_DEFAULTS.readyWhen);
   if (!isReadyWhen(readyWhen)) throw bad(ANNOTATION.readyWhen, readyWhen, 'must be leader or elected-any');
   const podLabel = booleanOf(ANNOTATION.podLabel, get('podLabel', ANNOTATION_DEFAULTS.podLabel));
+  const group = groupOf(a, leaseText, a[ANNOTATION.lease] !== undefined, podLabel);
 
   const nativeText = get('nativeSidecar', defaults.nativeSidecar);
   if (nativeText !== 'true' && nativeText !== 'false' && nativeText !== 'auto') throw bad(ANNOTATION.nativeSidecar, nativeText, 'must be true, false or auto');
@@ -165,7 +172,62 @@ export function injectionSettings(pod: Pod, defaults: InjectorDefaults): Injecti
   }
   const hostNetwork = spec.hostNetwork === true;
   const health = healthFlagsFromProbes(pod, port);
-  return { lease: leaseText, leaseDuration, renewDeadline, retryPeriod, readyWhen, podLabel, native, port, hostNetwork, containers, health };
+  return {
+    lease: leaseText,
+    leaseDuration,
+    renewDeadline,
+    retryPeriod,
+    readyWhen,
+    podLabel,
+    native,
+    port,
+    hostNetwork,
+    containers,
+    health,
+    ...(group ? { group } : {}),
+  };
+}
+
+/** A count annotation, under the CLI's rule for its flag (cmd/shard-flags.ts). */
+function countOf(annotation: string, text: string, max: number): number {
+  if (!/^\d{1,5}$/.test(text) || Number(text) < 1 || Number(text) > max) throw bad(annotation, text, `must be a whole number from 1 to ${max}`);
+  return Number(text);
+}
+
+/**
+ * Shard mode from leasehold.io/shards and leasehold.io/max-members, or undefined without them:
+ * refused as `leasehold sidecar --shards` refuses its flags (cmd/shard-flags.ts), so the sidecar
+ * never exits 2 in a crash loop, and an annotation that would mean nothing is refused, not ignored.
+ */
+function groupOf(a: Record<string, string>, lease: string, leaseGiven: boolean, podLabel: boolean): GroupCounts | undefined {
+  const shardsText = a[ANNOTATION.shards];
+  const maxText = a[ANNOTATION.maxMembers];
+  if (shardsText === undefined) {
+    if (maxText !== undefined) throw bad(ANNOTATION.maxMembers, maxText, `needs ${ANNOTATION.shards}: it bounds the members of a shard group`);
+    return undefined;
+  }
+  const shards = countOf(ANNOTATION.shards, shardsText, MAX_SHARDS);
+  const maxMembers = countOf(ANNOTATION.maxMembers, maxText ?? ANNOTATION_DEFAULTS.maxMembers, MAX_MEMBER_SLOTS);
+  const notForGroups = `applies to a lease, not to a shard group (${ANNOTATION.shards})`;
+  if (podLabel) {
+    throw bad(ANNOTATION.podLabel, 'true', `${notForGroups}: a member is neither leader nor follower, so leasehold.io/role would say nothing true`);
+  }
+  const readyWhen = a[ANNOTATION.readyWhen];
+  if (readyWhen !== undefined) {
+    throw bad(
+      ANNOTATION.readyWhen,
+      readyWhen,
+      `${notForGroups}: a member is ready while it holds a session in the group and its app is eligible, whoever owns which shard`,
+    );
+  }
+  try {
+    checkKubernetesGroupName(lease);
+  } catch (err) {
+    const rule = ruleOf(err);
+    if (leaseGiven) throw bad(ANNOTATION.lease, lease, rule);
+    throw new InvalidConfigError(`the group name derived from the pod's workload, ${JSON.stringify(lease)}, is invalid: ${rule}; set ${ANNOTATION.lease}`);
+  }
+  return { shards, maxMembers };
 }
 
 /**

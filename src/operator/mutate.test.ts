@@ -40,7 +40,7 @@ function deploymentPod(annotations?: Record<string, string>, extra: Partial<NonN
   };
 }
 
-/** Applies RFC 6902 "add" operations, as the API server does, to a copy. */
+/** Applies RFC 6902 "add" and "remove" operations, as the API server does, to a copy. */
 function apply(doc: unknown, ops: PatchOp[]): Pod {
   const out = structuredClone(doc) as Record<string, unknown>;
   for (const op of ops) {
@@ -51,6 +51,11 @@ function apply(doc: unknown, ops: PatchOp[]): Pod {
     const last = parts.pop()!;
     let at: Record<string, unknown> | unknown[] = out;
     for (const p of parts) at = at[p] as Record<string, unknown>;
+    if (op.op === 'remove') {
+      assert.ok(!Array.isArray(at) && last in at, `remove of ${op.path}, which is absent`);
+      delete at[last];
+      continue;
+    }
     if (Array.isArray(at)) {
       if (last === '-') at.push(op.value);
       else at.splice(Number(last), 0, op.value);
@@ -381,4 +386,95 @@ test("the app's readinessProbe becomes the sidecar's health source; an unusable 
     refusal(deploymentPod({ 'leasehold.io/health': 'yes' })),
     'leasehold: annotation leasehold.io/health "yes" is invalid: must be auto, off, http://127.0.0.1:<port><path> (or localhost), or tcp:<port>',
   );
+});
+
+test('leasehold.io/shards makes the sidecar a member of the group named by the lease: its counts injected, signed, nothing of a lease', () => {
+  const pod = deploymentPod({ 'leasehold.io/lease': 'jobs', 'leasehold.io/shards': '64', 'leasehold.io/max-members': '8' });
+  const out = apply(pod, injectionPatch(pod, defaults));
+  const args = out.spec!.containers!.find((c) => c.name === 'leasehold')!.args as string[];
+  assert.deepEqual(args.slice(0, 5), ['sidecar', '--backend=kubernetes', '--lease=jobs', '--shards=64', '--max-members=8']);
+  for (const leaderOnly of ['--ready-when', '--release-on-exit', '--pod-label']) assert.ok(!args.some((a) => a.startsWith(leaderOnly)), args.join(' '));
+  assert.deepEqual(out.metadata!.annotations, {
+    'leasehold.io/lease': 'jobs',
+    'leasehold.io/shards': '64',
+    'leasehold.io/max-members': '8',
+    'leasehold.io/injected-lease': 'jobs',
+    'leasehold.io/injected-pod-label': 'false',
+    'leasehold.io/injected-shards': '64',
+    'leasehold.io/injected-max-members': '8',
+    'leasehold.io/injected-mark': injectionMark(KEY, {
+      namespace: 'shop',
+      serviceAccount: 'default',
+      lease: 'jobs',
+      podLabel: false,
+      group: { shards: 64, maxMembers: 8 },
+    }),
+  });
+  assert.ok(hasValidMark(out, [KEY]));
+  // The counts are in the mark: a pod whose annotations claim more (or a lease) after admission has no valid mark.
+  for (const [k, v] of [
+    ['leasehold.io/injected-shards', '4096'],
+    ['leasehold.io/injected-max-members', '9'],
+  ] as const) {
+    assert.ok(!hasValidMark({ ...out, metadata: { ...out.metadata, annotations: { ...out.metadata!.annotations, [k]: v } } }, [KEY]), `${k}: ${v}`);
+  }
+  const { 'leasehold.io/injected-shards': _s, 'leasehold.io/injected-max-members': _m, ...asLease } = out.metadata!.annotations;
+  assert.ok(!hasValidMark({ ...out, metadata: { ...out.metadata, annotations: asLease } }, [KEY]), 'a lease claim is not what was signed');
+
+  // max-members unset: the sidecar's default, 64, given and signed.
+  const byDefault = apply(deploymentPod({ 'leasehold.io/shards': '3' }), injectionPatch(deploymentPod({ 'leasehold.io/shards': '3' }), defaults));
+  assert.ok((byDefault.spec!.containers!.find((c) => c.name === 'leasehold')!.args as string[]).includes('--max-members=64'));
+  assert.equal(byDefault.metadata!.annotations!['leasehold.io/injected-max-members'], '64');
+  assert.equal(byDefault.metadata!.annotations!['leasehold.io/injected-lease'], 'web', "the group is named as the workload's lease would be");
+});
+
+test("a lease's candidate that came with a group's injector annotations loses them: its claim is what the mark signs", () => {
+  const pod = deploymentPod({ 'leasehold.io/injected-shards': '4096', 'leasehold.io/injected-max-members': '4096' });
+  const out = apply(pod, injectionPatch(pod, defaults));
+  assert.equal(out.metadata!.annotations!['leasehold.io/injected-shards'], undefined);
+  assert.equal(out.metadata!.annotations!['leasehold.io/injected-max-members'], undefined);
+  assert.ok(hasValidMark(out, [KEY]));
+});
+
+test('a bad shard annotation is refused at admission, naming the annotation and the rule', () => {
+  const shards = (a: Record<string, string>, extra: Partial<NonNullable<Pod['spec']>> = {}) => refusal(deploymentPod(a, extra));
+  for (const v of ['0', '4097', 'many', '-1', '1e3', '']) {
+    assert.match(
+      shards({ 'leasehold.io/shards': v }),
+      new RegExp(`^leasehold: annotation leasehold\\.io/shards "${v}" is invalid: must be a whole number from 1 to 4096$`),
+    );
+  }
+  assert.match(
+    shards({ 'leasehold.io/shards': '8', 'leasehold.io/max-members': '4097' }),
+    /annotation leasehold\.io\/max-members "4097" is invalid: must be a whole number from 1 to 4096/,
+  );
+  assert.match(
+    shards({ 'leasehold.io/max-members': '8' }),
+    /annotation leasehold\.io\/max-members "8" is invalid: needs leasehold\.io\/shards: it bounds the members of a shard group/,
+  );
+  assert.match(
+    shards({ 'leasehold.io/shards': '8', 'leasehold.io/pod-label': 'true' }),
+    /annotation leasehold\.io\/pod-label "true" is invalid: applies to a lease, not to a shard group \(leasehold\.io\/shards\)/,
+  );
+  assert.match(
+    shards({ 'leasehold.io/shards': '8', 'leasehold.io/ready-when': 'elected-any' }),
+    /annotation leasehold\.io\/ready-when "elected-any" is invalid: applies to a lease, not to a shard group/,
+  );
+  const long = 'g'.repeat(64);
+  assert.match(
+    shards({ 'leasehold.io/shards': '8', 'leasehold.io/lease': long }),
+    new RegExp(
+      `annotation leasehold\\.io/lease "${long}" is invalid: on Kubernetes a group name is a label value \\(leasehold\\.io/group\\): at most 63 characters`,
+    ),
+  );
+  assert.match(
+    shards({ 'leasehold.io/shards': '8', 'leasehold.io/lease': 'jobs-shard-0001' }),
+    /"jobs-shard-0001" is invalid: .*must not end in -member-NNNN or -shard-NNNN/,
+  );
+  // A derived name too long for a group: said, with the annotation that fixes it.
+  const derived = deploymentPod({ 'leasehold.io/shards': '8' });
+  derived.metadata!.ownerReferences = [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: long, controller: true }];
+  assert.match(refusal(derived), new RegExp(`the group name derived from the pod's workload, "${long}", is invalid: .*; set leasehold\\.io/lease$`));
+  // Without shards, the same lease is a lease's right.
+  assert.deepEqual(review(reviewOf(deploymentPod({ 'leasehold.io/lease': long })), defaults).response.allowed, true);
 });

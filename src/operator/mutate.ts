@@ -1,15 +1,29 @@
 import { InvalidConfigError, describeError, isLeaseholdError } from '../errors.js';
-import { INJECTED_LEASE, INJECTED_MARK, INJECTED_POD_LABEL, INJECT_LABEL, SIDECAR_NAME, STATUS_MOUNT, STATUS_VOLUME } from './annotations.js';
+import {
+  INJECTED_LEASE,
+  INJECTED_MARK,
+  INJECTED_MAX_MEMBERS,
+  INJECTED_POD_LABEL,
+  INJECTED_SHARDS,
+  INJECT_LABEL,
+  SIDECAR_NAME,
+  STATUS_MOUNT,
+  STATUS_VOLUME,
+} from './annotations.js';
 import { hasValidMark, injectionMark, serviceAccountOf } from './injection-mark.js';
 import { injectionSettings, type InjectorDefaults } from './injection-settings.js';
 import type { Pod } from './pod-types.js';
 import { sidecarContainer, statusVolume } from './sidecar-container.js';
 
-/** One RFC 6902 operation; the injector only adds. */
+/**
+ * One RFC 6902 operation. The injector adds, and removes only the shard-group annotations of its
+ * own that a lease's candidate came with: they would claim a grant the mark does not sign.
+ */
 export interface PatchOp {
-  op: 'add';
+  op: 'add' | 'remove';
   path: string;
-  value: unknown;
+  /** What an "add" writes; none for a "remove". */
+  value?: unknown;
 }
 
 /** A JSON Pointer segment (RFC 6901): '~' and '/' escaped. */
@@ -73,10 +87,22 @@ export function injection(pod: Pod, defaults: InjectorDefaults): { patch: PatchO
     );
   });
   const namespace = pod.metadata?.namespace ?? '';
-  const mark = injectionMark(defaults.marks.signing(), { namespace, serviceAccount: serviceAccountOf(pod), lease: s.lease, podLabel: s.podLabel });
-  const marks = { [INJECTED_LEASE]: s.lease, [INJECTED_POD_LABEL]: String(s.podLabel), [INJECTED_MARK]: mark };
-  if (!pod.metadata?.annotations) ops.push({ op: 'add', path: '/metadata/annotations', value: marks });
-  else for (const [k, v] of Object.entries(marks)) ops.push({ op: 'add', path: `/metadata/annotations/${seg(k)}`, value: v });
+  const fields = { namespace, serviceAccount: serviceAccountOf(pod), lease: s.lease, podLabel: s.podLabel, ...(s.group ? { group: s.group } : {}) };
+  const mark = injectionMark(defaults.marks.signing(), fields);
+  const marks: Record<string, string> = { [INJECTED_LEASE]: s.lease, [INJECTED_POD_LABEL]: String(s.podLabel) };
+  if (s.group) {
+    marks[INJECTED_SHARDS] = String(s.group.shards);
+    marks[INJECTED_MAX_MEMBERS] = String(s.group.maxMembers);
+  }
+  marks[INJECTED_MARK] = mark;
+  const annotations = pod.metadata?.annotations;
+  if (!annotations) ops.push({ op: 'add', path: '/metadata/annotations', value: marks });
+  else {
+    for (const [k, v] of Object.entries(marks)) ops.push({ op: 'add', path: `/metadata/annotations/${seg(k)}`, value: v });
+    // A lease's candidate that came with a group's counts: gone, so its claim is what the mark signs.
+    if (!s.group)
+      for (const k of [INJECTED_SHARDS, INJECTED_MAX_MEMBERS]) if (k in annotations) ops.push({ op: 'remove', path: `/metadata/annotations/${seg(k)}` });
+  }
   return { patch: ops, warnings: s.health.warning ? [s.health.warning] : [] };
 }
 

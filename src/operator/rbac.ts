@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { leaseNameOf } from '../backends/kubernetes/group-names.js';
+import type { GroupCounts } from './injection-mark.js';
 
 /** The label on every object a leasehold operator makes (Roles, RoleBindings, Leases, its Secrets). */
 export const MANAGED_BY = { key: 'app.kubernetes.io/managed-by', value: 'leasehold-operator' } as const;
@@ -30,12 +32,32 @@ export const isOwn = (labels: Record<string, string> | undefined, installation: 
 export const SA_ANNOTATION = 'leasehold.io/service-account';
 export const LEASE_ANNOTATION = 'leasehold.io/lease';
 
-/** One injected pod's need: its ServiceAccount may use its Lease (and label pods, in podLabel mode). */
+/**
+ * One injected pod's need: its ServiceAccount may use its Lease (and label pods, in podLabel
+ * mode); or, for a member of a shard group, the group's Leases.
+ */
 export interface Grant {
   namespace: string;
   serviceAccount: string;
   lease: string;
   podLabel: boolean;
+  /** A shard group named `lease`: the largest counts its pods claim. */
+  group?: GroupCounts;
+}
+
+/** The counts that cover both: a grant for several pods of one (ServiceAccount, group) names what each of them needs. */
+export function widerGroup(a: GroupCounts | undefined, b: GroupCounts | undefined): GroupCounts | undefined {
+  if (!a || !b) return a ?? b;
+  return { shards: Math.max(a.shards, b.shards), maxMembers: Math.max(a.maxMembers, b.maxMembers) };
+}
+
+/** The Lease names of shard group `group`: its header, its member slots, its shards (src/backends/kubernetes/group-names.ts). */
+export function groupLeaseNames(group: string, c: GroupCounts): string[] {
+  return [
+    group,
+    ...Array.from({ length: c.maxMembers }, (_, index) => leaseNameOf(group, { kind: 'member', index })),
+    ...Array.from({ length: c.shards }, (_, index) => leaseNameOf(group, { kind: 'shard', index })),
+  ];
 }
 
 /**
@@ -53,12 +75,37 @@ export function grantName(installation: string, serviceAccount: string, lease: s
  * leader, which RBAC cannot name in advance). Not the chart's `create` on every Lease (RBAC
  * cannot name an object that does not exist yet): the operator makes the Lease itself before it
  * grants it (src/operator/lease-guard.ts), so injected pods cannot create Leases of other names.
+ *
+ * For a shard group, the chart's Role in shard mode, `create` included: get and update on the
+ * group's Leases by name, list and watch on the namespace's leases (a member reads its group by a
+ * label selector, which RBAC cannot scope by name), and create, because the members make the
+ * group's records themselves (the header holds the shard count, each record its labels, and a
+ * shard record is created only by its assigned member, past the highest token it saw): the
+ * operator cannot make them before the members do.
  */
-export function roleRules(g: Pick<Grant, 'lease' | 'podLabel'>): unknown[] {
-  return [
-    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [g.lease], verbs: ['get', 'update', 'list', 'watch'] },
-    ...(g.podLabel ? [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'patch'] }] : []),
-  ];
+export function roleRules(g: Pick<Grant, 'lease' | 'podLabel' | 'group'>): unknown[] {
+  const leases = { apiGroups: ['coordination.k8s.io'], resources: ['leases'] };
+  const pods = g.podLabel ? [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'patch'] }] : [];
+  if (g.group) {
+    return [
+      { ...leases, resourceNames: groupLeaseNames(g.lease, g.group), verbs: ['get', 'update'] },
+      { ...leases, verbs: ['list', 'watch'] },
+      { ...leases, verbs: ['create'] },
+      ...pods,
+    ];
+  }
+  return [{ ...leases, resourceNames: [g.lease], verbs: ['get', 'update', 'list', 'watch'] }, ...pods];
+}
+
+/** On a Role and RoleBinding of a shard group's grant: `<shards>/<member slots>`, for people reading them. */
+export const SHARDS_ANNOTATION = 'leasehold.io/shards';
+
+function annotationsOf(g: Grant): Record<string, string> {
+  return {
+    [SA_ANNOTATION]: g.serviceAccount,
+    [LEASE_ANNOTATION]: g.lease,
+    ...(g.group ? { [SHARDS_ANNOTATION]: `${g.group.shards}/${g.group.maxMembers}` } : {}),
+  };
 }
 
 export function roleFor(g: Grant, installation: string) {
@@ -70,7 +117,7 @@ export function roleFor(g: Grant, installation: string) {
       name,
       namespace: g.namespace,
       labels: ownLabels(installation),
-      annotations: { [SA_ANNOTATION]: g.serviceAccount, [LEASE_ANNOTATION]: g.lease },
+      annotations: annotationsOf(g),
     },
     rules: roleRules(g),
   };
@@ -85,7 +132,7 @@ export function roleBindingFor(g: Grant, installation: string) {
       name,
       namespace: g.namespace,
       labels: ownLabels(installation),
-      annotations: { [SA_ANNOTATION]: g.serviceAccount, [LEASE_ANNOTATION]: g.lease },
+      annotations: annotationsOf(g),
     },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
     subjects: [{ kind: 'ServiceAccount', name: g.serviceAccount, namespace: g.namespace }],

@@ -4,8 +4,17 @@ import type { KubeClient, RawWatchEvent } from '../kube/api-client.js';
 import { apiError } from '../kube/api-errors.js';
 import { silentLogger } from '../log.js';
 import { FakeClock, settle } from '../testing/fake-clock.js';
-import { ALLOWED_LEASES, INJECTED_LEASE, INJECTED_MARK, INJECTED_POD_LABEL, INJECT_LABEL, SIDECAR_NAME } from './annotations.js';
-import { injectionMark } from './injection-mark.js';
+import {
+  ALLOWED_LEASES,
+  INJECTED_LEASE,
+  INJECTED_MARK,
+  INJECTED_MAX_MEMBERS,
+  INJECTED_POD_LABEL,
+  INJECTED_SHARDS,
+  INJECT_LABEL,
+  SIDECAR_NAME,
+} from './annotations.js';
+import { injectionMark, type GroupCounts } from './injection-mark.js';
 import type { MarkVerifier } from './mark-key.js';
 import { checkMark, markKey, withoutUnneeded, type Keyring } from './mark-keyring.js';
 import { OperatorMetrics } from './operator-metrics.js';
@@ -91,6 +100,9 @@ function fakeCluster() {
       }
       if (parts[1] === 'coordination.k8s.io') {
         if (method === 'GET' && parts[3] === 'leases') return Promise.resolve({ items: [...leases.values()].filter((l) => labelled(l, selector)) });
+        if (method === 'GET' && parts[5] === 'leases' && parts.length === 6) {
+          return Promise.resolve({ items: [...leases.values()].filter((l) => l.metadata.namespace === parts[4] && labelled(l, selector)) });
+        }
         const key = `${parts[4]}/${parts[6]}`;
         if (method === 'GET') return leases.has(key) ? Promise.resolve(leases.get(key)) : Promise.reject(apiError(404, 'not found'));
         if (method === 'POST') {
@@ -146,6 +158,8 @@ function pod(
     key?: Buffer;
     created?: number;
     inject?: string;
+    /** A member of the shard group named by `lease`, with these counts. */
+    group?: GroupCounts;
   } = {},
 ): Pod & Named & { metadata: { creationTimestamp?: string } } {
   const injected = opts.injected ?? true;
@@ -153,8 +167,12 @@ function pod(
   const sa = opts.sa ?? 'web';
   const lease = opts.lease ?? 'web';
   const podLabel = opts.podLabel ?? false;
-  const marks = { [INJECTED_LEASE]: lease, [INJECTED_POD_LABEL]: String(podLabel) };
-  const mark = injectionMark(opts.key ?? KEY, { namespace, serviceAccount: sa, lease, podLabel });
+  const marks: Record<string, string> = { [INJECTED_LEASE]: lease, [INJECTED_POD_LABEL]: String(podLabel) };
+  if (opts.group) {
+    marks[INJECTED_SHARDS] = String(opts.group.shards);
+    marks[INJECTED_MAX_MEMBERS] = String(opts.group.maxMembers);
+  }
+  const mark = injectionMark(opts.key ?? KEY, { namespace, serviceAccount: sa, lease, podLabel, ...(opts.group ? { group: opts.group } : {}) });
   return {
     metadata: {
       name,
@@ -573,6 +591,121 @@ test('a rotated key verifies the pods made before it stopped signing, and goes o
     assert.deepEqual(marks.kept.at(-1)!.needed, []);
     assert.deepEqual(marks.ring.retired, [], 'dropped once no pod needs it');
     assert.deepEqual(marks.ring.dropped, [markKey(old).id]);
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+/** The rules of a shard group's grant: its Leases by name, list and watch, create. */
+function groupRules(g: string, k: number, n: number) {
+  const leases = { apiGroups: ['coordination.k8s.io'], resources: ['leases'] };
+  const pad = (i: number) => String(i).padStart(4, '0');
+  const names = [g, ...Array.from({ length: k }, (_, i) => `${g}-member-${pad(i)}`), ...Array.from({ length: n }, (_, i) => `${g}-shard-${pad(i)}`)];
+  return [
+    { ...leases, resourceNames: names, verbs: ['get', 'update'] },
+    { ...leases, verbs: ['list', 'watch'] },
+    { ...leases, verbs: ['create'] },
+  ];
+}
+
+test("members of a shard group: their ServiceAccount gets the group's Leases by name (the widest counts its pods claim), list, watch and create; no Lease is made", async () => {
+  const cluster = fakeCluster();
+  const a = pod('jobs-0', { sa: 'jobs', lease: 'jobs', group: { shards: 4, maxMembers: 2 } });
+  const b = pod('jobs-1', { sa: 'jobs', lease: 'jobs', group: { shards: 6, maxMembers: 1 } });
+  for (const p of [a, b]) cluster.pods.set(p.metadata.name, p);
+  const { clock, reconciler } = await started(cluster);
+  try {
+    const key = `app/${grantName('jobs', 'jobs')}`;
+    const role = cluster.rbac.roles.get(key) as Named & { rules: unknown[] };
+    assert.deepEqual(role.rules, groupRules('jobs', 2, 6));
+    assert.equal(role.metadata.annotations!['leasehold.io/shards'], '6/2');
+    assert.ok(cluster.rbac.rolebindings.has(key));
+    assert.deepEqual([...cluster.leases.keys()], [], "the members make the group's records, labelled: the operator makes none");
+    assert.deepEqual(cluster.events, []);
+
+    // The pod with the wider shard count gone: the Role narrows to what the others claim.
+    cluster.pods.delete(b.metadata.name);
+    await clock.advance(RESYNC_MS);
+    assert.deepEqual((cluster.rbac.roles.get(key) as Named & { rules: unknown[] }).rules, groupRules('jobs', 2, 4));
+    // The last gone: so is the grant.
+    cluster.pods.delete(a.metadata.name);
+    await clock.advance(RESYNC_MS);
+    assert.ok(!cluster.rbac.roles.has(key) && !cluster.rbac.rolebindings.has(key));
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test("a group's name held by another controller's Lease is not granted until it is the group's record or allowed; a claim past the mark earns nothing", async () => {
+  const cluster = fakeCluster();
+  // The group's own header and a slot, as its members label them; another controller's Lease on a shard's name.
+  const record = (name: string, kind: string) => ({
+    metadata: { name, namespace: 'app', labels: { 'leasehold.io/group': 'jobs', 'leasehold.io/group-record': kind } },
+  });
+  cluster.leases.set('app/jobs', record('jobs', 'group'));
+  cluster.leases.set('app/jobs-member-0000', record('jobs-member-0000', 'member'));
+  cluster.leases.set('app/jobs-shard-0002', { metadata: { name: 'jobs-shard-0002', namespace: 'app' } });
+  // A record of another group under this group's name is not this group's either.
+  cluster.leases.set('app/jobs-shard-0003', record('jobs-shard-0003', 'member'));
+  const member = pod('jobs-0', { sa: 'jobs', lease: 'jobs', group: { shards: 4, maxMembers: 2 } });
+  // Signed for 4 shards, claiming 4096 after admission.
+  const forged = pod('jobs-9', { sa: 'jobs', lease: 'jobs', group: { shards: 4, maxMembers: 2 } });
+  forged.metadata.annotations![INJECTED_SHARDS] = '4096';
+  for (const p of [member, forged]) cluster.pods.set(p.metadata.name, p);
+  const { clock, reconciler } = await started(cluster);
+  try {
+    const key = `app/${grantName('jobs', 'jobs')}`;
+    assert.ok(!cluster.rbac.roles.has(key) && !cluster.rbac.rolebindings.has(key), 'a name another controller holds is not granted');
+    const said = (p: string) => cluster.events.filter((e) => e.pod === p).map((e) => e.message);
+    assert.match(
+      said('jobs-0').join('\n'),
+      /Lease app\/jobs-shard-0002, a name of shard group jobs, exists and is neither a record of that group \(labels leasehold\.io\/group=jobs, leasehold\.io\/group-record=shard\) nor made by leasehold-operator.*leasehold\.io\/allowed-leases/,
+    );
+    assert.match(said('jobs-9').join('\n'), /no valid injection mark/);
+
+    // The namespace's owner allows the one name; the other is still another group's record.
+    cluster.namespaces.set('app', { metadata: { name: 'app', annotations: { [ALLOWED_LEASES]: 'jobs-shard-0002' } } });
+    await clock.advance(RESYNC_MS);
+    assert.ok(!cluster.rbac.roles.has(key));
+    assert.match(said('jobs-0').join('\n'), /Lease app\/jobs-shard-0003, a name of shard group jobs/);
+    // Made this group's record (as its member would): granted, and for the 4 shards signed, not 4096.
+    cluster.leases.set('app/jobs-shard-0003', record('jobs-shard-0003', 'shard'));
+    await clock.advance(RESYNC_MS);
+    assert.deepEqual((cluster.rbac.roles.get(key) as Named & { rules: unknown[] }).rules, groupRules('jobs', 2, 4));
+    assert.equal((cluster.leases.get('app/jobs-shard-0002') as Named).metadata.labels, undefined, 'the allowed Lease is left as it is');
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test("a lost mark key: a kept member's group grant stays as it is, and a new member's narrower claim does not narrow it while the kept pod lives", async () => {
+  const cluster = fakeCluster();
+  const lost = Buffer.alloc(32, 4);
+  const old = pod('jobs-0', { sa: 'jobs', lease: 'jobs', key: lost, created: SINCE - 3_600_000, group: { shards: 8, maxMembers: 3 } });
+  cluster.pods.set(old.metadata.name, old);
+  const name = grantName('jobs', 'jobs');
+  const role = { metadata: { name, namespace: 'app', labels: ownLabels(INSTALL), uid: 'role-1' }, rules: groupRules('jobs', 3, 8) };
+  cluster.rbac.roles.set(`app/${name}`, role);
+  cluster.rbac.rolebindings.set(`app/${name}`, { metadata: { name, namespace: 'app', labels: ownLabels(INSTALL), uid: 'binding-1' } });
+  const { clock, reconciler } = await started(cluster);
+  try {
+    assert.equal(cluster.rbac.roles.get(`app/${name}`), role, 'kept as it was');
+    assert.deepEqual(
+      cluster.events.map((e) => [e.pod, e.reason]),
+      [['jobs-0', 'LeaseholdGrantKept']],
+    );
+    // A new member signed with the current key for fewer shards: the Role keeps the old pod's names while it lives.
+    const fresh = pod('jobs-1', { sa: 'jobs', lease: 'jobs', group: { shards: 4, maxMembers: 3 } });
+    cluster.pods.set(fresh.metadata.name, fresh);
+    await clock.advance(RESYNC_MS);
+    assert.deepEqual((cluster.rbac.roles.get(`app/${name}`) as Named & { rules: unknown[] }).rules, groupRules('jobs', 3, 8));
+    cluster.pods.delete(old.metadata.name);
+    await clock.advance(RESYNC_MS);
+    assert.deepEqual(
+      (cluster.rbac.roles.get(`app/${name}`) as Named & { rules: unknown[] }).rules,
+      groupRules('jobs', 3, 4),
+      'then only what the new one claims',
+    );
   } finally {
     await reconciler.stop();
   }

@@ -11,7 +11,7 @@ import { alreadyInjected } from './mutate.js';
 import { namespaceRule, type NamespaceRule } from './namespace-rule.js';
 import type { OperatorMetrics } from './operator-metrics.js';
 import type { Pod } from './pod-types.js';
-import { INSTALLATION_LABEL, MANAGED_BY, grantName, isOwn, roleBindingFor, roleFor, roleRules, type Grant } from './rbac.js';
+import { INSTALLATION_LABEL, MANAGED_BY, grantName, isOwn, roleBindingFor, roleFor, roleRules, widerGroup, type Grant } from './rbac.js';
 
 interface PodItem extends Pod {
   metadata?: Pod['metadata'] & { uid?: string; deletionTimestamp?: string };
@@ -104,22 +104,39 @@ export function grantsOf(
     }
     const key = `${ns}/${grantName(installation, fields.serviceAccount, fields.lease)}`;
     const grant: Grant = { namespace: ns, serviceAccount: fields.serviceAccount, lease: fields.lease, podLabel: fields.podLabel };
+    if (fields.group) grant.group = fields.group;
     if (!mark.valid) {
       const k = kept.get(key) ?? { grant, pods: [], reason: mark.reason };
-      k.grant.podLabel ||= fields.podLabel;
+      merge(k.grant, fields);
       k.pods.push(pod);
       kept.set(key, k);
       continue;
     }
     needed.add(mark.keyId);
-    grant.podLabel ||= grants.get(key)?.podLabel ?? false;
+    const prev = grants.get(key);
+    if (prev) merge(grant, prev);
     grants.set(key, grant);
   }
   return { grants, kept, refused, needed };
 }
 
-/** True when a Role of leasehold's holds the podLabel rules for its lease. */
-const hasPodRules = (role: Managed, lease: string) => JSON.stringify(role.rules) === JSON.stringify(roleRules({ lease, podLabel: true }));
+/** Widens `g` to cover what `other` needs too (pod labels, a group's counts): several pods of one pair share one grant. */
+function merge(g: Grant, other: Pick<Grant, 'podLabel' | 'group'>): void {
+  g.podLabel ||= other.podLabel;
+  const group = widerGroup(g.group, other.group);
+  if (group) g.group = group;
+}
+
+/**
+ * `w` widened to what kept pods of its pair claim, when the Role already holds exactly that: the
+ * rules were granted before, and stay while such a pod lives; else `w` as it is (a kept claim
+ * never adds what the Role did not have).
+ */
+function withKeptClaims(w: Grant, k: Grant, role: Managed | undefined): Grant {
+  const wider: Grant = { ...w };
+  merge(wider, k);
+  return role !== undefined && JSON.stringify(role.rules) === JSON.stringify(roleRules(wider)) ? wider : w;
+}
 
 /**
  * The leader's loop: for every (ServiceAccount, lease) pair of the injected pods, a Role limited
@@ -274,8 +291,8 @@ export class Reconciler {
       }
       keptPods.push(...k.pods.map((pod) => ({ pod, reason: k.reason })));
       const w = wanted.get(key);
-      // The Role's pod rules stay while a kept pod claims them: they were granted before.
-      if (w) w.podLabel ||= k.grant.podLabel && role !== undefined && hasPodRules(role, k.grant.lease);
+      // The Role's pod rules (or a group's wider counts) stay while a kept pod claims them: they were granted before.
+      if (w) wanted.set(key, withKeptClaims(w, k.grant, role));
       else keptOnly.add(key);
     }
 

@@ -21,11 +21,13 @@ export function sidecarContainer(s: InjectionSettings, d: InjectorDefaults): Rec
       'sidecar',
       '--backend=kubernetes',
       `--lease=${s.lease}`,
+      // Shard mode: a member of the group named by --lease; readiness follows its session, and a
+      // stopping member always gives its shards up (the chart's shards.count renders the same).
+      ...(s.group ? [`--shards=${s.group.shards}`, `--max-members=${s.group.maxMembers}`] : []),
       `--lease-duration=${s.leaseDuration}`,
       `--renew-deadline=${s.renewDeadline}`,
       `--retry-period=${s.retryPeriod}`,
-      '--release-on-exit=true',
-      `--ready-when=${s.readyWhen}`,
+      ...(s.group ? [] : ['--release-on-exit=true', `--ready-when=${s.readyWhen}`]),
       `--status-dir=${STATUS_MOUNT}`,
       `--listen=${host}:${s.port}`,
       '--log-format=json',

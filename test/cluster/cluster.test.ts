@@ -24,6 +24,7 @@ import { HostPrometheus } from './host-prometheus.js';
 import { loadAll } from 'js-yaml';
 import { operatorChecks } from './operator-checks.js';
 import { healthChecks } from './health-checks.js';
+import { shardChecks } from './shard-checks.js';
 
 const RELEASE = 'lh';
 const LEASE = 'lh-leasehold';
@@ -668,6 +669,9 @@ describe('the chart on a real node', () => {
 
   // On the same node (one bring-up): a second release whose app can be made unhealthy.
   healthChecks(cluster);
+
+  // On the same node (one bring-up): a release in shard mode, scaled up and down.
+  shardChecks(cluster);
 
   // Last, on the same node (one bring-up): the chart's release is uninstalled first.
   operatorChecks(cluster, NS);

@@ -125,6 +125,20 @@ describe('the chart alert rules, checked by promtool', () => {
     assert.match(test.stdout, /SUCCESS/);
   });
 
+  it("in shard mode (shards.count): a group's alerts only, which promtool loads; LeaseholdShardWithoutOwner as with a lease", () => {
+    const [rule] = render(['metrics.prometheusRule.enabled=true', 'shards.count=16']);
+    const by = Object.fromEntries(rule!.spec.groups[0]!.rules.map((r) => [r.alert, r]));
+    // No lease is campaigned for: the leader's series are absent, and their alerts would watch nothing.
+    assert.deepEqual(Object.keys(by), ['LeaseholdNoEligibleCandidate', 'LeaseholdShardWithoutOwner', 'LeaseholdSidecarDown']);
+    assert.equal(by.LeaseholdShardWithoutOwner!.expr, 'min by (namespace, group) (leasehold_shards_orphaned{group="demo-leasehold",namespace="apps"}) > 0');
+    assert.equal(by.LeaseholdShardWithoutOwner!.for, '49s');
+    const sub = join(dir.path, 'shards');
+    mkdirSync(sub);
+    const check = promtoolRun(['check', 'rules', rulesFile(rule!, sub)]);
+    assert.equal(check.status, 0, check.stdout + check.stderr);
+    assert.match(check.stdout, /SUCCESS: 3 rules found/);
+  });
+
   it('every for and window derives from the chart timings and the scrape interval', () => {
     const [rule] = render([
       'metrics.prometheusRule.enabled=true',

@@ -1,6 +1,16 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { allReady, failoverBoundMs, onlyEndpointIs, onlyLeaderReady, releasedBeforeExpiry, singleLeader, type PodView } from './cluster-views.js';
+import {
+  allReady,
+  failoverBoundMs,
+  onlyEndpointIs,
+  onlyLeaderReady,
+  releasedBeforeExpiry,
+  shardsSettled,
+  singleLeader,
+  type MemberView,
+  type PodView,
+} from './cluster-views.js';
 
 const now = new Date('2026-12-02T10:00:00Z');
 const later = '2026-12-02T10:00:09Z';
@@ -75,4 +85,30 @@ it('releasedBeforeExpiry: a new term before the old could expire is a release; a
   assert.equal(releasedBeforeExpiry(before, { holderIdentity: 'b', acquireTime: '2026-12-04T17:00:02.037000Z' }), null);
   assert.match(releasedBeforeExpiry(before, { holderIdentity: 'b', acquireTime: '2026-12-04T17:00:15.000000Z' })!, /a takeover by expiry, not a release/);
   assert.match(releasedBeforeExpiry({ holderIdentity: 'a' }, { acquireTime: '2026-12-04T17:00:01Z' })!, /^cannot judge/);
+});
+
+it('shardsSettled: every live member Ready, seeing them all, owning its floor or ceil share, every shard owned once', () => {
+  const member = (name: string, owned: number[], over: Partial<MemberView> = {}): MemberView => ({
+    name,
+    ready: true,
+    deleting: false,
+    shards: { members: 3, owned, validUntil: later },
+    ...over,
+  });
+  const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
+  const settled = [member('a', range(0, 3)), member('b', range(3, 6)), member('c', range(6, 8))];
+  assert.equal(shardsSettled(settled, 8, 3, now), null);
+  assert.equal(shardsSettled([...settled, member('gone', [], { deleting: true, ready: false })], 8, 3, now), null, 'a deleting pod is not counted');
+  assert.match(shardsSettled(settled.slice(0, 2), 8, 3, now)!, /2 live pods, not 3/);
+  assert.match(shardsSettled([member('a', range(0, 4)), member('b', range(4, 6)), member('c', range(6, 8))], 8, 3, now)!, /a owns 4 shards, not 2 or 3/);
+  assert.match(shardsSettled([member('a', range(0, 3)), member('b', range(2, 5)), member('c', range(5, 8))], 8, 3, now)!, /shard 2 is owned by a and b/);
+  assert.match(shardsSettled([member('a', range(0, 3)), member('b', range(3, 6)), member('c', [6, 6])], 8, 3, now)!, /shard 6 is owned by c and c/);
+  assert.match(shardsSettled([member('a', range(0, 3)), member('b', range(3, 6)), member('c', [6])], 7, 3, now)!, /c owns 1 shards, not 2 or 3/);
+  assert.match(shardsSettled([member('a', range(0, 3)), member('b', range(3, 6)), member('c', [6, 9])], 8, 3, now)!, /shards without an owner: 7/);
+  assert.match(shardsSettled([settled[0]!, settled[1]!, member('c', range(6, 8), { ready: false })], 8, 3, now)!, /c is not Ready/);
+  assert.match(shardsSettled([settled[0]!, settled[1]!, member('c', range(6, 8), { shards: null })], 8, 3, now)!, /c's shards.json is unread/);
+  const expired = member('c', range(6, 8), { shards: { members: 3, owned: range(6, 8), validUntil: '2026-12-02T09:59:59Z' } });
+  assert.match(shardsSettled([settled[0]!, settled[1]!, expired], 8, 3, now)!, /c's shards.json is past its validUntil/);
+  const blind = member('c', range(6, 8), { shards: { members: 2, owned: range(6, 8), validUntil: later } });
+  assert.match(shardsSettled([settled[0]!, settled[1]!, blind], 8, 3, now)!, /c sees 2 members/);
 });

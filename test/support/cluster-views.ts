@@ -166,3 +166,39 @@ export function onlyLeaderReady(pods: PodView[], leader: string): boolean {
 export function failoverBoundMs(leaseDurationMs: number, retryPeriodMs: number, slackMs = 10_000): number {
   return leaseDurationMs + 2.2 * retryPeriodMs + slackMs;
 }
+
+/** One pod of a release in shard mode: its readiness and its sidecar's shards.json (null when unread). */
+export interface MemberView {
+  name: string;
+  ready: boolean;
+  deleting: boolean;
+  shards: { members: number; owned: number[]; validUntil: string | null } | null;
+}
+
+/**
+ * Whether a shard group has settled on `members` live pods: each Ready, each shards.json seeing
+ * that many members, within its validUntil, owning floor(N/M) or ceil(N/M) shards, and the shards
+ * they own together are 0..N-1, each once. Null when settled, else what is not yet so.
+ */
+export function shardsSettled(pods: MemberView[], shards: number, members: number, now: Date): string | null {
+  const live = pods.filter((p) => !p.deleting);
+  if (live.length !== members) return `${live.length} live pods, not ${members}`;
+  const low = Math.floor(shards / members);
+  const high = Math.ceil(shards / members);
+  const owners = new Map<number, string>();
+  for (const p of live) {
+    if (!p.ready) return `${p.name} is not Ready`;
+    const s = p.shards;
+    if (!s) return `${p.name}'s shards.json is unread`;
+    if (s.validUntil === null || Date.parse(s.validUntil) <= now.getTime()) return `${p.name}'s shards.json is past its validUntil (${s.validUntil})`;
+    if (s.members !== members) return `${p.name} sees ${s.members} members`;
+    if (s.owned.length < low || s.owned.length > high) return `${p.name} owns ${s.owned.length} shards, not ${low === high ? low : `${low} or ${high}`}`;
+    for (const shard of s.owned) {
+      const other = owners.get(shard);
+      if (other !== undefined) return `shard ${shard} is owned by ${other} and ${p.name}`;
+      owners.set(shard, p.name);
+    }
+  }
+  const missing = Array.from({ length: shards }, (_, i) => i).filter((i) => !owners.has(i));
+  return missing.length > 0 ? `shards without an owner: ${missing.join(' ')}` : null;
+}

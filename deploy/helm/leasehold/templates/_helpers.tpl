@@ -71,6 +71,78 @@ when app.ports has no port of that name, and when there is no app of this chart'
 {{- default (include "leasehold.fullname" .) .Values.leasehold.lease }}
 {{- end }}
 
+{{/*
+The shard group's shard count N (`shards.count`): 0 (or unset) is leader election, 1 to 4096 shard
+mode, where each sidecar is a member of the group named by the lease (docs/shards.md).
+*/}}
+{{- define "leasehold.shardCount" -}}
+{{- int (default 0 .Values.shards.count) -}}
+{{- end }}
+
+{{/* The group's member slots K (`shards.maxMembers`): the sidecar's default, 64, when unset. */}}
+{{- define "leasehold.maxMembers" -}}
+{{- int (default 64 .Values.shards.maxMembers) -}}
+{{- end }}
+
+{{/*
+The names of a shard group's Leases, as the sidecar names them (src/backends/kubernetes/group-names.ts):
+the header G, the member slots G-member-NNNN (NNNN < K) and the shards G-shard-NNNN (NNNN < N), the
+index zero-padded to 4 digits. One quoted name a line, as YAML list items.
+*/}}
+{{- define "leasehold.groupLeaseNames" -}}
+{{- $g := include "leasehold.leaseName" . -}}
+- {{ $g | quote }}
+{{- range $i := until (include "leasehold.maxMembers" . | atoi) }}
+- {{ printf "%s-member-%04d" $g $i | quote }}
+{{- end }}
+{{- range $i := until (include "leasehold.shardCount" . | atoi) }}
+- {{ printf "%s-shard-%04d" $g $i | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+Refuses, at template time, shard values the sidecar would refuse at start (cmd/shard-flags.ts) and
+the leader-only values that mean nothing to a member of a shard group: without this the chart
+renders and every pod's sidecar exits 2 in a crash loop, or a value is silently ignored. The
+counts' ranges are the schema's. Called with the chart's root.
+*/}}
+{{- define "leasehold.checkShards" -}}
+{{- $n := include "leasehold.shardCount" . | atoi -}}
+{{- $sm := .Values.shards.maxMembers -}}
+{{- if not $n -}}
+{{- if not (kindIs "invalid" $sm) -}}
+{{- fail (printf "shards.maxMembers %v needs shards.count: it bounds the members of a shard group, and without shards.count the sidecars elect a leader" $sm) -}}
+{{- end -}}
+{{- else -}}
+{{- $g := include "leasehold.leaseName" . -}}
+{{- $notForGroups := printf "applies to a lease, not to a shard group (shards.count %d)" $n -}}
+{{- if or (gt (len $g) 63) (regexMatch "-(member|shard)-[0-9]{4}$" $g) -}}
+{{- fail (printf "the group name %q (leasehold.lease, else the release's full name) is invalid with shards.count: on Kubernetes a group name is a label value (leasehold.io/group): at most 63 characters, and it must not end in -member-NNNN or -shard-NNNN (the names of another group's records)" $g) -}}
+{{- end -}}
+{{- if .Values.podLabel.enabled -}}
+{{- fail (printf "podLabel.enabled %s: a member is neither leader nor follower, so leasehold.io/role would say nothing true" $notForGroups) -}}
+{{- end -}}
+{{- if .Values.leaderService.enabled -}}
+{{- fail (printf "leaderService.enabled %s: a group has no leader for a Service to route to" $notForGroups) -}}
+{{- end -}}
+{{- with .Values.leasehold.readyWhen -}}
+{{- fail (printf "leasehold.readyWhen %q %s: a member is Ready while it holds a session in the group and its app is eligible, whoever owns which shard; leave it empty" . $notForGroups) -}}
+{{- end -}}
+{{- if not .Values.leasehold.releaseOnExit -}}
+{{- fail (printf "leasehold.releaseOnExit false %s: a member that stops always gives each shard up through its drain and leaves the group; one that kept them would leave them without an owner until they expire" $notForGroups) -}}
+{{- end -}}
+{{- range .Values.leasehold.extraArgs -}}
+{{- if regexMatch "^--contention-window(=|$)" . -}}
+{{- fail (printf "leasehold.extraArgs has %s, which %s: a member takes a free shard at once, with nobody to contend with" . $notForGroups) -}}
+{{- end -}}
+{{- end -}}
+{{- $k := include "leasehold.maxMembers" . | atoi -}}
+{{- if and .Values.app.enabled (gt (int .Values.replicaCount) $k) -}}
+{{- fail (printf "replicaCount %d is more than shards.maxMembers %d: a member past the group's slots waits for a free one, owns nothing and is never Ready; raise shards.maxMembers" (int .Values.replicaCount) $k) -}}
+{{- end -}}
+{{- end -}}
+{{- end }}
+
 {{/* True when the sidecar should be a native sidecar (init container, restartPolicy Always). */}}
 {{- define "leasehold.nativeSidecar" -}}
 {{- $mode := toString .Values.leasehold.nativeSidecar }}
@@ -93,6 +165,8 @@ a ServiceAccount bound to this chart's Role, and the app container mounting /lea
 {{- $root := .root -}}
 {{- $v := $root.Values.leasehold -}}
 {{- include "leasehold.checkTimings" $root -}}
+{{- include "leasehold.checkShards" $root -}}
+{{- $shards := include "leasehold.shardCount" $root | atoi -}}
 - name: leasehold
   image: "{{ $v.image.repository }}:{{ default $root.Chart.AppVersion $v.image.tag }}"
   imagePullPolicy: {{ $v.image.pullPolicy }}
@@ -103,11 +177,19 @@ a ServiceAccount bound to this chart's Role, and the app container mounting /lea
     - sidecar
     - --backend=kubernetes
     - --lease={{ include "leasehold.leaseName" $root }}
+    {{- if $shards }}
+    # Shard mode: a member of the group named by --lease (docs/shards.md); readiness follows its
+    # session in the group, and a stopping member always gives its shards up.
+    - --shards={{ $shards }}
+    - --max-members={{ include "leasehold.maxMembers" $root }}
+    {{- end }}
     - --lease-duration={{ $v.leaseDuration }}
     - --renew-deadline={{ $v.renewDeadline }}
     - --retry-period={{ $v.retryPeriod }}
+    {{- if not $shards }}
     - --release-on-exit={{ $v.releaseOnExit }}
-    - --ready-when={{ $v.readyWhen }}
+    - --ready-when={{ default "elected-any" $v.readyWhen }}
+    {{- end }}
     - --status-dir=/leader
     - --listen=0.0.0.0:{{ $v.port }}
     - --log-format={{ $v.logFormat }}

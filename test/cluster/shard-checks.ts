@@ -1,0 +1,229 @@
+/**
+ * The chart in shard mode on the cluster tier, in the same session as the chart's checks (one
+ * bring-up): a release with `shards.count=64` and the example app, its Deployment going 1 -> 4
+ * -> 3 (a scale-down: a graceful stop) -> 4 -> 3 (a crash: one pod's sidecar stopped with
+ * SIGSTOP, the Deployment scaled down with that pod first, and the sidecar SIGKILLed with `ctr
+ * tasks kill` once its pod is terminating, so the kubelet does not restart it; its shards are
+ * taken only once its session could have expired). After each step settles, every member owns 64, 16, or
+ * 21 or 22 shards (test/support/cluster-views.ts, shardsSettled), and the time it took is
+ * printed. All along, a sampler (test/cluster/shard-sampler.ts, a process of its own) reads every
+ * member's shards.json every 10 ms from the host, where the kubelet keeps each pod's status
+ * volume (an emptyDir under its root directory): no shard may be owned twice within the files'
+ * validUntil, and no shard's token may go back. `kubectl get leases -l leasehold.io/group=G`
+ * shows the group's Leases.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO, waitFor } from '../support/cli.js';
+import { CHART, LOCAL_IMAGES, type ClusterSession } from '../support/cluster-session.js';
+import { shardsSettled, type MemberView } from '../support/cluster-views.js';
+import type { SamplerSummary } from './shard-sampler.js';
+
+const RELEASE = 'sh';
+const GROUP = 'sh-leasehold';
+const SHARDS = 64;
+
+interface PodJson {
+  metadata: { name: string; uid: string; deletionTimestamp?: string };
+  status: { conditions?: { type: string; status: string }[]; containerStatuses?: { name: string; restartCount: number }[] };
+}
+
+export function shardChecks(cluster: ClusterSession): void {
+  describe('the chart in shard mode on the same node: 64 shards over 1, 4, 3, 4 and 3 replicas, never one shard owned twice', () => {
+    const { kubectl, helm } = cluster;
+    const podsDir = join(cluster.dir, 'kubelet', 'pods');
+    let sampler: ChildProcess | undefined;
+    let summary: Promise<SamplerSummary> | undefined;
+    const settleTimes: string[] = [];
+
+    const pods = (): PodJson[] =>
+      (JSON.parse(kubectl('get', 'pods', '-l', `app.kubernetes.io/instance=${RELEASE}`, '-o', 'json')) as { items: PodJson[] }).items;
+    /** A pod's shards.json as its app reads it, from the host: the kubelet's emptyDir of the pod's status volume. */
+    const shardsOf = (uid: string): MemberView['shards'] => {
+      try {
+        const s = JSON.parse(readFileSync(join(podsDir, uid, 'volumes/kubernetes.io~empty-dir/leader/shards.json'), 'utf8')) as {
+          members: number;
+          owned: { shard: number }[];
+          validUntil: string | null;
+        };
+        return { members: s.members, owned: s.owned.map((o) => o.shard), validUntil: s.validUntil };
+      } catch {
+        return null;
+      }
+    };
+    const members = (): MemberView[] =>
+      pods().map((p) => ({
+        name: p.metadata.name,
+        ready: p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
+        deleting: Boolean(p.metadata.deletionTimestamp),
+        shards: shardsOf(p.metadata.uid),
+      }));
+    /** Waits until `m` members own their share each; prints and returns how long after `t0` that was first seen. */
+    const settled = async (step: string, m: number, t0: number, timeoutMs = 180_000) => {
+      let last = '';
+      // What kept it from settling, each time that changed, with when: printed with the time.
+      const trace: string[] = [];
+      const shape = (p: string) => p.replace(/\(.*\)/g, '');
+      try {
+        await waitFor(
+          `${m} members sharing ${SHARDS} shards`,
+          () => {
+            const problem = shardsSettled(members(), SHARDS, m, new Date());
+            if (problem && shape(problem) !== shape(last)) trace.push(`+${((Date.now() - t0) / 1000).toFixed(1)} s ${problem}`);
+            if (problem) last = problem;
+            return problem === null;
+          },
+          timeoutMs,
+          100,
+        );
+      } catch (err) {
+        throw new Error(`${step}: ${(err as Error).message}; last seen: ${last}; before: ${trace.join('; ')}`, { cause: err });
+      }
+      const ms = Date.now() - t0;
+      const line = `${step}: settled in ${(ms / 1000).toFixed(1)} s`;
+      settleTimes.push(line);
+      console.log(`cluster: shards: ${line} (kubectl polling every 100 ms included); until then: ${trace.slice(-12).join('; ') || 'nothing'}`);
+      return ms;
+    };
+    const scale = (replicas: number) => kubectl('scale', `deployment/${GROUP}`, `--replicas=${replicas}`);
+    const live = () => pods().filter((p) => !p.metadata.deletionTimestamp);
+
+    before(() => {
+      // Started before the install, so it sees every file the group's members ever write.
+      sampler = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'test/cluster/shard-sampler.ts'), podsDir, GROUP], {
+        cwd: REPO,
+        stdio: ['pipe', 'pipe', 'inherit'],
+      });
+      let out = '';
+      sampler.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      summary = new Promise((resolve, reject) =>
+        sampler!.once('close', (code) => (code === 0 ? resolve(JSON.parse(out) as SamplerSummary) : reject(new Error(`the sampler exited ${code}: ${out}`)))),
+      );
+      // Never left unawaited: the last check awaits it; a failure before then is reported there, or dropped in after().
+      summary.catch(() => undefined);
+    });
+    after(() => {
+      sampler?.stdin?.end();
+      try {
+        helm('uninstall', RELEASE, '--wait', '--timeout', '120s');
+      } catch (err) {
+        console.log(`cluster: shards: uninstall failed: ${(err as Error).message}`);
+      }
+    });
+
+    it('helm install with shards.count=64 and 1 replica: the member owns all 64; kubectl lists the group by its label', { timeout: 240_000 }, async () => {
+      const t0 = Date.now();
+      helm('install', RELEASE, CHART, ...LOCAL_IMAGES, '--set', `shards.count=${SHARDS}`, '--set', 'replicaCount=1', '--wait=false');
+      // A new group's shards are created a lease duration (15 s) after they are first seen absent.
+      await settled('1 replica (install)', 1, t0);
+      const names = kubectl('get', 'leases', '-l', `leasehold.io/group=${GROUP}`, '-o', 'jsonpath={.items[*].metadata.name}').trim().split(' ');
+      const shardNames = Array.from({ length: SHARDS }, (_, i) => `${GROUP}-shard-${String(i).padStart(4, '0')}`);
+      assert.deepEqual(names.filter((n) => !/-member-\d{4}$/.test(n)).sort(), [GROUP, ...shardNames].sort(), 'the header and the 64 shards');
+      const slots = names.filter((n) => new RegExp(`^${GROUP}-member-\\d{4}$`).test(n));
+      assert.equal(slots.length, 1, `one member slot: ${slots.join(' ')}`);
+      // The example app prints the shards it owns.
+      const [pod] = live();
+      await waitFor(
+        'the app to print its 64 shards',
+        () => kubectl('logs', pod!.metadata.name, '-c', 'app').includes(`app: owns 64 shards: ${shardNames.map((_, i) => i).join(' ')}\n`),
+        30_000,
+        500,
+      );
+    });
+
+    it("4 replicas: 16 each, the first member's apps stopping what moved before its release", { timeout: 240_000 }, async () => {
+      const first = live()[0]!.metadata.name;
+      const t0 = Date.now();
+      scale(4);
+      await settled('1 -> 4 replicas', 4, t0);
+      // Each moved shard went through the first member's drain: its app said it stopped, and the release came on that word.
+      const log = kubectl('logs', first, '-c', 'leasehold');
+      const released = log.split('\n').filter((l) => l.includes(`"msg":"the app stopped the shard's work: releasing"`)).length;
+      assert.equal(released, SHARDS - 16, `the first member released ${released} shards on its app's word`);
+      assert.doesNotMatch(log, /did not finish within drainTimeoutMs/);
+      assert.doesNotMatch(kubectl('logs', first, '-c', 'app'), /could not tell the sidecar|Segmentation fault/);
+    });
+
+    it('3 replicas by a scale-down: the stopped pod gives its shards up through its app, and 21 or 22 each', { timeout: 240_000 }, async () => {
+      const before = new Set(live().map((p) => p.metadata.name));
+      const t0 = Date.now();
+      scale(3);
+      const gone = await waitFor(
+        'the pod the scale-down stops',
+        () => pods().find((p) => p.metadata.deletionTimestamp && before.has(p.metadata.name)),
+        30_000,
+        100,
+      );
+      await settled('4 -> 3 replicas (graceful)', 3, t0);
+      // The example app ignores SIGTERM: the pod lingers for its grace period, its logs readable.
+      const name = gone.metadata.name;
+      const sidecarLog = kubectl('logs', name, '-c', 'leasehold');
+      const appLog = kubectl('logs', name, '-c', 'app');
+      const told = appLog.split('\n').filter((l) => /^app: told the sidecar that shard \d+ \(token \d+\) stopped$/.test(l)).length;
+      assert.ok(told >= 16, `${name}'s app told its sidecar of ${told} shards`);
+      assert.match(sidecarLog, /"msg":"left the shard group"/);
+      assert.doesNotMatch(sidecarLog, /did not finish within drainTimeoutMs/);
+      assert.doesNotMatch(appLog, /could not tell the sidecar|Segmentation fault/);
+    });
+
+    it('4 replicas again: 16 each', { timeout: 240_000 }, async () => {
+      const t0 = Date.now();
+      scale(4);
+      await settled('3 -> 4 replicas', 4, t0);
+    });
+
+    it(
+      "3 replicas by a crash: one pod's sidecar stopped dead (SIGSTOP, then ctr tasks kill -s SIGKILL once its pod is terminating), its shards moved once its session could have expired",
+      { timeout: 300_000 },
+      async () => {
+        const [v] = live();
+        const victim = v!.metadata.name;
+        const owned = shardsOf(v!.metadata.uid)?.owned ?? [];
+        // The ReplicaSet deletes the pod of the lowest deletion cost first.
+        kubectl('annotate', 'pod', victim, 'controller.kubernetes.io/pod-deletion-cost=-1000');
+        const id = cluster.containerId(victim, 'leasehold');
+        const pid = cluster.containerPid(victim, 'leasehold');
+        // Stopped first, so it never handles the pod's SIGTERM (it would give its shards up), and
+        // killed only once the pod is terminating: the kubelet restarts a dead container of a
+        // running pod at once (a member of its own, under a new session), never one of a
+        // terminating pod. From the group's view it died at the stop, its last heartbeat before.
+        execFileSync('kill', ['-STOP', String(pid)]);
+        const t0 = Date.now();
+        scale(3);
+        const deleting = await waitFor('the scale-down to stop a pod', () => pods().find((p) => p.metadata.deletionTimestamp), 30_000, 100);
+        assert.equal(deleting.metadata.name, victim, 'the scale-down stopped the pod whose sidecar was stopped');
+        execFileSync('ctr', ['-a', join(cluster.dir, 'containerd', 'containerd.sock'), '-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', id]);
+        const killedS = (Date.now() - t0) / 1000;
+        const ms = await settled('4 -> 3 replicas (a sidecar killed)', 3, t0);
+        // The example app ignores SIGTERM: the pod lingers for its 30 s grace period, its sidecar dead.
+        const after = pods().find((p) => p.metadata.name === victim);
+        const restarts = after?.status.containerStatuses?.find((c) => c.name === 'leasehold')?.restartCount;
+        console.log(
+          `cluster: shards: the killed sidecar owned ${owned.length} shards; stopped at +0 s, killed at +${killedS.toFixed(1)} s, restarted ${restarts ?? '(pod gone)'} times`,
+        );
+        assert.equal(restarts ?? 0, 0, 'the kubelet did not restart the sidecar of a terminating pod');
+        // Its shards waited for its session to expire (a lease duration, 15 s, after its last
+        // heartbeat): nobody released them.
+        assert.ok(ms >= 10_000, `its shards moved ${ms} ms after it stopped: before its session could have expired`);
+      },
+    );
+
+    it('all along: no shard owned twice within validUntil, no token went back', { timeout: 60_000 }, async () => {
+      sampler!.stdin!.end();
+      const s = await summary!;
+      console.log(
+        `cluster: shards: sampler read ${s.reads} shards.json files in ${s.rounds} rounds (every 10 ms; longest gap ${s.longestGapMs} ms), ` +
+          `members ${s.members.length}, ${s.movesBetweenReads} moves seen between two reads of one round, ${s.violationCount} violations`,
+      );
+      console.log(`cluster: shards: settle times: ${settleTimes.join('; ')}`);
+      assert.deepEqual(s.violations, []);
+      assert.ok(s.rounds > 1000, `only ${s.rounds} rounds`);
+      assert.equal(Object.keys(s.tokens).length, SHARDS, 'every shard was seen owned');
+      // 1 pod, 3 more, one of them stopped, 1 more: 5 pods were members.
+      assert.ok(s.members.length >= 5, `members seen: ${s.members.join(' ')}`);
+    });
+  });
+}
