@@ -427,7 +427,12 @@ export class ShardMember {
   private async reconcile(): Promise<void> {
     const m = this.mine!;
     const slots = this.view.liveSlots();
-    const active = slots.filter((v) => v.record.state === 'active');
+    // Only slots this member has seen written count as members of the target: a slot its first
+    // list found unchanged may be a member that crashed long before (its holder stays until the
+    // slot is taken), which would count as live here for a lease duration and be assigned the
+    // shards the others released for this member. A live member is witnessed within a retry
+    // period; until then its shards are orphans here, which a take leaves alone while it lives.
+    const active = slots.filter((v) => v.record.state === 'active' && (v.record.index === m.slot || this.view.witnessed(v.record.index)));
     this.members = active.length;
     const members: AssignedMember[] = active.map((v) => ({
       key: sessionKey({ slot: v.record.index, session: v.record.session }),
