@@ -22,6 +22,7 @@ export const BENCH_FLAGS = {
   streams: { type: 'string', describe: 'bench: streams of the streams part' },
   'cluster-trials': { type: 'string', describe: 'bench: trials of the cluster part' },
   'operator-pods': { type: 'string', describe: 'bench: pods per arm of the operator part' },
+  'shard-idle-seconds': { type: 'string', describe: 'bench: the idle window of each case of the shards part' },
   'shard-sizes': { type: 'string', describe: 'bench: the shard counts N of the shards part, comma-separated' },
   'shard-members': { type: 'string', describe: 'bench: the member counts M of the shards part, comma-separated, ascending' },
   'shard-stores': { type: 'string', describe: 'bench: the stores of the shards part: sqlite, postgres, kubernetes, comma-separated' },

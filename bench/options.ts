@@ -22,6 +22,8 @@ export function benchOptions(args: string[]): BenchOptions {
     operatorPods: n('operator-pods', 1000),
     operatorRate: 20,
     // Issue 38's cases; the Kubernetes case is fixed (bench/scenarios/shards.ts KUBE_CASE).
+    // 19 cases: a minute each would take the phase past half an hour on 2 cores.
+    shardIdleSeconds: n('shard-idle-seconds', 30),
     shardSizes: countsOption('shard-sizes', [16, 256, 1024], 1, 4096, args),
     shardMembers: countsOption('shard-members', [2, 8, 32], 2, 60, args),
     shardStores: choicesOption('shard-stores', ['sqlite', 'postgres', 'kubernetes'], args),

@@ -16,7 +16,7 @@
  * members' own `updatedAt` in their shards.json (bench/lib/shard-files.ts), the app's view.
  */
 import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join as joinPath } from 'node:path';
 import type { Proc } from '../../test/support/cli.js';
 import { waitFor } from '../../test/support/cli.js';
@@ -45,6 +45,8 @@ export interface ShardStore {
 
 export interface IdleFigures {
   seconds: number;
+  /** The machine's 1-minute load average when the window opened (other work shares its cores). */
+  load: number;
   /** The store's count, every member together. */
   writes: number;
   /** The members' own count of their writes that landed (create and update ok), for comparison. */
@@ -146,24 +148,30 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
 
   const idle = async (): Promise<IdleFigures> => {
     const procs = [...members.map((m) => m.proc), o.plain];
-    const before = await Promise.all(members.map(async (m) => (await requestCounts(await addressOf(m))) ?? new Map<string, number>()));
-    const cpu0 = members.map((m) => cpuTicks(m.proc.pid));
+    await Promise.all(members.map(addressOf));
+    // The members' own counts are read inside the store's window, so theirs is the narrower one.
     const win = await writes.open();
-    const t0 = performance.now();
+    const w0 = performance.now();
+    const load = loadavg()[0]!;
+    const before = await Promise.all(members.map(async (m) => (await requestCounts(m.address!)) ?? new Map<string, number>()));
+    const cpu0 = members.map((m) => cpuTicks(m.proc.pid));
+    const c0 = performance.now();
     const rss: number[][] = procs.map(() => []);
     const sample = () => procs.forEach((p, i) => rss[i]!.push(rssMB(p.pid)));
-    while (performance.now() - t0 < o.idleSeconds * 1000) {
-      await sleep(Math.min(RSS_EVERY_MS, o.idleSeconds * 1000 - (performance.now() - t0)));
+    while (performance.now() - w0 < o.idleSeconds * 1000) {
+      await sleep(Math.min(RSS_EVERY_MS, o.idleSeconds * 1000 - (performance.now() - w0)));
       sample();
     }
-    const seconds = (performance.now() - t0) / 1000;
-    const cpu = members.map((m, i) => (cpuTicks(m.proc.pid) - cpu0[i]!) / HZ / seconds);
-    const counted = await win.close();
+    const cpuSeconds = (performance.now() - c0) / 1000;
+    const cpu = members.map((m, i) => (cpuTicks(m.proc.pid) - cpu0[i]!) / HZ / cpuSeconds);
     const after = await Promise.all(members.map(async (m) => (await requestCounts(m.address!)) ?? new Map<string, number>()));
+    const seconds = (performance.now() - w0) / 1000;
+    const counted = await win.close();
     const sum = (want: (k: string) => boolean) => after.reduce((a: number, c: RequestCounts, i) => a + countsBetween(before[i]!, c, want), 0);
     const median = (xs: number[]) => quantile(xs, 0.5);
     return {
       seconds,
+      load,
       writes: counted,
       ownWrites: sum((k) => k === 'update ok' || k === 'create ok'),
       lists: sum((k) => k.startsWith('list ')),

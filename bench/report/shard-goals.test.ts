@@ -16,6 +16,7 @@ function aCase(
     growMs: 1000,
     idle: {
       seconds: 60,
+      load: 1,
       writes: over.writes ?? 30 * members,
       ownWrites: 30 * members,
       lists: 0,
@@ -40,7 +41,7 @@ describe('shard goals', () => {
   });
 
   it('every goal met: one row per goal and store, each saying where its worst case was', () => {
-    const rows = shardGoalRows([{ store: 'SQLite', results: [aCase(16, 2), aCase(1024, 2), aCase(1024, 8, { joinMs: 1900 })] }]);
+    const rows = shardGoalRows([{ store: 'SQLite', results: [aCase(16, 2), aCase(1024, 2), aCase(1024, 8, { joinMs: 1900 })] }], 60);
     assert.equal(rows.length, 5);
     assert.ok(
       rows.every((r) => r.verdict === 'met'),
@@ -51,15 +52,18 @@ describe('shard goals', () => {
   });
 
   it('each goal not met on its own, with how many cases were over', () => {
-    const rows = shardGoalRows([
-      {
-        store: 'PostgreSQL',
-        results: [
-          aCase(256, 8, { writes: 8 * 31 + 1, leaveMs: [100, 200, 251], joinMs: 2001, crashMs: 16_001, rss: [60, 70] }),
-          aCase(1024, 8, { leaveMs: Array.from({ length: 20 }, (_, i) => (i < 18 ? 10 : 900)), rss: [60, 66], plain: 55 }),
-        ],
-      },
-    ]);
+    const rows = shardGoalRows(
+      [
+        {
+          store: 'PostgreSQL',
+          results: [
+            aCase(256, 8, { writes: 8 * 31 + 1, leaveMs: [100, 200, 251], joinMs: 2001, crashMs: 16_001, rss: [60, 70] }),
+            aCase(1024, 8, { leaveMs: Array.from({ length: 20 }, (_, i) => (i < 18 ? 10 : 900)), rss: [60, 66], plain: 55 }),
+          ],
+        },
+      ],
+      60,
+    );
     assert.deepEqual(verdicts(rows), [
       'PostgreSQL: store writes per not met',
       'PostgreSQL: a graceful leave not met',
@@ -73,10 +77,11 @@ describe('shard goals', () => {
   });
 
   it('a goal with no case in this run (no N = 1024 on Kubernetes) is not measured, neither met nor not', () => {
-    const rows = shardGoalRows([{ store: 'Kubernetes', results: [aCase(256, 8)] }]);
+    const rows = shardGoalRows([{ store: 'Kubernetes', results: [aCase(256, 8)] }], 30);
     const rss = rows.find((r) => r.goal.startsWith('RSS'))!;
     assert.equal(rss.verdict, '');
     assert.equal(rss.measured, 'not measured in this run');
-    assert.match(shardGoalsMarkdown([{ store: 'Kubernetes', results: [aCase(256, 8, { joinMs: 5000 })] }]), /\| a join balanced .* \| \*\*not met\*\* \|/);
+    assert.match(shardGoalsMarkdown([{ store: 'Kubernetes', results: [aCase(256, 8, { joinMs: 5000 })] }], 30), /\| a join balanced .* \| \*\*not met\*\* \|/);
+    assert.equal(rows[0]!.target, "one heartbeat per retry period, and the one a window's edge catches: ≤ 16 in 30 s (32 a minute)");
   });
 });

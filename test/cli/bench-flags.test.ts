@@ -17,8 +17,8 @@ writeFileSync(
   script,
   `const { option, numberOption } = await import(${JSON.stringify(pathToFileURL(join(REPO, 'bench/cli-args.ts')).href)});
 const { benchOptions } = await import(${JSON.stringify(pathToFileURL(join(REPO, 'bench/options.ts')).href)});
-const { seconds, shardSizes, shardMembers, shardStores } = benchOptions(process.argv.slice(2));
-process.stdout.write(JSON.stringify([numberOption('trials', 20), option('only', ''), option('seed', '1'), seconds ?? null, shardSizes, shardMembers, shardStores]));\n`,
+const { seconds, shardIdleSeconds, shardSizes, shardMembers, shardStores } = benchOptions(process.argv.slice(2));
+process.stdout.write(JSON.stringify([numberOption('trials', 20), option('only', ''), option('seed', '1'), seconds ?? null, shardIdleSeconds, shardSizes, shardMembers, shardStores]));\n`,
 );
 
 async function options(args: string[]) {
@@ -41,12 +41,14 @@ it('takes its flags, and each default when left out', { timeout: 60_000 }, async
     '2,5',
     '--shard-stores',
     'kubernetes,sqlite',
+    '--shard-idle-seconds',
+    '12',
   ]);
   assert.equal(r.code, 0, r.stderr);
-  assert.deepEqual(JSON.parse(r.stdout), [3, 'sqlite', '1', 1.5, [64], [2, 5], ['sqlite', 'kubernetes']]);
+  assert.deepEqual(JSON.parse(r.stdout), [3, 'sqlite', '1', 1.5, 12, [64], [2, 5], ['sqlite', 'kubernetes']]);
   const d = await options([]);
   assert.equal(d.code, 0, d.stderr);
-  assert.deepEqual(JSON.parse(d.stdout), [20, '', '1', null, [16, 256, 1024], [2, 8, 32], ['sqlite', 'postgres', 'kubernetes']]);
+  assert.deepEqual(JSON.parse(d.stdout), [20, '', '1', null, 30, [16, 256, 1024], [2, 8, 32], ['sqlite', 'postgres', 'kubernetes']]);
 });
 
 for (const [name, args, message] of [
