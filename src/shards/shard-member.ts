@@ -4,7 +4,9 @@
  * balanced assignment (assignment.ts) from the one list of the group's records it reads, takes
  * the free shards assigned to it by compare-and-swap, and gives up the others through the same
  * end-of-term gate as a lease: "not owned" first, then the app's drain (bounded), then the
- * release. Its idle store traffic is one heartbeat and one list per retryPeriod, whatever N.
+ * release. Its idle writes are one heartbeat per retryPeriod, whatever N; it lists the group on
+ * every hint of a change (the other members' heartbeats included, at most every HINT_LIST_MS)
+ * and at least once per retryPeriod.
  *
  * What it guarantees, given a store with honest compare-and-swap and clock rates that agree:
  * a member says it owns a shard only while its session is valid (its last successful heartbeat
