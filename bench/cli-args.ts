@@ -22,6 +22,10 @@ export const BENCH_FLAGS = {
   streams: { type: 'string', describe: 'bench: streams of the streams part' },
   'cluster-trials': { type: 'string', describe: 'bench: trials of the cluster part' },
   'operator-pods': { type: 'string', describe: 'bench: pods per arm of the operator part' },
+  'shard-idle-seconds': { type: 'string', describe: 'bench: the idle window of each case of the shards part' },
+  'shard-sizes': { type: 'string', describe: 'bench: the shard counts N of the shards part, comma-separated' },
+  'shard-members': { type: 'string', describe: 'bench: the member counts M of the shards part, comma-separated, ascending' },
+  'shard-stores': { type: 'string', describe: 'bench: the stores of the shards part: sqlite, postgres, kubernetes, comma-separated' },
   backend: { type: 'string', describe: 'chaos: sqlite, kubernetes, postgres, both, all or elector' },
   seed: { type: 'string', describe: 'chaos: the seed (elector: the first seed)' },
   seeds: { type: 'string', describe: 'chaos --backend elector: how many seeds' },
@@ -54,6 +58,34 @@ const ARGV = process.argv.slice(2);
 export function option(name: keyof typeof BENCH_FLAGS, dflt: string, args: readonly string[] = ARGV): string {
   const value = flags(args)[name];
   return typeof value === 'string' ? value : dflt;
+}
+
+/**
+ * A comma-separated list of whole numbers from `min` to `max`, ascending and without repeats (the
+ * shards part grows one group through its member counts in order); else one line and exit 2.
+ */
+export function countsOption(name: keyof typeof BENCH_FLAGS, dflt: readonly number[], min: number, max: number, args: readonly string[] = ARGV): number[] {
+  const text = option(name, dflt.join(','), args);
+  const counts = text.split(',').map((c) => (/^\d+$/.test(c) ? Number(c) : NaN));
+  if (!counts.every((c, i) => Number.isInteger(c) && c >= min && c <= max && (i === 0 || c > counts[i - 1]!))) {
+    process.stderr.write(
+      `bench: invalid --${name} ${JSON.stringify(text)}: must be whole numbers from ${min} to ${max}, ascending, comma-separated, such as ${dflt.join(',')}\n`,
+    );
+    process.exit(EXIT_USAGE);
+  }
+  return counts;
+}
+
+/** A comma-separated subset of `known`, in any order; else one line and exit 2. */
+export function choicesOption(name: keyof typeof BENCH_FLAGS, known: readonly string[], args: readonly string[] = ARGV): string[] {
+  const text = option(name, known.join(','), args);
+  const chosen = text.split(',');
+  const wrong = chosen.find((c) => !known.includes(c));
+  if (wrong !== undefined || new Set(chosen).size !== chosen.length) {
+    process.stderr.write(`bench: invalid --${name} ${JSON.stringify(text)}: must name each of ${known.join(', ')} at most once, comma-separated\n`);
+    process.exit(EXIT_USAGE);
+  }
+  return known.filter((k) => chosen.includes(k));
 }
 
 export const numberOption = (name: keyof typeof BENCH_FLAGS, dflt: number, args: readonly string[] = ARGV): number => {

@@ -19,6 +19,11 @@ export interface BenchOptions {
   operatorPods: number;
   /** Pod creations per second in the operator phase (issue 24's rate). */
   operatorRate: number;
+  /** The shards phase: each case's idle window, shard counts N, member counts M (ascending), and the stores (sqlite, postgres, kubernetes). */
+  shardIdleSeconds: number;
+  shardSizes: number[];
+  shardMembers: number[];
+  shardStores: string[];
 }
 
 /** Every phase's result carries the markdown it contributes; the rest is its own. */

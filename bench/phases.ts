@@ -15,6 +15,7 @@ import { clusterPhase } from './scenarios/cluster-figures.js';
 import { operatorPhase } from './scenarios/operator-admission.js';
 import { memoryPhase } from './scenarios/memory-breakdown.js';
 import { failoverPhase } from './scenarios/failover.js';
+import { shardsPhase } from './scenarios/shards.js';
 
 export const PHASES: readonly Phase[] = [
   kubernetesPhase,
@@ -24,6 +25,7 @@ export const PHASES: readonly Phase[] = [
   scalePhase,
   streamsPhase,
   overlapPhase,
+  shardsPhase,
   podPhase,
   clusterPhase,
   operatorPhase,

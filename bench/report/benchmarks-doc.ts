@@ -17,6 +17,7 @@ import type { ScaleBenchResult } from '../scenarios/scale.js';
 import type { PodMemoryResult } from '../scenarios/pod-memory.js';
 import { STREAMS_HEADING } from '../scenarios/streams.js';
 import { OVERLAP_HEADING } from '../scenarios/overlap.js';
+import { SHARDS_HEADING } from '../scenarios/shards.js';
 import { POD_HEADING } from '../scenarios/pod-memory.js';
 import { CLUSTER_HEADING } from '../scenarios/cluster-figures.js';
 import { OPERATOR_HEADING } from '../scenarios/operator-admission.js';
@@ -94,6 +95,9 @@ ${get('streams')!.markdown}
 ${OVERLAP_HEADING}
 
 ${get('overlap')!.markdown}
+${SHARDS_HEADING}
+
+${get('shards')!.markdown}
 ${POD_HEADING}
 
 ${pod ? pod.markdown : notMeasured('pod')}

@@ -25,6 +25,11 @@ interface SlotSeen {
   content: string;
   /** When this member last saw the slot's content change (or first saw it). */
   changedAtMono: number;
+  /**
+   * Whether this member has seen the slot change or appear: false while it holds what this
+   * member's first list found there, which may be a member that died long before.
+   */
+  witnessed: boolean;
 }
 
 export class GroupView {
@@ -60,6 +65,7 @@ export class GroupView {
   /** Takes in one list, sent at `sentAtMono`. */
   observe(list: readonly VersionedGroupRecord[], sentAtMono: number): void {
     const now = this.clock.monotonic();
+    const first = this.listedAtMono === null;
     const gap = this.listedAtMono !== null && sentAtMono - this.listedAtMono > this.pollGapMs;
     this.listedAtMono = sentAtMono;
     this.header = null;
@@ -74,7 +80,7 @@ export class GroupView {
     for (const [i, v] of slots) {
       const content = slotContent(v.record);
       const seen = this.slotSeen.get(i);
-      if (!seen || seen.content !== content) this.slotSeen.set(i, { content, changedAtMono: now });
+      if (!seen || seen.content !== content) this.slotSeen.set(i, { content, changedAtMono: now, witnessed: !first || seen !== undefined });
       this.bump(this.highestSession, i, v.record.session);
     }
     for (const i of [...this.slotSeen.keys()]) if (!slots.has(i)) this.slotSeen.delete(i);
@@ -104,7 +110,7 @@ export class GroupView {
     const r = v.record;
     if (r.kind === 'member') {
       this.slots.set(r.index, v as VersionedGroupRecord<MemberSlot>);
-      this.slotSeen.set(r.index, { content: slotContent(r), changedAtMono: this.clock.monotonic() });
+      this.slotSeen.set(r.index, { content: slotContent(r), changedAtMono: this.clock.monotonic(), witnessed: true });
       this.bump(this.highestSession, r.index, r.session);
     } else if (r.kind === 'shard') {
       this.shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
@@ -150,6 +156,16 @@ export class GroupView {
     }
     const since = this.goneSince.get(sessionKey(id));
     return since === undefined || now - since < this.leaseDurationMs;
+  }
+
+  /**
+   * Whether this member has seen slot `i` written since it began to watch (a heartbeat, a join):
+   * a slot whose holder has not written since this member's first list may have died before this
+   * member started, and only a lease duration of watching could tell. A live holder heartbeats
+   * within a retry period, so it is witnessed by then.
+   */
+  witnessed(i: number): boolean {
+    return this.slotSeen.get(i)?.witnessed ?? false;
   }
 
   /** When session `id` stops counting as live (monotonic), for scheduling; null when it already has. */

@@ -157,6 +157,32 @@ describe('a shard group member', () => {
     await stopping;
   });
 
+  it('a newcomer after a crash long over takes its share at once: the dead slot it finds is no member of its assignment', async () => {
+    // The dead member's slot keeps its holder until another takes the slot. A newcomer that
+    // counted it as live (it cannot tell its age from one list) would assign it shards for a
+    // lease duration, and leave unowned the ones the others released for the newcomer.
+    const w = world(12);
+    const link = new CutLink(w.store);
+    await w.add('a');
+    await w.add('b');
+    await w.add('c', { store: link });
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 12) && w.counts().join() === '4,4,4', 40_000));
+    link.cut = true;
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 12) && w.counts().slice(0, 2).join() === '6,6', 30_000, 50));
+    const dead = w.store.peek(G).find((v) => v.record.kind === 'member' && v.record.holderIdentity === 'c');
+    assert.ok(dead, 'the crashed member still holds its slot');
+    const d = await w.add('d');
+    const joined = w.clock.monotonic();
+    const ok = await w.advanceUntil(() => everyShardOnce(w.owners(), 12) && [w.counts()[0], w.counts()[1], w.counts()[3]].join() === '4,4,4', 20_000, 50);
+    assert.ok(ok, `balanced: ${w.counts().join()}`);
+    const took = w.clock.monotonic() - joined;
+    assert.ok(took <= T.retryPeriodMs, `d had its share ${took} ms after it joined, within a retry period, not after the dead slot's lease duration`);
+    assert.equal(d.m.snapshot().owned.length, 4);
+    const stopping = Promise.all(w.members.map(({ m }) => m.stop()));
+    await w.clock.advance(T.renewDeadlineMs);
+    await stopping;
+  });
+
   it('counts the shards it sees with no live owner (orphaned) and the live members, at every turn', async () => {
     const w = world(12);
     const health = new ManualHealth({ failureThreshold: 1, successThreshold: 1, holdDownMs: 0 }, w.clock);

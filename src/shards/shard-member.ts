@@ -4,7 +4,9 @@
  * balanced assignment (assignment.ts) from the one list of the group's records it reads, takes
  * the free shards assigned to it by compare-and-swap, and gives up the others through the same
  * end-of-term gate as a lease: "not owned" first, then the app's drain (bounded), then the
- * release. Its idle store traffic is one heartbeat and one list per retryPeriod, whatever N.
+ * release. Its idle writes are one heartbeat per retryPeriod, whatever N; it lists the group on
+ * every hint of a change (the other members' heartbeats included, at most every HINT_LIST_MS)
+ * and at least once per retryPeriod.
  *
  * What it guarantees, given a store with honest compare-and-swap and clock rates that agree:
  * a member says it owns a shard only while its session is valid (its last successful heartbeat
@@ -431,7 +433,12 @@ export class ShardMember {
   private async reconcile(): Promise<void> {
     const m = this.mine!;
     const slots = this.view.liveSlots();
-    const active = slots.filter((v) => v.record.state === 'active');
+    // Only slots this member has seen written count as members of the target: a slot its first
+    // list found unchanged may be a member that crashed long before (its holder stays until the
+    // slot is taken), which would count as live here for a lease duration and be assigned the
+    // shards the others released for this member. A live member is witnessed within a retry
+    // period; until then its shards are orphans here, which a take leaves alone while it lives.
+    const active = slots.filter((v) => v.record.state === 'active' && (v.record.index === m.slot || this.view.witnessed(v.record.index)));
     this.members = active.length;
     const members: AssignedMember[] = active.map((v) => ({
       key: sessionKey({ slot: v.record.index, session: v.record.session }),

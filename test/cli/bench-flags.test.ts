@@ -17,8 +17,8 @@ writeFileSync(
   script,
   `const { option, numberOption } = await import(${JSON.stringify(pathToFileURL(join(REPO, 'bench/cli-args.ts')).href)});
 const { benchOptions } = await import(${JSON.stringify(pathToFileURL(join(REPO, 'bench/options.ts')).href)});
-const { seconds } = benchOptions(process.argv.slice(2));
-process.stdout.write(JSON.stringify([numberOption('trials', 20), option('only', ''), option('seed', '1'), seconds ?? null]));\n`,
+const { seconds, shardIdleSeconds, shardSizes, shardMembers, shardStores } = benchOptions(process.argv.slice(2));
+process.stdout.write(JSON.stringify([numberOption('trials', 20), option('only', ''), option('seed', '1'), seconds ?? null, shardIdleSeconds, shardSizes, shardMembers, shardStores]));\n`,
 );
 
 async function options(args: string[]) {
@@ -28,12 +28,27 @@ async function options(args: string[]) {
 }
 
 it('takes its flags, and each default when left out', { timeout: 60_000 }, async () => {
-  const r = await options(['--trials', '3', '--only=sqlite', '--no-write', '--seconds', '1.5']);
+  const r = await options([
+    '--trials',
+    '3',
+    '--only=sqlite',
+    '--no-write',
+    '--seconds',
+    '1.5',
+    '--shard-sizes',
+    '64',
+    '--shard-members',
+    '2,5',
+    '--shard-stores',
+    'kubernetes,sqlite',
+    '--shard-idle-seconds',
+    '12',
+  ]);
   assert.equal(r.code, 0, r.stderr);
-  assert.deepEqual(JSON.parse(r.stdout), [3, 'sqlite', '1', 1.5]);
+  assert.deepEqual(JSON.parse(r.stdout), [3, 'sqlite', '1', 1.5, 12, [64], [2, 5], ['sqlite', 'kubernetes']]);
   const d = await options([]);
   assert.equal(d.code, 0, d.stderr);
-  assert.deepEqual(JSON.parse(d.stdout), [20, '', '1', null]);
+  assert.deepEqual(JSON.parse(d.stdout), [20, '', '1', null, 30, [16, 256, 1024], [2, 8, 32], ['sqlite', 'postgres', 'kubernetes']]);
 });
 
 for (const [name, args, message] of [
@@ -44,6 +59,19 @@ for (const [name, args, message] of [
   ['a window that is no number', ['--seconds', 'abc'], /^bench: invalid --seconds "abc": must be a number such as 3$/],
   ['a window of zero seconds', ['--seconds=0'], /^bench: invalid --seconds "0": must be above 0$/],
   ['a flag given twice', ['--only', 'sqlite', '--only', 'postgres'], /^bench: invalid --only \["sqlite","postgres"\]: given more than once/],
+  // The shards part grows one group through its member counts: out of order, it would have to shrink it.
+  [
+    'member counts out of order',
+    ['--shard-members', '8,2'],
+    /^bench: invalid --shard-members "8,2": must be whole numbers from 2 to 60, ascending, comma-separated, such as 2,8,32$/,
+  ],
+  ["one member: nobody to take a leaver's shards", ['--shard-members', '1,8'], /^bench: invalid --shard-members "1,8": must be whole numbers from 2 to 60/],
+  ['a shard count past the limit', ['--shard-sizes', '16,5000'], /^bench: invalid --shard-sizes "16,5000": must be whole numbers from 1 to 4096, ascending/],
+  [
+    'a store that is none',
+    ['--shard-stores', 'sqlite,etcd'],
+    /^bench: invalid --shard-stores "sqlite,etcd": must name each of sqlite, postgres, kubernetes at most once, comma-separated$/,
+  ],
 ] as const) {
   it(`refuses ${name} with one line and exit 2`, { timeout: 60_000 }, async () => {
     const r = await options([...args]);

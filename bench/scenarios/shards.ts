@@ -1,0 +1,180 @@
+/**
+ * The shard groups' part of `npm run bench` (issue 38; alone: `--only shards`): real
+ * `leasehold sidecar --shards N` processes with the default timings (15 s / 10 s / 2 s), for each
+ * N of `--shard-sizes` and M of `--shard-members` on SQLite and on a PostgreSQL server started
+ * for the run, and N = 256, M = 8 on a real kube-apiserver (`--shard-stores` chooses among the
+ * three). For each case (bench/lib/shard-chain.ts): the store's count of the group's writes per
+ * member while idle, the members' lists, CPU and RSS beside a plain leader sidecar's; the time to
+ * settle after a join, a graceful leave and a crash, and the shards each moved. The figures and
+ * the goals go to docs/benchmarks.md (bench/report/shard-report.ts).
+ */
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { CLI, NODE_FLAGS, start, tempDir } from '../../test/support/cli.js';
+import { startPostgres } from '../../test/support/postgres.js';
+import { startControlPlane } from '../../test/support/control-plane.js';
+import { KubeClient } from '../../src/kube/api-client.js';
+import { loadConnection } from '../../src/kube/kubeconfig.js';
+import { createNamespace } from '../lib/candidates.js';
+import { imageNode } from '../lib/image-node.js';
+import { auditGroupWrites, postgresGroupWrites, sqliteGroupWrites } from '../lib/group-writes.js';
+import { shardChain, type ShardCaseResult, type ShardStore } from '../lib/shard-chain.js';
+import { shardReport, type ShardStoreRun } from '../report/shard-report.js';
+import type { BenchOptions, Phase, PhaseContext } from '../phase.js';
+
+/** The Kubernetes case the issue asks for. */
+export const KUBE_CASE = { shards: 256, members: 8 };
+export const SHARD_STORES = ['sqlite', 'postgres', 'kubernetes'] as const;
+
+export interface ShardsBenchResult {
+  markdown: string;
+  stores: ShardStoreRun[];
+}
+
+/** Every sidecar's own flags: HTTP on (as deployed: probes, metrics), info logs. */
+const common = (o: { id: string; statusDir: string; group: string; shards?: number }) => [
+  'sidecar',
+  '--lease',
+  o.group,
+  '--identity',
+  o.id,
+  '--status-dir',
+  o.statusDir,
+  '--listen',
+  '127.0.0.1:0',
+  '--log-level',
+  process.env.BENCH_DEBUG ? 'debug' : 'info',
+  ...(o.shards === undefined ? [] : ['--shards', String(o.shards)]),
+];
+
+export async function benchShards(o: {
+  sizes: readonly number[];
+  memberCounts: readonly number[];
+  stores: readonly string[];
+  idleSeconds: number;
+  log: (m: string) => void;
+}): Promise<ShardsBenchResult> {
+  const node = imageNode();
+  const onImageNode = (args: string[]) => start(node.bin, [...node.flags, CLI, ...args]);
+  const imageRuntime = `Node ${node.version} \`node ${node.flags.join(' ')}\` (the image's)`;
+  const runs: ShardStoreRun[] = [];
+  const dir = tempDir('leasehold-bench-shards-');
+  /** One store: a plain leader sidecar started first, then one chain per N. */
+  const runStore = async (name: string, runtime: string, how: string, store: ShardStore, cases: { sizes: readonly number[]; members: readonly number[] }) => {
+    const loadBefore = loadavg()[0]!;
+    const started = Date.now();
+    const plain = store.start({ id: 'plain', statusDir: join(dir.path, `${name}-plain`), group: 'plain' });
+    const results: ShardCaseResult[] = [];
+    try {
+      for (const N of cases.sizes)
+        results.push(...(await shardChain({ store, shards: N, memberCounts: cases.members, idleSeconds: o.idleSeconds, dir: dir.path, plain, log: o.log })));
+    } finally {
+      plain.kill('SIGTERM');
+      await plain.exited;
+    }
+    runs.push({ store: name, runtime, how, results, load: [loadBefore, loadavg()[0]!], minutes: (Date.now() - started) / 60_000 });
+  };
+  try {
+    if (o.stores.includes('sqlite')) {
+      // Local mode runs on the Node running the bench (better-sqlite3's addon in node_modules is
+      // built for it), with the tests' flags and the image's memory ones, which cap the young
+      // generation: without them a member that lists often grows it and its RSS says so, not the
+      // member's own memory. Members and the plain sidecar alike.
+      const db = (group: string) => join(dir.path, `${group}.db`);
+      const flags = [...new Set([...NODE_FLAGS, ...node.flags.filter((f) => f !== '--jitless')])];
+      const store: ShardStore = {
+        name: 'SQLite',
+        start: (c) => start(process.execPath, [...flags, CLI, ...common(c), '--db', db(c.group)]),
+        writes: (group) => sqliteGroupWrites(db(group)),
+      };
+      const runtime = `Node ${process.versions.node} \`node ${flags.join(' ')}\` (the one running the bench, whose better-sqlite3 addon is built for it, with the image's memory flags)`;
+      await runStore('SQLite', runtime, store.writes('shards').how, store, {
+        sizes: o.sizes,
+        members: o.memberCounts,
+      });
+    }
+    if (o.stores.includes('postgres')) {
+      const pg = await startPostgres();
+      try {
+        const counter = postgresGroupWrites(pg);
+        const store: ShardStore = {
+          name: 'PostgreSQL',
+          start: (c) => onImageNode([...common(c), '--backend', 'postgres', '--postgres-url', pg.url()]),
+          writes: () => counter,
+        };
+        await runStore(`PostgreSQL ${pg.version}`, imageRuntime, counter.how, store, { sizes: o.sizes, members: o.memberCounts });
+      } finally {
+        await pg.stop();
+      }
+    }
+    if (o.stores.includes('kubernetes')) {
+      const users = ['plain', ...Array.from({ length: 2 * KUBE_CASE.members + 4 }, (_, i) => `m${i}`)].map((id) => `shard-${id}`);
+      const cp = await startControlPlane({ audit: true, extraUsers: users });
+      const admin = new KubeClient(loadConnection(cp.adminKubeconfig));
+      try {
+        const ns = 'shards';
+        await createNamespace(admin, ns);
+        const counter = auditGroupWrites(cp.auditLog!, (u) => u.startsWith('shard-m'));
+        const store: ShardStore = {
+          name: 'Kubernetes',
+          start: (c) => onImageNode([...common(c), '--backend', 'kubernetes', '--kubeconfig', cp.userKubeconfigs[`shard-${c.id}`]!, '--namespace', ns]),
+          writes: () => counter,
+        };
+        await runStore('Kubernetes', imageRuntime, counter.how, store, { sizes: [KUBE_CASE.shards], members: [KUBE_CASE.members] });
+      } finally {
+        admin.close();
+        await cp.stop();
+      }
+    }
+  } finally {
+    dir.cleanup();
+  }
+  return { markdown: shardReport(runs, o.idleSeconds), stores: runs };
+}
+
+export const SHARDS_HEADING = '## Shard groups';
+
+/** The options of this phase that differ from their defaults, as given on the command line, for the note a splice writes. */
+export function shardsOptions(o: BenchOptions): string {
+  const d = { sizes: '16,256,1024', members: '2,8,32', stores: SHARD_STORES.join(',') };
+  return [
+    o.shardIdleSeconds !== 30 ? `--shard-idle-seconds ${o.shardIdleSeconds}` : '',
+    o.shardSizes.join(',') !== d.sizes ? `--shard-sizes ${o.shardSizes.join(',')}` : '',
+    o.shardMembers.join(',') !== d.members ? `--shard-members ${o.shardMembers.join(',')}` : '',
+    o.shardStores.join(',') !== d.stores ? `--shard-stores ${o.shardStores.join(',')}` : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
+}
+
+/** About how long: per case the idle window, the changes (the crash waits a lease duration) and the growth; a new group per N and store. */
+export function shardsEstimateS(o: BenchOptions): number {
+  // Per case: the idle window, the quiet after each change, a join and a leave, the crash's lease duration.
+  const perCase = o.shardIdleSeconds + 35;
+  const chains = o.shardStores.filter((s) => s !== 'kubernetes').length * o.shardSizes.length;
+  // A new group's wait, and the members started in batches.
+  const chain = 25 + o.shardMembers.length * perCase + Math.max(...o.shardMembers);
+  return chains * chain + (o.shardStores.includes('kubernetes') ? 60 + 25 + perCase : 0);
+}
+
+export const shardsPhase: Phase<ShardsBenchResult> = {
+  name: 'shards',
+  what: (o) =>
+    `shard groups (${o.shardSizes.join(', ')} shards; ${o.shardMembers.join(', ')} members; ${o.shardStores.join(', ')}): join, leave, crash, idle writes, RSS`,
+  needsRoot: false,
+  inFullRun: true,
+  estimateS: shardsEstimateS,
+  heading: () => SHARDS_HEADING,
+  section: (r, ctx: PhaseContext) => {
+    const opts = shardsOptions(ctx.opts);
+    return `${SHARDS_HEADING}\n\n_This section was measured by \`npm run bench -- --only shards${opts ? ` ${opts}` : ''} --splice\` on ${ctx.today}, apart from the full run._\n\n${r.markdown}\n`;
+  },
+  run: (ctx) =>
+    benchShards({
+      sizes: ctx.opts.shardSizes,
+      memberCounts: ctx.opts.shardMembers,
+      stores: ctx.opts.shardStores,
+      idleSeconds: ctx.opts.shardIdleSeconds,
+      log: ctx.log,
+    }),
+};
