@@ -20,7 +20,8 @@
 #      differ between Node versions, `scripts/test-files.sh other-node` (CONTRIBUTING "Two Node
 #      versions")
 #   5. the PostgreSQL tier on a real PostgreSQL server (Debian's, started in a temporary
-#      directory on a loopback port and removed after)
+#      directory on a loopback port and removed after), run beside step 3 (both wait on real
+#      time) and waited for after it
 #   6. the Kubernetes tier on a real kube-apiserver + etcd (built once, cached; see test/support/),
 #      including the image built from the Dockerfile, run by a private Docker daemon
 #   7. the cluster tier: that image and the chart, installed by helm on a real single-node
@@ -66,6 +67,15 @@ background() {
   setsid nice -n 19 ionice -c 3 "$@" >"$work/$name.out" 2>"$work/$name.log" &
   job_pid[$name]=$!
 }
+# A tier that waits on real time, run beside another at normal priority (a tier at nice 19 would
+# wait behind the tools' build and time out): its spec output goes to its log, printed at await.
+beside() {
+  local name="$1"
+  shift
+  job_began[$name]=$SECONDS
+  setsid "$@" >"$work/$name.log" 2>&1 &
+  job_pid[$name]=$!
+}
 # Waits for a job, prints what it said, and fails as it did.
 await() {
   local name="$1" rc=0
@@ -107,20 +117,26 @@ echo "==> the seeded elector simulation: running in the background"
 mapfile -t simulation < <(tests simulation)
 background simulation node --import tsx --test --test-concurrency=1 --test-reporter=spec "${simulation[@]}"
 
-step "unit, SQLite and CLI tiers on Node $(node -p process.versions.node), with coverage (docs/testing.md); the simulation beside them"
+# The PostgreSQL tier beside the Node 20 step: both wait on real time (about 12 % of one core
+# each, CONTRIBUTING "How long each step takes"), with their own servers, ports and folders.
+# Not beside the Node 24 step: that one swaps better-sqlite3's addon in node_modules for its run.
+echo "==> PostgreSQL tier (a real PostgreSQL server): running beside the next step"
+mapfile -t pg_tests < <(tests postgres)
+beside postgres node --import tsx --test --test-concurrency=1 --test-reporter=spec "${pg_tests[@]}"
+
+step "unit, SQLite and CLI tiers on Node $(node -p process.versions.node), with coverage (docs/testing.md); the simulation and PostgreSQL beside them"
 mapfile -t local_tests < <(tests local | grep -vxF -f <(tests simulation))
 node --import tsx --import ./test/support/coverage-test-processes.mjs --test --test-concurrency=1 --experimental-test-coverage \
   --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=./test/support/coverage-floor.mjs --test-reporter-destination=stdout "${local_tests[@]}"
 await simulation
 
+step "PostgreSQL tier, beside the last step: the rest of its run"
+await postgres
+
 step "the same on Node $image_node, the image's: the files that can differ between Node versions"
 await addon
 bash scripts/test-on-node.sh "$image_node" other-node
-
-step "PostgreSQL tier (a real PostgreSQL server)"
-mapfile -t pg_tests < <(tests postgres)
-node --import tsx --test --test-concurrency=1 --test-reporter=spec "${pg_tests[@]}"
 
 step "tools for the Kubernetes and cluster tiers (cached in ~/.cache/leasehold): the wait for the background build"
 if [[ -n "${job_pid[tools]:-}" ]]; then
