@@ -122,7 +122,7 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
 
   const add = (): Member => {
     const id = `m${seq++}`;
-    const statusDir = `${dir}/${group}-${id}`;
+    const statusDir = `${dir}/${store.name}-${group}-${id}`; // one per store: a stale shards.json of another store would be read as this member's
     const m: Member = { id, statusDir, proc: store.start({ id, statusDir, group, shards: N }) };
     members.push(m);
     return m;
@@ -133,7 +133,7 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
     return balanced(files.latest(), ids(), N, Date.now());
   };
   const ownersNow = () => ownerMap(ownersOf(files.latest(), Date.now()));
-  const addressOf = async (m: Member) => (m.address ??= await waitFor(`${m.id}'s address`, () => /"listen":"([^"]+)"/.exec(m.proc.stderr())?.[1], 60_000, 50));
+  const addressOf = async (m: Member) => (m.address ??= await waitFor(`${m.id}'s address`, () => /"listen":"([^"]+)"/.exec(m.proc.stderr())?.[1], 180_000, 50));
 
   /** Starts members until there are `count`, in batches so that start-up does not starve the members already running. */
   const grow = async (count: number): Promise<number> => {
