@@ -18,6 +18,7 @@ import type { ShardsStatus } from '../status/shards-status.js';
 import { ShardSidecar, type ShardSidecarOptions } from './shard-sidecar.js';
 import { ShardDrains } from './shard-drain.js';
 import { DrainKey } from './drain-key.js';
+import { ShardsPublisher } from './shards-publisher.js';
 import { shardLiveness, shardReadiness } from './kubelet-probes.js';
 
 const T = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
@@ -104,9 +105,7 @@ describe('the sidecar in shard mode', () => {
   it("a lost shard is written as not owned before its drain begins, and released only once the app posts that shard's token", async () => {
     const w = world(2);
     const seenAtDrain: number[][] = [];
-    const listedWhenLost: boolean[] = [];
-    // The sidecar's own onShardLost runs before this one: the file must already say so.
-    const a = await w.add('a', { drainTimeoutMs: 3_000, listener: { onShardLost: (shard) => listedWhenLost.push(w.fileShards('a').includes(shard)) } });
+    const a = await w.add('a', { drainTimeoutMs: 3_000 });
     // When the sidecar starts waiting for the app, what does the app read?
     const info = a.lines.push.bind(a.lines);
     a.lines.push = (l: string) => {
@@ -116,7 +115,6 @@ describe('the sidecar in shard mode', () => {
     assert.ok(await w.advanceUntil(() => w.fileShards('a').length === 2, 20_000));
     await w.add('b');
     assert.ok(await w.advanceUntil(() => seenAtDrain.length === 1, 10_000));
-    assert.deepEqual(listedWhenLost, [false], 'shards.json stopped listing the shard as it was lost');
     assert.equal(seenAtDrain[0]!.length, 1, 'shards.json lists only the shard a keeps');
     const kept = seenAtDrain[0]![0]!;
     const moving = 1 - kept;
@@ -129,6 +127,44 @@ describe('the sidecar in shard mode', () => {
     assert.equal(drains.report([String(moving)], ['1']).code, 200);
     assert.ok(await w.advanceUntil(() => w.fileShards('b').length === 1, 1_000, 10));
     assert.deepEqual(w.file('b').owned, [{ shard: moving, fencingToken: 2 }]);
+    await w.stopAll();
+  });
+
+  it('a leave of many shards writes shards.json once for them all, and each is unlisted before its release', async () => {
+    const w = world(64);
+    const a = await w.add('a');
+    assert.ok(await w.advanceUntil(() => w.fileShards('a').length === 64, 20_000));
+    await w.add('b');
+    assert.ok(await w.advanceUntil(() => w.fileShards('a').length === 32 && w.fileShards('b').length === 32, 20_000));
+    const aDir = join(w.dir, 'a');
+    let writes = 0;
+    const listedAtRelease: number[] = [];
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- put back as it was, and called with its this
+    const publish = ShardsPublisher.prototype.publish;
+    const update = w.store.updateGroupRecord.bind(w.store);
+    // Every write of a's file, and what the file lists as a's releases reach the store.
+    ShardsPublisher.prototype.publish = function (this: ShardsPublisher, status) {
+      const wrote = publish.call(this, status);
+      if (wrote && this.dir === aDir) writes++;
+      return wrote;
+    };
+    w.store.updateGroupRecord = (group, record, version, opts) => {
+      if (record.kind === 'shard' && record.owner === null) listedAtRelease.push(...w.fileShards('a').filter((s) => s === record.index));
+      return update(group, record, version, opts);
+    };
+    try {
+      const stopping = a.s.stop();
+      assert.ok(await w.advanceUntil(() => w.fileShards('b').length === 64, 10_000, 10));
+      await w.clock.advance(T.renewDeadlineMs);
+      await stopping;
+    } finally {
+      ShardsPublisher.prototype.publish = publish;
+      w.store.updateGroupRecord = update;
+    }
+    assert.deepEqual(listedAtRelease, [], 'no shard is released while shards.json still lists it');
+    // The pass that ends the 32 shards, the members' count, the slot given up, the last write that
+    // says it stopped: 35 writes before, one per shard lost.
+    assert.ok(writes <= 4, `shards.json written ${writes} times for a leave of 32 shards`);
     await w.stopAll();
   });
 

@@ -121,6 +121,8 @@ export class ShardSidecar {
   private claim: StatusDirClaim | null = null;
   /** Each publish's number, and the last one every /shards stream was handed (see drainStreams). */
   private published = 0;
+  /** A publish is queued for the end of this pass (publishSoon). */
+  private publishQueued = false;
   private streamsHave = 0;
   private streamDrain: Promise<void> | null = null;
 
@@ -144,20 +146,21 @@ export class ShardSidecar {
         m.shardChanges.inc({ group, event: 'gained' });
         m.shardsOwned.set({ group }, owned());
         this.drains.gained(term.shard, term.token);
-        this.publish();
+        this.publishSoon();
         extra.onShardGained?.(term);
       },
       // Before anything else happens to the shard: "not owned" reaches shards.json and the
-      // streams first; the drain (drainShard) checks that it did.
+      // streams first. The write is the pass's one (publishSoon); the drain (drainShard), which
+      // runs before any release, writes it itself if it has not gone out yet.
       onShardLost: (shard, token, reason) => {
         m.shardChanges.inc({ group, event: 'lost' });
         m.shardsOwned.set({ group }, owned());
         this.drains.lost(shard, token);
-        this.publish();
+        this.publishSoon();
         extra.onShardLost?.(shard, token, reason);
       },
       onRenewed: (validUntil) => {
-        this.publish();
+        this.publishSoon();
         extra.onRenewed?.(validUntil);
       },
       onChange: () => {
@@ -165,7 +168,7 @@ export class ShardSidecar {
         m.shardsOwned.set({ group }, s.owned.length);
         m.shardsOrphaned.set({ group }, s.orphaned);
         m.groupMembers.set({ group }, s.members);
-        this.publish();
+        this.publishSoon();
         extra.onChange?.();
       },
     };
@@ -323,6 +326,22 @@ export class ShardSidecar {
       })().finally(() => (this.streamDrain = null));
       await this.streamDrain;
     }
+  }
+
+  /**
+   * One publish for every change of the member's pass: a leave ends all its shards in one loop
+   * and a join's takes come back together, and one fsynced shards.json per shard made a leave of
+   * a hundred shards take a second (docs/benchmarks.md, "Shard groups"). Safe to defer: a loss is
+   * written by drainShard before its release whatever this does, and a gain told late is only
+   * work begun late.
+   */
+  private publishSoon(): void {
+    if (this.publishQueued) return;
+    this.publishQueued = true;
+    queueMicrotask(() => {
+      this.publishQueued = false;
+      this.publish();
+    });
   }
 
   /**
