@@ -187,7 +187,12 @@ describe('the app health of real sidecars on one SQLite file', () => {
     const aside = await waitFor('standing aside in status.json', () => readStatus(statusDir)?.standingAside ?? undefined, 10_000, 10);
     // Unknown until the first verdict, and still unknown (naming the last failure) until the
     // failure threshold is reached: whichever the file shows first is right.
-    assert.match(aside.reason, new RegExp(`^app (health unknown: (no verdict yet|GET ${escaped(late.url)}: status 503: not ready)|unhealthy: GET ${escaped(late.url)}: status 503: not ready)$`));
+    assert.match(
+      aside.reason,
+      new RegExp(
+        `^app (health unknown: (no verdict yet|GET ${escaped(late.url)}: status 503: not ready)|unhealthy: GET ${escaped(late.url)}: status 503: not ready)$`,
+      ),
+    );
     const leader = (await (await fetch(`${base}/leader`)).json()) as { standingAside: unknown; isLeader: boolean };
     assert.equal(leader.isLeader, false);
     assert.ok(leader.standingAside !== null, '/leader says it stands aside');
