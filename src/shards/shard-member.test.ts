@@ -225,6 +225,21 @@ describe('a shard group member', () => {
     await Promise.all(w.members.map(({ m }) => m.stop()));
   });
 
+  it('a group recreated with another shard count under a running member: it leaves, and says its loop is not running', async () => {
+    const w = world(4);
+    const a = await w.add('a');
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 4, 20_000));
+    const header = w.store.peek(G).find((v) => v.record.kind === 'group')!.record;
+    assert.equal(header.kind, 'group');
+    w.store.put(G, { ...header, shards: 5 });
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().session === null, 5_000), 'it left the group');
+    assert.equal(a.m.snapshot().owned.length, 0);
+    // Its loop is over for good: a liveness probe must say so now, not a lease duration later.
+    assert.equal(a.m.snapshot().running, false, 'a loop that ended on its own is not running');
+    await a.m.stop();
+    assert.equal(a.m.snapshot().running, false);
+  });
+
   it('a move waits for the app to say the shard’s work stopped: the next owner takes it only then', async () => {
     const w = world(2);
     const finish = new Map<number, () => void>();

@@ -145,6 +145,8 @@ export class ShardMember {
    */
   private readonly kept = new Map<number, { session: SessionId; untilMono: number }>();
   private loop: Promise<void> | null = null;
+  /** The loop has returned: on stop, or on its own (the group was recreated with another count); it never starts again. */
+  private loopEnded = false;
   private stopping = false;
   private wake: AbortController | null = null;
   /** When the last list was sent, answered or not: lists are paced by it, so a store that fails at once is not asked in a loop. */
@@ -188,6 +190,7 @@ export class ShardMember {
     const unwatch = this.store.watchGroup?.(this.group, () => this.hint());
     const unsubscribe = this.opts.eligibility?.subscribe(() => this.wakeUp());
     this.loop = this.run().finally(() => {
+      this.loopEnded = true;
       unwatch?.();
       unsubscribe?.();
     });
@@ -218,7 +221,8 @@ export class ShardMember {
       owned: [...this.owned].map(([shard, o]) => ({ shard, token: o.token })).sort((a, b) => a.shard - b.shard),
       validUntil: m ? new Date(this.basis(m).wall.getTime() + this.timings.renewDeadlineMs) : null,
       standingAside: this.eligible() ? null : (this.opts.eligibility?.standAside() ?? null),
-      running: this.loop !== null,
+      // A loop that ended on its own leaves `loop` set until stop(): it is not running all the same.
+      running: this.loop !== null && !this.loopEnded,
       lastTurnMonotonic: this.lastTurnMono,
     };
   }
