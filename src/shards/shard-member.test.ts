@@ -12,6 +12,7 @@ import { InvalidConfigError } from '../errors.js';
 import { ShardMember, type ShardMemberOptions } from './shard-member.js';
 import type { GroupRecord, GroupStore, VersionedGroupRecord } from '../backends/group-store.js';
 import type { CallOptions } from '../backends/lease-store.js';
+import type { Logger } from '../log.js';
 
 const T = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 const G = 'workers';
@@ -286,5 +287,30 @@ describe('a shard group member', () => {
     health.healthy();
     assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 6) && w.counts().join() === '3,3', 5_000, 10), w.counts().join());
     await Promise.all(w.members.map(({ m }) => m.stop()));
+  });
+  it('an app that stops being eligible is told in the log: one warn when it stands aside, one info when it takes shards again', async () => {
+    const w = world(2);
+    const lines: string[] = [];
+    const line = (level: string) => (msg: string, f?: Record<string, unknown>) => lines.push(`${level} ${msg} ${JSON.stringify(f ?? {})}`);
+    const log: Logger = { debug() {}, info: line('info'), warn: line('warn'), error: line('error') };
+    const health = new ManualHealth({ failureThreshold: 1, successThreshold: 1, holdDownMs: 0 }, w.clock);
+    health.healthy();
+    const a = await w.add('a', { eligibility: health, log });
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 2, 20_000));
+    const aside = () => lines.filter((l) => / standing aside /.test(l));
+    assert.deepEqual(aside(), [], 'nothing said while it is eligible');
+    health.unhealthy('connection refused');
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 0, 1_000, 10));
+    health.unhealthy('connection refused');
+    await w.clock.advance(1_000);
+    assert.equal(aside().length, 1, lines.join('\n'));
+    assert.match(aside()[0]!, /^warn standing aside \{"reason":"app unhealthy: connection refused","since":"/);
+    health.healthy();
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 2, 5_000, 10));
+    assert.deepEqual(
+      lines.filter((l) => /^info the app is eligible/.test(l)),
+      ['info the app is eligible: taking shards {}'],
+    );
+    await a.m.stop();
   });
 });

@@ -159,6 +159,8 @@ export class ShardMember {
   private orphaned: number;
   private lastTurnMono: number | null = null;
   private noSlotSaid = false;
+  /** Whether the log last said this member stands aside (its app not eligible). */
+  private asideSaid = false;
 
   constructor(private readonly opts: ShardMemberOptions) {
     this.group = opts.group;
@@ -188,7 +190,10 @@ export class ShardMember {
     this.view.observe(list, sent);
     this.checkHeader();
     const unwatch = this.store.watchGroup?.(this.group, () => this.hint());
-    const unsubscribe = this.opts.eligibility?.subscribe(() => this.wakeUp());
+    const unsubscribe = this.opts.eligibility?.subscribe(() => {
+      this.logEligibility();
+      this.wakeUp();
+    });
     this.loop = this.run().finally(() => {
       this.loopEnded = true;
       unwatch?.();
@@ -642,6 +647,31 @@ export class ShardMember {
 
   private sessionValid(m: Mine): boolean {
     return this.mine === m && this.clock.monotonic() < this.basis(m).mono + this.timings.renewDeadlineMs;
+  }
+
+  /**
+   * One warn line when the app stops being eligible (the member gives every shard up), one info
+   * line when it is again; a change of reason in between (unhealthy, then held down) is a debug
+   * line. Nothing while it stays eligible: a member without a health source says nothing.
+   */
+  private logEligibility(): void {
+    if (this.eligible()) {
+      if (this.asideSaid) this.log.info('the app is eligible: taking shards');
+      this.asideSaid = false;
+      return;
+    }
+    const aside = this.standAside();
+    if (!this.asideSaid) this.log.warn('standing aside', { reason: aside.reason, since: aside.since.toISOString() });
+    else this.log.debug('still standing aside', { reason: aside.reason, since: aside.since.toISOString() });
+    this.asideSaid = true;
+  }
+
+  private standAside(): StandAside {
+    try {
+      return this.opts.eligibility?.standAside() ?? { reason: 'the app is not eligible', since: this.clock.now() };
+    } catch {
+      return { reason: 'the app is not eligible', since: this.clock.now() };
+    }
   }
 
   private eligible(): boolean {
