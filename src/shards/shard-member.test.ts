@@ -313,4 +313,26 @@ describe('a shard group member', () => {
     );
     await a.m.stop();
   });
+  it('shards never seen: one info line says they are created after a lease duration, and when; a deleted one is told anew', async () => {
+    const w = world(12);
+    const lines: string[] = [];
+    const line = (msg: string, f?: Record<string, unknown>) => lines.push(`${msg} ${JSON.stringify(f ?? {})}`);
+    const log: Logger = { debug() {}, info: line, warn: line, error: line };
+    const t0 = w.clock.now().getTime();
+    const a = await w.add('a', { log });
+    await w.clock.advance(1_000);
+    const told = () => lines.filter((l) => l.startsWith('shards absent'));
+    assert.equal(told().length, 1, lines.join('\n'));
+    const f = JSON.parse(told()[0]!.slice(told()[0]!.indexOf('{'))) as { absent: number; waitMs: number; createsAt: string };
+    assert.equal(f.absent, 12);
+    assert.ok(f.waitMs > T.leaseDurationMs - 1_500 && f.waitMs <= T.leaseDurationMs, `waitMs ${f.waitMs}`);
+    const saidAt = Date.parse(f.createsAt) - f.waitMs;
+    assert.ok(saidAt >= t0 && saidAt <= t0 + 1_000, 'createsAt is when it was said + waitMs');
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 12, 20_000));
+    assert.equal(told().length, 1, 'said once for the whole wait');
+    w.store.delete(G, { kind: 'shard', index: 3 });
+    assert.ok(await w.advanceUntil(() => told().length === 2, 5_000));
+    assert.match(told()[1]!, /"absent":1,/);
+    await a.m.stop();
+  });
 });

@@ -161,6 +161,8 @@ export class ShardMember {
   private noSlotSaid = false;
   /** Whether the log last said this member stands aside (its app not eligible). */
   private asideSaid = false;
+  /** The absent shards the log last said this member waits to create. */
+  private absentSaid = new Set<number>();
 
   constructor(private readonly opts: ShardMemberOptions) {
     this.group = opts.group;
@@ -476,8 +478,28 @@ export class ShardMember {
       if (mineHere && (target[s] !== me || m.state !== 'active')) strays.push(v);
       else if (target[s] === me && m.state === 'active' && !this.stopping) takes.push(s);
     }
+    this.tellAbsent(takes);
     await inBatches(strays, (v) => this.free(v, m));
     await inBatches(takes, (s) => this.take(s, m));
+  }
+
+  /**
+   * One info line when shards this member is to take start waiting to be created (absent, not
+   * yet a lease duration): else a new group owns nothing for 15 s with nothing said, as a lease
+   * absent is told. Said again only for shards absent anew (a record deleted later).
+   */
+  private tellAbsent(takes: readonly number[]): void {
+    const waiting = takes.filter((s) => !this.view.shard(s) && !this.view.absentLongEnough(s));
+    const fresh = waiting.filter((s) => !this.absentSaid.has(s));
+    this.absentSaid = new Set(waiting);
+    if (fresh.length === 0) return;
+    const waitMs = Math.max(...fresh.map((s) => this.view.absentWaitLeftMs(s)));
+    this.log.info('shards absent: creating them after a lease duration unless they appear', {
+      absent: fresh.length,
+      waitMs,
+      createsAt: new Date(this.clock.now().getTime() + waitMs).toISOString(),
+      why: 'a shard record never seen looks the same as one just deleted, whose owner may still be working on it',
+    });
   }
 
   /** Ends, without a release (not ours to free), each owned shard whose record the view shows gone or naming another session. */
