@@ -28,7 +28,9 @@ export function shardOf(key: string, shards: number): number {
   // From JavaScript anything may come: undefined would hash as "" (TextEncoder encodes nothing)
   // and a number would throw a TypeError that names neither; every member must agree on the text.
   if (typeof key !== 'string') {
-    throw new InvalidConfigError(`a key must be a string (its UTF-8 bytes are hashed), got ${key === null ? 'null' : typeof key}: convert it the same way on every member, as String(42)`);
+    throw new InvalidConfigError(
+      `a key must be a string (its UTF-8 bytes are hashed), got ${key === null ? 'null' : typeof key}: convert it the same way on every member, as String(42)`,
+    );
   }
   return Number((fnv1a64(key) * BigInt(shards)) >> 64n);
 }
