@@ -201,6 +201,12 @@ export class GroupView {
     return since !== undefined && this.clock.monotonic() - since >= this.leaseDurationMs;
   }
 
+  /** How long shard `s` must still be seen absent before it may be created (a lease duration when not seen absent yet). */
+  absentWaitLeftMs(s: number): number {
+    const since = this.absentSince.get(s);
+    return since === undefined ? this.leaseDurationMs : Math.max(0, Math.round(this.leaseDurationMs - (this.clock.monotonic() - since)));
+  }
+
   /** The token a new owner of shard `s` writes: past every token seen for it. */
   nextToken(s: number): number {
     return Math.max(this.highestToken.get(s) ?? 0, this.shards.get(s)?.record.token ?? 0) + 1;

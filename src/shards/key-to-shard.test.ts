@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { fnv1a64, shardOf, shardRange } from './key-to-shard.js';
+import { InvalidConfigError } from '../errors.js';
 
 describe('keys to shards: FNV-1a 64 of the UTF-8 bytes, scaled to N', () => {
   it('FNV-1a 64 matches the published test vectors', () => {
@@ -41,6 +42,21 @@ describe('keys to shards: FNV-1a 64 of the UTF-8 bytes, scaled to N', () => {
       const h = fnv1a64(key);
       assert.ok(h >= r.from && h < r.to, `${key}: hash in its shard's range`);
     }
+  });
+
+  it('refuses a key that is not a string (from JavaScript), naming the rule, rather than hashing something else', () => {
+    for (const key of [42, null, undefined, { id: 1 }]) {
+      assert.throws(
+        () => shardOf(key as unknown as string, 16),
+        (err: unknown) => err instanceof InvalidConfigError && /^a key must be a string \(its UTF-8 bytes are hashed\), got /.test(err.message),
+      );
+    }
+    assert.equal(shardOf(String(42), 16), shardOf('42', 16));
+  });
+
+  it('a lone surrogate (a string that is not valid Unicode) is hashed as U+FFFD, as docs/shards.md says', () => {
+    assert.equal(fnv1a64('\ud800'), fnv1a64('\ufffd'));
+    assert.equal(fnv1a64('x\udc00y'), fnv1a64('x\ufffdy'));
   });
 
   it('refuses a shard count outside 1 to 4096, naming the rule', () => {

@@ -25,6 +25,13 @@ export function fnv1a64(data: string | Uint8Array): bigint {
 /** The shard of `key` in a group of `shards` shards (1 to MAX_SHARDS). */
 export function shardOf(key: string, shards: number): number {
   checkShardCount(shards);
+  // From JavaScript anything may come: undefined would hash as "" (TextEncoder encodes nothing)
+  // and a number would throw a TypeError that names neither; every member must agree on the text.
+  if (typeof key !== 'string') {
+    throw new InvalidConfigError(
+      `a key must be a string (its UTF-8 bytes are hashed), got ${key === null ? 'null' : typeof key}: convert it the same way on every member, as String(42)`,
+    );
+  }
   return Number((fnv1a64(key) * BigInt(shards)) >> 64n);
 }
 

@@ -12,6 +12,7 @@ import { InvalidConfigError } from '../errors.js';
 import { ShardMember, type ShardMemberOptions } from './shard-member.js';
 import type { GroupRecord, GroupStore, VersionedGroupRecord } from '../backends/group-store.js';
 import type { CallOptions } from '../backends/lease-store.js';
+import type { Logger } from '../log.js';
 
 const T = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 const G = 'workers';
@@ -225,6 +226,21 @@ describe('a shard group member', () => {
     await Promise.all(w.members.map(({ m }) => m.stop()));
   });
 
+  it('a group recreated with another shard count under a running member: it leaves, and says its loop is not running', async () => {
+    const w = world(4);
+    const a = await w.add('a');
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 4, 20_000));
+    const header = w.store.peek(G).find((v) => v.record.kind === 'group')!.record;
+    assert.equal(header.kind, 'group');
+    w.store.put(G, { ...header, shards: 5 });
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().session === null, 5_000), 'it left the group');
+    assert.equal(a.m.snapshot().owned.length, 0);
+    // Its loop is over for good: a liveness probe must say so now, not a lease duration later.
+    assert.equal(a.m.snapshot().running, false, 'a loop that ended on its own is not running');
+    await a.m.stop();
+    assert.equal(a.m.snapshot().running, false);
+  });
+
   it('a move waits for the app to say the shard’s work stopped: the next owner takes it only then', async () => {
     const w = world(2);
     const finish = new Map<number, () => void>();
@@ -271,5 +287,52 @@ describe('a shard group member', () => {
     health.healthy();
     assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 6) && w.counts().join() === '3,3', 5_000, 10), w.counts().join());
     await Promise.all(w.members.map(({ m }) => m.stop()));
+  });
+  it('an app that stops being eligible is told in the log: one warn when it stands aside, one info when it takes shards again', async () => {
+    const w = world(2);
+    const lines: string[] = [];
+    const line = (level: string) => (msg: string, f?: Record<string, unknown>) => lines.push(`${level} ${msg} ${JSON.stringify(f ?? {})}`);
+    const log: Logger = { debug() {}, info: line('info'), warn: line('warn'), error: line('error') };
+    const health = new ManualHealth({ failureThreshold: 1, successThreshold: 1, holdDownMs: 0 }, w.clock);
+    health.healthy();
+    const a = await w.add('a', { eligibility: health, log });
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 2, 20_000));
+    const aside = () => lines.filter((l) => / standing aside /.test(l));
+    assert.deepEqual(aside(), [], 'nothing said while it is eligible');
+    health.unhealthy('connection refused');
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 0, 1_000, 10));
+    health.unhealthy('connection refused');
+    await w.clock.advance(1_000);
+    assert.equal(aside().length, 1, lines.join('\n'));
+    assert.match(aside()[0]!, /^warn standing aside \{"reason":"app unhealthy: connection refused","since":"/);
+    health.healthy();
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 2, 5_000, 10));
+    assert.deepEqual(
+      lines.filter((l) => /^info the app is eligible/.test(l)),
+      ['info the app is eligible: taking shards {}'],
+    );
+    await a.m.stop();
+  });
+  it('shards never seen: one info line says they are created after a lease duration, and when; a deleted one is told anew', async () => {
+    const w = world(12);
+    const lines: string[] = [];
+    const line = (msg: string, f?: Record<string, unknown>) => lines.push(`${msg} ${JSON.stringify(f ?? {})}`);
+    const log: Logger = { debug() {}, info: line, warn: line, error: line };
+    const t0 = w.clock.now().getTime();
+    const a = await w.add('a', { log });
+    await w.clock.advance(1_000);
+    const told = () => lines.filter((l) => l.startsWith('shards absent'));
+    assert.equal(told().length, 1, lines.join('\n'));
+    const f = JSON.parse(told()[0]!.slice(told()[0]!.indexOf('{'))) as { absent: number; waitMs: number; createsAt: string };
+    assert.equal(f.absent, 12);
+    assert.ok(f.waitMs > T.leaseDurationMs - 1_500 && f.waitMs <= T.leaseDurationMs, `waitMs ${f.waitMs}`);
+    const saidAt = Date.parse(f.createsAt) - f.waitMs;
+    assert.ok(saidAt >= t0 && saidAt <= t0 + 1_000, 'createsAt is when it was said + waitMs');
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 12, 20_000));
+    assert.equal(told().length, 1, 'said once for the whole wait');
+    w.store.delete(G, { kind: 'shard', index: 3 });
+    assert.ok(await w.advanceUntil(() => told().length === 2, 5_000));
+    assert.match(told()[1]!, /"absent":1,/);
+    await a.m.stop();
   });
 });

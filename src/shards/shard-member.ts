@@ -145,6 +145,8 @@ export class ShardMember {
    */
   private readonly kept = new Map<number, { session: SessionId; untilMono: number }>();
   private loop: Promise<void> | null = null;
+  /** The loop has returned: on stop, or on its own (the group was recreated with another count); it never starts again. */
+  private loopEnded = false;
   private stopping = false;
   private wake: AbortController | null = null;
   /** When the last list was sent, answered or not: lists are paced by it, so a store that fails at once is not asked in a loop. */
@@ -157,6 +159,10 @@ export class ShardMember {
   private orphaned: number;
   private lastTurnMono: number | null = null;
   private noSlotSaid = false;
+  /** Whether the log last said this member stands aside (its app not eligible). */
+  private asideSaid = false;
+  /** The absent shards the log last said this member waits to create. */
+  private absentSaid = new Set<number>();
 
   constructor(private readonly opts: ShardMemberOptions) {
     this.group = opts.group;
@@ -186,8 +192,12 @@ export class ShardMember {
     this.view.observe(list, sent);
     this.checkHeader();
     const unwatch = this.store.watchGroup?.(this.group, () => this.hint());
-    const unsubscribe = this.opts.eligibility?.subscribe(() => this.wakeUp());
+    const unsubscribe = this.opts.eligibility?.subscribe(() => {
+      this.logEligibility();
+      this.wakeUp();
+    });
     this.loop = this.run().finally(() => {
+      this.loopEnded = true;
       unwatch?.();
       unsubscribe?.();
     });
@@ -218,7 +228,8 @@ export class ShardMember {
       owned: [...this.owned].map(([shard, o]) => ({ shard, token: o.token })).sort((a, b) => a.shard - b.shard),
       validUntil: m ? new Date(this.basis(m).wall.getTime() + this.timings.renewDeadlineMs) : null,
       standingAside: this.eligible() ? null : (this.opts.eligibility?.standAside() ?? null),
-      running: this.loop !== null,
+      // A loop that ended on its own leaves `loop` set until stop(): it is not running all the same.
+      running: this.loop !== null && !this.loopEnded,
       lastTurnMonotonic: this.lastTurnMono,
     };
   }
@@ -467,8 +478,28 @@ export class ShardMember {
       if (mineHere && (target[s] !== me || m.state !== 'active')) strays.push(v);
       else if (target[s] === me && m.state === 'active' && !this.stopping) takes.push(s);
     }
+    this.tellAbsent(takes);
     await inBatches(strays, (v) => this.free(v, m));
     await inBatches(takes, (s) => this.take(s, m));
+  }
+
+  /**
+   * One info line when shards this member is to take start waiting to be created (absent, not
+   * yet a lease duration): else a new group owns nothing for 15 s with nothing said, as a lease
+   * absent is told. Said again only for shards absent anew (a record deleted later).
+   */
+  private tellAbsent(takes: readonly number[]): void {
+    const waiting = takes.filter((s) => !this.view.shard(s) && !this.view.absentLongEnough(s));
+    const fresh = waiting.filter((s) => !this.absentSaid.has(s));
+    this.absentSaid = new Set(waiting);
+    if (fresh.length === 0) return;
+    const waitMs = Math.max(...fresh.map((s) => this.view.absentWaitLeftMs(s)));
+    this.log.info('shards absent: creating them after a lease duration unless they appear', {
+      absent: fresh.length,
+      waitMs,
+      createsAt: new Date(this.clock.now().getTime() + waitMs).toISOString(),
+      why: 'a shard record never seen looks the same as one just deleted, whose owner may still be working on it',
+    });
   }
 
   /** Ends, without a release (not ours to free), each owned shard whose record the view shows gone or naming another session. */
@@ -638,6 +669,31 @@ export class ShardMember {
 
   private sessionValid(m: Mine): boolean {
     return this.mine === m && this.clock.monotonic() < this.basis(m).mono + this.timings.renewDeadlineMs;
+  }
+
+  /**
+   * One warn line when the app stops being eligible (the member gives every shard up), one info
+   * line when it is again; a change of reason in between (unhealthy, then held down) is a debug
+   * line. Nothing while it stays eligible: a member without a health source says nothing.
+   */
+  private logEligibility(): void {
+    if (this.eligible()) {
+      if (this.asideSaid) this.log.info('the app is eligible: taking shards');
+      this.asideSaid = false;
+      return;
+    }
+    const aside = this.standAside();
+    if (!this.asideSaid) this.log.warn('standing aside', { reason: aside.reason, since: aside.since.toISOString() });
+    else this.log.debug('still standing aside', { reason: aside.reason, since: aside.since.toISOString() });
+    this.asideSaid = true;
+  }
+
+  private standAside(): StandAside {
+    try {
+      return this.opts.eligibility?.standAside() ?? { reason: 'the app is not eligible', since: this.clock.now() };
+    } catch {
+      return { reason: 'the app is not eligible', since: this.clock.now() };
+    }
   }
 
   private eligible(): boolean {

@@ -81,6 +81,8 @@ export function shardLiveness(s: ShardMemberSnapshot, t: Timings, nowMono: numbe
  * rollout is ready once it has joined.
  */
 export function shardReadiness(s: ShardMemberSnapshot): Verdict {
+  // A loop that ended (the group was recreated with another count) never joins again: not "not yet".
+  if (!s.running) return { ok: false, reason: 'shard member loop is not running' };
   if (s.standingAside) return { ok: false, reason: `not taking shards: ${escapeForTerminal(s.standingAside.reason)}` };
   if (!s.session) return { ok: false, reason: `not a member of shard group ${s.group} yet (no member slot)` };
   if (s.state !== 'active') return { ok: false, reason: `leaving shard group ${s.group}` };

@@ -262,6 +262,22 @@ describe('the sidecar in shard mode', () => {
     assert.equal(w.store.peek(G).filter((v) => v.record.kind === 'member').length, 1, 'b took no member slot');
     await w.stopAll();
   });
+
+  it('a group recreated with another shard count while it runs: it leaves, and both probes say its loop is not running', async () => {
+    const w = world(4);
+    const a = await w.add('a');
+    assert.ok(await w.advanceUntil(() => w.fileShards('a').length === 4, 20_000));
+    const header = w.store.peek(G).find((v) => v.record.kind === 'group')!.record;
+    w.store.put(G, { ...header, shards: 5 } as typeof header);
+    assert.ok(await w.advanceUntil(() => a.s.member.snapshot().session === null, 5_000), 'it left the group');
+    assert.ok(a.lines.some((l) => l.startsWith('leaving the shard group') && l.includes('has 5 shards, not 4')));
+    // At once, not after a lease duration without a turn: it will never rejoin, so a restart must say why.
+    const live = shardLiveness(a.s.member.snapshot(), T, w.clock.monotonic());
+    assert.deepEqual([live.ok, live.reason], [false, 'shard member loop is not running']);
+    const ready = shardReadiness(a.s.member.snapshot());
+    assert.deepEqual([ready.ok, ready.reason], [false, 'shard member loop is not running'], 'not "not a member yet": it never will be');
+    await w.stopAll();
+  });
 });
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
