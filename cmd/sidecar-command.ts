@@ -1,4 +1,5 @@
 import { createLogger } from '../src/log.js';
+import type { InvalidConfigError } from '../src/errors.js';
 import { Sidecar } from '../src/sidecar/sidecar.js';
 import { SIDECAR_COMMAND_OPTIONS, checkListenAddress, openStoreAndLabeler, resolveSidecarCommand } from './sidecar-settings.js';
 import type { CommandSpec } from './flag-table.js';
@@ -15,7 +16,8 @@ export const SIDECAR_COMMAND = {
 
 /**
  * Campaigns until a shutdown signal, then steps down and releases; with --shards, is a member of
- * the group until then, then gives its shards up and leaves. Resolves to 0.
+ * the group until then, then gives its shards up and leaves. Resolves to 0; rejects with the
+ * refusal when a member leaves its group on its own (main() makes it exit 2).
  */
 export async function runSidecar(flags: ParsedFlags<typeof SIDECAR_COMMAND_OPTIONS>, { io }: CommandContext): Promise<number> {
   const s = resolveSidecarCommand(flags);
@@ -34,11 +36,17 @@ export async function runSidecar(flags: ParsedFlags<typeof SIDECAR_COMMAND_OPTIO
     endpoints,
   );
   let sidecar: Pick<Sidecar, 'start' | 'stop'>;
+  // A member that leaves its group on its own (the group's records say another shard count: a
+  // start race with another --shards, or the group recreated) ends the command with that
+  // refusal (exit 2), rather than running on as a member of nothing.
+  let refused: Promise<InvalidConfigError> = new Promise(() => {});
   try {
     if (group) {
       // Loaded only in shard mode: a leader sidecar carries none of it.
       const { ShardSidecar } = await import('../src/sidecar/shard-sidecar.js');
-      sidecar = new ShardSidecar({ ...s, ...group, group: s.lease, store, log, drainKey: true });
+      const member = new ShardSidecar({ ...s, ...group, group: s.lease, store, log, drainKey: true });
+      refused = member.refused;
+      sidecar = member;
     } else sidecar = new Sidecar({ ...s, store, log, podLabeler, leaderEndpoints });
   } catch (err) {
     // Nothing may be left open: main() returns, and the process ends when nothing runs.
@@ -58,6 +66,10 @@ export async function runSidecar(flags: ParsedFlags<typeof SIDECAR_COMMAND_OPTIO
     await sidecar.stop().catch(() => {});
     throw err;
   }
-  await stopped;
+  const refusal = await Promise.race([stopped.then(() => null), refused]);
+  if (refusal) {
+    await sidecar.stop();
+    throw refusal;
+  }
   return 0;
 }

@@ -145,6 +145,13 @@ export class ShardMember {
    */
   private readonly kept = new Map<number, { session: SessionId; untilMono: number }>();
   private loop: Promise<void> | null = null;
+  /**
+   * Resolves with the refusal when the member leaves the group on its own (the group's records
+   * came to say another shard count: a start race, or the group recreated); never otherwise.
+   * The sidecar command ends on it (exit 2) instead of running on as a member of nothing.
+   */
+  readonly refused: Promise<InvalidConfigError>;
+  private refuse: (err: InvalidConfigError) => void = () => {};
   /** The loop has returned: on stop, or on its own (the group was recreated with another count); it never starts again. */
   private loopEnded = false;
   private stopping = false;
@@ -165,6 +172,7 @@ export class ShardMember {
   private absentSaid = new Set<number>();
 
   constructor(private readonly opts: ShardMemberOptions) {
+    this.refused = new Promise((resolve) => (this.refuse = resolve));
     this.group = opts.group;
     this.identity = opts.identity;
     this.shards = opts.shards;
@@ -243,6 +251,7 @@ export class ShardMember {
           // The group changed under this member (recreated with another count): it takes no part.
           this.log.error('leaving the shard group', { reason: err.message });
           this.stopping = true;
+          this.refuse(err);
         } else this.log.warn('shard member turn failed', { reason: describeError(err) });
       }
       if (this.stopping && this.done()) break;

@@ -15,7 +15,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import { realClock, type Clock } from '../clock.js';
-import { describeError } from '../errors.js';
+import { describeError, type InvalidConfigError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import type { GroupStore } from '../backends/group-store.js';
@@ -271,6 +271,11 @@ export class ShardSidecar {
     this.endpoints?.streams.endAll();
     await this.server?.close();
     await this.opts.store.close();
+  }
+
+  /** Resolves with the refusal when the member leaves the group on its own (ShardMember.refused); never otherwise. */
+  get refused(): Promise<InvalidConfigError> {
+    return this.member.refused;
   }
 
   /**
