@@ -3,7 +3,7 @@
 # test:* scripts, scripts/test.sh and scripts/test-on-node.sh all take their files from here,
 # since Node 20's test runner takes no globs.
 #   scripts/test-files.sh unit|sqlite|local|other-node|simulation|postgres|kubernetes|cluster|kind
-# unit: beside the code (and the bench's and scripts' pure parts), fake clock, no processes; sqlite: real processes on real SQLite files,
+# unit: beside the code (and the bench's and scripts' pure parts), fake clock, no leasehold process (a few sh); sqlite: real processes on real SQLite files,
 # the CLI and the package as users install it (built artifact); local: unit + sqlite, the tiers
 # that need no server and run first; other-node: local without SAME_ON_EVERY_NODE, what the
 # second Node version (the image's: scripts/test-on-node.sh) runs; simulation: the seeded
