@@ -135,7 +135,7 @@ describe('bench --splice', () => {
     want = cut(
       want,
       '## Overlap of leader work at a graceful handoff\n',
-      '## Memory in a pod\n',
+      '## Shard groups\n',
       `## Overlap of leader work at a graceful handoff\n\n_This section was measured by \`npm run bench -- --only overlap --splice\` on ${today}, apart from the full run._\n\nFIGURES OF overlap\n\n`,
     );
     assert.equal(r.doc, want);

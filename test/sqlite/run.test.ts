@@ -232,8 +232,10 @@ describe('leasehold run -- CMD', () => {
     const cli = [process.execPath, ...NODE_FLAGS, join(REPO, 'dist/cmd/leasehold.js')].map((a) => JSON.stringify(a)).join(' ');
     const nested = [
       `${cli} status --json --db ${JSON.stringify(db)} --lease "$LEASEHOLD_LEASE"`,
-      // A sidecar inside the command, with the inherited LEASEHOLD_LEASE/IDENTITY in its environment.
-      `(${cli} sidecar --db ${JSON.stringify(db)} --lease-duration 2s --renew-deadline 1500ms --retry-period 400ms --log-format json & pid=$!; sleep 3; kill -TERM $pid; wait $pid)`,
+      // A sidecar inside the command, with the inherited LEASEHOLD_LEASE/IDENTITY in its environment
+      // (not LEASEHOLD_LISTEN: CMD's environment drops it, so the port is given here, never the
+      // default 4040, which another process may hold).
+      `(${cli} sidecar --listen 127.0.0.1:0 --db ${JSON.stringify(db)} --lease-duration 2s --renew-deadline 1500ms --retry-period 400ms --log-format json & pid=$!; sleep 3; kill -TERM $pid; wait $pid)`,
     ].join(' && ');
     const r = await runCli(['run', '--once', '--db', db, '--lease', 'nested', '--identity', 'parent', ...T, '--', 'sh', '-c', nested], {
       LEASEHOLD_LISTEN: '127.0.0.1:0',
