@@ -33,16 +33,18 @@ const perMin = (n: number, r: ShardCaseResult) => (n / r.members) * (60 / r.idle
  * have them.
  */
 export const SHARD_MOVE_NOTE = [
-  '**Why a change of many shards misses its goal.** A shard changes owner one at a time in each',
-  'process: the old owner rewrites its `shards.json` without it (one atomic write, fsynced, per',
-  "shard lost), passes the shard's gate and releases it (a compare-and-swap, committed with an",
-  'fsync on SQLite and PostgreSQL, one request on Kubernetes); each new owner lists the group on',
-  "the store's hint, takes the shard (another compare-and-swap) and rewrites its own `shards.json`",
-  '(once per shard gained). A leave of N/M shards is N/M of each in the leaver alone and the same',
-  'spread over the others; after a crash the N/M takes wait out the lease duration and then come',
-  "the same way; a join moves the newcomer's share alike. The sidecars run interpreted",
-  '(`--jitless`, as the image runs them) on two cores shared with every member, the store and',
-  'the bench, so the time grows with N/M and with the load; the goals hold where N/M is small.',
+  '**Why a change of many shards misses its goal.** Each shard that changes owner costs two',
+  "compare-and-swaps of its own: the old owner's release once the shard has passed its gate, and",
+  "the new owner's take after it lists the group on the store's hint; each is its own commit",
+  '(an fsync on SQLite and PostgreSQL, one request on Kubernetes), 16 at a time per member.',
+  '`shards.json` is written once per pass of the member, whatever it gained or lost in it. A',
+  'leave of N/M shards is N/M releases in the leaver and N/M takes spread over the others; after',
+  'a crash the N/M takes wait out the lease duration and then come the same way; a join moves',
+  "the newcomer's share alike. At M = 32 every member also lists the whole group on each of the",
+  "others' heartbeats (the idle table's lists), and the sidecars run interpreted (`--jitless`, as",
+  'the image runs them) on the two cores they share with the store and the bench, so the time',
+  "grows with N/M and with the load. Writing a member's releases or takes in one transaction",
+  '(SQLite, PostgreSQL) is the next step; the goals hold where N/M is small.',
 ].join('\n');
 
 /**
