@@ -272,7 +272,9 @@ describe("the store's credentials reach neither a run's command nor a health che
         'off',
         ...T,
         '--health-exec',
-        `env -0 > '${checkEnv}'`,
+        // Written whole or not at all: the check runs every 200 ms and the last one may be
+        // stopped mid-write when run exits (a truncated file read as one without PGUSER).
+        `env -0 > '${checkEnv}.tmp' && mv '${checkEnv}.tmp' '${checkEnv}'`,
         '--health-period',
         '200ms',
         '--health-timeout',
