@@ -202,7 +202,7 @@ export function shardChecks(cluster: ClusterSession): void {
         const after = pods().find((p) => p.metadata.name === victim);
         const restarts = after?.status.containerStatuses?.find((c) => c.name === 'leasehold')?.restartCount;
         console.log(
-          `cluster: shards: the killed sidecar owned ${owned.length} shards; stopped at +0 s, killed at +${killedS.toFixed(1)} s, restarted ${restarts ?? '(pod gone)'} times`,
+          `cluster: shards: the killed sidecar owned ${owned.length} shards; stopped at +0 s, killed at +${killedS.toFixed(1)} s, ${restarts === undefined ? 'its pod gone by the settle' : `restarted ${restarts} times`}`,
         );
         assert.equal(restarts ?? 0, 0, 'the kubelet did not restart the sidecar of a terminating pod');
         // Its shards waited for its session to expire (a lease duration, 15 s, after its last
