@@ -5,10 +5,11 @@
  */
 import { openStore, type StoreSettings } from '../backends/open-store.js';
 import type { LeaseStore } from '../backends/lease-store.js';
-import { InvalidConfigError, describeError } from '../errors.js';
+import { InvalidConfigError } from '../errors.js';
 import { createLogger, guardedLogger, isLogger, type Logger } from '../log.js';
 import { quoted, resolveElectionConfig, resolvedTimings, type ElectionConfig } from '../config/election-options.js';
 import { CandidateLoop, type LeadershipTerm } from './candidate-loop.js';
+import { runAppCallback } from './app-callback.js';
 import { MAX_TIMER_MS } from '../config/duration.js';
 import { realClock, type Clock } from '../clock.js';
 import { AppHealth } from '../health/app-health.js';
@@ -173,13 +174,14 @@ export class LeaderElection {
           }
           let settle: () => void = () => {};
           if (ended) ended.stopped = new Promise<void>((resolve) => (settle = resolve));
-          this.callback(
+          runAppCallback(
+            this.log,
             'onStoppedLeading',
             () => callbacks.onStoppedLeading?.(reason),
             () => settle(),
           );
         },
-        onNewLeader: (holder) => this.callback('onNewLeader', () => callbacks.onNewLeader?.(holder)),
+        onNewLeader: (holder) => runAppCallback(this.log, 'onNewLeader', () => callbacks.onNewLeader?.(holder)),
       },
     });
   }
@@ -267,29 +269,7 @@ export class LeaderElection {
       validUntil: () => new Date(state.validUntil.getTime()),
     };
     // Called a turn later, so the elector has finished taking the lease before the app's code runs.
-    void Promise.resolve().then(() => this.callback('onStartedLeading', () => this.opts.callbacks.onStartedLeading(leadership), settle));
-  }
-
-  /**
-   * Runs one of the app's callbacks: whatever it throws or its promise rejects with is logged,
-   * never passed on to the elector (where it would disturb the election) nor left unhandled
-   * (where it would end the process). `settled` runs when it has finished, either way.
-   */
-  private callback(name: keyof LeaderCallbacks, run: () => unknown, settled: () => void = () => {}): void {
-    const report = (err: unknown) => this.log.error('callback failed', { callback: name, error: describeError(err) });
-    try {
-      const result = run();
-      if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') {
-        (result as PromiseLike<unknown>).then(settled, (err: unknown) => {
-          report(err);
-          settled();
-        });
-        return;
-      }
-    } catch (err) {
-      report(err);
-    }
-    settled();
+    void Promise.resolve().then(() => runAppCallback(this.log, 'onStartedLeading', () => this.opts.callbacks.onStartedLeading(leadership), settle));
   }
 }
 

@@ -6,12 +6,13 @@
 import { openStore, type StoreSettings } from '../backends/open-store.js';
 import type { GroupStore } from '../backends/group-store.js';
 import { MAX_MEMBER_SLOTS } from '../backends/group-store.js';
-import { InvalidConfigError, describeError } from '../errors.js';
+import { InvalidConfigError } from '../errors.js';
 import { createLogger, guardedLogger, isLogger, type Logger } from '../log.js';
 import { quoted, resolvedTimings, validateIdentity, validateTimings } from '../config/election-options.js';
 import { MAX_TIMER_MS } from '../config/duration.js';
 import { realClock, type Clock } from '../clock.js';
 import type { Eligibility } from '../health/eligibility.js';
+import { runAppCallback } from '../election/app-callback.js';
 import { ShardMember, type ShardMemberSnapshot } from './shard-member.js';
 import { checkShardCount, shardOf } from './key-to-shard.js';
 
@@ -100,7 +101,7 @@ export class ShardGroup {
           const h: Held = { controller, work: new Promise<void>((r) => (settle = r)), stopped: Promise.resolve(), validUntil: t.validUntil };
           this.held.set(t.shard, h);
           const ownership: ShardOwnership = { shard: t.shard, token: t.token, signal: controller.signal, validUntil: () => new Date(h.validUntil.getTime()) };
-          void Promise.resolve().then(() => this.callback('onShardGained', () => opts.callbacks.onShardGained(ownership), settle));
+          void Promise.resolve().then(() => runAppCallback(this.log, 'onShardGained', () => opts.callbacks.onShardGained(ownership), settle));
         },
         onRenewed: (validUntil) => {
           for (const h of this.held.values()) if (!h.controller.signal.aborted) h.validUntil = validUntil;
@@ -112,7 +113,7 @@ export class ShardGroup {
           h.controller.abort(new Error(`stopped owning shard ${shard}: ${reason}`));
           let settle!: () => void;
           h.stopped = new Promise<void>((r) => (settle = r));
-          this.callback('onShardLost', () => opts.callbacks.onShardLost?.(shard, reason), settle);
+          runAppCallback(this.log, 'onShardLost', () => opts.callbacks.onShardLost?.(shard, reason), settle);
         },
       },
     });
@@ -166,23 +167,6 @@ export class ShardGroup {
     return Promise.all([h.work, h.stopped]).then(() => {
       if (this.held.get(shard) === h) this.held.delete(shard);
     });
-  }
-
-  private callback(name: string, run: () => unknown, settled: () => void): void {
-    const report = (err: unknown) => this.log.error('callback failed', { callback: name, error: describeError(err) });
-    try {
-      const result = run();
-      if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') {
-        (result as PromiseLike<unknown>).then(settled, (err: unknown) => {
-          report(err);
-          settled();
-        });
-        return;
-      }
-    } catch (err) {
-      report(err);
-    }
-    settled();
   }
 }
 
