@@ -18,7 +18,7 @@ import { httpStatus } from '../../kube/api-errors.js';
 import { BackendError, ConflictError, ForbiddenError, ForeignRecordError, InvalidRecordError, LeaseholdError, NotFoundError } from '../../errors.js';
 import { escapeControl } from '../../util/escape-control.js';
 import { validateKubernetesLeaseDuration } from '../../config/election-options.js';
-import { reconnectDelayMs } from '../../util/backoff.js';
+import { WATCH_TIMEOUT_SECONDS, keepWatching } from './kept-watch.js';
 import type { CallOptions } from '../lease-store.js';
 import { MAX_MEMBER_SLOTS, MAX_SHARDS, recordKey, type GroupRecord, type VersionedGroupRecord } from '../group-store.js';
 import { checkGroupRecord } from '../group-record-check.js';
@@ -30,8 +30,6 @@ export const OWNER_SESSION_ANNOTATION = 'leasehold.io/owner-session';
 export const SHARDS_ANNOTATION = 'leasehold.io/shards';
 /** leaseTransitions is an int32 in coordination.k8s.io/v1. */
 const MAX_INT32 = 2_147_483_647;
-/** How long the API server keeps one watch open before ending it (we then reconnect), as the lease watch. */
-const WATCH_TIMEOUT_SECONDS = 300;
 
 interface LeaseSpec {
   holderIdentity?: string;
@@ -175,57 +173,27 @@ export class KubernetesGroupStore {
   watchGroup(group: string, onChange: () => void, onHealth?: (healthy: boolean) => void): () => void {
     checkKubernetesGroupName(group);
     const selector = `${GROUP_LABEL}=${group}`;
-    let stopped = false;
-    let current: { abort(): void } | null = null;
-    let timer: NodeJS.Timeout | null = null;
-    let failures = 0;
-    const connect = async () => {
-      if (stopped) return;
-      try {
+    return keepWatching(
+      async (tie) => {
         const head = await this.client.request<LeaseList>(
           'GET',
           `${this.leasePath()}?${new URLSearchParams({ labelSelector: selector, limit: '1' }).toString()}`,
         );
         const from = head.metadata?.resourceVersion;
         if (!from) throw new BackendError(`list of group ${group}'s Leases came back without a resourceVersion`);
-        if (stopped) return;
-        current = await this.client.watch(
+        return this.client.watch(
           this.leasePath(),
           { labelSelector: selector, resourceVersion: from, timeoutSeconds: String(WATCH_TIMEOUT_SECONDS) },
           ({ type }) => {
-            failures = 0;
-            if (!stopped && (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED')) onChange();
+            tie.sawEvent();
+            if (!tie.stopped && (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED')) onChange();
           },
-          () => reconnect(),
+          tie.ended,
         );
-        if (stopped) {
-          current.abort();
-          return;
-        }
-        onHealth?.(true);
-        onChange();
-      } catch {
-        reconnect();
-      }
-    };
-    const reconnect = () => {
-      current = null;
-      if (stopped) return;
-      onHealth?.(false);
-      if (timer) return;
-      failures++;
-      timer = setTimeout(() => {
-        timer = null;
-        void connect();
-      }, reconnectDelayMs(failures));
-      timer.unref();
-    };
-    void connect();
-    return () => {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      current?.abort();
-    };
+      },
+      onChange,
+      onHealth,
+    );
   }
 
   /** The Lease named `name`, or null when there is none. */

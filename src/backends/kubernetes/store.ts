@@ -4,7 +4,7 @@ import { BackendError, ConflictError, ForbiddenError, InvalidRecordError, Leaseh
 import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../lease-store.js';
 import { formatMicroTime, parseMicroTime } from './micro-time.js';
 import { validateKubernetesLeaseDuration } from '../../config/election-options.js';
-import { reconnectDelayMs } from '../../util/backoff.js';
+import { WATCH_TIMEOUT_SECONDS, keepWatching } from './kept-watch.js';
 import { SUCCESSOR_ANNOTATION, formatSuccessor, parseSuccessor } from './successor-annotation.js';
 import type { GroupRecord, GroupStore, VersionedGroupRecord } from '../group-store.js';
 import { KubernetesGroupStore } from './group-store.js';
@@ -31,9 +31,6 @@ interface Lease {
   };
   spec?: LeaseSpec;
 }
-
-/** How long the API server keeps one watch open before ending it (we then reconnect), like client-go's 5–10 minutes. */
-const WATCH_TIMEOUT_SECONDS = 300;
 
 /**
  * Leases as coordination.k8s.io/v1 Lease objects, written exactly as client-go's LeaseLock
@@ -150,18 +147,13 @@ export class KubernetesLeaseStore implements LeaseStore, GroupStore {
    * resourceVersion, so the first events report the current state again.
    */
   watch(name: string, onEvent: (e: WatchEvent) => void, onHealth?: (healthy: boolean) => void): () => void {
-    let stopped = false;
-    let current: { abort(): void } | null = null;
-    let timer: NodeJS.Timeout | null = null;
-    let failures = 0;
-    const connect = async () => {
-      if (stopped) return;
-      try {
-        current = await this.client.watch(
+    return keepWatching(
+      (tie) =>
+        this.client.watch(
           this.leasePath(),
           { fieldSelector: `metadata.name=${name}`, timeoutSeconds: String(WATCH_TIMEOUT_SECONDS) },
           ({ type, object }) => {
-            failures = 0;
+            tie.sawEvent();
             const obj = object as Lease | undefined;
             if (type === 'DELETED') {
               this.objects.delete(name);
@@ -170,32 +162,11 @@ export class KubernetesLeaseStore implements LeaseStore, GroupStore {
               onEvent({ record: this.remember(name, obj) });
             }
           },
-          () => reconnect(),
-        );
-        if (stopped) current.abort();
-        else onHealth?.(true);
-      } catch {
-        reconnect();
-      }
-    };
-    const reconnect = () => {
-      current = null;
-      if (stopped) return;
-      onHealth?.(false);
-      if (timer) return;
-      failures++;
-      timer = setTimeout(() => {
-        timer = null;
-        void connect();
-      }, reconnectDelayMs(failures));
-      timer.unref();
-    };
-    void connect();
-    return () => {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      current?.abort();
-    };
+          tie.ended,
+        ),
+      () => {},
+      onHealth,
+    );
   }
 
   // The shard groups' records: group-store.ts, on this store's client and namespace.
