@@ -13,6 +13,7 @@ import assert from 'node:assert/strict';
 import { MAX_MEMBER_SLOTS, MAX_SHARDS, recordKey } from '../backends/group-store.js';
 import type { GroupHeader, GroupRecord, GroupStore, MemberSlot, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
 import { MAX_GROUP_IDENTITY } from '../backends/group-record-check.js';
+import { codeOf, until } from './contract-helpers.js';
 
 /** One group store under test, plus a second writer that reaches the same records another way. */
 export interface GroupContractSubject {
@@ -53,26 +54,6 @@ export const contractShard = (index: number, over: Partial<Omit<ShardRecord, 'ki
   acquireTime: at,
   ...over,
 });
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'ok';
-  } catch (err) {
-    return (err as { code?: string }).code ?? `uncoded: ${String(err)}`;
-  }
-}
-
-/** Waits for a condition, not for time: polls every 10 ms up to `ms`. */
-async function until<T>(what: string, check: () => T | undefined | Promise<T | undefined>, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /** A list in key order, so lists compare whatever order a store returns. */
 function sorted(list: VersionedGroupRecord[]): VersionedGroupRecord[] {

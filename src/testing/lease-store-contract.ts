@@ -10,6 +10,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LeaseRecord, LeaseStore, WatchEvent } from '../backends/lease-store.js';
+import { codeOf, until } from './contract-helpers.js';
 
 /** One store under test, plus a second writer that reaches the same leases another way. */
 export interface ContractSubject {
@@ -32,26 +33,6 @@ const contractRecord = (over: Partial<LeaseRecord> = {}): LeaseRecord => ({
   leaseTransitions: 1,
   ...over,
 });
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'ok';
-  } catch (err) {
-    return (err as { code?: string }).code ?? `uncoded: ${String(err)}`;
-  }
-}
-
-/** Waits for a condition, not for time: polls every 10 ms up to `ms`. */
-async function until<T>(what: string, check: () => T | undefined | Promise<T | undefined>, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 export function leaseStoreContract(storeName: string, open: () => Promise<ContractSubject>): void {
   describe(`LeaseStore contract: ${storeName}`, () => {

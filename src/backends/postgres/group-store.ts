@@ -22,6 +22,7 @@ import type { CallOptions } from '../lease-store.js';
 import { recordKey, type GroupRecord, type VersionedGroupRecord } from '../group-store.js';
 import { checkGroupName, checkGroupRecord } from '../group-record-check.js';
 import { MAX_TEXT_BYTES, boundedColumn, oversizedColumn } from '../bounded-sql.js';
+import { GROUP_KEY_COLUMNS, GROUP_VALUE_COLUMNS } from '../group-columns.js';
 import { HintThrottle, channelName } from './notify.js';
 import { GROUP_TABLE, groupAdminScript, groupCreateBlock } from './schema.js';
 
@@ -54,21 +55,8 @@ const BOUNDED: [string, number][] = [
   ['holder_identity', MAX_TEXT_BYTES],
   ['state', 64],
 ];
-const VALUE_COLUMNS = [
-  'holder_identity',
-  'session',
-  'state',
-  'renew_time_ms',
-  'lease_duration_seconds',
-  'token',
-  'owner_slot',
-  'owner_session',
-  'acquire_time_ms',
-  'shards',
-  'created_at_ms',
-] as const;
 /** Every column the store reads and writes: a table without one is refused, naming it. */
-const COLUMNS = ['group_name', 'kind', 'idx', ...VALUE_COLUMNS, 'version'];
+const COLUMNS = [...GROUP_KEY_COLUMNS, ...GROUP_VALUE_COLUMNS, 'version'];
 
 interface GroupRow {
   kind: string;
@@ -142,8 +130,8 @@ export class PostgresGroupStore {
     await this.ensureTable(opts);
     const r = await this.conn.query<{ version: string }>(
       'group create',
-      `INSERT INTO ${this.qualified} (group_name, kind, idx, ${VALUE_COLUMNS.join(', ')}, version)
-       VALUES ($1, $2, $3, ${VALUE_COLUMNS.map((_, i) => `$${i + 4}`).join(', ')}, txid_current())
+      `INSERT INTO ${this.qualified} (group_name, kind, idx, ${GROUP_VALUE_COLUMNS.join(', ')}, version)
+       VALUES ($1, $2, $3, ${GROUP_VALUE_COLUMNS.map((_, i) => `$${i + 4}`).join(', ')}, txid_current())
        ON CONFLICT (group_name, kind, idx) DO NOTHING RETURNING version`,
       [group, record.kind, record.index, ...toValues(record)],
       opts,
@@ -161,7 +149,7 @@ export class PostgresGroupStore {
     await this.ensureTable(opts);
     const r = await this.conn.query<{ version: string }>(
       'group update',
-      `UPDATE ${this.qualified} SET ${VALUE_COLUMNS.map((c, i) => `${c} = $${i + 5}`).join(', ')}, version = txid_current()
+      `UPDATE ${this.qualified} SET ${GROUP_VALUE_COLUMNS.map((c, i) => `${c} = $${i + 5}`).join(', ')}, version = txid_current()
        WHERE group_name = $1 AND kind = $2 AND idx = $3 AND version = $4 RETURNING version`,
       [group, record.kind, record.index, expectedVersion, ...toValues(record)],
       opts,
@@ -428,7 +416,7 @@ function codeOf(err: unknown): string {
   return typeof own === 'string' ? own : '';
 }
 
-/** The value columns, in VALUE_COLUMNS' order; those another kind uses are NULL. */
+/** The value columns, in GROUP_VALUE_COLUMNS' order; those another kind uses are NULL. */
 function toValues(r: GroupRecord): unknown[] {
   const ms = (d: Date | null) => (d ? d.getTime() : null);
   switch (r.kind) {

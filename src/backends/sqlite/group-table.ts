@@ -3,6 +3,7 @@ import { ConflictError, InvalidRecordError } from '../../errors.js';
 import { escapeControl } from '../../util/escape-control.js';
 import { MAX_NUMBER_BYTES, MAX_TEXT_BYTES, boundedColumn, oversizedColumn } from '../bounded-sql.js';
 import { recordKey, type GroupRecord } from '../group-store.js';
+import { GROUP_KEY_COLUMNS, GROUP_VALUE_COLUMNS } from '../group-columns.js';
 
 // The shard groups' records in the SQLite file (docs/sqlite.md, "The group records"): a table of
 // their own, `lease_groups`, so no lease's name can meet a group record's, keyed by (group_name,
@@ -108,22 +109,7 @@ const BOUNDS: [string, number][] = [
   ['version', MAX_NUMBER_BYTES],
 ];
 const SELECT_LIST = `SELECT ${BOUNDS.map(([c, max]) => boundedColumn(c, max)).join(', ')}, ${oversizedColumn(BOUNDS)} FROM ${GROUP_TABLE} WHERE group_name = ?`;
-const COLUMNS = [
-  'group_name',
-  'kind',
-  'idx',
-  'holder_identity',
-  'session',
-  'state',
-  'renew_time_ms',
-  'lease_duration_seconds',
-  'token',
-  'owner_slot',
-  'owner_session',
-  'acquire_time_ms',
-  'shards',
-  'created_at_ms',
-] as const;
+const COLUMNS = [...GROUP_KEY_COLUMNS, ...GROUP_VALUE_COLUMNS] as const;
 type Values = Record<(typeof COLUMNS)[number], string | number | null>;
 
 /** A group's records as stored: each with the file's version (a number) and a note when values were over their bound. */
@@ -152,9 +138,7 @@ export class GroupTable {
     const named = COLUMNS.map((c) => `@${c}`).join(', ');
     this.insert = db.prepare(`INSERT INTO ${GROUP_TABLE} (${COLUMNS.join(', ')}) VALUES (${named}) ON CONFLICT (group_name, kind, idx) DO NOTHING`);
     this.update = db.prepare(
-      `UPDATE ${GROUP_TABLE} SET ${COLUMNS.slice(3)
-        .map((c) => `${c} = @${c}`)
-        .join(', ')} WHERE group_name = @group_name AND kind = @kind AND idx = @idx`,
+      `UPDATE ${GROUP_TABLE} SET ${GROUP_VALUE_COLUMNS.map((c) => `${c} = @${c}`).join(', ')} WHERE group_name = @group_name AND kind = @kind AND idx = @idx`,
     );
   }
 
