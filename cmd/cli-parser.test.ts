@@ -107,7 +107,7 @@ it("hands run's command every word after the first --, byte for byte, and reads 
 it('takes a value that starts with a dash, so that its own rule says what is wrong with it', () => {
   const f = parseSidecar(['--health-tcp', '80', '--health-hold-down', '-1s']);
   assert.equal(f.values['health-hold-down'], '-1s');
-  assert.throws(() => resolveSidecarCommand(f), { message: /^invalid --health-hold-down "-1s": expected a duration/ });
+  assert.throws(() => resolveSidecarCommand(f, {}), { message: /^invalid --health-hold-down "-1s": expected a duration/ });
 });
 
 it('refuses a missing or empty value, naming the flag and the rule', () => {
@@ -216,7 +216,7 @@ it("a leasehold inside run's command is not refused for the parent's store: its 
   const s = parseFlags(STATUS_OPTIONS, [], env, { command: 'status' });
   assert.deepEqual(resolveStore(s), { lease: 'jobs', store: resolveStore(parseFlags(STATUS_OPTIONS, ['--lease', 'jobs'], {}, { command: 'status' })).store });
   // A sidecar there campaigns on its own store and lease, not the parent's.
-  const c = resolveSidecarCommand(parseSidecar(['--listen', 'off'], env));
+  const c = resolveSidecarCommand(parseSidecar(['--listen', 'off'], env), env);
   assert.deepEqual([c.store.backend, c.lease], ['sqlite', 'leasehold']);
 });
 
@@ -236,4 +236,11 @@ it("a --health-exec check gets the sidecar's environment less its configuration,
   // With another backend PGPASSWORD is not leasehold's: the app's check may need it.
   assert.equal(probeEnvironment(parent, RUN_FLAGS, 'sqlite').PGPASSWORD, 'secret');
   assert.equal(probeEnvironment(parent, RUN_FLAGS, 'sqlite').LEASEHOLD_POSTGRES_URL, undefined);
+});
+
+it("the sidecar's --health-exec environment is made from the environment main() was given, not the process's", () => {
+  const given = { PATH: '/opt/bin', APP_SETTING: 'given', PGPASSWORD: 'secret', LEASEHOLD_LISTEN: 'off' };
+  const c = resolveSidecarCommand(parseSidecar(['--health-exec', 'true', '--backend', 'postgres'], given), given);
+  assert.ok(c.health && 'exec' in c.health.probe, 'an exec check');
+  assert.deepEqual(c.health.probe.env, { PATH: '/opt/bin', APP_SETTING: 'given' });
 });

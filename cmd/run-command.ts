@@ -61,12 +61,12 @@ export const RUN_COMMAND = {
  * Validates every `run` flag and the command's presence before anything is created; throws one
  * clear error. The command itself is looked up on PATH later, in runRun.
  */
-export function resolveRun(f: FlagValues<RunArgs>) {
+export function resolveRun(f: FlagValues<RunArgs>, env: NodeJS.ProcessEnv) {
   const a = f.values;
   if (a.shards !== undefined) throw badFlag('shards', a.shards, RUN_SHARDS_RULE);
   const argv = a['--'] ?? [];
   if (argv.length === 0) throw new CommandStartError('no command given: use leasehold run [flags] -- CMD [ARGS...]');
-  const s = resolveSidecar(f);
+  const s = resolveSidecar(f, env);
   const remaining = s.leaseDurationMs - s.renewDeadlineMs;
   let gracePeriodMs = Math.min(5_000, remaining);
   if (a['grace-period'] !== undefined) {
@@ -88,7 +88,7 @@ export function resolveRun(f: FlagValues<RunArgs>) {
 
 /** Runs the command while leader until it is done (--once) or a shutdown signal; resolves to the exit status. */
 export async function runRun(f: FlagValues<RunArgs>, { env, io }: CommandContext): Promise<number> {
-  const { argv, gracePeriodMs, skipIfRanWithinMs, tryMs, giveUpAfter, ...s } = resolveRun(f);
+  const { argv, gracePeriodMs, skipIfRanWithinMs, tryMs, giveUpAfter, ...s } = resolveRun(f, env);
   resolveExecutable(argv[0]!, env.PATH ?? '');
   await checkListenAddress(s.listen, f.values.listen);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity }, write: (line) => io.stderr(`${line}\n`) });

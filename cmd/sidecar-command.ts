@@ -19,8 +19,8 @@ export const SIDECAR_COMMAND = {
  * the group until then, then gives its shards up and leaves. Resolves to 0; rejects with the
  * refusal when a member leaves its group on its own (main() makes it exit 2).
  */
-export async function runSidecar(flags: ParsedFlags<typeof SIDECAR_COMMAND_OPTIONS>, { io }: CommandContext): Promise<number> {
-  const s = resolveSidecarCommand(flags);
+export async function runSidecar(flags: ParsedFlags<typeof SIDECAR_COMMAND_OPTIONS>, { env, io }: CommandContext): Promise<number> {
+  const s = resolveSidecarCommand(flags, env);
   const group = resolveShards(flags);
   await checkListenAddress(s.listen, flags.values.listen);
   const base = group ? { group: s.lease, identity: s.identity } : { lease: s.lease, identity: s.identity };

@@ -96,9 +96,9 @@ export type SidecarArgs = ArgsOf<typeof SIDECAR_COMMAND_OPTIONS>;
 export type CandidateArgs = ArgsOf<typeof SIDECAR_OPTIONS>;
 
 /** `sidecar`'s settings: the shared ones (resolveSidecar), then its drain. */
-export function resolveSidecarCommand(f: FlagValues<SidecarArgs>) {
+export function resolveSidecarCommand(f: FlagValues<SidecarArgs>, env: NodeJS.ProcessEnv) {
   const a = f.values;
-  const s = resolveSidecar(f);
+  const s = resolveSidecar(f, env);
   const drainTimeoutMs = duration('drain-timeout', a['drain-timeout'], 0);
   const fits = maxDrainMs(s);
   if (drainTimeoutMs > 0 && drainTimeoutMs > fits) {
@@ -143,13 +143,16 @@ function resolveLeaderEndpoints(a: SidecarArgs, backend: string): { slice: strin
  * LEASEHOLD_POSTGRES_URL and PGPASSWORD, which `run` keeps from its own command too. Every flag
  * of the sidecar's table is leasehold's configuration, the store's among them.
  */
-function withProbeEnvironment(health: ProbeOptions | undefined, backend: string): ProbeOptions | undefined {
+function withProbeEnvironment(health: ProbeOptions | undefined, backend: string, env: NodeJS.ProcessEnv): ProbeOptions | undefined {
   if (!health || !('exec' in health.probe)) return health;
-  return { ...health, probe: { ...health.probe, env: probeEnvironment(process.env, Object.keys(SIDECAR_COMMAND_OPTIONS), backend) } };
+  return { ...health, probe: { ...health.probe, env: probeEnvironment(env, Object.keys(SIDECAR_COMMAND_OPTIONS), backend) } };
 }
 
-/** Validates every sidecar flag and path before anything is created; throws one clear error. */
-export function resolveSidecar(f: FlagValues<CandidateArgs>) {
+/**
+ * Validates every sidecar flag and path before anything is created; throws one clear error.
+ * `env` is main()'s: an exec check's environment is made from it.
+ */
+export function resolveSidecar(f: FlagValues<CandidateArgs>, env: NodeJS.ProcessEnv) {
   const a = f.values;
   const election = resolveElection(f);
   let listen: { host: string; port: number } | undefined;
@@ -165,7 +168,7 @@ export function resolveSidecar(f: FlagValues<CandidateArgs>) {
   if (a['pod-label'] && election.store.backend !== 'kubernetes') {
     throw badFlag('pod-label', true, 'needs --backend kubernetes (it labels the pod named by --identity)');
   }
-  const health = withProbeEnvironment(resolveHealth(a), election.store.backend);
+  const health = withProbeEnvironment(resolveHealth(a), election.store.backend, env);
   if (health && listen && probesOwnListener(listen, health.probe)) {
     const flag = a['health-http'] !== undefined ? 'health-http' : 'health-tcp';
     throw badFlag(
