@@ -7,9 +7,9 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { isAlive, startCli, waitFor, type Proc } from '../support/cli.js';
+import { isAlive, pidWritten, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { freezer, freezerAvailable, type Freezer } from '../support/freezer.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
@@ -49,11 +49,7 @@ describe(
       mkdirSync(work);
       const p = startCli(['run', '--db', db, '--lease', name, '--identity', name, ...T, '--', ...CMD], {}, work);
       procs.push(p);
-      const worker = await waitFor(
-        'the worker',
-        () => (existsSync(join(work, 'worker')) ? Number(readFileSync(join(work, 'worker'), 'utf8')) || undefined : undefined),
-        20_000,
-      );
+      const worker = await waitFor('the worker', () => pidWritten(join(work, 'worker')), 20_000);
       const frozen = freezer(name);
       freezers.push(frozen);
       await frozen.freeze(worker);

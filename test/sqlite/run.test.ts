@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NODE_FLAGS, REPO, isAlive, runCli, runOnce, startCli, waitFor, type Proc } from '../support/cli.js';
+import { NODE_FLAGS, REPO, isAlive, pidWritten, runCli, runOnce, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { current, exclusiveRunScenario } from '../support/run-scenario.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
@@ -180,11 +180,7 @@ describe('leasehold run -- CMD', () => {
     const script = 'sleep 300 & echo $! > worker; read _ < go; exit 0';
     const p = startCli(['run', '--once', '--db', db, '--lease', 'leftover', '--identity', 'left', ...T, '--', 'sh', '-c', script], {}, work);
     procs.push(p);
-    const worker = await waitFor(
-      'the worker',
-      () => (existsSync(join(work, 'worker')) ? Number(readFileSync(join(work, 'worker'), 'utf8')) : undefined),
-      20_000,
-    );
+    const worker = await waitFor('the worker', () => pidWritten(join(work, 'worker')), 20_000);
     await waitFor('the worker to be sleep', () => (readFileSync(`/proc/${worker}/comm`, 'utf8').trim() === 'sleep' ? true : undefined), 5_000, 10);
     // The command may run before its "started command" line reaches us: wait for the line.
     const group = await waitFor(

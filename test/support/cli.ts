@@ -98,6 +98,21 @@ export async function waitFor<T>(
   }
 }
 
+/**
+ * The PID a shell wrote with `echo $! > file`, once the line is whole; undefined before then.
+ * The shell creates the file (empty) before echo writes to it: read in between, it holds
+ * nothing, and Number('') would be 0, a PID no process has.
+ */
+export function pidWritten(file: string): number | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return undefined; // not created yet
+  }
+  return /^[1-9]\d*\n$/.test(text) ? Number(text) : undefined;
+}
+
 /** True while the process exists and is not a zombie (killed, waiting to be reaped). */
 export function isAlive(pid: number): boolean {
   try {

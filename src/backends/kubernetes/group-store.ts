@@ -23,41 +23,12 @@ import type { CallOptions } from '../lease-store.js';
 import { MAX_MEMBER_SLOTS, MAX_SHARDS, recordKey, type GroupRecord, type VersionedGroupRecord } from '../group-store.js';
 import { checkGroupRecord } from '../group-record-check.js';
 import { formatMicroTime, parseMicroTime } from './micro-time.js';
+import { MAX_INT32, type Lease, type LeaseList, type LeaseSpec } from './lease-object.js';
 import { GROUP_LABEL, RECORD_LABEL, checkKubernetesGroupName, labelsOf, leaseNameOf, recordOfName } from './group-names.js';
 
 export const MEMBER_STATE_ANNOTATION = 'leasehold.io/member-state';
 export const OWNER_SESSION_ANNOTATION = 'leasehold.io/owner-session';
 export const SHARDS_ANNOTATION = 'leasehold.io/shards';
-/** leaseTransitions is an int32 in coordination.k8s.io/v1. */
-const MAX_INT32 = 2_147_483_647;
-
-interface LeaseSpec {
-  holderIdentity?: string;
-  leaseDurationSeconds?: number;
-  acquireTime?: string;
-  renewTime?: string;
-  leaseTransitions?: number;
-  [other: string]: unknown;
-}
-interface Lease {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: {
-    name?: string;
-    namespace?: string;
-    resourceVersion?: string;
-    uid?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    [other: string]: unknown;
-  };
-  spec?: LeaseSpec;
-}
-interface LeaseList {
-  metadata?: { resourceVersion?: string };
-  items?: Lease[];
-}
-
 export class KubernetesGroupStore {
   readonly maxToken = MAX_INT32;
   /** The last object read or written per Lease name, to carry fields we do not own and its uid. */

@@ -8,29 +8,7 @@ import { WATCH_TIMEOUT_SECONDS, keepWatching } from './kept-watch.js';
 import { SUCCESSOR_ANNOTATION, formatSuccessor, parseSuccessor } from './successor-annotation.js';
 import type { GroupRecord, GroupStore, VersionedGroupRecord } from '../group-store.js';
 import { KubernetesGroupStore } from './group-store.js';
-
-/** The parts of a coordination.k8s.io/v1 Lease this store reads; every other field is carried as is. */
-interface LeaseSpec {
-  holderIdentity?: string;
-  leaseDurationSeconds?: number;
-  acquireTime?: string;
-  renewTime?: string;
-  leaseTransitions?: number;
-  [other: string]: unknown;
-}
-interface Lease {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: {
-    name?: string;
-    namespace?: string;
-    resourceVersion?: string;
-    uid?: string;
-    annotations?: Record<string, string>;
-    [other: string]: unknown;
-  };
-  spec?: LeaseSpec;
-}
+import { MAX_INT32, type Lease, type LeaseSpec } from './lease-object.js';
 
 /**
  * Leases as coordination.k8s.io/v1 Lease objects, written exactly as client-go's LeaseLock
@@ -49,7 +27,7 @@ interface Lease {
 export class KubernetesLeaseStore implements LeaseStore, GroupStore {
   readonly backend = 'kubernetes';
   /** leaseTransitions is an int32 in coordination.k8s.io/v1: the API server refuses more. */
-  readonly maxToken = 2_147_483_647;
+  readonly maxToken = MAX_INT32;
   readonly location: string;
   /** The last object read or written per lease, to carry fields we do not own. */
   private readonly objects = new Map<string, Lease>();
