@@ -152,6 +152,8 @@ export class KubernetesGroupStore {
         );
         const from = head.metadata?.resourceVersion;
         if (!from) throw new BackendError(`list of group ${group}'s Leases came back without a resourceVersion`);
+        // Stopped while the list was out (at shutdown, maybe after the client closed): no watch.
+        if (tie.stopped) return { abort: () => {} };
         return this.client.watch(
           this.leasePath(),
           { labelSelector: selector, resourceVersion: from, timeoutSeconds: String(WATCH_TIMEOUT_SECONDS) },
