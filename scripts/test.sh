@@ -18,7 +18,8 @@
 #      built for it (scripts/test-on-node.sh; both cached; the build in the background from the
 #      start, as the tools are): the local files whose behaviour can
 #      differ between Node versions, `scripts/test-files.sh other-node` (CONTRIBUTING "Two Node
-#      versions")
+#      versions"), in a copy of the tree (its addon swapped there), beside steps 6 and the tools'
+#      wait, and waited for before step 7
 #   5. the PostgreSQL tier on a real PostgreSQL server (Debian's, started in a temporary
 #      directory on a loopback port and removed after), run beside step 3 (both wait on real
 #      time) and waited for after it
@@ -90,6 +91,7 @@ finish() {
   end_step
   for name in "${!job_pid[@]}"; do kill -- "-${job_pid[$name]}" 2>/dev/null || true; done
   rm -rf "$work"
+  if [[ -n "${node24_tree:-}" ]]; then rm -rf "$node24_tree"; fi
   printf '\n==> step times (m:ss)\n'
   printf '%s\n' "${times[@]}"
   printf '%7s  %s\n' "$(clock $((SECONDS - started)))" "$( ((rc == 0)) && echo "total: passed" || echo "total: FAILED (exit $rc)")"
@@ -134,9 +136,17 @@ await simulation
 step "PostgreSQL tier, beside the last step: the rest of its run"
 await postgres
 
-step "the same on Node $image_node, the image's: the files that can differ between Node versions"
+# The Node 24 files beside the Kubernetes tier: both wait on real time most of their run. They
+# run in a copy of the tree (node_modules and dist included, .git left out), because
+# test-on-node.sh swaps better-sqlite3's addon in node_modules for its run and the Kubernetes
+# tier loads the default one. World-readable, as the tree is: a test runs the CLI as another user.
+step "the same on Node $image_node, the image's: the files that can differ between Node versions (starting, in a copy of the tree)"
 await addon
-bash scripts/test-on-node.sh "$image_node" other-node
+node24_tree="$(mktemp -d /tmp/leasehold-node24-XXXXXX)"
+chmod 755 "$node24_tree"
+tar -C . --exclude=./.git -cf - . | tar -C "$node24_tree" -xf -
+echo "==> Node $image_node's files: running beside the next steps, in $node24_tree"
+beside node24 bash "$node24_tree/scripts/test-on-node.sh" "$image_node" other-node
 
 step "tools for the Kubernetes and cluster tiers (cached in ~/.cache/leasehold): the wait for the background build"
 if [[ -n "${job_pid[tools]:-}" ]]; then
@@ -152,6 +162,9 @@ step "Kubernetes tier (a real kube-apiserver and etcd; the image from the Docker
 mapfile -t kube_tests < <(tests kubernetes)
 node --import tsx test/support/with-control-plane.ts -- \
   node --import tsx --test --test-concurrency=1 --test-reporter=spec "${kube_tests[@]}"
+
+step "the same on Node $image_node, beside the last steps: the rest of its run"
+await node24
 
 step "cluster tier (a real single-node Kubernetes: the chart and the image in pods)"
 mapfile -t cluster_tests < <(tests cluster)
