@@ -524,6 +524,10 @@ export class ShardMember {
 
   /** Takes shard `s` for session `m` if it is free, its owner's session is over, or it has been absent a lease duration. */
   private async take(s: number, m: Mine): Promise<void> {
+    // Checked again for each take, not only before the batches: a pause between two batches
+    // (a stopped process, a long GC) would otherwise judge another session expired with a list
+    // from before the pause and the clock after it, and take a shard its live owner works on.
+    if (!this.view.freshWithin(this.requestTimeoutMs) || !this.sessionValid(m)) return;
     const v = this.view.shard(s);
     const at = { mono: this.clock.monotonic(), wall: this.clock.now() };
     const rec: ShardRecord = {
