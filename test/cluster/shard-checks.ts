@@ -191,9 +191,21 @@ export function shardChecks(cluster: ClusterSession): void {
         // running pod at once (a member of its own, under a new session), never one of a
         // terminating pod. From the group's view it died at the stop, its last heartbeat before.
         execFileSync('kill', ['-STOP', String(pid)]);
+        // The graceful step's pod may still be terminating (its app ignores SIGTERM: 30 s of
+        // grace): the pod this scale-down stops is the one newly deleting.
+        const terminating = new Set(
+          pods()
+            .filter((p) => p.metadata.deletionTimestamp)
+            .map((p) => p.metadata.name),
+        );
         const t0 = Date.now();
         scale(3);
-        const deleting = await waitFor('the scale-down to stop a pod', () => pods().find((p) => p.metadata.deletionTimestamp), 30_000, 100);
+        const deleting = await waitFor(
+          'the scale-down to stop a pod',
+          () => pods().find((p) => p.metadata.deletionTimestamp && !terminating.has(p.metadata.name)),
+          30_000,
+          100,
+        );
         assert.equal(deleting.metadata.name, victim, 'the scale-down stopped the pod whose sidecar was stopped');
         execFileSync('ctr', ['-a', join(cluster.dir, 'containerd', 'containerd.sock'), '-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', id]);
         const killedS = (Date.now() - t0) / 1000;
