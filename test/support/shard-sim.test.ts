@@ -34,7 +34,7 @@ describe('shard groups: the seeds that found faults in the member', () => {
   const found = [
     { seed: 453, what: 'a list that showed a shard record deleted renewed its validity before ending it (fixed in 9ccbe86)' },
     { seed: 559, what: 'a break in a member’s lists did not restart an absence wait: a record created and deleted unseen (fixed in c148df0)' },
-    { seed: 1576, what: 'a member paused between two batches of takes took a live owner’s shard with its pre-pause view (fixed with this pin)' },
+    { seed: 1576, what: 'a member paused between two batches of takes took a live owner’s shard with its pre-pause view (fixed in dcd83b4)' },
   ];
   for (const { seed, what } of found)
     it(`seed ${seed}: ${what}`, async () => {
