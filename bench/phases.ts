@@ -16,6 +16,7 @@ import { operatorPhase } from './scenarios/operator-admission.js';
 import { memoryPhase } from './scenarios/memory-breakdown.js';
 import { failoverPhase } from './scenarios/failover.js';
 import { shardsPhase } from './scenarios/shards.js';
+import { fencingPhase } from './scenarios/fencing.js';
 
 export const PHASES: readonly Phase[] = [
   kubernetesPhase,
@@ -26,6 +27,7 @@ export const PHASES: readonly Phase[] = [
   streamsPhase,
   overlapPhase,
   shardsPhase,
+  fencingPhase,
   podPhase,
   clusterPhase,
   operatorPhase,

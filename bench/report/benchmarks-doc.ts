@@ -18,6 +18,7 @@ import type { PodMemoryResult } from '../scenarios/pod-memory.js';
 import { STREAMS_HEADING } from '../scenarios/streams.js';
 import { OVERLAP_HEADING } from '../scenarios/overlap.js';
 import { SHARDS_HEADING } from '../scenarios/shards.js';
+import { FENCING_HEADING } from '../scenarios/fencing.js';
 import { POD_HEADING } from '../scenarios/pod-memory.js';
 import { CLUSTER_HEADING } from '../scenarios/cluster-figures.js';
 import { OPERATOR_HEADING } from '../scenarios/operator-admission.js';
@@ -98,6 +99,9 @@ ${get('overlap')!.markdown}
 ${SHARDS_HEADING}
 
 ${get('shards')!.markdown}
+${FENCING_HEADING}
+
+${get('fencing')!.markdown}
 ${POD_HEADING}
 
 ${pod ? pod.markdown : notMeasured('pod')}

@@ -47,7 +47,7 @@ export function withSqliteFence<T>(db: SqliteDatabase, claim: FenceClaim, work: 
   if (typeof work !== 'function')
     throw new InvalidConfigError(`invalid fenced work: ${typeof work}, not a function`, { field: 'work', rule: 'must be a function' });
   const run = db.transaction((): T => {
-    const row = db.prepare(`SELECT token FROM ${table} WHERE key = ?`).get(key) as { token: number } | undefined;
+    const row = readFence(db, table, key);
     if (row !== undefined && token < row.token) throw new StaleTokenError(token, row.token, key);
     if (row === undefined || token > row.token) {
       db.prepare(
@@ -63,6 +63,19 @@ export function withSqliteFence<T>(db: SqliteDatabase, claim: FenceClaim, work: 
     return result;
   });
   return run.immediate();
+}
+
+function readFence(db: SqliteDatabase, table: string, key: string): { token: number } | undefined {
+  try {
+    return db.prepare(`SELECT token FROM ${table} WHERE key = ?`).get(key) as { token: number } | undefined;
+  } catch (err) {
+    // Never created silently: where the fence lives is the caller's schema.
+    if (err instanceof Error && /^no such table/.test(err.message)) {
+      const rule = 'must exist: create it with createSqliteFenceTable(db) or its DDL (docs/fencing.md)';
+      throw new InvalidConfigError(`the fence table ${table} ${rule}`, { field: 'table', rule, cause: err });
+    }
+    throw err;
+  }
 }
 
 function isThenable(value: unknown): boolean {
