@@ -125,6 +125,18 @@ describe('sqliteFencedHandler', () => {
     assert.match(String((errors.at(-1) as Error).message), /the handler failed/);
   });
 
+  it('answers 500, not 400, when the service itself is misconfigured (a bad fence table name)', async () => {
+    const seen: unknown[] = [];
+    const { server: s, port: p } = await listen(sqliteFencedHandler(db, () => undefined, { table: 'no such table', onError: (e) => seen.push(e) }));
+    try {
+      assert.deepEqual(await post(p, fenceHeaders({ key: 'k', token: 1 })), { status: 500, body: { error: 'internal error' } });
+      assert.match((seen[0] as Error).message, /invalid fence table "no such table"/);
+    } finally {
+      s.closeAllConnections();
+      await new Promise((r) => s.close(r));
+    }
+  });
+
   it("passes other errors to Express's next when given one", async () => {
     const handler = sqliteFencedHandler(db, () => {
       throw new Error('to next');

@@ -14,7 +14,7 @@
  * refused without reading its body, and it never lets a stale one through.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isLeaseholdError, StaleTokenError } from '../errors.js';
+import { InvalidConfigError, StaleTokenError } from '../errors.js';
 import type { FenceClaim } from './claim.js';
 import { parseFenceHeaders } from './http-header.js';
 import { withSqliteFence, type SqliteDatabase, type SqliteFenceOptions } from './sqlite-fence.js';
@@ -108,7 +108,8 @@ function answeredFenceError(res: ServerResponse, err: unknown): boolean {
     refuse(res, 409, { error: err.message, code: err.code, key: err.key, token: err.presented, highest: err.highest });
     return true;
   }
-  if (isLeaseholdError(err, 'LEASEHOLD_ERR_INVALID_CONFIG') && /^invalid (fence key|fencing token)/.test(err.message)) {
+  // Only the claim's own fields: a bad table name is the service's mistake, not the client's (500).
+  if (err instanceof InvalidConfigError && (err.field === 'key' || err.field === 'token')) {
     refuse(res, 400, { error: err.message });
     return true;
   }
