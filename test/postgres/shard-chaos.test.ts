@@ -21,7 +21,7 @@ describe('shard chaos with fenced writes on PostgreSQL (short)', () => {
     pg = await startPostgres();
   });
   after(async () => {
-    // The members and apps first (scratchDir's teardown is registered earlier, so runs later).
+    // Whatever a failure left running goes before the server it writes to (scratchDir's hook kills them too).
     for (const p of procs) {
       p.kill('SIGCONT');
       p.kill('SIGKILL');
