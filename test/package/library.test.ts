@@ -154,7 +154,13 @@ console.log(JSON.stringify({ token, missing }));
       join(app.path, 'app.ts'),
       `
 import { LeaderElection, type Leadership, type LeaderStatus, ConflictError } from 'leasehold';
-import { FencedSqliteResource } from 'leasehold/fencing';
+import { FencedSqliteResource, withPostgresFence, withSqliteFence, shardFenceKey, StaleTokenError, type FenceClaim, type PgPool, type SqliteDatabase } from 'leasehold/fencing';
+const claim: FenceClaim = { key: shardFenceKey('orders', 3), token: 7 };
+export const pgWrite = (pool: PgPool) => withPostgresFence(pool, claim, async (tx) => (await tx.query('SELECT 1 AS one')).rows.length, { isolationLevel: 'serializable' });
+export const liteWrite = (db: SqliteDatabase): number => withSqliteFence(db, claim, (d) => d.prepare('SELECT 1').all().length);
+export const stale = (e: unknown) => e instanceof StaleTokenError && e.key;
+// @ts-expect-error: an isolation level PostgreSQL does not have is refused by the types
+export const badLevel = (pool: PgPool) => withPostgresFence(pool, claim, async () => 1, { isolationLevel: 'snapshot' });
 const work = async ({ token, signal }: Leadership): Promise<void> => { if (!signal.aborted) console.log(token); };
 export const start = () => LeaderElection.start({ store: { backend: 'kubernetes' }, lease: 'x', identity: 'y', callbacks: { onStartedLeading: work } });
 export const s: LeaderStatus | null = null;

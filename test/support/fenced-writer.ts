@@ -35,6 +35,38 @@ async function writeOnce(): Promise<void> {
   }
 }
 
+/**
+ * The loop mode (`loop: { ms, seed, keys }` in argv[2]): fenced writes with random tokens on
+ * random keys for `ms` from a line `go`, then one line { accepted: [labels], stale, busy }. SQLite only.
+ */
+const { loop } = JSON.parse(process.argv[2]!) as { loop?: { ms: number; seed: number; keys: string[] } };
+if (loop) {
+  const db = new Database(target, { timeout: 10_000 });
+  // Every writer starts on the same `go`, so that they all overlap.
+  say({ ready: true, pid: process.pid });
+  for await (const line of createInterface({ input: process.stdin })) if (line.trim() === 'go') break;
+  let seed = loop.seed >>> 0;
+  const random = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
+  const accepted: string[] = [];
+  let stale = 0;
+  const until = Date.now() + loop.ms;
+  for (let i = 0; Date.now() < until; i++) {
+    const k = loop.keys[Math.floor(random() * loop.keys.length)]!;
+    const t = 1 + Math.floor(random() * 10) + Math.floor(i / 4);
+    const l = `${label}-${i}`;
+    try {
+      withSqliteFence(db, { key: k, token: t }, (tx) => tx.prepare('INSERT INTO fenced_data (key, token, label) VALUES (?, ?, ?)').run(k, t, l));
+      accepted.push(l);
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'LEASEHOLD_ERR_STALE_TOKEN') throw err;
+      stale++;
+    }
+  }
+  db.close();
+  say({ accepted, stale });
+  process.exit(0);
+}
+
 say({ ready: true, pid: process.pid });
 const lines = createInterface({ input: process.stdin });
 for await (const line of lines) {
