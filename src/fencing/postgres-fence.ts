@@ -116,12 +116,16 @@ export async function withPostgresFence<T>(
   try {
     await client.query(begin);
     try {
-      const raised = await client.query(
-        `INSERT INTO ${table} AS f (key, token) VALUES ($1, $2)
+      const raised = await client
+        .query(
+          `INSERT INTO ${table} AS f (key, token) VALUES ($1, $2)
          ON CONFLICT (key) DO UPDATE SET token = EXCLUDED.token, updated_at = now() WHERE f.token <= EXCLUDED.token
          RETURNING f.token`,
-        [key, token],
-      );
+          [key, token],
+        )
+        .catch((err: unknown) => {
+          throw missingTable(err, table);
+        });
       if (raised.rowCount === 0) {
         // The upsert locked the row without changing it: this read sees its latest token.
         const highest = await client.query<{ token: string }>(`SELECT token FROM ${table} WHERE key = $1`, [key]);
@@ -139,6 +143,13 @@ export async function withPostgresFence<T>(
   } finally {
     if (pool) (client as pg.PoolClient).release(broken);
   }
+}
+
+/** Never created silently: where the fence lives is the caller's schema (42P01: undefined_table). */
+function missingTable(err: unknown, table: string): unknown {
+  if ((err as { code?: unknown }).code !== '42P01') return err;
+  const rule = 'must exist: create it with createPostgresFenceTable(db) or its DDL (docs/fencing.md)';
+  return new InvalidConfigError(`the fence table ${table} ${rule}`, { field: 'table', rule, cause: err });
 }
 
 function beginStatement(level: unknown): string {

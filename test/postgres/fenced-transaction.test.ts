@@ -12,7 +12,7 @@ import { startPostgres, type PostgresServer } from '../support/postgres.js';
 import { pausedWriterScenario } from '../support/fenced-pause.js';
 import { prng } from '../support/prng.js';
 import type { Proc } from '../support/cli.js';
-import { createPostgresFenceTable, withPostgresFence, StaleTokenError, type PgClientBase } from '../../src/fencing/index.js';
+import { createPostgresFenceTable, shardFenceKey, withPostgresFence, StaleTokenError, type PgClientBase } from '../../src/fencing/index.js';
 
 const serverStarted = startPostgres();
 let server: PostgresServer;
@@ -225,6 +225,23 @@ describe('withPostgresFence', () => {
     }
     assert.deepEqual((await pool.query('SELECT count(*) AS n FROM fenced_data')).rows, before.rows);
     assert.equal(await fence('k'), undefined);
+  });
+});
+
+describe('a fence table of another name', () => {
+  it('is used when named, with its own function; a missing one is named, never created', { timeout: 60_000 }, async () => {
+    await createPostgresFenceTable(pool, { table: 'public.shard_fences', withFunction: true, functionName: 'public.shard_fence' });
+    const key = shardFenceKey('orders', 3);
+    await withPostgresFence(pool, { key, token: 4 }, insert(key, 4, 'shard 3'), { table: 'public.shard_fences' });
+    await assert.rejects(pool.query('SELECT public.shard_fence($1, $2)', [key, 3]), (e: pg.DatabaseError) => e.code === 'LH409');
+    assert.deepEqual((await pool.query('SELECT key, token FROM public.shard_fences')).rows, [{ key: 'orders/shard/3', token: '4' }]);
+    assert.equal(await fence(key), undefined, 'the default table was not touched');
+    await assert.rejects(
+      withPostgresFence(pool, { key, token: 5 }, insert(key, 5, 'no table'), { table: 'absent_fences' }),
+      /^InvalidConfigError: the fence table "absent_fences" must exist: create it with createPostgresFenceTable/,
+    );
+    assert.equal((await pool.query<{ t: string | null }>("SELECT to_regclass('absent_fences') AS t")).rows[0]!.t, null);
+    assert.deepEqual(await labels(key), ['shard 3']);
   });
 });
 
