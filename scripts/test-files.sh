@@ -29,6 +29,7 @@ SAME_ON_EVERY_NODE=(
   test/sqlite/example-app-shards.test.ts  # the same app in shard mode
   test/sqlite/handoffs.test.ts            # tokens over 12 handoffs; SIGKILL and SIGTERM: test/sqlite/sidecar-failover.test.ts
   test/sqlite/release-needs-not-leader.test.ts
+  test/sqlite/shard-chaos.test.ts         # fenced writes under freezes; the fence itself: src/fencing/*.test.ts
   test/sqlite/run-give-up.test.ts         # counting failed runs
   test/sqlite/status-order.test.ts        # status files across handoffs; atomic writes: src/util/atomic-file.test.ts
   test/sqlite/tutorial-peers.test.ts      # Python peers on the same file: the SQL, not Node

@@ -162,3 +162,14 @@ export function describeError(err: unknown): string {
   const cause = err.cause instanceof Error ? err.cause.message : undefined;
   return cause && !err.message.includes(cause) ? `${err.message}: ${cause}` : err.message;
 }
+
+/**
+ * A client asked for a fencing token to send and has none to send: not the leader, not the
+ * shard's owner, or the status it read has expired (its sidecar may be frozen). Sending no
+ * claim is the point: the write must not be attempted as if it held the term.
+ */
+export class NoFencingTokenError extends LeaseholdError {
+  constructor(message: string) {
+    super('LEASEHOLD_ERR_NO_FENCING_TOKEN', message);
+  }
+}

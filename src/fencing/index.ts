@@ -19,3 +19,17 @@ export {
   type PostgresFenceTableOptions,
 } from './postgres-fence.js';
 export { StaleTokenError } from '../errors.js';
+export { readOwnedShards, type OwnedShard, type OwnedShardsView } from '../status/shards-status.js';
+export { FENCE_KEY_HEADER, FENCING_TOKEN_HEADER, fenceHeaders, encodeFenceKey, parseFenceHeaders, type ParsedFenceHeaders } from './http-header.js';
+export { leaderFenceHeaders, shardFenceHeaders, ownershipFenceHeaders } from './http-client.js';
+export {
+  sqliteFencedHandler,
+  postgresFencedHandler,
+  type FencedRequest,
+  type FencedHandler,
+  type FencedHandlerOptions,
+  type NodeHandler,
+  type SqliteFencedWrite,
+  type PostgresFencedWrite,
+} from './http-fence.js';
+export { NoFencingTokenError } from '../errors.js';

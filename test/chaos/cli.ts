@@ -10,10 +10,16 @@
  * (test/support/shard-sim.ts) once per seed, printing progress; `--only` runs one of the two. A
  * failing seed prints its violations and the events before them, and replays with
  * LEASEHOLD_SIM_SEED=N (and LEASEHOLD_SIM_VERSIONS, or LEASEHOLD_SHARD_SIM_SEED) in the unit test.
+ *
+ * npm run chaos -- --backend shards-sqlite|shards-postgres|shards [--seconds S] [--seed N]
+ * Runs the shard chaos driver (test/chaos/shard-chaos.ts): 3 members over 32 shards, each app
+ * writing its shards through the fence, members frozen at random for S seconds (default 120),
+ * on SQLite, PostgreSQL (a server started for it) or both; exits 1 on a stale write accepted,
+ * or when the freezes produced no stale write to refuse.
  */
 import { join } from 'node:path';
 import { numberOption, option } from '../../bench/cli-args.js';
-import { tempDir } from '../support/cli.js';
+import { tempDir, type Proc } from '../support/cli.js';
 import { startControlPlane } from '../support/control-plane.js';
 import { formatReport, runChaos, type ChaosReport } from './run-chaos.js';
 import { leaseMetadataChurn } from '../support/lease-churn.js';
@@ -71,6 +77,43 @@ if (which === 'elector') {
     `elector simulation: ${count} seeds from ${first} (versions ${versions}, ${only === 'both' ? 'leases and shard groups' : only}), ${terms} terms, ${gains} shard changes of owner, 0 violations, ${Math.round((Date.now() - t0) / 1000)} s`,
   );
   process.exit(0);
+}
+
+if (which === 'shards' || which === 'shards-sqlite' || which === 'shards-postgres') {
+  const { runShardChaos, formatShardChaosReport } = await import('./shard-chaos.js');
+  const stores = which === 'shards' ? (['sqlite', 'postgres'] as const) : ([which === 'shards-sqlite' ? 'sqlite' : 'postgres'] as const);
+  let failed = false;
+  for (const store of stores) {
+    const dir = tempDir('leasehold-shard-chaos-');
+    const procs: Proc[] = [];
+    const pg = store === 'postgres' ? await (await import('../support/postgres.js')).startPostgres() : null;
+    try {
+      say(`shards on ${store}: seed ${seed}, ${seconds} s`);
+      const r = await runShardChaos({
+        store,
+        backendArgs: pg
+          ? ['--backend', 'postgres', '--postgres-url', pg.url(), '--lease', 'workers']
+          : ['--db', join(dir.path, 'leases.db'), '--lease', 'workers'],
+        target: pg ? pg.url() : join(dir.path, 'resource.db'),
+        dir: dir.path,
+        seed,
+        seconds,
+        procs,
+        log: say,
+      });
+      console.log(formatShardChaosReport(r));
+      failed ||= r.verdict.violations.length > 0 || r.verdict.stale === 0;
+    } finally {
+      for (const p of procs) {
+        p.kill('SIGCONT');
+        p.kill('SIGKILL');
+      }
+      await Promise.all(procs.map((p) => p.exited));
+      await pg?.stop();
+      dir.cleanup();
+    }
+  }
+  process.exit(failed ? 1 : 0);
 }
 
 if (which === 'sqlite' || which === 'both' || which === 'all') {

@@ -1,0 +1,87 @@
+/**
+ * The fenced HTTP handler over a real PostgreSQL (a server started for the test), on a real
+ * server on port 0: the SQLite variant is src/fencing/http-fence.test.ts.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { request, type Server } from 'node:http';
+import pg from 'pg';
+import { startPostgres, type PostgresServer } from '../support/postgres.js';
+import { createPostgresFenceTable } from '../../src/fencing/postgres-fence.js';
+import { postgresFencedHandler } from '../../src/fencing/http-fence.js';
+import { fenceHeaders } from '../../src/fencing/http-header.js';
+import { listen, post, postHugeBodyUnsent, readBody } from '../support/http-fence-client.js';
+
+describe('postgresFencedHandler on a real PostgreSQL', () => {
+  let server: PostgresServer;
+  let pool: pg.Pool;
+  let http: Server;
+  let port: number;
+  let calls = 0;
+  before(async () => {
+    server = await startPostgres();
+    pool = new pg.Pool({ connectionString: server.url(), max: 4 });
+    await createPostgresFenceTable(pool);
+    await pool.query('CREATE TABLE orders (seq bigserial PRIMARY KEY, key text, token bigint, body text)');
+    ({ server: http, port } = await listen(
+      postgresFencedHandler(pool, async (req, res, { claim, write }) => {
+        calls++;
+        const body = await readBody(req);
+        await write((tx) => tx.query('INSERT INTO orders (key, token, body) VALUES ($1, $2, $3)', [claim.key, claim.token, body]));
+        res.end('{}');
+      }),
+    ));
+  });
+  after(async () => {
+    http?.closeAllConnections();
+    if (http) await new Promise((r) => http.close(r));
+    await pool?.end();
+    await server?.stop();
+  });
+  const rows = async (key: string) =>
+    (await pool.query<{ token: number; body: string }>('SELECT token::int, body FROM orders WHERE key = $1 ORDER BY seq', [key])).rows;
+
+  it('lets current claims through and answers a stale one 409 with key, token and highest, nothing written', async () => {
+    const key = 'orders/shard/1';
+    assert.equal((await post(port, fenceHeaders({ key, token: 5 }), 'first')).status, 200);
+    assert.equal((await post(port, fenceHeaders({ key, token: 5 }), 'same term')).status, 200);
+    const before = calls;
+    const stale = await post(port, fenceHeaders({ key, token: 4 }), 'stale');
+    assert.equal(stale.status, 409);
+    assert.deepEqual([stale.body.code, stale.body.key, stale.body.token, stale.body.highest], ['LEASEHOLD_ERR_STALE_TOKEN', key, 4, 5]);
+    assert.equal(calls, before, 'the handler never ran');
+    assert.deepEqual(await rows(key), [
+      { token: 5, body: 'first' },
+      { token: 5, body: 'same term' },
+    ]);
+  });
+
+  it('answers 409 and 400 without reading a 1 GiB body the client never finishes sending', async () => {
+    const before = calls;
+    const stale = await postHugeBodyUnsent(port, fenceHeaders({ key: 'orders/shard/1', token: 2 }));
+    assert.equal(stale.head, 'HTTP/1.1 409 Conflict');
+    assert.equal((JSON.parse(stale.body) as { highest: number }).highest, 5);
+    const bad = await postHugeBodyUnsent(port, { 'Leasehold-Fence-Key': 'k', 'Leasehold-Fencing-Token': '-1' });
+    assert.equal(bad.head, 'HTTP/1.1 400 Bad Request');
+    assert.equal(calls, before);
+  });
+
+  it('refuses the write when a newer writer got in while the handler was reading the body', async () => {
+    const key = 'orders/shard/3';
+    const a = request({ host: '127.0.0.1', port, method: 'POST', path: '/orders', headers: { ...fenceHeaders({ key, token: 7 }), 'content-length': '8' } });
+    const answer = new Promise<number>((resolve, reject) => {
+      a.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      });
+      a.on('error', reject);
+    });
+    a.write('from');
+    const fence = async () => (await pool.query('SELECT token::int FROM leasehold_fences WHERE key = $1', [key])).rows[0] as { token: number } | undefined;
+    while ((await fence())?.token !== 7) await new Promise((r) => setTimeout(r, 5));
+    assert.equal((await post(port, fenceHeaders({ key, token: 8 }), 'B, newer')).status, 200);
+    a.end(' A..');
+    assert.equal(await answer, 409);
+    assert.deepEqual(await rows(key), [{ token: 8, body: 'B, newer' }]);
+  });
+});
