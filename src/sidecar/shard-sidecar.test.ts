@@ -211,7 +211,7 @@ describe('the sidecar in shard mode', () => {
     const ready = shardReadiness(a.s.member.snapshot());
     assert.equal(ready.ok, false);
     assert.match(ready.reason, /cannot be written/);
-    const failed = a.lines.filter((l) => l.startsWith('the status directory cannot be written'));
+    const failed = a.lines.filter((l) => l.startsWith('cannot write status files'));
     assert.equal(failed.length, 1, a.lines.join('\n'));
     assert.match(failed[0]!, /"code":"EISDIR"/);
     assert.equal((await a.s.metrics.statusWritable.get()).values[0]?.value, 0);

@@ -64,7 +64,7 @@ it('a candidate that cannot write status.json does not take the lease, is not re
     await clock.advance(RELEASE_WINDOW_FACTOR * DEFAULT_CONTENTION_WINDOW_MS + 3 * T.retryPeriodMs);
     assert.equal(w.s.elector.isLeader(), false, 'no term its app could not read');
     assert.equal(w.holder(), '', 'the lease is left free for another');
-    const failedLines = w.lines.filter((l) => l.startsWith('the status directory cannot be written'));
+    const failedLines = w.lines.filter((l) => l.startsWith('cannot write status files'));
     assert.equal(failedLines.length, 1, `one line, not one per retry:\n${w.lines.join('\n')}`);
     assert.match(failedLines[0]!, /"code":"EISDIR"/);
     assert.ok(failedLines[0]!.includes(dir), failedLines[0]);

@@ -62,11 +62,14 @@ export class StatusWritable implements Eligibility {
       return;
     }
     this.failure = { reason: `the status directory ${this.opts.dir} cannot be written: ${error}`, since: this.opts.clock.now() };
-    this.opts.log.error('the status directory cannot be written: not taking or keeping a term the app cannot read; writing again every retry period', {
-      dir: this.opts.dir,
-      code,
-      error,
-    });
+    this.opts.log.error(
+      'cannot write status files: standing aside, taking or keeping no term the app cannot read, until a write succeeds (tried every retry period)',
+      {
+        dir: this.opts.dir,
+        code,
+        error,
+      },
+    );
     this.opts.metrics?.writable(false);
     this.changed();
   }

@@ -91,7 +91,7 @@ describe('a sidecar whose status files cannot be written', { skip: SKIP }, () =>
     s.proc
       .stderr()
       .split('\n')
-      .find((l) => l.includes('the status directory cannot be written') && l.includes(`"code":"${code}"`));
+      .find((l) => l.includes('cannot write status files') && l.includes(`"code":"${code}"`));
   const leads = (s: Sidecar) => readLeadership(s.statusDir).isLeader;
 
   /**
