@@ -286,13 +286,17 @@ export class Sidecar {
    */
   private async readyToRelease(): Promise<boolean> {
     const error = this.publish();
-    if (error !== null) {
+    if (error !== null && this.publisher?.mayShowLeader() !== false) {
       this.log.error('the step-down could not be written to the status files: the lease is left to expire, not released', {
         dir: this.publisher?.dir,
         error,
       });
       return false;
     }
+    // The files could not take "not leader", but none of them says a term leads (the term's
+    // own write failed before any did): no reader of them can believe this one leads.
+    if (error !== null)
+      this.log.warn('the step-down could not be written, but no status file says this term leads: releasing', { dir: this.publisher?.dir, error });
     // The streams next: each reader has "not leader" before the next leader can start.
     if (this.server && this.server.streams.size > 0) {
       const started = this.clock.monotonic();
@@ -321,6 +325,8 @@ export class Sidecar {
     if (!(await this.readyToRelease())) return false;
     const token = this.drain.pending;
     if (token === null) return true;
+    // A term no file ever said leads (its first write failed): the app cannot have begun its work.
+    if (this.publisher && !this.publisher.showed(token)) return true;
     const started = this.clock.monotonic();
     this.log.info('draining: waiting for the app to say its leader work stopped', { token, boundMs });
     const stopped = await this.drain.wait(boundMs);

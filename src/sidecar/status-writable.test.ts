@@ -14,20 +14,24 @@ import type { Logger } from '../log.js';
 import { Sidecar } from './sidecar.js';
 import { DEFAULT_CONTENTION_WINDOW_MS, RELEASE_WINDOW_FACTOR } from '../election/elector-config.js';
 import { resolveElectionConfig } from '../config/election-options.js';
+import { StatusPublisher } from './status-publisher.js';
+import { toLeaderStatus } from '../status/to-leader-status.js';
+import type { CandidateSnapshot } from '../election/candidate-loop.js';
 
 const T = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 const root = mkdtempSync(join(tmpdir(), 'leasehold-unwritable-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 
-async function sidecar(name: string, clock: FakeClock) {
+async function sidecar(name: string, clock: FakeClock, over: { drainTimeoutMs?: number } = {}, holder = '') {
   const dir = join(root, name);
   const store = new MemoryLeaseStore();
-  store.put('l', { holderIdentity: '', leaseDurationSeconds: 15, acquireTime: null, renewTime: null, leaseTransitions: 0 });
+  const now = holder ? clock.now() : null;
+  store.put('l', { holderIdentity: holder, leaseDurationSeconds: 15, acquireTime: now, renewTime: now, leaseTransitions: holder ? 1 : 0 });
   const lines: string[] = [];
   const log: Logger = {
     debug() {},
     info: (msg) => lines.push(msg),
-    warn: (msg) => lines.push(msg),
+    warn: (msg, f) => lines.push(`${msg} ${JSON.stringify(f ?? {})}`),
     error: (msg, f) => lines.push(`${msg} ${JSON.stringify(f ?? {})}`),
   };
   const s = new Sidecar({
@@ -37,6 +41,7 @@ async function sidecar(name: string, clock: FakeClock) {
     clock,
     statusDir: dir,
     listen: { host: '127.0.0.1', port: 0 },
+    ...over,
   });
   const address = (await s.start())!;
   const get = async (path: string) => {
@@ -119,3 +124,80 @@ it('a leader whose status.json can no longer be written steps down at its next r
     await clock.advance(5_000);
   }
 });
+
+it('a standby whose status.json breaks before it takes: the take is written nowhere, so it is released at once, drain or not', async () => {
+  for (const drainTimeoutMs of [0, 5_000]) {
+    const clock = new FakeClock();
+    const w = await sidecar(`standby-${drainTimeoutMs}`, clock, { drainTimeoutMs }, 'other');
+    try {
+      await clock.advance(T.retryPeriodMs);
+      assert.equal(w.s.elector.isLeader(), false);
+      // Nothing is published while another holds the lease: the break is found only by the take.
+      rmSync(join(w.dir, 'status.json'));
+      mkdirSync(join(w.dir, 'status.json', 'blocker'), { recursive: true });
+      await until(clock, () => w.lines.some((l) => l.startsWith('cannot write status files')), 4 * T.leaseDurationMs);
+      assert.ok(
+        w.lines.some((l) => l.startsWith('cannot write status files')),
+        w.lines.join('\n'),
+      );
+      const failedAt = clock.monotonic();
+      await until(clock, () => w.holder() === '', T.leaseDurationMs);
+      assert.equal(w.holder(), '', `released, not left to expire:\n${w.lines.join('\n')}`);
+      assert.ok(clock.monotonic() - failedAt <= T.retryPeriodMs, `released ${clock.monotonic() - failedAt} ms after the failed write`);
+      assert.equal(readFileSync(join(w.dir, 'is-leader'), 'utf8'), 'false\n', 'is-leader never said true');
+      assert.ok(w.lines.some((l) => l.startsWith('the step-down could not be written, but no status file says this term leads: releasing')));
+      await clock.advance(2 * T.leaseDurationMs);
+      assert.equal(w.s.elector.isLeader(), false, 'it stands aside while the files cannot be written');
+    } finally {
+      w.s.stop().catch(() => {});
+      await clock.advance(10_000);
+    }
+  }
+});
+
+it('StatusPublisher knows whether a file may say a term leads: a write that threw left its file as it was', () => {
+  const p = new StatusPublisher(join(root, 'publisher'));
+  p.prepare();
+  assert.equal(p.mayShowLeader(), false, 'a new directory: no file to say anything');
+  const now = new Date();
+  const standby = toLeaderStatus(snapshot(false), now);
+  p.publish(standby);
+  assert.equal(p.mayShowLeader(), false);
+  // The take's status.json cannot replace a directory: neither file says leader.
+  rmSync(join(p.dir, 'status.json'));
+  mkdirSync(join(p.dir, 'status.json', 'blocker'), { recursive: true });
+  assert.throws(() => p.publish(toLeaderStatus(snapshot(true), now)));
+  assert.equal(p.mayShowLeader(), false);
+  assert.equal(p.showed(3), false);
+  // Once status.json says leader and is-leader cannot be replaced, it may.
+  rmSync(join(p.dir, 'status.json'), { recursive: true });
+  rmSync(join(p.dir, 'is-leader'));
+  mkdirSync(join(p.dir, 'is-leader', 'blocker'), { recursive: true });
+  assert.throws(() => p.publish(toLeaderStatus(snapshot(true), now)));
+  assert.equal(p.mayShowLeader(), true, 'status.json says leader');
+  assert.equal(p.showed(3), true);
+  // A previous process's files may say anything.
+  const again = new StatusPublisher(p.dir);
+  rmSync(join(p.dir, 'is-leader'), { recursive: true });
+  again.prepare();
+  assert.equal(again.mayShowLeader(), true);
+});
+
+function snapshot(isLeader: boolean): CandidateSnapshot {
+  return {
+    lease: 'l',
+    identity: 'me',
+    isLeader,
+    holder: 'me',
+    fencingToken: isLeader ? 3 : null,
+    observedToken: 3,
+    acquiredAt: null,
+    renewedAt: null,
+    validUntil: isLeader ? new Date(Date.now() + 10_000) : null,
+    highestToken: 3,
+    lastRenewMonotonic: null,
+    loopDueMonotonic: null,
+    standingAside: null,
+    running: true,
+  };
+}
