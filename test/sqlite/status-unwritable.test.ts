@@ -18,7 +18,8 @@ import { readOwnedShards } from '../../src/status/shards-status.js';
 import { startCli, tempDir, waitFor, type Proc } from '../support/cli.js';
 
 const LEASE_MS = 2_000;
-const FAST = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '400ms'];
+// A short retry period: the failure is seen at the next renewal and the expiry at the other's next turn, each one retry period at most.
+const FAST = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '250ms'];
 const SKIP =
   process.getuid?.() === 0
     ? false
