@@ -6,6 +6,7 @@ import type { Timings } from '../config/election-options.js';
 import type { CandidateSnapshot } from '../election/candidate-loop.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import type { ShardMemberSnapshot } from '../shards/shard-member.js';
+import type { Eligibility } from '../health/eligibility.js';
 import { escapeForTerminal } from '../util/escape-control.js';
 
 const READY_WHEN = ['leader', 'elected-any'] as const;
@@ -97,4 +98,13 @@ export function shardReadiness(s: ShardMemberSnapshot): Verdict {
 export function withStoreProblem(store: Pick<LeaseStore, 'problem'>, v: Verdict): Verdict {
   const problem = store.problem?.() ?? null;
   return problem === null ? v : { ok: false, reason: `store: ${escapeForTerminal(problem)}` };
+}
+
+/**
+ * A status directory that takes no writes (StatusWritable) makes readiness fail with its reason,
+ * whatever the mode: this candidate neither holds nor takes anything its app could read.
+ */
+export function withStatusProblem(writable: Pick<Eligibility, 'standAside'> | null, v: Verdict): Verdict {
+  const aside = writable?.standAside() ?? null;
+  return aside === null ? v : { ok: false, reason: `status files: ${escapeForTerminal(aside.reason)}` };
 }

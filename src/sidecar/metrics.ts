@@ -10,6 +10,8 @@ export class SidecarMetrics {
   readonly streamsOpen: Gauge;
   readonly streamsEnded: Counter<'reason'>;
   readonly appEligible: Gauge<'name'>;
+  readonly statusWriteFailures: Counter<'name'>;
+  readonly statusWritable: Gauge<'name'>;
 
   constructor() {
     const registers = [this.registry];
@@ -34,6 +36,18 @@ export class SidecarMetrics {
     this.appEligible = new Gauge({
       name: 'leasehold_app_eligible',
       help: "1 while the app's health lets this candidate campaign (or this member take shards), else 0; present only with a health source.",
+      labelNames: ['name'],
+      registers,
+    });
+    this.statusWriteFailures = new Counter({
+      name: 'leasehold_status_write_failures_total',
+      help: 'Writes of the status files (status.json and friends, or shards.json) that failed; present only with a status directory.',
+      labelNames: ['name'],
+      registers,
+    });
+    this.statusWritable = new Gauge({
+      name: 'leasehold_status_writable',
+      help: '1 while the last write of the status files succeeded, else 0 (this candidate stands aside: it neither takes nor keeps a lease or shards); present only with a status directory.',
       labelNames: ['name'],
       registers,
     });

@@ -6,7 +6,7 @@
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeClock } from '../testing/fake-clock.js';
@@ -193,6 +193,40 @@ describe('the sidecar in shard mode', () => {
       } else assert.ok(waited <= 2 * T.retryPeriodMs, `moved after ${waited} ms: released at once`);
       await w.stopAll();
     }
+  });
+
+  it('a member that cannot write shards.json gives its shards up, is not ready, and says why; it takes again once a write succeeds', async () => {
+    const w = world(4);
+    const a = await w.add('a');
+    const b = await w.add('b');
+    assert.ok(await w.advanceUntil(() => w.fileShards('a').length === 2 && w.fileShards('b').length === 2, 30_000));
+    // shards.json cannot be replaced: a directory with an entry stands in its place (EISDIR, as root too).
+    rmSync(join(w.dir, 'a', 'shards.json'));
+    mkdirSync(join(w.dir, 'a', 'shards.json', 'blocker'), { recursive: true });
+    const broken = w.clock.monotonic();
+    assert.ok(await w.advanceUntil(() => b.s.member.snapshot().owned.length === 4, 2 * T.leaseDurationMs), 'b owns every shard');
+    const waited = w.clock.monotonic() - broken;
+    assert.ok(waited <= T.leaseDurationMs + 2 * T.retryPeriodMs, `b owned them all ${waited} ms after a's file broke`);
+    assert.deepEqual(a.s.member.snapshot().owned, [], 'a kept none');
+    const ready = shardReadiness(a.s.member.snapshot());
+    assert.equal(ready.ok, false);
+    assert.match(ready.reason, /cannot be written/);
+    const failed = a.lines.filter((l) => l.startsWith('cannot write status files'));
+    assert.equal(failed.length, 1, a.lines.join('\n'));
+    assert.match(failed[0]!, /"code":"EISDIR"/);
+    assert.equal((await a.s.metrics.statusWritable.get()).values[0]?.value, 0);
+    assert.ok(((await a.s.metrics.statusWriteFailures.get()).values[0]?.value ?? 0) >= 2);
+    // Writable again: a takes its share back.
+    rmSync(join(w.dir, 'a', 'shards.json'), { recursive: true });
+    const fileIsBack = () => existsSync(join(w.dir, 'a', 'shards.json'));
+    assert.ok(
+      await w.advanceUntil(() => fileIsBack() && w.fileShards('a').length === 2 && w.fileShards('b').length === 2, 4 * T.leaseDurationMs),
+      'a took its share again',
+    );
+    assert.equal(w.file('a').standingAside, null);
+    assert.equal(shardReadiness(a.s.member.snapshot()).ok, true);
+    assert.equal((await a.s.metrics.statusWritable.get()).values[0]?.value, 1);
+    await w.stopAll();
   });
 
   it('every series exists from the start; gains, losses, members and orphans are counted', async () => {

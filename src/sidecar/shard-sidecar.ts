@@ -11,7 +11,8 @@
  * then the app's `POST /shards/stopped` is waited for (--drain-timeout), and only then does the
  * member release the shard. When shards.json cannot be written, the gate says no: the shard is
  * not released but kept until it could have expired, as the leader sidecar leaves its lease to
- * expire (Sidecar.readyToRelease).
+ * expire (Sidecar.readyToRelease). A write that fails also makes the member stand aside
+ * (StatusWritable): it gives every shard up and takes none until a write succeeds again.
  */
 import type { AddressInfo } from 'node:net';
 import { realClock, type Clock } from '../clock.js';
@@ -26,16 +27,17 @@ import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { AppHealth } from '../health/app-health.js';
 import type { ProbeOptions } from '../health/health-settings.js';
 import { allEligible } from '../health/all-eligible.js';
-import { toShardsStatus } from '../status/shards-status.js';
+import { toShardsStatus, type ShardsStatus } from '../status/shards-status.js';
 import { ShardMetrics } from './metrics.js';
 import { StatusServer } from './http-server.js';
 import { httpBounds, openDescriptors, openFilesLimit } from './connection-budget.js';
-import { shardLiveness, shardReadiness, withStoreProblem } from './kubelet-probes.js';
+import { shardLiveness, shardReadiness, withStatusProblem, withStoreProblem } from './kubelet-probes.js';
 import { ShardEndpoints } from './shard-endpoints.js';
 import { ShardDrains } from './shard-drain.js';
 import { DrainKey } from './drain-key.js';
 import { ShardsPublisher } from './shards-publisher.js';
 import { claimStatusDir, type StatusDirClaim } from './status-dir-claim.js';
+import { StatusWritable } from './status-writable.js';
 
 /** How long a lost shard's release waits for the /shards streams to take "not owned"; a stream that has not by then is closed. */
 const STREAM_DRAIN_MS = 500;
@@ -115,6 +117,8 @@ export class ShardSidecar {
   private readonly drainKey: DrainKey | undefined;
   private readonly appHealth: AppHealth | null;
   private readonly gate: StartGate;
+  /** Whether shards.json takes writes: a member whose app cannot read what it owns gives its shards up and takes none. */
+  private readonly writable: StatusWritable | null;
   private readonly appDrainMs: number;
   /** Whether start() got as far as the status directory: a failed start has no file to update. */
   private started = false;
@@ -139,6 +143,18 @@ export class ShardSidecar {
     this.appDrainMs = opts.drainTimeoutMs ?? 0;
     // Only with a health source, as the leader sidecar's: an alert on "no app eligible" must not count members that have none.
     if (this.appHealth) m.appEligible.set({ name: group }, 0);
+    this.writable =
+      opts.statusDir === undefined
+        ? null
+        : new StatusWritable({
+            dir: opts.statusDir,
+            clock: this.clock,
+            log: this.log,
+            retryMs: opts.retryPeriodMs,
+            retry: () => this.publish(),
+            metrics: { failed: () => m.statusWriteFailures.inc({ name: group }), writable: (ok) => m.statusWritable.set({ name: group }, ok ? 1 : 0) },
+          });
+    if (this.writable) m.statusWriteFailures.inc({ name: group }, 0);
     const extra = opts.listener ?? {};
     const owned = () => this.member.snapshot().owned.length;
     const listener: ShardListener = {
@@ -188,7 +204,7 @@ export class ShardSidecar {
       ...(opts.maxMembers === undefined ? {} : { maxMembers: opts.maxMembers }),
       clock: this.clock,
       log: opts.log,
-      eligibility: allEligible([this.gate, this.appHealth, opts.eligibility].filter((e): e is Eligibility => e != null)),
+      eligibility: allEligible([this.gate, this.writable, this.appHealth, opts.eligibility].filter((e): e is Eligibility => e != null)),
       listener,
       ...gate,
     });
@@ -203,7 +219,7 @@ export class ShardSidecar {
       };
       this.endpoints = new ShardEndpoints(
         {
-          status: () => toShardsStatus(this.member.snapshot(), this.clock.now()),
+          status: () => this.notMoreThanTheFile(toShardsStatus(this.member.snapshot(), this.clock.now())),
           stopped: (shards, tokens, authorization) => this.drains.report(shards, tokens, authorization),
         },
         counters,
@@ -211,7 +227,7 @@ export class ShardSidecar {
       );
       this.server = new StatusServer({
         liveness: () => withStoreProblem(opts.store, shardLiveness(this.member.snapshot(), opts, this.clock.monotonic())),
-        readiness: () => withStoreProblem(opts.store, shardReadiness(this.member.snapshot())),
+        readiness: () => withStoreProblem(opts.store, withStatusProblem(this.writable, shardReadiness(this.member.snapshot()))),
         registry: m.registry,
         bounds,
         routes: this.endpoints,
@@ -255,9 +271,8 @@ export class ShardSidecar {
     this.appHealth?.start();
     this.gate.open();
     // The first file: no shard owned yet (a file an earlier process left is replaced).
-    const error = this.publish();
-    if (error !== null)
-      this.log.warn('shards.json could not be written yet: the member takes shards, and each drain says no while the file cannot be written', { error });
+    // One that fails makes the member stand aside (StatusWritable) before its first turn.
+    this.publish();
     return address;
   }
 
@@ -265,6 +280,7 @@ export class ShardSidecar {
   async stop(): Promise<void> {
     await this.member.stop();
     this.appHealth?.stop();
+    this.writable?.close();
     if (this.started) this.publish(this.clock.now());
     await this.claim?.release();
     this.claim = null;
@@ -361,11 +377,25 @@ export class ShardSidecar {
         this.publisher.publish(status);
       } catch (err) {
         error = describeError(err);
-        this.log.error('cannot write shards.json', { dir: this.publisher.dir, error });
+        // Logged by StatusWritable, once per failure and not per retry; the member stands aside.
+        this.writable?.failed(err);
       }
     }
     this.published += 1;
-    this.endpoints?.publish(status);
+    this.endpoints?.publish(this.notMoreThanTheFile(status));
+    // The write that ended a failure carried the old reason for standing aside: write again.
+    if (error === null && this.writable?.succeeded()) return this.publish(stoppedAt);
     return error;
+  }
+
+  /**
+   * What GET /shards and its streams may say: never more than shards.json. While the last write
+   * failed, the file may list fewer shards, or none that are current: no shard is said to be
+   * owned there, though the member may keep some until their gates have run.
+   */
+  private notMoreThanTheFile(status: ShardsStatus): ShardsStatus {
+    const aside = this.writable?.standAside() ?? null;
+    if (aside === null) return status;
+    return { ...status, owned: [], validUntil: null, standingAside: status.standingAside ?? { reason: aside.reason, since: aside.since.toISOString() } };
   }
 }

@@ -10,7 +10,7 @@ import { ElectionMetrics } from './metrics.js';
 import { StatusPublisher } from './status-publisher.js';
 import { toLeaderStatus } from '../status/to-leader-status.js';
 import { StatusServer } from './http-server.js';
-import { Readiness, liveness, withStoreProblem, type ReadyWhen } from './kubelet-probes.js';
+import { Readiness, liveness, withStatusProblem, withStoreProblem, type ReadyWhen } from './kubelet-probes.js';
 import type { PodLabeler } from './pod-labeler.js';
 import type { LeaderEndpoints } from './leader-endpoints.js';
 import { AppDrain } from './app-drain.js';
@@ -20,6 +20,8 @@ import { AppHealth } from '../health/app-health.js';
 import type { ProbeOptions } from '../health/health-settings.js';
 import { allEligible } from '../health/all-eligible.js';
 import { StatusDirClaim, claimStatusDir } from './status-dir-claim.js';
+import { StatusWritable } from './status-writable.js';
+import type { LeaderStatus } from '../status/leader-status.js';
 
 /** The elector's reason for a step-down when no renewal succeeded within renewDeadline. */
 const RENEW_DEADLINE_REASON = 'no successful renewal within renewDeadline';
@@ -88,6 +90,8 @@ export class Sidecar {
   private readonly drain: AppDrain;
   private readonly drainKey: DrainKey | undefined;
   private readonly appHealth: AppHealth | null;
+  /** Whether the status files take writes: a candidate whose app cannot read that it leads does not lead. */
+  private readonly writable: StatusWritable | null;
   /** Whether start() got as far as the status directory: a failed start has no files to update. */
   private started = false;
   /** This sidecar's hold on its status directory, from start() until stop() has written its last. */
@@ -120,6 +124,18 @@ export class Sidecar {
       m.appEligible.set({ name }, 0);
       m.healthStepDowns.inc({ name }, 0);
     }
+    this.writable =
+      opts.statusDir === undefined
+        ? null
+        : new StatusWritable({
+            dir: opts.statusDir,
+            clock: this.clock,
+            log: this.log,
+            retryMs: opts.retryPeriodMs,
+            retry: () => this.publish(),
+            metrics: { failed: () => m.statusWriteFailures.inc({ name }), writable: (ok) => m.statusWritable.set({ name }, ok ? 1 : 0) },
+          });
+    if (this.writable) m.statusWriteFailures.inc({ name }, 0);
     const listener: CandidateListener = {
       onStartedLeading: (term) => {
         m.masterStatus.set({ name }, 1);
@@ -175,15 +191,15 @@ export class Sidecar {
       releaseOnCancel: opts.releaseOnCancel ?? true,
       releaseGate: () => this.readyToRelease(),
       ...this.drainOptions(),
-      eligibility: allEligible([this.appHealth, opts.eligibility].filter((e): e is Eligibility => e != null)),
+      eligibility: allEligible([this.writable, this.appHealth, opts.eligibility].filter((e): e is Eligibility => e != null)),
       listener,
       log: opts.log,
     });
     this.server = opts.listen
       ? new StatusServer({
-          status: () => toLeaderStatus(this.elector.snapshot(), this.clock.now()),
+          status: () => this.notMoreThanTheFiles(toLeaderStatus(this.elector.snapshot(), this.clock.now())),
           liveness: () => withStoreProblem(opts.store, liveness(this.elector.snapshot(), opts, this.clock.monotonic())),
-          readiness: () => withStoreProblem(opts.store, this.readiness.check(this.elector.snapshot())),
+          readiness: () => withStoreProblem(opts.store, withStatusProblem(this.writable, this.readiness.check(this.elector.snapshot()))),
           registry: m.registry,
           leaderStopped: (tokens, authorization) => this.drain.report(tokens, authorization),
           streamCounters: {
@@ -239,6 +255,7 @@ export class Sidecar {
   async stop(): Promise<void> {
     await this.elector.stop();
     this.appHealth?.stop();
+    this.writable?.close();
     // The last write: this candidate no longer campaigns (`status` must not call it a standby).
     if (this.started) this.publish(this.clock.now());
     await this.claim?.release();
@@ -269,13 +286,17 @@ export class Sidecar {
    */
   private async readyToRelease(): Promise<boolean> {
     const error = this.publish();
-    if (error !== null) {
+    if (error !== null && this.publisher?.mayShowLeader() !== false) {
       this.log.error('the step-down could not be written to the status files: the lease is left to expire, not released', {
         dir: this.publisher?.dir,
         error,
       });
       return false;
     }
+    // The files could not take "not leader", but none of them says a term leads (the term's
+    // own write failed before any did): no reader of them can believe this one leads.
+    if (error !== null)
+      this.log.warn('the step-down could not be written, but no status file says this term leads: releasing', { dir: this.publisher?.dir, error });
     // The streams next: each reader has "not leader" before the next leader can start.
     if (this.server && this.server.streams.size > 0) {
       const started = this.clock.monotonic();
@@ -304,6 +325,8 @@ export class Sidecar {
     if (!(await this.readyToRelease())) return false;
     const token = this.drain.pending;
     if (token === null) return true;
+    // A term no file ever said leads (its first write failed): the app cannot have begun its work.
+    if (this.publisher && !this.publisher.showed(token)) return true;
     const started = this.clock.monotonic();
     this.log.info('draining: waiting for the app to say its leader work stopped', { token, boundMs });
     const stopped = await this.drain.wait(boundMs);
@@ -322,9 +345,29 @@ export class Sidecar {
       this.publisher?.publish(status);
     } catch (err) {
       error = describeError(err);
-      this.log.error('cannot write status files', { dir: this.publisher?.dir, error });
+      // Logged by StatusWritable, once per failure and not per retry; the candidate stands aside.
+      this.writable?.failed(err);
     }
-    this.server?.publish(status);
+    this.server?.publish(this.notMoreThanTheFiles(status));
+    // The write that ended a failure carried the old reason for standing aside: write again.
+    if (error === null && this.writable?.succeeded()) return this.publish(stoppedAt);
     return error;
+  }
+
+  /**
+   * What HTTP and the streams may say: never more than the files. While the last write failed,
+   * the files may say anything up to "not leader" (or hold a term that is over): "leader" is
+   * never said there, though the elector may still hold the term until its gate has run.
+   */
+  private notMoreThanTheFiles(status: LeaderStatus): LeaderStatus {
+    const aside = this.writable?.standAside() ?? null;
+    if (aside === null) return status;
+    return {
+      ...status,
+      isLeader: false,
+      fencingToken: null,
+      validUntil: null,
+      standingAside: status.standingAside ?? { reason: aside.reason, since: aside.since.toISOString() },
+    };
   }
 }

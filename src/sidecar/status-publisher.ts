@@ -1,4 +1,4 @@
-import { accessSync, closeSync, constants, openSync, rmSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, lstatSync, openSync, rmSync, statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { StatusDirError, describeError } from '../errors.js';
@@ -79,6 +79,15 @@ export function prepareStatusDir(dir: string): void {
   }
 }
 
+/** False only when `path` is no file an app could read a word from (absent, or a directory). */
+function mayHoldText(path: string): boolean {
+  try {
+    return !lstatSync(path).isDirectory();
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'ENOENT';
+  }
+}
+
 /**
  * Writes the shared-volume files: status.json, is-leader, fencing-token, holder. Each is
  * replaced atomically, in an order that keeps every moment a polling reader can see
@@ -97,6 +106,15 @@ export class StatusPublisher {
    * leaves that term as any step-down does, is-leader "false" first.
    */
   private leading: number | null | undefined = undefined;
+  /**
+   * Whether status.json, and is-leader, as they are on disk, may say that a term leads: as last
+   * written (a write that threw left the file as it was: the rename is the last step), and
+   * before that whatever an earlier process may have left, unless there is no such file.
+   */
+  private jsonMaySayLeader = true;
+  private flagMaySayLeader = true;
+  /** The last term a file was written to say leads (status.json or is-leader): one the app may have started work for. */
+  private shown: number | null = null;
 
   constructor(dir: string) {
     this.dir = dir;
@@ -105,6 +123,22 @@ export class StatusPublisher {
   /** Creates the directory and proves it writable by writing and removing a probe file. */
   prepare(): void {
     prepareStatusDir(this.dir);
+    this.jsonMaySayLeader = mayHoldText(join(this.dir, 'status.json'));
+    this.flagMaySayLeader = mayHoldText(join(this.dir, 'is-leader'));
+  }
+
+  /**
+   * Whether an app reading the files may be told that some term leads (validUntil aside). When
+   * not, a step-down that could not be written still reached every reader of the files: a term
+   * begun but never written (a volume full as it took the lease) can be released at once.
+   */
+  mayShowLeader(): boolean {
+    return this.jsonMaySayLeader || this.flagMaySayLeader;
+  }
+
+  /** Whether the files were ever written to say that term `token` leads, so its app may have begun its work. */
+  showed(token: number): boolean {
+    return this.shown === token;
   }
 
   /** Writes the files if anything but updatedAt changed. Returns whether it wrote. */
@@ -121,8 +155,12 @@ export class StatusPublisher {
     if (leaving) {
       // "not leader" first, before anything else changes.
       writeFileAtomic(this.dir, 'is-leader', 'false\n');
+      this.flagMaySayLeader = false;
       this.leading = null;
-      if (token === null) writeFileAtomic(this.dir, 'status.json', json);
+      if (token === null) {
+        writeFileAtomic(this.dir, 'status.json', json);
+        this.jsonMaySayLeader = false;
+      }
     }
     writeFileAtomic(this.dir, 'fencing-token', status.fencingToken === null ? '' : `${status.fencingToken}\n`);
     writeFileAtomic(this.dir, 'holder', status.holder ? `${escapeControl(status.holder)}\n` : '');
@@ -130,9 +168,14 @@ export class StatusPublisher {
       // From here the disk may say this token leads (status.json first): should a write below
       // fail, the next step-down still writes is-leader "false" before anything else.
       this.leading = token;
+      // A write that throws has not renamed its file into place (the rename is its last step):
+      // the file says what it said before.
       writeFileAtomic(this.dir, 'status.json', json);
+      this.jsonMaySayLeader = status.isLeader;
+      if (token !== null) this.shown = token;
       // "true" only after its token is in place.
       writeFileAtomic(this.dir, 'is-leader', token !== null ? 'true\n' : 'false\n');
+      this.flagMaySayLeader = token !== null;
     }
     fsyncDir(this.dir);
     this.last = key;

@@ -113,12 +113,13 @@ describe('the chart alert rules, checked by promtool', () => {
         'LeaseholdNoEligibleCandidate',
         'LeaseholdHealthStepDowns',
         'LeaseholdShardWithoutOwner',
+        'LeaseholdStatusNotWritable',
         'LeaseholdSidecarDown',
       ],
     );
     const check = promtoolRun(['check', 'rules', rulesFile(rule, dir.path)]);
     assert.equal(check.status, 0, check.stdout + check.stderr);
-    assert.match(check.stdout, /SUCCESS: 8 rules found/);
+    assert.match(check.stdout, /SUCCESS: 9 rules found/);
     copyFileSync(RULES_TEST, join(dir.path, 'rules-test.yaml'));
     const test = promtoolRun(['test', 'rules', 'rules-test.yaml']);
     assert.equal(test.status, 0, test.stdout + test.stderr);
@@ -129,14 +130,14 @@ describe('the chart alert rules, checked by promtool', () => {
     const [rule] = render(['metrics.prometheusRule.enabled=true', 'shards.count=16']);
     const by = Object.fromEntries(rule!.spec.groups[0]!.rules.map((r) => [r.alert, r]));
     // No lease is campaigned for: the leader's series are absent, and their alerts would watch nothing.
-    assert.deepEqual(Object.keys(by), ['LeaseholdNoEligibleCandidate', 'LeaseholdShardWithoutOwner', 'LeaseholdSidecarDown']);
+    assert.deepEqual(Object.keys(by), ['LeaseholdNoEligibleCandidate', 'LeaseholdShardWithoutOwner', 'LeaseholdStatusNotWritable', 'LeaseholdSidecarDown']);
     assert.equal(by.LeaseholdShardWithoutOwner!.expr, 'min by (namespace, group) (leasehold_shards_orphaned{group="demo-leasehold",namespace="apps"}) > 0');
     assert.equal(by.LeaseholdShardWithoutOwner!.for, '49s');
     const sub = join(dir.path, 'shards');
     mkdirSync(sub);
     const check = promtoolRun(['check', 'rules', rulesFile(rule!, sub)]);
     assert.equal(check.status, 0, check.stdout + check.stderr);
-    assert.match(check.stdout, /SUCCESS: 3 rules found/);
+    assert.match(check.stdout, /SUCCESS: 4 rules found/);
   });
 
   it('every for and window derives from the chart timings and the scrape interval', () => {

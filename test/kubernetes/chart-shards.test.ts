@@ -130,7 +130,12 @@ describe('the chart in shard mode', () => {
       render([...set, 'metrics.prometheusRule.enabled=true'])
         .find((d) => d.kind === 'PrometheusRule')!
         .spec.groups[0].rules.map((r: { alert: string }) => r.alert);
-    assert.deepEqual(alerts(['shards.count=8']), ['LeaseholdNoEligibleCandidate', 'LeaseholdShardWithoutOwner', 'LeaseholdSidecarDown']);
+    assert.deepEqual(alerts(['shards.count=8']), [
+      'LeaseholdNoEligibleCandidate',
+      'LeaseholdShardWithoutOwner',
+      'LeaseholdStatusNotWritable',
+      'LeaseholdSidecarDown',
+    ]);
     assert.ok(alerts([]).includes('LeaseholdNoLeader'));
   });
 
