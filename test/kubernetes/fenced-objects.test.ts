@@ -216,6 +216,13 @@ describe('Kubernetes objects fenced by the API server with the Lease as the poli
       10_000,
       100,
     ).then((r) => refusedBecause(r, /Lease fenced has no holder/));
+    // Deletes without a current token: refused to the writer, accepted from the namespace
+    // controller (impersonated: this control plane runs no controller manager), which empties
+    // a namespace being deleted.
+    const nsController = ['--as', 'system:serviceaccount:kube-system:namespace-controller'];
+    refusedBecause(await answer(() => api.deleteNamespacedConfigMap({ namespace: ns, name: 'other' })), /Lease fenced has no holder/);
+    kubectl(['delete', 'configmap', 'other', '-n', ns, ...nsController]);
+    assert.equal((await answer(() => api.readNamespacedConfigMap({ namespace: ns, name: 'other' }))).code, 404, "the namespace controller's delete landed");
 
     // The history lost (docs/fencing.md, "When the history is lost"): a Lease whose token went
     // back to a's. The object holds b's later token, checked in the write's own
@@ -241,6 +248,13 @@ describe('Kubernetes objects fenced by the API server with the Lease as the poli
       100,
     );
     assert.equal((await stored()).data?.holder, 'b');
+    // With the Lease gone, the API server refuses before the policy's match conditions are
+    // evaluated: even the namespace controller cannot delete (docs/fencing.md, "Deletes").
+    const stuck = spawnSync(join(env().binDir, 'kubectl'), ['--kubeconfig', env().admin, 'delete', 'configmap', 'data', '-n', ns, ...nsController], {
+      encoding: 'utf8',
+    });
+    assert.notEqual(stuck.status, 0);
+    assert.match(stuck.stderr, /no params found for policy binding with `Deny` parameterNotFoundAction/);
   });
 
   it('the chart renders the policy and binding only when asked, for the kinds named, and refuses what it cannot fence', () => {
