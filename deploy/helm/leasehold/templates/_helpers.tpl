@@ -504,3 +504,11 @@ renewDeadline/2 − retryPeriod): without this every pod's sidecar exits 2 in a 
 {{- end -}}
 {{- end -}}
 {{- end }}
+
+{{/*
+The name of the fencing ValidatingAdmissionPolicy and its binding (fencing.resources): both are
+cluster-scoped, so the name holds the namespace; dots keep two releases' names apart.
+*/}}
+{{- define "leasehold.fencingPolicyName" -}}
+{{- printf "%s.%s.fencing.leasehold.io" (include "leasehold.fullname" .) .Release.Namespace }}
+{{- end }}
