@@ -30,6 +30,7 @@ export const BENCH_FLAGS = {
   seed: { type: 'string', describe: 'chaos: the seed (elector: the first seed)' },
   seeds: { type: 'string', describe: 'chaos --backend elector: how many seeds' },
   versions: { type: 'string', describe: 'chaos --backend elector: unique, restart or both' },
+  history: { type: 'boolean', describe: 'chaos: record store calls and fenced writes, and check them with Porcupine (docs/testing.md)' },
 } as const satisfies FlagTable;
 
 const LISTED = `the flags are ${Object.keys(BENCH_FLAGS)

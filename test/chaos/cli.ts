@@ -1,7 +1,10 @@
 /**
- * npm run chaos [-- --seed N] [--seconds S] [--backend sqlite|kubernetes|postgres|both|all]
+ * npm run chaos [-- --seed N] [--seconds S] [--backend sqlite|kubernetes|postgres|both|all] [--history]
  * Runs the chaos driver (test/chaos/run-chaos.ts) and prints its report; exits 1 on any
- * violation. A failing seed is printed and can be replayed with --seed.
+ * violation. A failing seed is printed and can be replayed with --seed. `--history` records
+ * every store call on the lease and every fenced write, and checks them with the independent
+ * checker (test/porcupine; docs/testing.md "Recorded histories"); on a violation the run's
+ * folder is kept, with the history and Porcupine's visualization in it.
  *
  * npm run chaos -- --backend elector [--seeds N] [--seed FIRST] [--versions unique|restart|both] [--only leases|shards]
  * Runs the elector's seeded simulation (test/support/elector-sim.ts) over N seeds (default
@@ -13,7 +16,7 @@
  */
 import { join } from 'node:path';
 import { numberOption, option } from '../../bench/cli-args.js';
-import { tempDir } from '../support/cli.js';
+import { tempDir as scratch } from '../support/cli.js';
 import { startControlPlane } from '../support/control-plane.js';
 import { formatReport, runChaos, type ChaosReport } from './run-chaos.js';
 import { leaseMetadataChurn } from '../support/lease-churn.js';
@@ -21,8 +24,21 @@ import { leaseMetadataChurn } from '../support/lease-churn.js';
 const seed = numberOption('seed', Date.now() % 1_000_000 || 1);
 const seconds = numberOption('seconds', 120);
 const which = option('backend', 'both');
+const history = process.argv.includes('--history');
 const say = (l: string) => process.stderr.write(`[chaos] ${l}\n`);
 const reports: ChaosReport[] = [];
+/** A run's folder; kept when its recorded history failed the check, for the history and the picture. */
+function tempDir(prefix: string): { path: string; cleanup: () => void } {
+  const dir = scratch(prefix);
+  return {
+    path: dir.path,
+    cleanup: () => {
+      const failed = reports.at(-1)?.history && reports.at(-1)!.violations.length > 0 && reports.at(-1)!.history!.dir.startsWith(dir.path);
+      if (failed) say(`kept ${dir.path}: the recorded history and the checker's visualization are there`);
+      else dir.cleanup();
+    },
+  };
+}
 
 if (which === 'elector') {
   const { runSimulation } = await import('../support/elector-sim.js');
@@ -78,7 +94,15 @@ if (which === 'sqlite' || which === 'both' || which === 'all') {
   try {
     say(`sqlite: seed ${seed}, ${seconds} s`);
     reports.push(
-      await runChaos({ backend: 'sqlite', backendArgs: ['--db', join(dir.path, 'leases.db'), '--lease', 'chaos'], dir: dir.path, seed, seconds, log: say }),
+      await runChaos({
+        backend: 'sqlite',
+        backendArgs: ['--db', join(dir.path, 'leases.db'), '--lease', 'chaos'],
+        dir: dir.path,
+        seed,
+        seconds,
+        history,
+        log: say,
+      }),
     );
   } finally {
     dir.cleanup();
@@ -101,6 +125,7 @@ if (which === 'postgres' || which === 'all') {
         seconds,
         database: { stop: pg.stopServer, start: pg.startServer },
         postgresNeighbour: postgresNeighbour((role) => pg.url(role)),
+        history,
         log: say,
       }),
     );
@@ -125,6 +150,7 @@ if (which === 'kubernetes' || which === 'both' || which === 'all') {
         apiServer: { stop: cp.stopApiServer, start: cp.startApiServer },
         etcd: { stop: cp.stopEtcd, start: cp.startEtcd },
         neighbour: leaseMetadataChurn({ binDir: cp.binDir, kubeconfig: cp.adminKubeconfig, namespace: 'default', lease: 'chaos' }),
+        history,
         log: say,
       }),
     );

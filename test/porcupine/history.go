@@ -15,6 +15,7 @@ import (
 
 // A recorded operation as it appears on one line.
 type record struct {
+	ID      *int64          `json:"id"`
 	Process int64           `json:"process"`
 	Call    *int64          `json:"call"`
 	Return  *int64          `json:"return"`
@@ -30,6 +31,9 @@ type registerInput struct {
 	Op       string `json:"-"`
 	Value    string `json:"value"`
 	Expected string `json:"expected"`
+	// The GroupStore contract lets a write of the very values a record holds keep its version
+	// (the Kubernetes API server persists no no-op update); the LeaseStore contract does not.
+	NoopKeepsVersion bool `json:"noopKeepsVersion"`
 }
 
 type registerOutput struct {
@@ -83,7 +87,9 @@ var ops = map[string][]string{
 }
 
 func readHistory(r io.Reader, name string) ([]operation, error) {
-	var out []operation
+	var records []record
+	var lines []int
+	byID := map[int64]int{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	n := 0
@@ -97,18 +103,41 @@ func readHistory(r io.Reader, name string) ([]operation, error) {
 		if err := json.Unmarshal(text, &rec); err != nil {
 			return nil, fmt.Errorf("%s:%d: not a JSON object of an operation: %v", name, n, err)
 		}
+		if rec.Model == "" && rec.ID != nil {
+			// A completion line: the outcome of the call line with this id, in this file.
+			i, ok := byID[*rec.ID]
+			if !ok {
+				return nil, fmt.Errorf("%s:%d: a completion of id %d, and no call line of that id before it", name, n, *rec.ID)
+			}
+			if records[i].Return != nil {
+				return nil, fmt.Errorf("%s:%d: a second completion of id %d", name, n, *rec.ID)
+			}
+			records[i].Return, records[i].Output = rec.Return, rec.Output
+			continue
+		}
+		if rec.ID != nil {
+			if _, dup := byID[*rec.ID]; dup {
+				return nil, fmt.Errorf("%s:%d: a second call line with id %d", name, n, *rec.ID)
+			}
+			byID[*rec.ID] = len(records)
+		}
+		records = append(records, rec)
+		lines = append(lines, n)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	var out []operation
+	for i, rec := range records {
 		op, err := decode(rec)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", name, n, err)
+			return nil, fmt.Errorf("%s:%d: %v", name, lines[i], err)
 		}
-		op.line = n
+		op.line = lines[i]
 		if op.ret != math.MaxInt64 || !isRead(op) {
 			// A read whose outcome is unknown says nothing: it is left out.
 			out = append(out, op)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	return out, nil
 }

@@ -60,8 +60,10 @@ var registerModel = porcupine.NondeterministicModel{
 			case out.Unknown:
 				return append([]interface{}{s}, when(matches, written)...)
 			case out.Ok:
-				// The contract: a successful write changes the version.
-				return when(matches && out.Version != in.Expected, written)
+				// The contract: a successful write changes the version (a group record's may stay
+				// when the write changed nothing).
+				changed := out.Version != in.Expected || (in.NoopKeepsVersion && in.Value == s.value)
+				return when(matches && changed, written)
 			default:
 				return when(!s.present || !s.versionKnown || s.version != in.Expected, s)
 			}
