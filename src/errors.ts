@@ -130,10 +130,18 @@ export class StatusDirInUseError extends StatusDirError {}
 export class StaleTokenError extends LeaseholdError {
   readonly presented: number;
   readonly highest: number;
-  constructor(presented: number, highest: number) {
-    super('LEASEHOLD_ERR_STALE_TOKEN', `fencing token ${presented} is behind the highest token this resource has accepted (${highest})`);
+  /** The fence key refused (absent for the tutorial's one-row demo table, which has none). */
+  readonly key: string | undefined;
+  constructor(presented: number, highest: number, key?: string) {
+    super(
+      'LEASEHOLD_ERR_STALE_TOKEN',
+      key === undefined
+        ? `fencing token ${presented} is behind the highest token this resource has accepted (${highest})`
+        : `fencing token ${presented} for key ${JSON.stringify(key)} is behind the highest token accepted for it (${highest}): a newer writer holds the term; nothing was written`,
+    );
     this.presented = presented;
     this.highest = highest;
+    this.key = key;
   }
 }
 

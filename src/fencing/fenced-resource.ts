@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { requireDriver } from '../backends/driver.js';
-import { StaleTokenError } from '../errors.js';
+import { StaleTokenError, isLeaseholdError } from '../errors.js';
+import { createSqliteFenceTable, withSqliteFence } from './sqlite-fence.js';
 
 export interface FencedWrite {
   accepted: boolean;
@@ -15,12 +16,15 @@ export interface ResourceValue {
   fencingToken: number;
 }
 
+/** The demo's one fence key, in the default fence table of its file. */
+const RESOURCE_KEY = 'resource';
+
 /**
  * A protected resource that checks fencing tokens, as in the tutorial's step 6 (same table, so
  * its Python code can share the file). It remembers the highest token it has accepted and
- * rejects any lower one; equal is accepted (the same leader writing again in its term). The
- * check and the write happen in one BEGIN IMMEDIATE transaction, so two writers cannot both
- * pass the check.
+ * rejects any lower one; equal is accepted (the same leader writing again in its term). It is
+ * withSqliteFence's demo: the check and the write happen in one BEGIN IMMEDIATE transaction,
+ * so two writers cannot both pass the check.
  *
  * This is where correctness comes from. The lease only makes it likely that one writer is
  * active; this check makes a stale writer harmless.
@@ -44,22 +48,31 @@ export class FencedSqliteResource {
         this.db.exec(
           'CREATE TABLE IF NOT EXISTS accepted_writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, value TEXT, written_by TEXT, fencing_token INTEGER NOT NULL)',
         );
+        createSqliteFenceTable(this.db);
       })
       .immediate();
   }
 
   /** Writes only if `token` ≥ the highest token accepted so far. */
   write(value: string, writtenBy: string, token: number): FencedWrite {
-    if (!Number.isSafeInteger(token) || token < 0) throw new RangeError(`fencing token must be a non-negative integer, got ${token}`);
-    return this.db
-      .transaction((): FencedWrite => {
+    // A RangeError, as before the fence helpers: no term of leasehold's has a token below 1.
+    if (!Number.isSafeInteger(token) || token < 1) throw new RangeError(`fencing token must be a positive safe integer, got ${token}`);
+    try {
+      return withSqliteFence(this.db, { key: RESOURCE_KEY, token }, (): FencedWrite => {
+        // The demo's own column is checked too: the tutorial's Python writer raises only that
+        // one, and a file written before the fence table existed has its history only there.
         const { fencing_token: highest } = this.db.prepare('SELECT fencing_token FROM resource WHERE id = 1').get() as { fencing_token: number };
-        if (token < highest) return { accepted: false, highest, reason: new StaleTokenError(token, highest).message };
+        if (token < highest) throw new StaleTokenError(token, highest, RESOURCE_KEY);
         this.db.prepare('UPDATE resource SET value = ?, written_by = ?, fencing_token = ? WHERE id = 1').run(value, writtenBy, token);
         this.db.prepare('INSERT INTO accepted_writes (value, written_by, fencing_token) VALUES (?, ?, ?)').run(value, writtenBy, token);
         return { accepted: true, highest, reason: `accepted with fencing token ${token}` };
-      })
-      .immediate();
+      });
+    } catch (err) {
+      if (!isLeaseholdError(err, 'LEASEHOLD_ERR_STALE_TOKEN')) throw err;
+      const { highest } = err as StaleTokenError;
+      // The tutorial's wording: the demo has one row, so no key is named.
+      return { accepted: false, highest, reason: new StaleTokenError(token, highest).message };
+    }
   }
 
   /** Like write(), but throws StaleTokenError (LEASEHOLD_ERR_STALE_TOKEN) on rejection. */

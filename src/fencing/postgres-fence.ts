@@ -1,0 +1,158 @@
+/**
+ * The fenced transaction for PostgreSQL (node-postgres): the check of the writer's token and
+ * the writer's own statements in one transaction. The key's fence row is locked by the check
+ * (an upsert, so the first writer of a key cannot race another into two rows), held until the
+ * commit: a newer writer waits for it, then sees its token, and an older one is refused.
+ *
+ * The pool or client is the caller's: nothing here loads the driver.
+ */
+import type pg from 'pg';
+import { InvalidConfigError, StaleTokenError } from '../errors.js';
+import { checkClaim, MAX_FENCE_KEY_BYTES, type FenceClaim } from './claim.js';
+import { DEFAULT_FENCE_TABLE, postgresName } from './fence-table.js';
+
+export type PgPool = pg.Pool;
+export type PgClient = pg.Client | pg.PoolClient;
+/** What the work gets: the one connection the transaction runs on. */
+export type PgClientBase = pg.ClientBase;
+
+export type PostgresIsolationLevel = 'read committed' | 'repeatable read' | 'serializable';
+
+export interface PostgresFenceOptions {
+  /** The fence table (default `leasehold_fences`): `name` or `schema.name`, lowercase SQL identifiers. */
+  table?: string;
+  /** The transaction's isolation level; without it, the session's default (PostgreSQL's: read committed). */
+  isolationLevel?: PostgresIsolationLevel;
+}
+
+export interface PostgresFenceTableOptions {
+  table?: string;
+  /** Also create the SQL form, the function callers put in their own transactions. */
+  withFunction?: boolean;
+  /** Its name (default `leasehold_fence`): `name` or `schema.name`. */
+  functionName?: string;
+}
+
+/** The SQLSTATE the SQL function raises on a stale token (the HTTP status a refused write would have). */
+export const STALE_TOKEN_SQLSTATE = 'LH409';
+export const DEFAULT_FENCE_FUNCTION = 'leasehold_fence';
+
+const LEVELS: readonly PostgresIsolationLevel[] = ['read committed', 'repeatable read', 'serializable'];
+const LEVEL_RULE = `must be one of ${LEVELS.map((l) => `'${l}'`).join(', ')}`;
+
+/** The fence table's DDL: one row per key, the highest token accepted for it. */
+export function postgresFenceDdl(options?: PostgresFenceTableOptions): string {
+  const table = postgresName('table', options?.table ?? DEFAULT_FENCE_TABLE);
+  const ddl = `CREATE TABLE IF NOT EXISTS ${table} (
+  key text PRIMARY KEY CHECK (octet_length(key) BETWEEN 1 AND ${MAX_FENCE_KEY_BYTES}),
+  token bigint NOT NULL CHECK (token >= 1),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);`;
+  return options?.withFunction ? `${ddl}\n${postgresFenceFunctionDdl(options)}` : ddl;
+}
+
+/**
+ * The SQL form: `SELECT leasehold_fence($1, $2)` inside the caller's own BEGIN ... COMMIT locks
+ * the key's row, raises it to the token, and raises SQLSTATE LH409 on a stale token, which
+ * aborts the caller's transaction. It returns the token it accepted.
+ */
+export function postgresFenceFunctionDdl(options?: PostgresFenceTableOptions): string {
+  const table = postgresName('table', options?.table ?? DEFAULT_FENCE_TABLE);
+  const fn = postgresName('function', options?.functionName ?? DEFAULT_FENCE_FUNCTION);
+  return `CREATE OR REPLACE FUNCTION ${fn}(p_key text, p_token bigint) RETURNS bigint
+LANGUAGE plpgsql AS $leasehold$
+DECLARE
+  v_highest bigint;
+BEGIN
+  IF p_key IS NULL OR octet_length(p_key) NOT BETWEEN 1 AND ${MAX_FENCE_KEY_BYTES} OR p_token IS NULL OR p_token < 1 THEN
+    RAISE EXCEPTION 'invalid fence claim (key %, token %): the key must be 1 to ${MAX_FENCE_KEY_BYTES} bytes, the token at least 1', quote_nullable(p_key), p_token
+      USING ERRCODE = '22023';
+  END IF;
+  INSERT INTO ${table} AS f (key, token) VALUES (p_key, p_token)
+    ON CONFLICT (key) DO UPDATE SET token = EXCLUDED.token, updated_at = now() WHERE f.token <= EXCLUDED.token
+    RETURNING f.token INTO v_highest;
+  IF NOT FOUND THEN
+    -- The upsert locked the row even though it did not change it: this read sees its latest token.
+    SELECT f.token INTO v_highest FROM ${table} AS f WHERE f.key = p_key;
+    RAISE EXCEPTION 'fencing token % for key % is behind the highest token accepted for it (%)', p_token, quote_literal(p_key), v_highest
+      USING ERRCODE = '${STALE_TOKEN_SQLSTATE}', DETAIL = format('key=%s presented=%s highest=%s', p_key, p_token, v_highest);
+  END IF;
+  RETURN p_token;
+END
+$leasehold$;`;
+}
+
+/** Creates the fence table (and, asked, the function) if absent: on request only, never by withPostgresFence. */
+export async function createPostgresFenceTable(db: PgPool | PgClient, options?: PostgresFenceTableOptions): Promise<void> {
+  await db.query(postgresFenceDdl(options));
+}
+
+/**
+ * Runs `work(tx)` in one transaction with the fence check, on one connection (a client checked
+ * out of a pool and released, or the caller's client): BEGIN; the key's row upserted and locked
+ * (a token below the highest accepted is refused with StaleTokenError before the work runs, an
+ * equal one accepted, a higher one raises the fence); the work; COMMIT. If anything throws
+ * (the work, the COMMIT, a serialization failure), the transaction is rolled back, the fence
+ * included, and the error rethrown: nothing is retried here, since only the caller knows
+ * whether its work may run twice.
+ *
+ * A client given must not be inside a transaction already: use the SQL function there.
+ */
+export async function withPostgresFence<T>(
+  db: PgPool | PgClient,
+  claim: FenceClaim,
+  work: (tx: PgClientBase) => Promise<T>,
+  options?: PostgresFenceOptions,
+): Promise<T> {
+  const { key, token } = checkClaim(claim);
+  const table = postgresName('table', options?.table ?? DEFAULT_FENCE_TABLE);
+  const begin = beginStatement(options?.isolationLevel);
+  if (typeof work !== 'function')
+    throw new InvalidConfigError(`invalid fenced work: ${typeof work}, not a function`, { field: 'work', rule: 'must be a function' });
+  const pool = isPool(db);
+  const client: PgClientBase = pool ? await db.connect() : db;
+  // A client whose ROLLBACK failed is in an unknown state: the pool must not hand it out again.
+  let broken: Error | undefined;
+  try {
+    await client.query(begin);
+    try {
+      const raised = await client.query(
+        `INSERT INTO ${table} AS f (key, token) VALUES ($1, $2)
+         ON CONFLICT (key) DO UPDATE SET token = EXCLUDED.token, updated_at = now() WHERE f.token <= EXCLUDED.token
+         RETURNING f.token`,
+        [key, token],
+      );
+      if (raised.rowCount === 0) {
+        // The upsert locked the row without changing it: this read sees its latest token.
+        const highest = await client.query<{ token: string }>(`SELECT token FROM ${table} WHERE key = $1`, [key]);
+        throw new StaleTokenError(token, Number(highest.rows[0]?.token), key);
+      }
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch((rollbackErr: unknown) => {
+        broken = rollbackErr instanceof Error ? rollbackErr : new Error(String(rollbackErr));
+      });
+      throw err;
+    }
+  } finally {
+    if (pool) (client as pg.PoolClient).release(broken);
+  }
+}
+
+function beginStatement(level: unknown): string {
+  if (level === undefined) return 'BEGIN';
+  if (!LEVELS.includes(level as PostgresIsolationLevel)) {
+    throw new InvalidConfigError(`invalid isolation level ${typeof level === 'string' ? JSON.stringify(level) : typeof level}: ${LEVEL_RULE}`, {
+      field: 'isolationLevel',
+      rule: LEVEL_RULE,
+    });
+  }
+  return `BEGIN ISOLATION LEVEL ${(level as string).toUpperCase()}`;
+}
+
+/** A Pool counts its clients; a Client or PoolClient does not. */
+function isPool(db: PgPool | PgClient): db is PgPool {
+  return typeof (db as { totalCount?: unknown }).totalCount === 'number';
+}
