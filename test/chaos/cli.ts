@@ -6,6 +6,12 @@
  * checker (test/porcupine; docs/testing.md "Recorded histories"); on a violation the run's
  * folder is kept, with the history and Porcupine's visualization in it.
  *
+ * npm run chaos -- --backend workloads [--seconds S] [--seed N]
+ * Jepsen's lock-protected set on leasehold (test/chaos/workloads.ts), unfenced then fenced, and
+ * 16 writers with random tokens on a fenced register, S seconds each, every history checked by
+ * the independent checker: the unfenced set MUST be flagged (lost updates: the negative
+ * control; not flagged is a failure of the run), the fenced set and the writers must be clean.
+ *
  * npm run chaos -- --backend elector [--seeds N] [--seed FIRST] [--versions unique|restart|both] [--only leases|shards]
  * Runs the elector's seeded simulation (test/support/elector-sim.ts) over N seeds (default
  * 20000; the unit tier runs 200), each on a store whose versions never repeat and on one whose
@@ -87,6 +93,27 @@ if (which === 'elector') {
     `elector simulation: ${count} seeds from ${first} (versions ${versions}, ${only === 'both' ? 'leases and shard groups' : only}), ${terms} terms, ${gains} shard changes of owner, 0 violations, ${Math.round((Date.now() - t0) / 1000)} s`,
   );
   process.exit(0);
+}
+
+if (which === 'workloads') {
+  const { runFencedWriters, runLockSet } = await import('./workloads.js');
+  const failures: string[] = [];
+  for (const fenced of [false, true]) {
+    const dir = scratch('leasehold-lock-set-');
+    const r = await runLockSet({ dir: dir.path, fenced, seconds, seed, log: say });
+    const flagged = r.verdict.code === 1 && r.verdict.output.includes('LOST');
+    const expected = fenced ? r.verdict.code === 0 : flagged;
+    console.log(`lock-protected set, ${r.mode}: ${seconds} s, ${r.terms} terms, ${r.pauses} pauses of the leader past its lease; checker: ${r.verdict.output}`);
+    if (!expected) failures.push(fenced ? `the fenced set failed the check (${dir.path} kept)` : `the negative control was NOT flagged (${dir.path} kept)`);
+    else dir.cleanup();
+  }
+  const dir = scratch('leasehold-fenced-writers-');
+  const w = await runFencedWriters({ dir: dir.path, seconds });
+  console.log(`fenced register, ${w.writers} writers at once on ${w.keys} keys for ${seconds} s; checker: ${w.verdict.output}`);
+  if (w.verdict.code !== 0) failures.push(`the fenced writers failed the check (${dir.path} kept)`);
+  else dir.cleanup();
+  for (const f of failures) say(f);
+  process.exit(failures.length > 0 ? 1 : 0);
 }
 
 if (which === 'sqlite' || which === 'both' || which === 'all') {
