@@ -26,7 +26,7 @@ export const BENCH_FLAGS = {
   'shard-sizes': { type: 'string', describe: 'bench: the shard counts N of the shards part, comma-separated' },
   'shard-members': { type: 'string', describe: 'bench: the member counts M of the shards part, comma-separated, ascending' },
   'shard-stores': { type: 'string', describe: 'bench: the stores of the shards part: sqlite, postgres, kubernetes, comma-separated' },
-  backend: { type: 'string', describe: 'chaos: sqlite, kubernetes, postgres, both, all, elector or workloads' },
+  backend: { type: 'string', describe: 'chaos: sqlite, kubernetes, postgres, both, all, elector, workloads or shards' },
   seed: { type: 'string', describe: 'chaos: the seed (elector: the first seed)' },
   seeds: { type: 'string', describe: 'chaos --backend elector: how many seeds' },
   versions: { type: 'string', describe: 'chaos --backend elector: unique, restart or both' },
