@@ -28,11 +28,13 @@ export const BENCH_FLAGS = {
   'shard-stores': { type: 'string', describe: 'bench: the stores of the shards part: sqlite, postgres, kubernetes, comma-separated' },
   backend: {
     type: 'string',
-    describe: 'chaos: sqlite, kubernetes, postgres, both, all, elector, or shards-sqlite, shards-postgres, shards (fenced shard writes)',
+    describe:
+      'chaos: sqlite, kubernetes, postgres, both, all, elector, workloads, shard-history, or shards-sqlite, shards-postgres, shards (fenced shard writes)',
   },
   seed: { type: 'string', describe: 'chaos: the seed (elector: the first seed)' },
   seeds: { type: 'string', describe: 'chaos --backend elector: how many seeds' },
   versions: { type: 'string', describe: 'chaos --backend elector: unique, restart or both' },
+  history: { type: 'boolean', describe: 'chaos: record store calls and fenced writes, and check them with Porcupine (docs/testing.md)' },
 } as const satisfies FlagTable;
 
 const LISTED = `the flags are ${Object.keys(BENCH_FLAGS)

@@ -27,6 +27,7 @@ SAME_ON_EVERY_NODE=(
   test/sqlite/drain.test.ts               # a release after POST /leader/stopped; the endpoint: src/sidecar/sidecar-drain.test.ts
   test/sqlite/example-app-drain.test.ts   # the chart's shell app (busybox) beside sidecars
   test/sqlite/example-app-shards.test.ts  # the same app in shard mode
+  test/sqlite/history-check.test.ts       # the Go checker and SQLite workloads: no Node-specific part
   test/sqlite/handoffs.test.ts            # tokens over 12 handoffs; SIGKILL and SIGTERM: test/sqlite/sidecar-failover.test.ts
   test/sqlite/release-needs-not-leader.test.ts
   test/sqlite/shard-chaos.test.ts         # fenced writes under freezes; the fence itself: src/fencing/*.test.ts

@@ -1,7 +1,20 @@
 /**
- * npm run chaos [-- --seed N] [--seconds S] [--backend sqlite|kubernetes|postgres|both|all]
+ * npm run chaos [-- --seed N] [--seconds S] [--backend sqlite|kubernetes|postgres|both|all] [--history]
  * Runs the chaos driver (test/chaos/run-chaos.ts) and prints its report; exits 1 on any
- * violation. A failing seed is printed and can be replayed with --seed.
+ * violation. A failing seed is printed and can be replayed with --seed. `--history` records
+ * every store call on the lease and every fenced write, and checks them with the independent
+ * checker (test/porcupine; docs/testing.md "Recorded histories"); on a violation the run's
+ * folder is kept, with the history and Porcupine's visualization in it.
+ *
+ * npm run chaos -- --backend workloads [--seconds S] [--seed N]
+ * Jepsen's lock-protected set on leasehold (test/chaos/workloads.ts), unfenced then fenced, and
+ * 16 writers with random tokens on a fenced register, S seconds each, every history checked by
+ * the independent checker: the unfenced set MUST be flagged (lost updates: the negative
+ * control; not flagged is a failure of the run), the fenced set and the writers must be clean.
+ *
+ * npm run chaos -- --backend shard-history [--seconds S] [--seed N]
+ * A shard group of 3 sidecars (16 shards) on SQLite, then on PostgreSQL, members frozen past
+ * the lease or killed, every group store call recorded and checked (test/chaos/shard-history.ts).
  *
  * npm run chaos -- --backend elector [--seeds N] [--seed FIRST] [--versions unique|restart|both] [--only leases|shards]
  * Runs the elector's seeded simulation (test/support/elector-sim.ts) over N seeds (default
@@ -19,7 +32,7 @@
  */
 import { join } from 'node:path';
 import { numberOption, option } from '../../bench/cli-args.js';
-import { tempDir, type Proc } from '../support/cli.js';
+import { tempDir as scratch, type Proc } from '../support/cli.js';
 import { startControlPlane } from '../support/control-plane.js';
 import { formatReport, runChaos, type ChaosReport } from './run-chaos.js';
 import { leaseMetadataChurn } from '../support/lease-churn.js';
@@ -27,8 +40,21 @@ import { leaseMetadataChurn } from '../support/lease-churn.js';
 const seed = numberOption('seed', Date.now() % 1_000_000 || 1);
 const seconds = numberOption('seconds', 120);
 const which = option('backend', 'both');
+const history = process.argv.includes('--history');
 const say = (l: string) => process.stderr.write(`[chaos] ${l}\n`);
 const reports: ChaosReport[] = [];
+/** A run's folder; kept when its recorded history failed the check, for the history and the picture. */
+function tempDir(prefix: string): { path: string; cleanup: () => void } {
+  const dir = scratch(prefix);
+  return {
+    path: dir.path,
+    cleanup: () => {
+      const failed = reports.at(-1)?.history && reports.at(-1)!.violations.length > 0 && reports.at(-1)!.history!.dir.startsWith(dir.path);
+      if (failed) say(`kept ${dir.path}: the recorded history and the checker's visualization are there`);
+      else dir.cleanup();
+    },
+  };
+}
 
 if (which === 'elector') {
   const { runSimulation } = await import('../support/elector-sim.js');
@@ -116,12 +142,69 @@ if (which === 'shards' || which === 'shards-sqlite' || which === 'shards-postgre
   process.exit(failed ? 1 : 0);
 }
 
+if (which === 'workloads') {
+  const { runFencedWriters, runLockSet } = await import('./workloads.js');
+  const failures: string[] = [];
+  for (const fenced of [false, true]) {
+    const dir = scratch('leasehold-lock-set-');
+    const r = await runLockSet({ dir: dir.path, fenced, seconds, seed, log: say });
+    const flagged = r.verdict.code === 1 && r.verdict.output.includes('LOST');
+    const expected = fenced ? r.verdict.code === 0 : flagged;
+    console.log(`lock-protected set, ${r.mode}: ${seconds} s, ${r.terms} terms, ${r.pauses} pauses of the leader past its lease; checker: ${r.verdict.output}`);
+    if (!expected) failures.push(fenced ? `the fenced set failed the check (${dir.path} kept)` : `the negative control was NOT flagged (${dir.path} kept)`);
+    else dir.cleanup();
+  }
+  const dir = scratch('leasehold-fenced-writers-');
+  const w = await runFencedWriters({ dir: dir.path, seconds });
+  console.log(`fenced register, ${w.writers} writers at once on ${w.keys} keys for ${seconds} s; checker: ${w.verdict.output}`);
+  if (w.verdict.code !== 0) failures.push(`the fenced writers failed the check (${dir.path} kept)`);
+  else dir.cleanup();
+  for (const f of failures) say(f);
+  process.exit(failures.length > 0 ? 1 : 0);
+}
+
+if (which === 'shard-history') {
+  const { runShardHistory } = await import('./shard-history.js');
+  const { startPostgres } = await import('../support/postgres.js');
+  let failed = false;
+  for (const backend of ['sqlite', 'postgres'] as const) {
+    const dir = scratch('leasehold-shard-history-');
+    const pg = backend === 'postgres' ? await startPostgres() : undefined;
+    try {
+      const backendArgs = pg
+        ? ['--backend', 'postgres', '--postgres-url', pg.url(), '--lease', 'workers']
+        : ['--db', join(dir.path, 'leases.db'), '--lease', 'workers'];
+      const r = await runShardHistory({ backend, backendArgs, dir: dir.path, seconds, seed, log: say });
+      const faults = Object.entries(r.faults)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ');
+      console.log(`shard group on ${backend}, ${seconds} s, faults ${faults}; checker: ${r.verdict.output.split('\n').join('; ')}`);
+      if (r.verdict.code !== 0) {
+        failed = true;
+        say(`kept ${dir.path}: the recorded history and the checker's visualization are there`);
+      }
+    } finally {
+      await pg?.stop();
+      if (!failed) dir.cleanup();
+    }
+  }
+  process.exit(failed ? 1 : 0);
+}
+
 if (which === 'sqlite' || which === 'both' || which === 'all') {
   const dir = tempDir('leasehold-chaos-');
   try {
     say(`sqlite: seed ${seed}, ${seconds} s`);
     reports.push(
-      await runChaos({ backend: 'sqlite', backendArgs: ['--db', join(dir.path, 'leases.db'), '--lease', 'chaos'], dir: dir.path, seed, seconds, log: say }),
+      await runChaos({
+        backend: 'sqlite',
+        backendArgs: ['--db', join(dir.path, 'leases.db'), '--lease', 'chaos'],
+        dir: dir.path,
+        seed,
+        seconds,
+        history,
+        log: say,
+      }),
     );
   } finally {
     dir.cleanup();
@@ -144,6 +227,7 @@ if (which === 'postgres' || which === 'all') {
         seconds,
         database: { stop: pg.stopServer, start: pg.startServer },
         postgresNeighbour: postgresNeighbour((role) => pg.url(role)),
+        history,
         log: say,
       }),
     );
@@ -168,6 +252,7 @@ if (which === 'kubernetes' || which === 'both' || which === 'all') {
         apiServer: { stop: cp.stopApiServer, start: cp.startApiServer },
         etcd: { stop: cp.stopEtcd, start: cp.startEtcd },
         neighbour: leaseMetadataChurn({ binDir: cp.binDir, kubeconfig: cp.adminKubeconfig, namespace: 'default', lease: 'chaos' }),
+        history,
         log: say,
       }),
     );

@@ -15,14 +15,22 @@
  * - no token was written by two identities (never two leaders in one term);
  * - the sidecars' own leadership terms [became leader, last validUntil or step-down] never
  *   overlap across candidates, and their tokens strictly increase (test/support/leadership-terms.ts);
- * - every write an app saw accepted is in the resource's history.
+ * - every write an app saw accepted is in the resource's history;
+ * - with `history`, by an independent checker (test/porcupine, docs/testing.md "Recorded
+ *   histories"): every store call on the lease record is linearizable against the LeaseStore
+ *   contract's compare-and-swap register, and every write to the fenced resource against a fenced
+ *   register. On Kubernetes the metadata-churn neighbour is left out then: its writes to the
+ *   Lease are not recorded, and would look like versions changed by nobody.
  */
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO, start, waitFor, type Proc } from '../support/cli.js';
 import { startSidecar, validLeaders, type Candidate } from '../support/sidecars.js';
 import { termViolations, termsFromLog, type Term } from '../support/leadership-terms.js';
 import { FencedSqliteResource } from '../../src/fencing/fenced-resource.js';
 import { prng } from '../support/prng.js';
+import { checkHistory, historyFiles } from './check-history.js';
+import { openHistory } from './history-recorder.mjs';
 
 export interface ChaosOptions {
   backend: 'sqlite' | 'kubernetes' | 'postgres';
@@ -44,6 +52,8 @@ export interface ChaosOptions {
   neighbour?: { name: string; start(): void; stop(): Promise<unknown> };
   /** PostgreSQL only: another role on the same database (test/postgres/chaos.test.ts). */
   postgresNeighbour?: PostgresNeighbour;
+  /** Record the store calls and the fenced writes, and check them at the end (docs/testing.md). */
+  history?: boolean;
   log?: (line: string) => void;
 }
 
@@ -68,6 +78,8 @@ export interface ChaosReport {
   slowestRecoveryMs: number;
   accepted: number;
   rejected: number;
+  /** With `history`: the checker's verdict lines and where the history is. */
+  history?: { operations: number; verdict: string; dir: string };
   violations: string[];
 }
 
@@ -100,9 +112,20 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const resourcePath = join(o.dir, 'resource.db');
   new FencedSqliteResource(resourcePath).close();
   const members: Member[] = [];
-  const startApp = (m: { id: string; sidecar: Candidate }) => start(process.execPath, ['--import', 'tsx', APP, m.sidecar.statusDir, resourcePath, m.id]);
+  const historyDir = join(o.dir, 'history');
+  if (o.history) mkdirSync(historyDir);
+  const historyEnv: NodeJS.ProcessEnv = o.history ? { LEASEHOLD_TEST_HISTORY_DIR: historyDir } : {};
+  const sidecarEnv: NodeJS.ProcessEnv = o.history
+    ? {
+        ...historyEnv,
+        LEASEHOLD_TEST_HISTORY_BACKEND: o.backend,
+        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${join(REPO, 'test/chaos/record-store-calls.mjs')}`.trim(),
+      }
+    : {};
+  const startApp = (m: { id: string; sidecar: Candidate }) =>
+    start(process.execPath, ['--import', 'tsx', APP, m.sidecar.statusDir, resourcePath, m.id], historyEnv);
   // Debug logs carry each renewal's validUntil, for the term check.
-  const launchSidecar = (id: string) => startSidecar(o.dir, id, o.backendArgs, T, ['--log-level', 'debug']);
+  const launchSidecar = (id: string) => startSidecar(o.dir, id, o.backendArgs, T, ['--log-level', 'debug'], sidecarEnv);
   for (let i = 0; i < (o.candidates ?? 5); i++) {
     const id = `c${i}`;
     const sidecar = launchSidecar(id);
@@ -123,7 +146,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     ...(o.apiServer ? ['apiserver'] : []),
     ...(o.etcd ? ['etcd'] : []),
     ...(o.database ? ['database'] : []),
-    ...(o.neighbour ? [o.neighbour.name] : []),
+    ...(o.neighbour && !o.history ? [o.neighbour.name] : []),
   ];
   if (o.postgresNeighbour) kinds.push('forged-notify', 'table-lock');
   const firstRound = [...kinds].sort(() => rand() - 0.5);
@@ -230,6 +253,27 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   );
   const resource = new FencedSqliteResource(resourcePath);
   const history = resource.history();
+  let checked: ChaosReport['history'];
+  if (o.history) {
+    // The final read, recorded like the apps' writes: the last accepted value must be there.
+    const driver = openHistory(historyDir, 'driver');
+    const called = driver.stamp();
+    const now = resource.read();
+    driver.whole('fenced', 'resource', 'read', {}, called, { value: now.value ?? '', token: now.fencingToken });
+    driver.close();
+    const files = historyFiles(historyDir);
+    const verdict = await checkHistory(files);
+    const operations = files.reduce(
+      (n, f) =>
+        n +
+        readFileSync(f, 'utf8')
+          .split('\n')
+          .filter((l) => l.includes('"call"')).length,
+      0,
+    );
+    checked = { operations, verdict: verdict.output, dir: historyDir };
+    if (verdict.code !== 0) violations.push(`the history checker (exit ${verdict.code}): ${verdict.output.split('\n').join(' | ')}`);
+  }
   resource.close();
   const terms: Term[] = members.flatMap((m) => m.incarnations.flatMap((c) => termsFromLog(m.id, c.proc.stderr())));
   violations.push(...termViolations(terms));
@@ -255,6 +299,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     slowestRecoveryMs,
     accepted,
     rejected: writes.length - accepted,
+    ...(checked ? { history: checked } : {}),
     violations,
   };
 }
@@ -264,5 +309,6 @@ export function formatReport(r: ChaosReport): string {
     Object.entries(r.faults)
       .map(([k, n]) => `${k} ${n}`)
       .join(', ') || 'none';
-  return `chaos ${r.backend} seed=${r.seed}: faults ${faults}; handoffs ${r.handoffs}; leadership terms ${r.terms}, slowest recovery ${r.slowestRecoveryMs} ms (bound ${RECOVERY_BOUND_MS}); writes accepted ${r.accepted}, rejected ${r.rejected} (stale tokens stopped by the fence); violations ${r.violations.length}${r.violations.length ? ': ' + r.violations.join('; ') : ''}`;
+  const history = r.history ? `; history: ${r.history.operations} operations recorded, checked: ${r.history.verdict.split('\n').join('; ')}` : '';
+  return `chaos ${r.backend} seed=${r.seed}: faults ${faults}; handoffs ${r.handoffs}; leadership terms ${r.terms}, slowest recovery ${r.slowestRecoveryMs} ms (bound ${RECOVERY_BOUND_MS}); writes accepted ${r.accepted}, rejected ${r.rejected} (stale tokens stopped by the fence); violations ${r.violations.length}${r.violations.length ? ': ' + r.violations.join('; ') : ''}${history}`;
 }

@@ -26,6 +26,7 @@ describe('chaos on PostgreSQL (short)', () => {
           dir: dir.path,
           seed: SEED,
           seconds: 45,
+          history: true,
           database: { stop: server.stopServer, start: server.startServer },
           postgresNeighbour: postgresNeighbour((role) => server.url(role)),
         });
@@ -33,6 +34,9 @@ describe('chaos on PostgreSQL (short)', () => {
         assert.deepEqual(r.violations, [], `replay with LEASEHOLD_CHAOS_SEED=${SEED}`);
         assert.ok(r.accepted > 0, 'the apps did write');
         assert.ok(r.terms >= 2, 'leadership changed hands');
+        // The independent checker (docs/testing.md "Recorded histories") judged what was recorded.
+        assert.match(r.history?.verdict ?? '', /register: [1-9]\d* operations on 1 keys: linearizable/);
+        assert.match(r.history?.verdict ?? '', /fenced: [1-9]\d* operations on 1 keys: linearizable/);
         assert.ok((r.faults['forged-notify'] ?? 0) > 0 && (r.faults['table-lock'] ?? 0) > 0, 'the neighbour faults ran');
       } finally {
         await server.stop();

@@ -21,11 +21,15 @@ describe('chaos on SQLite (short)', () => {
         dir: dir.path,
         seed: SEED,
         seconds: 20,
+        history: true,
       });
       console.log(formatReport(r));
       assert.deepEqual(r.violations, [], `replay with LEASEHOLD_CHAOS_SEED=${SEED}`);
       assert.ok(r.accepted > 0, 'the apps did write');
       assert.ok(r.terms >= 2, 'leadership changed hands');
+      // The independent checker (docs/testing.md "Recorded histories") judged what was recorded.
+      assert.match(r.history?.verdict ?? '', /register: [1-9]\d* operations on 1 keys: linearizable/);
+      assert.match(r.history?.verdict ?? '', /fenced: [1-9]\d* operations on 1 keys: linearizable/);
       assert.ok(Object.values(r.faults).reduce((a, b) => a + b, 0) >= 5, 'faults were injected');
     },
   );

@@ -74,22 +74,12 @@ export function shardSampler(members: () => Member[]) {
 }
 
 /** Starts one member: `leasehold sidecar --shards N` on the group `lease`, with its own status dir and no HTTP. */
-export function startMember(dir: string, id: string, backendArgs: string[], shards: number, extra: string[] = []): Member {
+export function startMember(dir: string, id: string, backendArgs: string[], shards: number, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Member {
   const statusDir = join(dir, `status-${id}`);
-  const proc = startCli([
-    'sidecar',
-    ...backendArgs,
-    '--shards',
-    String(shards),
-    '--identity',
-    id,
-    '--status-dir',
-    statusDir,
-    '--listen',
-    'off',
-    ...SHARD_TIMING,
-    ...extra,
-  ]);
+  const proc = startCli(
+    ['sidecar', ...backendArgs, '--shards', String(shards), '--identity', id, '--status-dir', statusDir, '--listen', 'off', ...SHARD_TIMING, ...extra],
+    env,
+  );
   return { id, statusDir, proc };
 }
 

@@ -16,25 +16,28 @@ export interface Timing {
 }
 
 /** Starts one `leasehold sidecar` with its own status dir and no HTTP listener. */
-export function startSidecar(dir: string, id: string, backendArgs: string[], t: Timing, extra: string[] = []): Candidate {
+export function startSidecar(dir: string, id: string, backendArgs: string[], t: Timing, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Candidate {
   const statusDir = join(dir, `status-${id}`);
-  const proc = startCli([
-    'sidecar',
-    ...backendArgs,
-    '--identity',
-    id,
-    '--status-dir',
-    statusDir,
-    '--listen',
-    'off',
-    '--lease-duration',
-    t.leaseDuration,
-    '--renew-deadline',
-    t.renewDeadline,
-    '--retry-period',
-    t.retryPeriod,
-    ...extra,
-  ]);
+  const proc = startCli(
+    [
+      'sidecar',
+      ...backendArgs,
+      '--identity',
+      id,
+      '--status-dir',
+      statusDir,
+      '--listen',
+      'off',
+      '--lease-duration',
+      t.leaseDuration,
+      '--renew-deadline',
+      t.renewDeadline,
+      '--retry-period',
+      t.retryPeriod,
+      ...extra,
+    ],
+    env,
+  );
   return { id, statusDir, proc };
 }
 

@@ -1,0 +1,140 @@
+/**
+ * Jepsen's pair of lock workloads on leasehold (jepsen-io/etcd, lock.clj), and the fenced
+ * register under 16 writers at once (issue 42), each recorded and judged by the independent
+ * checker (test/porcupine; docs/testing.md "Recorded histories"):
+ * - runLockSet, unfenced: processes take a short lease and, while leading, add to a set by
+ *   read-modify-write; the leader is SIGSTOPped past its lease now and then. Acknowledged adds
+ *   are lost: the negative control, which the checker must flag in every run;
+ * - runLockSet, fenced: the same, each read and write through withSqliteFence with the term's
+ *   token: no acknowledged add is ever lost;
+ * - runFencedWriters: writers with random tokens on a few keys at once, each write through
+ *   withSqliteFence: linearizable as a fenced register (tokens accepted per key never go down,
+ *   and reads return the last accepted write).
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import Database from 'better-sqlite3';
+import { REPO, start, waitFor, type Proc } from '../support/cli.js';
+import { prng } from '../support/prng.js';
+import { createSqliteFenceTable } from '../../src/fencing/index.js';
+import { checkHistory, historyFiles, type HistoryVerdict } from './check-history.js';
+import { openHistory } from './history-recorder.mjs';
+
+const LOCK_SET_WORKER = join(REPO, 'test/chaos/lock-set-worker.mjs');
+const FENCED_WRITER = join(REPO, 'test/chaos/fenced-writer.mjs');
+/** The workers' lease (lock-set-worker.mjs): a pause longer than this loses the lock. */
+const LEASE_MS = 1_000;
+
+export interface LockSetOptions {
+  dir: string;
+  fenced: boolean;
+  seconds: number;
+  seed: number;
+  workers?: number;
+  log?: (line: string) => void;
+}
+
+export interface LockSetReport {
+  mode: 'fenced' | 'unfenced';
+  pauses: number;
+  /** Terms started, as the workers said them. */
+  terms: number;
+  verdict: HistoryVerdict;
+}
+
+export async function runLockSet(o: LockSetOptions): Promise<LockSetReport> {
+  const rand = prng(o.seed);
+  const mode = o.fenced ? 'fenced' : 'unfenced';
+  const historyDir = join(o.dir, 'history');
+  mkdirSync(historyDir);
+  const leases = join(o.dir, 'leases.db');
+  const setPath = join(o.dir, 'set.db');
+  const db = new Database(setPath);
+  db.pragma('journal_mode = WAL');
+  db.exec("CREATE TABLE lock_set (id INTEGER PRIMARY KEY CHECK (id = 1), elements TEXT NOT NULL); INSERT INTO lock_set VALUES (1, '[]')");
+  createSqliteFenceTable(db);
+  const workers: Proc[] = [];
+  for (let i = 0; i < (o.workers ?? 3); i++) workers.push(start(process.execPath, [LOCK_SET_WORKER, leases, setPath, `w${i}`, mode, historyDir]));
+  // Who leads now: the worker that announced the highest token.
+  const leader = (): Proc | undefined => {
+    let best: { p: Proc; token: number } | undefined;
+    for (const p of workers) {
+      for (const line of p.stdout().split('\n').filter(Boolean)) {
+        const { leading } = JSON.parse(line) as { leading: number };
+        if (!best || leading > best.token) best = { p, token: leading };
+      }
+    }
+    return best?.p;
+  };
+  let pauses = 0;
+  try {
+    await waitFor('a first leader among the set workers', () => leader(), 30_000);
+    const deadline = Date.now() + o.seconds * 1000;
+    while (Date.now() < deadline) {
+      await sleep(300 + rand() * 400);
+      // Paused past its lease, as a GC pause or a frozen VM would: the next leader adds meanwhile.
+      const victim = leader()!;
+      victim.child.kill('SIGSTOP');
+      await sleep(LEASE_MS + 600 + rand() * 600);
+      victim.child.kill('SIGCONT');
+      pauses++;
+      o.log?.(`${mode}: paused the leader (pid ${victim.pid}), pause ${pauses}`);
+    }
+  } finally {
+    for (const w of workers) {
+      w.kill('SIGCONT');
+      w.kill('SIGTERM');
+    }
+    const killer = setTimeout(() => workers.forEach((w) => w.kill('SIGKILL')), 10_000);
+    await Promise.all(workers.map((w) => w.exited));
+    clearTimeout(killer);
+  }
+  // The final read, once every worker has gone.
+  const driver = openHistory(historyDir, 'driver');
+  const called = driver.stamp();
+  const { elements } = db.prepare('SELECT elements FROM lock_set WHERE id = 1').get() as { elements: string };
+  driver.whole('set', 'set', 'read', {}, called, { elements: JSON.parse(elements) as string[] });
+  driver.close();
+  db.close();
+  const terms = workers.reduce((n, w) => n + w.stdout().split('\n').filter(Boolean).length, 0);
+  return { mode, pauses, terms, verdict: await checkHistory(historyFiles(historyDir)) };
+}
+
+export interface FencedWritersOptions {
+  dir: string;
+  seconds: number;
+  writers?: number;
+  keys?: number;
+}
+
+export interface FencedWritersReport {
+  writers: number;
+  keys: number;
+  verdict: HistoryVerdict;
+}
+
+export async function runFencedWriters(o: FencedWritersOptions): Promise<FencedWritersReport> {
+  const writers = o.writers ?? 16;
+  const keys = o.keys ?? 2;
+  const historyDir = join(o.dir, 'history');
+  mkdirSync(historyDir);
+  const path = join(o.dir, 'fenced.db');
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.exec('CREATE TABLE fenced_value (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
+  createSqliteFenceTable(db);
+  db.close();
+  // Every writer starts, then all write for the same window: a start-up under load is not in it.
+  const startedAt = Date.now();
+  const until = startedAt + 5_000 + o.seconds * 1000;
+  const procs = Array.from({ length: writers }, () =>
+    start(process.execPath, [FENCED_WRITER, path, String(keys), String(startedAt + 5_000), String(until), historyDir]),
+  );
+  const killer = setTimeout(() => procs.forEach((p) => p.kill('SIGKILL')), until - Date.now() + 30_000);
+  const exits = await Promise.all(procs.map((p) => p.exited));
+  clearTimeout(killer);
+  const failed = exits.findIndex((e) => e.code !== 0);
+  if (failed >= 0) throw new Error(`fenced writer ${failed} exited ${JSON.stringify(exits[failed])}: ${procs[failed]!.stderr()}`);
+  return { writers, keys, verdict: await checkHistory(historyFiles(historyDir)) };
+}
