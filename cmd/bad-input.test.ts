@@ -10,7 +10,7 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
@@ -52,6 +52,10 @@ interface Case {
 
 const NOT_SQLITE = 'notes.txt';
 const A_FILE = 'a-file';
+/** A symbolic link to a directory that does not exist. */
+const DANGLING = 'dangling';
+/** A symbolic link to the case's own directory. */
+const HERE = 'here';
 
 const cases: Case[] = [
   { name: 'no command', args: [], message: /a command is required: sidecar, status, run or operator/ },
@@ -250,6 +254,34 @@ const cases: Case[] = [
     message: /--status-dir: the status directory a-file\/status cannot be created: .*a-file is not a directory/,
   },
   { name: 'status dir is a file', args: ['sidecar', '--status-dir', A_FILE], message: /--status-dir: the status directory a-file is not a directory/ },
+  {
+    name: 'a --status-dir that is a link to nowhere (said as one line, before the --db file is created)',
+    args: ['sidecar', '--status-dir', DANGLING, '--listen', 'off'],
+    message:
+      /^leasehold: --status-dir: the status directory dangling is a symbolic link to no-such-dir, which does not exist: create that directory, or name an existing one$/,
+  },
+  {
+    name: 'a --status-dir under a link to nowhere',
+    args: ['run', '--status-dir', `${DANGLING}/status`, '--listen', 'off', '--', 'true'],
+    message: /--status-dir: the status directory dangling\/status cannot be created: .*\/dangling is a symbolic link to no-such-dir, which does not exist/,
+  },
+  {
+    name: 'a --db naming a status file (the first status write would overwrite the database)',
+    args: ['sidecar', '--db', 'status/status.json', '--status-dir', 'status', '--listen', 'off'],
+    message:
+      /^leasehold: invalid --db "status\/status\.json": must not be in the status directory status: the sidecar replaces the files there \(status\.json, is-leader, drain-key, \.\.\.\), which would overwrite the database; put it elsewhere$/,
+  },
+  {
+    name: "run's --db inside its --status-dir, by another spelling of the directory",
+    args: ['run', '--db', './x/../status/leases.db', '--status-dir', 'status/', '--listen', 'off', '--', 'true'],
+    message: /^leasehold: invalid --db "\.\/x\/\.\.\/status\/leases\.db": must not be in the status directory status\/:/,
+  },
+  {
+    name: 'a --db in the status directory through its variable, the status directory through a link',
+    args: ['sidecar', '--status-dir', 'here/status', '--listen', 'off'],
+    env: { LEASEHOLD_DB: 'status/drain-key' },
+    message: /^leasehold: invalid LEASEHOLD_DB "status\/drain-key" \(for --db\): must not be in the status directory here\/status:/,
+  },
   {
     name: '--db that is not SQLite',
     args: ['sidecar', '--db', NOT_SQLITE, '--listen', 'off'],
@@ -822,6 +854,8 @@ describe('bad input, in-process: exit 2, one clear line, nothing written, nothin
       mkdirSync(cwd);
       writeFileSync(join(cwd, NOT_SQLITE), 'these are notes, not a database\n');
       writeFileSync(join(cwd, A_FILE), '');
+      symlinkSync('no-such-dir', join(cwd, DANGLING));
+      symlinkSync('.', join(cwd, HERE));
       const before = activeResources();
       const r = await runMain(c.args, c.env ?? {}, cwd);
       assert.equal(r.code, 2, `exit code; stderr: ${r.stderr}`);
@@ -832,7 +866,7 @@ describe('bad input, in-process: exit 2, one clear line, nothing written, nothin
       assert.match(lines[0]!, c.message);
       assert.ok(!r.stderr.includes(SECRET), 'no password in the line');
       assert.equal(r.stdout, '');
-      assert.deepEqual(readdirSync(cwd).sort(), [A_FILE, NOT_SQLITE].sort(), 'nothing was created');
+      assert.deepEqual(readdirSync(cwd).sort(), [A_FILE, DANGLING, HERE, NOT_SQLITE].sort(), 'nothing was created');
       assert.equal(readFileSync(join(cwd, NOT_SQLITE), 'utf8'), 'these are notes, not a database\n', 'nothing was changed');
       // Whatever a case opened (a store, a probe listener, a DNS lookup) is closed when main
       // returns; a handle being closed goes within a turn or two of the event loop.

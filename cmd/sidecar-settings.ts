@@ -8,6 +8,7 @@ import { isIP } from 'node:net';
 import { http } from '../src/util/node-http.js';
 import { connectKubernetes, openStore, type StoreSettings } from '../src/backends/open-store.js';
 import { checkStatusDir } from '../src/sidecar/status-publisher.js';
+import { isInside, resolveThroughExisting } from './path-inside.js';
 import { parseListen } from '../src/sidecar/http-server.js';
 import { isReadyWhen } from '../src/sidecar/kubelet-probes.js';
 import { ELECTION_OPTIONS, resolveElection } from './election-flags.js';
@@ -149,6 +150,21 @@ function withProbeEnvironment(health: ProbeOptions | undefined, backend: string,
 }
 
 /**
+ * The database must not be in the status directory: the sidecar replaces the files there
+ * (status.json, is-leader, drain-key, ...), and the first status write over the database
+ * would end every candidate's election on it; its journal files would sit beside what the app
+ * reads. Both paths are compared as the system reaches them (resolveThroughExisting).
+ */
+function checkDbOutsideStatusDir(db: string, statusDir: string): void {
+  if (!isInside(resolveThroughExisting(db), resolveThroughExisting(statusDir))) return;
+  throw badFlag(
+    'db',
+    db,
+    `must not be in the status directory ${statusDir}: the sidecar replaces the files there (status.json, is-leader, drain-key, ...), which would overwrite the database; put it elsewhere`,
+  );
+}
+
+/**
  * Validates every sidecar flag and path before anything is created; throws one clear error.
  * `env` is main()'s: an exec check's environment is made from it.
  */
@@ -177,7 +193,10 @@ export function resolveSidecar(f: FlagValues<CandidateArgs>, env: NodeJS.Process
       `must reach the app, not this sidecar's own --listen address (${a.listen}): leasehold's /readyz answers 503 until it leads, so this candidate would never lead, and its /healthz says nothing of the app`,
     );
   }
-  if (a['status-dir'] !== undefined) checkStatusDir(a['status-dir']);
+  if (a['status-dir'] !== undefined) {
+    checkStatusDir(a['status-dir']);
+    if (election.store.backend === 'sqlite') checkDbOutsideStatusDir(a.db, a['status-dir']);
+  }
   // The --db file's checks (an SQLite file, on a local filesystem) run once, as the store opens:
   // before anything is written.
   return { ...election, listen, statusDir: a['status-dir'], readyWhen, podLabel: a['pod-label'], health };

@@ -6,6 +6,10 @@ import { readReport } from './lease-report.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { EventEmitter } from 'node:events';
+import { main } from './main.js';
+import { openStore } from '../src/backends/open-store.js';
+import type { CliIo } from './cli-io.js';
 
 const now = new Date('2026-12-02T09:00:00.000Z');
 
@@ -62,4 +66,52 @@ it("--status-dir: the candidate's standing-aside reason is escaped for a termina
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+/** main() with `args`, its output captured; `untilOut` (a watch): SIGTERM once stdout says it. */
+async function statusMain(args: string[], untilOut?: RegExp) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const signals = new EventEmitter();
+  const io: CliIo = {
+    stdout: (t) => {
+      out.push(t);
+      if (untilOut?.test(out.join(''))) setImmediate(() => signals.emit('SIGTERM'));
+    },
+    stderr: (t) => void err.push(t),
+    signals,
+    exit: (code) => assert.fail(`exit ${code}`),
+  };
+  const code = await main(args, { PATH: process.env.PATH }, io);
+  return { code, stdout: out.join(''), stderr: err.join('') };
+}
+
+it('a name that is both a lease and a shard group (SQLite keeps them apart): status shows both, --watch follows the lease', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'leasehold-both-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const db = join(dir, 'leases.db');
+  const store = await openStore({ backend: 'sqlite', db });
+  try {
+    await store.create('both', { holderIdentity: 'leader-a', leaseDurationSeconds: 15, acquireTime: new Date(), renewTime: new Date(), leaseTransitions: 4 });
+    await store.createGroupRecord('both', { kind: 'group', index: 0, shards: 8, createdAt: new Date() });
+  } finally {
+    await store.close();
+  }
+  const text = await statusMain(['status', '--db', db, '--lease', 'both']);
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(text.stdout, /^holder {3}leader-a$/m, 'the lease');
+  assert.match(text.stdout, /^token {4}4$/m);
+  assert.match(text.stdout, /^group {4}both \(sqlite: .*\)\nshards {3}8, created/m, 'and the group');
+  const json = await statusMain(['status', '--db', db, '--lease', 'both', '--json']);
+  const parsed = JSON.parse(json.stdout) as { holder: string; shardGroup: { group: string; kind: string; shards: number } };
+  assert.equal(parsed.holder, 'leader-a');
+  assert.equal(parsed.shardGroup.kind, 'shard-group');
+  assert.equal(parsed.shardGroup.shards, 8);
+  const watch = await statusMain(['status', '--db', db, '--lease', 'both', '--watch'], /leader-a/);
+  assert.equal(watch.code, 0, watch.stderr);
+  assert.match(watch.stdout, /leader-a/);
+  assert.equal(
+    watch.stderr,
+    "leasehold: both is both a lease and a shard group: --watch follows the lease; run leasehold status --lease both without --watch to see the group's shards too\n",
+  );
 });

@@ -72,22 +72,34 @@ async function readAndPrint(a: StatusArgs, settings: StoreSettings, lease: strin
   const log = { debug() {}, info() {}, warn: notice, error: notice };
   const store = await openStore({ ...settings, readonly: true, log });
   try {
+    // On SQLite and PostgreSQL a lease and a shard group are kept apart, so one name can be both;
+    // on Kubernetes the group's header is a Lease of that name, which is the group.
+    const bothKinds = store.backend !== 'kubernetes';
     if (a.watch) {
-      // A group is not watched (yet): said before anything is printed.
-      if (await readGroupReport(store, lease, new Date())) throw new InvalidConfigError(WATCH_GROUP_RULE(lease));
+      // A group is not watched (yet): said before anything is printed. A lease of the same name is.
+      if (await readGroupReport(store, lease, new Date())) {
+        const leaseToo = bothKinds && (await readReport(store, lease, new Date())).found;
+        if (!leaseToo) throw new InvalidConfigError(WATCH_GROUP_RULE(lease));
+        io.stderr(`leasehold: ${escapeForTerminal(WATCH_BOTH_NOTICE(lease))}\n`);
+      }
       return await watchUntilSignal(store, lease, a.json, a['status-dir'], io);
     }
     const report = await readReport(store, lease, new Date(), a['status-dir']);
-    // A shard group when no lease has the name (on Kubernetes the group's header is a Lease of that name).
-    if (!report.found || store.backend === 'kubernetes') {
-      const now = new Date();
-      const group = await readGroupReport(store, lease, now);
-      if (group) {
-        const statusDir = a['status-dir'];
-        const candidate = statusDir === undefined ? undefined : readShardsCandidate(statusDir);
-        io.stdout(a.json ? jsonForTerminal({ ...group, ...(candidate ? { candidate } : {}) }) + '\n' : formatGroupReport(group, now, candidate));
-        return 0;
+    const now = new Date();
+    const group = await readGroupReport(store, lease, now);
+    if (group) {
+      const statusDir = a['status-dir'];
+      const candidate = statusDir === undefined ? undefined : readShardsCandidate(statusDir);
+      const groupJson = { ...group, ...(candidate ? { candidate } : {}) };
+      // Both: the lease first, then the group; in JSON the lease's report with the group in it.
+      if (report.found && bothKinds) {
+        io.stdout(
+          a.json ? jsonForTerminal({ ...report, shardGroup: groupJson }) + '\n' : `${formatReport(report, now)}\n${formatGroupReport(group, now, candidate)}`,
+        );
+      } else {
+        io.stdout(a.json ? jsonForTerminal(groupJson) + '\n' : formatGroupReport(group, now, candidate));
       }
+      return 0;
     }
     io.stdout(a.json ? jsonForTerminal(report) + '\n' : formatReport(report, new Date()));
     return report.found ? 0 : 1;
@@ -95,6 +107,9 @@ async function readAndPrint(a: StatusArgs, settings: StoreSettings, lease: strin
     await store.close();
   }
 }
+
+const WATCH_BOTH_NOTICE = (name: string) =>
+  `${name} is both a lease and a shard group: --watch follows the lease; run leasehold status --lease ${name} without --watch to see the group's shards too`;
 
 const WATCH_GROUP_RULE = (group: string) =>
   `--watch follows one lease, and ${group} is a shard group: run leasehold status --lease ${group} without --watch to see its shards, or follow a member's GET /shards?watch=1`;

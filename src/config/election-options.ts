@@ -62,6 +62,16 @@ export interface Timings {
   retryPeriodMs: number;
 }
 
+/**
+ * The longest drain that leaves the release before the renew deadline: the deadline counts from
+ * the last renewal, which at a stop started up to one retry period before, and the release gets
+ * one request timeout (renewDeadline / 2, the sidecar's) of its own. Negative when none fits.
+ * The sidecar's `--drain-timeout` and the library's `drainTimeoutMs` are held to it alike.
+ */
+export function maxDrainMs(t: Timings): number {
+  return Math.floor(t.renewDeadlineMs / 2) - t.retryPeriodMs;
+}
+
 /** The timings with the defaults (client-go's) filled in. */
 export function resolvedTimings(o: Partial<Timings>): Timings {
   return {

@@ -177,7 +177,7 @@ describe('stop(): the release waits for the work to drain, within drainTimeoutMs
     await s.clock.advance(0);
     s.store.clearCalls();
     const stopped = election.stop();
-    await s.clock.advance(5_000);
+    await s.clock.advance(2_999);
     assert.equal(s.terms[0]!.signal.aborted, true);
     assert.deepEqual(s.store.calls, [], 'nothing released while the work runs');
     assert.equal(holderAfter(s), 'me');
@@ -202,6 +202,21 @@ describe('stop(): the release waits for the work to drain, within drainTimeoutMs
     assert.deepEqual(s.logged, ['warn stopped leading', 'error the work did not finish within drainTimeoutMs: the lease is left to expire, not released']);
   });
 
+  it('by default the drain is bounded as the sidecar’s: renewDeadlineMs/2 − retryPeriodMs', async () => {
+    const s = setup({ onStartedLeading: () => new Promise<void>(() => {}) });
+    const election = await s.start();
+    await s.clock.advance(0);
+    s.store.clearCalls();
+    let done = false;
+    const stopped = election.stop().then(() => (done = true));
+    await s.clock.advance(2_999);
+    assert.equal(done, false);
+    await s.clock.advance(1);
+    await stopped;
+    assert.deepEqual(s.store.calls, [], 'not released: left to expire');
+    assert.deepEqual(s.logged, ['warn stopped leading', 'error the work did not finish within drainTimeoutMs: the lease is left to expire, not released']);
+  });
+
   it("drainTimeoutMs 0 releases at once, as client-go's ReleaseOnCancel", async () => {
     const s = setup({ onStartedLeading: () => new Promise<void>(() => {}) }, { drainTimeoutMs: 0 });
     const election = await s.start();
@@ -219,7 +234,7 @@ describe('stop(): the release waits for the work to drain, within drainTimeoutMs
     await s.clock.advance(0);
     s.store.clearCalls();
     const stopped = election.stop();
-    await s.clock.advance(5_000);
+    await s.clock.advance(2_999);
     assert.deepEqual(s.store.calls, [], 'nothing released while onStoppedLeading runs');
     assert.equal(holderAfter(s), 'me');
     finish();
@@ -346,6 +361,25 @@ describe('bad options: InvalidConfigError naming the rule, before anything is op
     { name: 'no store', over: { store: undefined }, message: /^store is required/ },
     { name: 'a negative drainTimeoutMs', over: { drainTimeoutMs: -1 }, message: /^drainTimeoutMs must be a whole number of milliseconds/ },
     { name: 'drainTimeoutMs given as a string: quoted as given', over: { drainTimeoutMs: '10' }, message: /^drainTimeoutMs must be .*, got "10"$/ },
+    // The sidecar's bound on --drain-timeout (renewDeadline/2 − retryPeriod): a longer drain
+    // waits while the lease expires, and the next leader starts beside the work.
+    {
+      name: 'a drainTimeoutMs past the sidecar’s bound (renewDeadlineMs/2 − retryPeriodMs)',
+      over: { drainTimeoutMs: 3_001 },
+      message:
+        /^drainTimeoutMs must be at most renewDeadlineMs\/2 − retryPeriodMs \(3000\): the release must still be sent before the renew deadline; .*got 3001$/,
+    },
+    {
+      name: 'a drainTimeoutMs of 2^31 − 1 (stop() never returned)',
+      over: { drainTimeoutMs: 2 ** 31 - 1 },
+      message: /^drainTimeoutMs must be at most .*\(3000\)/,
+    },
+    {
+      name: 'any drain where timings leave none',
+      over: { renewDeadlineMs: 4_000, retryPeriodMs: 2_000, drainTimeoutMs: 1 },
+      message:
+        /^drainTimeoutMs 1 is too long: no drain fits renewDeadlineMs\/2 − retryPeriodMs \(2000 − 2000\); raise renewDeadlineMs, lower retryPeriodMs, or give 0$/,
+    },
     { name: 'releaseOnCancel not a boolean', over: { releaseOnCancel: 'no' }, message: /^releaseOnCancel must be true or false when given, got "no"$/ },
     {
       name: 'an unknown option (a typo for leaseDurationMs)',

@@ -7,7 +7,7 @@ import { openStore, type StoreSettings } from '../backends/open-store.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import { InvalidConfigError } from '../errors.js';
 import { createLogger, guardedLogger, isLogger, type Logger } from '../log.js';
-import { quoted, resolveElectionConfig, resolvedTimings, type ElectionConfig } from '../config/election-options.js';
+import { maxDrainMs, quoted, resolveElectionConfig, resolvedTimings, type ElectionConfig } from '../config/election-options.js';
 import { CandidateLoop, type LeadershipTerm } from './candidate-loop.js';
 import { runAppCallback } from './app-callback.js';
 import { MAX_TIMER_MS } from '../config/duration.js';
@@ -81,7 +81,9 @@ export interface LeaderElectionOptions {
    * they have not settled by then, the lease is not released: it expires as after a crash, and
    * this process stands aside until it could have expired (the term's last renewal plus the
    * lease duration), so no next term starts while the work may still run before that moment.
-   * Default renewDeadlineMs; 0 does not wait (releases at once, as client-go's ReleaseOnCancel).
+   * At most renewDeadlineMs/2 − retryPeriodMs, the sidecar's `--drain-timeout` bound, which is
+   * the default (3 000 ms with the default timings; 0 when none fits); 0 does not wait
+   * (releases at once, as client-go's ReleaseOnCancel).
    */
   drainTimeoutMs?: number;
   /**
@@ -158,7 +160,7 @@ export class LeaderElection {
       // drainTimeoutMs, before the release and before this candidate may begin another term.
       releaseOnCancel: opts.releaseOnCancel ?? true,
       drain: () => this.workStopped(this.term),
-      drainTimeoutMs: opts.drainTimeoutMs ?? config.renewDeadlineMs,
+      drainTimeoutMs: opts.drainTimeoutMs ?? Math.max(0, maxDrainMs(config)),
       log,
       listener: {
         onStartedLeading: (t) => this.started(t),
@@ -332,6 +334,17 @@ function checkOptions(opts: LeaderElectionOptions): ElectionConfig {
   const drain = opts.drainTimeoutMs;
   if (drain !== undefined && (typeof drain !== 'number' || !Number.isInteger(drain) || drain < 0 || drain > MAX_TIMER_MS)) {
     throw new InvalidConfigError(`drainTimeoutMs must be a whole number of milliseconds from 0 to 2^31 − 1, got ${quoted(drain)}`);
+  }
+  // The sidecar's rule (--drain-timeout): a drain that outlasts it ends after the lease could
+  // have expired, so stop() would wait while the next leader starts beside the work.
+  const fits = maxDrainMs(config);
+  if (drain !== undefined && drain > 0 && drain > fits) {
+    throw new InvalidConfigError(
+      fits > 0
+        ? `drainTimeoutMs must be at most renewDeadlineMs/2 − retryPeriodMs (${fits}): the release must still be sent before the renew deadline; raise renewDeadlineMs for a longer drain, got ${drain}`
+        : `drainTimeoutMs ${drain} is too long: no drain fits renewDeadlineMs/2 − retryPeriodMs (${config.renewDeadlineMs / 2} − ${config.retryPeriodMs}); raise renewDeadlineMs, lower retryPeriodMs, or give 0`,
+      { field: 'drainTimeoutMs' },
+    );
   }
   if (opts.releaseOnCancel !== undefined && typeof opts.releaseOnCancel !== 'boolean') {
     throw new InvalidConfigError(`releaseOnCancel must be true or false when given, got ${quoted(opts.releaseOnCancel)}`);

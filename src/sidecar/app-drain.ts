@@ -5,7 +5,7 @@
  * and the app's reports; the Sidecar decides the bound and what follows.
  */
 import type { Clock } from '../clock.js';
-import type { Timings } from '../config/election-options.js';
+import { maxDrainMs } from '../config/election-options.js';
 import type { DrainKey } from './drain-key.js';
 
 /** One answer to `POST /leader/stopped`: an HTTP status and a one-line body (and for 401, the scheme to use). */
@@ -15,14 +15,8 @@ export interface StoppedAnswer {
   challenge?: string;
 }
 
-/**
- * The longest drain that leaves the release before the renew deadline: the deadline counts from
- * the last renewal, which at a stop started up to one retry period before, and the release gets
- * one request timeout (renewDeadline / 2, the sidecar's) of its own. Negative when none fits.
- */
-export function maxDrainMs(t: Timings): number {
-  return Math.floor(t.renewDeadlineMs / 2) - t.retryPeriodMs;
-}
+/** The sidecar's bound on --drain-timeout: the library's on drainTimeoutMs too. */
+export { maxDrainMs };
 
 /** A token as the app sends it: digits only, so `7 ` or `0x7` is refused rather than guessed. */
 const TOKEN = /^\d{1,16}$/;

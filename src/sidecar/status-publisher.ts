@@ -1,4 +1,4 @@
-import { accessSync, closeSync, constants, lstatSync, openSync, rmSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, lstatSync, openSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { StatusDirError, describeError } from '../errors.js';
@@ -22,6 +22,22 @@ function probeWritable(dir: string, display: string): void {
     // Its own error: an ENOENT here (in /proc) must not read as "the directory is missing".
     throw new StatusDirError(`the status directory ${display} is not writable: ${describeError(err)}`, { cause: err });
   }
+}
+
+/**
+ * A name that stat() finds missing but that exists as a link points nowhere: mkdir cannot make
+ * a directory there (EEXIST), so the status directory could never be created. Said as itself.
+ */
+function refuseDanglingLink(dir: string, probe: string): void {
+  let target: string;
+  try {
+    if (!lstatSync(probe).isSymbolicLink()) return;
+    target = readlinkSync(probe);
+  } catch {
+    return;
+  }
+  const what = probe === resolve(dir) ? `is a symbolic link to ${target}` : `cannot be created: ${probe} is a symbolic link to ${target}`;
+  throw new StatusDirError(`the status directory ${dir} ${what}, which does not exist: create that directory, or name an existing one`);
 }
 
 /**
@@ -56,6 +72,7 @@ export function checkStatusDir(dir: string): void {
     } catch (err) {
       if (err instanceof StatusDirError) throw err;
       const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') refuseDanglingLink(dir, probe);
       if ((code === 'ENOENT' || code === 'ENOTDIR') && dirname(probe) !== probe) {
         probe = dirname(probe);
         continue;

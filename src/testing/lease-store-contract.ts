@@ -93,6 +93,23 @@ export function leaseStoreContract(storeName: string, open: () => Promise<Contra
       assert.deepEqual(await s.get(name), { record: next, version: v2 });
     });
 
+    // A version names what the record holds, not how many writes it has had: a write of the
+    // very values held may keep it (the API server persists no no-op update, so its
+    // resourceVersion stays; SQLite's version is a digest of the row). A compare-and-swap
+    // carrying it then succeeds, and rightly: the record is what its caller read.
+    it('a write of the very values held may keep the version; one that changes a value changes it', async () => {
+      const name = fresh();
+      const v1 = await s.create(name, contractRecord());
+      const v2 = await s.update(name, contractRecord(), v1);
+      assert.deepEqual(await s.get(name), { record: contractRecord(), version: v2 }, 'the same record, the version it returned (v1 or a new one)');
+      const v3 = await s.update(name, contractRecord({ renewTime: later }), v2);
+      assert.ok(v3 !== v1 && v3 !== v2, `a changed value changes the version (v1 ${v1}, v2 ${v2}, v3 ${v3})`);
+      for (const stale of [v1, v2]) {
+        assert.equal(await codeOf(s.update(name, contractRecord({ holderIdentity: 'c' }), stale)), 'LEASEHOLD_ERR_CONFLICT', `stale version ${stale}`);
+      }
+      assert.deepEqual(await s.get(name), { record: contractRecord({ renewTime: later }), version: v3 });
+    });
+
     it('update from a version another writer has replaced is a ConflictError; the other write is kept', async () => {
       const name = fresh();
       const v1 = await s.create(name, contractRecord());

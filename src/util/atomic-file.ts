@@ -1,4 +1,4 @@
-import { closeSync, constants, fchmodSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, fchownSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 
@@ -13,12 +13,15 @@ const CREATE_EXCLUSIVE = constants.O_WRONLY | constants.O_CREAT | constants.O_EX
  * app container shares it) cannot make this process, often root, write through a link they
  * planted. rename() then replaces `name` itself, even if `name` is a link, never its target.
  * Mode 0644 whatever the umask, so an app running as another user can read it; a secret gets a
- * narrower `mode`, which the file has from its creation, before a byte is written.
+ * narrower `mode`, which the file has from its creation, before a byte is written. `gid`, when
+ * given, is the file's group instead of the one it was created with (a setgid directory's).
  */
-export function writeFileAtomic(dir: string, name: string, content: string, mode = 0o644): void {
+export function writeFileAtomic(dir: string, name: string, content: string, mode = 0o644, gid?: number): void {
   const tmp = join(dir, `.${name}.${randomBytes(12).toString('hex')}.tmp`);
   const fd = openSync(tmp, CREATE_EXCLUSIVE, mode);
   try {
+    // Before the mode: a chown may clear mode bits, never set them.
+    if (gid !== undefined) fchownSync(fd, process.geteuid!(), gid);
     fchmodSync(fd, mode);
     writeWhole(fd, Buffer.from(content));
     fsyncSync(fd);

@@ -14,7 +14,7 @@ import { readStatus } from '../support/health-apps.js';
 
 const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '400ms'];
 
-describe('a status directory another running sidecar writes', { skip: process.platform !== 'linux' && 'the claim is a Linux abstract socket' }, () => {
+describe('a status directory another running sidecar writes', { skip: process.platform !== 'linux' && 'the claim is Linux’s' }, () => {
   const procs: Proc[] = [];
   const dir = scratchDir(() => procs);
   const sidecarArgs = (statusDir: string, identity: string, db = join(dir.path, 'leases.db')) => [

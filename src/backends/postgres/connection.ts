@@ -130,9 +130,41 @@ export class PostgresConnection {
     this.statementTimeoutMs = opts.statementTimeoutMs;
   }
 
-  /** The connection while it is up, for a statement nobody waits for; null otherwise. */
+  /** The connection while it is up, for a statement nobody waits for (send); null otherwise. */
   get current(): pg.Client | null {
     return this.client;
+  }
+
+  /**
+   * Each connection's last statement sent: the next one starts once it has settled. One
+   * connection runs one statement at a time anyway; pg queued the rest itself, and pg 8.16
+   * deprecates that (a raw warning line among the JSON logs of every member that heartbeats
+   * while it lists), so the queue is kept here.
+   */
+  private readonly tails = new WeakMap<pg.Client, Promise<unknown>>();
+
+  /**
+   * Runs `sql` on `client` after the statements sent to it before. `started` is told when the
+   * statement is handed to the driver; one whose `signal` aborted while it waited is never sent.
+   */
+  send<R extends pg.QueryResultRow>(
+    client: pg.Client,
+    sql: string,
+    params: unknown[] = [],
+    signal?: AbortSignal,
+    started?: () => void,
+  ): Promise<pg.QueryResult<R>> {
+    const before = this.tails.get(client) ?? Promise.resolve();
+    const run = before.then(() => {
+      if (signal?.aborted) throw abortReason(signal);
+      started?.();
+      return client.query<R>(sql, params);
+    });
+    this.tails.set(
+      client,
+      run.catch(() => {}),
+    );
+    return run;
   }
 
   /** The open connection, or a new one (LISTENing, synchronous_commit on), unless backing off. */
@@ -190,16 +222,18 @@ export class PostgresConnection {
     const client = await this.connect();
     throwIfAborted(opts);
     const signal = opts?.signal;
-    const running = client.query<R>(sql, params);
+    let sent = false;
+    const running = this.send<R>(client, sql, params, signal, () => (sent = true));
     return new Promise<pg.QueryResult<R>>((resolve, reject) => {
       let done = false;
       // The caller gives up: answer it now, and end the statement on the server rather than
-      // leave a backend queued for nobody (see giveUp).
+      // leave a backend queued for nobody (see giveUp). One still waiting its turn is never
+      // sent, and a cancel then would end another caller's statement.
       const onAbort = () => {
         if (done) return;
         done = true;
         reject(abortReason(signal!));
-        this.giveUp(client, running);
+        if (sent) this.giveUp(client, running);
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       running.then(

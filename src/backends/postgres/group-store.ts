@@ -44,6 +44,8 @@ export interface GroupConnection {
   query<R extends pg.QueryResultRow>(op: string, sql: string, params: unknown[], opts?: CallOptions): Promise<pg.QueryResult<R>>;
   /** The connection while it is up, for a statement nobody waits for; null otherwise. */
   current(): pg.Client | null;
+  /** Runs a statement nobody waits for on `client`, after the ones sent to it before. */
+  send(client: pg.Client, sql: string, params?: unknown[]): Promise<unknown>;
 }
 
 /** A notification that could not be sent is logged at most once per this. */
@@ -182,7 +184,7 @@ export class PostgresGroupStore {
       const client = this.conn.current();
       if (this.watchers.size === 0 && client && this.listeningOn === client) {
         this.listeningOn = null;
-        client.query(`UNLISTEN "${this.channel}"`).catch(() => {});
+        this.conn.send(client, `UNLISTEN "${this.channel}"`).catch(() => {});
       }
     };
   }
@@ -332,7 +334,7 @@ export class PostgresGroupStore {
   private hintAfterCommit(group: string): void {
     const client = this.conn.current();
     if (!client) return;
-    client.query('SELECT pg_notify($1, $2)', [this.channel, group]).catch((err: unknown) => {
+    this.conn.send(client, 'SELECT pg_notify($1, $2)', [this.channel, group]).catch((err: unknown) => {
       const now = performance.now();
       if (now - this.hintFailureLoggedAt < HINT_FAILURE_LOG_INTERVAL_MS) return;
       this.hintFailureLoggedAt = now;

@@ -173,6 +173,7 @@ export class PostgresLeaseStore implements LeaseStore, GroupStore {
         log,
         query: (op, sql, params, opts) => this.conn.query(op, sql, params, opts),
         current: () => this.conn.current,
+        send: (client, sql, params) => this.conn.send(client, sql, params),
       },
       schema,
       table,
@@ -330,7 +331,7 @@ export class PostgresLeaseStore implements LeaseStore, GroupStore {
   private hintAfterCommit(name: string): void {
     const client = this.conn.current;
     if (!this.notifyAfterCommit || !client) return;
-    client.query('SELECT pg_notify($1, $2)', [this.channel, name]).catch((err: unknown) => {
+    this.conn.send(client, 'SELECT pg_notify($1, $2)', [this.channel, name]).catch((err: unknown) => {
       const now = performance.now();
       if (now - this.hintFailureLoggedAt < HINT_FAILURE_LOG_INTERVAL_MS) return;
       this.hintFailureLoggedAt = now;
