@@ -268,6 +268,7 @@ export class ShardMember {
   private async turn(): Promise<void> {
     this.lastTurnMono = this.clock.monotonic();
     const desired: MemberState = this.stopping || !this.eligible() ? 'leaving' : 'active';
+    if (this.mine) this.endIfExpired(this.mine);
     if (this.mine && (this.heartbeatDue() || this.mine.state !== desired)) await this.heartbeat(desired);
     if (this.listDue()) await this.list();
     if (!this.mine && !this.stopping && this.eligible()) await this.join();
@@ -299,6 +300,9 @@ export class ShardMember {
       // A shard whose record this list shows gone or taken ends before the list renews anything:
       // the list proves the others' records, not that one.
       this.endLostShards();
+      // A list answered after the session's validity ended must not renew it (its deadline
+      // timer may simply not have fired yet).
+      if (this.mine) this.endIfExpired(this.mine);
       this.listedAt = { mono: sent, wall: sentWall };
       this.renewed();
       this.checkHeader();
@@ -369,6 +373,9 @@ export class ShardMember {
   /** One heartbeat: the slot rewritten (renewTime, state) by compare-and-swap on its version. */
   private async heartbeat(state: MemberState): Promise<void> {
     const m = this.mine!;
+    // Right before the write: a slot nobody touched would take a heartbeat of a session the
+    // others may already have judged over, and bring it back to life.
+    if (this.endIfExpired(m)) return;
     const at = { mono: this.clock.monotonic(), wall: this.clock.now() };
     this.lastHeartbeatMono = at.mono;
     const slot: MemberSlot = {
@@ -384,6 +391,9 @@ export class ShardMember {
       const version = await this.call('update', (o) => this.store.updateGroupRecord(this.group, slot, m.version, o));
       if (this.mine !== m) return; // the session ended while the heartbeat was in flight
       this.view.wrote({ record: slot, version });
+      // The session's validity ended while the heartbeat was in flight: it may have landed after
+      // the others judged the session over, so it ends here as if the deadline had fired first.
+      if (this.endIfExpired(m)) return;
       if (at.mono + this.timings.renewDeadlineMs <= this.clock.monotonic()) return; // answered too late to count
       Object.assign(m, { version, state, renewedAtMono: at.mono, renewedAt: at.wall });
       this.renewed();
@@ -678,6 +688,21 @@ export class ShardMember {
       this.log.warn('releasing the member slot failed: it expires', { slot: m.slot, reason: describeError(err) });
     }
     this.listener.onChange?.();
+  }
+
+  /**
+   * Ends session `m` when its validity is over (its deadline passed, whether or not the deadline
+   * timer has fired yet): a session that has expired stays expired. After a pause, the overdue
+   * turn may run before the overdue deadline timer, and a store answering synchronously
+   * (better-sqlite3) would otherwise let its heartbeat renew a session the others took shards
+   * from. Returns whether it ended.
+   */
+  private endIfExpired(m: Mine): boolean {
+    if (this.mine !== m || this.sessionValid(m)) return false;
+    this.sessionLost(
+      `the session's validity ended (no successful heartbeat and list within renewDeadline, ${this.timings.renewDeadlineMs} ms): it is not renewed, the member joins anew`,
+    );
+    return true;
   }
 
   private sessionValid(m: Mine): boolean {
