@@ -46,6 +46,8 @@ export class GroupView {
   private readonly highestSession = new Map<number, number>();
   /** When the last list this view holds was sent (its answer is at least this fresh). */
   private listedAtMono: number | null = null;
+  /** A change may have gone unseen since the last list (interruptAbsence): the next list starts every absence wait over. */
+  private absenceInterrupted = false;
 
   constructor(
     private readonly clock: Clock,
@@ -66,7 +68,8 @@ export class GroupView {
   observe(list: readonly VersionedGroupRecord[], sentAtMono: number): void {
     const now = this.clock.monotonic();
     const first = this.listedAtMono === null;
-    const gap = this.listedAtMono !== null && sentAtMono - this.listedAtMono > this.pollGapMs;
+    const gap = (this.listedAtMono !== null && sentAtMono - this.listedAtMono > this.pollGapMs) || this.absenceInterrupted;
+    this.absenceInterrupted = false;
     this.listedAtMono = sentAtMono;
     this.header = null;
     const slots = new Map<number, VersionedGroupRecord<MemberSlot>>();
@@ -193,6 +196,19 @@ export class GroupView {
       if (r.holderIdentity === '' || !this.live({ slot: i, session: r.session })) return { index: i, current: v, session: next };
     }
     return null;
+  }
+
+  /**
+   * The store was replaced (a SQLite file replaced or deleted, reopened: StoreReopenedError): a
+   * shard record may have been created in the old store and lost with it between two of this
+   * member's lists, its owner still working on it, so the absences seen before prove nothing.
+   * Every absence wait starts over, from now and again from the next list, as the election's
+   * does for a lease (RecordView.interruptAbsence).
+   */
+  interruptAbsence(): void {
+    const now = this.clock.monotonic();
+    for (const s of this.absentSince.keys()) this.absentSince.set(s, now);
+    this.absenceInterrupted = true;
   }
 
   /** A shard absent from the store for a lease duration of this member's lists: it may be created. */

@@ -16,7 +16,7 @@
  * the protected resource checks.
  */
 import { realClock, sleep, type Clock, type Timer } from '../clock.js';
-import { ConflictError, InvalidConfigError, describeError } from '../errors.js';
+import { ConflictError, InvalidConfigError, StoreReopenedError, describeError } from '../errors.js';
 import { silentLogger, guardedLogger, type Logger } from '../log.js';
 import type { CallOptions } from '../backends/lease-store.js';
 import type { GroupStore, MemberSlot, MemberState, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
@@ -784,7 +784,10 @@ export class ShardMember {
   }
 
   private call<T>(op: string, send: (opts: CallOptions) => Promise<T>): Promise<T> {
-    return boundedCall(this.clock, this.requestTimeoutMs, `${this.store.backend} group ${op}`, send, () => {});
+    return boundedCall(this.clock, this.requestTimeoutMs, `${this.store.backend} group ${op}`, send, (e) => {
+      // Whichever call finds the store replaced, the absences this member saw before prove nothing.
+      if (e instanceof StoreReopenedError) this.view.interruptAbsence();
+    });
   }
 }
 
