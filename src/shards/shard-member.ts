@@ -166,6 +166,8 @@ export class ShardMember {
   private orphaned: number;
   private lastTurnMono: number | null = null;
   private noSlotSaid = false;
+  /** Whether the log said this member waits for live members to write the group's header back. */
+  private headerWaitSaid = false;
   /** Whether the log last said this member stands aside (its app not eligible). */
   private asideSaid = false;
   /** The absent shards the log last said this member waits to create. */
@@ -272,6 +274,7 @@ export class ShardMember {
     if (this.mine && (this.heartbeatDue() || this.mine.state !== desired)) await this.heartbeat(desired);
     if (this.listDue()) await this.list();
     if (!this.mine && !this.stopping && this.eligible()) await this.join();
+    if (this.mine && !this.view.groupHeader && this.view.freshWithin(this.requestTimeoutMs)) await this.restoreHeader();
     if (this.mine) await this.reconcile();
     else await this.freeKept();
     this.countGroup();
@@ -322,10 +325,42 @@ export class ShardMember {
     }
   }
 
+  /**
+   * A running member finds the group's header deleted (by hand: it looks like a leader's
+   * Lease): it writes it back with its count, so a newcomer with another count is refused
+   * instead of founding a group of its own count under the running members.
+   */
+  private async restoreHeader(): Promise<void> {
+    const header = { kind: 'group' as const, index: 0 as const, shards: this.shards, createdAt: this.clock.now() };
+    try {
+      const version = await this.call('create', (o) => this.store.createGroupRecord(this.group, header, o));
+      this.view.wrote({ record: header, version });
+      this.log.warn('the shard group header was deleted: wrote it back', {
+        shards: this.shards,
+        why: 'a group never has two counts; a newcomer reads its count there',
+      });
+    } catch (err) {
+      // Another member wrote it back first (a conflict): the next list reads its count.
+      this.hinted = true;
+      if (!(err instanceof ConflictError)) this.log.warn('writing the group header back failed', { reason: describeError(err) });
+    }
+  }
+
   /** Takes a member slot: the group's header first when there is none, then a free slot, as a new session. */
   private async join(): Promise<void> {
     if (!this.view.freshWithin(this.requestTimeoutMs)) return;
     if (!this.view.groupHeader) {
+      // Live member slots without a header: the header was deleted under running members, who
+      // write it back with their count within a retry period. Creating it here could give the
+      // group a second count; the newcomer waits (the slots of members long gone expire).
+      const live = this.view.liveSlots().length;
+      if (live > 0) {
+        if (!this.headerWaitSaid)
+          this.log.warn('the shard group has live members but no header: waiting for them to write it back before joining', { liveMembers: live });
+        this.headerWaitSaid = true;
+        return;
+      }
+      this.headerWaitSaid = false;
       try {
         const header = { kind: 'group' as const, index: 0 as const, shards: this.shards, createdAt: this.clock.now() };
         const version = await this.call('create', (o) => this.store.createGroupRecord(this.group, header, o));
@@ -410,7 +445,11 @@ export class ShardMember {
           this.wakeUp();
           return;
         }
-        this.sessionLost(`the member slot ${m.slot} was taken by another member`);
+        this.sessionLost(
+          now
+            ? `the member slot ${m.slot} was taken by another member (${now.record.holderIdentity || 'released'}, session ${now.record.session})`
+            : `the member slot ${m.slot} was deleted from the store (by hand?): its session is over`,
+        );
         return;
       }
       this.log.warn('heartbeat failed', { reason: describeError(err) });
@@ -527,8 +566,12 @@ export class ShardMember {
     if (!m) return;
     for (const s of [...this.owned.keys()]) {
       const rec = this.view.shard(s)?.record;
-      if (!rec) this.endShard(s, `the record of shard ${s} disappeared`, m, false);
-      else if (!(rec.owner && sessionKey(rec.owner) === sessionKey(m))) this.endShard(s, `shard ${s} was taken by ${rec.holderIdentity || 'nobody'}`, m, false);
+      if (!rec) {
+        // Nobody but a person (or a replaced store) deletes a shard's record: its owner says so.
+        this.log.warn('the record of an owned shard was deleted from the store: giving the shard up', { shard: s, token: this.owned.get(s)!.token });
+        this.endShard(s, `the record of shard ${s} disappeared`, m, false);
+      } else if (!(rec.owner && sessionKey(rec.owner) === sessionKey(m)))
+        this.endShard(s, `shard ${s} was taken by ${rec.holderIdentity || 'nobody'}`, m, false);
     }
   }
 
