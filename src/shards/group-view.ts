@@ -39,6 +39,13 @@ export class GroupView {
   private readonly slotSeen = new Map<number, SlotSeen>();
   /** Sessions seen owning a shard but no longer in their slot: when first noticed. */
   private readonly goneSince = new Map<string, number>();
+  /**
+   * The lease duration each session announced in its slot (the last record seen with it, held
+   * or released): a session counts as live for its own lease duration, not this member's, so a
+   * member with a longer lease keeps what it holds for as long as it said (a leaver keeps a
+   * shard whose work did not stop until it could have expired by its own lease).
+   */
+  private readonly sessionLeaseMs = new Map<string, number>();
   /** Shards seen absent: since when (a gap in this member's lists starts the wait over). */
   private readonly absentSince = new Map<number, number>();
   /** The highest token seen for each shard and session for each slot, records deleted or not. */
@@ -46,6 +53,8 @@ export class GroupView {
   private readonly highestSession = new Map<number, number>();
   /** When the last list this view holds was sent (its answer is at least this fresh). */
   private listedAtMono: number | null = null;
+  /** A change may have gone unseen since the last list (interruptAbsence): the next list starts every absence wait over. */
+  private absenceInterrupted = false;
 
   constructor(
     private readonly clock: Clock,
@@ -66,7 +75,8 @@ export class GroupView {
   observe(list: readonly VersionedGroupRecord[], sentAtMono: number): void {
     const now = this.clock.monotonic();
     const first = this.listedAtMono === null;
-    const gap = this.listedAtMono !== null && sentAtMono - this.listedAtMono > this.pollGapMs;
+    const gap = (this.listedAtMono !== null && sentAtMono - this.listedAtMono > this.pollGapMs) || this.absenceInterrupted;
+    this.absenceInterrupted = false;
     this.listedAtMono = sentAtMono;
     this.header = null;
     const slots = new Map<number, VersionedGroupRecord<MemberSlot>>();
@@ -78,6 +88,7 @@ export class GroupView {
       else if (r.index < this.shardCount) shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
     }
     for (const [i, v] of slots) {
+      this.sessionLeaseMs.set(sessionKey({ slot: i, session: v.record.session }), v.record.leaseDurationSeconds * 1000);
       const content = slotContent(v.record);
       const seen = this.slotSeen.get(i);
       if (!seen || seen.content !== content) this.slotSeen.set(i, { content, changedAtMono: now, witnessed: !first || seen !== undefined });
@@ -103,6 +114,13 @@ export class GroupView {
     // A session no shard names any more needs no memory: it never takes a shard again.
     const named = new Set([...shards.values()].flatMap((v) => (v.record.owner ? [sessionKey(v.record.owner)] : [])));
     for (const k of [...this.goneSince.keys()]) if (!named.has(k)) this.goneSince.delete(k);
+    const inSlots = new Set([...slots.values()].map((v) => sessionKey({ slot: v.record.index, session: v.record.session })));
+    for (const k of [...this.sessionLeaseMs.keys()]) if (!named.has(k) && !inSlots.has(k)) this.sessionLeaseMs.delete(k);
+  }
+
+  /** How long session `id` counts as live once it stops changing: the longer of its announced lease duration and this member's. */
+  private leaseOf(id: SessionId): number {
+    return Math.max(this.leaseDurationMs, this.sessionLeaseMs.get(sessionKey(id)) ?? 0);
   }
 
   /** A write of ours landed: the view holds it until the next list. */
@@ -111,6 +129,7 @@ export class GroupView {
     if (r.kind === 'member') {
       this.slots.set(r.index, v as VersionedGroupRecord<MemberSlot>);
       this.slotSeen.set(r.index, { content: slotContent(r), changedAtMono: this.clock.monotonic(), witnessed: true });
+      this.sessionLeaseMs.set(sessionKey({ slot: r.index, session: r.session }), r.leaseDurationSeconds * 1000);
       this.bump(this.highestSession, r.index, r.session);
     } else if (r.kind === 'shard') {
       this.shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
@@ -152,10 +171,10 @@ export class GroupView {
     const slot = this.slots.get(id.slot)?.record;
     if (slot && slot.holderIdentity !== '' && slot.session === id.session) {
       const seen = this.slotSeen.get(id.slot)!;
-      return now - seen.changedAtMono < Math.max(this.leaseDurationMs, slot.leaseDurationSeconds * 1000);
+      return now - seen.changedAtMono < this.leaseOf(id);
     }
     const since = this.goneSince.get(sessionKey(id));
-    return since === undefined || now - since < this.leaseDurationMs;
+    return since === undefined || now - since < this.leaseOf(id);
   }
 
   /**
@@ -172,9 +191,9 @@ export class GroupView {
   liveUntilMono(id: SessionId): number | null {
     if (!this.live(id)) return null;
     const slot = this.slots.get(id.slot)?.record;
-    if (slot && this.current(id)) return this.slotSeen.get(id.slot)!.changedAtMono + Math.max(this.leaseDurationMs, slot.leaseDurationSeconds * 1000);
+    if (slot && this.current(id)) return this.slotSeen.get(id.slot)!.changedAtMono + this.leaseOf(id);
     const since = this.goneSince.get(sessionKey(id));
-    return since === undefined ? null : since + this.leaseDurationMs;
+    return since === undefined ? null : since + this.leaseOf(id);
   }
 
   /** The held slots whose sessions are live: the members, leaving or not. */
@@ -195,16 +214,41 @@ export class GroupView {
     return null;
   }
 
+  /**
+   * The store was replaced (a SQLite file replaced or deleted, reopened: StoreReopenedError): a
+   * shard record may have been created in the old store and lost with it between two of this
+   * member's lists, its owner still working on it, so the absences seen before prove nothing.
+   * Every absence wait starts over, from now and again from the next list, as the election's
+   * does for a lease (RecordView.interruptAbsence).
+   */
+  interruptAbsence(): void {
+    const now = this.clock.monotonic();
+    for (const s of this.absentSince.keys()) this.absentSince.set(s, now);
+    this.absenceInterrupted = true;
+  }
+
   /** A shard absent from the store for a lease duration of this member's lists: it may be created. */
   absentLongEnough(s: number): boolean {
     const since = this.absentSince.get(s);
-    return since !== undefined && this.clock.monotonic() - since >= this.leaseDurationMs;
+    return since !== undefined && this.clock.monotonic() - since >= this.absenceWaitMs();
+  }
+
+  /**
+   * How long an absence is waited out: the longest lease duration any slot announces, this
+   * member's at least. A record deleted under a member with a longer lease may still be worked
+   * on for that long.
+   */
+  private absenceWaitMs(): number {
+    let ms = this.leaseDurationMs;
+    for (const v of this.slots.values()) ms = Math.max(ms, v.record.leaseDurationSeconds * 1000);
+    return ms;
   }
 
   /** How long shard `s` must still be seen absent before it may be created (a lease duration when not seen absent yet). */
   absentWaitLeftMs(s: number): number {
     const since = this.absentSince.get(s);
-    return since === undefined ? this.leaseDurationMs : Math.max(0, Math.round(this.leaseDurationMs - (this.clock.monotonic() - since)));
+    const wait = this.absenceWaitMs();
+    return since === undefined ? wait : Math.max(0, Math.round(wait - (this.clock.monotonic() - since)));
   }
 
   /** The token a new owner of shard `s` writes: past every token seen for it. */

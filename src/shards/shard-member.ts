@@ -16,7 +16,7 @@
  * the protected resource checks.
  */
 import { realClock, sleep, type Clock, type Timer } from '../clock.js';
-import { ConflictError, InvalidConfigError, describeError } from '../errors.js';
+import { ConflictError, InvalidConfigError, StoreReopenedError, describeError } from '../errors.js';
 import { silentLogger, guardedLogger, type Logger } from '../log.js';
 import type { CallOptions } from '../backends/lease-store.js';
 import type { GroupStore, MemberSlot, MemberState, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
@@ -166,6 +166,8 @@ export class ShardMember {
   private orphaned: number;
   private lastTurnMono: number | null = null;
   private noSlotSaid = false;
+  /** Whether the log said this member waits for live members to write the group's header back. */
+  private headerWaitSaid = false;
   /** Whether the log last said this member stands aside (its app not eligible). */
   private asideSaid = false;
   /** The absent shards the log last said this member waits to create. */
@@ -268,9 +270,11 @@ export class ShardMember {
   private async turn(): Promise<void> {
     this.lastTurnMono = this.clock.monotonic();
     const desired: MemberState = this.stopping || !this.eligible() ? 'leaving' : 'active';
+    if (this.mine) this.endIfExpired(this.mine);
     if (this.mine && (this.heartbeatDue() || this.mine.state !== desired)) await this.heartbeat(desired);
     if (this.listDue()) await this.list();
     if (!this.mine && !this.stopping && this.eligible()) await this.join();
+    if (this.mine && !this.view.groupHeader && this.view.freshWithin(this.requestTimeoutMs)) await this.restoreHeader();
     if (this.mine) await this.reconcile();
     else await this.freeKept();
     this.countGroup();
@@ -299,6 +303,9 @@ export class ShardMember {
       // A shard whose record this list shows gone or taken ends before the list renews anything:
       // the list proves the others' records, not that one.
       this.endLostShards();
+      // A list answered after the session's validity ended must not renew it (its deadline
+      // timer may simply not have fired yet).
+      if (this.mine) this.endIfExpired(this.mine);
       this.listedAt = { mono: sent, wall: sentWall };
       this.renewed();
       this.checkHeader();
@@ -318,10 +325,42 @@ export class ShardMember {
     }
   }
 
+  /**
+   * A running member finds the group's header deleted (by hand: it looks like a leader's
+   * Lease): it writes it back with its count, so a newcomer with another count is refused
+   * instead of founding a group of its own count under the running members.
+   */
+  private async restoreHeader(): Promise<void> {
+    const header = { kind: 'group' as const, index: 0 as const, shards: this.shards, createdAt: this.clock.now() };
+    try {
+      const version = await this.call('create', (o) => this.store.createGroupRecord(this.group, header, o));
+      this.view.wrote({ record: header, version });
+      this.log.warn('the shard group header was deleted: wrote it back', {
+        shards: this.shards,
+        why: 'a group never has two counts; a newcomer reads its count there',
+      });
+    } catch (err) {
+      // Another member wrote it back first (a conflict): the next list reads its count.
+      this.hinted = true;
+      if (!(err instanceof ConflictError)) this.log.warn('writing the group header back failed', { reason: describeError(err) });
+    }
+  }
+
   /** Takes a member slot: the group's header first when there is none, then a free slot, as a new session. */
   private async join(): Promise<void> {
     if (!this.view.freshWithin(this.requestTimeoutMs)) return;
     if (!this.view.groupHeader) {
+      // Live member slots without a header: the header was deleted under running members, who
+      // write it back with their count within a retry period. Creating it here could give the
+      // group a second count; the newcomer waits (the slots of members long gone expire).
+      const live = this.view.liveSlots().length;
+      if (live > 0) {
+        if (!this.headerWaitSaid)
+          this.log.warn('the shard group has live members but no header: waiting for them to write it back before joining', { liveMembers: live });
+        this.headerWaitSaid = true;
+        return;
+      }
+      this.headerWaitSaid = false;
       try {
         const header = { kind: 'group' as const, index: 0 as const, shards: this.shards, createdAt: this.clock.now() };
         const version = await this.call('create', (o) => this.store.createGroupRecord(this.group, header, o));
@@ -369,6 +408,9 @@ export class ShardMember {
   /** One heartbeat: the slot rewritten (renewTime, state) by compare-and-swap on its version. */
   private async heartbeat(state: MemberState): Promise<void> {
     const m = this.mine!;
+    // Right before the write: a slot nobody touched would take a heartbeat of a session the
+    // others may already have judged over, and bring it back to life.
+    if (this.endIfExpired(m)) return;
     const at = { mono: this.clock.monotonic(), wall: this.clock.now() };
     this.lastHeartbeatMono = at.mono;
     const slot: MemberSlot = {
@@ -384,6 +426,9 @@ export class ShardMember {
       const version = await this.call('update', (o) => this.store.updateGroupRecord(this.group, slot, m.version, o));
       if (this.mine !== m) return; // the session ended while the heartbeat was in flight
       this.view.wrote({ record: slot, version });
+      // The session's validity ended while the heartbeat was in flight: it may have landed after
+      // the others judged the session over, so it ends here as if the deadline had fired first.
+      if (this.endIfExpired(m)) return;
       if (at.mono + this.timings.renewDeadlineMs <= this.clock.monotonic()) return; // answered too late to count
       Object.assign(m, { version, state, renewedAtMono: at.mono, renewedAt: at.wall });
       this.renewed();
@@ -400,7 +445,11 @@ export class ShardMember {
           this.wakeUp();
           return;
         }
-        this.sessionLost(`the member slot ${m.slot} was taken by another member`);
+        this.sessionLost(
+          now
+            ? `the member slot ${m.slot} was taken by another member (${now.record.holderIdentity || 'released'}, session ${now.record.session})`
+            : `the member slot ${m.slot} was deleted from the store (by hand?): its session is over`,
+        );
         return;
       }
       this.log.warn('heartbeat failed', { reason: describeError(err) });
@@ -517,8 +566,12 @@ export class ShardMember {
     if (!m) return;
     for (const s of [...this.owned.keys()]) {
       const rec = this.view.shard(s)?.record;
-      if (!rec) this.endShard(s, `the record of shard ${s} disappeared`, m, false);
-      else if (!(rec.owner && sessionKey(rec.owner) === sessionKey(m))) this.endShard(s, `shard ${s} was taken by ${rec.holderIdentity || 'nobody'}`, m, false);
+      if (!rec) {
+        // Nobody but a person (or a replaced store) deletes a shard's record: its owner says so.
+        this.log.warn('the record of an owned shard was deleted from the store: giving the shard up', { shard: s, token: this.owned.get(s)!.token });
+        this.endShard(s, `the record of shard ${s} disappeared`, m, false);
+      } else if (!(rec.owner && sessionKey(rec.owner) === sessionKey(m)))
+        this.endShard(s, `shard ${s} was taken by ${rec.holderIdentity || 'nobody'}`, m, false);
     }
   }
 
@@ -680,6 +733,21 @@ export class ShardMember {
     this.listener.onChange?.();
   }
 
+  /**
+   * Ends session `m` when its validity is over (its deadline passed, whether or not the deadline
+   * timer has fired yet): a session that has expired stays expired. After a pause, the overdue
+   * turn may run before the overdue deadline timer, and a store answering synchronously
+   * (better-sqlite3) would otherwise let its heartbeat renew a session the others took shards
+   * from. Returns whether it ended.
+   */
+  private endIfExpired(m: Mine): boolean {
+    if (this.mine !== m || this.sessionValid(m)) return false;
+    this.sessionLost(
+      `the session's validity ended (no successful heartbeat and list within renewDeadline, ${this.timings.renewDeadlineMs} ms): it is not renewed, the member joins anew`,
+    );
+    return true;
+  }
+
   private sessionValid(m: Mine): boolean {
     return this.mine === m && this.clock.monotonic() < this.basis(m).mono + this.timings.renewDeadlineMs;
   }
@@ -759,7 +827,10 @@ export class ShardMember {
   }
 
   private call<T>(op: string, send: (opts: CallOptions) => Promise<T>): Promise<T> {
-    return boundedCall(this.clock, this.requestTimeoutMs, `${this.store.backend} group ${op}`, send, () => {});
+    return boundedCall(this.clock, this.requestTimeoutMs, `${this.store.backend} group ${op}`, send, (e) => {
+      // Whichever call finds the store replaced, the absences this member saw before prove nothing.
+      if (e instanceof StoreReopenedError) this.view.interruptAbsence();
+    });
   }
 }
 

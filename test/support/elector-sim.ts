@@ -51,9 +51,19 @@ export class SimProcess implements Clock {
   paused = false;
   dead = false;
   private deferred: (() => void)[] = [];
+  /** Overdue callbacks of a resume (overdueOneAtATime) not run yet: one per clock step. */
+  private overdue: (() => void)[] = [];
   constructor(
     private readonly base: FakeClock,
     readonly rate: number,
+    /**
+     * How a resumed process runs what fell due while it was frozen. false: all at once, with no
+     * promise callback between them (a timer that fell due late still runs before any work the
+     * first one started). true: as Node runs overdue timers, one at a time with the promise
+     * callbacks each one starts settled in between, so synchronous work started by the first
+     * (a better-sqlite3 call) happens before the later ones fire.
+     */
+    private readonly overdueOneAtATime = false,
   ) {}
 
   now(): Date {
@@ -70,13 +80,31 @@ export class SimProcess implements Clock {
   run(fn: () => void): void {
     if (this.dead) return;
     if (this.paused) this.deferred.push(fn);
+    // What comes while the overdue callbacks run one at a time waits behind them, in order.
+    else if (this.overdue.length > 0) this.overdue.push(fn);
     else fn();
   }
   resume(): void {
     this.paused = false;
     const queued = this.deferred;
     this.deferred = [];
-    for (const fn of queued) this.run(fn);
+    if (!this.overdueOneAtATime) {
+      for (const fn of queued) this.run(fn);
+      return;
+    }
+    const pumping = this.overdue.length > 0;
+    this.overdue.push(...queued);
+    if (!pumping && this.overdue.length > 0) this.base.setTimer(() => this.runOneOverdue(), 0);
+  }
+  private runOneOverdue(): void {
+    if (this.paused || this.dead) {
+      // Frozen again (or killed) midway: what is left waits for the next resume.
+      this.deferred.unshift(...this.overdue.splice(0));
+      return;
+    }
+    const fn = this.overdue.shift();
+    fn?.();
+    if (this.overdue.length > 0) this.base.setTimer(() => this.runOneOverdue(), 0);
   }
 }
 

@@ -35,6 +35,15 @@ describe('shard groups: the seeds that found faults in the member', () => {
     { seed: 453, what: 'a list that showed a shard record deleted renewed its validity before ending it (fixed in 9ccbe86)' },
     { seed: 559, what: 'a break in a member’s lists did not restart an absence wait: a record created and deleted unseen (fixed in c148df0)' },
     { seed: 1576, what: 'a member paused between two batches of takes took a live owner’s shard with its pre-pause view (fixed in dcd83b4)' },
+    {
+      seed: 4,
+      what: 'a shard created just before its store was replaced was created again at once by a member that had waited out its absence (fixed in e5b42b6)',
+    },
+    {
+      seed: 49,
+      what: 'a member on a longer lease was judged over by another’s shorter lease and its shards taken while it still owned them (fixed in 1a3bf32)',
+    },
+    { seed: 73, what: 'an absent shard was created after the creator’s own lease while its owner on a longer lease still worked on it (fixed in 1a3bf32)' },
   ];
   for (const { seed, what } of found)
     it(`seed ${seed}: ${what}`, async () => {

@@ -1,8 +1,12 @@
 /**
  * A seeded randomized simulation of a shard group: 2-6 members of one group of 1-40 shards on
  * one in-memory group store, with faults on the store (latency, hangs, failures, lost answers,
- * late writes, deleted records), on each member's link (cut off), and on the processes (pauses,
- * clock-rate drift, crashes and restarts, graceful stops and restarts, the app's health). Each
+ * late writes, deleted records, the whole store replaced by an empty one with each member's next
+ * call failing as reopened), on each member's link (cut off; or a synchronous store, as
+ * better-sqlite3, whose calls land and answer before any timer of the caller fires), and on the
+ * processes (pauses, half of them near the lease duration; clock-rate drift; crashes and
+ * restarts, graceful stops and restarts, the app's health; some members on a longer lease). A
+ * process resumed runs its overdue timers one at a time, as Node does. Each
  * member's app does each shard's work: it starts when the shard is gained and stops some time
  * after it is lost (the end-of-term gate waits for it, at most the drain timeout). Time is a
  * FakeClock: nothing sleeps, and a seed replays exactly.
@@ -17,7 +21,7 @@
  * live member owns floor(N/M) or ceil(N/M).
  * Used by the unit tier (a few seeds) and `npm run chaos -- --backend elector --shards`.
  */
-import { BackendUnavailableError } from '../../src/errors.js';
+import { BackendUnavailableError, StoreReopenedError } from '../../src/errors.js';
 import type { CallOptions } from '../../src/backends/lease-store.js';
 import type { GroupRecord, GroupStore, VersionedGroupRecord } from '../../src/backends/group-store.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
@@ -30,6 +34,8 @@ import { prng } from './prng.js';
 
 const GROUP = 'sim';
 const T = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+/** Some members run with a longer lease (a group whose members were configured apart, or mid-rollout). */
+const LONG_T = { leaseDurationMs: 30_000, renewDeadlineMs: 20_000, retryPeriodMs: 2_000 };
 const MAX_DRIFT = 0.01;
 
 export interface ShardSimResult {
@@ -49,6 +55,13 @@ class FaultyGroupLink implements GroupStore {
   private cut = false;
   /** Settling: no more faults, every request answered quickly. */
   calm = false;
+  /**
+   * A store whose calls run synchronously in the caller's process (better-sqlite3): a request
+   * that is neither hung nor failed lands and is answered before any timer of the caller fires.
+   */
+  sync = false;
+  /** The store was replaced: the next call fails, as the SQLite store's call that finds its file replaced. */
+  reopened = false;
   constructor(
     private readonly mem: MemoryGroupStore,
     private readonly proc: SimProcess,
@@ -99,11 +112,23 @@ class FaultyGroupLink implements GroupStore {
         }, r * 20);
         return;
       }
+      if (this.reopened) {
+        this.reopened = false;
+        this.base.setTimer(() => answer(() => reject(new StoreReopenedError('sim: the database file was replaced: reopened it'))), 0);
+        return;
+      }
       if (this.cut) return this.count('request cut off');
       if (r < 0.02) return this.count('request hangs');
       if (r < 0.05) {
         this.count('request fails');
         this.base.setTimer(() => answer(() => reject(new BackendUnavailableError('sim: connection refused'))), this.rand() * 300);
+        return;
+      }
+      if (this.sync) {
+        apply().then(
+          (v) => answer(() => resolve(v)),
+          (e: unknown) => answer(() => reject(e)),
+        );
         return;
       }
       const lostAnswer = r < 0.08 && op !== 'list';
@@ -132,6 +157,8 @@ interface Work {
   owner: string;
   /** Wall ms of the owner's last heartbeat start while it owned the shard (fixed once lost). */
   renewedAt: number;
+  /** The owner's lease duration: its ownership could have expired that long after renewedAt. */
+  leaseMs: number;
   lost: boolean;
   stopped: boolean;
 }
@@ -145,6 +172,7 @@ interface Member {
   member: ShardMember;
   /** Wall ms of this member's last heartbeat start (validUntil − renewDeadline). */
   renewedAt: number;
+  timings: typeof T;
   works: Map<number, Work>;
   waiters: Set<() => void>;
   stopping: boolean;
@@ -153,6 +181,10 @@ interface Member {
 export async function runShardSimulation(seed: number, steps = 250, trace = false): Promise<ShardSimResult> {
   const rand = prng(seed);
   const appRand = prng(seed + 0x51ed);
+  // Faults added later draw from their own stream, so the seeds pinned before them replay the
+  // same run of the older faults.
+  const more = prng(seed + 0x3a7e);
+  const replaceRand = prng(seed + 0x9e01);
   const base = new FakeClock();
   const mem = new MemoryGroupStore();
   const shards = 1 + Math.floor(rand() * 40);
@@ -186,22 +218,28 @@ export async function runShardSimulation(seed: number, steps = 250, trace = fals
   };
 
   const spawn = async (identity: string): Promise<void> => {
-    const proc = new SimProcess(base, 1 + (rand() * 2 - 1) * MAX_DRIFT);
+    // Overdue timers run one at a time on resume, as Node runs them.
+    const proc = new SimProcess(base, 1 + (rand() * 2 - 1) * MAX_DRIFT, true);
+    const sync = more() < 0.5;
+    const timings = more() < 0.3 ? LONG_T : T;
     const m = {
-      name: `${identity}#${members.length}`,
+      // L: a longer lease (LONG_T); s: a synchronous store.
+      name: `${identity}#${members.length}${timings === LONG_T ? 'L' : ''}${sync ? 's' : ''}`,
       identity,
       proc,
       renewedAt: 0,
+      timings,
       works: new Map(),
       waiters: new Set(),
       stopping: false,
     } as unknown as Member;
     m.link = new FaultyGroupLink(mem, proc, base, rand, (f) => count(f, m.name));
     m.link.calm = calm;
+    m.link.sync = sync;
     m.health = new ManualHealth({ failureThreshold: 1, successThreshold: 1, holdDownMs: rand() < 0.5 ? 0 : 5_000 }, proc);
     m.health.healthy();
     m.member = new ShardMember({
-      ...T,
+      ...timings,
       store: m.link,
       group: GROUP,
       shards,
@@ -222,7 +260,7 @@ export async function runShardSimulation(seed: number, steps = 250, trace = fals
         }),
       listener: {
         onRenewed: (validUntil) => {
-          m.renewedAt = validUntil.getTime() - T.renewDeadlineMs;
+          m.renewedAt = validUntil.getTime() - timings.renewDeadlineMs;
           for (const w of m.works.values()) if (!w.lost) w.renewedAt = m.renewedAt;
         },
         onShardGained: (term) => {
@@ -240,13 +278,21 @@ export async function runShardSimulation(seed: number, steps = 250, trace = fals
           const stored = mem.peek(GROUP).find((v) => v.record.kind === 'shard' && v.record.index === term.shard)?.record;
           if (stored?.kind === 'shard' && stored.token === term.token) deletedShard.delete(term.shard);
           for (const w of running.get(term.shard) ?? []) {
-            if (base.now().getTime() < w.renewedAt + T.leaseDurationMs * (1 - MAX_DRIFT * 1.1))
+            if (base.now().getTime() < w.renewedAt + w.leaseMs * (1 - MAX_DRIFT * 1.1))
               violations.push(
                 `${t()}: ${m.name} started the work of shard ${term.shard} (token ${term.token}) while ${w.owner}'s of token ${w.token} still ran, its ownership unexpired`,
               );
           }
-          m.renewedAt = term.validUntil.getTime() - T.renewDeadlineMs;
-          const w: Work = { shard: term.shard, token: term.token, owner: m.name, renewedAt: m.renewedAt, lost: false, stopped: false };
+          m.renewedAt = term.validUntil.getTime() - timings.renewDeadlineMs;
+          const w: Work = {
+            shard: term.shard,
+            token: term.token,
+            owner: m.name,
+            renewedAt: m.renewedAt,
+            leaseMs: timings.leaseDurationMs,
+            lost: false,
+            stopped: false,
+          };
           m.works.set(term.shard, w);
           running.set(term.shard, [...(running.get(term.shard) ?? []), w]);
         },
@@ -296,7 +342,11 @@ export async function runShardSimulation(seed: number, steps = 250, trace = fals
     if (pick && r < 0.03 && !pick.proc.paused) {
       count('pause', pick.name);
       pick.proc.paused = true;
-      base.setTimer(() => pick.proc.resume(), rand() * 30_000);
+      const anyLength = rand() * 30_000;
+      // Half the pauses end near the lease duration: when the others judge the session over.
+      const nearLease = more() < 0.5;
+      if (nearLease) count('pause near the lease duration', pick.name);
+      base.setTimer(() => pick.proc.resume(), nearLease ? pick.timings.leaseDurationMs - 2_000 + more() * 6_000 : anyLength);
     } else if (pick && r < 0.05) {
       count('crash and restart', pick.name);
       pick.proc.dead = true;
@@ -328,6 +378,16 @@ export async function runShardSimulation(seed: number, steps = 250, trace = fals
       count(up ? 'app unhealthy' : 'app healthy', pick.name);
       pick.proc.run(() => (up ? pick.health.unhealthy('sim: app down') : pick.health.healthy()));
       if (up && rand() < 0.7) base.setTimer(() => pick.proc.run(() => pick.health.healthy()), rand() * 20_000);
+    }
+    // The store replaced by an empty one (a SQLite file deleted under the group), most often
+    // just after a shard was created: a member that waited out its absence through that
+    // creation must start its wait over, since the creator may still work on it.
+    const justCreated = [...existsSince.values()].some((since) => base.monotonic() - since < 1_500);
+    if (replaceRand() < (justCreated ? 0.03 : 0.001)) {
+      count('store replaced');
+      for (const v of mem.peek(GROUP)) mem.delete(GROUP, v.record);
+      deletedShard = new Set(Array.from({ length: shards }, (_, i) => i));
+      for (const m of members) m.link.reopened = true;
     }
     for (let s = 0; s < shards; s++) {
       const here = mem.peek(GROUP).some((v) => v.record.kind === 'shard' && v.record.index === s);

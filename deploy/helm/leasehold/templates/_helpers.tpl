@@ -109,6 +109,7 @@ counts' ranges are the schema's. Called with the chart's root.
 {{- define "leasehold.checkShards" -}}
 {{- $n := include "leasehold.shardCount" . | atoi -}}
 {{- $sm := .Values.shards.maxMembers -}}
+{{- include "leasehold.checkGroupCount" . -}}
 {{- if not $n -}}
 {{- if not (kindIs "invalid" $sm) -}}
 {{- fail (printf "shards.maxMembers %v needs shards.count: it bounds the members of a shard group, and without shards.count the sidecars elect a leader" $sm) -}}
@@ -140,6 +141,25 @@ counts' ranges are the schema's. Called with the chart's root.
 {{- if and .Values.app.enabled (gt (int .Values.replicaCount) $k) -}}
 {{- fail (printf "replicaCount %d is more than shards.maxMembers %d: a member past the group's slots waits for a free one, owns nothing and is never Ready; raise shards.maxMembers" (int .Values.replicaCount) $k) -}}
 {{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+Refuses a shards.count other than the one of the group that exists (its header Lease, named after
+the group, says it in the annotation leasehold.io/shards): the Role names the new count's shard
+Leases only, so an upgrade would cut the running members (of the old count, until they are
+replaced) off their shards past the new count, which would then have no owner; and the new pods
+are refused by the group anyway. shards.count 0 (a leader lease) on a group's header Lease is
+refused alike. `lookup` needs the cluster: `helm template` and a client-side dry run see no Lease
+and render (the new pods would still be refused at start, loudly).
+*/}}
+{{- define "leasehold.checkGroupCount" -}}
+{{- $n := include "leasehold.shardCount" . | atoi -}}
+{{- $g := include "leasehold.leaseName" . -}}
+{{- $header := lookup "coordination.k8s.io/v1" "Lease" .Release.Namespace $g -}}
+{{- $was := dig "metadata" "annotations" "leasehold.io/shards" "" ($header | default dict) -}}
+{{- if and $was (ne $was (toString $n)) -}}
+{{- fail (printf "shards.count %d, but the shard group %q in namespace %s has %s shards (its Lease %s): a group never has two counts, and the Role would no longer name the Leases its running members own; keep shards.count %s, or stop every member, delete the group's Leases (kubectl delete leases -l leasehold.io/group=%s) and then upgrade" $n $g .Release.Namespace $was $g $was $g) -}}
 {{- end -}}
 {{- end }}
 
