@@ -1,21 +1,36 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
 import { constants } from 'node:os';
 import { CommandStartError } from '../errors.js';
 import { originalValues, originalWords, printfFormat } from './exact-bytes.js';
+import { sessionAlive, signalSession } from './session-processes.js';
 
 /**
- * Runs a command in a process group of its own, so leasehold can stop the command *and
- * everything it started*, and so nothing outlives leasehold itself.
+ * Runs a command in a session of its own (setsid), so leasehold can stop the command *and
+ * everything it started*, and so nothing outlives leasehold itself. A session, not only a
+ * process group: a worker leaves CMD's group by any setpgid (GNU `timeout` calls it, as does a
+ * shell with job control), but stays in its session unless it calls setsid itself
+ * (session-processes.ts; docs/drain.md says what can still escape).
  *
- * The command is started through /bin/sh, which first forks a watcher into the same group,
+ * The command is started through /bin/sh, which first forks a watcher into the same session,
  * then execs the command (same pid, stdio passed through untouched), with its words' and
  * environment's bytes as leasehold was given them (guardScript). The watcher blocks
  * reading a pipe whose other end only leasehold holds. When leasehold exits for any reason
- * (SIGKILL included) the kernel closes that end, the read returns, and the watcher kills the
- * whole group. No polling, and no orphan keeps running after its leader died.
+ * (SIGKILL included) the kernel closes that end, the read returns, and the watcher kills every
+ * other process of the session by its PID (found in /proc, field 6 of stat: the session; a
+ * zombie skipped), again while a look finds one (a process forked between a look and its
+ * kill), up to 100 looks 50 ms apart (a process the kernel cannot kill at once stays listed),
+ * then its own group. `$$` is the shell's PID, which setsid made the session's ID. No polling
+ * before leasehold dies, and no orphan keeps running after its leader died.
  */
-const WATCHER = '(trap "" TERM INT HUP; read _ <&3; kill -KILL 0) & exec 3<&-;';
+const WATCHER = [
+  '(trap "" TERM INT HUP; read _ <&3;',
+  's=$$; read -r me _ 2>/dev/null </proc/self/stat; i=0;',
+  'while [ $i -lt 100 ]; do f=;',
+  'for p in /proc/[0-9]*; do read -r l 2>/dev/null <"$p/stat" || continue; set -- ${l##*") "};',
+  '[ "$4" = "$s" ] && [ "${p#/proc/}" != "$me" ] && [ "$1" != Z ] && [ "$1" != X ] && kill -KILL "${p#/proc/}" 2>/dev/null && f=1;',
+  'done; [ -z "$f" ] && break; i=$((i + 1)); sleep 0.05;',
+  'done; kill -KILL 0) & exec 3<&-;',
+].join(' ');
 const GUARD = `${WATCHER} exec "$@"`;
 
 /** A name /bin/sh can export. */
@@ -79,40 +94,9 @@ export function exitStatus(r: ExitResult): number {
   return 128 + (r.signal ? (constants.signals[r.signal] ?? constants.signals.SIGTERM) : constants.signals.SIGTERM);
 }
 
-/**
- * Whether a process of group `pgid` is alive: one a signal reaches that is not a zombie (in
- * /proc, its state is neither Z nor X). Without /proc, any the signal reaches.
- */
-export function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-  } catch (err) {
-    // ESRCH: nobody is left; EPERM: somebody is, of another user (a setuid program).
-    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  let names: string[];
-  try {
-    names = readdirSync('/proc');
-  } catch {
-    return true;
-  }
-  for (const name of names) {
-    if (!/^\d+$/.test(name)) continue;
-    let line: string;
-    try {
-      line = readFileSync(`/proc/${name}/stat`, 'latin1');
-    } catch {
-      continue; // gone meanwhile
-    }
-    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
-    const [state, , pgrp] = line.slice(line.lastIndexOf(')') + 2).split(' ');
-    if (Number(pgrp) === pgid && state !== 'Z' && state !== 'X') return true;
-  }
-  return false;
-}
-
 export class ChildProcessGroup {
   private readonly child: ChildProcess;
+  /** CMD's PID, which is also its session's ID and its process group's. */
   readonly pid: number;
   readonly exited: Promise<ExitResult>;
   private done = false;
@@ -122,7 +106,7 @@ export class ChildProcessGroup {
     if (!command) throw new CommandStartError('no command given: use leasehold run [flags] -- CMD [ARGS...]');
     const [script, ...params] = guardScript([command, ...args], env);
     this.child = spawn('/bin/sh', ['-c', script!, ...params], {
-      detached: true, // setsid: the child leads a new process group (pgid = pid)
+      detached: true, // setsid(): the child leads a new session and a new process group (sid = pgid = pid)
       stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
       env,
     });
@@ -133,7 +117,6 @@ export class ChildProcessGroup {
         this.done = true;
         // Whatever the command left behind dies now, before anything follows its exit (a
         // release, a restart): the watcher would kill it too, but only once it is scheduled.
-        // The watcher is still in the group, so the group id is still this one's.
         this.signal('SIGKILL');
         // Closing our end tells the watcher to kill anything the command left behind.
         this.child.stdio[3]?.destroy();
@@ -148,19 +131,30 @@ export class ChildProcessGroup {
     return !this.done;
   }
 
+  /** How the command ended, or null when it has not within `withinMs` (a process the kernel cannot kill at once). */
+  async exitWithin(withinMs: number): Promise<ExitResult | null> {
+    if (withinMs <= 0) return this.done ? this.exited : null;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([this.exited, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), withinMs)))]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /**
-   * After the command's exit: true once no process of its group is left alive, false when
-   * `withinMs` passes first. Its exit sent the group SIGKILL, but a process the kernel cannot
-   * kill at once (in uninterruptible sleep: a hung disk or network filesystem) lives on, with
-   * its files and locks, until the kernel lets it go: the command's work is not over before.
-   * A zombie has let go of everything and does not count (an orphan's may never be reaped where
-   * leasehold is PID 1). The SIGKILL is sent again at each look, for a process forked meanwhile.
+   * After the command's exit: true once no process of its session is left alive, false when
+   * `withinMs` passes first (or the command itself has not exited by then). Its exit sent the
+   * session SIGKILL, but a process the kernel cannot kill at once (in uninterruptible sleep: a
+   * hung disk or network filesystem) lives on, with its files and locks, until the kernel lets
+   * it go: the command's work is not over before. The SIGKILL is sent again at each look, for a
+   * process forked meanwhile.
    */
   async emptied(withinMs: number): Promise<boolean> {
-    await this.exited;
     const deadline = performance.now() + withinMs;
+    if (!(await this.exitWithin(withinMs))) return false;
     for (let pauseMs = 2; ; pauseMs = Math.min(2 * pauseMs, 100)) {
-      if (!groupAlive(this.pid)) return true;
+      if (!sessionAlive(this.pid)) return true;
       this.signal('SIGKILL');
       const left = deadline - performance.now();
       if (left <= 0) return false;
@@ -168,37 +162,38 @@ export class ChildProcessGroup {
     }
   }
 
-  /** Sends `signal` to every process in the group; false when it is already gone. */
+  /**
+   * leasehold leaves before the command exited (it outlived SIGKILL past the bound): Node would
+   * wait for its exit before letting leasehold's own process end, so its handle stops counting;
+   * closing our end of the pipe sets the watcher on the session (its SIGKILL, sent again).
+   */
+  letGo(): void {
+    if (this.done) return;
+    this.child.stdio[3]?.destroy();
+    this.child.unref();
+  }
+
+  /** Sends `signal` to every process of the session (session-processes.ts); false when none is left. */
   signal(signal: NodeJS.Signals): boolean {
-    try {
-      process.kill(-this.pid, signal);
-      return true;
-    } catch {
-      return false;
-    }
+    return signalSession(this.pid, signal);
   }
 
   /**
-   * SIGTERM to the group, SIGKILL after `graceMs` if the command has not exited.
-   * Resolves with how it ended and whether SIGKILL was needed.
+   * SIGTERM to the session, SIGKILL after `graceMs` if the command has not exited; then waits
+   * at most `killWaitMs` more for it to exit. Resolves with how it ended (null: it has not, a
+   * process the kernel cannot kill at once) and whether SIGKILL was needed.
    */
-  async terminate(graceMs: number): Promise<ExitResult & { killed: boolean }> {
-    if (this.done) return { ...(await this.exited), killed: false };
+  async terminate(graceMs: number, killWaitMs: number): Promise<{ result: ExitResult | null; killed: boolean }> {
+    if (this.done) return { result: await this.exited, killed: false };
     this.signal('SIGTERM');
-    let timer: NodeJS.Timeout | undefined;
-    const killed = await Promise.race([
-      this.exited.then(() => false),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => {
-          this.signal('SIGKILL');
-          resolve(true);
-        }, graceMs);
-      }),
-    ]);
-    clearTimeout(timer);
-    const result = await this.exited;
-    // The command is gone; make sure nothing it started survives either.
+    let result = await this.exitWithin(graceMs);
+    const killed = result === null;
+    if (killed) {
+      this.signal('SIGKILL');
+      result = await this.exitWithin(killWaitMs);
+    }
+    // The command is gone (or cannot be killed yet); make sure nothing it started survives either.
     this.signal('SIGKILL');
-    return { ...result, killed };
+    return { result, killed };
   }
 }
