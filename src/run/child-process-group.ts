@@ -1,8 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
+import { join } from 'node:path';
 import { CommandStartError } from '../errors.js';
 import { originalValues, originalWords, printfFormat } from './exact-bytes.js';
 import { sessionAlive, signalSession } from './session-processes.js';
+import type { CommandCgroup } from './command-cgroup.js';
 
 /**
  * Runs a command in a session of its own (setsid), so leasehold can stop the command *and
@@ -11,27 +14,38 @@ import { sessionAlive, signalSession } from './session-processes.js';
  * shell with job control), but stays in its session unless it calls setsid itself
  * (session-processes.ts; docs/drain.md says what can still escape).
  *
- * The command is started through /bin/sh, which first forks a watcher into the same session,
- * then execs the command (same pid, stdio passed through untouched), with its words' and
- * environment's bytes as leasehold was given them (guardScript). The watcher blocks
- * reading a pipe whose other end only leasehold holds. When leasehold exits for any reason
- * (SIGKILL included) the kernel closes that end, the read returns, and the watcher kills every
- * other process of the session by its PID (found in /proc, field 6 of stat: the session; a
- * zombie skipped), again while a look finds one (a process forked between a look and its
- * kill), up to 100 looks 50 ms apart (a process the kernel cannot kill at once stays listed),
- * then its own group. `$$` is the shell's PID, which setsid made the session's ID. No polling
- * before leasehold dies, and no orphan keeps running after its leader died.
+ * The command is started through /bin/sh, which first reads one line from a pipe whose other end
+ * only leasehold holds: the directory of CMD's cgroup (command-cgroup.ts), into which leasehold
+ * has moved the shell before it writes the line, or nothing. So nothing CMD starts runs before
+ * it is in the cgroup. The shell then forks a watcher into the same session (and cgroup), and
+ * execs the command (same pid, stdio passed through untouched), with its words' and
+ * environment's bytes as leasehold was given them (guardScript). The watcher blocks reading the
+ * pipe. When leasehold exits for any reason (SIGKILL included) the kernel closes that end, the
+ * read returns, and the watcher moves itself out of the cgroup (to its parent) and kills it
+ * (cgroup.kill), then kills every other process of the session by its PID (found in /proc,
+ * field 6 of stat: the session; a zombie skipped), again while a look finds one (a process
+ * forked between a look and its kill), up to 100 looks 50 ms apart (a process the kernel cannot
+ * kill at once stays listed), removes the cgroup once it is empty (within 10 s), then kills its
+ * own group. `$$` is the shell's PID, which setsid made the session's ID. No polling before
+ * leasehold dies, and no orphan keeps running after its leader died.
+ *
+ * `cg` names the shell variable that holds the cgroup's directory: one the command's
+ * environment does not hold, as it is never exported.
  */
-const WATCHER = [
-  '(trap "" TERM INT HUP; read _ <&3;',
-  's=$$; read -r me _ 2>/dev/null </proc/self/stat; i=0;',
-  'while [ $i -lt 100 ]; do f=;',
-  'for p in /proc/[0-9]*; do read -r l 2>/dev/null <"$p/stat" || continue; set -- ${l##*") "};',
-  '[ "$4" = "$s" ] && [ "${p#/proc/}" != "$me" ] && [ "$1" != Z ] && [ "$1" != X ] && kill -KILL "${p#/proc/}" 2>/dev/null && f=1;',
-  'done; [ -z "$f" ] && break; i=$((i + 1)); sleep 0.05;',
-  'done; kill -KILL 0) & exec 3<&-;',
-].join(' ');
-const GUARD = `${WATCHER} exec "$@"`;
+function watcher(cg: string): string {
+  return [
+    `read -r ${cg} <&3;`,
+    '(trap "" TERM INT HUP; read _ <&3;',
+    's=$$; read -r me _ 2>/dev/null </proc/self/stat; i=0;',
+    `[ -n "$${cg}" ] && { echo "$me" 2>/dev/null >"$\{${cg}%/*}/cgroup.procs"; echo 1 2>/dev/null >"$${cg}/cgroup.kill"; };`,
+    'while [ $i -lt 100 ]; do f=;',
+    'for p in /proc/[0-9]*; do read -r l 2>/dev/null <"$p/stat" || continue; set -- ${l##*") "};',
+    '[ "$4" = "$s" ] && [ "${p#/proc/}" != "$me" ] && [ "$1" != Z ] && [ "$1" != X ] && kill -KILL "${p#/proc/}" 2>/dev/null && f=1;',
+    'done; [ -z "$f" ] && break; i=$((i + 1)); sleep 0.05;',
+    `done; [ -n "$${cg}" ] && while [ $i -lt 200 ] && ! rmdir "$${cg}" 2>/dev/null; do i=$((i + 1)); sleep 0.05; done;`,
+    'kill -KILL 0) & exec 3<&-;',
+  ].join(' ');
+}
 
 /** A name /bin/sh can export. */
 const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -44,9 +58,9 @@ const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * trailing newlines that a command substitution drops. `n` and `v` are the shell's own
  * variables, named so the command's environment holds neither: never exported.
  */
-function exactGuard(n: string, v: string): string {
+function exactGuard(n: string, v: string, cg: string): string {
   return [
-    WATCHER,
+    watcher(cg),
     `${n}=$1; shift;`,
     `while [ "$${n}" -gt 0 ]; do ${v}=$(printf "$2"; printf .); export "$1=\${${v}%.}"; shift 2; ${n}=$((${n} - 1)); done;`,
     `${n}=$#;`,
@@ -63,7 +77,7 @@ function unusedName(base: string, env: NodeJS.ProcessEnv): string {
 }
 
 /**
- * The shell's script and parameters that start `argv` with `env`: GUARD and the words as they
+ * The shell's script and parameters that start `argv` with `env`: the watcher and the words as they
  * are, or exactGuard when a word or a variable's value has bytes that are not UTF-8 (from this
  * process's own command line and environment: exact-bytes.ts). A variable whose name /bin/sh
  * cannot export keeps Node's decoding (docs/cli.md).
@@ -72,9 +86,10 @@ export function guardScript(argv: readonly string[], env: NodeJS.ProcessEnv, own
   const words = own.words ?? originalWords(argv);
   const values = [...(own.values ?? originalValues(env))].filter(([name]) => SHELL_NAME.test(name));
   const asIs = words.map((bytes, i) => bytes.equals(Buffer.from(argv[i]!, 'utf8')));
-  if (values.length === 0 && asIs.every(Boolean)) return [GUARD, 'leasehold-guard', ...argv];
+  const cg = unusedName('leasehold_cgroup', env);
+  if (values.length === 0 && asIs.every(Boolean)) return [`${watcher(cg)} exec "$@"`, 'leasehold-guard', ...argv];
   return [
-    exactGuard(unusedName('leasehold_n', env), unusedName('leasehold_v', env)),
+    exactGuard(unusedName('leasehold_n', env), unusedName('leasehold_v', env), cg),
     'leasehold-guard',
     String(values.length),
     ...values.flatMap(([name, bytes]) => [name, printfFormat(bytes)]),
@@ -101,7 +116,16 @@ export class ChildProcessGroup {
   readonly exited: Promise<ExitResult>;
   private done = false;
 
-  constructor(argv: string[], env: NodeJS.ProcessEnv) {
+  /**
+   * `cgroup`: CMD's own, or null to track its session alone. A cgroup the shell cannot be moved
+   * into (a parent with controllers that forbid it) is removed, and the session tracked alone:
+   * `cgroup` then says null.
+   */
+  constructor(
+    argv: string[],
+    env: NodeJS.ProcessEnv,
+    private cgroup: CommandCgroup | null = null,
+  ) {
     const [command, ...args] = argv;
     if (!command) throw new CommandStartError('no command given: use leasehold run [flags] -- CMD [ARGS...]');
     const [script, ...params] = guardScript([command, ...args], env);
@@ -112,6 +136,17 @@ export class ChildProcessGroup {
     });
     if (this.child.pid === undefined) throw new CommandStartError(`cannot start ${command}`);
     this.pid = this.child.pid;
+    const pipe = this.child.stdio[3] as unknown as { write: (line: string) => void; unref?: () => void };
+    if (cgroup) {
+      try {
+        writeFileSync(join(cgroup.dir, 'cgroup.procs'), String(this.pid));
+      } catch {
+        cgroup.remove();
+        this.cgroup = null;
+      }
+    }
+    // The shell waits for this line before it starts anything: it is in the cgroup by now.
+    pipe.write(`${this.cgroup?.dir ?? ''}\n`);
     this.exited = new Promise((resolve) =>
       this.child.once('exit', (code, signal) => {
         this.done = true;
@@ -124,7 +159,17 @@ export class ChildProcessGroup {
       }),
     );
     // Keep the pipe from holding leasehold's event loop open once the child is gone.
-    (this.child.stdio[3] as unknown as { unref?: () => void })?.unref?.();
+    pipe.unref?.();
+  }
+
+  /** What is tracked: CMD's cgroup (and its session), or its session alone. */
+  get tracking(): { kind: 'cgroup'; dir: string } | { kind: 'session' } {
+    return this.cgroup ? { kind: 'cgroup', dir: this.cgroup.dir } : { kind: 'session' };
+  }
+
+  /** Whether a process of CMD's session or cgroup lives. */
+  private alive(): boolean {
+    return sessionAlive(this.pid) || (this.cgroup?.alive() ?? false);
   }
 
   get running(): boolean {
@@ -154,7 +199,10 @@ export class ChildProcessGroup {
     const deadline = performance.now() + withinMs;
     if (!(await this.exitWithin(withinMs))) return false;
     for (let pauseMs = 2; ; pauseMs = Math.min(2 * pauseMs, 100)) {
-      if (!sessionAlive(this.pid)) return true;
+      if (!this.alive()) {
+        this.cgroup?.remove();
+        return true;
+      }
       this.signal('SIGKILL');
       const left = deadline - performance.now();
       if (left <= 0) return false;
@@ -173,9 +221,26 @@ export class ChildProcessGroup {
     this.child.unref();
   }
 
-  /** Sends `signal` to every process of the session (session-processes.ts); false when none is left. */
+  /**
+   * Sends `signal` to every process of the session (session-processes.ts) and of the cgroup
+   * (SIGKILL by cgroup.kill, which no fork under way escapes); false when none is left.
+   */
   signal(signal: NodeJS.Signals): boolean {
-    return signalSession(this.pid, signal);
+    let reached = signalSession(this.pid, signal);
+    if (!this.cgroup) return reached;
+    if (signal === 'SIGKILL' && this.cgroup.alive()) {
+      this.cgroup.kill();
+      return true;
+    }
+    for (const pid of this.cgroup.pids()) {
+      try {
+        process.kill(pid, signal);
+        reached = true;
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return reached;
   }
 
   /**

@@ -5,6 +5,7 @@ import type { LeadershipTerm } from '../election/candidate-loop.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
 import { ChildProcessGroup, exitStatus, type ExitResult } from './child-process-group.js';
 import { RecentRunGuard } from './recent-run-guard.js';
+import { commandCgroupName, createCommandCgroup, removeStaleCgroups } from './command-cgroup.js';
 import { StandBack } from '../election/stand-back.js';
 
 export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {
@@ -101,6 +102,8 @@ export class LeaderRunner {
    * when a command starts for a new term (which the gate lets happen only after it is over).
    */
   private endBy: number | null = null;
+  /** Commands started by this runner: each has a cgroup of its own, named by its number. */
+  private commandsStarted = 0;
 
   constructor(private readonly opts: LeaderRunnerOptions) {
     this.log = opts.log;
@@ -210,9 +213,13 @@ export class LeaderRunner {
     const env = this.opts.childEnv(term);
     const started = Date.now();
     let child: ChildProcessGroup;
+    // A cgroup of CMD's own where the machine gives one (command-cgroup.ts), else its session alone.
+    if (this.commandsStarted === 0) removeStaleCgroups();
+    const { cgroup, why } = createCommandCgroup(commandCgroupName(process.pid, ++this.commandsStarted));
     try {
-      child = new ChildProcessGroup(this.opts.argv, env);
+      child = new ChildProcessGroup(this.opts.argv, env, cgroup);
     } catch (err) {
+      cgroup?.remove();
       this.log.error('cannot start command', { command: this.opts.argv[0], error: describeError(err) });
       void this.shutdown(127);
       return;
@@ -220,13 +227,22 @@ export class LeaderRunner {
     this.child = child;
     this.lastChild = child;
     this.endBy = null;
-    this.log.info('started command', { command: this.opts.argv[0], pid: child.pid, session: child.pid, token: term.token, tracking: 'session' });
+    const tracking = child.tracking;
+    this.log.info('started command', {
+      command: this.opts.argv[0],
+      pid: child.pid,
+      token: term.token,
+      tracking: tracking.kind,
+      ...(tracking.kind === 'cgroup' ? { cgroup: tracking.dir } : { session: child.pid, noCgroup: why || 'the shell could not be moved into it' }),
+    });
     void child.exited.then((r) => this.onChildExit(child, r, Date.now() - started));
   }
 
   private onChildExit(child: ChildProcessGroup, r: ExitResult, ranMs: number): void {
     const status = exitStatus(r);
     this.lastStatus = status;
+    // Its session got SIGKILL with its exit: once they are gone, its cgroup is removed.
+    void child.emptied(KILL_WAIT_MS);
     if (this.child === child) this.child = null;
     if (this.childStop || this.shuttingDown) return; // stopped on purpose; logged there
     this.log.info('command exited', { code: r.code, signal: r.signal, status, ranMs });

@@ -14,6 +14,7 @@ import { scratchDir } from '../support/scratch.js';
 import { freezer, freezerAvailable, type Freezer } from '../support/freezer.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
 import { startHealthApp } from '../support/health-apps.js';
+import { removeStaleCgroups } from '../../src/run/command-cgroup.js';
 
 const T = ['--lease-duration', '4s', '--renew-deadline', '3s', '--retry-period', '300ms', '--grace-period', '500ms'];
 /** CMD: a worker in its process group, then CMD itself, which SIGTERM ends at once. */
@@ -42,6 +43,12 @@ describe(
     const db = join(dir.path, 'leases.db');
     after(async () => {
       for (const f of freezers) await f.remove();
+      // A runner that left past the bound left its CMD's cgroup (if it had one) behind.
+      for (const p of procs) {
+        p.kill('SIGKILL');
+        await p.exited;
+      }
+      await waitFor('the cgroups of runners gone to be removed', () => removeStaleCgroups() === 0, 10_000, 20);
     });
 
     /** A runner whose CMD's worker is frozen; resolves with the runner and the worker's PID. */
