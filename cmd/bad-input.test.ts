@@ -429,7 +429,18 @@ const cases: Case[] = [
   {
     name: 'run grace period longer than the lease remainder',
     args: ['run', '--grace-period', '6s', '--', 'true'],
-    message: /invalid --grace-period "6s": must be at most lease-duration − renew-deadline \(5s\)/,
+    message: /invalid --grace-period "6s": must be at most lease-duration − renew-deadline − the clock margin of 50ms \+ 0.1% of lease-duration \(4935ms\)/,
+  },
+  {
+    name: 'run grace period that leaves no clock margin before the expiry',
+    args: ['run', '--grace-period', '5s', '--', 'true'],
+    message: /invalid --grace-period "5s": must be at most lease-duration − renew-deadline − the clock margin/,
+  },
+  {
+    name: 'renew deadline that leaves no clock margin before the expiry',
+    args: ['sidecar', '--lease-duration', '2s', '--renew-deadline', '1980ms', '--retry-period', '100ms'],
+    message:
+      /invalid timings .*: renewDeadline must be at most leaseDuration − 52ms \(50 ms \+ 0.1% of leaseDuration: the margin for late timers and clock rates/,
   },
   {
     name: 'sidecar drain timeout that cannot end before the renew deadline',

@@ -1,5 +1,6 @@
 import { createLogger } from '../src/log.js';
 import { formatDuration } from '../src/config/duration.js';
+import { clockMarginMs } from '../src/config/election-options.js';
 import { duration } from './election-flags.js';
 import { resolveExecutable } from '../src/util/resolve-executable.js';
 import { EXIT_NOT_ELECTED, LeaderRunner } from '../src/run/leader-runner.js';
@@ -35,7 +36,8 @@ export const RUN_OPTIONS = {
   try: { type: 'string', describe: `With --once: give up after waiting this long to be elected (exit ${EXIT_NOT_ELECTED})` },
   'grace-period': {
     type: 'string',
-    describe: 'SIGTERM→SIGKILL delay when leadership is lost (default and maximum: lease-duration − renew-deadline, at most 5s by default)',
+    describe:
+      'SIGTERM→SIGKILL delay when leadership is lost (default and maximum: lease-duration − renew-deadline − (50ms + 0.1% of lease-duration), at most 5s by default)',
   },
   // No default in the table: given with --once it is refused, so it must be seen as given or not.
   'give-up-after': {
@@ -67,7 +69,9 @@ export function resolveRun(f: FlagValues<RunArgs>, env: NodeJS.ProcessEnv) {
   const argv = a['--'] ?? [];
   if (argv.length === 0) throw new CommandStartError('no command given: use leasehold run [flags] -- CMD [ARGS...]');
   const s = resolveSidecar(f, env);
-  const remaining = s.leaseDurationMs - s.renewDeadlineMs;
+  // The kill at the end of the grace period keeps the clock margin before the lease's expiry,
+  // the earliest moment another candidate may lead (docs/guarantees.md, "Clocks and timers").
+  const remaining = s.leaseDurationMs - s.renewDeadlineMs - clockMarginMs(s.leaseDurationMs);
   let gracePeriodMs = Math.min(5_000, remaining);
   if (a['grace-period'] !== undefined) {
     const g = duration('grace-period', a['grace-period'], 0);
@@ -75,7 +79,7 @@ export function resolveRun(f: FlagValues<RunArgs>, env: NodeJS.ProcessEnv) {
       throw badFlag(
         'grace-period',
         a['grace-period'],
-        `must be at most lease-duration − renew-deadline (${formatDuration(remaining)}): the command must be gone before another candidate may take over`,
+        `must be at most lease-duration − renew-deadline − the clock margin of 50ms + 0.1% of lease-duration (${formatDuration(remaining)}): the command must be gone a margin before another candidate may take over`,
       );
     }
     gracePeriodMs = g;

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { InvalidConfigError } from '../errors.js';
-import { resolveElectionConfig } from './election-options.js';
+import { clockMarginMs, resolveElectionConfig } from './election-options.js';
 
 const ok = { lease: 'billing', identity: 'me', leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 
@@ -34,10 +34,23 @@ describe('option rules: each refusal names its field, for the CLI to name its fl
 });
 
 describe('the resolved configuration: checked once, defaults filled in', () => {
-  it('fills in the contention window: 32 ms, or the whole lease when it is shorter', () => {
+  it('fills in the contention window: 32 ms (a lease is longer: the clock margin alone is 50 ms)', () => {
     assert.equal(resolveElectionConfig(ok).contentionWindowMs, 32);
-    assert.equal(resolveElectionConfig({ ...ok, leaseDurationMs: 20, renewDeadlineMs: 15, retryPeriodMs: 5 }).contentionWindowMs, 20);
+    assert.throws(
+      () => resolveElectionConfig({ ...ok, leaseDurationMs: 20, renewDeadlineMs: 15, retryPeriodMs: 5 }),
+      (err: unknown) =>
+        err instanceof InvalidConfigError && /renewDeadlineMs must be at most leaseDurationMs − 51 \(50 ms \+ 0.1% of leaseDurationMs/.test(err.message),
+    );
     assert.equal(resolveElectionConfig({ ...ok, contentionWindowMs: 0 }).contentionWindowMs, 0);
+  });
+
+  it('keeps the clock margin between the renew deadline and the expiry: 50 ms + 0.1% of the lease', () => {
+    assert.equal(clockMarginMs(15_000), 65);
+    assert.equal(resolveElectionConfig({ ...ok, leaseDurationMs: 15_000, renewDeadlineMs: 14_935 }).renewDeadlineMs, 14_935);
+    assert.throws(
+      () => resolveElectionConfig({ ...ok, leaseDurationMs: 15_000, renewDeadlineMs: 14_936 }),
+      /renewDeadlineMs must be at most leaseDurationMs − 65 \(/,
+    );
   });
 
   it("keeps only the election's options: a backend named for its rule is not part of it", () => {

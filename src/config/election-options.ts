@@ -12,6 +12,22 @@ import { hasControl } from '../util/escape-control.js';
 /** client-go's JitterFactor: a standby waits retryPeriod × (1 + rand × 1.2) between attempts. */
 export const JITTER_FACTOR = 1.2;
 
+/**
+ * leasehold's allowance for late timers and clocks that run at different rates: a timer fires
+ * at most CLOCK_MARGIN_FIXED_MS late (an event loop held up by GC or a busy machine), and two
+ * candidates' monotonic clocks run within CLOCK_MARGIN_PPM of each other (twice the 500 ppm an
+ * NTP-disciplined kernel clock may slew). What ends a term at the renew deadline (the library's
+ * and the sidecar's "not leader", `run`'s SIGKILL at the end of its grace period) keeps at least
+ * clockMarginMs(leaseDuration) before the earliest moment another candidate could lead: the
+ * lease's expiry (docs/guarantees.md, "Clocks and timers").
+ */
+export const CLOCK_MARGIN_FIXED_MS = 50;
+export const CLOCK_MARGIN_PPM = 1_000;
+
+export function clockMarginMs(leaseDurationMs: number): number {
+  return CLOCK_MARGIN_FIXED_MS + Math.ceil((leaseDurationMs * CLOCK_MARGIN_PPM) / 1_000_000);
+}
+
 export const DEFAULT_LEASE_DURATION_MS = 15_000;
 export const DEFAULT_RENEW_DEADLINE_MS = 10_000;
 export const DEFAULT_RETRY_PERIOD_MS = 2_000;
@@ -105,6 +121,13 @@ export function validateTimings(t: Timings, names: OptionNames = 'duration'): vo
   const [lease, renew, retry] = [n('leaseDurationMs'), n('renewDeadlineMs'), n('retryPeriodMs')];
   if (t.leaseDurationMs <= t.renewDeadlineMs) {
     throw refuse('leaseDurationMs', `${lease} must be greater than ${renew} (got ${lease} ${show(t.leaseDurationMs)}, ${renew} ${show(t.renewDeadlineMs)})`);
+  }
+  const marginMs = clockMarginMs(t.leaseDurationMs);
+  if (t.leaseDurationMs - t.renewDeadlineMs < marginMs) {
+    throw refuse(
+      'renewDeadlineMs',
+      `${renew} must be at most ${lease} − ${show(marginMs)} (50 ms + 0.1% of ${lease}: the margin for late timers and clock rates, docs/guarantees.md) (got ${lease} ${show(t.leaseDurationMs)}, ${renew} ${show(t.renewDeadlineMs)})`,
+    );
   }
   if (t.renewDeadlineMs <= JITTER_FACTOR * t.retryPeriodMs) {
     throw refuse(

@@ -1,22 +1,51 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
+import { join } from 'node:path';
 import { CommandStartError } from '../errors.js';
 import { originalValues, originalWords, printfFormat } from './exact-bytes.js';
+import { sessionAlive, signalSession } from './session-processes.js';
+import type { CommandCgroup } from './command-cgroup.js';
 
 /**
- * Runs a command in a process group of its own, so leasehold can stop the command *and
- * everything it started*, and so nothing outlives leasehold itself.
+ * Runs a command in a session of its own (setsid), so leasehold can stop the command *and
+ * everything it started*, and so nothing outlives leasehold itself. A session, not only a
+ * process group: a worker leaves CMD's group by any setpgid (GNU `timeout` calls it, as does a
+ * shell with job control), but stays in its session unless it calls setsid itself
+ * (session-processes.ts; docs/drain.md says what can still escape).
  *
- * The command is started through /bin/sh, which first forks a watcher into the same group,
- * then execs the command (same pid, stdio passed through untouched), with its words' and
- * environment's bytes as leasehold was given them (guardScript). The watcher blocks
- * reading a pipe whose other end only leasehold holds. When leasehold exits for any reason
- * (SIGKILL included) the kernel closes that end, the read returns, and the watcher kills the
- * whole group. No polling, and no orphan keeps running after its leader died.
+ * The command is started through /bin/sh, which first reads one line from a pipe whose other end
+ * only leasehold holds: the directory of CMD's cgroup (command-cgroup.ts), into which leasehold
+ * has moved the shell before it writes the line, or nothing. So nothing CMD starts runs before
+ * it is in the cgroup. The shell then forks a watcher into the same session (and cgroup), and
+ * execs the command (same pid, stdio passed through untouched), with its words' and
+ * environment's bytes as leasehold was given them (guardScript). The watcher blocks reading the
+ * pipe. When leasehold exits for any reason (SIGKILL included) the kernel closes that end, the
+ * read returns, and the watcher moves itself out of the cgroup (to its parent) and kills it
+ * (cgroup.kill), then kills every other process of the session by its PID (found in /proc,
+ * field 6 of stat: the session; a zombie skipped), again while a look finds one (a process
+ * forked between a look and its kill), up to 100 looks 50 ms apart (a process the kernel cannot
+ * kill at once stays listed), removes the cgroup once it is empty (within 10 s), then kills its
+ * own group. `$$` is the shell's PID, which setsid made the session's ID. No polling before
+ * leasehold dies, and no orphan keeps running after its leader died.
+ *
+ * `cg` names the shell variable that holds the cgroup's directory: one the command's
+ * environment does not hold, as it is never exported.
  */
-const WATCHER = '(trap "" TERM INT HUP; read _ <&3; kill -KILL 0) & exec 3<&-;';
-const GUARD = `${WATCHER} exec "$@"`;
+function watcher(cg: string): string {
+  return [
+    `read -r ${cg} <&3;`,
+    '(trap "" TERM INT HUP; read _ <&3;',
+    's=$$; read -r me _ 2>/dev/null </proc/self/stat; i=0;',
+    `[ -n "$${cg}" ] && { echo "$me" 2>/dev/null >"$\{${cg}%/*}/cgroup.procs"; echo 1 2>/dev/null >"$${cg}/cgroup.kill"; };`,
+    'while [ $i -lt 100 ]; do f=;',
+    'for p in /proc/[0-9]*; do read -r l 2>/dev/null <"$p/stat" || continue; set -- ${l##*") "};',
+    '[ "$4" = "$s" ] && [ "${p#/proc/}" != "$me" ] && [ "$1" != Z ] && [ "$1" != X ] && kill -KILL "${p#/proc/}" 2>/dev/null && f=1;',
+    'done; [ -z "$f" ] && break; i=$((i + 1)); sleep 0.05;',
+    `done; [ -n "$${cg}" ] && while [ $i -lt 200 ] && ! rmdir "$${cg}" 2>/dev/null; do i=$((i + 1)); sleep 0.05; done;`,
+    'kill -KILL 0) & exec 3<&-;',
+  ].join(' ');
+}
 
 /** A name /bin/sh can export. */
 const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -29,9 +58,9 @@ const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * trailing newlines that a command substitution drops. `n` and `v` are the shell's own
  * variables, named so the command's environment holds neither: never exported.
  */
-function exactGuard(n: string, v: string): string {
+function exactGuard(n: string, v: string, cg: string): string {
   return [
-    WATCHER,
+    watcher(cg),
     `${n}=$1; shift;`,
     `while [ "$${n}" -gt 0 ]; do ${v}=$(printf "$2"; printf .); export "$1=\${${v}%.}"; shift 2; ${n}=$((${n} - 1)); done;`,
     `${n}=$#;`,
@@ -48,7 +77,7 @@ function unusedName(base: string, env: NodeJS.ProcessEnv): string {
 }
 
 /**
- * The shell's script and parameters that start `argv` with `env`: GUARD and the words as they
+ * The shell's script and parameters that start `argv` with `env`: the watcher and the words as they
  * are, or exactGuard when a word or a variable's value has bytes that are not UTF-8 (from this
  * process's own command line and environment: exact-bytes.ts). A variable whose name /bin/sh
  * cannot export keeps Node's decoding (docs/cli.md).
@@ -57,9 +86,10 @@ export function guardScript(argv: readonly string[], env: NodeJS.ProcessEnv, own
   const words = own.words ?? originalWords(argv);
   const values = [...(own.values ?? originalValues(env))].filter(([name]) => SHELL_NAME.test(name));
   const asIs = words.map((bytes, i) => bytes.equals(Buffer.from(argv[i]!, 'utf8')));
-  if (values.length === 0 && asIs.every(Boolean)) return [GUARD, 'leasehold-guard', ...argv];
+  const cg = unusedName('leasehold_cgroup', env);
+  if (values.length === 0 && asIs.every(Boolean)) return [`${watcher(cg)} exec "$@"`, 'leasehold-guard', ...argv];
   return [
-    exactGuard(unusedName('leasehold_n', env), unusedName('leasehold_v', env)),
+    exactGuard(unusedName('leasehold_n', env), unusedName('leasehold_v', env), cg),
     'leasehold-guard',
     String(values.length),
     ...values.flatMap(([name, bytes]) => [name, printfFormat(bytes)]),
@@ -79,61 +109,49 @@ export function exitStatus(r: ExitResult): number {
   return 128 + (r.signal ? (constants.signals[r.signal] ?? constants.signals.SIGTERM) : constants.signals.SIGTERM);
 }
 
-/**
- * Whether a process of group `pgid` is alive: one a signal reaches that is not a zombie (in
- * /proc, its state is neither Z nor X). Without /proc, any the signal reaches.
- */
-export function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-  } catch (err) {
-    // ESRCH: nobody is left; EPERM: somebody is, of another user (a setuid program).
-    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  let names: string[];
-  try {
-    names = readdirSync('/proc');
-  } catch {
-    return true;
-  }
-  for (const name of names) {
-    if (!/^\d+$/.test(name)) continue;
-    let line: string;
-    try {
-      line = readFileSync(`/proc/${name}/stat`, 'latin1');
-    } catch {
-      continue; // gone meanwhile
-    }
-    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
-    const [state, , pgrp] = line.slice(line.lastIndexOf(')') + 2).split(' ');
-    if (Number(pgrp) === pgid && state !== 'Z' && state !== 'X') return true;
-  }
-  return false;
-}
-
 export class ChildProcessGroup {
   private readonly child: ChildProcess;
+  /** CMD's PID, which is also its session's ID and its process group's. */
   readonly pid: number;
   readonly exited: Promise<ExitResult>;
   private done = false;
 
-  constructor(argv: string[], env: NodeJS.ProcessEnv) {
+  /**
+   * `cgroup`: CMD's own, or null to track its session alone. A cgroup the shell cannot be moved
+   * into (a parent with controllers that forbid it) is removed, and the session tracked alone:
+   * `cgroup` then says null.
+   */
+  constructor(
+    argv: string[],
+    env: NodeJS.ProcessEnv,
+    private cgroup: CommandCgroup | null = null,
+  ) {
     const [command, ...args] = argv;
     if (!command) throw new CommandStartError('no command given: use leasehold run [flags] -- CMD [ARGS...]');
     const [script, ...params] = guardScript([command, ...args], env);
     this.child = spawn('/bin/sh', ['-c', script!, ...params], {
-      detached: true, // setsid: the child leads a new process group (pgid = pid)
+      detached: true, // setsid(): the child leads a new session and a new process group (sid = pgid = pid)
       stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
       env,
     });
     if (this.child.pid === undefined) throw new CommandStartError(`cannot start ${command}`);
     this.pid = this.child.pid;
+    const pipe = this.child.stdio[3] as unknown as { write: (line: string) => void; unref?: () => void };
+    if (cgroup) {
+      try {
+        writeFileSync(join(cgroup.dir, 'cgroup.procs'), String(this.pid));
+      } catch {
+        cgroup.remove();
+        this.cgroup = null;
+      }
+    }
+    // The shell waits for this line before it starts anything: it is in the cgroup by now.
+    pipe.write(`${this.cgroup?.dir ?? ''}\n`);
     this.exited = new Promise((resolve) =>
       this.child.once('exit', (code, signal) => {
         this.done = true;
         // Whatever the command left behind dies now, before anything follows its exit (a
         // release, a restart): the watcher would kill it too, but only once it is scheduled.
-        // The watcher is still in the group, so the group id is still this one's.
         this.signal('SIGKILL');
         // Closing our end tells the watcher to kill anything the command left behind.
         this.child.stdio[3]?.destroy();
@@ -141,26 +159,50 @@ export class ChildProcessGroup {
       }),
     );
     // Keep the pipe from holding leasehold's event loop open once the child is gone.
-    (this.child.stdio[3] as unknown as { unref?: () => void })?.unref?.();
+    pipe.unref?.();
+  }
+
+  /** What is tracked: CMD's cgroup (and its session), or its session alone. */
+  get tracking(): { kind: 'cgroup'; dir: string } | { kind: 'session' } {
+    return this.cgroup ? { kind: 'cgroup', dir: this.cgroup.dir } : { kind: 'session' };
+  }
+
+  /** Whether a process of CMD's session or cgroup lives. */
+  private alive(): boolean {
+    return sessionAlive(this.pid) || (this.cgroup?.alive() ?? false);
   }
 
   get running(): boolean {
     return !this.done;
   }
 
+  /** How the command ended, or null when it has not within `withinMs` (a process the kernel cannot kill at once). */
+  async exitWithin(withinMs: number): Promise<ExitResult | null> {
+    if (withinMs <= 0) return this.done ? this.exited : null;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([this.exited, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), withinMs)))]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /**
-   * After the command's exit: true once no process of its group is left alive, false when
-   * `withinMs` passes first. Its exit sent the group SIGKILL, but a process the kernel cannot
-   * kill at once (in uninterruptible sleep: a hung disk or network filesystem) lives on, with
-   * its files and locks, until the kernel lets it go: the command's work is not over before.
-   * A zombie has let go of everything and does not count (an orphan's may never be reaped where
-   * leasehold is PID 1). The SIGKILL is sent again at each look, for a process forked meanwhile.
+   * After the command's exit: true once no process of its session is left alive, false when
+   * `withinMs` passes first (or the command itself has not exited by then). Its exit sent the
+   * session SIGKILL, but a process the kernel cannot kill at once (in uninterruptible sleep: a
+   * hung disk or network filesystem) lives on, with its files and locks, until the kernel lets
+   * it go: the command's work is not over before. The SIGKILL is sent again at each look, for a
+   * process forked meanwhile.
    */
   async emptied(withinMs: number): Promise<boolean> {
-    await this.exited;
     const deadline = performance.now() + withinMs;
+    if (!(await this.exitWithin(withinMs))) return false;
     for (let pauseMs = 2; ; pauseMs = Math.min(2 * pauseMs, 100)) {
-      if (!groupAlive(this.pid)) return true;
+      if (!this.alive()) {
+        this.cgroup?.remove();
+        return true;
+      }
       this.signal('SIGKILL');
       const left = deadline - performance.now();
       if (left <= 0) return false;
@@ -168,37 +210,55 @@ export class ChildProcessGroup {
     }
   }
 
-  /** Sends `signal` to every process in the group; false when it is already gone. */
-  signal(signal: NodeJS.Signals): boolean {
-    try {
-      process.kill(-this.pid, signal);
-      return true;
-    } catch {
-      return false;
-    }
+  /**
+   * leasehold leaves before the command exited (it outlived SIGKILL past the bound): Node would
+   * wait for its exit before letting leasehold's own process end, so its handle stops counting;
+   * closing our end of the pipe sets the watcher on the session (its SIGKILL, sent again).
+   */
+  letGo(): void {
+    if (this.done) return;
+    this.child.stdio[3]?.destroy();
+    this.child.unref();
   }
 
   /**
-   * SIGTERM to the group, SIGKILL after `graceMs` if the command has not exited.
-   * Resolves with how it ended and whether SIGKILL was needed.
+   * Sends `signal` to every process of the session (session-processes.ts) and of the cgroup
+   * (SIGKILL by cgroup.kill, which no fork under way escapes); false when none is left.
    */
-  async terminate(graceMs: number): Promise<ExitResult & { killed: boolean }> {
-    if (this.done) return { ...(await this.exited), killed: false };
+  signal(signal: NodeJS.Signals): boolean {
+    let reached = signalSession(this.pid, signal);
+    if (!this.cgroup) return reached;
+    if (signal === 'SIGKILL' && this.cgroup.alive()) {
+      this.cgroup.kill();
+      return true;
+    }
+    for (const pid of this.cgroup.pids()) {
+      try {
+        process.kill(pid, signal);
+        reached = true;
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return reached;
+  }
+
+  /**
+   * SIGTERM to the session, SIGKILL after `graceMs` if the command has not exited; then waits
+   * at most `killWaitMs` more for it to exit. Resolves with how it ended (null: it has not, a
+   * process the kernel cannot kill at once) and whether SIGKILL was needed.
+   */
+  async terminate(graceMs: number, killWaitMs: number): Promise<{ result: ExitResult | null; killed: boolean }> {
+    if (this.done) return { result: await this.exited, killed: false };
     this.signal('SIGTERM');
-    let timer: NodeJS.Timeout | undefined;
-    const killed = await Promise.race([
-      this.exited.then(() => false),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => {
-          this.signal('SIGKILL');
-          resolve(true);
-        }, graceMs);
-      }),
-    ]);
-    clearTimeout(timer);
-    const result = await this.exited;
-    // The command is gone; make sure nothing it started survives either.
+    let result = await this.exitWithin(graceMs);
+    const killed = result === null;
+    if (killed) {
+      this.signal('SIGKILL');
+      result = await this.exitWithin(killWaitMs);
+    }
+    // The command is gone (or cannot be killed yet); make sure nothing it started survives either.
     this.signal('SIGKILL');
-    return { ...result, killed };
+    return { result, killed };
   }
 }

@@ -5,6 +5,7 @@ import type { LeadershipTerm } from '../election/candidate-loop.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
 import { ChildProcessGroup, exitStatus, type ExitResult } from './child-process-group.js';
 import { RecentRunGuard } from './recent-run-guard.js';
+import { commandCgroupName, createCommandCgroup, removeStaleCgroups } from './command-cgroup.js';
 import { StandBack } from '../election/stand-back.js';
 
 export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {
@@ -36,13 +37,16 @@ export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {
 }
 
 /**
- * How long, past the grace period, the end-of-term gate waits for CMD to be gone after SIGKILL:
- * a process the kernel cannot kill at once (in uninterruptible sleep) is not gone for certain,
- * and then the lease is left to expire rather than released.
+ * How long, past the grace period, a term's end waits for CMD and its session to be gone after
+ * SIGKILL: a process the kernel cannot kill at once (in uninterruptible sleep) is not gone for
+ * certain, and then the lease is left to expire rather than released, and leasehold exits.
  */
 const KILL_WAIT_MS = 2_000;
 
-/** How long the processes of CMD's group may take to die after its SIGKILL before the gate says it waits for them. */
+/** The exit status past the bound when CMD itself never exited: as if the SIGKILL sent had ended it. */
+const EXIT_KILLED = 137;
+
+/** How long the processes of CMD's session may take to die after its SIGKILL before the gate says it waits for them. */
 const SETTLE_MS = 100;
 
 /** The exit status of `leasehold run --once` when leadership was lost before the command finished. */
@@ -56,6 +60,9 @@ export const EXIT_NOT_ELECTED = 124;
  * - leadership lost (renewDeadline passed, or the lease taken): SIGTERM its process group,
  *   SIGKILL after the grace period, which is no longer than what remains of the lease, so
  *   it is gone before anyone else may be elected;
+ * - whatever ends a term, the wait for CMD and every process of its session is bounded: past
+ *   the grace period + KILL_WAIT_MS from the moment the term began to end, nothing is
+ *   released, the lease is left to expire, and leasehold exits;
  * - the command exits while leading: --once releases and exits with its status; otherwise
  *   it is restarted with backoff, and after --give-up-after failures in a row the runner steps
  *   down, releases and stands back for a lease duration (StandBack) so another host tries;
@@ -69,7 +76,7 @@ export const EXIT_NOT_ELECTED = 124;
 export class LeaderRunner {
   private readonly sidecar: Sidecar;
   private child: ChildProcessGroup | null = null;
-  /** The last command started, running or not: the gate waits until its whole group is gone. */
+  /** The last command started, running or not: the gate waits until its whole session is gone. */
   private lastChild: ChildProcessGroup | null = null;
   private childStop: Promise<unknown> | null = null;
   private term: LeadershipTerm | null = null;
@@ -89,6 +96,14 @@ export class LeaderRunner {
   private campaigning = false;
   /** A run of this tick seen before the campaign started. */
   private recentRun: LeaseRecord | null = null;
+  /**
+   * performance.now() past which the end of this term waits no more for CMD and its session:
+   * set by whatever begins to end the term (a signal, a lost term, a shutdown), once; cleared
+   * when a command starts for a new term (which the gate lets happen only after it is over).
+   */
+  private endBy: number | null = null;
+  /** Commands started by this runner: each has a cgroup of its own, named by its number. */
+  private commandsStarted = 0;
 
   constructor(private readonly opts: LeaderRunnerOptions) {
     this.log = opts.log;
@@ -198,22 +213,36 @@ export class LeaderRunner {
     const env = this.opts.childEnv(term);
     const started = Date.now();
     let child: ChildProcessGroup;
+    // A cgroup of CMD's own where the machine gives one (command-cgroup.ts), else its session alone.
+    if (this.commandsStarted === 0) removeStaleCgroups();
+    const { cgroup, why } = createCommandCgroup(commandCgroupName(process.pid, ++this.commandsStarted));
     try {
-      child = new ChildProcessGroup(this.opts.argv, env);
+      child = new ChildProcessGroup(this.opts.argv, env, cgroup);
     } catch (err) {
+      cgroup?.remove();
       this.log.error('cannot start command', { command: this.opts.argv[0], error: describeError(err) });
       void this.shutdown(127);
       return;
     }
     this.child = child;
     this.lastChild = child;
-    this.log.info('started command', { command: this.opts.argv[0], pid: child.pid, token: term.token });
+    this.endBy = null;
+    const tracking = child.tracking;
+    this.log.info('started command', {
+      command: this.opts.argv[0],
+      pid: child.pid,
+      token: term.token,
+      tracking: tracking.kind,
+      ...(tracking.kind === 'cgroup' ? { cgroup: tracking.dir } : { session: child.pid, noCgroup: why || 'the shell could not be moved into it' }),
+    });
     void child.exited.then((r) => this.onChildExit(child, r, Date.now() - started));
   }
 
   private onChildExit(child: ChildProcessGroup, r: ExitResult, ranMs: number): void {
     const status = exitStatus(r);
     this.lastStatus = status;
+    // Its session got SIGKILL with its exit: once they are gone, its cgroup is removed.
+    void child.emptied(KILL_WAIT_MS);
     if (this.child === child) this.child = null;
     if (this.childStop || this.shuttingDown) return; // stopped on purpose; logged there
     this.log.info('command exited', { code: r.code, signal: r.signal, status, ranMs });
@@ -254,40 +283,65 @@ export class LeaderRunner {
     if (this.term && !this.shuttingDown) this.startChild();
   }
 
+  /** Milliseconds left before the bound of this term's end, which begins now if it had not. */
+  private leftMs(): number {
+    this.endBy ??= performance.now() + this.opts.gracePeriodMs + KILL_WAIT_MS;
+    return Math.max(0, this.endBy - performance.now());
+  }
+
   /**
-   * The end-of-term gate's drain: CMD stopped and gone, and with it every process of its group.
-   * The listener's onStoppedLeading already began stopping it (SIGTERM, SIGKILL after the grace
-   * period); a CMD waiting to be restarted is not running. CMD's exit sent its group SIGKILL, but
-   * a process there that the kernel cannot kill at once still runs, and still holds what it
-   * held: true once no process of the group is left (the gate bounds the wait).
+   * The end-of-term gate's drain: CMD stopped and gone, and with it every process of its
+   * session. The listener's onStoppedLeading already began stopping it (SIGTERM, SIGKILL after
+   * the grace period); a CMD waiting to be restarted is not running. CMD's exit sent its session
+   * SIGKILL, but a process there that the kernel cannot kill at once still runs, and still holds
+   * what it held: true once no process of the session is left. Past the bound, false: the gate
+   * leaves the lease to expire, and leasehold exits (exitPastBound).
    */
   private async commandGone(): Promise<boolean> {
+    this.leftMs();
     if (this.childStop) await this.childStop;
     else if (this.child?.running) await this.stopChild('the term ended');
-    if (this.child?.running) return false;
     const last = this.lastChild;
-    // The group's SIGKILL went out with CMD's exit: its processes (the guard's watcher at least)
-    // take a moment to die. Only one still there after that is worth a line.
-    if (!last || (await last.emptied(SETTLE_MS))) return true;
-    this.log.warn('the command exited, but processes of its group still run: waiting for them before the release', { pid: last.pid });
-    return last.emptied(this.opts.gracePeriodMs + KILL_WAIT_MS);
+    if (!last) return true;
+    // The session's SIGKILL went out with CMD's exit: its processes (the guard's watcher at
+    // least) take a moment to die. Only one still there after that is worth a line.
+    if (await last.emptied(Math.min(SETTLE_MS, this.leftMs()))) return true;
+    if (!last.running) {
+      this.log.warn('the command exited, but processes of its session still run: waiting for them before the release', { pid: last.pid });
+      if (await last.emptied(this.leftMs())) return true;
+    }
+    this.exitPastBound(last);
+    return false;
+  }
+
+  /**
+   * CMD or a process of its session outlived the bound: the gate leaves the lease to expire, and
+   * leasehold exits rather than campaign again beside work it could not stop. Its status: CMD's
+   * (--once: EXIT_LOST_LEADERSHIP), or EXIT_KILLED when CMD itself never exited.
+   */
+  private exitPastBound(last: ChildProcessGroup): void {
+    if (this.shuttingDown) return;
+    this.log.error('the command or a process of its session outlived SIGKILL past the bound: exiting, the lease left to expire', {
+      pid: last.pid,
+      commandExited: !last.running,
+      boundMs: this.opts.gracePeriodMs + KILL_WAIT_MS,
+    });
+    void this.shutdown(this.opts.once ? EXIT_LOST_LEADERSHIP : last.running ? EXIT_KILLED : this.lastStatus);
   }
 
   private async stopChild(reason: string): Promise<void> {
     const child = this.child;
     if (!child?.running) return;
-    const stopping = child.terminate(this.opts.gracePeriodMs);
+    const left = this.leftMs();
+    const graceMs = Math.min(this.opts.gracePeriodMs, left);
+    const stopping = child.terminate(graceMs, left - graceMs);
     this.childStop = stopping;
     const r = await stopping;
     this.childStop = null;
-    if (this.child === child) this.child = null;
-    this.log.warn(r.killed ? 'command killed after grace period' : 'command stopped', {
-      reason,
-      pid: child.pid,
-      code: r.code,
-      signal: r.signal,
-      gracePeriodMs: this.opts.gracePeriodMs,
-    });
+    if (this.child === child && !child.running) this.child = null;
+    const fields = { reason, pid: child.pid, code: r.result?.code, signal: r.result?.signal, gracePeriodMs: this.opts.gracePeriodMs };
+    if (!r.result) this.log.error('the command did not exit after SIGKILL (the kernel cannot kill it yet)', fields);
+    else this.log.warn(r.killed ? 'command killed after grace period' : 'command stopped', fields);
   }
 
   private cancelRestart(): void {
@@ -295,7 +349,12 @@ export class LeaderRunner {
     this.restartTimer = null;
   }
 
-  /** A signal to leasehold: pass it to the command, wait for it to exit, then release. */
+  /**
+   * A signal to leasehold: pass it to the command's session, wait for it to exit (SIGKILL after
+   * the grace period), then stop the sidecar, whose gate releases once the session is empty.
+   * Every wait ends at the bound (leftMs): a command the kernel cannot kill leaves the lease to
+   * expire, and leasehold exits.
+   */
   async forwardSignalAndStop(signal: NodeJS.Signals): Promise<void> {
     const child = this.child;
     if (this.shuttingDown) return;
@@ -304,19 +363,22 @@ export class LeaderRunner {
     this.cancelRestart();
     if (child?.running) {
       this.log.info('forwarding signal to command', { signal, pid: child.pid });
+      this.leftMs();
       child.signal(signal);
-      const exited = await Promise.race([child.exited.then(() => true), delay(this.opts.gracePeriodMs).then(() => false)]);
-      if (!exited) {
+      let r = await child.exitWithin(Math.min(this.opts.gracePeriodMs, this.leftMs()));
+      if (!r) {
         this.log.warn('command ignored the signal; killing it', { signal, gracePeriodMs: this.opts.gracePeriodMs });
         child.signal('SIGKILL');
+        r = await child.exitWithin(this.leftMs());
       }
-      const r = await child.exited;
-      child.signal('SIGKILL'); // leftovers of the group
-      this.lastStatus = exitStatus(r);
-      this.log.info('command exited', { code: r.code, signal: r.signal });
+      child.signal('SIGKILL'); // leftovers of the session
+      this.lastStatus = r ? exitStatus(r) : EXIT_KILLED;
+      if (r) this.log.info('command exited', { code: r.code, signal: r.signal });
+      else this.log.error('the command did not exit after SIGKILL (the kernel cannot kill it yet): the lease is left to expire', { pid: child.pid });
     }
     this.standBack.close();
     await this.sidecar.stop();
+    this.lastChild?.letGo();
     this.finish(child ? this.lastStatus : 0);
   }
 
@@ -325,13 +387,10 @@ export class LeaderRunner {
     this.shuttingDown = true;
     this.clearTry();
     this.cancelRestart();
-    if (this.child?.running) await this.child.terminate(this.opts.gracePeriodMs);
+    if (this.child?.running) await this.stopChild('shutting down');
     this.standBack.close();
     await this.sidecar.stop();
+    this.lastChild?.letGo();
     this.finish(code);
   }
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -89,7 +89,7 @@ describe('the bin as a process', () => {
     assert.equal(made.code, 0, made.stderr);
     // The command ignores SIGTERM, so run waits out its grace period: the second signal ends that wait.
     const script = 'trap "" TERM; touch started; while :; do sleep 0.1; done';
-    const long = ['--lease-duration', '60s', '--renew-deadline', '20s', '--contention-window', '0s', '--grace-period', '40s'];
+    const long = ['--lease-duration', '60s', '--renew-deadline', '20s', '--contention-window', '0s', '--grace-period', '39s'];
     const p = startCli(['run', '--db', 'leases.db', '--lease', 'stubborn', ...long, '--', 'sh', '-c', script], {}, cwd);
     procs.push(p);
     await waitFor(`the command to start (${p.stderr()})`, () => existsSync(join(cwd, 'started')), 30_000);

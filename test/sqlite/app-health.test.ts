@@ -485,7 +485,7 @@ describe('leasehold run with --health-tcp', () => {
     // the other's command started while this one still finished (3 s of two commands).
     const work = join(dir.path, 'work-slow');
     mkdirSync(work);
-    const slow = ['--lease-duration', '6s', '--renew-deadline', '4s', '--retry-period', '500ms', '--grace-period', '2s'];
+    const slow = ['--lease-duration', '6s', '--renew-deadline', '4s', '--retry-period', '500ms', '--grace-period', '1900ms'];
     const runs: Record<string, { proc: Proc; app: HealthApp }> = {};
     for (const id of ['s1', 's2']) {
       const app = await startHealthApp('ok');

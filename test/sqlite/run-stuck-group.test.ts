@@ -1,6 +1,6 @@
 /**
- * `leasehold run`'s end-of-term gate waits for CMD's whole process group, not only for CMD: a
- * process CMD started in its group that the kernel cannot kill at once (in uninterruptible
+ * `leasehold run`'s end-of-term gate waits for CMD's whole session, not only for CMD: a
+ * process CMD started in its session that the kernel cannot kill at once (in uninterruptible
  * sleep; here held by the cgroup v1 freezer, where a SIGKILL stays pending until the thaw) is
  * the term's work as much as CMD is (docs/drain.md, "leasehold run"). Needs root and the v1
  * freezer.
@@ -13,6 +13,8 @@ import { isAlive, pidWritten, startCli, waitFor, type Proc } from '../support/cl
 import { scratchDir } from '../support/scratch.js';
 import { freezer, freezerAvailable, type Freezer } from '../support/freezer.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
+import { startHealthApp } from '../support/health-apps.js';
+import { removeStaleCgroups } from '../../src/run/command-cgroup.js';
 
 const T = ['--lease-duration', '4s', '--renew-deadline', '3s', '--retry-period', '300ms', '--grace-period', '500ms'];
 /** CMD: a worker in its process group, then CMD itself, which SIGTERM ends at once. */
@@ -32,7 +34,7 @@ function lines(p: Proc): Line[] {
 }
 
 describe(
-  'run: a process CMD left in its group that the kernel cannot kill at once',
+  'run: a process CMD left in its session that the kernel cannot kill at once',
   { skip: !freezerAvailable() && 'needs root and the cgroup v1 freezer' },
   () => {
     const procs: Proc[] = [];
@@ -41,6 +43,12 @@ describe(
     const db = join(dir.path, 'leases.db');
     after(async () => {
       for (const f of freezers) await f.remove();
+      // A runner that left past the bound left its CMD's cgroup (if it had one) behind.
+      for (const p of procs) {
+        p.kill('SIGKILL');
+        await p.exited;
+      }
+      await waitFor('the cgroups of runners gone to be removed', () => removeStaleCgroups() === 0, 10_000, 20);
     });
 
     /** A runner whose CMD's worker is frozen; resolves with the runner and the worker's PID. */
@@ -70,7 +78,7 @@ describe(
       p.kill('SIGTERM');
       // CMD is gone; its worker, SIGKILLed, is not. Either the runner says it waits for it, or
       // (the bug) the release has gone out already.
-      await waitFor('the wait for the worker, or the release', () => /group still run|"released lease"/.test(p.stderr()), 10_000, 5);
+      await waitFor('the wait for the worker, or the release', () => /session still run|"released lease"/.test(p.stderr()), 10_000, 5);
       const releasedWhileAlive = p.stderr().includes('"released lease"') && isAlive(worker);
       assert.equal(releasedWhileAlive, false, `the lease was released while the worker ${worker} of CMD's group was alive:\n${p.stderr()}`);
       assert.equal(await holder('stuck-briefly'), 'stuck-briefly', 'still held while the worker lives');
@@ -96,6 +104,69 @@ describe(
       assert.ok(msgs.includes('the work did not finish within drainTimeoutMs: the lease is left to expire, not released'), p.stderr());
       assert.equal(msgs.includes('released lease'), false, p.stderr());
       assert.equal(await holder('stuck-long'), 'stuck-long', 'not released: it expires');
+    });
+
+    /**
+     * CMD itself frozen: past the grace period + 2 s (the bound of every way a term ends) nothing
+     * is released, the lease is left to expire, and leasehold exits, 137 (CMD never exited).
+     */
+    async function frozenCommand(name: string, extra: string[] = []): Promise<{ p: Proc; cmd: number }> {
+      const work = join(dir.path, name);
+      mkdirSync(work);
+      const loop = ['sh', '-c', 'echo $$ > cmd; while :; do sleep 0.05; done'];
+      const p = startCli(['run', '--db', db, '--lease', name, '--identity', name, ...T, ...extra, '--', ...loop], {}, work);
+      procs.push(p);
+      const cmd = await waitFor('CMD', () => pidWritten(join(work, 'cmd')), 20_000);
+      const frozen = freezer(name);
+      freezers.push(frozen);
+      await frozen.freeze(cmd);
+      return { p, cmd };
+    }
+
+    /** Resolves with leasehold's exit and how long it took, or undefined when it still runs after `ms`. */
+    async function exitWithin(p: Proc, ms: number): Promise<{ code: number | null; tookMs: number } | undefined> {
+      const began = Date.now();
+      let timer: NodeJS.Timeout | undefined;
+      const exit = await Promise.race([p.exited, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))]);
+      clearTimeout(timer);
+      return exit && { code: exit.code, tookMs: Date.now() - began };
+    }
+
+    /** Grace 500 ms + 2 s, and 2 s for a busy machine: a leasehold still running past it waits without bound. */
+    const BOUND_MS = 500 + 2_000 + 2_000;
+
+    it('SIGTERM with CMD itself frozen: leasehold exits within grace + 2 s and does not release', { timeout: 60_000 }, async () => {
+      const { p, cmd } = await frozenCommand('frozen-cmd');
+      p.kill('SIGTERM');
+      const exit = await exitWithin(p, BOUND_MS);
+      assert.ok(exit, `leasehold still runs ${BOUND_MS} ms after SIGTERM (CMD ${cmd} frozen):\n${p.stderr()}`);
+      console.log(`SIGTERM, CMD frozen: leasehold exited ${exit.code} after ${exit.tookMs} ms`);
+      assert.equal(exit.code, 137, p.stderr());
+      const msgs = lines(p).map((l) => l.msg);
+      assert.equal(msgs.includes('released lease'), false, p.stderr());
+      assert.equal(await holder('frozen-cmd'), 'frozen-cmd', 'not released: it expires');
+    });
+
+    it('a health step-down with CMD frozen: leasehold exits within grace + 2 s and does not release', { timeout: 60_000 }, async () => {
+      const app = await startHealthApp('flap:60000');
+      procs.push(app.proc);
+      const health = ['--health-http', app.url, '--health-period', '200ms', '--health-timeout', '150ms'];
+      const { p, cmd } = await frozenCommand('frozen-health', health);
+      app.proc.kill('SIGUSR2'); // 503 from now on
+      await waitFor('the step-down', () => p.stderr().includes('"msg":"stopped leading"') || p.stderr().includes('lost leadership'), 20_000, 5);
+      const exit = await exitWithin(p, BOUND_MS);
+      assert.ok(exit, `leasehold still runs ${BOUND_MS} ms after its step-down (CMD ${cmd} frozen):\n${p.stderr()}`);
+      console.log(`health step-down, CMD frozen: leasehold exited ${exit.code} after ${exit.tookMs} ms`);
+      assert.equal(exit.code, 137, p.stderr());
+      assert.equal(
+        lines(p)
+          .map((l) => l.msg)
+          .includes('released lease'),
+        false,
+        p.stderr(),
+      );
+      assert.equal(await holder('frozen-health'), 'frozen-health', 'not released: it expires');
+      app.proc.kill('SIGTERM');
     });
   },
 );
