@@ -53,6 +53,10 @@ describe('keys to shards: FNV-1a 64 of the UTF-8 bytes, scaled to N', () => {
     assert.equal(shardOfHash(0x5555555555555555n, 3), 1);
     assert.equal(shardOfHash(0xaaaaaaaaaaaaaaaan, 3), 2);
     assert.equal(shardOfHash((1n << 64n) - 1n, 3), 2);
+    // docs/shards.md's range table: keep in step.
+    assert.equal(shardOfHash(0x0010000000000000n, 4096), 1);
+    assert.deepEqual(shardRange(1, 4096), { from: 0x0010000000000000n, to: 0x0020000000000000n });
+    assert.deepEqual(shardRange(0, 1), { from: 0n, to: 1n << 64n });
     assert.equal(shardOfHash(0n, 4096), 0);
     assert.equal(shardOfHash((1n << 64n) - 1n, 4096), 4095);
   });
