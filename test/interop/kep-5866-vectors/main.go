@@ -16,12 +16,15 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/big"
 	"os"
 	"runtime/debug"
 	"sort"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apisharding "k8s.io/apimachinery/pkg/sharding"
@@ -36,6 +39,7 @@ type selectorCase struct {
 }
 
 type request struct {
+	All       int            `json:"all"` // the bounds of every N in 1..All, as digests
 	Keys      []string       `json:"keys"`
 	Wide      []int          `json:"wide"`
 	Selectors []selectorCase `json:"selectors"`
@@ -44,6 +48,7 @@ type request struct {
 type response struct {
 	Modules          []string         `json:"modules"`
 	Hashes           []string         `json:"hashes"`
+	BoundsDigests    []string         `json:"boundsDigests"` // N = 1..All: sha256 of the bounds joined by "\n"
 	Bounds           map[int][]string `json:"bounds"`
 	BoundaryShards   map[int][]int    `json:"boundaryShards"`
 	KeyShards        map[int][]int    `json:"keyShards"`
@@ -101,6 +106,11 @@ func main() {
 		hashes[i] = "0x" + apisharding.HashField(k)
 	}
 	res.Hashes = hashes
+
+	for n := 1; n <= req.All; n++ {
+		sum := sha256.Sum256([]byte(strings.Join(bounds(n), "\n")))
+		res.BoundsDigests = append(res.BoundsDigests, hex.EncodeToString(sum[:]))
+	}
 
 	for _, n := range req.Wide {
 		bound := bounds(n)
