@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { boundHex, fnv1a64, shardOf, shardOfHash, shardRange, shardSelector } from './key-to-shard.js';
+import { boundHex, fnv1a64, ownedShardsSelector, shardOf, shardOfHash, shardRange, shardSelector } from './key-to-shard.js';
 import { InvalidConfigError } from '../errors.js';
 
 describe('keys to shards: FNV-1a 64 of the UTF-8 bytes, scaled to N', () => {
@@ -68,6 +68,17 @@ describe('keys to shards: FNV-1a 64 of the UTF-8 bytes, scaled to N', () => {
     assert.equal(shardSelector(1, 4096), "shardRange(object.metadata.uid, '0x0010000000000000', '0x0020000000000000')");
     assert.equal(boundHex(0xabn), '0x00000000000000ab');
     assert.throws(() => shardSelector(3, 3), /shard must be a whole number from 0 to 2, got 3/);
+  });
+
+  it("a member's shards in one selector: consecutive shards as one range, the others joined with ||", () => {
+    assert.equal(
+      ownedShardsSelector([3, 0, 1], 4),
+      "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000') || shardRange(object.metadata.uid, '0xc000000000000000', '0x10000000000000000')",
+    );
+    assert.equal(ownedShardsSelector([0, 1, 2], 3), "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')");
+    assert.equal(ownedShardsSelector([1, 1], 3), shardSelector(1, 3));
+    assert.equal(ownedShardsSelector([], 3), null, 'no shard: no selector, not one that selects everything');
+    assert.throws(() => ownedShardsSelector([0, 3], 3), /shard must be a whole number from 0 to 2, got 3/);
   });
 
   it('refuses a key that is not a string (from JavaScript), naming the rule, rather than hashing something else', () => {

@@ -63,6 +63,26 @@ export function shardSelector(s: number, shards: number): string {
   return `shardRange(object.metadata.uid, '${boundHex(from)}', '${boundHex(to)}')`;
 }
 
+/**
+ * One selector for the shards a member owns (any order, each once): the ranges of consecutive
+ * shards joined into one, the rest with ' || ', as the API server's parser takes them. null for
+ * no shard, since an empty selector would select every object.
+ */
+export function ownedShardsSelector(owned: readonly number[], shards: number): string | null {
+  const sorted = [...new Set(owned)].sort((a, b) => a - b);
+  sorted.forEach((s) => checkShard(s, shards));
+  const parts: string[] = [];
+  for (let i = 0; i < sorted.length;) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++;
+    const from = shardRange(sorted[i]!, shards).from;
+    const to = shardRange(sorted[j]!, shards).to;
+    parts.push(`shardRange(object.metadata.uid, '${boundHex(from)}', '${boundHex(to)}')`);
+    i = j + 1;
+  }
+  return parts.length === 0 ? null : parts.join(' || ');
+}
+
 /** A range bound as KEP-5866 writes it: '0x' + 16 lowercase hex digits, or 2^64 as 17. */
 export function boundHex(bound: bigint): string {
   return `0x${bound.toString(16).padStart(16, '0')}`;

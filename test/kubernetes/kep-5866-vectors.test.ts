@@ -20,7 +20,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { buildTool } from '../support/build-tool.js';
 import { prng } from '../support/prng.js';
-import { boundHex, fnv1a64, shardOf, shardOfHash, shardRange, shardSelector } from '../../src/shards/key-to-shard.js';
+import { boundHex, fnv1a64, ownedShardsSelector, shardOf, shardOfHash, shardRange, shardSelector } from '../../src/shards/key-to-shard.js';
 
 interface Reference {
   modules: string[];
@@ -81,14 +81,29 @@ const selectorNs = [...new Set([...Array.from({ length: 16 }, (_, i) => i + 1), 
   .filter((n) => n >= 1 && n <= MAX)
   .sort((a, b) => a - b);
 
+// A member's owned shards: runs of neighbours (one range each), lone shards, the first and the last.
+const ownedCases = [
+  { n: 3, owned: [0, 2] },
+  { n: 7, owned: [1, 2, 3, 5] },
+  { n: 1000, owned: [0, 1, 2, 500, 998, 999] },
+  { n: 4095, owned: Array.from({ length: 64 }, () => Math.floor(random() * 4095)) },
+];
+
 const bounds = (n: number) => [...Array.from({ length: n }, (_, s) => boundHex(shardRange(s, n).from)), boundHex(shardRange(n - 1, n).to)];
 
 describe("KEP-5866: leasehold's shards are the API server's ranges, to the bit", () => {
   let ref: Reference;
-  let request: { all: number; keys: string[]; wide: number[]; selectors: { n: number; selectors: string[]; shards: number[] }[] };
+  let request: {
+    owned: { n: number; owned: number[]; selector: string | null; shards: number[] }[];
+    all: number;
+    keys: string[];
+    wide: number[];
+    selectors: { n: number; selectors: string[]; shards: number[] }[];
+  };
   before(() => {
     const bin = buildTool('build-kep-5866-vectors.sh');
     request = {
+      owned: ownedCases.map(({ n, owned }) => ({ n, owned, selector: ownedShardsSelector(owned, n), shards: keys.map((k) => shardOf(k, n)) })),
       all: MAX,
       keys,
       wide,
@@ -151,12 +166,9 @@ describe("KEP-5866: leasehold's shards are the API server's ranges, to the bit",
     for (const { n, shards } of request.selectors) assert.deepEqual(shards, ref.keyShards[n], `shardOf(key, ${n})`);
   });
 
-  it("gives selectors the API server's parser takes as they are, which match each key's shard and not its neighbours", () => {
+  it("gives selectors the API server's parser takes as they are, which match each key's shard and not its neighbours, and a member's owned shards' selector that matches their keys only", () => {
     assert.deepEqual(ref.selectorFailures, []);
-    assert.equal(
-      ref.selectorsParsed,
-      selectorNs.reduce((a, n) => a + n, 0),
-    );
-    assert.ok(ref.matchesChecked >= keys.length * selectorNs.length, `${ref.matchesChecked} matches checked`);
+    assert.equal(ref.selectorsParsed, selectorNs.reduce((a, n) => a + n, 0) + ownedCases.length);
+    assert.ok(ref.matchesChecked >= keys.length * (selectorNs.length + ownedCases.length), `${ref.matchesChecked} matches checked`);
   });
 });

@@ -38,7 +38,16 @@ type selectorCase struct {
 	Shards    []int    `json:"shards"`    // leasehold's shardOf(key, N), one per key
 }
 
+// A member's owned shards and leasehold's one selector for them (ownedShardsSelector).
+type ownedCase struct {
+	N        int    `json:"n"`
+	Owned    []int  `json:"owned"`
+	Selector string `json:"selector"`
+	Shards   []int  `json:"shards"` // leasehold's shardOf(key, N), one per key
+}
+
 type request struct {
+	Owned     []ownedCase    `json:"owned"`
 	All       int            `json:"all"` // the bounds of every N in 1..All, as digests
 	Keys      []string       `json:"keys"`
 	Wide      []int          `json:"wide"`
@@ -166,6 +175,27 @@ func main() {
 				if err != nil || ok != (t == s) {
 					fail(&res, "N = %d, key %q (hash %s), leasehold says shard %d: shard %d's selector matches = %v (%v)", c.N, key, hashes[j], s, t, ok, err)
 				}
+			}
+		}
+	}
+	for _, c := range req.Owned {
+		sel, err := apiserversharding.Parse(c.Selector)
+		res.SelectorsParsed++
+		if err != nil {
+			fail(&res, "N = %d, owned %v: the API server's parser refuses %q: %v", c.N, c.Owned, c.Selector, err)
+			continue
+		}
+		owned := map[int]bool{}
+		for _, s := range c.Owned {
+			owned[s] = true
+		}
+		// The selector matches a key exactly when the key's shard (checked above) is owned.
+		for j, key := range req.Keys {
+			obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{UID: types.UID(key)}}
+			ok, err := sel.Matches(obj)
+			res.MatchesChecked++
+			if err != nil || ok != owned[c.Shards[j]] {
+				fail(&res, "N = %d, owned %v, key %q in shard %d: %q matches = %v (%v)", c.N, c.Owned, key, c.Shards[j], c.Selector, ok, err)
 			}
 		}
 	}
