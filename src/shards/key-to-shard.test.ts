@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { fnv1a64, shardOf, shardRange } from './key-to-shard.js';
+import { boundHex, fnv1a64, ownedShardsSelector, shardOf, shardOfHash, shardRange, shardSelector } from './key-to-shard.js';
 import { InvalidConfigError } from '../errors.js';
 
 describe('keys to shards: FNV-1a 64 of the UTF-8 bytes, scaled to N', () => {
@@ -42,6 +42,43 @@ describe('keys to shards: FNV-1a 64 of the UTF-8 bytes, scaled to N', () => {
       const h = fnv1a64(key);
       assert.ok(h >= r.from && h < r.to, `${key}: hash in its shard's range`);
     }
+  });
+
+  it("KEP-5866's bounds: floor(i × 2^64 / N), a bound in the shard it starts (test/kubernetes/kep-5866-vectors.test.ts checks them against Kubernetes' code)", () => {
+    assert.deepEqual(shardRange(0, 3), { from: 0n, to: 0x5555555555555555n });
+    assert.deepEqual(shardRange(1, 3), { from: 0x5555555555555555n, to: 0xaaaaaaaaaaaaaaaan });
+    assert.deepEqual(shardRange(2, 3), { from: 0xaaaaaaaaaaaaaaaan, to: 1n << 64n });
+    // 2^64 / 3 is not whole: floor(h × N / 2^64), the rule before, put these bounds in the shard below.
+    assert.equal(shardOfHash(0x5555555555555554n, 3), 0);
+    assert.equal(shardOfHash(0x5555555555555555n, 3), 1);
+    assert.equal(shardOfHash(0xaaaaaaaaaaaaaaaan, 3), 2);
+    assert.equal(shardOfHash((1n << 64n) - 1n, 3), 2);
+    // docs/shards.md's range table: keep in step.
+    assert.equal(shardOfHash(0x0010000000000000n, 4096), 1);
+    assert.deepEqual(shardRange(1, 4096), { from: 0x0010000000000000n, to: 0x0020000000000000n });
+    assert.deepEqual(shardRange(0, 1), { from: 0n, to: 1n << 64n });
+    assert.equal(shardOfHash(0n, 4096), 0);
+    assert.equal(shardOfHash((1n << 64n) - 1n, 4096), 4095);
+  });
+
+  it("each shard's selector is written as the API server's parser takes it: 16 hex digits, 2^64 as 17", () => {
+    assert.equal(shardSelector(0, 1), "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')");
+    assert.equal(shardSelector(0, 3), "shardRange(object.metadata.uid, '0x0000000000000000', '0x5555555555555555')");
+    assert.equal(shardSelector(2, 3), "shardRange(object.metadata.uid, '0xaaaaaaaaaaaaaaaa', '0x10000000000000000')");
+    assert.equal(shardSelector(1, 4096), "shardRange(object.metadata.uid, '0x0010000000000000', '0x0020000000000000')");
+    assert.equal(boundHex(0xabn), '0x00000000000000ab');
+    assert.throws(() => shardSelector(3, 3), /shard must be a whole number from 0 to 2, got 3/);
+  });
+
+  it("a member's shards in one selector: consecutive shards as one range, the others joined with ||", () => {
+    assert.equal(
+      ownedShardsSelector([3, 0, 1], 4),
+      "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000') || shardRange(object.metadata.uid, '0xc000000000000000', '0x10000000000000000')",
+    );
+    assert.equal(ownedShardsSelector([0, 1, 2], 3), "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')");
+    assert.equal(ownedShardsSelector([1, 1], 3), shardSelector(1, 3));
+    assert.equal(ownedShardsSelector([], 3), null, 'no shard: no selector, not one that selects everything');
+    assert.throws(() => ownedShardsSelector([0, 3], 3), /shard must be a whole number from 0 to 2, got 3/);
   });
 
   it('refuses a key that is not a string (from JavaScript), naming the rule, rather than hashing something else', () => {

@@ -1,10 +1,12 @@
 /**
  * Which shard a key belongs to: the one function an app uses to route its work, in any language
  * (docs/shards.md gives test vectors). The FNV-1a 64-bit hash of the key's UTF-8 bytes, as an
- * unsigned number h in [0, 2^64); shard = floor(h × N / 2^64). Each shard is then one contiguous
- * range of the hash space, [ceil(s × 2^64 / N), ceil((s + 1) × 2^64 / N)), which is what
- * Kubernetes' sharded list and watch (KEP-5866, `shardRange(object.metadata.uid, ...)`, FNV-1a
- * 64) filters by: a member can hand its shards' ranges to the API server.
+ * unsigned number h in [0, 2^64), and the N ranges KEP-5866 defines (Kubernetes' sharded list
+ * and watch, `shardRange(object.metadata.uid, ...)`, and kube-state-metrics): shard i is
+ * [floor(i × 2^64 / N), floor((i + 1) × 2^64 / N)), the last ending at 2^64. A member can hand
+ * its shards' ranges to the API server and get exactly its shards' objects, because the bounds
+ * are the API server's to the bit (test/kubernetes/kep-5866-vectors.test.ts checks them against
+ * k8s.io/apimachinery's own code).
  */
 import { InvalidConfigError } from '../errors.js';
 import { MAX_SHARDS } from '../backends/group-store.js';
@@ -32,15 +34,68 @@ export function shardOf(key: string, shards: number): number {
       `a key must be a string (its UTF-8 bytes are hashed), got ${key === null ? 'null' : typeof key}: convert it the same way on every member, as String(42)`,
     );
   }
-  return Number((fnv1a64(key) * BigInt(shards)) >> 64n);
+  return shardOfHash(fnv1a64(key), shards);
+}
+
+/**
+ * The shard whose range holds hash `h`: the i with floor(i × 2^64 / N) ≤ h < floor((i + 1) ×
+ * 2^64 / N). floor(i × 2^64 / N) ≤ h holds exactly when i × 2^64 < (h + 1) × N, so the largest
+ * such i is floor(((h + 1) × N − 1) / 2^64). (floor(h × N / 2^64), the rule before KEP-5866's,
+ * differs where h is a bound that N does not divide exactly: it put h in the shard below.)
+ */
+export function shardOfHash(h: bigint, shards: number): number {
+  return Number(((h + 1n) * BigInt(shards) - 1n) >> 64n);
 }
 
 /** The hash range of shard `s` of `shards`: [from, to), to = 2^64 for the last shard. */
 export function shardRange(s: number, shards: number): { from: bigint; to: bigint } {
+  checkShard(s, shards);
+  return { from: rangeBound(s, shards), to: rangeBound(s + 1, shards) };
+}
+
+/**
+ * The KEP-5866 selector of shard `s` of `shards`: the objects whose metadata.uid hashes into its
+ * range, as the API server's parser (k8s.io/apiserver/pkg/sharding) takes it: each bound
+ * '0x' and exactly 16 lowercase hex digits, but the last end, 2^64, '0x10000000000000000'.
+ */
+export function shardSelector(s: number, shards: number): string {
+  const { from, to } = shardRange(s, shards);
+  return `shardRange(object.metadata.uid, '${boundHex(from)}', '${boundHex(to)}')`;
+}
+
+/**
+ * One selector for the shards a member owns (any order, each once): the ranges of consecutive
+ * shards joined into one, the rest with ' || ', as the API server's parser takes them. null for
+ * no shard, since an empty selector would select every object.
+ */
+export function ownedShardsSelector(owned: readonly number[], shards: number): string | null {
+  const sorted = [...new Set(owned)].sort((a, b) => a - b);
+  sorted.forEach((s) => checkShard(s, shards));
+  const parts: string[] = [];
+  for (let i = 0; i < sorted.length;) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++;
+    const from = shardRange(sorted[i]!, shards).from;
+    const to = shardRange(sorted[j]!, shards).to;
+    parts.push(`shardRange(object.metadata.uid, '${boundHex(from)}', '${boundHex(to)}')`);
+    i = j + 1;
+  }
+  return parts.length === 0 ? null : parts.join(' || ');
+}
+
+/** A range bound as KEP-5866 writes it: '0x' + 16 lowercase hex digits, or 2^64 as 17. */
+export function boundHex(bound: bigint): string {
+  return `0x${bound.toString(16).padStart(16, '0')}`;
+}
+
+/** floor(i × 2^64 / N): KEP-5866's bound i of N (bound N is 2^64). */
+function rangeBound(i: number, shards: number): bigint {
+  return (BigInt(i) << 64n) / BigInt(shards);
+}
+
+function checkShard(s: number, shards: number): void {
   checkShardCount(shards);
   if (!Number.isInteger(s) || s < 0 || s >= shards) throw new InvalidConfigError(`shard must be a whole number from 0 to ${shards - 1}, got ${s}`);
-  const bound = (i: number) => ((BigInt(i) << 64n) + BigInt(shards) - 1n) / BigInt(shards);
-  return { from: bound(s), to: bound(s + 1) };
 }
 
 export function checkShardCount(shards: number): void {

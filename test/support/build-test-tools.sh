@@ -33,6 +33,7 @@ step build-helm.sh bash "$here/build-helm.sh"
 step build-prometheus.sh bash "$here/build-prometheus.sh"
 step build-go-candidate.sh bash "$here/build-go-candidate.sh"
 step build-porcupine-check.sh bash "$here/build-porcupine-check.sh"
+step build-kep-5866-vectors.sh bash "$here/build-kep-5866-vectors.sh"
 if $node; then
   step build-image.sh bash "$repo/test/image/build-image.sh"
   step build-node-images.sh bash "$repo/test/cluster/build-node-images.sh"

@@ -1,8 +1,8 @@
 /**
  * Runs one of the build scripts beside this file (build-helm.sh, build-prometheus.sh,
- * build-control-plane.sh, build-go-candidate.sh): each builds its tool once into
- * ~/.cache/leasehold, prints progress on stderr and the path on its last stdout line, which this
- * returns.
+ * build-control-plane.sh, build-go-candidate.sh, build-kep-5866-vectors.sh): each builds its tool
+ * once into ~/.cache/leasehold, prints progress on stderr and the path on its last stdout line,
+ * which this returns.
  *
  * Under scripts/test.sh the tools step (build-test-tools.sh) has built them all before any test
  * started its clock, and LEASEHOLD_TOOLS_PREBUILT lists the scripts it ran. A script missing
