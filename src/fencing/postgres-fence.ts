@@ -6,6 +6,7 @@
  *
  * The pool or client is the caller's: nothing here loads the driver.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type pg from 'pg';
 import { InvalidConfigError, StaleTokenError } from '../errors.js';
 import { checkClaim, MAX_FENCE_KEY_BYTES, type FenceClaim } from './claim.js';
@@ -109,40 +110,116 @@ export async function withPostgresFence<T>(
   const begin = beginStatement(options?.isolationLevel);
   if (typeof work !== 'function')
     throw new InvalidConfigError(`invalid fenced work: ${typeof work}, not a function`, { field: 'work', rule: 'must be a function' });
-  const pool = isPool(db);
-  const client: PgClientBase = pool ? await db.connect() : db;
-  // A client whose ROLLBACK failed is in an unknown state: the pool must not hand it out again.
-  let broken: Error | undefined;
+  const fenced = { key, token, table, begin };
+  if (isPool(db)) return onPoolClient(db, fenced, work);
+  // On one connection a second BEGIN opens nothing and the first COMMIT ends both: the
+  // caller's client runs its fenced transactions one after another, never interleaved.
+  // Called again from inside its own work on the same client, waiting its turn would wait forever.
+  if (clientsInWork.getStore()?.has(db)) throw alreadyInTransaction();
+  const before = clientTurns.get(db) ?? Promise.resolve();
+  const inWork = new Set(clientsInWork.getStore()).add(db);
+  const run = before.then(() => clientsInWork.run(inWork, () => fencedTransaction(db, fenced, work)));
+  const turn = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  clientTurns.set(db, turn);
   try {
-    await client.query(begin);
-    try {
-      const raised = await client
-        .query(
-          `INSERT INTO ${table} AS f (key, token) VALUES ($1, $2)
+    return await run;
+  } finally {
+    if (clientTurns.get(db) === turn) clientTurns.delete(db);
+  }
+}
+
+/** The caller's clients whose fenced work is running in this async context. */
+const clientsInWork = new AsyncLocalStorage<Set<object>>();
+
+/** The fenced transactions still to finish on each caller's client, chained. */
+const clientTurns = new WeakMap<object, Promise<void>>();
+
+interface Fenced {
+  key: string;
+  token: number;
+  table: string;
+  begin: string;
+}
+
+async function onPoolClient<T>(pool: PgPool, fenced: Fenced, work: (tx: PgClientBase) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  // Checked out, the client's connection errors (a killed backend, idle_in_transaction_session_timeout)
+  // are emitted on it, not on the pool: unheard, they would crash the process.
+  let lost: Error | undefined;
+  const onError = (err: Error): void => {
+    lost = err;
+  };
+  client.on('error', onError);
+  try {
+    return await fencedTransaction(client, fenced, work);
+  } finally {
+    client.off('error', onError);
+    client.release(lost ?? brokenClients.get(client));
+    brokenClients.delete(client);
+  }
+}
+
+/** Clients whose ROLLBACK failed: in an unknown state, the pool must not hand them out again. */
+const brokenClients = new WeakMap<object, Error>();
+
+async function fencedTransaction<T>(client: PgClientBase, fenced: Fenced, work: (tx: PgClientBase) => Promise<T>): Promise<T> {
+  const { key, token, table, begin } = fenced;
+  // Inside the caller's transaction, BEGIN is only a warning and the COMMIT below would end theirs.
+  if (transactionStatus(client) === 'T' || transactionStatus(client) === 'E') throw alreadyInTransaction();
+  await client.query(begin);
+  try {
+    const raised = await client
+      .query(
+        `INSERT INTO ${table} AS f (key, token) VALUES ($1, $2)
          ON CONFLICT (key) DO UPDATE SET token = EXCLUDED.token, updated_at = now() WHERE f.token <= EXCLUDED.token
          RETURNING f.token`,
-          [key, token],
-        )
-        .catch((err: unknown) => {
-          throw missingTable(err, table);
-        });
-      if (raised.rowCount === 0) {
-        // The upsert locked the row without changing it: this read sees its latest token.
-        const highest = await client.query<{ token: string }>(`SELECT token FROM ${table} WHERE key = $1`, [key]);
-        throw new StaleTokenError(token, Number(highest.rows[0]?.token), key);
-      }
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch((rollbackErr: unknown) => {
-        broken = rollbackErr instanceof Error ? rollbackErr : new Error(String(rollbackErr));
+        [key, token],
+      )
+      .catch((err: unknown) => {
+        throw missingTable(err, table);
       });
-      throw err;
+    if (raised.rowCount === 0) {
+      // The upsert locked the row without changing it: this read sees its latest token.
+      const highest = await client.query<{ token: string }>(`SELECT token FROM ${table} WHERE key = $1`, [key]);
+      throw new StaleTokenError(token, Number(highest.rows[0]?.token), key);
     }
-  } finally {
-    if (pool) (client as pg.PoolClient).release(broken);
+    const result = await work(client);
+    // The work ended the transaction itself (COMMIT, ROLLBACK): what it ran after that ran
+    // without the fence's lock, so success cannot be reported.
+    if (transactionStatus(client) === 'I') {
+      const rule = 'must not end the transaction itself (COMMIT, ROLLBACK): statements after that run outside the fence';
+      throw new InvalidConfigError(`the fenced work ended its transaction, and what it ran after that may have committed unfenced: it ${rule}`, {
+        field: 'work',
+        rule,
+      });
+    }
+    const committed = await client.query('COMMIT');
+    // COMMIT of a transaction a failed statement aborted (the work caught the error) is a ROLLBACK.
+    if (committed.command === 'ROLLBACK') {
+      const rule = 'must not go on after a failed statement: PostgreSQL then rolls the whole transaction back';
+      throw new InvalidConfigError(`the fenced work went on after a failed statement, so nothing was committed: it ${rule}`, { field: 'work', rule });
+    }
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch((rollbackErr: unknown) => {
+      brokenClients.set(client, rollbackErr instanceof Error ? rollbackErr : new Error(String(rollbackErr)));
+    });
+    throw err;
   }
+}
+
+function alreadyInTransaction(): InvalidConfigError {
+  const rule = 'must not be inside a transaction: withPostgresFence opens its own; inside yours, call the SQL function leasehold_fence';
+  return new InvalidConfigError(`the client given to withPostgresFence is already inside a transaction: it ${rule}`, { field: 'db', rule });
+}
+
+/** 'I' idle, 'T' in a transaction, 'E' in a failed one; undefined where node-postgres does not say (older versions). */
+function transactionStatus(client: PgClientBase): string | null | undefined {
+  const status = (client as { getTransactionStatus?: () => string | null }).getTransactionStatus;
+  return typeof status === 'function' ? status.call(client) : undefined;
 }
 
 /** Never created silently: where the fence lives is the caller's schema (42P01: undefined_table). */

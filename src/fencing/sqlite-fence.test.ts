@@ -124,6 +124,19 @@ describe('withSqliteFence', () => {
     assert.deepEqual(fence(db), [], 'the default table was not touched');
   });
 
+  it('a work that ends the transaction itself is refused by name: what it ran after that was not fenced', (t) => {
+    const { db } = open(t);
+    assert.throws(
+      () =>
+        withSqliteFence(db, { key: 'own-commit', token: 1 }, (tx) => {
+          tx.exec('COMMIT');
+        }),
+      (err: Error & { code?: string; field?: string }) =>
+        err.code === 'LEASEHOLD_ERR_INVALID_CONFIG' && err.field === 'work' && /ended its transaction/.test(err.message),
+    );
+    assert.equal(db.inTransaction, false);
+  });
+
   it('a missing fence table is named, never created behind the caller', () => {
     const db = new Database(':memory:');
     try {

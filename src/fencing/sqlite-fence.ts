@@ -60,6 +60,14 @@ export function withSqliteFence<T>(db: SqliteDatabase, claim: FenceClaim, work: 
       Promise.resolve(result).catch(() => undefined);
       throw new InvalidConfigError(`the fenced work returned a Promise: it ${WORK_RULE}; nothing was committed`, { field: 'work', rule: WORK_RULE });
     }
+    // The work ran COMMIT or ROLLBACK itself: what it ran after that had no fence around it.
+    if (!db.inTransaction) {
+      const rule = 'must not end the transaction itself (COMMIT, ROLLBACK): statements after that run outside the fence';
+      throw new InvalidConfigError(`the fenced work ended its transaction, and what it ran after that may have committed unfenced: it ${rule}`, {
+        field: 'work',
+        rule,
+      });
+    }
     return result;
   });
   return run.immediate();
