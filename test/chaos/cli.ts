@@ -8,7 +8,8 @@
  *
  * npm run chaos -- --backend workloads [--seconds S] [--seed N]
  * Jepsen's lock-protected set on leasehold (test/chaos/workloads.ts), unfenced then fenced, and
- * 16 writers with random tokens on a fenced register, S seconds each, every history checked by
+ * 16 writers with random tokens on a fenced register (on SQLite, then on a PostgreSQL server of
+ * its own, through withSqliteFence and withPostgresFence), S seconds each, every history checked by
  * the independent checker: the unfenced set MUST be flagged (lost updates: the negative
  * control; not flagged is a failure of the run), the fenced set and the writers must be clean.
  *
@@ -143,7 +144,7 @@ if (which === 'shards' || which === 'shards-sqlite' || which === 'shards-postgre
 }
 
 if (which === 'workloads') {
-  const { runFencedWriters, runLockSet } = await import('./workloads.js');
+  const { formatFencedWriters, runFencedWriters, runLockSet } = await import('./workloads.js');
   const failures: string[] = [];
   for (const fenced of [false, true]) {
     const dir = scratch('leasehold-lock-set-');
@@ -154,11 +155,19 @@ if (which === 'workloads') {
     if (!expected) failures.push(fenced ? `the fenced set failed the check (${dir.path} kept)` : `the negative control was NOT flagged (${dir.path} kept)`);
     else dir.cleanup();
   }
-  const dir = scratch('leasehold-fenced-writers-');
-  const w = await runFencedWriters({ dir: dir.path, seconds });
-  console.log(`fenced register, ${w.writers} writers at once on ${w.keys} keys for ${seconds} s; checker: ${w.verdict.output}`);
-  if (w.verdict.code !== 0) failures.push(`the fenced writers failed the check (${dir.path} kept)`);
-  else dir.cleanup();
+  const { startPostgres } = await import('../support/postgres.js');
+  for (const store of ['sqlite', 'postgres'] as const) {
+    const dir = scratch('leasehold-fenced-writers-');
+    const pg = store === 'postgres' ? await startPostgres() : undefined;
+    try {
+      const w = await runFencedWriters({ dir: dir.path, seconds, store, postgresUrl: pg?.url() });
+      console.log(formatFencedWriters(w, seconds));
+      if (w.verdict.code !== 0) failures.push(`the fenced writers on ${store} failed the check (${dir.path} kept)`);
+      else dir.cleanup();
+    } finally {
+      await pg?.stop();
+    }
+  }
   for (const f of failures) say(f);
   process.exit(failures.length > 0 ? 1 : 0);
 }

@@ -8,16 +8,17 @@
  * - runLockSet, fenced: the same, each read and write through withSqliteFence with the term's
  *   token: no acknowledged add is ever lost;
  * - runFencedWriters: writers with random tokens on a few keys at once, each write through
- *   withSqliteFence: linearizable as a fenced register (tokens accepted per key never go down,
+ *   withSqliteFence or withPostgresFence (the same writer, fenced-writer.mjs): linearizable as a fenced register (tokens accepted per key never go down,
  *   and reads return the last accepted write).
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { REPO, start, waitFor, type Proc } from '../support/cli.js';
 import { prng } from '../support/prng.js';
-import { createSqliteFenceTable } from '../../src/fencing/index.js';
+import { createPostgresFenceTable, createSqliteFenceTable } from '../../src/fencing/index.js';
 import { checkHistory, historyFiles, type HistoryVerdict } from './check-history.js';
 import { openHistory } from './history-recorder.mjs';
 
@@ -106,35 +107,83 @@ export interface FencedWritersOptions {
   seconds: number;
   writers?: number;
   keys?: number;
+  /** Where the writers write: a SQLite file in `dir` (the default), or PostgreSQL at `postgresUrl`. */
+  store?: 'sqlite' | 'postgres';
+  /** A database the writers may create their tables in (test/support/postgres.ts's server). */
+  postgresUrl?: string;
 }
 
 export interface FencedWritersReport {
+  store: 'sqlite' | 'postgres';
   writers: number;
   keys: number;
+  /** The writers' own counts, summed: writes accepted, refused as stale, of unknown outcome; reads. */
+  counts: WriterCounts;
   verdict: HistoryVerdict;
 }
 
+export interface WriterCounts {
+  accepted: number;
+  refused: number;
+  unknown: number;
+  reads: number;
+}
+
+const VALUE_TABLE = 'CREATE TABLE fenced_value (key TEXT PRIMARY KEY, value TEXT NOT NULL)';
+
+/** Creates the value and fence tables; returns what the writers are told to open. */
+async function prepareStore(o: FencedWritersOptions): Promise<string> {
+  if (o.store === 'postgres') {
+    if (!o.postgresUrl) throw new Error('runFencedWriters: store postgres needs postgresUrl');
+    const client = new pg.Client({ connectionString: o.postgresUrl });
+    await client.connect();
+    try {
+      await client.query(VALUE_TABLE);
+      await createPostgresFenceTable(client);
+    } finally {
+      await client.end();
+    }
+    return o.postgresUrl;
+  }
+  const path = join(o.dir, 'fenced.db');
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.exec(VALUE_TABLE);
+  createSqliteFenceTable(db);
+  db.close();
+  return path;
+}
+
 export async function runFencedWriters(o: FencedWritersOptions): Promise<FencedWritersReport> {
+  const store = o.store ?? 'sqlite';
   const writers = o.writers ?? 16;
   const keys = o.keys ?? 2;
   const historyDir = join(o.dir, 'history');
   mkdirSync(historyDir);
-  const path = join(o.dir, 'fenced.db');
-  const db = new Database(path);
-  db.pragma('journal_mode = WAL');
-  db.exec('CREATE TABLE fenced_value (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
-  createSqliteFenceTable(db);
-  db.close();
+  const target = await prepareStore(o);
   // Every writer starts, then all write for the same window: a start-up under load is not in it.
   const startedAt = Date.now();
   const until = startedAt + 5_000 + o.seconds * 1000;
   const procs = Array.from({ length: writers }, () =>
-    start(process.execPath, [FENCED_WRITER, path, String(keys), String(startedAt + 5_000), String(until), historyDir]),
+    start(process.execPath, [FENCED_WRITER, store, historyDir, String(keys), String(startedAt + 5_000), String(until)], {
+      LEASEHOLD_FENCED_STORE: target,
+    }),
   );
   const killer = setTimeout(() => procs.forEach((p) => p.kill('SIGKILL')), until - Date.now() + 30_000);
   const exits = await Promise.all(procs.map((p) => p.exited));
   clearTimeout(killer);
   const failed = exits.findIndex((e) => e.code !== 0);
   if (failed >= 0) throw new Error(`fenced writer ${failed} exited ${JSON.stringify(exits[failed])}: ${procs[failed]!.stderr()}`);
-  return { writers, keys, verdict: await checkHistory(historyFiles(historyDir)) };
+  const counts: WriterCounts = { accepted: 0, refused: 0, unknown: 0, reads: 0 };
+  for (const p of procs) {
+    const own = JSON.parse(p.stdout().trim().split('\n').at(-1)!) as WriterCounts;
+    for (const k of Object.keys(counts) as (keyof WriterCounts)[]) counts[k] += own[k];
+  }
+  return { store, writers, keys, counts, verdict: await checkHistory(historyFiles(historyDir)) };
+}
+
+/** One line for a report: the figures docs/testing.md records. */
+export function formatFencedWriters(r: FencedWritersReport, seconds: number): string {
+  const c = r.counts;
+  return `fenced register on ${r.store}, ${r.writers} writers at once on ${r.keys} keys for ${seconds} s: ${c.accepted} writes accepted, ${c.refused} refused, ${c.unknown} unknown, ${c.reads} reads; checker: ${r.verdict.output}`;
 }
