@@ -67,6 +67,11 @@ describe('the chart refuses timings the sidecar would refuse', () => {
     [{ renewDeadline: '1.0001s' }, /leasehold\.renewDeadline "1\.0001s" must be a whole number of milliseconds/],
     [{ renewDeadline: '1.0000000000000001s', retryPeriod: '100ms' }, /leasehold\.renewDeadline "1\.0000000000000001s" must be a whole number of milliseconds/],
     [{ leaseDuration: '600h', renewDeadline: '10s' }, /leasehold\.leaseDuration "600h" must be from 1ms to 2147483647ms/],
+    [
+      { leaseDuration: '1h', renewDeadline: '59m59.999s', retryPeriod: '0.001m' },
+      /leasehold\.renewDeadline must be at most leasehold\.leaseDuration − 3650ms \(50 ms \+ 0\.1% of leaseDuration.*\(got leaseDuration 60m, renewDeadline 3599999ms\)/,
+    ],
+    [{ leaseDuration: '2s', renewDeadline: '1949ms', retryPeriod: '1s' }, /leasehold\.renewDeadline must be at most leasehold\.leaseDuration − 52ms/],
   ];
 
   for (const [t, message] of refused) {
@@ -90,7 +95,7 @@ describe('the chart refuses timings the sidecar would refuse', () => {
     { renewDeadline: '2401ms', retryPeriod: '2s' },
     { leaseDuration: '2s', renewDeadline: '1500ms', retryPeriod: '400ms' },
     { leaseDuration: '1m', renewDeadline: '45.5s', retryPeriod: '1.25s' },
-    { leaseDuration: '1h', renewDeadline: '59m59.999s', retryPeriod: '0.001m' },
+    { leaseDuration: '1h', renewDeadline: '59m56.35s', retryPeriod: '0.001m' },
     // 1005 ms: exact in the chart and the CLI alike (a float product would make it 1004.999...).
     { renewDeadline: '1.005s', retryPeriod: '0.835s' },
     // Leading zeros: the sidecar reads 15s; more than 10 digits must not count as too long.

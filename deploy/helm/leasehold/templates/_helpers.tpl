@@ -354,7 +354,8 @@ arithmetic on the digits, so "1.005s" is exactly 1005.
 
 {{/*
 Refuses, at template time, timings the sidecar would refuse at start (src/config/election-options.ts):
-leaseDuration > renewDeadline > 1.2 × retryPeriod (client-go's JitterFactor) > 0. Without this the
+leaseDuration > renewDeadline > 1.2 × retryPeriod (client-go's JitterFactor) > 0, and leaseDuration −
+renewDeadline at least the clock margin (docs/guarantees.md). Without this the
 chart renders and every pod's sidecar exits 2 in a crash loop. Called with the chart's root.
 */}}
 {{- define "leasehold.checkTimings" -}}
@@ -364,6 +365,11 @@ chart renders and every pod's sidecar exits 2 in a crash loop. Called with the c
 {{- $retry := include "leasehold.milliseconds" (dict "name" "leasehold.retryPeriod" "value" $v.retryPeriod) | atoi -}}
 {{- if le $lease $renew -}}
 {{- fail (printf "leasehold.leaseDuration must be greater than leasehold.renewDeadline, so the leader steps down before another may take over (got leaseDuration %s, renewDeadline %s)" (include "leasehold.showMs" $lease) (include "leasehold.showMs" $renew)) -}}
+{{- end -}}
+{{- /* The clock margin (src/config/election-options.ts clockMarginMs): 50 ms + 0.1% of the lease, rounded up. */ -}}
+{{- $margin := add 50 (div (add $lease 999) 1000) -}}
+{{- if lt (sub $lease $renew) $margin -}}
+{{- fail (printf "leasehold.renewDeadline must be at most leasehold.leaseDuration − %s (50 ms + 0.1%% of leaseDuration: the margin for late timers and clock rates, docs/guarantees.md) (got leaseDuration %s, renewDeadline %s)" (include "leasehold.showMs" $margin) (include "leasehold.showMs" $lease) (include "leasehold.showMs" $renew)) -}}
 {{- end -}}
 {{- /* renewDeadline > 1.2 × retryPeriod, in integers: 5 × renewDeadline > 6 × retryPeriod. */ -}}
 {{- if le (mul $renew 5) (mul $retry 6) -}}
