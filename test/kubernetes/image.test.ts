@@ -113,7 +113,7 @@ describe('the image built from the Dockerfile, run as the chart runs it', () => 
     assert.doesNotMatch(logs(), /WebAssembly|ReferenceError/);
   });
 
-  it('local mode in the image: nothing written outside the status volume', { timeout: 120_000 }, async () => {
+  it('local mode in the image: nothing written outside its volumes', { timeout: 120_000 }, async () => {
     const run = docker([
       'run',
       '-d',
@@ -122,10 +122,13 @@ describe('the image built from the Dockerfile, run as the chart runs it', () => 
       ...SECURE,
       '--tmpfs',
       '/leader:uid=1000,gid=1000,mode=0755',
+      // The database has a volume of its own: one inside the status directory is refused.
+      '--tmpfs',
+      '/data:uid=1000,gid=1000,mode=0700',
       'leasehold:dev',
       'sidecar',
       '--db',
-      '/leader/leases.db',
+      '/data/leases.db',
       '--status-dir',
       '/leader',
       '--listen',
@@ -141,11 +144,11 @@ describe('the image built from the Dockerfile, run as the chart runs it', () => 
     const id = run.out.trim();
     started.push(id);
     await waitFor('leadership', () => docker(['exec', id, 'cat', '/leader/is-leader']).out === 'true\n', 60_000, 200);
-    // The root filesystem is read-only, and nothing but the mount point of the volume differs.
+    // The root filesystem is read-only, and nothing but the mount points of the volumes differs.
     const diff = docker(['diff', id])
       .out.trim()
       .split('\n')
-      .filter((l) => l && l !== 'A /leader');
+      .filter((l) => l && l !== 'A /leader' && l !== 'A /data');
     assert.deepEqual(diff, [], 'the root filesystem is unchanged');
     const write = docker(['exec', id, 'node', '-e', 'require("fs").writeFileSync("/app/x", "")']);
     assert.notEqual(write.code, 0, 'the root filesystem refuses writes');
