@@ -37,7 +37,7 @@ import { ShardDrains } from './shard-drain.js';
 import { DrainKey } from './drain-key.js';
 import { ShardsPublisher } from './shards-publisher.js';
 import { claimStatusDir, type StatusDirClaim } from './status-dir-claim.js';
-import { StatusWritable } from './status-writable.js';
+import { statusWritableFor, type StatusWritable } from './status-writable.js';
 
 /** How long a lost shard's release waits for the /shards streams to take "not owned"; a stream that has not by then is closed. */
 const STREAM_DRAIN_MS = 500;
@@ -143,18 +143,7 @@ export class ShardSidecar {
     this.appDrainMs = opts.drainTimeoutMs ?? 0;
     // Only with a health source, as the leader sidecar's: an alert on "no app eligible" must not count members that have none.
     if (this.appHealth) m.appEligible.set({ name: group }, 0);
-    this.writable =
-      opts.statusDir === undefined
-        ? null
-        : new StatusWritable({
-            dir: opts.statusDir,
-            clock: this.clock,
-            log: this.log,
-            retryMs: opts.retryPeriodMs,
-            retry: () => this.publish(),
-            metrics: { failed: () => m.statusWriteFailures.inc({ name: group }), writable: (ok) => m.statusWritable.set({ name: group }, ok ? 1 : 0) },
-          });
-    if (this.writable) m.statusWriteFailures.inc({ name: group }, 0);
+    this.writable = statusWritableFor(opts.statusDir, group, m, { clock: this.clock, log: this.log, retryMs: opts.retryPeriodMs, retry: () => this.publish() });
     const extra = opts.listener ?? {};
     const owned = () => this.member.snapshot().owned.length;
     const listener: ShardListener = {

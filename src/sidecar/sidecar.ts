@@ -20,7 +20,7 @@ import { AppHealth } from '../health/app-health.js';
 import type { ProbeOptions } from '../health/health-settings.js';
 import { allEligible } from '../health/all-eligible.js';
 import { StatusDirClaim, claimStatusDir } from './status-dir-claim.js';
-import { StatusWritable } from './status-writable.js';
+import { statusWritableFor, type StatusWritable } from './status-writable.js';
 import type { LeaderStatus } from '../status/leader-status.js';
 
 /** The elector's reason for a step-down when no renewal succeeded within renewDeadline. */
@@ -124,18 +124,7 @@ export class Sidecar {
       m.appEligible.set({ name }, 0);
       m.healthStepDowns.inc({ name }, 0);
     }
-    this.writable =
-      opts.statusDir === undefined
-        ? null
-        : new StatusWritable({
-            dir: opts.statusDir,
-            clock: this.clock,
-            log: this.log,
-            retryMs: opts.retryPeriodMs,
-            retry: () => this.publish(),
-            metrics: { failed: () => m.statusWriteFailures.inc({ name }), writable: (ok) => m.statusWritable.set({ name }, ok ? 1 : 0) },
-          });
-    if (this.writable) m.statusWriteFailures.inc({ name }, 0);
+    this.writable = statusWritableFor(opts.statusDir, name, m, { clock: this.clock, log: this.log, retryMs: opts.retryPeriodMs, retry: () => this.publish() });
     const listener: CandidateListener = {
       onStartedLeading: (term) => {
         m.masterStatus.set({ name }, 1);

@@ -10,6 +10,7 @@ import type { Clock, Timer } from '../clock.js';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
+import type { SidecarMetrics } from './metrics.js';
 
 export interface StatusWritableOptions {
   /** The status directory, for the reason and the log. */
@@ -104,4 +105,23 @@ export class StatusWritable implements Eligibility {
   private changed(): void {
     for (const fn of [...this.listeners]) fn();
   }
+}
+
+/**
+ * The StatusWritable of a sidecar (lease or shard) that writes `statusDir`, its failures and its
+ * writability on the sidecar's series labelled `name`; null without a status directory.
+ */
+export function statusWritableFor(
+  statusDir: string | undefined,
+  name: string,
+  metrics: SidecarMetrics,
+  opts: Pick<StatusWritableOptions, 'clock' | 'log' | 'retryMs' | 'retry'>,
+): StatusWritable | null {
+  if (statusDir === undefined) return null;
+  metrics.statusWriteFailures.inc({ name }, 0);
+  return new StatusWritable({
+    ...opts,
+    dir: statusDir,
+    metrics: { failed: () => metrics.statusWriteFailures.inc({ name }), writable: (ok) => metrics.statusWritable.set({ name }, ok ? 1 : 0) },
+  });
 }
