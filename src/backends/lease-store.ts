@@ -33,11 +33,12 @@ export interface SuccessorClaim {
 export interface VersionedRecord {
   record: LeaseRecord;
   /**
-   * Opaque: a Kubernetes resourceVersion, or a digest of the SQLite row. Any write that changes
-   * a value of the record, by anyone, changes it. A write of the very values held may keep it
-   * (the API server persists no no-op update; the SQLite row's digest is its content, so values
-   * written back give their version back), and a compare-and-swap carrying it then succeeds,
-   * rightly: the record holds what its caller read. Compare it only for equality.
+   * Opaque: a Kubernetes resourceVersion, a PostgreSQL row's version, a digest of the SQLite
+   * row with its write counter. Any write that changes a value of the record, by anyone,
+   * changes it, and a version never comes back: not when earlier values are written back, not
+   * after a delete and a re-create. A write of the very values held may keep it (the API server
+   * persists no no-op update), and a compare-and-swap carrying it then succeeds, rightly: nothing
+   * was written between, so the record holds what its caller read. Compare it only for equality.
    */
   version: string;
 }

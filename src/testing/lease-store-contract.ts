@@ -93,10 +93,9 @@ export function leaseStoreContract(storeName: string, open: () => Promise<Contra
       assert.deepEqual(await s.get(name), { record: next, version: v2 });
     });
 
-    // A version names what the record holds, not how many writes it has had: a write of the
-    // very values held may keep it (the API server persists no no-op update, so its
-    // resourceVersion stays; SQLite's version is a digest of the row). A compare-and-swap
-    // carrying it then succeeds, and rightly: the record is what its caller read.
+    // A write of the very values held may keep the version (the API server persists no no-op
+    // update, so its resourceVersion stays). A compare-and-swap carrying it then succeeds, and
+    // rightly: nothing was written between, so the record is what its caller read.
     it('a write of the very values held may keep the version; one that changes a value changes it', async () => {
       const name = fresh();
       const v1 = await s.create(name, contractRecord());
@@ -108,6 +107,27 @@ export function leaseStoreContract(storeName: string, open: () => Promise<Contra
         assert.equal(await codeOf(s.update(name, contractRecord({ holderIdentity: 'c' }), stale)), 'LEASEHOLD_ERR_CONFLICT', `stale version ${stale}`);
       }
       assert.deepEqual(await s.get(name), { record: contractRecord({ renewTime: later }), version: v3 });
+    });
+
+    // The ABA case of a compare-and-swap: values written back after a change are a new state
+    // of the record, and a caller that read the first must not win over the change between.
+    it('values written back after a change (A, B, A) get a new version: the first A is stale', async () => {
+      const name = fresh();
+      const a = await s.create(name, contractRecord());
+      const b = await s.update(name, contractRecord({ holderIdentity: 'b', renewTime: later }), a);
+      const aAgain = await s.update(name, contractRecord(), b);
+      assert.notEqual(aAgain, a, 'the version of A written back is the version A had before B');
+      assert.equal(await codeOf(s.update(name, contractRecord({ holderIdentity: 'c' }), a)), 'LEASEHOLD_ERR_CONFLICT');
+      assert.deepEqual(await s.get(name), { record: contractRecord(), version: aAgain });
+    });
+
+    it('a record deleted and re-created with the very same values gets a new version', async () => {
+      const name = fresh();
+      const before = await s.create(name, contractRecord());
+      await subject.deleteElsewhere(name);
+      const after = await s.create(name, contractRecord());
+      assert.notEqual(after, before, 'the re-created record has the version it had before the deletion');
+      assert.equal(await codeOf(s.update(name, contractRecord({ holderIdentity: 'c' }), before)), 'LEASEHOLD_ERR_CONFLICT');
     });
 
     it('update from a version another writer has replaced is a ConflictError; the other write is kept', async () => {

@@ -41,15 +41,18 @@ function raw<T>(path: string, fn: (db: Database.Database) => T): T {
   }
 }
 
+// The leases table with its write counter and triggers (lease-version.ts).
+const LEASE_TABLES = ['leases', 'leases_version', 'leases_version_insert', 'leases_version_update'];
+
 describe('SqliteLeaseStore as a group store, on a real file', () => {
   it("a file no group uses keeps the tutorial's table alone; the first group call adds lease_groups, its counter and triggers", async () => {
     const path = fresh();
     const store = new SqliteLeaseStore(path);
     try {
       await store.create('lease', { holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: null, renewTime: new Date(), leaseTransitions: 1 });
-      assert.deepEqual(tablesOf(path), ['leases']);
+      assert.deepEqual(tablesOf(path), LEASE_TABLES);
       assert.deepEqual(await store.listGroup('g'), []);
-      assert.deepEqual(tablesOf(path), ['lease_groups', 'lease_groups_version', 'lease_groups_version_insert', 'lease_groups_version_update', 'leases']);
+      assert.deepEqual(tablesOf(path), ['lease_groups', 'lease_groups_version', 'lease_groups_version_insert', 'lease_groups_version_update', ...LEASE_TABLES]);
       // A lease and a group of the same name never meet.
       await store.createGroupRecord('lease', contractSlot(0));
       assert.equal((await store.get('lease'))?.record.holderIdentity, 'a');
@@ -140,7 +143,7 @@ describe('SqliteLeaseStore as a group store, on a real file', () => {
     const reader = new SqliteLeaseStore(path, { readonly: true, clock });
     try {
       assert.deepEqual(await reader.listGroup('g'), []);
-      assert.deepEqual(tablesOf(path), ['leases'], 'the reader created nothing');
+      assert.deepEqual(tablesOf(path), LEASE_TABLES, 'the reader created nothing');
       await writer.createGroupRecord('g', contractSlot(0));
       assert.deepEqual(
         (await reader.listGroup('g')).map((r) => r.record),

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { StoreOpenError, describeError } from '../../errors.js';
+import { LEASE_VERSION_COLUMN } from './lease-version.js';
 import { selectRowSql, type RowColumns } from './row-select.js';
 import { foreignLog } from './wal-owner.js';
 import { refuseMountPoint } from './file-identity.js';
@@ -61,7 +62,11 @@ export function readConnection<T>(path: string, busyTimeoutMs: number, use: (db:
 function readWith<T>(path: string, db: Database.Database, read: (select: Database.Statement<[string]>, columns: RowColumns) => T): ReadResult<T> {
   const names = (db.prepare('PRAGMA table_info(leases)').all() as { name: string }[]).map((c) => c.name);
   if (names.length === 0) throw new StoreOpenError(`cannot prepare SQLite lease store ${path}: it has no leases table`, { field: 'db' });
-  const columns = { hasAcquireTime: names.includes('acquire_time'), hasSuccessor: names.includes('successor') };
+  const columns = {
+    hasAcquireTime: names.includes('acquire_time'),
+    hasSuccessor: names.includes('successor'),
+    hasWriteVersion: names.includes(LEASE_VERSION_COLUMN),
+  };
   return { value: read(db.prepare(selectRowSql(columns)), columns), columns };
 }
 

@@ -11,6 +11,7 @@ import { MakeDirsError, makeDirs } from '../../util/make-dirs.js';
 import { describeIdentity, identityOf, mainAndShmOf, refuseMountPoint, sameFiles, unsafeReplacement, type FileIdentity } from './file-identity.js';
 import { foreignLog } from './wal-owner.js';
 import { escapeControl } from '../../util/escape-control.js';
+import { migrateLeaseVersion } from './lease-version.js';
 import { selectRowSql } from './row-select.js';
 import { oversizedNotice } from '../bounded-sql.js';
 import { changeMark, readConnection, readOnce } from './reader.js';
@@ -26,9 +27,10 @@ import { GROUP_SCHEMA, GroupTable, hasGroupSchema, oversizedGroupNotice, readGro
  * which those candidates never write. A writer adds a missing column when it opens the file; a
  * reader (`leasehold status`) never writes and reads a missing column as its default.
  *
- * Compare-and-swap: the version of a row is a digest of all its values. Every write by any
- * peer (the Python candidates know nothing of versions) changes `renew_time` or the holder, so
- * an update made inside BEGIN IMMEDIATE that finds a different digest has lost a race.
+ * Compare-and-swap: the version of a row is a digest of all its values and its `write_version`,
+ * which the file's own triggers draw from a counter on every write by anyone (the Python
+ * candidates know nothing of versions; lease-version.ts), so an update made inside BEGIN
+ * IMMEDIATE that finds a different digest has lost a race, and no version ever comes back.
  *
  * Durability: WAL with synchronous=FULL fsyncs the log before COMMIT returns, so a write that
  * returned success survives a process crash and a power loss.
@@ -79,6 +81,8 @@ interface LeaseRow {
   acquire_time: number;
   /** successor-column.ts: '' for no claim. */
   successor: string;
+  /** lease-version.ts: drawn by the file's triggers on every write; 0 in a file without it. */
+  write_version: number;
   /** The columns over their bound and their sizes, or null (row-select.ts). */
   oversized?: string | null;
 }
@@ -145,6 +149,13 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
    * A reader's one read (reader.ts): the row named `name` (none for null, which only
    * checks that the file opens and has the table).
    */
+  /** The row just written, in the same transaction: its version is the one the triggers drew. */
+  private writtenRow(name: string): LeaseRow {
+    const row = this.selectRow.get(name);
+    if (!row) throw new Error(`lease ${name}: the row just written is not there`);
+    return row;
+  }
+
   private readRow(name: string | null): LeaseRow | undefined {
     const { value, columns } = readOnce(this.location, this.options.busyTimeoutMs ?? 1000, (select) =>
       name === null ? undefined : (select.get(name) as LeaseRow | undefined),
@@ -191,7 +202,7 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
     this.refused = null;
     this.generation++;
     this.hasSuccessor = true;
-    this.selectRow = db.prepare(selectRowSql({ hasAcquireTime: true, hasSuccessor: true }));
+    this.selectRow = db.prepare(selectRowSql({ hasAcquireTime: true, hasSuccessor: true, hasWriteVersion: true }));
     this.insertRow = db.prepare(
       'INSERT INTO leases (name, holder_identity, fencing_token, renew_time, lease_duration_seconds, acquire_time, successor) VALUES (?, ?, ?, ?, ?, ?, ?)',
     );
@@ -262,6 +273,10 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
         if (!columns.some((c) => c.name === 'successor')) {
           this.db.exec("ALTER TABLE leases ADD COLUMN successor TEXT NOT NULL DEFAULT ''");
         }
+        migrateLeaseVersion(
+          this.db,
+          columns.map((c) => c.name),
+        );
       })
       .immediate();
   }
@@ -284,7 +299,7 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
         .transaction(() => {
           if (this.selectRow.get(name)) throw new ConflictError(`lease ${name} already exists`);
           this.insertRow.run(name, row.holder_identity, row.fencing_token, row.renew_time, row.lease_duration_seconds, row.acquire_time, row.successor);
-          return versionOf(row);
+          return versionOf(this.writtenRow(name));
         })
         .immediate(),
     );
@@ -303,7 +318,7 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
             throw new ConflictError(`lease ${name} changed since it was read`);
           }
           this.updateRow.run(row.holder_identity, row.fencing_token, row.renew_time, row.lease_duration_seconds, row.acquire_time, row.successor, name);
-          return versionOf(row);
+          return versionOf(this.writtenRow(name));
         })
         .immediate(),
     );
@@ -685,7 +700,8 @@ function dateOrNull(seconds: number): Date | null {
   return Number.isNaN(d.getTime()) ? null : d;
 }
 
-function toRow(r: LeaseRecord): LeaseRow {
+/** The values a write sets; the file's triggers draw `write_version`. */
+function toRow(r: LeaseRecord): Omit<LeaseRow, 'write_version'> {
   const renew = r.renewTime ?? new Date();
   return {
     holder_identity: r.holderIdentity,
@@ -702,9 +718,19 @@ function versionOrNull(row: LeaseRow | undefined): string | null {
 }
 
 /**
- * All of a row's values; any write by any peer changes at least renew_time or the holder, and
- * a claim-only write (a standby naming itself successor) changes `successor`.
+ * All of a row's values and its write counter (lease-version.ts): any write by anyone moves the
+ * counter, so no version comes back. The values stay in it for a file whose table has no
+ * counter yet (read by `status` before any leasehold of this version wrote it), where any
+ * write by any peer changes at least renew_time or the holder.
  */
 function versionOf(row: LeaseRow): string {
-  return JSON.stringify([row.holder_identity, row.fencing_token, row.renew_time, row.lease_duration_seconds, row.acquire_time, row.successor]);
+  return JSON.stringify([
+    row.holder_identity,
+    row.fencing_token,
+    row.renew_time,
+    row.lease_duration_seconds,
+    row.acquire_time,
+    row.successor,
+    row.write_version,
+  ]);
 }
