@@ -25,6 +25,7 @@ import { loadAll } from 'js-yaml';
 import { operatorChecks } from './operator-checks.js';
 import { healthChecks } from './health-checks.js';
 import { shardChecks } from './shard-checks.js';
+import { fencingChecks } from './fencing-checks.js';
 
 const RELEASE = 'lh';
 const LEASE = 'lh-leasehold';
@@ -675,6 +676,9 @@ describe('the chart on a real node', () => {
 
   // On the same node (one bring-up): a second release whose app can be made unhealthy.
   healthChecks(cluster);
+
+  // On the same node (one bring-up): a release whose fencing policy the API server enforces.
+  fencingChecks(cluster);
 
   // On the same node (one bring-up): a release in shard mode, scaled up and down.
   shardChecks(cluster);
