@@ -677,11 +677,12 @@ describe('the chart on a real node', () => {
   // On the same node (one bring-up): a second release whose app can be made unhealthy.
   healthChecks(cluster);
 
-  // On the same node (one bring-up): a release whose fencing policy the API server enforces.
-  fencingChecks(cluster);
-
   // On the same node (one bring-up): a release in shard mode, scaled up and down.
   shardChecks(cluster);
+
+  // On the same node (one bring-up): a release whose fencing policy the API server enforces;
+  // after the shard checks, whose timings its pods (terminating for 30 s) would load.
+  fencingChecks(cluster);
 
   // Last, on the same node (one bring-up): the chart's release is uninstalled first.
   operatorChecks(cluster, NS);
