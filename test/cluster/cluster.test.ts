@@ -25,6 +25,7 @@ import { loadAll } from 'js-yaml';
 import { operatorChecks } from './operator-checks.js';
 import { healthChecks } from './health-checks.js';
 import { shardChecks } from './shard-checks.js';
+import { fencingChecks } from './fencing-checks.js';
 
 const RELEASE = 'lh';
 const LEASE = 'lh-leasehold';
@@ -678,6 +679,10 @@ describe('the chart on a real node', () => {
 
   // On the same node (one bring-up): a release in shard mode, scaled up and down.
   shardChecks(cluster);
+
+  // On the same node (one bring-up): a release whose fencing policy the API server enforces;
+  // after the shard checks, whose timings its pods (terminating for 30 s) would load.
+  fencingChecks(cluster);
 
   // Last, on the same node (one bring-up): the chart's release is uninstalled first.
   operatorChecks(cluster, NS);

@@ -1,7 +1,8 @@
 /**
  * The chart in shard mode on the cluster tier, in the same session as the chart's checks (one
  * bring-up): a release with `shards.count=64` and the example app, its Deployment going 1 -> 4
- * -> 3 (a scale-down: a graceful stop) -> 4 -> 3 (a crash: one pod's sidecar stopped with
+ * -> 3 (a scale-down: a graceful stop) -> 4 (then a `helm upgrade` to another `shards.count`,
+ * refused by the chart with the Role, the Leases and the members unchanged) -> 3 (a crash: one pod's sidecar stopped with
  * SIGSTOP, the Deployment scaled down with that pod first, and the sidecar SIGKILLed with `ctr
  * tasks kill` once its pod is terminating, so the kubelet does not restart it; its shards are
  * taken only once its session could have expired). After each step settles, every member owns 64, 16, or
@@ -174,6 +175,39 @@ export function shardChecks(cluster: ClusterSession): void {
       scale(4);
       await settled('3 -> 4 replicas', 4, t0);
     });
+
+    it(
+      'helm upgrade with another shards.count is refused: the Role, the Leases and the release unchanged, the 4 members still own all 64',
+      { timeout: 240_000 },
+      async () => {
+        const role = () => (JSON.parse(kubectl('get', 'role', GROUP, '-o', 'json')) as { rules: unknown }).rules;
+        const leases = () => kubectl('get', 'leases', '-l', `leasehold.io/group=${GROUP}`, '-o', 'jsonpath={.items[*].metadata.name}').trim().split(' ').sort();
+        const header = () => kubectl('get', 'lease', GROUP, '-o', 'jsonpath={.metadata.annotations.leasehold\\.io/shards}');
+        const revision = () => (JSON.parse(helm('status', RELEASE, '-o', 'json')) as { version: number }).version;
+        const generation = () => kubectl('get', `deployment/${GROUP}`, '-o', 'jsonpath={.metadata.generation}');
+        const before = { role: role(), leases: leases(), header: header(), revision: revision(), generation: generation() };
+        assert.equal(before.header, String(SHARDS));
+        // As a user would: an upgrade of the running release with another count (issue 41, D).
+        const t0 = Date.now();
+        let refusal = '';
+        try {
+          helm('upgrade', RELEASE, CHART, '--reuse-values', '--set', 'shards.count=32', '--wait=false');
+        } catch (err) {
+          refusal = String((err as { stderr?: string }).stderr ?? (err as Error).message);
+        }
+        assert.notEqual(refusal, '', 'helm upgrade to shards.count=32 went through');
+        console.log(`cluster: shards: helm upgrade to shards.count=32: ${refusal.trim()}`);
+        assert.match(refusal, new RegExp(`shards.count 32, but the shard group "${GROUP}" in namespace ${cluster.namespace} has ${SHARDS} shards`));
+        assert.match(refusal, new RegExp(`keep shards.count ${SHARDS}`));
+        assert.deepEqual(
+          { role: role(), leases: leases(), header: header(), revision: revision(), generation: generation() },
+          before,
+          'the Role, the Leases, the release and the Deployment as they were',
+        );
+        // Nothing rolled: the running members still own every shard, 16 each.
+        await settled('after the refused upgrade', 4, t0, 30_000);
+      },
+    );
 
     it(
       "3 replicas by a crash: one pod's sidecar stopped dead (SIGSTOP, then ctr tasks kill -s SIGKILL once its pod is terminating), its shards moved once its session could have expired",
