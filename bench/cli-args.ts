@@ -29,7 +29,7 @@ export const BENCH_FLAGS = {
   backend: {
     type: 'string',
     describe:
-      'chaos: sqlite, kubernetes, postgres, both, all, elector, workloads, shard-history, or shards-sqlite, shards-postgres, shards (fenced shard writes)',
+      'chaos: sqlite, kubernetes, postgres, both, all, elector, workloads, shard-history, or shards-sqlite, shards-postgres, shards (fenced shard writes), or shard-pause[-sqlite|-postgres|-kubernetes]',
   },
   seed: { type: 'string', describe: 'chaos: the seed (elector: the first seed)' },
   seeds: { type: 'string', describe: 'chaos --backend elector: how many seeds' },

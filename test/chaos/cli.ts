@@ -25,6 +25,12 @@
  * failing seed prints its violations and the events before them, and replays with
  * LEASEHOLD_SIM_SEED=N (and LEASEHOLD_SIM_VERSIONS, or LEASEHOLD_SHARD_SIM_SEED) in the unit test.
  *
+ * npm run chaos -- --backend shard-pause-sqlite|shard-pause-postgres|shard-pause-kubernetes|shard-pause
+ * Issue 41's finding A at its size (test/support/shard-pause.ts): 3 members, N = 2048
+ * (LEASEHOLD_SHARD_PAUSE_N sets it), lease 4 s, 11 pauses of 4.0-4.5 s in 50 ms steps, a sampler
+ * on every shards.json every 10 ms; on one store (Kubernetes: a control plane started for it) or
+ * all three. Exits 1 on a shard listed by two members, a token reused, or a member gone.
+ *
  * npm run chaos -- --backend shards-sqlite|shards-postgres|shards [--seconds S] [--seed N]
  * Runs the shard chaos driver (test/chaos/shard-chaos.ts): 3 members over 32 shards, each app
  * writing its shards through the fence, members frozen at random for S seconds (default 120),
@@ -137,6 +143,59 @@ if (which === 'shards' || which === 'shards-sqlite' || which === 'shards-postgre
       }
       await Promise.all(procs.map((p) => p.exited));
       await pg?.stop();
+      dir.cleanup();
+    }
+  }
+  process.exit(failed ? 1 : 0);
+}
+
+if (which === 'shard-pause' || which.startsWith('shard-pause-')) {
+  // Issue 41's finding A at its own size: 3 members, N = 2048 (LEASEHOLD_SHARD_PAUSE_N), lease
+  // 4 s, 11 pauses of 4.0-4.5 s in 50 ms steps, on each store asked for.
+  const { ISSUE_TIMING, formatPauseReport, pauseScenario, pausesPast } = await import('../support/shard-pause.js');
+  const all = ['sqlite', 'postgres', 'kubernetes'];
+  const stores = which === 'shard-pause' ? all : [which.slice('shard-pause-'.length)];
+  if (!stores.every((s) => all.includes(s))) {
+    say(`--backend ${which}: expected shard-pause or shard-pause-sqlite, -postgres, -kubernetes`);
+    process.exit(2);
+  }
+  const n = Number(process.env.LEASEHOLD_SHARD_PAUSE_N ?? 2048);
+  let failed = false;
+  for (const store of stores) {
+    const dir = tempDir('leasehold-shard-pause-');
+    const procs: Proc[] = [];
+    const pg = store === 'postgres' ? await (await import('../support/postgres.js')).startPostgres() : null;
+    const cp = store === 'kubernetes' ? await startControlPlane() : null;
+    try {
+      const backendArgs = pg
+        ? ['--backend', 'postgres', '--postgres-url', pg.url(), '--lease', 'workers']
+        : cp
+          ? ['--backend', 'kubernetes', '--kubeconfig', cp.adminKubeconfig, '--namespace', 'default', '--lease', 'workers']
+          : ['--db', join(dir.path, 'leases.db'), '--lease', 'workers'];
+      say(`shard pauses on ${store}: N = ${n}`);
+      const r = await pauseScenario({
+        dir: dir.path,
+        backendArgs,
+        shards: n,
+        timing: ISSUE_TIMING,
+        pausesMs: pausesPast(ISSUE_TIMING.leaseMs, 500, 50),
+        procs,
+        settleMs: 600_000,
+        say,
+      });
+      console.log(formatPauseReport(r));
+      failed ||= r.shardsTwice > 0 || r.tokensReused > 0 || r.exited.length > 0;
+    } catch (err) {
+      say(`shard pauses on ${store} did not finish: ${err instanceof Error ? err.message : String(err)}`);
+      failed = true;
+    } finally {
+      for (const p of procs) {
+        p.kill('SIGCONT');
+        p.kill('SIGKILL');
+      }
+      await Promise.all(procs.map((p) => p.exited));
+      await pg?.stop();
+      await cp?.stop();
       dir.cleanup();
     }
   }

@@ -99,4 +99,50 @@ describe('the chart with a shard group that exists', () => {
       kubectl(['delete', 'namespace', ns, '--wait=false']);
     }
   });
+
+  it('refuses a shards.maxMembers below a member slot in use, naming the slot; a free slot above it does not count', async () => {
+    const ns = await freshNamespace('shardslots');
+    const dir = mkdtempSync(join(tmpdir(), 'lh-chart-slots-'));
+    try {
+      // Two member slots as the sidecar writes them: slot 5 held, slot 7 left free (holder "").
+      const slot = (i: number, holder: string) =>
+        [
+          'apiVersion: coordination.k8s.io/v1',
+          'kind: Lease',
+          'metadata:',
+          `  name: workers-member-${String(i).padStart(4, '0')}`,
+          '  labels: { leasehold.io/group: workers, leasehold.io/group-record: member }',
+          '  annotations: { leasehold.io/member-state: active }',
+          'spec:',
+          `  holderIdentity: "${holder}"`,
+          '  leaseDurationSeconds: 15',
+          '',
+        ].join('\n');
+      const file = join(dir, 'slots.yaml');
+      writeFileSync(file, [slot(5, 'workers-abc-1'), slot(7, '')].join('---\n'));
+      kubectl(['apply', '-n', ns, '-f', file]);
+
+      for (const k of ['2', '5']) {
+        const cut = render(ns, ['leasehold.lease=workers', 'shards.count=8', `shards.maxMembers=${k}`, 'replicaCount=2'], 'server');
+        assert.notEqual(cut.code, 0, `shards.maxMembers ${k} renders over a held slot 5: ${cut.out.slice(0, 200)}`);
+        assert.match(
+          cut.err,
+          new RegExp(
+            `shards.maxMembers ${k}, but member slot 5 of the shard group "workers" in namespace ${ns} is in use \\(its Lease workers-member-0005, held by workers-abc-1\\)`,
+          ),
+        );
+        assert.equal(cut.out, '', 'nothing rendered');
+      }
+      // Slot 5 fits in 6; slot 7 is free, so 6 cuts nothing in use.
+      const fits = render(ns, ['leasehold.lease=workers', 'shards.count=8', 'shards.maxMembers=6', 'replicaCount=2'], 'server');
+      assert.equal(fits.code, 0, fits.err);
+      assert.match(fits.out, /"workers-member-0005"/, 'the Role names slot 5');
+      // Another group's slots are not this one's business; without a cluster, nothing to look up.
+      assert.equal(render(ns, ['leasehold.lease=jobs', 'shards.count=8', 'shards.maxMembers=2', 'replicaCount=2'], 'server').code, 0);
+      assert.equal(render(ns, ['leasehold.lease=workers', 'shards.count=8', 'shards.maxMembers=2', 'replicaCount=2'], 'none').code, 0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      kubectl(['delete', 'namespace', ns, '--wait=false']);
+    }
+  });
 });

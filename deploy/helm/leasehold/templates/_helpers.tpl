@@ -110,6 +110,7 @@ counts' ranges are the schema's. Called with the chart's root.
 {{- $n := include "leasehold.shardCount" . | atoi -}}
 {{- $sm := .Values.shards.maxMembers -}}
 {{- include "leasehold.checkGroupCount" . -}}
+{{- include "leasehold.checkGroupSlots" . -}}
 {{- if not $n -}}
 {{- if not (kindIs "invalid" $sm) -}}
 {{- fail (printf "shards.maxMembers %v needs shards.count: it bounds the members of a shard group, and without shards.count the sidecars elect a leader" $sm) -}}
@@ -160,6 +161,33 @@ and render (the new pods would still be refused at start, loudly).
 {{- $was := dig "metadata" "annotations" "leasehold.io/shards" "" ($header | default dict) -}}
 {{- if and $was (ne $was (toString $n)) -}}
 {{- fail (printf "shards.count %d, but the shard group %q in namespace %s has %s shards (its Lease %s): a group never has two counts, and the Role would no longer name the Leases its running members own; keep shards.count %s, or stop every member, delete the group's Leases (kubectl delete leases -l leasehold.io/group=%s) and then upgrade" $n $g .Release.Namespace $was $g $was $g) -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+Refuses a shards.maxMembers K that would cut off a member slot in use: the Role names the slots
+G-member-0000 ... below K only, so a member of the running group holding slot K or above (until
+its pod is replaced) could no longer heartbeat it, and its shards would stay without an owner
+until it exits. A slot is in use while its Lease names a holder (a member that left writes it
+free). Like checkGroupCount, `lookup` needs the cluster; without it the chart renders.
+*/}}
+{{- define "leasehold.checkGroupSlots" -}}
+{{- $n := include "leasehold.shardCount" . | atoi -}}
+{{- if $n -}}
+{{- $k := include "leasehold.maxMembers" . | atoi -}}
+{{- $g := include "leasehold.leaseName" . -}}
+{{- $leases := lookup "coordination.k8s.io/v1" "Lease" .Release.Namespace "" -}}
+{{- range (dig "items" list ($leases | default dict)) -}}
+{{- $labels := dig "metadata" "labels" dict . -}}
+{{- $name := dig "metadata" "name" "" . -}}
+{{- $holder := dig "spec" "holderIdentity" "" . -}}
+{{- if and (eq (get $labels "leasehold.io/group") $g) (eq (get $labels "leasehold.io/group-record") "member") $holder (hasPrefix (printf "%s-member-" $g) $name) -}}
+{{- $slot := trimPrefix (printf "%s-member-" $g) $name | atoi -}}
+{{- if ge $slot $k -}}
+{{- fail (printf "shards.maxMembers %d, but member slot %d of the shard group %q in namespace %s is in use (its Lease %s, held by %s): the Role would no longer name it and that member would lose its shards; keep shards.maxMembers above %d until that member has left" $k $slot $g $.Release.Namespace $name $holder $slot) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end }}
 

@@ -1,0 +1,95 @@
+/**
+ * Issue 41, finding B, on real processes: the SQLite file replaced under a running shard group.
+ * Every member reopens the new file (a clean start: the database's folder is renamed away with
+ * its -wal and -shm, and an empty one put in its place); before e5b42b6 the shard code did not
+ * restart its "absent for a lease duration" wait, so a member that had seen a shard absent in the
+ * old file created it at once in the new one with token 1 while its owner in the old file still
+ * listed it with token 1.
+ *
+ * The window is where shards are being created: a record created in the old file between two of
+ * another member's lists. So each round replaces the file as soon as a member lists its first
+ * shards (the group new, or re-creating every shard after the last replacement), then waits until
+ * every member has dropped the old file's shards. A sampler (test/support/shard-pause.ts) reads
+ * every shards.json every 10 ms: no shard listed by two members at once. Tokens listed again by
+ * another owner, or after a higher one, are counted and printed, not asserted: see the note at
+ * the end.
+ *
+ * Measured on a 2-core box shared with other work (5 rounds, N = 256): with e5b42b6's change
+ * disabled, 22 shards listed twice (e.g. token 1 by m2 and by m1); with it, 0 in 6 of 6 runs.
+ * Tokens listed again by another owner one after the other: 83 disabled, 19 to 80 with it;
+ * tokens listed after a higher one: 0 to 11 with it.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import { waitFor, type Proc } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
+import { settled } from '../support/shard-scenario.js';
+import { ownerSampler, SHORT_TIMING, startTimedMember } from '../support/shard-pause.js';
+import { readOwnedShards } from '../../src/status/shards-status.js';
+
+const N = 256;
+const ROUNDS = Number(process.env.LEASEHOLD_SHARD_REPLACE_ROUNDS ?? 5);
+
+describe('the SQLite file replaced under a running shard group', () => {
+  const procs: Proc[] = [];
+  const dir = scratchDir(() => procs, 'leasehold-shard-replace-');
+
+  it(`${ROUNDS} replacements while shards are being created: no shard listed by two members at once`, { timeout: 300_000 }, async () => {
+    const dbDir = join(dir.path, 'db');
+    mkdirSync(dbDir);
+    const members = ['m1', 'm2', 'm3'].map((id) => startTimedMember(dir.path, id, ['--db', join(dbDir, 'leases.db'), '--lease', 'workers'], N, SHORT_TIMING));
+    procs.push(...members.map((m) => m.proc));
+    /** What every member lists now, as "member shard@token". */
+    const listed = () => members.flatMap((m) => readOwnedShards(m.statusDir).owned.map((o) => `${m.id} ${o.shard}@${o.fencingToken}`));
+    const oldFiles = new Set<string>();
+    const sampler = ownerSampler(() => members);
+    try {
+      for (let round = 1; round <= ROUNDS; round++) {
+        const t = Date.now();
+        await waitFor(`round ${round}: a member listing shards of this file`, () => listed().some((l) => !oldFiles.has(l)), 60_000, 5);
+        // The rename moves the database with its -wal and -shm at once: the path names nothing,
+        // then a new empty folder, where the first member to look creates a new file. A member
+        // may create the folder first (the sidecar makes its database's folder): that is the
+        // replacement too.
+        renameSync(dbDir, `${dbDir}.old${round}`);
+        mkdirSync(dbDir, { recursive: true });
+        const t2 = Date.now();
+        const then = new Set(listed());
+        for (const l of then) oldFiles.add(l);
+        await waitFor(`round ${round}: every member dropping the old file's shards`, () => !listed().some((l) => then.has(l)), 60_000, 10);
+        const dropped = Date.now() - t2;
+        // An old-file take in flight at the rename may still reach a shards.json: for a second,
+        // what is listed counts as the old file's, so the next round waits for a new file's take.
+        await waitFor(
+          'a second past the replacement',
+          () => {
+            for (const l of listed()) oldFiles.add(l);
+            return Date.now() - t2 >= 1_000;
+          },
+          5_000,
+          5,
+        );
+        console.log(`round ${round}: replaced ${t2 - t} ms into it, ${then.size} shards listed then; all dropped ${dropped} ms later`);
+      }
+      const counts = await settled(members, N, `3 members owning ${N} shards in the last file`, 60_000);
+      console.log(`settled in the last file: ${counts.join(', ')}`);
+    } finally {
+      sampler.stop();
+    }
+    const s = sampler.sample;
+    console.log(
+      `${ROUNDS} replacements, ${s.samples} samples: ${s.shardsTwice.size} shards listed twice, ${s.tokensBackwards.size} tokens listed after a higher one, ${s.tokensTwoOwners.size} tokens listed by two owners one after the other`,
+    );
+    for (const e of [...s.twiceExamples, ...s.backwardsExamples, ...s.twoOwnerExamples]) console.log(`  ${e}`);
+    assert.ok(s.samples > 100, 'the sampler ran');
+    assert.deepEqual(s.twiceExamples, [], 'no shard listed by two members at once');
+    // Not asserted: tokens are not carried across a replaced file. A shard whose token only the
+    // lost file held (created or moved there between two of another member's lists) is created
+    // in the new file, after its owner dropped it, with a token that member computes from what
+    // it saw: the same token again, or a lower one (docs/shards.md "Limits"; issue 41 B's
+    // "token 1 twice" without the overlap).
+    for (const m of members) assert.equal(m.proc.child.exitCode, null, `${m.id} still runs: ${m.proc.stderr().slice(-500)}`);
+  });
+});
