@@ -1,0 +1,85 @@
+/**
+ * What withPostgresFence sends, on a real PostgreSQL: the round trips of a fenced write (the
+ * protocol's ReadyForQuery messages, one per round trip) against the same write in a
+ * transaction of its own.
+ */
+import { it, before, after, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import { startPostgres, type PostgresServer } from '../support/postgres.js';
+import { createPostgresFenceTable, withPostgresFence, StaleTokenError, type PgClientBase } from '../../src/fencing/index.js';
+
+const serverStarted = startPostgres();
+let server: PostgresServer;
+const clients: pg.Client[] = [];
+
+before(async () => {
+  server = await serverStarted;
+  const admin = await client();
+  await createPostgresFenceTable(admin, { withFunction: true });
+  await admin.query('CREATE TABLE protocol_data (id int PRIMARY KEY, value bigint NOT NULL)');
+  await admin.query('INSERT INTO protocol_data VALUES (1, 0)');
+});
+after(async () => {
+  for (const c of clients) await c.end().catch(() => undefined);
+  await (await serverStarted).stop();
+});
+
+async function client(config: pg.ClientConfig = {}): Promise<pg.Client> {
+  const c = new pg.Client({ connectionString: server.url(), ...config });
+  c.on('error', () => {});
+  await c.connect();
+  clients.push(c);
+  return c;
+}
+
+/** Round trips of `run` on `c`: the server ends each with one ReadyForQuery. */
+async function roundTrips(c: pg.Client, run: () => Promise<unknown>): Promise<number> {
+  const connection = (c as unknown as { connection: NodeJS.EventEmitter }).connection;
+  let n = 0;
+  const count = (): void => void n++;
+  connection.on('readyForQuery', count);
+  try {
+    await run().catch(() => undefined);
+    return n;
+  } finally {
+    connection.off('readyForQuery', count);
+  }
+}
+
+const update = (value: number) => (tx: PgClientBase) => tx.query('UPDATE protocol_data SET value = $1 WHERE id = 1', [value]);
+
+describe('withPostgresFence round trips', () => {
+  it('an accepted fenced write costs the round trips of the same write in a transaction: BEGIN and the check go together', async () => {
+    const c = await client();
+    const inTransaction = await roundTrips(c, async () => {
+      await c.query('BEGIN');
+      await update(1)(c);
+      await c.query('COMMIT');
+    });
+    assert.equal(inTransaction, 3);
+    // The first write of the key inserts its row, later ones raise it or find it equal: each the same.
+    for (const token of [4, 4, 5]) {
+      assert.equal(await roundTrips(c, () => withPostgresFence(c, { key: 'trips', token }, update(token))), inTransaction, `token ${token}`);
+    }
+    for (const isolationLevel of ['read committed', 'repeatable read', 'serializable'] as const) {
+      assert.equal(await roundTrips(c, () => withPostgresFence(c, { key: 'trips', token: 5 }, update(5), { isolationLevel })), inTransaction, isolationLevel);
+    }
+    assert.equal((await c.query<{ value: number }>('SELECT value::int AS value FROM protocol_data')).rows[0]!.value, 5);
+    // Refused: the check, the highest token read for the error, the ROLLBACK; the work never sent.
+    let stale: unknown;
+    const refused = await roundTrips(c, () => withPostgresFence(c, { key: 'trips', token: 3 }, update(3)).catch((e: unknown) => (stale = e)));
+    assert.ok(stale instanceof StaleTokenError && stale.highest === 5, String(stale));
+    assert.equal(refused, 3);
+    assert.equal((await c.query<{ value: number }>('SELECT value::int AS value FROM protocol_data')).rows[0]!.value, 5);
+  });
+
+  it('a key with quotes and backslashes goes as one escaped literal, the same key the SQL function sees', async () => {
+    const c = await client();
+    const key = String.raw`it's \'; DROP TABLE protocol_data; --\x`;
+    await withPostgresFence(c, { key, token: 2 }, update(2));
+    assert.deepEqual((await c.query('SELECT token::int FROM leasehold_fences WHERE key = $1', [key])).rows, [{ token: 2 }]);
+    await assert.rejects(c.query('SELECT public.leasehold_fence($1, 1)', [key]), (e: pg.DatabaseError) => e.code === 'LH409');
+    assert.equal((await c.query<{ ok: boolean }>("SELECT to_regclass('public.protocol_data') IS NOT NULL AS ok")).rows[0]!.ok, true);
+  });
+});
