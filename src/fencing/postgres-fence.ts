@@ -20,7 +20,7 @@ export type PgClientBase = pg.ClientBase;
 export type PostgresIsolationLevel = 'read committed' | 'repeatable read' | 'serializable';
 
 export interface PostgresFenceOptions {
-  /** The fence table (default `leasehold_fences`): `name` or `schema.name`, lowercase SQL identifiers. */
+  /** The fence table (default `leasehold_fences`): `name` (in schema public, whatever the search_path) or `schema.name`, lowercase SQL identifiers. */
   table?: string;
   /** The transaction's isolation level; without it, the session's default (PostgreSQL's: read committed). */
   isolationLevel?: PostgresIsolationLevel;
@@ -30,7 +30,7 @@ export interface PostgresFenceTableOptions {
   table?: string;
   /** Also create the SQL form, the function callers put in their own transactions. */
   withFunction?: boolean;
-  /** Its name (default `leasehold_fence`): `name` or `schema.name`. */
+  /** Its name (default `leasehold_fence`): `name` (in schema public) or `schema.name`. */
   functionName?: string;
 }
 
@@ -60,8 +60,10 @@ export function postgresFenceDdl(options?: PostgresFenceTableOptions): string {
 export function postgresFenceFunctionDdl(options?: PostgresFenceTableOptions): string {
   const table = postgresName('table', options?.table ?? DEFAULT_FENCE_TABLE);
   const fn = postgresName('function', options?.functionName ?? DEFAULT_FENCE_FUNCTION);
+  // Its own search_path, so nothing on the caller's (a look-alike of a function it calls) is
+  // used; every name in the body is qualified, pg_temp is last so temporary objects never are.
   return `CREATE OR REPLACE FUNCTION ${fn}(p_key text, p_token bigint) RETURNS bigint
-LANGUAGE plpgsql AS $leasehold$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $leasehold$
 DECLARE
   v_highest bigint;
 BEGIN

@@ -1,13 +1,15 @@
 /**
  * What withPostgresFence sends, on a real PostgreSQL: the round trips of a fenced write (the
  * protocol's ReadyForQuery messages, one per round trip) against the same write in a
- * transaction of its own.
+ * transaction of its own; and where the fence is, whatever the caller's search_path: a
+ * look-alike fence table in a schema earlier on it, or a temporary one, never takes the check,
+ * neither withPostgresFence's nor the SQL function's.
  */
 import { it, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
-import { createPostgresFenceTable, withPostgresFence, StaleTokenError, type PgClientBase } from '../../src/fencing/index.js';
+import { createPostgresFenceTable, postgresFenceDdl, withPostgresFence, StaleTokenError, type PgClientBase } from '../../src/fencing/index.js';
 
 const serverStarted = startPostgres();
 let server: PostgresServer;
@@ -81,5 +83,39 @@ describe('withPostgresFence round trips', () => {
     assert.deepEqual((await c.query('SELECT token::int FROM leasehold_fences WHERE key = $1', [key])).rows, [{ token: 2 }]);
     await assert.rejects(c.query('SELECT public.leasehold_fence($1, 1)', [key]), (e: pg.DatabaseError) => e.code === 'LH409');
     assert.equal((await c.query<{ ok: boolean }>("SELECT to_regclass('public.protocol_data') IS NOT NULL AS ok")).rows[0]!.ok, true);
+  });
+});
+
+describe('the fence is in its own schema, whatever the search_path', () => {
+  it('a look-alike table in a schema earlier on the search_path, or a temporary one, does not take the check', async () => {
+    const owner = await client();
+    await withPostgresFence(owner, { key: 'placed', token: 9 }, update(9));
+    // The look-alikes, empty: a check that used one would accept any token.
+    await owner.query('CREATE SCHEMA lookalike');
+    await owner.query(postgresFenceDdl({ table: 'lookalike.leasehold_fences' }));
+    const earlier = await client({ options: '-c search_path=lookalike,public' });
+    assert.equal((await earlier.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]!.s, 'lookalike');
+    const temporary = await client();
+    await temporary.query(
+      'CREATE TEMPORARY TABLE leasehold_fences (key text PRIMARY KEY, token bigint NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())',
+    );
+    for (const [name, c] of [
+      ['an earlier schema', earlier],
+      ['a temporary table', temporary],
+    ] as const) {
+      let ran = false;
+      await assert.rejects(
+        withPostgresFence(c, { key: 'placed', token: 5 }, async () => void (ran = true)),
+        (e: unknown) => e instanceof StaleTokenError && e.highest === 9,
+        name,
+      );
+      assert.equal(ran, false, name);
+      await c.query('BEGIN');
+      await assert.rejects(c.query("SELECT public.leasehold_fence('placed', 5)"), (e: pg.DatabaseError) => e.code === 'LH409', name);
+      await c.query('ROLLBACK');
+    }
+    assert.equal((await owner.query<{ n: number }>('SELECT count(*)::int AS n FROM lookalike.leasehold_fences')).rows[0]!.n, 0);
+    assert.equal((await temporary.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_temp.leasehold_fences')).rows[0]!.n, 0);
+    assert.deepEqual((await owner.query("SELECT token::int FROM public.leasehold_fences WHERE key = 'placed'")).rows, [{ token: 9 }]);
   });
 });
