@@ -1,14 +1,14 @@
 /**
  * The fenced transaction for PostgreSQL (node-postgres): the check of the writer's token and
  * the writer's own statements in one transaction. The key's fence row is locked by the check
- * (an upsert, so the first writer of a key cannot race another into two rows), held until the
- * commit: a newer writer waits for it, then sees its token, and an older one is refused.
+ * until the commit: share-locked by the writers of the current term, which then run side by
+ * side; a newer writer's raise waits for them all, and an older one is then refused.
  *
  * The pool or client is the caller's: nothing here loads the driver.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type pg from 'pg';
-import { InvalidConfigError, StaleTokenError } from '../errors.js';
+import { ConflictError, InvalidConfigError, StaleTokenError } from '../errors.js';
 import { checkClaim, MAX_FENCE_KEY_BYTES, type FenceClaim } from './claim.js';
 import { DEFAULT_FENCE_TABLE, postgresName } from './fence-table.js';
 
@@ -92,7 +92,7 @@ export async function createPostgresFenceTable(db: PgPool | PgClient, options?: 
 
 /**
  * Runs `work(tx)` in one transaction with the fence check, on one connection (a client checked
- * out of a pool and released, or the caller's client): BEGIN; the key's row upserted and locked
+ * out of a pool and released, or the caller's client): BEGIN with the key's row raised, inserted or read, and locked
  * (a token below the highest accepted is refused with StaleTokenError before the work runs, an
  * equal one accepted, a higher one raises the fence); the work; COMMIT. If anything throws
  * (the work, the COMMIT, a serialization failure), the transaction is rolled back, the fence
@@ -175,14 +175,23 @@ async function fencedTransaction<T>(client: PgClientBase, fenced: Fenced, work: 
     // BEGIN and the check go as one simple-protocol query, one round trip: a fenced write then
     // costs what the same write in a transaction of its own costs (BEGIN, work, COMMIT). The
     // key is a literal escaped by the driver, the token a checked safe integer.
-    const results = (await client.query(`${begin}; ${upsertStatement(table, client.escapeLiteral(key), token)}`).catch((err: unknown) => {
-      throw missingTable(err, table);
-    })) as unknown as pg.QueryResult[];
-    if (results[1]?.rowCount !== 1) {
-      // The upsert locked the row without changing it: this read sees its latest token. A
-      // second round trip, on the refused path only.
-      const highest = await client.query<{ token: string }>(`SELECT token FROM ${table} WHERE key = $1`, [key]);
-      throw new StaleTokenError(token, Number(highest.rows[0]?.token), key);
+    const check = `${begin}; ${checkStatements(table, client.escapeLiteral(key), token)}`;
+    for (let attempt = 1; ; attempt++) {
+      const results = (await client.query(check).catch((err: unknown) => {
+        throw missingTable(err, table);
+      })) as unknown as pg.QueryResult<{ token: string }>[];
+      const highest = Number(results[3]?.rows[0]?.token);
+      if (highest > token) throw new StaleTokenError(token, highest, key);
+      if (highest === token) break;
+      // Below the token (or gone): a first writer of the key inserted it after this
+      // transaction's raise looked and before its insert did. Raising it now would upgrade the
+      // share lock, a deadlock with any other writer doing the same: start the check again,
+      // which then sees the row. Nothing of the work has run.
+      await client.query('ROLLBACK');
+      if (attempt === 3)
+        throw new ConflictError(
+          `the fence row of key ${JSON.stringify(key)} was inserted or deleted under the check 3 times running; nothing was written, try again`,
+        );
     }
     const result = await work(client);
     // The work ended the transaction itself (COMMIT, ROLLBACK): what it ran after that ran
@@ -209,11 +218,20 @@ async function fencedTransaction<T>(client: PgClientBase, fenced: Fenced, work: 
   }
 }
 
-/** The check: the key's row inserted or raised to the token, and locked either way; no row returned when the token is stale. */
-function upsertStatement(table: string, keyLiteral: string, token: number): string {
-  return `INSERT INTO ${table} AS f (key, token) VALUES (${keyLiteral}, ${token})
-         ON CONFLICT (key) DO UPDATE SET token = EXCLUDED.token, updated_at = now() WHERE f.token <= EXCLUDED.token
-         RETURNING f.token`;
+/**
+ * The check, three statements: a raise (it locks the row exclusively only when the token is
+ * above the fence, waiting for every writer of the term before); the row inserted if the key
+ * is new; then its latest token read under a share lock, held to the commit. Writers of the
+ * same term share the lock, so they do not queue behind each other for the whole of their
+ * transactions, and a raise (or a writer behind one) waits until they have committed: the
+ * Temporal pattern, FOR SHARE on each write and an exclusive lock for a new owner.
+ */
+function checkStatements(table: string, keyLiteral: string, token: number): string {
+  return [
+    `UPDATE ${table} SET token = ${token}, updated_at = now() WHERE key = ${keyLiteral} AND token < ${token}`,
+    `INSERT INTO ${table} (key, token) VALUES (${keyLiteral}, ${token}) ON CONFLICT (key) DO NOTHING`,
+    `SELECT token FROM ${table} WHERE key = ${keyLiteral} FOR SHARE`,
+  ].join('; ');
 }
 
 function alreadyInTransaction(): InvalidConfigError {

@@ -68,11 +68,11 @@ describe('withPostgresFence round trips', () => {
       assert.equal(await roundTrips(c, () => withPostgresFence(c, { key: 'trips', token: 5 }, update(5), { isolationLevel })), inTransaction, isolationLevel);
     }
     assert.equal((await c.query<{ value: number }>('SELECT value::int AS value FROM protocol_data')).rows[0]!.value, 5);
-    // Refused: the check, the highest token read for the error, the ROLLBACK; the work never sent.
+    // Refused: the check (which read the highest token), the ROLLBACK; the work never sent.
     let stale: unknown;
     const refused = await roundTrips(c, () => withPostgresFence(c, { key: 'trips', token: 3 }, update(3)).catch((e: unknown) => (stale = e)));
     assert.ok(stale instanceof StaleTokenError && stale.highest === 5, String(stale));
-    assert.equal(refused, 3);
+    assert.equal(refused, 2);
     assert.equal((await c.query<{ value: number }>('SELECT value::int AS value FROM protocol_data')).rows[0]!.value, 5);
   });
 
@@ -83,6 +83,52 @@ describe('withPostgresFence round trips', () => {
     assert.deepEqual((await c.query('SELECT token::int FROM leasehold_fences WHERE key = $1', [key])).rows, [{ token: 2 }]);
     await assert.rejects(c.query('SELECT public.leasehold_fence($1, 1)', [key]), (e: pg.DatabaseError) => e.code === 'LH409');
     assert.equal((await c.query<{ ok: boolean }>("SELECT to_regclass('public.protocol_data') IS NOT NULL AS ok")).rows[0]!.ok, true);
+  });
+});
+
+describe('withPostgresFence locks', () => {
+  it('writers of one term share the fence row: one does not wait for another to commit; a raise waits for both', { timeout: 60_000 }, async () => {
+    const [a, b, c, watcher] = [await client(), await client(), await client(), await client()];
+    await watcher.query('CREATE TABLE shared_writes (key text NOT NULL, label text NOT NULL)');
+    const write = (key: string, label: string) => (tx: PgClientBase) => tx.query('INSERT INTO shared_writes VALUES ($1, $2)', [key, label]);
+    for (const isolationLevel of ['read committed', 'repeatable read', 'serializable'] as const) {
+      const key = `shared ${isolationLevel}`;
+      await withPostgresFence(a, { key, token: 5 }, write(key, 'first'));
+      let inWork!: () => void;
+      let release!: () => void;
+      const started = new Promise<void>((r) => (inWork = r));
+      const released = new Promise<void>((r) => (release = r));
+      const open = withPostgresFence(
+        a,
+        { key, token: 5 },
+        async (tx) => {
+          await write(key, 'a, held open')(tx);
+          inWork();
+          await released;
+        },
+        { isolationLevel },
+      );
+      await started;
+      // The same term on another connection: done while A's transaction is still open.
+      await withPostgresFence(b, { key, token: 5 }, write(key, 'b, same term'), { isolationLevel });
+      // A new term: its raise waits for A's commit.
+      let raised = false;
+      const raise = withPostgresFence(c, { key, token: 6 }, write(key, 'c, new term'), { isolationLevel }).then(() => (raised = true));
+      const waitsOnLock = async () =>
+        (
+          await watcher.query<{ w: string | null }>('SELECT wait_event_type AS w FROM pg_stat_activity WHERE pid = $1', [
+            (c as unknown as { processID: number }).processID,
+          ])
+        ).rows[0]?.w === 'Lock';
+      while (!(await waitsOnLock())) await new Promise((r) => setImmediate(r));
+      assert.equal(raised, false, isolationLevel);
+      release();
+      await open;
+      await raise;
+      await assert.rejects(withPostgresFence(b, { key, token: 5 }, write(key, 'b, stale')), (e: unknown) => e instanceof StaleTokenError && e.highest === 6);
+      const labels = (await watcher.query<{ label: string }>('SELECT label FROM shared_writes WHERE key = $1', [key])).rows.map((r) => r.label);
+      assert.deepEqual(labels.sort(), ['a, held open', 'b, same term', 'c, new term', 'first'], isolationLevel);
+    }
   });
 });
 
