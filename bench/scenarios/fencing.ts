@@ -122,10 +122,14 @@ figures are noisy, the ratios more telling than the times.
 | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |
 ${lines.join('\n')}
 
-On PostgreSQL the fence adds one statement but no round trip to a write in a transaction:
-\`BEGIN\` and the fence's upsert go as one query, then the write, then \`COMMIT\`, three round
-trips either way; against a single autocommit statement it adds two (BEGIN with the fence,
-COMMIT), since the check and the write must commit together. On SQLite the fence adds one
+On PostgreSQL the fence adds statements but no round trip to a write in a transaction:
+\`BEGIN\` and the fence's check (a raise when the token is new, an insert for a new key, the
+token read \`FOR SHARE\`) go as one query, then the write, then \`COMMIT\`, three round trips
+either way; against a single autocommit statement it adds two (BEGIN with the fence, COMMIT),
+since the check and the write must commit together. What it still costs: the simple protocol
+parses and plans the check's statements at each write (a multi-statement query cannot be
+prepared), and each share lock is written to the row (a MultiXact when several writers hold
+it), while 16 writers of the one row queue on its lock anyway. On SQLite the fence adds one
 read of the fence row (prepared once per connection) inside the write lock, and no write to it
 while the token stays the same.
 `;
