@@ -71,12 +71,17 @@ BEGIN
     RAISE EXCEPTION 'invalid fence claim (key %, token %): the key must be 1 to ${MAX_FENCE_KEY_BYTES} bytes, the token at least 1', quote_nullable(p_key), p_token
       USING ERRCODE = '22023';
   END IF;
-  INSERT INTO ${table} AS f (key, token) VALUES (p_key, p_token)
-    ON CONFLICT (key) DO UPDATE SET token = EXCLUDED.token, updated_at = now() WHERE f.token <= EXCLUDED.token
-    RETURNING f.token INTO v_highest;
-  IF NOT FOUND THEN
-    -- The upsert locked the row even though it did not change it: this read sees its latest token.
-    SELECT f.token INTO v_highest FROM ${table} AS f WHERE f.key = p_key;
+  -- withPostgresFence's check: a raise locks the row exclusively, the term's writers share it.
+  UPDATE ${table} AS f SET token = p_token, updated_at = now() WHERE f.key = p_key AND f.token < p_token;
+  INSERT INTO ${table} AS f (key, token) VALUES (p_key, p_token) ON CONFLICT (key) DO NOTHING;
+  SELECT f.token INTO v_highest FROM ${table} AS f WHERE f.key = p_key FOR SHARE;
+  IF v_highest < p_token THEN
+    -- A first writer inserted the key between the raise and the insert: raise it now. This
+    -- upgrades the share lock, so two writers here at once can deadlock (40P01: retry).
+    UPDATE ${table} AS f SET token = p_token, updated_at = now() WHERE f.key = p_key AND f.token < p_token;
+    SELECT f.token INTO v_highest FROM ${table} AS f WHERE f.key = p_key FOR SHARE;
+  END IF;
+  IF v_highest IS DISTINCT FROM p_token THEN
     RAISE EXCEPTION 'fencing token % for key % is behind the highest token accepted for it (%)', p_token, quote_literal(p_key), v_highest
       USING ERRCODE = '${STALE_TOKEN_SQLSTATE}', DETAIL = format('key=%s presented=%s highest=%s', p_key, p_token, v_highest);
   END IF;

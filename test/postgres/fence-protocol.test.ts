@@ -132,6 +132,37 @@ describe('withPostgresFence locks', () => {
   });
 });
 
+describe('the SQL function locks', () => {
+  it('callers of one term share the fence row in their own transactions; a raise waits for them', { timeout: 60_000 }, async () => {
+    const [a, b, c, watcher] = [await client(), await client(), await client(), await client()];
+    const fence = (tx: pg.Client, token: number) => tx.query('SELECT public.leasehold_fence($1, $2)', ['sql shared', token]);
+    await fence(a, 5);
+    await a.query('BEGIN');
+    await fence(a, 5);
+    // Another caller of the same term: through while A's transaction is open.
+    await b.query('BEGIN');
+    await fence(b, 5);
+    await b.query('COMMIT');
+    await c.query('BEGIN');
+    let raised = false;
+    const raise = fence(c, 6).then(() => (raised = true));
+    const waitsOnLock = async () =>
+      (
+        await watcher.query<{ w: string | null }>('SELECT wait_event_type AS w FROM pg_stat_activity WHERE pid = $1', [
+          (c as unknown as { processID: number }).processID,
+        ])
+      ).rows[0]?.w === 'Lock';
+    while (!(await waitsOnLock())) await new Promise((r) => setImmediate(r));
+    assert.equal(raised, false);
+    await a.query('COMMIT');
+    await raise;
+    await c.query('COMMIT');
+    await b.query('BEGIN');
+    await assert.rejects(fence(b, 5), (e: pg.DatabaseError) => e.code === 'LH409' && /behind the highest token accepted for it \(6\)/.test(e.message));
+    await b.query('ROLLBACK');
+  });
+});
+
 describe('the fence is in its own schema, whatever the search_path', () => {
   it('a look-alike table in a schema earlier on the search_path, or a temporary one, does not take the check', async () => {
     const owner = await client();
