@@ -3,7 +3,7 @@
  * processes, plain (autocommit), in a transaction of its own, and through the fence helpers
  * (withSqliteFence, withPostgresFence), on an SQLite file and on a real PostgreSQL started for
  * the run. The goal: a fenced write's p50 within 1.3× the same write's in a transaction, since
- * the fence adds one statement to it (on PostgreSQL one round trip).
+ * the fence adds one statement to it (on PostgreSQL sent with the BEGIN: no round trip).
  */
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -122,9 +122,16 @@ figures are noisy, the ratios more telling than the times.
 | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |
 ${lines.join('\n')}
 
-On PostgreSQL the fence adds one statement, one round trip, to a write in a transaction
-(BEGIN, the fence's upsert, the write, COMMIT); against a single autocommit statement it adds
-three (BEGIN, the fence, COMMIT), since the check and the write must commit together.
+On PostgreSQL the fence adds statements but no round trip to a write in a transaction:
+\`BEGIN\` and the fence's check (a raise when the token is new, an insert for a new key, the
+token read \`FOR SHARE\`) go as one query, then the write, then \`COMMIT\`, three round trips
+either way; against a single autocommit statement it adds two (BEGIN with the fence, COMMIT),
+since the check and the write must commit together. What it still costs: the simple protocol
+parses and plans the check's statements at each write (a multi-statement query cannot be
+prepared), and each share lock is written to the row (a MultiXact when several writers hold
+it), while 16 writers of the one row queue on its lock anyway. On SQLite the fence adds one
+read of the fence row (prepared once per connection) inside the write lock, and no write to it
+while the token stays the same.
 `;
 }
 

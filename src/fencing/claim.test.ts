@@ -38,6 +38,8 @@ describe('fence table names', () => {
   it('quoted when they follow the identifier rule, refused otherwise', () => {
     assert.equal(sqliteFenceTable(), '"leasehold_fences"');
     assert.equal(postgresName('table', 'app.fences'), '"app"."fences"');
+    // Never left to the caller's search_path: the lease store's default schema.
+    assert.equal(postgresName('table', 'leasehold_fences'), '"public"."leasehold_fences"');
     for (const bad of ['', 'a.b.c', 'a b', '1abc', 'x'.repeat(64), 'Fences', 'f"x']) {
       assert.throws(() => postgresName('table', bad), /^InvalidConfigError: invalid fence table .*: must be name or schema\.name/, bad);
     }

@@ -21,13 +21,20 @@ export function sqliteFenceTable(table: unknown = DEFAULT_FENCE_TABLE): string {
   return `"${table}"`;
 }
 
-/** A PostgreSQL name, `name` or `schema.name`, quoted: `"app"."leasehold_fences"`. */
+/** Where a name without a schema lives: the lease store's rule too (backends/postgres/config.ts). */
+export const DEFAULT_FENCE_SCHEMA = 'public';
+
+/**
+ * A PostgreSQL name, `name` or `schema.name`, qualified and quoted: `"public"."leasehold_fences"`.
+ * Never left to `search_path`: writers whose paths differ (the `"$user"` schema comes first by
+ * default, a session's temporary tables before all) would each check a fence of their own.
+ */
 export function postgresName(what: 'table' | 'function', value: unknown): string {
   const parts = typeof value === 'string' ? value.split('.') : [];
   if (parts.length < 1 || parts.length > 2 || !parts.every((p) => IDENT.test(p))) {
     throw new InvalidConfigError(`invalid fence ${what} ${describeName(value)}: ${POSTGRES_RULE}`, { field: what, rule: POSTGRES_RULE });
   }
-  return parts.map((p) => `"${p}"`).join('.');
+  return (parts.length === 1 ? [DEFAULT_FENCE_SCHEMA, ...parts] : parts).map((p) => `"${p}"`).join('.');
 }
 
 function describeName(name: unknown): string {

@@ -87,6 +87,7 @@ function fencedHandler<W>(
         if (answeredFenceError(res, err)) return;
         throw err;
       }
+      sendContinue(req, res);
       try {
         await handler(req, res, { claim, write: writeFor(claim) });
       } catch (err) {
@@ -100,6 +101,19 @@ function fencedHandler<W>(
       options.onError?.(err);
     });
   };
+}
+
+/**
+ * A client that sent `Expect: 100-continue` waits for `100 Continue` before its body. Node sends
+ * it before the handler runs unless the server listens for 'checkContinue'; given this wrapper
+ * there too, the client hears 100 only once its claim passed, so a refused one never sends its
+ * body at all.
+ */
+function sendContinue(req: IncomingMessage, res: ServerResponse): void {
+  const expect = req.headers.expect;
+  // `_sent100`: set by Node's writeContinue (and by its automatic one); a second 100 is allowed, but useless.
+  if (req.httpVersion === '1.1' && typeof expect === 'string' && /^100-continue$/i.test(expect.trim()) && (res as { _sent100?: boolean })._sent100 !== true)
+    res.writeContinue();
 }
 
 /** A stale token is 409, a claim the fence refuses (its key's length or characters) 400; true if answered. */

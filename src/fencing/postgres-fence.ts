@@ -1,14 +1,14 @@
 /**
  * The fenced transaction for PostgreSQL (node-postgres): the check of the writer's token and
  * the writer's own statements in one transaction. The key's fence row is locked by the check
- * (an upsert, so the first writer of a key cannot race another into two rows), held until the
- * commit: a newer writer waits for it, then sees its token, and an older one is refused.
+ * until the commit: share-locked by the writers of the current term, which then run side by
+ * side; a newer writer's raise waits for them all, and an older one is then refused.
  *
  * The pool or client is the caller's: nothing here loads the driver.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type pg from 'pg';
-import { InvalidConfigError, StaleTokenError } from '../errors.js';
+import { ConflictError, InvalidConfigError, StaleTokenError } from '../errors.js';
 import { checkClaim, MAX_FENCE_KEY_BYTES, type FenceClaim } from './claim.js';
 import { DEFAULT_FENCE_TABLE, postgresName } from './fence-table.js';
 
@@ -20,7 +20,7 @@ export type PgClientBase = pg.ClientBase;
 export type PostgresIsolationLevel = 'read committed' | 'repeatable read' | 'serializable';
 
 export interface PostgresFenceOptions {
-  /** The fence table (default `leasehold_fences`): `name` or `schema.name`, lowercase SQL identifiers. */
+  /** The fence table (default `leasehold_fences`): `name` (in schema public, whatever the search_path) or `schema.name`, lowercase SQL identifiers. */
   table?: string;
   /** The transaction's isolation level; without it, the session's default (PostgreSQL's: read committed). */
   isolationLevel?: PostgresIsolationLevel;
@@ -30,7 +30,7 @@ export interface PostgresFenceTableOptions {
   table?: string;
   /** Also create the SQL form, the function callers put in their own transactions. */
   withFunction?: boolean;
-  /** Its name (default `leasehold_fence`): `name` or `schema.name`. */
+  /** Its name (default `leasehold_fence`): `name` (in schema public) or `schema.name`. */
   functionName?: string;
 }
 
@@ -60,8 +60,10 @@ export function postgresFenceDdl(options?: PostgresFenceTableOptions): string {
 export function postgresFenceFunctionDdl(options?: PostgresFenceTableOptions): string {
   const table = postgresName('table', options?.table ?? DEFAULT_FENCE_TABLE);
   const fn = postgresName('function', options?.functionName ?? DEFAULT_FENCE_FUNCTION);
+  // Its own search_path, so nothing on the caller's (a look-alike of a function it calls) is
+  // used; every name in the body is qualified, pg_temp is last so temporary objects never are.
   return `CREATE OR REPLACE FUNCTION ${fn}(p_key text, p_token bigint) RETURNS bigint
-LANGUAGE plpgsql AS $leasehold$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $leasehold$
 DECLARE
   v_highest bigint;
 BEGIN
@@ -69,12 +71,17 @@ BEGIN
     RAISE EXCEPTION 'invalid fence claim (key %, token %): the key must be 1 to ${MAX_FENCE_KEY_BYTES} bytes, the token at least 1', quote_nullable(p_key), p_token
       USING ERRCODE = '22023';
   END IF;
-  INSERT INTO ${table} AS f (key, token) VALUES (p_key, p_token)
-    ON CONFLICT (key) DO UPDATE SET token = EXCLUDED.token, updated_at = now() WHERE f.token <= EXCLUDED.token
-    RETURNING f.token INTO v_highest;
-  IF NOT FOUND THEN
-    -- The upsert locked the row even though it did not change it: this read sees its latest token.
-    SELECT f.token INTO v_highest FROM ${table} AS f WHERE f.key = p_key;
+  -- withPostgresFence's check: a raise locks the row exclusively, the term's writers share it.
+  UPDATE ${table} AS f SET token = p_token, updated_at = now() WHERE f.key = p_key AND f.token < p_token;
+  INSERT INTO ${table} AS f (key, token) VALUES (p_key, p_token) ON CONFLICT (key) DO NOTHING;
+  SELECT f.token INTO v_highest FROM ${table} AS f WHERE f.key = p_key FOR SHARE;
+  IF v_highest < p_token THEN
+    -- A first writer inserted the key between the raise and the insert: raise it now. This
+    -- upgrades the share lock, so two writers here at once can deadlock (40P01: retry).
+    UPDATE ${table} AS f SET token = p_token, updated_at = now() WHERE f.key = p_key AND f.token < p_token;
+    SELECT f.token INTO v_highest FROM ${table} AS f WHERE f.key = p_key FOR SHARE;
+  END IF;
+  IF v_highest IS DISTINCT FROM p_token THEN
     RAISE EXCEPTION 'fencing token % for key % is behind the highest token accepted for it (%)', p_token, quote_literal(p_key), v_highest
       USING ERRCODE = '${STALE_TOKEN_SQLSTATE}', DETAIL = format('key=%s presented=%s highest=%s', p_key, p_token, v_highest);
   END IF;
@@ -90,7 +97,7 @@ export async function createPostgresFenceTable(db: PgPool | PgClient, options?: 
 
 /**
  * Runs `work(tx)` in one transaction with the fence check, on one connection (a client checked
- * out of a pool and released, or the caller's client): BEGIN; the key's row upserted and locked
+ * out of a pool and released, or the caller's client): BEGIN with the key's row raised, inserted or read, and locked
  * (a token below the highest accepted is refused with StaleTokenError before the work runs, an
  * equal one accepted, a higher one raises the fence); the work; COMMIT. If anything throws
  * (the work, the COMMIT, a serialization failure), the transaction is rolled back, the fence
@@ -169,22 +176,27 @@ async function fencedTransaction<T>(client: PgClientBase, fenced: Fenced, work: 
   const { key, token, table, begin } = fenced;
   // Inside the caller's transaction, BEGIN is only a warning and the COMMIT below would end theirs.
   if (transactionStatus(client) === 'T' || transactionStatus(client) === 'E') throw alreadyInTransaction();
-  await client.query(begin);
   try {
-    const raised = await client
-      .query(
-        `INSERT INTO ${table} AS f (key, token) VALUES ($1, $2)
-         ON CONFLICT (key) DO UPDATE SET token = EXCLUDED.token, updated_at = now() WHERE f.token <= EXCLUDED.token
-         RETURNING f.token`,
-        [key, token],
-      )
-      .catch((err: unknown) => {
+    // BEGIN and the check go as one simple-protocol query, one round trip: a fenced write then
+    // costs what the same write in a transaction of its own costs (BEGIN, work, COMMIT). The
+    // key is a literal escaped by the driver, the token a checked safe integer.
+    const check = `${begin}; ${checkStatements(table, client.escapeLiteral(key), token)}`;
+    for (let attempt = 1; ; attempt++) {
+      const results = (await client.query(check).catch((err: unknown) => {
         throw missingTable(err, table);
-      });
-    if (raised.rowCount === 0) {
-      // The upsert locked the row without changing it: this read sees its latest token.
-      const highest = await client.query<{ token: string }>(`SELECT token FROM ${table} WHERE key = $1`, [key]);
-      throw new StaleTokenError(token, Number(highest.rows[0]?.token), key);
+      })) as unknown as pg.QueryResult<{ token: string }>[];
+      const highest = Number(results[3]?.rows[0]?.token);
+      if (highest > token) throw new StaleTokenError(token, highest, key);
+      if (highest === token) break;
+      // Below the token (or gone): a first writer of the key inserted it after this
+      // transaction's raise looked and before its insert did. Raising it now would upgrade the
+      // share lock, a deadlock with any other writer doing the same: start the check again,
+      // which then sees the row. Nothing of the work has run.
+      await client.query('ROLLBACK');
+      if (attempt === 3)
+        throw new ConflictError(
+          `the fence row of key ${JSON.stringify(key)} was inserted or deleted under the check 3 times running; nothing was written, try again`,
+        );
     }
     const result = await work(client);
     // The work ended the transaction itself (COMMIT, ROLLBACK): what it ran after that ran
@@ -209,6 +221,22 @@ async function fencedTransaction<T>(client: PgClientBase, fenced: Fenced, work: 
     });
     throw err;
   }
+}
+
+/**
+ * The check, three statements: a raise (it locks the row exclusively only when the token is
+ * above the fence, waiting for every writer of the term before); the row inserted if the key
+ * is new; then its latest token read under a share lock, held to the commit. Writers of the
+ * same term share the lock, so they do not queue behind each other for the whole of their
+ * transactions, and a raise (or a writer behind one) waits until they have committed: the
+ * Temporal pattern, FOR SHARE on each write and an exclusive lock for a new owner.
+ */
+function checkStatements(table: string, keyLiteral: string, token: number): string {
+  return [
+    `UPDATE ${table} SET token = ${token}, updated_at = now() WHERE key = ${keyLiteral} AND token < ${token}`,
+    `INSERT INTO ${table} (key, token) VALUES (${keyLiteral}, ${token}) ON CONFLICT (key) DO NOTHING`,
+    `SELECT token FROM ${table} WHERE key = ${keyLiteral} FOR SHARE`,
+  ].join('; ');
 }
 
 function alreadyInTransaction(): InvalidConfigError {

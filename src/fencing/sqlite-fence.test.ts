@@ -150,6 +150,48 @@ describe('withSqliteFence', () => {
     }
   });
 
+  it('compares keys as bytes: the NFC and NFD spellings of one word are two fences', (t) => {
+    const { db } = open(t);
+    const nfc = 'caf\u00e9';
+    const nfd = 'cafe\u0301';
+    assert.equal(nfc.normalize('NFC'), nfd.normalize('NFC'));
+    withSqliteFence(db, { key: nfc, token: 9 }, () => undefined);
+    assert.equal(
+      withSqliteFence(db, { key: nfd, token: 1 }, () => 'accepted'),
+      'accepted',
+    );
+    assert.deepEqual(fence(db), [
+      { key: nfd, token: 1 },
+      { key: nfc, token: 9 },
+    ]);
+  });
+
+  it('prepares its statements once per connection and table, not per write; a table dropped later is still named', (t) => {
+    const { db } = open(t);
+    const prepare = db.prepare.bind(db);
+    let prepared = 0;
+    db.prepare = (sql: string) => {
+      prepared++;
+      return prepare(sql);
+    };
+    withSqliteFence(db, { key: 'k', token: 1 }, () => undefined);
+    const first = prepared;
+    for (const token of [1, 2, 2, 3]) withSqliteFence(db, { key: 'k', token }, () => undefined);
+    assert.throws(() => withSqliteFence(db, { key: 'k', token: 2 }, () => undefined), isStale('k', 2, 3));
+    assert.equal(prepared, first, 'no statement prepared again');
+    db.exec('DROP TABLE leasehold_fences');
+    assert.throws(
+      () => withSqliteFence(db, { key: 'k', token: 4 }, () => undefined),
+      /^InvalidConfigError: the fence table "leasehold_fences" must exist: create it with createSqliteFenceTable/,
+    );
+    createSqliteFenceTable(db);
+    assert.equal(
+      withSqliteFence(db, { key: 'k', token: 1 }, () => 'again'),
+      'again',
+    );
+    assert.deepEqual(fence(db), [{ key: 'k', token: 1 }]);
+  });
+
   describe('bad input: one line naming the value and the rule, nothing written', () => {
     const cases: [string, unknown, unknown, string | undefined, RegExp][] = [
       ['token 0', 'k', 0, undefined, /^invalid fencing token 0: must be a positive safe integer/],

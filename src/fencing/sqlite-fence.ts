@@ -46,14 +46,35 @@ export function withSqliteFence<T>(db: SqliteDatabase, claim: FenceClaim, work: 
   const table = sqliteFenceTable(options?.table);
   if (typeof work !== 'function')
     throw new InvalidConfigError(`invalid fenced work: ${typeof work}, not a function`, { field: 'work', rule: 'must be a function' });
-  const run = db.transaction((): T => {
-    const row = readFence(db, table, key);
+  return fenceStatements(db, table).fencedTransaction.immediate(key, token, work) as T;
+}
+
+interface FenceStatements {
+  fencedTransaction: Database.Transaction<(key: string, token: number, work: (db: SqliteDatabase) => unknown) => unknown>;
+}
+
+/**
+ * Prepared once per connection and table, not per write: preparing is the dearest part of a
+ * one-row check, and under many writers it was done while holding the file's write lock.
+ */
+const preparedFences = new WeakMap<SqliteDatabase, Map<string, FenceStatements>>();
+
+function fenceStatements(db: SqliteDatabase, table: string): FenceStatements {
+  let byTable = preparedFences.get(db);
+  if (byTable === undefined) preparedFences.set(db, (byTable = new Map<string, FenceStatements>()));
+  const known = byTable.get(table);
+  if (known !== undefined) return known;
+  const select = prepareOnTable(db, table, `SELECT token FROM ${table} WHERE key = ?`);
+  const upsert = prepareOnTable(
+    db,
+    table,
+    `INSERT INTO ${table} (key, token, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET token = excluded.token, updated_at = excluded.updated_at`,
+  );
+  const fencedTransaction = db.transaction((key: string, token: number, work: (db: SqliteDatabase) => unknown): unknown => {
+    const row = onTable(table, () => select.get(key)) as { token: number } | undefined;
     if (row !== undefined && token < row.token) throw new StaleTokenError(token, row.token, key);
-    if (row === undefined || token > row.token) {
-      db.prepare(
-        `INSERT INTO ${table} (key, token, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET token = excluded.token, updated_at = excluded.updated_at`,
-      ).run(key, token, new Date().toISOString());
-    }
+    // An equal token (the same term writing again) changes nothing: no write to the fence row.
+    if (row === undefined || token > row.token) upsert.run(key, token, new Date().toISOString());
     const result = work(db);
     if (isThenable(result)) {
       // Rolled back by the throw; the promise's own failure is not left unhandled.
@@ -70,14 +91,20 @@ export function withSqliteFence<T>(db: SqliteDatabase, claim: FenceClaim, work: 
     }
     return result;
   });
-  return run.immediate();
+  const statements = { fencedTransaction };
+  byTable.set(table, statements);
+  return statements;
 }
 
-function readFence(db: SqliteDatabase, table: string, key: string): { token: number } | undefined {
+function prepareOnTable(db: SqliteDatabase, table: string, sql: string): Database.Statement {
+  return onTable(table, () => db.prepare(sql));
+}
+
+/** Runs `use`, naming a missing fence table: never created silently, where the fence lives is the caller's schema. */
+function onTable<T>(table: string, use: () => T): T {
   try {
-    return db.prepare(`SELECT token FROM ${table} WHERE key = ?`).get(key) as { token: number } | undefined;
+    return use();
   } catch (err) {
-    // Never created silently: where the fence lives is the caller's schema.
     if (err instanceof Error && /^no such table/.test(err.message)) {
       const rule = 'must exist: create it with createSqliteFenceTable(db) or its DDL (docs/fencing.md)';
       throw new InvalidConfigError(`the fence table ${table} ${rule}`, { field: 'table', rule, cause: err });

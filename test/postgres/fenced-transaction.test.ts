@@ -238,7 +238,7 @@ describe('a fence table of another name', () => {
     assert.equal(await fence(key), undefined, 'the default table was not touched');
     await assert.rejects(
       withPostgresFence(pool, { key, token: 5 }, insert(key, 5, 'no table'), { table: 'absent_fences' }),
-      /^InvalidConfigError: the fence table "absent_fences" must exist: create it with createPostgresFenceTable/,
+      /^InvalidConfigError: the fence table "public"."absent_fences" must exist: create it with createPostgresFenceTable/,
     );
     assert.equal((await pool.query<{ t: string | null }>("SELECT to_regclass('absent_fences') AS t")).rows[0]!.t, null);
     assert.deepEqual(await labels(key), ['shard 3']);

@@ -4,13 +4,15 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { request, type Server } from 'node:http';
+import { request, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import pg from 'pg';
+import Fastify from 'fastify';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 import { createPostgresFenceTable } from '../../src/fencing/postgres-fence.js';
 import { postgresFencedHandler } from '../../src/fencing/http-fence.js';
 import { fenceHeaders } from '../../src/fencing/http-header.js';
-import { listen, post, postHugeBodyUnsent, readBody } from '../support/http-fence-client.js';
+import { listen, post, postExpectingContinue, postHugeBodyUnsent, readBody } from '../support/http-fence-client.js';
 
 describe('postgresFencedHandler on a real PostgreSQL', () => {
   let server: PostgresServer;
@@ -83,5 +85,46 @@ describe('postgresFencedHandler on a real PostgreSQL', () => {
     a.end(' A..');
     assert.equal(await answer, 409);
     assert.deepEqual(await rows(key), [{ token: 8, body: 'B, newer' }]);
+  });
+
+  it("docs/fencing.md's Fastify snippet, as written: 200 current, 409 stale and 400 missing with the body unread, 100-continue only when current", async () => {
+    await pool.query('ALTER TABLE orders ADD COLUMN shard_key text');
+    const fastify = Fastify();
+    await fastify.register(async (scope) => {
+      scope.removeAllContentTypeParsers();
+      scope.addContentTypeParser('*', (_request, _payload, done) => done(null)); // the body stays unread
+      const handler = postgresFencedHandler(pool, async (req, res, { claim, write }) => {
+        const body = await readBody(req);
+        await write((tx) => tx.query('INSERT INTO orders (body, shard_key, token) VALUES ($1, $2, $3)', [body, claim.key, claim.token]));
+        res.end();
+      });
+      scope.post('/orders', (request, reply) => {
+        reply.hijack();
+        handler(request.raw, reply.raw);
+      });
+    });
+    fastify.server.on('checkContinue', (req: IncomingMessage, res) => fastify.server.emit('request', req, res));
+    await fastify.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const p = (fastify.server.address() as AddressInfo).port;
+      const key = 'orders/shard/9';
+      assert.equal((await post(p, fenceHeaders({ key, token: 3 }), 'via fastify')).status, 200);
+      const stale = await postHugeBodyUnsent(p, fenceHeaders({ key, token: 2 }));
+      assert.equal(stale.head, 'HTTP/1.1 409 Conflict');
+      assert.equal((JSON.parse(stale.body) as { highest: number }).highest, 3);
+      assert.equal((await postHugeBodyUnsent(p, { 'Leasehold-Fencing-Token': '3' })).head, 'HTTP/1.1 400 Bad Request');
+      const staleContinue = await postExpectingContinue(p, fenceHeaders({ key, token: 2 }), 'stale, never sent');
+      assert.deepEqual([staleContinue.head, staleContinue.bodySent], ['HTTP/1.1 409 Conflict', false]);
+      const current = await postExpectingContinue(p, fenceHeaders({ key, token: 3 }), 'asked for');
+      assert.deepEqual([current.interim, current.head, current.bodySent], [['HTTP/1.1 100 Continue'], 'HTTP/1.1 200 OK', true]);
+      const written = await pool.query<{ body: string }>('SELECT body FROM orders WHERE shard_key = $1 ORDER BY seq', [key]);
+      assert.deepEqual(
+        written.rows.map((r) => r.body),
+        ['via fastify', 'asked for'],
+      );
+    } finally {
+      fastify.server.closeAllConnections();
+      await fastify.close();
+    }
   });
 });

@@ -57,3 +57,46 @@ export function postHugeBodyUnsent(port: number, headers: Record<string, string>
     socket.write(Buffer.alloc(64 * 1024, 'x'));
   });
 }
+
+/**
+ * A POST with `Expect: 100-continue` on a raw socket: the body is sent only after an interim
+ * `100 Continue`, as a careful client does. Resolves with the interim lines heard, the final
+ * status line and body, and whether the body went out.
+ */
+export function postExpectingContinue(
+  port: number,
+  headers: Record<string, string>,
+  body: string,
+): Promise<{ interim: string[]; head: string; body: string; bodySent: boolean }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    const interim: string[] = [];
+    let got = '';
+    let bodySent = false;
+    socket.on('error', reject);
+    socket.on('data', (d: Buffer) => {
+      got += d.toString();
+      for (;;) {
+        const end = got.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const head = got.slice(0, got.indexOf('\r\n'));
+        if (/^HTTP\/1\.1 1\d\d /.test(head)) {
+          interim.push(head);
+          got = got.slice(end + 4);
+          if (!bodySent && /^HTTP\/1\.1 100 /.test(head)) {
+            bodySent = true;
+            socket.write(body);
+          }
+          continue;
+        }
+        const length = Number(/content-length: (\d+)/i.exec(got.slice(0, end))?.[1] ?? 0);
+        if (got.length < end + 4 + length) return;
+        socket.destroy();
+        return resolve({ interim, head, body: got.slice(end + 4, end + 4 + length), bodySent });
+      }
+    });
+    socket.on('close', () => reject(new Error(`connection closed before a whole response: ${JSON.stringify(got)}`)));
+    const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`);
+    socket.write(`POST /orders HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${lines.join('')}\r\n`);
+  });
+}
