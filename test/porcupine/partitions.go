@@ -5,9 +5,10 @@ package main
 // Porcupine's own CheckOperationsVerbose partitions a history with the model's Partition (per
 // key here: linearizability is local) but then searches every partition at once, one goroutine
 // each. Its search remembers every state it reached with a copy of the set of operations
-// linearized so far (a bitset of the partition's size), so a partition of n operations can hold
-// about n²/8 bytes, and all partitions hold theirs together until each finishes: 16 writers
-// for 60 s on 2 keys (about 1.2 million operations on SQLite) reached 23 GB. Here the same
+// linearized so far (a bitset of the partition's size), so a partition of n operations holds at
+// least n²/8 bytes (more where operations overlap: each order tried is a state), and all
+// partitions hold theirs together until each finishes: 16 writers for 60 s on 2 keys (about
+// 1.2 million operations on SQLite) reached 23 GB. Here the same
 // Partition splits the history, and each partition is handed to CheckOperationsVerbose alone,
 // after the previous one's memory is free: the peak is the largest key's, not the sum.
 
