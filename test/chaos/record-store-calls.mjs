@@ -28,7 +28,7 @@ if (dir) {
   const store = STORES[backend];
   if (!store) throw new Error(`LEASEHOLD_TEST_HISTORY_BACKEND=${backend}: expected sqlite, postgres or kubernetes`);
   const mod = await import(new URL(`../../dist/src/backends/${store[0]}`, import.meta.url).href);
-  recordCalls(mod[store[1]].prototype, openHistory(dir, 'store'));
+  recordCalls(mod[store[1]].prototype, openHistory(dir, 'store'), backend === 'kubernetes');
 }
 
 /** The record as the register's value: fields sorted, dates as ms, no successor claim. */
@@ -66,7 +66,7 @@ function wrap(proto, name, begin) {
   };
 }
 
-function recordCalls(proto, h) {
+function recordCalls(proto, h, leaseNoopKeepsVersion) {
   const conflict = (err) => err?.code === 'LEASEHOLD_ERR_CONFLICT';
   const write = (key, op, input) => {
     const id = h.call('register', key, op, input);
@@ -82,8 +82,12 @@ function recordCalls(proto, h) {
       failed: () => {},
     };
   });
-  wrap(proto, 'create', (name, record) => write(`lease/${name}`, 'create', { value: value(record) }));
-  wrap(proto, 'update', (name, record, expected) => write(`lease/${name}`, 'update', { value: value(record), expected }));
+  // The Kubernetes API server persists no no-op update, so the Lease's resourceVersion stays
+  // (API concepts, "Resource versions"); the register is told so. The other stores follow the
+  // LeaseStore contract: any write changes the version.
+  const leaseOpts = leaseNoopKeepsVersion ? { noopKeepsVersion: true } : {};
+  wrap(proto, 'create', (name, record) => write(`lease/${name}`, 'create', { value: value(record), ...leaseOpts }));
+  wrap(proto, 'update', (name, record, expected) => write(`lease/${name}`, 'update', { value: value(record), expected, ...leaseOpts }));
   if (typeof proto.listGroup !== 'function') return;
   // A list is a read of each record it returns, all within the list's interval. A record it
   // does not return says nothing here: this process does not know every key of the group.

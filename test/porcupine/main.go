@@ -23,7 +23,8 @@ import (
 )
 
 func main() {
-	timeout := flag.Duration("timeout", 60*time.Second, "how long Porcupine may search, per model")
+	started := time.Now()
+	timeout := flag.Duration("timeout", 60*time.Second, "how long Porcupine may search, in all: running out is no verdict (exit 3), never a pass")
 	visDir := flag.String("visualize", "", "where to write the visualization of a violation (default: beside the first history)")
 	flag.Parse()
 	if flag.NArg() == 0 {
@@ -57,6 +58,8 @@ func main() {
 		byModel[op.model] = append(byModel[op.model], op)
 	}
 	exit := 0
+	// One budget for the whole search: -timeout bounds the run, not each key.
+	deadline := time.Now().Add(*timeout)
 	for _, name := range []string{"register", "fenced"} {
 		ops := byModel[name]
 		if len(ops) == 0 {
@@ -66,22 +69,23 @@ func main() {
 		if name == "fenced" {
 			model = fencedModel.ToModel()
 		}
-		res, info := porcupine.CheckOperationsVerbose(model, toPorcupine(ops), *timeout)
+		v := checkModel(model, ops, deadline)
 		keys := countKeys(ops)
-		switch res {
+		stats := fmt.Sprintf("%d keys in %.1f s, the largest %d operations", keys, v.elapsed.Seconds(), v.largest)
+		switch v.result {
 		case porcupine.Ok:
-			fmt.Printf("%s: %d operations on %d keys: linearizable\n", name, len(ops), keys)
+			fmt.Printf("%s: %d operations on %d keys: linearizable (%s)\n", name, len(ops), keys, stats)
 		case porcupine.Unknown:
-			fmt.Printf("%s: %d operations on %d keys: no verdict within %s\n", name, len(ops), keys, *timeout)
+			fmt.Printf("%s: %d operations on %d keys: NO VERDICT within %s (%d keys judged of %d: %s)\n", name, len(ops), keys, *timeout, v.judged, keys, stats)
 			if exit == 0 {
 				exit = 3
 			}
 		default:
 			path := filepath.Join(*visDir, fmt.Sprintf("porcupine-%s.html", name))
-			if err := porcupine.VisualizePath(model, info, path); err != nil {
-				fmt.Printf("%s: %d operations on %d keys: NOT linearizable (the visualization could not be written: %v)\n", name, len(ops), keys, err)
+			if err := porcupine.VisualizePath(model, v.info, path); err != nil {
+				fmt.Printf("%s: %d operations on %d keys: NOT linearizable at key %q (the visualization could not be written: %v)\n", name, len(ops), keys, v.failedKey, err)
 			} else {
-				fmt.Printf("%s: %d operations on %d keys: NOT linearizable; visualization: %s\n", name, len(ops), keys, path)
+				fmt.Printf("%s: %d operations on %d keys: NOT linearizable at key %q; visualization: %s\n", name, len(ops), keys, v.failedKey, path)
 			}
 			exit = 1
 		}
@@ -106,6 +110,7 @@ func main() {
 		fmt.Println("no operations recorded: nothing checked")
 		exit = 1
 	}
+	fmt.Println(resourceUse(started))
 	os.Exit(exit)
 }
 

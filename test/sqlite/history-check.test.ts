@@ -102,6 +102,26 @@ describe('the history checker', () => {
     assert.match(v.output, /1 lost.*LOST.*\[a\]/);
   });
 
+  it('checks key by key and names the key of a violation among many clean ones', async () => {
+    const lines: string[] = [];
+    for (let k = 0; k < 50; k++) {
+      lines.push(op('fenced', `k${k}`, 'write', 0, 10, { token: 5, value: 'x' }, { accepted: true }));
+      // Key 37 accepts a lower token after a higher one: the only violation.
+      lines.push(op('fenced', `k${k}`, 'write', 20, 30, { token: k === 37 ? 4 : 6, value: 'y' }, { accepted: true }));
+    }
+    const v = await check('many-keys', lines);
+    assert.equal(v.code, 1, v.output);
+    assert.match(v.output, /fenced: 100 operations on 50 keys: NOT linearizable at key "k37"/);
+  });
+
+  it('out of time is no verdict and a failure (exit 3), never a pass', async () => {
+    const path = join(dir.path, 'no-time.jsonl');
+    writeFileSync(path, op('fenced', 'r', 'write', 0, 10, { token: 5, value: 'x' }, { accepted: true }) + '\n');
+    const v = await checkHistory([path], 0);
+    assert.equal(v.code, 3, v.output);
+    assert.match(v.output, /NO VERDICT within 0s \(0 keys judged of 1/);
+  });
+
   it('refuses a line it cannot read: one line naming the file, the line and the rule, exit 2', async () => {
     const v = await check('bad', [op('register', 'lease/a', 'create', 0, 10, { value: 'A' }, { ok: true, version: '1' }), '{"model":"queue"}']);
     assert.equal(v.code, 2, v.output);
