@@ -43,6 +43,15 @@ export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {
  */
 const KILL_WAIT_MS = 2_000;
 
+/**
+ * How much later than the runner's own bound the end-of-term gate gives up on its own: the runner
+ * decides at its bound (commandGone), standing back before the gate returns, so the elector never
+ * campaigns beside work it could not stop. Were the gate's timer first (timers fire in order of
+ * their deadlines, and a synchronous store call can hold both past them), the elector would try
+ * to take the lease again before the runner says it exits.
+ */
+const GATE_SLACK_MS = 250;
+
 /** The exit status past the bound when CMD itself never exited: as if the SIGKILL sent had ended it. */
 const EXIT_KILLED = 137;
 
@@ -119,7 +128,7 @@ export class LeaderRunner {
       eligibility: this.standBack,
       // CMD is the term's work: however the term ends, it is stopped (SIGTERM, then SIGKILL after
       // the grace period) and gone before the release and before the next term.
-      termWork: { stopped: () => this.commandGone(), boundMs: opts.gracePeriodMs + KILL_WAIT_MS },
+      termWork: { stopped: () => this.commandGone(), boundMs: opts.gracePeriodMs + KILL_WAIT_MS + GATE_SLACK_MS },
       listener: {
         onStartedLeading: (term) => {
           this.guard?.disarm();
@@ -321,6 +330,8 @@ export class LeaderRunner {
    */
   private exitPastBound(last: ChildProcessGroup): void {
     if (this.shuttingDown) return;
+    // Before the gate hears "not stopped": no attempt may follow it while leasehold leaves.
+    this.standBack.standBack('the command or a process of its session outlived SIGKILL: exiting', this.opts.leaseDurationMs);
     this.log.error('the command or a process of its session outlived SIGKILL past the bound: exiting, the lease left to expire', {
       pid: last.pid,
       commandExited: !last.running,

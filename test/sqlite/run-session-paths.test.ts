@@ -14,12 +14,10 @@ import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { isAlive, start, startCli, waitFor, type Proc } from '../support/cli.js';
+import { isAlive, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { removeStaleCgroups } from '../../src/run/command-cgroup.js';
-import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
-import { ConflictError } from '../../src/errors.js';
-import { COMMANDS, SETSID, cgroupAvailable, holder, workerPid } from '../support/run-session.js';
+import { COMMANDS, SETSID, cgroupAvailable, deleteRecord, holdWriteLock, holder, takeLease, workerPid } from '../support/run-session.js';
 
 const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '300ms', '--grace-period', '300ms'];
 const CGROUP = cgroupAvailable();
@@ -33,57 +31,6 @@ function inMatrix(command: string, ending: Ending): boolean {
   if (ALWAYS.includes(command)) return true;
   const i = Object.keys(COMMANDS).indexOf(command);
   return (ENDINGS.indexOf(ending) + i) % 2 === 0;
-}
-
-/** A neighbour holding the database's write lock (BEGIN IMMEDIATE) until killed: every write is refused busy. */
-function holdWriteLock(db: string): Proc {
-  const script = [
-    'import sqlite3, time',
-    `c = sqlite3.connect(${JSON.stringify(db)}, isolation_level=None)`,
-    "c.execute('BEGIN IMMEDIATE')",
-    "print('locked', flush=True)",
-    'time.sleep(60)',
-  ].join('\n');
-  return start('python3', ['-c', script]);
-}
-
-/** The lease written by another writer (compare-and-swap on the real file), for one second. */
-async function takeLease(db: string, lease: string): Promise<void> {
-  const store = new SqliteLeaseStore(db);
-  try {
-    for (;;) {
-      const got = (await store.get(lease))!;
-      const taken = {
-        ...got.record,
-        holderIdentity: 'intruder',
-        leaseDurationSeconds: 1,
-        renewTime: new Date(),
-        leaseTransitions: got.record.leaseTransitions + 1,
-      };
-      try {
-        await store.update(lease, taken, got.version);
-        return;
-      } catch (err) {
-        // The leader renewed between the read and the write: read again.
-        if (!(err instanceof ConflictError)) throw err;
-      }
-    }
-  } finally {
-    await store.close();
-  }
-}
-
-/** The lease's row deleted by hand, as a neighbour with sqlite3 would. */
-async function deleteRecord(db: string, lease: string): Promise<void> {
-  const script = [
-    'import sqlite3, sys',
-    `c = sqlite3.connect(${JSON.stringify(db)}, timeout=10)`,
-    "c.execute('DELETE FROM leases WHERE name = ?', (sys.argv[1],))",
-    'c.commit()',
-  ];
-  const p = start('python3', ['-c', script.join('\n'), lease]);
-  const exit = await p.exited;
-  assert.equal(exit.code, 0, p.stderr());
 }
 
 describe("leasehold run: every way a term ends waits for the workers that left CMD's process group", () => {

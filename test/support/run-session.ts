@@ -5,7 +5,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO } from './cli.js';
+import assert from 'node:assert/strict';
+import { REPO, start, type Proc } from './cli.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
+import { ConflictError } from '../../src/errors.js';
 import { createCommandCgroup } from '../../src/run/command-cgroup.js';
 
 export const WORKER = join(REPO, 'test/support/session_worker.py');
@@ -48,4 +51,55 @@ export function holder(statusDir: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** A neighbour holding the database's write lock (BEGIN IMMEDIATE) until killed: every write is refused busy. */
+export function holdWriteLock(db: string): Proc {
+  const script = [
+    'import sqlite3, time',
+    `c = sqlite3.connect(${JSON.stringify(db)}, isolation_level=None)`,
+    "c.execute('BEGIN IMMEDIATE')",
+    "print('locked', flush=True)",
+    'time.sleep(60)',
+  ].join('\n');
+  return start('python3', ['-c', script]);
+}
+
+/** The lease written by another writer (compare-and-swap on the real file), for one second. */
+export async function takeLease(db: string, lease: string): Promise<void> {
+  const store = new SqliteLeaseStore(db);
+  try {
+    for (;;) {
+      const got = (await store.get(lease))!;
+      const taken = {
+        ...got.record,
+        holderIdentity: 'intruder',
+        leaseDurationSeconds: 1,
+        renewTime: new Date(),
+        leaseTransitions: got.record.leaseTransitions + 1,
+      };
+      try {
+        await store.update(lease, taken, got.version);
+        return;
+      } catch (err) {
+        // The leader renewed between the read and the write: read again.
+        if (!(err instanceof ConflictError)) throw err;
+      }
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+/** The lease's row deleted by hand, as a neighbour with sqlite3 would. */
+export async function deleteRecord(db: string, lease: string): Promise<void> {
+  const script = [
+    'import sqlite3, sys',
+    `c = sqlite3.connect(${JSON.stringify(db)}, timeout=10)`,
+    "c.execute('DELETE FROM leases WHERE name = ?', (sys.argv[1],))",
+    'c.commit()',
+  ];
+  const p = start('python3', ['-c', script.join('\n'), lease]);
+  const exit = await p.exited;
+  assert.equal(exit.code, 0, p.stderr());
 }
