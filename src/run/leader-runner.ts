@@ -67,8 +67,9 @@ export const EXIT_NOT_ELECTED = 124;
  * `leasehold run`: the command runs only while this candidate leads.
  * - elected: start the command with its fencing token in LEASEHOLD_FENCING_TOKEN;
  * - leadership lost (renewDeadline passed, or the lease taken): SIGTERM its process group,
- *   SIGKILL after the grace period, which is no longer than what remains of the lease, so
- *   it is gone before anyone else may be elected;
+ *   SIGKILL after the grace period counted from the last renewal's renew deadline (killBy),
+ *   which leaves the clock margin before the lease's expiry, so it is gone before anyone else
+ *   may be elected;
  * - whatever ends a term, the wait for CMD and every process of its session is bounded: past
  *   the grace period + KILL_WAIT_MS from the moment the term began to end, nothing is
  *   released, the lease is left to expire, and leasehold exits;
@@ -113,6 +114,14 @@ export class LeaderRunner {
   private endBy: number | null = null;
   /** Commands started by this runner: each has a cgroup of its own, named by its number. */
   private commandsStarted = 0;
+  /**
+   * performance.now() by which CMD gets its SIGKILL when the term ends on its own (not by a
+   * signal to leasehold): the last renewal's renew deadline plus the grace period, which the
+   * grace period's bound keeps the clock margin before the lease's expiry. Counted from there,
+   * not from when the step-down is heard, so a late deadline timer or a busy event loop
+   * shortens the grace period instead of pushing the kill towards the next leader's term.
+   */
+  private killBy: number | null = null;
 
   constructor(private readonly opts: LeaderRunnerOptions) {
     this.log = opts.log;
@@ -131,6 +140,7 @@ export class LeaderRunner {
       termWork: { stopped: () => this.commandGone(), boundMs: opts.gracePeriodMs + KILL_WAIT_MS + GATE_SLACK_MS },
       listener: {
         onStartedLeading: (term) => {
+          this.noteRenewal(term);
           this.guard?.disarm();
           this.clearTry();
           this.term = term;
@@ -138,6 +148,7 @@ export class LeaderRunner {
           this.failedInARow = 0;
           this.startChild();
         },
+        onRenewed: (term) => this.noteRenewal(term),
         onStoppedLeading: (reason) => {
           this.term = null;
           this.cancelRestart();
@@ -145,6 +156,10 @@ export class LeaderRunner {
         },
       },
     });
+  }
+
+  private noteRenewal(term: LeadershipTerm): void {
+    this.killBy = performance.now() + Math.max(0, term.validUntil.getTime() - Date.now()) + this.opts.gracePeriodMs;
   }
 
   async start(): Promise<void> {
@@ -281,7 +296,7 @@ export class LeaderRunner {
   }
 
   private async onLostLeadership(reason: string): Promise<void> {
-    await this.stopChild(`lost leadership: ${reason}`);
+    await this.stopChild(`lost leadership: ${reason}`, true);
     if (this.opts.once && !this.shuttingDown) {
       this.log.error('lost leadership before the command finished', { reason });
       await this.shutdown(EXIT_LOST_LEADERSHIP);
@@ -309,7 +324,7 @@ export class LeaderRunner {
   private async commandGone(): Promise<boolean> {
     this.leftMs();
     if (this.childStop) await this.childStop;
-    else if (this.child?.running) await this.stopChild('the term ended');
+    else if (this.child?.running) await this.stopChild('the term ended', !this.shuttingDown);
     const last = this.lastChild;
     if (!last) return true;
     // The session's SIGKILL went out with CMD's exit: its processes (the guard's watcher at
@@ -340,11 +355,13 @@ export class LeaderRunner {
     void this.shutdown(this.opts.once ? EXIT_LOST_LEADERSHIP : last.running ? EXIT_KILLED : this.lastStatus);
   }
 
-  private async stopChild(reason: string): Promise<void> {
+  /** `termEnded`: the term ended on its own, so the SIGKILL comes by killBy at the latest. */
+  private async stopChild(reason: string, termEnded = false): Promise<void> {
     const child = this.child;
     if (!child?.running) return;
     const left = this.leftMs();
-    const graceMs = Math.min(this.opts.gracePeriodMs, left);
+    const byDeadline = termEnded && this.killBy !== null ? Math.max(0, this.killBy - performance.now()) : Infinity;
+    const graceMs = Math.min(this.opts.gracePeriodMs, left, byDeadline);
     const stopping = child.terminate(graceMs, left - graceMs);
     this.childStop = stopping;
     const r = await stopping;
