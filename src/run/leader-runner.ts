@@ -43,6 +43,15 @@ export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {
  */
 const KILL_WAIT_MS = 2_000;
 
+/**
+ * How much later than the runner's own bound the end-of-term gate gives up on its own: the runner
+ * decides at its bound (commandGone), standing back before the gate returns, so the elector never
+ * campaigns beside work it could not stop. Were the gate's timer first (timers fire in order of
+ * their deadlines, and a synchronous store call can hold both past them), the elector would try
+ * to take the lease again before the runner says it exits.
+ */
+const GATE_SLACK_MS = 250;
+
 /** The exit status past the bound when CMD itself never exited: as if the SIGKILL sent had ended it. */
 const EXIT_KILLED = 137;
 
@@ -58,8 +67,9 @@ export const EXIT_NOT_ELECTED = 124;
  * `leasehold run`: the command runs only while this candidate leads.
  * - elected: start the command with its fencing token in LEASEHOLD_FENCING_TOKEN;
  * - leadership lost (renewDeadline passed, or the lease taken): SIGTERM its process group,
- *   SIGKILL after the grace period, which is no longer than what remains of the lease, so
- *   it is gone before anyone else may be elected;
+ *   SIGKILL after the grace period counted from the last renewal's renew deadline (killBy),
+ *   which leaves the clock margin before the lease's expiry, so it is gone before anyone else
+ *   may be elected;
  * - whatever ends a term, the wait for CMD and every process of its session is bounded: past
  *   the grace period + KILL_WAIT_MS from the moment the term began to end, nothing is
  *   released, the lease is left to expire, and leasehold exits;
@@ -104,6 +114,14 @@ export class LeaderRunner {
   private endBy: number | null = null;
   /** Commands started by this runner: each has a cgroup of its own, named by its number. */
   private commandsStarted = 0;
+  /**
+   * performance.now() by which CMD gets its SIGKILL when the term ends on its own (not by a
+   * signal to leasehold): the last renewal's renew deadline plus the grace period, which the
+   * grace period's bound keeps the clock margin before the lease's expiry. Counted from there,
+   * not from when the step-down is heard, so a late deadline timer or a busy event loop
+   * shortens the grace period instead of pushing the kill towards the next leader's term.
+   */
+  private killBy: number | null = null;
 
   constructor(private readonly opts: LeaderRunnerOptions) {
     this.log = opts.log;
@@ -119,9 +137,10 @@ export class LeaderRunner {
       eligibility: this.standBack,
       // CMD is the term's work: however the term ends, it is stopped (SIGTERM, then SIGKILL after
       // the grace period) and gone before the release and before the next term.
-      termWork: { stopped: () => this.commandGone(), boundMs: opts.gracePeriodMs + KILL_WAIT_MS },
+      termWork: { stopped: () => this.commandGone(), boundMs: opts.gracePeriodMs + KILL_WAIT_MS + GATE_SLACK_MS },
       listener: {
         onStartedLeading: (term) => {
+          this.noteRenewal(term);
           this.guard?.disarm();
           this.clearTry();
           this.term = term;
@@ -129,6 +148,7 @@ export class LeaderRunner {
           this.failedInARow = 0;
           this.startChild();
         },
+        onRenewed: (term) => this.noteRenewal(term),
         onStoppedLeading: (reason) => {
           this.term = null;
           this.cancelRestart();
@@ -136,6 +156,10 @@ export class LeaderRunner {
         },
       },
     });
+  }
+
+  private noteRenewal(term: LeadershipTerm): void {
+    this.killBy = performance.now() + Math.max(0, term.validUntil.getTime() - Date.now()) + this.opts.gracePeriodMs;
   }
 
   async start(): Promise<void> {
@@ -272,7 +296,7 @@ export class LeaderRunner {
   }
 
   private async onLostLeadership(reason: string): Promise<void> {
-    await this.stopChild(`lost leadership: ${reason}`);
+    await this.stopChild(`lost leadership: ${reason}`, true);
     if (this.opts.once && !this.shuttingDown) {
       this.log.error('lost leadership before the command finished', { reason });
       await this.shutdown(EXIT_LOST_LEADERSHIP);
@@ -300,7 +324,7 @@ export class LeaderRunner {
   private async commandGone(): Promise<boolean> {
     this.leftMs();
     if (this.childStop) await this.childStop;
-    else if (this.child?.running) await this.stopChild('the term ended');
+    else if (this.child?.running) await this.stopChild('the term ended', !this.shuttingDown);
     const last = this.lastChild;
     if (!last) return true;
     // The session's SIGKILL went out with CMD's exit: its processes (the guard's watcher at
@@ -321,6 +345,8 @@ export class LeaderRunner {
    */
   private exitPastBound(last: ChildProcessGroup): void {
     if (this.shuttingDown) return;
+    // Before the gate hears "not stopped": no attempt may follow it while leasehold leaves.
+    this.standBack.standBack('the command or a process of its session outlived SIGKILL: exiting', this.opts.leaseDurationMs);
     this.log.error('the command or a process of its session outlived SIGKILL past the bound: exiting, the lease left to expire', {
       pid: last.pid,
       commandExited: !last.running,
@@ -329,11 +355,13 @@ export class LeaderRunner {
     void this.shutdown(this.opts.once ? EXIT_LOST_LEADERSHIP : last.running ? EXIT_KILLED : this.lastStatus);
   }
 
-  private async stopChild(reason: string): Promise<void> {
+  /** `termEnded`: the term ended on its own, so the SIGKILL comes by killBy at the latest. */
+  private async stopChild(reason: string, termEnded = false): Promise<void> {
     const child = this.child;
     if (!child?.running) return;
     const left = this.leftMs();
-    const graceMs = Math.min(this.opts.gracePeriodMs, left);
+    const byDeadline = termEnded && this.killBy !== null ? Math.max(0, this.killBy - performance.now()) : Infinity;
+    const graceMs = Math.min(this.opts.gracePeriodMs, left, byDeadline);
     const stopping = child.terminate(graceMs, left - graceMs);
     this.childStop = stopping;
     const r = await stopping;

@@ -55,6 +55,10 @@ describe('the library’s ShardGroup', () => {
       [{ callbacks: {} }, /callbacks.onShardGained is required/],
       [{ renewDeadlineMs: 20_000 }, /leaseDuration/],
       [{ shard: 3 }, /unknown option "shard"/],
+      // LeaderElection's bound: renewDeadlineMs/2 − retryPeriodMs (3 s with the defaults).
+      [{ drainTimeoutMs: 3_001 }, /drainTimeoutMs must be at most renewDeadlineMs\/2 − retryPeriodMs \(3000\)/],
+      [{ drainTimeoutMs: 2 ** 31 - 1 }, /at most renewDeadlineMs\/2 − retryPeriodMs/],
+      [{ ...T, renewDeadlineMs: 4_000, drainTimeoutMs: 1 }, /no drain fits renewDeadlineMs\/2 − retryPeriodMs \(2000 − 2000\)/],
     ] as const) {
       await assert.rejects(ShardGroup.start({ ...base, ...over } as never), (e: unknown) => e instanceof InvalidConfigError && rule.test(e.message));
     }

@@ -8,7 +8,7 @@ import type { GroupStore } from '../backends/group-store.js';
 import { MAX_MEMBER_SLOTS } from '../backends/group-store.js';
 import { InvalidConfigError } from '../errors.js';
 import { createLogger, guardedLogger, isLogger, type Logger } from '../log.js';
-import { quoted, resolvedTimings, validateIdentity, validateTimings } from '../config/election-options.js';
+import { maxDrainMs, quoted, resolvedTimings, validateIdentity, validateTimings } from '../config/election-options.js';
 import { MAX_TIMER_MS } from '../config/duration.js';
 import { realClock, type Clock } from '../clock.js';
 import type { Eligibility } from '../health/eligibility.js';
@@ -52,7 +52,10 @@ export interface ShardGroupOptions {
   leaseDurationMs?: number;
   renewDeadlineMs?: number;
   retryPeriodMs?: number;
-  /** How long a moving shard's work is waited for before it is kept until it could have expired. Default renewDeadlineMs. */
+  /**
+   * How long a moving shard's work is waited for before it is kept until it could have expired.
+   * Default and most: renewDeadlineMs/2 − retryPeriodMs, as LeaderElection's.
+   */
   drainTimeoutMs?: number;
   /** While it says not eligible, this member gives its shards up and takes none (docs/health.md). */
   health?: Eligibility;
@@ -92,7 +95,7 @@ export class ShardGroup {
       clock,
       log,
       eligibility: opts.health,
-      drainTimeoutMs: opts.drainTimeoutMs ?? timings.renewDeadlineMs,
+      drainTimeoutMs: opts.drainTimeoutMs ?? Math.max(0, maxDrainMs(timings)),
       drain: (shard) => this.workStopped(shard),
       listener: {
         onShardGained: (t) => {
@@ -205,10 +208,22 @@ function checkOptions(opts: ShardGroupOptions): void {
   if (k !== undefined && (!Number.isInteger(k) || k < 1 || k > MAX_MEMBER_SLOTS))
     throw new InvalidConfigError(`maxMembers must be a whole number from 1 to ${MAX_MEMBER_SLOTS}, got ${quoted(k)}`);
   validateIdentity(opts.identity);
-  validateTimings(resolvedTimings(opts), 'option');
+  const timings = resolvedTimings(opts);
+  validateTimings(timings, 'option');
   const d = opts.drainTimeoutMs;
   if (d !== undefined && (typeof d !== 'number' || !Number.isInteger(d) || d < 0 || d > MAX_TIMER_MS)) {
     throw new InvalidConfigError(`drainTimeoutMs must be a whole number of milliseconds from 0 to 2^31 − 1, got ${quoted(d)}`);
+  }
+  // LeaderElection's rule and the sidecar's (--drain-timeout): a drain that outlasts it ends after
+  // the shard could have expired, so its next owner may start beside the work.
+  const fits = maxDrainMs(timings);
+  if (d !== undefined && d > 0 && d > fits) {
+    throw new InvalidConfigError(
+      fits > 0
+        ? `drainTimeoutMs must be at most renewDeadlineMs/2 − retryPeriodMs (${fits}): a shard must be let go before the renew deadline; raise renewDeadlineMs for a longer drain, got ${d}`
+        : `drainTimeoutMs ${d} is too long: no drain fits renewDeadlineMs/2 − retryPeriodMs (${timings.renewDeadlineMs / 2} − ${timings.retryPeriodMs}); raise renewDeadlineMs, lower retryPeriodMs, or give 0`,
+      { field: 'drainTimeoutMs' },
+    );
   }
   if (opts.log !== undefined && !isLogger(opts.log)) throw new InvalidConfigError('log must be an object with debug, info, warn and error methods when given');
 }

@@ -10,54 +10,16 @@ import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO, isAlive, startCli, waitFor, type Proc } from '../support/cli.js';
+import { isAlive, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { startHealthApp } from '../support/health-apps.js';
-import { createCommandCgroup, removeStaleCgroups } from '../../src/run/command-cgroup.js';
+import { removeStaleCgroups } from '../../src/run/command-cgroup.js';
+import { COMMANDS, SETSID, cgroupAvailable, holder, workerPid } from '../support/run-session.js';
 
-const WORKER = join(REPO, 'test/support/session_worker.py');
-const SETPGID = join(REPO, 'test/support/setpgid_spawn.py');
 const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '300ms', '--grace-period', '300ms'];
-
-/** CMD for candidate `name`, by how it starts its worker. */
-const COMMANDS: Record<string, (work: string, name: string) => string[]> = {
-  // A job script that guards its step with timeout(1), which calls setpgid(0, 0). (As CMD itself
-  // timeout cannot leave: CMD leads its session, where setpgid fails.)
-  "sh -c 'timeout 60 worker'": (work, name) => ['sh', '-c', 'timeout 60 python3 "$0" "$1" "$2"; exit', WORKER, work, name],
-  "sh -c 'worker & wait'": (work, name) => ['sh', '-c', 'python3 "$0" "$1" "$2" & wait', WORKER, work, name],
-  'nohup worker &': (work, name) => ['sh', '-c', 'nohup python3 "$0" "$1" "$2" >/dev/null 2>&1 & sleep 60', WORKER, work, name],
-  'os.setpgid(0, 0)': (work, name) => ['python3', SETPGID, 'python3', WORKER, work, name],
-};
-
-/** A worker in a session of its own: only a cgroup of CMD's holds it (docs/drain.md). */
-const SETSID = "sh -c 'setsid -f worker; sleep 60'";
-COMMANDS[SETSID] = (work, name) => ['sh', '-c', 'setsid -f python3 "$0" "$1" "$2"; sleep 60', WORKER, work, name];
-
-/** Whether `run` can give CMD a cgroup v2 of its own here (as it would: command-cgroup.ts). */
-function cgroupAvailable(): boolean {
-  const { cgroup } = createCommandCgroup(`leasehold-test-probe-${process.pid}`);
-  cgroup?.remove();
-  return cgroup !== null;
-}
 const CGROUP = cgroupAvailable();
 
 type Ending = 'SIGTERM' | 'health step-down' | 'kill -9';
-
-function workerPid(work: string, name: string): number | undefined {
-  try {
-    return Number(readFileSync(join(work, `worker-${name}`), 'utf8').trim()) || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function holder(statusDir: string): string | undefined {
-  try {
-    return (JSON.parse(readFileSync(join(statusDir, 'status.json'), 'utf8')) as { holder: string | null }).holder ?? undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 describe("leasehold run: a worker that left CMD's process group is still waited for (its session)", () => {
   const procs: Proc[] = [];

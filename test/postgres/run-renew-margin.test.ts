@@ -1,0 +1,106 @@
+/**
+ * How much time `leasehold run`'s kill at the renew deadline leaves before the earliest moment
+ * another candidate could lead (issue 41 item 6; docs/guarantees.md, "Clocks and timers"). One
+ * `leasehold run` on a real PostgreSQL with the default grace period (lease-duration −
+ * renew-deadline − the clock margin); its CMD is a worker that ignores SIGTERM and holds an
+ * exclusive flock for its life, so it is gone only at the SIGKILL. Its renewals are then left
+ * unanswered (another session holds the lease's row locked, so each UPDATE waits until
+ * leasehold gives up on it and the server cancels it), and an observer blocked on the worker's
+ * flock notes when it is let go. The margin: the last renewal's renew_time plus the lease
+ * duration, minus that moment (the observer's own wake-up counted against it); printed each
+ * round. Asserted: the median round above 0, the lease's expiry; not every round, nor the clock
+ * margin, which one late timer on a busy machine (five test runs on two cores) may eat into.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { start, startCli, waitFor, type Proc } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
+import { startPostgres, type PostgresServer } from '../support/postgres.js';
+import { removeStaleCgroups } from '../../src/run/command-cgroup.js';
+import { clockMarginMs } from '../../src/config/election-options.js';
+import { WORKER } from '../support/run-session.js';
+
+const LEASE_MS = 2_000;
+const T = ['--lease-duration', `${LEASE_MS}ms`, '--renew-deadline', '1500ms', '--retry-period', '300ms'];
+const ROUNDS = 5;
+
+/** Blocks on DIR/worker.lock once the worker holds it, then prints the wall time it got it (ms). */
+const OBSERVER = [
+  'import fcntl, os, sys, time',
+  'work = sys.argv[1]',
+  "while not os.path.exists(os.path.join(work, 'held-a')): time.sleep(0.01)",
+  "fd = os.open(os.path.join(work, 'worker.lock'), os.O_RDWR)",
+  "print('waiting', flush=True)",
+  'fcntl.flock(fd, fcntl.LOCK_EX)',
+  "print('free', time.time() * 1000, flush=True)",
+].join('\n');
+
+describe("leasehold run on PostgreSQL: the kill at the renew deadline comes before the lease's expiry", () => {
+  const procs: Proc[] = [];
+  const dir = scratchDir(() => procs);
+  let server: PostgresServer;
+  let su: pg.Client;
+  before(async () => {
+    server = await startPostgres();
+    su = new pg.Client({ connectionString: server.url('postgres') });
+    su.on('error', () => {});
+    await su.connect();
+  });
+  after(async () => {
+    for (const p of procs) {
+      p.kill('SIGKILL');
+      await p.exited;
+    }
+    await su?.end().catch(() => {});
+    await server?.stop();
+    await waitFor('the cgroups of runners gone to be removed', () => removeStaleCgroups() === 0, 10_000, 20);
+  });
+
+  async function round(i: number): Promise<number> {
+    const lease = `margin-${i}`;
+    const work = join(dir.path, lease);
+    mkdirSync(work);
+    const backend = ['--backend', 'postgres', '--postgres-url', server.url(), '--lease', lease];
+    const a = startCli(['run', ...backend, '--identity', 'a', ...T, '--', 'python3', WORKER, work, 'a']);
+    procs.push(a);
+    const observer = start('python3', ['-c', OBSERVER, work]);
+    procs.push(observer);
+    await waitFor('the observer to wait on the worker', () => observer.stdout().includes('waiting'), 30_000).catch((err: Error) => {
+      throw new Error(`${err.message}:\n${a.stderr()}`);
+    });
+    // A moment into the renewal cycle that differs each round.
+    await new Promise((resolve) => setTimeout(resolve, 500 + i * 70));
+    // The row locked: A's renewals wait, unanswered, until it gives each up.
+    const locker = new pg.Client({ connectionString: server.url('postgres') });
+    locker.on('error', () => {});
+    await locker.connect();
+    await locker.query('BEGIN');
+    await locker.query('SELECT 1 FROM leases WHERE name = $1 FOR UPDATE', [lease]);
+    try {
+      const freed = await waitFor('the worker to be gone', () => /free ([\d.]+)/.exec(observer.stdout())?.[1], 20_000, 5);
+      // Reads pass the row lock: the record as A last renewed it.
+      const row = (await su.query<{ holder_identity: string; renew_time: number }>('SELECT holder_identity, renew_time FROM leases WHERE name = $1', [lease]))
+        .rows[0]!;
+      assert.equal(row.holder_identity, 'a');
+      assert.match(a.stderr(), /no successful renewal within renewDeadline/, a.stderr());
+      const marginMs = Math.round(row.renew_time * 1000 + LEASE_MS - Number(freed));
+      console.log(`round ${i}: the worker gone ${marginMs} ms before the lease could expire`);
+      return marginMs;
+    } finally {
+      await locker.end().catch(() => {});
+      a.kill('SIGTERM');
+      await a.exited;
+    }
+  }
+
+  it(`${ROUNDS} rounds: the worker is gone before the lease could expire (the median round)`, { timeout: 180_000 }, async () => {
+    const margins: number[] = [];
+    for (let i = 0; i < ROUNDS; i++) margins.push(await round(i));
+    const median = [...margins].sort((x, y) => x - y)[Math.floor(ROUNDS / 2)]!;
+    console.log(`margins: ${margins.join(', ')} ms (median ${median}; the clock margin ${clockMarginMs(LEASE_MS)} ms)`);
+    assert.ok(median > 0, `the worker outlived the lease: ${margins.join(', ')} ms`);
+  });
+});
