@@ -1,6 +1,6 @@
 import { createLogger } from '../src/log.js';
 import { formatDuration } from '../src/config/duration.js';
-import { clockMarginMs } from '../src/config/election-options.js';
+import { clockMarginMs, storeTimeouts } from '../src/config/election-options.js';
 import { duration } from './election-flags.js';
 import { resolveExecutable } from '../src/util/resolve-executable.js';
 import { EXIT_NOT_ELECTED, LeaderRunner } from '../src/run/leader-runner.js';
@@ -96,7 +96,7 @@ export async function runRun(f: FlagValues<RunArgs>, { env, io }: CommandContext
   resolveExecutable(argv[0]!, env.PATH ?? '');
   await checkListenAddress(s.listen, f.values.listen);
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base: { lease: s.lease, identity: s.identity }, write: (line) => io.stderr(`${line}\n`) });
-  const { store, podLabeler } = await openStoreAndLabeler({ ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 }, s.podLabel, s.identity, s.lease, log);
+  const { store, podLabeler } = await openStoreAndLabeler({ ...s.store, ...storeTimeouts(s) }, s.podLabel, s.identity, s.lease, log);
   let runner: LeaderRunner;
   try {
     runner = new LeaderRunner({

@@ -1,5 +1,6 @@
 import { createLogger } from '../src/log.js';
 import type { InvalidConfigError } from '../src/errors.js';
+import { storeTimeouts } from '../src/config/election-options.js';
 import { Sidecar } from '../src/sidecar/sidecar.js';
 import { SIDECAR_COMMAND_OPTIONS, checkListenAddress, openStoreAndLabeler, resolveSidecarCommand } from './sidecar-settings.js';
 import type { CommandSpec } from './flag-table.js';
@@ -28,7 +29,7 @@ export async function runSidecar(flags: ParsedFlags<typeof SIDECAR_COMMAND_OPTIO
   // A leader reads its EndpointSlice again once a lease duration, to put back what something else rewrote.
   const endpoints = s.leaderEndpoints && { ...s.leaderEndpoints, verifyMs: s.leaseDurationMs };
   const { store, podLabeler, leaderEndpoints } = await openStoreAndLabeler(
-    { ...s.store, requestTimeoutMs: s.renewDeadlineMs / 2 },
+    { ...s.store, ...storeTimeouts(s) },
     s.podLabel,
     s.identity,
     s.lease,

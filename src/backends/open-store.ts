@@ -25,6 +25,11 @@ export interface StoreSettings {
   postgresTable?: string | undefined;
   /** Bound on one API request that carries no signal of its own, ms. */
   requestTimeoutMs?: number | undefined;
+  /**
+   * sqlite: how long a write waits for another process's lock, ms (default 1000). It holds the
+   * event loop that long: a candidate gives storeTimeouts(timings).busyTimeoutMs.
+   */
+  busyTimeoutMs?: number | undefined;
   /** Where the store reports what it does on its own (sqlite: reopening a replaced file). */
   log?: Logger | undefined;
   /**
@@ -65,6 +70,7 @@ export async function openStore(s: StoreSettings): Promise<OpenedStore> {
         return new SqliteLeaseStore(s.db, { readonly: true, onOversized: (message) => log?.warn(message) });
       }
       return new SqliteLeaseStore(s.db, {
+        busyTimeoutMs: s.busyTimeoutMs,
         onReopen: (message) => log?.warn(message),
         onOversized: (message) => log?.warn(message),
         allowNetworkFilesystem: s.allowNetworkFilesystem ?? false,

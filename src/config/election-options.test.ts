@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { InvalidConfigError } from '../errors.js';
-import { clockMarginMs, resolveElectionConfig } from './election-options.js';
+import { clockMarginMs, resolveElectionConfig, storeTimeouts } from './election-options.js';
 
 const ok = { lease: 'billing', identity: 'me', leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 
@@ -51,6 +51,16 @@ describe('the resolved configuration: checked once, defaults filled in', () => {
       () => resolveElectionConfig({ ...ok, leaseDurationMs: 15_000, renewDeadlineMs: 14_936 }),
       /renewDeadlineMs must be at most leaseDurationMs − 65 \(/,
     );
+  });
+
+  it("bounds SQLite's busy wait by the room between the renew deadline and the expiry, less the margin", () => {
+    assert.deepEqual(storeTimeouts({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 }), {
+      requestTimeoutMs: 5_000,
+      busyTimeoutMs: 1_000,
+    });
+    // 2000 − 1500 − 52: a renewal waiting on a lock cannot hold the event loop past expiry − margin.
+    assert.equal(storeTimeouts({ leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 300 }).busyTimeoutMs, 448);
+    assert.equal(storeTimeouts({ leaseDurationMs: 15_000, renewDeadlineMs: 14_935, retryPeriodMs: 2_000 }).busyTimeoutMs, 0);
   });
 
   it("keeps only the election's options: a backend named for its rule is not part of it", () => {

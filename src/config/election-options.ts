@@ -28,6 +28,23 @@ export function clockMarginMs(leaseDurationMs: number): number {
   return CLOCK_MARGIN_FIXED_MS + Math.ceil((leaseDurationMs * CLOCK_MARGIN_PPM) / 1_000_000);
 }
 
+/** The SQLite store's busy timeout when nothing bounds it lower (storeTimeouts). */
+export const SQLITE_BUSY_TIMEOUT_MS = 1_000;
+
+/**
+ * How long a candidate's store calls may take, from its timings: a request (renewDeadline / 2,
+ * as client-go), and SQLite's busy timeout. better-sqlite3's calls are synchronous, so a write
+ * waiting on another process's lock holds the event loop and every timer, the renew deadline's
+ * among them, for up to that long: a renewal begun just before the deadline makes "not leader"
+ * (and `run`'s SIGKILL) that late. So the wait is at most what lies between the renew deadline
+ * and the earliest moment another could lead, less the clock margin: whatever ends the term at
+ * the deadline still comes the margin before the lease could expire (docs/guarantees.md).
+ */
+export function storeTimeouts(t: Timings): { requestTimeoutMs: number; busyTimeoutMs: number } {
+  const room = t.leaseDurationMs - t.renewDeadlineMs - clockMarginMs(t.leaseDurationMs);
+  return { requestTimeoutMs: t.renewDeadlineMs / 2, busyTimeoutMs: Math.max(0, Math.min(SQLITE_BUSY_TIMEOUT_MS, Math.floor(room))) };
+}
+
 export const DEFAULT_LEASE_DURATION_MS = 15_000;
 export const DEFAULT_RENEW_DEADLINE_MS = 10_000;
 export const DEFAULT_RETRY_PERIOD_MS = 2_000;
