@@ -118,9 +118,16 @@ export class GroupView {
     for (const k of [...this.sessionLeaseMs.keys()]) if (!named.has(k) && !inSlots.has(k)) this.sessionLeaseMs.delete(k);
   }
 
-  /** How long session `id` counts as live once it stops changing: the longer of its announced lease duration and this member's. */
+  /**
+   * How long session `id` counts as live once it stops changing: the longer of its announced
+   * lease duration and this member's. A session this member never saw announce one (its slot
+   * gone with a replaced store, a record written back by its holder: vanished-shards.ts) counts
+   * for the longest lease any slot announces, as an absence is waited out: its holder may be on
+   * a longer lease and keep its shard's work until it could have expired by it.
+   */
   private leaseOf(id: SessionId): number {
-    return Math.max(this.leaseDurationMs, this.sessionLeaseMs.get(sessionKey(id)) ?? 0);
+    const announced = this.sessionLeaseMs.get(sessionKey(id));
+    return announced === undefined ? this.absenceWaitMs() : Math.max(this.leaseDurationMs, announced);
   }
 
   /** A write of ours landed: the view holds it until the next list. */

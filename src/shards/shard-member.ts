@@ -26,6 +26,7 @@ import { boundedCall } from '../election/bounded-call.js';
 import { assignShards, type AssignedMember } from './assignment.js';
 import { GroupView, sessionKey, type SessionId } from './group-view.js';
 import { fnv1a64 } from './key-to-shard.js';
+import { vanishedRecords, type HeldShard } from './vanished-shards.js';
 
 /** A shard this member owns: its token, and until when the ownership counts unless renewed. */
 export interface ShardTerm {
@@ -143,7 +144,9 @@ export class ShardMember {
    * owned them until they could have expired (untilMono), then are freed. A member leaving goes
    * without waiting: the records expire with the session.
    */
-  private readonly kept = new Map<number, { session: SessionId; untilMono: number }>();
+  private readonly kept = new Map<number, { session: SessionId; token: number; untilMono: number }>();
+  /** Held shards whose vanished records are being written back (vanished-shards.ts): their release waits for it. */
+  private readonly restoring = new Map<number, Promise<void>>();
   private loop: Promise<void> | null = null;
   /**
    * Resolves with the refusal when the member leaves the group on its own (the group's records
@@ -264,7 +267,7 @@ export class ShardMember {
 
   /** Stopping and nothing left to do but release the slot: no shard owned or going through its gate. */
   private done(): boolean {
-    return this.owned.size === 0 && this.ending.size === 0;
+    return this.owned.size === 0 && this.ending.size === 0 && this.restoring.size === 0;
   }
 
   private async turn(): Promise<void> {
@@ -300,6 +303,8 @@ export class ShardMember {
     try {
       const list = await this.call('list', (o) => this.store.listGroup(this.group, o));
       this.view.observe(list, sent);
+      // Before anything ends: a held shard's vanished record is written back with its token.
+      this.restoreVanished();
       // A shard whose record this list shows gone or taken ends before the list renews anything:
       // the list proves the others' records, not that one.
       this.endLostShards();
@@ -567,11 +572,52 @@ export class ShardMember {
     for (const s of [...this.owned.keys()]) {
       const rec = this.view.shard(s)?.record;
       if (!rec) {
-        // Nobody but a person (or a replaced store) deletes a shard's record: its owner says so.
+        // Nobody but a person (or a replaced store) deletes a shard's record: its owner says so,
+        // writes it back (restoreVanished) and releases it through the gate.
         this.log.warn('the record of an owned shard was deleted from the store: giving the shard up', { shard: s, token: this.owned.get(s)!.token });
-        this.endShard(s, `the record of shard ${s} disappeared`, m, false);
+        this.endShard(s, `the record of shard ${s} disappeared`, m);
       } else if (!(rec.owner && sessionKey(rec.owner) === sessionKey(m)))
         this.endShard(s, `shard ${s} was taken by ${rec.holderIdentity || 'nobody'}`, m, false);
+    }
+  }
+
+  /** The shards this member holds, with the session each is held by. */
+  private held(): HeldShard[] {
+    const m = this.mine;
+    return [
+      ...(m ? [...this.owned].map(([shard, o]) => ({ shard, token: o.token, session: m })) : []),
+      ...[...this.ending].map(([shard, e]) => ({ shard, token: e.token, session: e.session })),
+      ...[...this.kept].map(([shard, k]) => ({ shard, token: k.token, session: k.session })),
+    ];
+  }
+
+  /**
+   * Writes back, at once, the record of each held shard that the last list shows gone, so its
+   * token is in the store before another member's absence wait for it ends (vanished-shards.ts).
+   */
+  private restoreVanished(): void {
+    for (const rec of vanishedRecords(this.view, this.held(), this.identity, this.clock.now())) {
+      if (this.restoring.has(rec.index)) continue;
+      const done = this.writeBack(rec).finally(() => this.restoring.delete(rec.index));
+      this.restoring.set(rec.index, done);
+    }
+  }
+
+  private async writeBack(rec: ShardRecord): Promise<void> {
+    try {
+      const version = await this.call('create', (o) => this.store.createGroupRecord(this.group, rec, o));
+      this.view.wrote({ record: rec, version });
+      const e = this.ending.get(rec.index);
+      if (e && e.token === rec.token && sessionKey(e.session) === sessionKey(rec.owner!)) e.version = version;
+      this.log.warn('the record of a shard this member held disappeared from the store: wrote it back with its token', {
+        shard: rec.index,
+        token: rec.token,
+        why: 'a member that never saw the token would create the shard again with it or a lower one',
+      });
+    } catch (err) {
+      // A conflict: the record is there again (another member created it); the next list shows it.
+      this.hinted = true;
+      if (!(err instanceof ConflictError)) this.log.warn('writing back a vanished shard record failed', { shard: rec.index, reason: describeError(err) });
     }
   }
 
@@ -647,9 +693,11 @@ export class ShardMember {
           drainTimeoutMs: this.drainTimeoutMs,
           holdMs: Math.max(0, Math.round(untilMono - this.clock.monotonic())),
         });
-        this.kept.set(s, { session: e.session, untilMono });
+        this.kept.set(s, { session: e.session, token: e.token, untilMono });
         return;
       }
+      // A vanished record being written back is released once it is back (or not at all).
+      await this.restoring.get(s);
       if (release) await this.free({ record: this.releasedRecord(s, e), version: e.version }, e.session);
     } finally {
       this.ending.delete(s);

@@ -44,6 +44,10 @@ describe('shard groups: the seeds that found faults in the member', () => {
       what: 'a member on a longer lease was judged over by another’s shorter lease and its shards taken while it still owned them (fixed in 1a3bf32)',
     },
     { seed: 73, what: 'an absent shard was created after the creator’s own lease while its owner on a longer lease still worked on it (fixed in 1a3bf32)' },
+    {
+      seed: 21,
+      what: 'a record written back by its holder on a longer lease after the store was replaced was taken after the taker’s own lease, its work still running (fixed in 70fb0ef)',
+    },
   ];
   for (const { seed, what } of found)
     it(`seed ${seed}: ${what}`, async () => {
