@@ -23,10 +23,11 @@ import type { GroupStore, MemberSlot, MemberState, ShardRecord, VersionedGroupRe
 import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { boundedCall } from '../election/bounded-call.js';
-import { assignShards, type AssignedMember } from './assignment.js';
 import { GroupView, sessionKey, type SessionId } from './group-view.js';
 import { fnv1a64 } from './key-to-shard.js';
 import { vanishedRecords, type HeldShard } from './vanished-shards.js';
+import { shardFact, shardFacts, slotFacts } from './turn-facts.js';
+import { planEnds, planLost, planWrites, takeAllowed, targetOf, type EndStep, type SessionFacts, type TurnFacts, type WriteGate } from './turn-plan.js';
 
 /** A shard this member owns: its token, and until when the ownership counts unless renewed. */
 export interface ShardTerm {
@@ -502,48 +503,58 @@ export class ShardMember {
   /**
    * Gives up what the target names another live member for (or everything while leaving), takes
    * the free shards the target names this member for, and frees records that name this session
-   * for a shard it does not own (a write whose answer was lost).
+   * for a shard it does not own (a write whose answer was lost). The decisions are the plan's
+   * (turn-plan.ts); here are the writes.
    */
   private async reconcile(): Promise<void> {
     const m = this.mine!;
-    const slots = this.view.liveSlots();
-    // Only slots this member has seen written count as members of the target: a slot its first
-    // list found unchanged may be a member that crashed long before (its holder stays until the
-    // slot is taken), which would count as live here for a lease duration and be assigned the
-    // shards the others released for this member. A live member is witnessed within a retry
-    // period; until then its shards are orphans here, which a take leaves alone while it lives.
-    const active = slots.filter((v) => v.record.state === 'active' && (v.record.index === m.slot || this.view.witnessed(v.record.index)));
-    this.members = active.length;
-    const members: AssignedMember[] = active.map((v) => ({
-      key: sessionKey({ slot: v.record.index, session: v.record.session }),
-      identity: v.record.holderIdentity,
-    }));
-    const keys = new Set(members.map((x) => x.key));
-    const owners = Array.from({ length: this.shards }, (_, s) => {
-      const o = this.view.shard(s)?.record.owner;
-      return o && keys.has(sessionKey(o)) ? sessionKey(o) : null;
-    });
-    const target = assignShards(this.group, this.shards, members, owners);
-    const me = sessionKey(m);
-    this.endLostShards();
-    for (const s of [...this.owned.keys()]) {
-      if (m.state === 'leaving' || this.stopping) this.endShard(s, this.stopping ? 'the member is leaving the group' : 'the app is not eligible', m);
-      else if (target[s] !== null && target[s] !== me) this.endShard(s, `shard ${s} moves to another member`, m);
-    }
+    const now = this.turnFacts(m);
+    const target = targetOf(this.group, now);
+    this.members = target.members.length;
+    this.endPlanned(planEnds(now, target), m);
+    // Kept shards whose time has come are freed between the two halves: the takes see them free.
     await this.freeKept();
-    if (!this.view.freshWithin(this.requestTimeoutMs) || !this.sessionValid(m)) return;
-    const takes: number[] = [];
-    const strays: VersionedGroupRecord<ShardRecord>[] = [];
-    for (let s = 0; s < this.shards; s++) {
-      if (this.owned.has(s) || this.ending.has(s) || this.kept.has(s)) continue;
-      const v = this.view.shard(s);
-      const mineHere = v?.record.owner && sessionKey(v.record.owner) === me;
-      if (mineHere && (target[s] !== me || m.state !== 'active')) strays.push(v);
-      else if (target[s] === me && m.state === 'active' && !this.stopping) takes.push(s);
-    }
-    this.tellAbsent(takes);
+    const writes = planWrites(this.turnFacts(m), target);
+    if (!writes) return;
+    // Each freed from the version planned on: a record that changed since is not freed blindly.
+    const strays = writes.free.map((s) => this.view.shard(s)!);
+    this.tellAbsent(writes.take);
     await inBatches(strays, (v) => this.free(v, m));
-    await inBatches(takes, (s) => this.take(s, m));
+    await inBatches(writes.take, (s) => this.take(s, m));
+  }
+
+  /** The plain facts a plan is made from, now (turn-facts.ts). */
+  private turnFacts(m: Mine): TurnFacts {
+    return {
+      me: this.sessionFacts(m),
+      stopping: this.stopping,
+      shards: shardFacts(this.view),
+      slots: slotFacts(this.view),
+      owned: [...this.owned.keys()],
+      ending: new Set(this.ending.keys()),
+      kept: new Set(this.kept.keys()),
+      ...this.writeGate(m),
+    };
+  }
+
+  private sessionFacts(m: Mine): SessionFacts {
+    return { slot: m.slot, key: sessionKey(m), state: m.state };
+  }
+
+  private writeGate(m: Mine): WriteGate {
+    return { fresh: this.view.freshWithin(this.requestTimeoutMs), sessionValid: this.sessionValid(m) };
+  }
+
+  /** Ends the planned shards through the gate, in the plan's order. */
+  private endPlanned(steps: readonly EndStep[], m: Mine): void {
+    for (const e of steps) {
+      const s = e.shard;
+      if (e.reason === 'deleted')
+        // Nobody but a person (or a replaced store) deletes a shard's record: its owner says so,
+        // writes it back (restoreVanished) and releases it through the gate.
+        this.log.warn('the record of an owned shard was deleted from the store: giving the shard up', { shard: s, token: this.owned.get(s)!.token });
+      this.endShard(s, endReasonText(e), m, e.release);
+    }
   }
 
   /**
@@ -569,16 +580,7 @@ export class ShardMember {
   private endLostShards(): void {
     const m = this.mine;
     if (!m) return;
-    for (const s of [...this.owned.keys()]) {
-      const rec = this.view.shard(s)?.record;
-      if (!rec) {
-        // Nobody but a person (or a replaced store) deletes a shard's record: its owner says so,
-        // writes it back (restoreVanished) and releases it through the gate.
-        this.log.warn('the record of an owned shard was deleted from the store: giving the shard up', { shard: s, token: this.owned.get(s)!.token });
-        this.endShard(s, `the record of shard ${s} disappeared`, m);
-      } else if (!(rec.owner && sessionKey(rec.owner) === sessionKey(m)))
-        this.endShard(s, `shard ${s} was taken by ${rec.holderIdentity || 'nobody'}`, m, false);
-    }
+    this.endPlanned(planLost({ me: this.sessionFacts(m), shards: shardFacts(this.view), owned: [...this.owned.keys()] }), m);
   }
 
   /** The shards this member holds, with the session each is held by. */
@@ -623,10 +625,9 @@ export class ShardMember {
 
   /** Takes shard `s` for session `m` if it is free, its owner's session is over, or it has been absent a lease duration. */
   private async take(s: number, m: Mine): Promise<void> {
-    // Checked again for each take, not only before the batches: a pause between two batches
-    // (a stopped process, a long GC) would otherwise judge another session expired with a list
-    // from before the pause and the clock after it, and take a shard its live owner works on.
-    if (!this.view.freshWithin(this.requestTimeoutMs) || !this.sessionValid(m)) return;
+    // Judged again for each take, not only when the turn was planned: a pause between two
+    // batches would otherwise judge another session over with a list from before the pause.
+    if (!takeAllowed(shardFact(this.view, s), sessionKey(m), this.writeGate(m))) return;
     const v = this.view.shard(s);
     const at = { mono: this.clock.monotonic(), wall: this.clock.now() };
     const rec: ShardRecord = {
@@ -637,13 +638,6 @@ export class ShardMember {
       token: this.view.nextToken(s),
       acquireTime: at.wall,
     };
-    if (v) {
-      // A record naming this session for a shard it does not own (a take whose answer was lost,
-      // or a release that did not land) is taken anew, past its token: a token once announced is
-      // never announced again.
-      const o = v.record.owner;
-      if (o && sessionKey(o) !== sessionKey(m) && this.view.live(o)) return;
-    } else if (!this.view.absentLongEnough(s)) return;
     try {
       const version = await this.call(v ? 'update' : 'create', (opts) =>
         v ? this.store.updateGroupRecord(this.group, rec, v.version, opts) : this.store.createGroupRecord(this.group, rec, opts),
@@ -879,6 +873,22 @@ export class ShardMember {
       // Whichever call finds the store replaced, the absences this member saw before prove nothing.
       if (e instanceof StoreReopenedError) this.view.interruptAbsence();
     });
+  }
+}
+
+/** The reason onShardLost hears for a planned end. */
+function endReasonText(e: EndStep): string {
+  switch (e.reason) {
+    case 'deleted':
+      return `the record of shard ${e.shard} disappeared`;
+    case 'taken':
+      return `shard ${e.shard} was taken by ${e.holder || 'nobody'}`;
+    case 'leaving':
+      return 'the member is leaving the group';
+    case 'not eligible':
+      return 'the app is not eligible';
+    case 'moves':
+      return `shard ${e.shard} moves to another member`;
   }
 }
 

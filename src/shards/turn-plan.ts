@@ -1,0 +1,184 @@
+/**
+ * A shard member's turn as a decision (docs/design.md, "Shard groups"): from plain facts (what
+ * the view says of each shard and live slot, this member's session and whether it is still
+ * valid, whether the view is fresh enough to write a takeover from, what this member owns, is
+ * ending and keeps), which shards it ends, which records naming it it frees, and which shards
+ * it tries to take. No store, no clock, no logger: the member (shard-member.ts) gathers the
+ * facts (turn-facts.ts), asks, and does the writes; so each rule is a row of a table
+ * (turn-plan.test.ts), as the sharder of timebertt decides in pure functions and writes apart.
+ */
+import { assignShards, type AssignedMember } from './assignment.js';
+import type { MemberState } from '../backends/group-store.js';
+
+/** What the view says of one shard, judged at one moment. */
+export interface ShardFacts {
+  /** The shard's record exists (a shard never created, or deleted, has none). */
+  present: boolean;
+  /** The session its record names (sessionKey), null when free or absent. */
+  owner: string | null;
+  /** The identity its record names ('' when free). */
+  holder: string;
+  /** The named session may still be acting, as far as this member can tell (GroupView.live). */
+  ownerLive: boolean;
+  /** Absent for a lease duration of unbroken lists: it may be created (GroupView.absentLongEnough). */
+  absentLongEnough: boolean;
+}
+
+/** A held slot whose session is live (GroupView.liveSlots). */
+export interface SlotFacts {
+  slot: number;
+  /** Its session's key (sessionKey). */
+  key: string;
+  identity: string;
+  state: MemberState;
+  /** Written since this member's first list (GroupView.witnessed): else it may be a member long dead. */
+  witnessed: boolean;
+}
+
+/** This member's session as the plan needs it. */
+export interface SessionFacts {
+  slot: number;
+  key: string;
+  state: MemberState;
+}
+
+/** A takeover is written only from a fresh view and by a valid session: both judged at the moment asked. */
+export interface WriteGate {
+  /** The view's last list was sent within a request timeout. */
+  fresh: boolean;
+  /** This member's session is still valid (its validity counts from the older of its last heartbeat and list). */
+  sessionValid: boolean;
+}
+
+export interface TurnFacts extends WriteGate {
+  me: SessionFacts;
+  /** The member is stopping (leaving the group). */
+  stopping: boolean;
+  /** Indexed by shard, 0..N−1. */
+  shards: readonly ShardFacts[];
+  /** The live held slots (this member's included when live). */
+  slots: readonly SlotFacts[];
+  /** The shards this member owns, in the order it gained them (the order they end in). */
+  owned: readonly number[];
+  /** Shards going through the end-of-term gate, and shards kept until they could have expired. */
+  ending: ReadonlySet<number>;
+  kept: ReadonlySet<number>;
+}
+
+/** Who should own what this turn: the members counted and each shard's target (a session key, or null). */
+export interface Target {
+  members: AssignedMember[];
+  owners: (string | null)[];
+}
+
+export type EndReason = 'deleted' | 'taken' | 'leaving' | 'not eligible' | 'moves';
+
+/** An owned shard to end through the gate; `release` false: its record is not ours to free. */
+export interface EndStep {
+  shard: number;
+  reason: EndReason;
+  release: boolean;
+  /** For 'taken': the identity the record names now ('' when free). */
+  holder: string;
+}
+
+export interface TurnPlan {
+  end: EndStep[];
+  /** Shards whose records name this session but which it does not own: written free. */
+  free: number[];
+  /** Shards to try to take, in order; each is judged again by takeAllowed right before its write. */
+  take: number[];
+}
+
+/**
+ * The assignment's inputs from the view, then the assignment: the active live slots, counting
+ * only slots this member has seen written (and its own). A slot its first list found unchanged
+ * may be a member that crashed long before (its holder stays until the slot is taken); counted,
+ * it would be assigned the shards the others released for this member (fix d20956e). A live
+ * member is witnessed within a retry period; until then its shards are orphans here, which
+ * takeAllowed leaves alone while it lives.
+ */
+export function targetOf(group: string, facts: Pick<TurnFacts, 'me' | 'slots' | 'shards'>): Target {
+  const members: AssignedMember[] = facts.slots
+    .filter((v) => v.state === 'active' && (v.slot === facts.me.slot || v.witnessed))
+    .map((v) => ({ key: v.key, identity: v.identity }));
+  const keys = new Set(members.map((x) => x.key));
+  const current = facts.shards.map((f) => (f.owner !== null && keys.has(f.owner) ? f.owner : null));
+  return { members, owners: assignShards(group, facts.shards.length, members, current) };
+}
+
+/**
+ * The owned shards whose records the view shows gone or naming another session. One taken by
+ * another session ends without a release (not ours to free); one gone ends with one: its owner
+ * writes the record back with its token (vanished-shards.ts), drains, then frees it, so the next
+ * owner takes it past that token. The member asks this right after each list and before
+ * the list renews its session (fix 9ccbe86): the list proves the other records, not these.
+ */
+export function planLost(facts: Pick<TurnFacts, 'me' | 'shards' | 'owned'>): EndStep[] {
+  const lost: EndStep[] = [];
+  for (const s of facts.owned) {
+    const f = facts.shards[s];
+    if (!f?.present) lost.push({ shard: s, reason: 'deleted', release: true, holder: '' });
+    else if (f.owner !== facts.me.key) lost.push({ shard: s, reason: 'taken', release: false, holder: f.holder });
+  }
+  return lost;
+}
+
+/** Which owned shards end this turn: the lost ones first, then everything while leaving, else what the target gives another member. */
+export function planEnds(facts: TurnFacts, target: Target): EndStep[] {
+  const end = planLost(facts);
+  const gone = new Set(end.map((e) => e.shard));
+  for (const s of facts.owned) {
+    if (gone.has(s)) continue;
+    if (facts.me.state === 'leaving' || facts.stopping) end.push({ shard: s, reason: facts.stopping ? 'leaving' : 'not eligible', release: true, holder: '' });
+    else if (target.owners[s] !== null && target.owners[s] !== facts.me.key) end.push({ shard: s, reason: 'moves', release: true, holder: '' });
+  }
+  return end;
+}
+
+/**
+ * Which records naming this session it frees, and which shards it tries to take; null when it
+ * writes neither this turn (its view not fresh, or its session no longer valid). Shards owned,
+ * ending or kept are left to their own steps.
+ */
+export function planWrites(facts: TurnFacts, target: Target): Omit<TurnPlan, 'end'> | null {
+  if (!facts.fresh || !facts.sessionValid) return null;
+  const me = facts.me.key;
+  const active = facts.me.state === 'active';
+  const owned = new Set(facts.owned);
+  const free: number[] = [];
+  const take: number[] = [];
+  for (let s = 0; s < facts.shards.length; s++) {
+    if (owned.has(s) || facts.ending.has(s) || facts.kept.has(s)) continue;
+    const mineHere = facts.shards[s]!.owner === me;
+    if (mineHere && (target.owners[s] !== me || !active)) free.push(s);
+    else if (target.owners[s] === me && active && !facts.stopping) take.push(s);
+  }
+  return { free, take };
+}
+
+/**
+ * The whole turn from one set of facts. The member asks in two halves (planEnds, then
+ * planWrites after it frees its kept shards, whose records the takes then see free); from
+ * facts that do not change in between, the halves give this.
+ */
+export function planTurn(facts: TurnFacts, target: Target): TurnPlan {
+  const end = planEnds(facts, target);
+  const ended = new Set(end.map((e) => e.shard));
+  const writes = planWrites({ ...facts, owned: facts.owned.filter((s) => !ended.has(s)), ending: new Set([...facts.ending, ...ended]) }, target);
+  return { end, free: writes?.free ?? [], take: writes?.take ?? [] };
+}
+
+/**
+ * Whether shard `f` may be written as this session's now: judged at the write, not only when
+ * the turn was planned, since a pause between two batches of takes (a stopped process, a long
+ * GC) would otherwise judge another session over with a list from before the pause and the
+ * clock after it (fix dcd83b4). Free or named by a session that is over: yes; absent: once
+ * absent a lease duration of unbroken lists (fix c148df0 is how GroupView counts that); a
+ * record naming this session (a take whose answer was lost) is taken anew, past its token.
+ */
+export function takeAllowed(f: ShardFacts, me: string, gate: WriteGate): boolean {
+  if (!gate.fresh || !gate.sessionValid) return false;
+  if (!f.present) return f.absentLongEnough;
+  return !(f.owner !== null && f.owner !== me && f.ownerLive);
+}
