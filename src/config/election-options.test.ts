@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { InvalidConfigError } from '../errors.js';
-import { clockMarginMs, resolveElectionConfig, storeTimeouts } from './election-options.js';
+import { clockMarginMs, resolveElectionConfig, storeTimeouts, withStoreTimeouts } from './election-options.js';
 
 const ok = { lease: 'billing', identity: 'me', leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 
@@ -61,6 +61,21 @@ describe('the resolved configuration: checked once, defaults filled in', () => {
     // 2000 − 1500 − 52: a renewal waiting on a lock cannot hold the event loop past expiry − margin.
     assert.equal(storeTimeouts({ leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 300 }).busyTimeoutMs, 448);
     assert.equal(storeTimeouts({ leaseDurationMs: 15_000, renewDeadlineMs: 14_935, retryPeriodMs: 2_000 }).busyTimeoutMs, 0);
+  });
+
+  it("fills a caller's store settings with the timeouts where it gave none, undefined included; refuses a busy wait past the bound", () => {
+    const t = { leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 300 };
+    assert.deepEqual(withStoreTimeouts({ db: 'x', busyTimeoutMs: undefined, requestTimeoutMs: undefined }, t), {
+      db: 'x',
+      requestTimeoutMs: 750,
+      busyTimeoutMs: 448,
+    });
+    assert.equal(withStoreTimeouts({ busyTimeoutMs: 100 }, t).busyTimeoutMs, 100);
+    for (const bad of [449, -1, Number.NaN])
+      assert.throws(
+        () => withStoreTimeouts({ busyTimeoutMs: bad }, t),
+        (err: unknown) => err instanceof InvalidConfigError && err.field === 'busyTimeoutMs' && /448 ms with these timings/.test(err.message),
+      );
   });
 
   it("keeps only the election's options: a backend named for its rule is not part of it", () => {

@@ -45,6 +45,22 @@ export function storeTimeouts(t: Timings): { requestTimeoutMs: number; busyTimeo
   return { requestTimeoutMs: t.renewDeadlineMs / 2, busyTimeoutMs: Math.max(0, Math.min(SQLITE_BUSY_TIMEOUT_MS, Math.floor(room))) };
 }
 
+/**
+ * A library caller's store settings with the candidate's timeouts filled in where it gave none
+ * (a key present but undefined counts as none, as `...spread` would not). A busy timeout of its
+ * own above the bound is refused: it would let a renewal hold the event loop past the moment
+ * another candidate could lead.
+ */
+export function withStoreTimeouts<S extends { requestTimeoutMs?: number | undefined; busyTimeoutMs?: number | undefined }>(settings: S, t: Timings): S {
+  const bound = storeTimeouts(t);
+  const busy = settings.busyTimeoutMs;
+  if (busy !== undefined && !(Number.isFinite(busy) && busy >= 0 && busy <= bound.busyTimeoutMs)) {
+    const rule = `must be from 0 to leaseDurationMs − renewDeadlineMs − the clock margin, at most ${SQLITE_BUSY_TIMEOUT_MS} (${bound.busyTimeoutMs} ms with these timings): a renewal waiting on a locked file holds the event loop that long (docs/guarantees.md)`;
+    throw new InvalidConfigError(`store.busyTimeoutMs ${String(busy)} is invalid: it ${rule}`, { field: 'busyTimeoutMs', rule });
+  }
+  return { ...settings, requestTimeoutMs: settings.requestTimeoutMs ?? bound.requestTimeoutMs, busyTimeoutMs: busy ?? bound.busyTimeoutMs };
+}
+
 export const DEFAULT_LEASE_DURATION_MS = 15_000;
 export const DEFAULT_RENEW_DEADLINE_MS = 10_000;
 export const DEFAULT_RETRY_PERIOD_MS = 2_000;

@@ -7,7 +7,7 @@ import { openStore, type StoreSettings } from '../backends/open-store.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import { InvalidConfigError } from '../errors.js';
 import { createLogger, guardedLogger, isLogger, type Logger } from '../log.js';
-import { maxDrainMs, quoted, resolveElectionConfig, resolvedTimings, storeTimeouts, type ElectionConfig } from '../config/election-options.js';
+import { maxDrainMs, quoted, resolveElectionConfig, resolvedTimings, withStoreTimeouts, type ElectionConfig } from '../config/election-options.js';
 import { CandidateLoop, type LeadershipTerm } from './candidate-loop.js';
 import { runAppCallback } from './app-callback.js';
 import { MAX_TIMER_MS } from '../config/duration.js';
@@ -198,7 +198,7 @@ export class LeaderElection {
     const owns = !isStore(opts.store);
     // The store bounds each request (PostgreSQL: on the server too) by the elector's own
     // request timeout, as the CLI opens it, unless the settings name another.
-    const store = isStore(opts.store) ? opts.store : await openStore({ db: '', log, ...storeTimeouts(config), ...opts.store });
+    const store = isStore(opts.store) ? opts.store : await openStore({ db: '', log, ...withStoreTimeouts(opts.store, config) });
     let election: LeaderElection;
     try {
       election = new LeaderElection(opts, config, store, owns, log, internal.clock ?? realClock);

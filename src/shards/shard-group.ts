@@ -8,7 +8,7 @@ import type { GroupStore } from '../backends/group-store.js';
 import { MAX_MEMBER_SLOTS } from '../backends/group-store.js';
 import { InvalidConfigError } from '../errors.js';
 import { createLogger, guardedLogger, isLogger, type Logger } from '../log.js';
-import { maxDrainMs, quoted, resolvedTimings, storeTimeouts, validateIdentity, validateTimings } from '../config/election-options.js';
+import { maxDrainMs, quoted, resolvedTimings, withStoreTimeouts, validateIdentity, validateTimings } from '../config/election-options.js';
 import { MAX_TIMER_MS } from '../config/duration.js';
 import { realClock, type Clock } from '../clock.js';
 import type { Eligibility } from '../health/eligibility.js';
@@ -128,7 +128,7 @@ export class ShardGroup {
     const log = opts.log ? guardedLogger(opts.log) : createLogger({ level: 'error', base: { group: opts.group, identity: opts.identity } });
     const owns = !isGroupStore(opts.store);
     const timings = resolvedTimings(opts);
-    const store = isGroupStore(opts.store) ? opts.store : await openStore({ db: '', log, ...storeTimeouts(timings), ...opts.store });
+    const store = isGroupStore(opts.store) ? opts.store : await openStore({ db: '', log, ...withStoreTimeouts(opts.store, timings) });
     const g = new ShardGroup(opts, store, owns, log, internal.clock ?? realClock);
     try {
       await g.member.start();
