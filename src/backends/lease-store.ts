@@ -34,7 +34,7 @@ export interface VersionedRecord {
   record: LeaseRecord;
   /**
    * Opaque: a Kubernetes resourceVersion, a PostgreSQL row's version, a digest of the SQLite
-   * row with its write counter. Any write that changes a value of the record, by anyone,
+   * row with its name's write count. Any write that changes a value of the record, by anyone,
    * changes it, and a version never comes back: not when earlier values are written back, not
    * after a delete and a re-create. A write of the very values held may keep it (the API server
    * persists no no-op update), and a compare-and-swap carrying it then succeeds, rightly: nothing

@@ -83,8 +83,8 @@ describe('a backup restored over the database while a reader had the old file op
     assert.equal((await c.proc.exited).code, 0, c.proc.stderr());
     watcher!.kill('SIGTERM');
     await watcher!.exited;
-    // The backup's own table kept; the candidate added only its write counter (lease-version.ts).
-    assert.deepEqual(tablesOf(db), ['extra', 'leases', 'leases_version']);
+    // The backup's own table kept; the candidate added only its write counts (lease-version.ts).
+    assert.deepEqual(tablesOf(db), ['extra', 'lease_versions', 'leases']);
   });
 
   it("a neighbour's read-only connection kept the old log: a candidate refuses it in one line, exit 2, and writes nothing", async () => {

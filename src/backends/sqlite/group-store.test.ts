@@ -41,8 +41,8 @@ function raw<T>(path: string, fn: (db: Database.Database) => T): T {
   }
 }
 
-// The leases table with its write counter and triggers (lease-version.ts).
-const LEASE_TABLES = ['leases', 'leases_version', 'leases_version_insert', 'leases_version_update'];
+// The leases table with its write counts and their triggers (lease-version.ts).
+const LEASE_TABLES = ['lease_versions', 'leases', 'leases_version_insert', 'leases_version_update'];
 
 describe('SqliteLeaseStore as a group store, on a real file', () => {
   it("a file no group uses keeps the tutorial's table alone; the first group call adds lease_groups, its counter and triggers", async () => {

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { StoreOpenError, describeError } from '../../errors.js';
-import { LEASE_VERSION_COLUMN } from './lease-version.js';
+import { hasLeaseVersions } from './lease-version.js';
 import { selectRowSql, type RowColumns } from './row-select.js';
 import { foreignLog } from './wal-owner.js';
 import { refuseMountPoint } from './file-identity.js';
@@ -65,7 +65,7 @@ function readWith<T>(path: string, db: Database.Database, read: (select: Databas
   const columns = {
     hasAcquireTime: names.includes('acquire_time'),
     hasSuccessor: names.includes('successor'),
-    hasWriteVersion: names.includes(LEASE_VERSION_COLUMN),
+    hasWriteVersion: hasLeaseVersions(db),
   };
   return { value: read(db.prepare(selectRowSql(columns)), columns), columns };
 }

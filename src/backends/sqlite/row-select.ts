@@ -1,4 +1,4 @@
-import { LEASE_VERSION_COLUMN } from './lease-version.js';
+import { WRITE_COUNT_SQL } from './lease-version.js';
 import { MAX_NUMBER_BYTES, MAX_TEXT_BYTES, boundedColumn, oversizedColumn } from '../bounded-sql.js';
 
 // The one SELECT of a lease row, with every value bounded in SQL (bounded-sql.ts). SQLite keeps a
@@ -8,7 +8,7 @@ import { MAX_NUMBER_BYTES, MAX_TEXT_BYTES, boundedColumn, oversizedColumn } from
 export interface RowColumns {
   hasAcquireTime: boolean;
   hasSuccessor: boolean;
-  /** lease-version.ts: a file no leasehold of this version has written yet lacks it. */
+  /** lease-version.ts: the `lease_versions` table, which a file no leasehold of this version has written yet lacks. */
   hasWriteVersion: boolean;
 }
 
@@ -21,10 +21,9 @@ export function selectRowSql({ hasAcquireTime, hasSuccessor, hasWriteVersion }: 
   ];
   if (hasAcquireTime) limits.push(['acquire_time', MAX_NUMBER_BYTES]);
   if (hasSuccessor) limits.push(['successor', MAX_TEXT_BYTES]);
-  if (hasWriteVersion) limits.push([LEASE_VERSION_COLUMN, MAX_NUMBER_BYTES]);
   const columns = limits.map(([c, max]) => boundedColumn(c, max));
   if (!hasAcquireTime) columns.push('0 AS acquire_time');
   if (!hasSuccessor) columns.push("'' AS successor");
-  if (!hasWriteVersion) columns.push(`0 AS ${LEASE_VERSION_COLUMN}`);
+  columns.push(hasWriteVersion ? `${WRITE_COUNT_SQL} AS write_version` : '0 AS write_version');
   return `SELECT ${columns.join(', ')}, ${oversizedColumn(limits)} FROM leases WHERE name = ?`;
 }

@@ -28,7 +28,7 @@ const code = async (p: Promise<unknown>) =>
   );
 
 describe('SqliteLeaseStore on a real file', () => {
-  it('creates the tutorial table, column for column, plus a defaulted acquire_time, successor and write_version', async () => {
+  it('creates the tutorial table, column for column, plus a defaulted acquire_time and successor', async () => {
     const path = fresh();
     await new SqliteLeaseStore(path).close();
     const db = new Database(path, { readonly: true });
@@ -44,12 +44,11 @@ describe('SqliteLeaseStore on a real file', () => {
         ['lease_duration_seconds', 'REAL', 1, 0],
         ['acquire_time', 'REAL', 1, 0],
         ['successor', 'TEXT', 1, 0],
-        ['write_version', 'INTEGER', 1, 0],
       ],
     );
     assert.deepEqual(
-      cols.slice(-3).map((c) => c.dflt_value),
-      ['0', "''", '0'],
+      cols.slice(-2).map((c) => c.dflt_value),
+      ['0', "''"],
     );
   });
 
@@ -224,7 +223,7 @@ describe('SqliteLeaseStore: the successor column', () => {
     const s = new SqliteLeaseStore(path);
     try {
       assert.equal(s.successorClaims.kept(), true);
-      assert.deepEqual(columnsOf(path).slice(-2), ['successor', 'write_version']);
+      assert.equal(columnsOf(path).at(-1), 'successor');
       const v1 = (await s.get('job'))!.version;
       assert.equal(v1, got.version, 'the new column, empty, leaves the version as it was');
       const v2 = await s.update('job', { ...got.record, successor: claim }, v1);

@@ -27,10 +27,10 @@ import { GROUP_SCHEMA, GroupTable, hasGroupSchema, oversizedGroupNotice, readGro
  * which those candidates never write. A writer adds a missing column when it opens the file; a
  * reader (`leasehold status`) never writes and reads a missing column as its default.
  *
- * Compare-and-swap: the version of a row is a digest of all its values and its `write_version`,
- * which the file's own triggers draw from a counter on every write by anyone (the Python
- * candidates know nothing of versions; lease-version.ts), so an update made inside BEGIN
- * IMMEDIATE that finds a different digest has lost a race, and no version ever comes back.
+ * Compare-and-swap: the version of a row is a digest of all its values and its name's write
+ * count, which the file's own triggers move on every write by anyone (the Python candidates
+ * know nothing of versions; lease-version.ts), so an update made inside BEGIN IMMEDIATE that
+ * finds a different digest has lost a race, and no version ever comes back.
  *
  * Durability: WAL with synchronous=FULL fsyncs the log before COMMIT returns, so a write that
  * returned success survives a process crash and a power loss.
@@ -81,8 +81,8 @@ interface LeaseRow {
   acquire_time: number;
   /** successor-column.ts: '' for no claim. */
   successor: string;
-  /** lease-version.ts: drawn by the file's triggers on every write; 0 in a file without it. */
-  write_version: number;
+  /** lease-version.ts: the name's write count, moved by the file's triggers; 0 in a file without them. */
+  write_version: number | null;
   /** The columns over their bound and their sizes, or null (row-select.ts). */
   oversized?: string | null;
 }
@@ -273,10 +273,7 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
         if (!columns.some((c) => c.name === 'successor')) {
           this.db.exec("ALTER TABLE leases ADD COLUMN successor TEXT NOT NULL DEFAULT ''");
         }
-        migrateLeaseVersion(
-          this.db,
-          columns.map((c) => c.name),
-        );
+        migrateLeaseVersion(this.db);
       })
       .immediate();
   }
@@ -700,7 +697,7 @@ function dateOrNull(seconds: number): Date | null {
   return Number.isNaN(d.getTime()) ? null : d;
 }
 
-/** The values a write sets; the file's triggers draw `write_version`. */
+/** The values a write sets; the file's triggers move the write count. */
 function toRow(r: LeaseRecord): Omit<LeaseRow, 'write_version'> {
   const renew = r.renewTime ?? new Date();
   return {
