@@ -223,6 +223,9 @@ describe("KEP-5866 on the API server: a member's selectors list exactly its shar
         const bad = await listWith(cp, "shardRange(object.metadata.uid, '0x0', '0x8000000000000000')");
         assert.equal(bad.status, 500, bad.text);
         assert.match(bad.text, /invalid shard selector: hexStart must be a 0x-prefixed 16-digit hex value/);
+        const none = await listWith(cp, 'not a selector at all');
+        assert.equal(none.status, 500, none.text);
+        assert.match(none.text, /invalid shard selector: /);
       } finally {
         await group?.stop();
         await sidecar.stop();
