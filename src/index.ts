@@ -11,7 +11,7 @@
  */
 export { LeaderElection, type LeaderCallbacks, type LeaderElectionOptions, type Leadership } from './election/leader-election.js';
 export { ShardGroup, type ShardCallbacks, type ShardGroupOptions, type ShardOwnership } from './shards/shard-group.js';
-export { shardOf, shardRange, shardSelector, ownedShardsSelector, fnv1a64 } from './shards/key-to-shard.js';
+export { shardOf, shardRange, shardBounds, shardSelector, ownedShardsSelector, fnv1a64, type ShardBounds } from './shards/key-to-shard.js';
 export type { GroupStore, GroupRecord, GroupHeader, MemberSlot, ShardRecord, VersionedGroupRecord } from './backends/group-store.js';
 export { ManualHealth } from './health/manual-health.js';
 export type { Eligibility, HealthSnapshot, HealthState, StandAside } from './health/eligibility.js';

@@ -4,7 +4,6 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { leaderFenceHeaders, ownershipFenceHeaders, shardFenceHeaders } from './http-client.js';
-import type { ShardOwnership } from '../shards/shard-group.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-fence-client-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -65,7 +64,7 @@ describe('shardFenceHeaders', () => {
 });
 
 describe('ownershipFenceHeaders', () => {
-  const ownership = (validUntil: Date, aborted = false): ShardOwnership => {
+  const ownership = (validUntil: Date, aborted = false): Parameters<typeof ownershipFenceHeaders>[1] => {
     const c = new AbortController();
     if (aborted) c.abort();
     return { shard: 7, token: 12, signal: c.signal, validUntil: () => validUntil };

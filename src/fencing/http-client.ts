@@ -40,7 +40,11 @@ export function shardFenceHeaders(statusDir: string, resource: string, shard: nu
  * ownership (onShardGained's argument): only while its signal has not aborted and its
  * validUntil is ahead.
  */
-export function ownershipFenceHeaders(resource: string, ownership: ShardOwnership, now: Date = new Date()): Record<string, string> {
+export function ownershipFenceHeaders(
+  resource: string,
+  ownership: Pick<ShardOwnership, 'shard' | 'token' | 'signal' | 'validUntil'>,
+  now: Date = new Date(),
+): Record<string, string> {
   const key = shardFenceKey(resource, ownership.shard);
   if (ownership.signal.aborted)
     throw new NoFencingTokenError(`no fencing token to send for ${JSON.stringify(key)}: shard ${ownership.shard} is no longer owned`);

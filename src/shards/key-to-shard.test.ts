@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { boundHex, fnv1a64, ownedShardsSelector, shardOf, shardOfHash, shardRange, shardSelector } from './key-to-shard.js';
+import { boundHex, fnv1a64, ownedShardsSelector, shardBounds, shardOf, shardOfHash, shardRange, shardSelector } from './key-to-shard.js';
 import { InvalidConfigError } from '../errors.js';
 
 describe('keys to shards: FNV-1a 64 of the UTF-8 bytes, scaled to N', () => {
@@ -68,6 +68,29 @@ describe('keys to shards: FNV-1a 64 of the UTF-8 bytes, scaled to N', () => {
     assert.equal(shardSelector(1, 4096), "shardRange(object.metadata.uid, '0x0010000000000000', '0x0020000000000000')");
     assert.equal(boundHex(0xabn), '0x00000000000000ab');
     assert.throws(() => shardSelector(3, 3), /shard must be a whole number from 0 to 2, got 3/);
+  });
+
+  it("each shard's range as text, as shards.json lists it: start and end as the selector writes them, the last end 2^64", () => {
+    assert.deepEqual(shardBounds(1, 3), {
+      start: '0x5555555555555555',
+      end: '0xaaaaaaaaaaaaaaaa',
+      selector: "shardRange(object.metadata.uid, '0x5555555555555555', '0xaaaaaaaaaaaaaaaa')",
+    });
+    assert.deepEqual(shardBounds(4095, 4096), {
+      start: '0xfff0000000000000',
+      end: '0x10000000000000000',
+      selector: "shardRange(object.metadata.uid, '0xfff0000000000000', '0x10000000000000000')",
+    });
+    for (const n of [1, 3, 7, 64, 1000]) {
+      for (let s = 0; s < n; s++) {
+        const b = shardBounds(s, n);
+        assert.equal(b.selector, shardSelector(s, n));
+        assert.equal(BigInt(b.start), shardRange(s, n).from);
+        assert.equal(BigInt(b.end), shardRange(s, n).to);
+        if (s + 1 < n) assert.equal(b.end, shardBounds(s + 1, n).start, `shard ${s} of ${n} ends where the next starts`);
+      }
+    }
+    assert.throws(() => shardBounds(3, 3), /shard must be a whole number from 0 to 2, got 3/);
   });
 
   it("a member's shards in one selector: consecutive shards as one range, the others joined with ||", () => {

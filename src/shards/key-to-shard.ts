@@ -59,8 +59,25 @@ export function shardRange(s: number, shards: number): { from: bigint; to: bigin
  * '0x' and exactly 16 lowercase hex digits, but the last end, 2^64, '0x10000000000000000'.
  */
 export function shardSelector(s: number, shards: number): string {
+  return shardBounds(s, shards).selector;
+}
+
+/** A shard's range as text, the form shards.json, GET /shards and ShardGroup give each owned shard in. */
+export interface ShardBounds {
+  /** The range's first hash, as the selector writes it: '0x' and 16 lowercase hex digits. */
+  start: string;
+  /** The first hash past the range: the next shard's start, or '0x10000000000000000' (2^64) for the last shard. */
+  end: string;
+  /** shardRange(object.metadata.uid, start, end): the shard's KEP-5866 selector. */
+  selector: string;
+}
+
+/** Shard `s` of `shards`: its range [start, end) and its selector, as text (shardRange gives the numbers). */
+export function shardBounds(s: number, shards: number): ShardBounds {
   const { from, to } = shardRange(s, shards);
-  return `shardRange(object.metadata.uid, '${boundHex(from)}', '${boundHex(to)}')`;
+  const start = boundHex(from);
+  const end = boundHex(to);
+  return { start, end, selector: rangeSelector(start, end) };
 }
 
 /**
@@ -77,7 +94,7 @@ export function ownedShardsSelector(owned: readonly number[], shards: number): s
     while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++;
     const from = shardRange(sorted[i]!, shards).from;
     const to = shardRange(sorted[j]!, shards).to;
-    parts.push(`shardRange(object.metadata.uid, '${boundHex(from)}', '${boundHex(to)}')`);
+    parts.push(rangeSelector(boundHex(from), boundHex(to)));
     i = j + 1;
   }
   return parts.length === 0 ? null : parts.join(' || ');
@@ -86,6 +103,10 @@ export function ownedShardsSelector(owned: readonly number[], shards: number): s
 /** A range bound as KEP-5866 writes it: '0x' + 16 lowercase hex digits, or 2^64 as 17. */
 export function boundHex(bound: bigint): string {
   return `0x${bound.toString(16).padStart(16, '0')}`;
+}
+
+function rangeSelector(start: string, end: string): string {
+  return `shardRange(object.metadata.uid, '${start}', '${end}')`;
 }
 
 /** floor(i × 2^64 / N): KEP-5866's bound i of N (bound N is 2^64). */

@@ -4,6 +4,7 @@ import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryGroupStore } from '../testing/memory-group-store.js';
 import { InvalidConfigError } from '../errors.js';
 import { ShardGroup, type ShardOwnership } from './shard-group.js';
+import { ownedShardsSelector, shardBounds, shardSelector } from './key-to-shard.js';
 
 const T = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
@@ -14,7 +15,9 @@ describe('the library’s ShardGroup', () => {
     const store = new MemoryGroupStore();
     const log: string[] = [];
     const running = new Map<number, string>();
+    const handed: ShardOwnership[] = [];
     const work = (who: string) => (o: ShardOwnership) => {
+      handed.push(o);
       assert.equal(running.get(o.shard), undefined, `${who} started shard ${o.shard} while ${running.get(o.shard)} still worked on it`);
       running.set(o.shard, who);
       log.push(`${who}+${o.shard}@${o.token}`);
@@ -34,6 +37,27 @@ describe('the library’s ShardGroup', () => {
     const b = await ShardGroup.start({ ...T, store, group: 'g', shards: 4, identity: 'b', log: quiet, callbacks: { onShardGained: work('b') } }, { clock });
     for (let t = 0; b.owned.length < 2 && t < 30_000; t += 100) await clock.advance(100);
     assert.deepEqual([a.owned.length, b.owned.length], [2, 2]);
+    for (const g of [a, b]) {
+      assert.deepEqual(
+        g.owned.map((o) => ({ shard: o.shard, start: o.start, end: o.end, selector: o.selector })),
+        g.owned.map((o) => ({ shard: o.shard, ...shardBounds(o.shard, 4) })),
+      );
+      assert.equal(
+        g.ownedSelector(),
+        ownedShardsSelector(
+          g.owned.map((o) => o.shard),
+          4,
+        ),
+      );
+    }
+    assert.ok(
+      handed.every((o) => o.selector === shardSelector(o.shard, 4) && o.start === shardBounds(o.shard, 4).start),
+      'each ownership handed to the work carries its shard’s range and selector',
+    );
+    assert.ok(
+      handed.some((o) => o.end === '0x10000000000000000'),
+      'the last shard ends at 2^64',
+    );
     assert.ok(
       log.some((l) => l.startsWith('b+') && l.endsWith('@2')),
       log.join(' '),
@@ -63,5 +87,16 @@ describe('the library’s ShardGroup', () => {
       await assert.rejects(ShardGroup.start({ ...base, ...over } as never), (e: unknown) => e instanceof InvalidConfigError && rule.test(e.message));
     }
     assert.deepEqual(store.calls, [], 'nothing was read or written');
+  });
+
+  it('owns no shard: no selector, not one that selects everything', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryGroupStore();
+    const a = await ShardGroup.start({ ...T, store, group: 'g', shards: 8, identity: 'a', log: quiet, callbacks: { onShardGained: () => {} } }, { clock });
+    assert.deepEqual(a.owned, []);
+    assert.equal(a.ownedSelector(), null);
+    const stopping = a.stop();
+    for (let t = 0; t < 20_000; t += 100) await clock.advance(100);
+    await stopping;
   });
 });

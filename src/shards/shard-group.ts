@@ -14,10 +14,10 @@ import { realClock, type Clock } from '../clock.js';
 import type { Eligibility } from '../health/eligibility.js';
 import { runAppCallback } from '../election/app-callback.js';
 import { ShardMember, type ShardMemberSnapshot } from './shard-member.js';
-import { checkShardCount, shardOf } from './key-to-shard.js';
+import { checkShardCount, ownedShardsSelector, shardBounds, shardOf, type ShardBounds } from './key-to-shard.js';
 
-/** What a shard's work is handed when this process starts owning it. */
-export interface ShardOwnership {
+/** What a shard's work is handed when this process starts owning it, with the shard's range and KEP-5866 selector (start, end, selector). */
+export interface ShardOwnership extends Readonly<ShardBounds> {
   readonly shard: number;
   /** This ownership's fencing token for the shard: send it with every write the resource fences. */
   readonly token: number;
@@ -103,7 +103,13 @@ export class ShardGroup {
           let settle!: () => void;
           const h: Held = { controller, work: new Promise<void>((r) => (settle = r)), stopped: Promise.resolve(), validUntil: t.validUntil };
           this.held.set(t.shard, h);
-          const ownership: ShardOwnership = { shard: t.shard, token: t.token, signal: controller.signal, validUntil: () => new Date(h.validUntil.getTime()) };
+          const ownership: ShardOwnership = {
+            shard: t.shard,
+            token: t.token,
+            ...shardBounds(t.shard, opts.shards),
+            signal: controller.signal,
+            validUntil: () => new Date(h.validUntil.getTime()),
+          };
           void Promise.resolve().then(() => runAppCallback(this.log, 'onShardGained', () => opts.callbacks.onShardGained(ownership), settle));
         },
         onRenewed: (validUntil) => {
@@ -140,9 +146,21 @@ export class ShardGroup {
     return g;
   }
 
-  /** The shards this process owns now, with their tokens. */
-  get owned(): { shard: number; token: number }[] {
-    return this.member.snapshot().owned;
+  /** The shards this process owns now, with their tokens, ranges and selectors (as shards.json lists them). */
+  get owned(): ({ shard: number; token: number } & ShardBounds)[] {
+    return this.member.snapshot().owned.map((o) => ({ ...o, ...shardBounds(o.shard, this.opts.shards) }));
+  }
+
+  /**
+   * One KEP-5866 selector for every shard this process owns now, to list and watch only their
+   * objects (docs/shards.md: filter again by shardOf where the API server's gate is off); null
+   * while it owns none, since an empty selector selects everything.
+   */
+  ownedSelector(): string | null {
+    return ownedShardsSelector(
+      this.member.snapshot().owned.map((o) => o.shard),
+      this.opts.shards,
+    );
   }
 
   /** The member's whole state: session, members, validUntil, standing aside. */

@@ -15,6 +15,7 @@ import { ManualHealth } from '../health/manual-health.js';
 import { InvalidConfigError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ShardsStatus } from '../status/shards-status.js';
+import { ownedShardsSelector, shardBounds, shardSelector } from '../shards/key-to-shard.js';
 import { ShardSidecar, type ShardSidecarOptions } from './shard-sidecar.js';
 import { ShardDrains } from './shard-drain.js';
 import { DrainKey } from './drain-key.js';
@@ -74,8 +75,18 @@ describe('the sidecar in shard mode', () => {
     const f = w.file('a');
     assert.deepEqual(
       f.owned,
-      [0, 1, 2, 3].map((shard) => ({ shard, fencingToken: 1 })),
+      [0, 1, 2, 3].map((shard) => ({ shard, fencingToken: 1, ...shardBounds(shard, 4) })),
     );
+    assert.deepEqual(
+      f.owned.map((o) => [o.start, o.end]),
+      [
+        ['0x0000000000000000', '0x4000000000000000'],
+        ['0x4000000000000000', '0x8000000000000000'],
+        ['0x8000000000000000', '0xc000000000000000'],
+        ['0xc000000000000000', '0x10000000000000000'],
+      ],
+    );
+    assert.equal(f.ownedSelector, "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')", 'all four shards: one range');
     assert.equal(f.group, G);
     assert.equal(f.shards, 4);
     assert.equal(f.members, 1);
@@ -97,6 +108,11 @@ describe('the sidecar in shard mode', () => {
       'a shard that moved has its next token',
     );
     assert.equal(w.file('a').members, 2);
+    for (const id of ['a', 'b']) {
+      const g = w.file(id);
+      assert.equal(g.ownedSelector, ownedShardsSelector(w.fileShards(id), 4), `${id}'s selector is its own shards'`);
+      assert.ok(g.owned.every((o) => o.selector === shardSelector(o.shard, 4)));
+    }
     const stopping = b.s.stop();
     assert.ok(await w.advanceUntil(() => w.fileShards('a').length === 4, 5_000, 50));
     await stopping;
@@ -130,7 +146,7 @@ describe('the sidecar in shard mode', () => {
     assert.equal(drains.report([String(moving)], ['2']).code, 409, 'nor another token');
     assert.equal(drains.report([String(moving)], ['1']).code, 200);
     assert.ok(await w.advanceUntil(() => w.fileShards('b').length === 1, 1_000, 10));
-    assert.deepEqual(w.file('b').owned, [{ shard: moving, fencingToken: 2 }]);
+    assert.deepEqual(w.file('b').owned, [{ shard: moving, fencingToken: 2, ...shardBounds(moving, 2) }]);
     await w.stopAll();
   });
 
@@ -333,10 +349,12 @@ describe('the shard sidecar over HTTP', () => {
     assert.ok(await w.advanceUntil(() => a.s.member.snapshot().owned.length === 2, 20_000));
     const shards = await get('/shards');
     assert.equal(shards.code, 200);
-    assert.deepEqual((JSON.parse(shards.body) as ShardsStatus).owned, [
-      { shard: 0, fencingToken: 1 },
-      { shard: 1, fencingToken: 1 },
+    const body = JSON.parse(shards.body) as ShardsStatus;
+    assert.deepEqual(body.owned, [
+      { shard: 0, fencingToken: 1, start: '0x0000000000000000', end: '0x8000000000000000', selector: shardSelector(0, 2) },
+      { shard: 1, fencingToken: 1, start: '0x8000000000000000', end: '0x10000000000000000', selector: shardSelector(1, 2) },
     ]);
+    assert.equal(body.ownedSelector, "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')");
     assert.equal((await get('/readyz')).code, 200);
     assert.equal((await get('/healthz')).code, 200);
     assert.deepEqual(await get('/leader'), { code: 404, body: 'not found: try /healthz /readyz /shards /shards/stopped /metrics\n' });
@@ -361,7 +379,14 @@ describe('the shard sidecar over HTTP', () => {
     await w.add('b');
     assert.ok(await w.advanceUntil(() => a.s.member.snapshot().owned.length === 1, 10_000, 50));
     await readUntil(() => events().some((e) => e.owned.length === 1));
-    const moving = 1 - a.s.member.snapshot().owned[0]!.shard;
+    const kept = a.s.member.snapshot().owned[0]!.shard;
+    const moving = 1 - kept;
+    const one = events().find((e) => e.owned.length === 1)!;
+    assert.equal(one.ownedSelector, shardSelector(kept, 2), "the stream's event carries the selector of the one shard left");
+    assert.deepEqual(
+      one.owned.map((o) => o.selector),
+      [shardSelector(kept, 2)],
+    );
     const post = (auth?: string, query = `shard=${moving}&token=1`) =>
       fetch(`${url}/shards/stopped?${query}`, { method: 'POST', headers: auth ? { authorization: auth } : {} });
     const none = await post();

@@ -385,6 +385,12 @@ export class ShardSidecar {
   private notMoreThanTheFile(status: ShardsStatus): ShardsStatus {
     const aside = this.writable?.standAside() ?? null;
     if (aside === null) return status;
-    return { ...status, owned: [], validUntil: null, standingAside: status.standingAside ?? { reason: aside.reason, since: aside.since.toISOString() } };
+    return {
+      ...status,
+      owned: [],
+      ownedSelector: null,
+      validUntil: null,
+      standingAside: status.standingAside ?? { reason: aside.reason, since: aside.since.toISOString() },
+    };
   }
 }

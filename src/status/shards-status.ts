@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describeError } from '../errors.js';
 import type { ShardMemberSnapshot } from '../shards/shard-member.js';
+import { ownedShardsSelector, shardBounds } from '../shards/key-to-shard.js';
 
 export const SHARDS_FILE = 'shards.json';
 
@@ -14,6 +15,11 @@ export const SHARDS_FILE = 'shards.json';
 export interface OwnedShard {
   shard: number;
   fencingToken: number;
+  /** The shard's hash range [start, end), as KEP-5866's selector writes it ('0x' + 16 hex digits; the last end '0x10000000000000000'). */
+  start: string;
+  end: string;
+  /** shardRange(object.metadata.uid, start, end): list and watch only this shard's objects (docs/shards.md). */
+  selector: string;
 }
 
 export interface ShardsStatus {
@@ -26,6 +32,8 @@ export interface ShardsStatus {
   identity: string;
   /** The shards this member owns, by shard number; [] while it owns none. */
   owned: OwnedShard[];
+  /** One selector for every shard in `owned` (consecutive shards as one range); null while it owns none. */
+  ownedSelector: string | null;
   /**
    * Until when `owned` counts unless the sidecar writes again (its session's last heartbeat +
    * renewDeadline): past it, treat `owned` as empty, the sidecar may be frozen. null while this
@@ -46,7 +54,11 @@ export function toShardsStatus(s: ShardMemberSnapshot, now: Date, stoppedAt: Dat
     shards: s.shards,
     members: s.members,
     identity: s.identity,
-    owned: s.owned.map((o) => ({ shard: o.shard, fencingToken: o.token })),
+    owned: s.owned.map((o) => ({ shard: o.shard, fencingToken: o.token, ...shardBounds(o.shard, s.shards) })),
+    ownedSelector: ownedShardsSelector(
+      s.owned.map((o) => o.shard),
+      s.shards,
+    ),
     validUntil: s.validUntil?.toISOString() ?? null,
     standingAside: s.standingAside ? { reason: s.standingAside.reason, since: s.standingAside.since.toISOString() } : null,
     stoppedAt: stoppedAt?.toISOString() ?? null,
@@ -57,6 +69,8 @@ export function toShardsStatus(s: ShardMemberSnapshot, now: Date, stoppedAt: Dat
 export interface OwnedShardsView {
   /** The shards the app may work on now: [] unless the file says so and its validUntil has not passed. */
   owned: OwnedShard[];
+  /** One selector for `owned` (the file's ownedSelector), null when `owned` is empty: never list with no selector for no shard. */
+  selector: string | null;
   /** Why `owned` is empty when the file lists shards (or cannot be read), for logs. */
   reason: string;
   status: ShardsStatus | null;
@@ -73,12 +87,12 @@ export function readOwnedShards(statusDir: string, now: Date = new Date()): Owne
   try {
     status = JSON.parse(readFileSync(join(statusDir, SHARDS_FILE), 'utf8')) as ShardsStatus;
   } catch (err) {
-    return { owned: [], reason: `cannot read ${SHARDS_FILE}: ${describeError(err)}`, status: null };
+    return { owned: [], selector: null, reason: `cannot read ${SHARDS_FILE}: ${describeError(err)}`, status: null };
   }
-  if (!Array.isArray(status.owned) || status.owned.length === 0) return { owned: [], reason: 'owns no shard', status };
+  if (!Array.isArray(status.owned) || status.owned.length === 0) return { owned: [], selector: null, reason: 'owns no shard', status };
   const validUntil = status.validUntil ? Date.parse(status.validUntil) : NaN;
   if (!Number.isFinite(validUntil) || validUntil <= now.getTime()) {
-    return { owned: [], reason: `${SHARDS_FILE} expired at ${status.validUntil}: the sidecar may be frozen`, status };
+    return { owned: [], selector: null, reason: `${SHARDS_FILE} expired at ${status.validUntil}: the sidecar may be frozen`, status };
   }
-  return { owned: status.owned, reason: `owns ${status.owned.length} shards`, status };
+  return { owned: status.owned, selector: status.ownedSelector ?? null, reason: `owns ${status.owned.length} shards`, status };
 }

@@ -19,6 +19,8 @@ export interface ControlPlaneOptions {
   audit?: boolean;
   /** Extra users (system:masters) to create kubeconfigs for, e.g. one per benchmark candidate. */
   extraUsers?: string[];
+  /** kube-apiserver's --feature-gates, e.g. ['ShardedListAndWatch=true'] for an alpha feature a test needs. */
+  featureGates?: string[];
 }
 
 export interface ControlPlane {
@@ -254,6 +256,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     '--v',
     '1',
   ];
+  if (opts.featureGates?.length) apiArgs.push('--feature-gates', opts.featureGates.join(','));
   const auditLog = opts.audit ? join(dir, 'audit.log') : null;
   if (auditLog) {
     writeFileSync(
