@@ -82,15 +82,16 @@ own() {
     echo "app: owns $# shards:$(for p in $owned; do printf ' %s' "${p%:*}"; done)"
   fi
 }
-# Reads the /shards stream: one "data:" line of JSON per change. Its "owned" array holds only
-# {"shard":S,"fencingToken":T} objects; the group's and identity's strings come before it, and
-# their quotes are escaped, so "owned":[ cannot be matched inside them.
+# Reads the /shards stream: one "data:" line of JSON per change. Its "owned" array holds
+# {"shard":S,"fencingToken":T,...} objects (the fields after the token, a shard's range and
+# selector, hold no "}" or "]"); the group's and identity's strings come before it, and their
+# quotes are escaped, so "owned":[ cannot be matched inside them.
 follow_shards() {
   while IFS= read -r line; do
     case $line in
       'data: '*'"owned":['*)
         o=${line#*'"owned":['}
-        own "$(echo "${o%%]*}" | sed 's/{"shard":\([0-9]*\),"fencingToken":\([0-9]*\)}/\1:\2/g; s/,/ /g')"
+        own "$(echo "${o%%]*}" | sed 's/{"shard":\([0-9]*\),"fencingToken":\([0-9]*\)[^}]*}/\1:\2/g; s/,/ /g')"
         ;;
     esac
   done
