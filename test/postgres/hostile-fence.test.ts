@@ -10,6 +10,11 @@
  *   search_path: a schema listed before pg_catalog with a look-alike `=` makes a stale token
  *   pass. The SQL function (SET search_path = pg_catalog, pg_temp) is not fooled.
  * - Holds: `standard_conforming_strings = off` on the role does not let a key escape its literal.
+ * - FINDING 6: docs/fencing.md says a `Client` shared by concurrent requests is handled (fenced
+ *   writes run one after another). An unfenced query another request sends on that client while
+ *   a fenced check is in flight is dispatched by node-postgres inside the fenced transaction,
+ *   before its ROLLBACK: when the check refuses a stale token, that unrelated write resolves
+ *   as done and is rolled back with it.
  */
 import { it, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
@@ -124,5 +129,29 @@ describe('hostile: names resolved on the search_path', () => {
       (await labels(owner)).filter((l) => l === 'stale via operator'),
       [],
     );
+  });
+});
+
+describe('hostile: a Client shared by concurrent requests', () => {
+  it('FINDING 6: an unfenced write sent on the shared client during a refused check is not silently rolled back', { timeout: 60_000 }, async () => {
+    const [shared, raiser, watcher] = [await client(), await client(), await client()];
+    await watcher.query('CREATE TABLE shared_notes (note text NOT NULL)');
+    await withPostgresFence(shared, { key: 'shared-1', token: 5 }, async () => undefined);
+    // A new term's raise, held open: the shared client's check (token 5) waits on its row lock.
+    await raiser.query('BEGIN');
+    await raiser.query("UPDATE public.leasehold_fences SET token = 10 WHERE key = 'shared-1'");
+    const fenced = withPostgresFence(shared, { key: 'shared-1', token: 5 }, async () => undefined).catch((e: unknown) => e);
+    const pid = (shared as unknown as { processID: number }).processID;
+    const waiting = async () =>
+      (await watcher.query<{ w: string | null }>('SELECT wait_event_type AS w FROM pg_stat_activity WHERE pid = $1', [pid])).rows[0]?.w === 'Lock';
+    while (!(await waiting())) await new Promise((r) => setImmediate(r));
+    // Another request of the app, on the same client, writing something unrelated.
+    const unrelated = shared.query("INSERT INTO shared_notes VALUES ('unrelated')");
+    await raiser.query('COMMIT');
+    const refused = await fenced;
+    assert.ok(refused instanceof StaleTokenError, String(refused));
+    await unrelated; // resolved: the app believes it written
+    const notes = (await watcher.query<{ note: string }>('SELECT note FROM shared_notes')).rows.map((r) => r.note);
+    assert.deepEqual(notes, ['unrelated'], 'an unfenced write that resolved was rolled back with the refused fenced transaction');
   });
 });
