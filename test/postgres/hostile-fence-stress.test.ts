@@ -46,7 +46,7 @@ const work = (key: string, token: number) => async (tx: PgClientBase) => {
 
 type Level = 'read committed' | 'repeatable read' | 'serializable';
 
-async function storm(key: string, fenced: (c: pg.Client, token: number) => Promise<void>): Promise<Record<string, number>> {
+async function storm(fenced: (c: pg.Client, token: number) => Promise<void>): Promise<Record<string, number>> {
   const writers = await Promise.all(Array.from({ length: WRITERS }, () => client()));
   let term = 1;
   const outcomes: Record<string, number> = {};
@@ -81,14 +81,14 @@ describe('hostile: 16 writers and raises on one key', () => {
   for (const level of ['read committed', 'repeatable read', 'serializable'] as Level[]) {
     it(`withPostgresFence, ${level}: no work runs after a newer term's work committed`, { timeout: 120_000 }, async () => {
       const key = `lib ${level}`;
-      const outcomes = await storm(key, (c, token) => withPostgresFence(c, { key, token }, work(key, token), { isolationLevel: level }));
+      const outcomes = await storm((c, token) => withPostgresFence(c, { key, token }, work(key, token), { isolationLevel: level }));
       console.log(`withPostgresFence ${level}: ${JSON.stringify(outcomes)}`);
       assert.deepEqual(await violations(key), []);
       assert.ok((outcomes.committed ?? 0) > 0);
     });
     it(`SQL function in the caller's transaction, ${level}: no work runs after a newer term's work committed`, { timeout: 120_000 }, async () => {
       const key = `sql ${level}`;
-      const outcomes = await storm(key, async (c, token) => {
+      const outcomes = await storm(async (c, token) => {
         await c.query(`BEGIN ISOLATION LEVEL ${level.toUpperCase()}`);
         try {
           await c.query('SELECT public.leasehold_fence($1, $2)', [key, token]);
