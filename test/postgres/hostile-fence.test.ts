@@ -1,0 +1,157 @@
+/**
+ * Hostile review of withPostgresFence (issue 42), on a real PostgreSQL. Each test asserts the
+ * CORRECT behaviour; the ones marked FINDING fail on the code they were written against.
+ *
+ * - Holds: the key is spliced in as a literal by pg's escapeLiteral, which is not
+ *   encoding-aware; a role's `client_encoding = 'SJIS'` with `backslash_quote = on` would let a
+ *   key with an SJIS lead byte before a backslash end the literal early, but node-postgres
+ *   names UTF8 at start-up, which outranks the role's setting.
+ * - FINDING 1: the check's operators (`=`, `<`) and now() are resolved on the caller's
+ *   search_path: a schema listed before pg_catalog with a look-alike `=` makes a stale token
+ *   pass. The SQL function (SET search_path = pg_catalog, pg_temp) is not fooled.
+ * - Holds: `standard_conforming_strings = off` on the role does not let a key escape its literal.
+ * - FINDING 6: docs/fencing.md says a `Client` shared by concurrent requests is handled (fenced
+ *   writes run one after another). An unfenced query another request sends on that client while
+ *   a fenced check is in flight is dispatched by node-postgres inside the fenced transaction,
+ *   before its ROLLBACK: when the check refuses a stale token, that unrelated write resolves
+ *   as done and is rolled back with it.
+ */
+import { it, before, after, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import { startPostgres, type PostgresServer } from '../support/postgres.js';
+import { createPostgresFenceTable, withPostgresFence, StaleTokenError } from '../../src/fencing/index.js';
+
+const serverStarted = startPostgres();
+let server: PostgresServer;
+const clients: pg.Client[] = [];
+
+before(async () => {
+  server = await serverStarted;
+  const admin = await client();
+  await createPostgresFenceTable(admin, { withFunction: true });
+  await admin.query('CREATE TABLE hostile_work (label text NOT NULL)');
+});
+after(async () => {
+  for (const c of clients) await c.end().catch(() => undefined);
+  await (await serverStarted).stop();
+});
+
+async function client(config: pg.ClientConfig = {}): Promise<pg.Client> {
+  const c = new pg.Client({ connectionString: server.url(), ...config });
+  c.on('error', () => {});
+  await c.connect();
+  clients.push(c);
+  return c;
+}
+
+async function fenceOf(c: pg.Client, key: string): Promise<number | undefined> {
+  const rows = (await c.query<{ token: number }>('SELECT token::int AS token FROM public.leasehold_fences WHERE key = $1', [key])).rows;
+  return rows[0]?.token;
+}
+
+async function labels(c: pg.Client): Promise<string[]> {
+  return (await c.query<{ label: string }>('SELECT label FROM hostile_work ORDER BY label')).rows.map((r) => r.label);
+}
+
+describe('hostile: the key as a literal', () => {
+  it('holds: a role on client_encoding SJIS and backslash_quote on; a key with an SJIS lead byte before a backslash is one literal', async () => {
+    const admin = await client();
+    await withPostgresFence(admin, { key: 'victim-1', token: 9 }, async () => undefined);
+    // A DBA's settings for a legacy Shift-JIS application sharing the role; both are user-settable.
+    server.sql("ALTER ROLE leasehold SET client_encoding = 'SJIS'");
+    server.sql("ALTER ROLE leasehold SET backslash_quote = 'on'");
+    try {
+      const legacy = await client();
+      // node-postgres names UTF8 at start-up, which outranks the role's setting: the escape
+      // then meets only UTF-8, where no byte of a multibyte character is a backslash or quote.
+      assert.equal((await legacy.query<{ e: string }>("SELECT current_setting('client_encoding') AS e")).rows[0]!.e, 'UTF8');
+      assert.equal((await legacy.query<{ b: string }>("SELECT current_setting('backslash_quote') AS b")).rows[0]!.b, 'on');
+      // "Á" is C3 81 in UTF-8: 0x81 is an SJIS lead byte and takes the first of the two
+      // backslashes escapeLiteral writes; `\'` is then a quote and the next quote ends the literal.
+      const key = "\u00c1\\'; UPDATE public.leasehold_fences SET token = 1; SELECT 1 AS token --";
+      let outcome: unknown;
+      await withPostgresFence(legacy, { key, token: 1 }, (tx) => tx.query("INSERT INTO hostile_work VALUES ('injected key')")).then(
+        () => (outcome = 'committed'),
+        (e: unknown) => (outcome = e),
+      );
+      assert.equal(outcome, 'committed');
+      assert.equal(await fenceOf(admin, key), 1);
+      assert.equal(await fenceOf(admin, 'victim-1'), 9, `victim's fence lowered by a key; withPostgresFence gave ${String(outcome)}`);
+    } finally {
+      server.sql('ALTER ROLE leasehold RESET client_encoding');
+      server.sql('ALTER ROLE leasehold RESET backslash_quote');
+    }
+  });
+
+  it('holds: standard_conforming_strings off on the role; a key with quotes and backslashes is one literal', async () => {
+    const admin = await client();
+    server.sql('ALTER ROLE leasehold SET standard_conforming_strings = off');
+    try {
+      const legacy = await client();
+      assert.equal((await legacy.query<{ s: string }>("SELECT current_setting('standard_conforming_strings') AS s")).rows[0]!.s, 'off');
+      await withPostgresFence(admin, { key: 'victim-2', token: 9 }, async () => undefined);
+      for (const key of ["a\\'; UPDATE public.leasehold_fences SET token = 1; --", "b\\\\''\\", "c'; SELECT 1 AS token --", '\\']) {
+        await withPostgresFence(legacy, { key, token: 3 }, async () => undefined);
+        assert.equal(await fenceOf(admin, key), 3, JSON.stringify(key));
+        await assert.rejects(
+          withPostgresFence(legacy, { key, token: 2 }, async () => undefined),
+          StaleTokenError,
+        );
+      }
+      assert.equal(await fenceOf(admin, 'victim-2'), 9);
+    } finally {
+      server.sql('ALTER ROLE leasehold RESET standard_conforming_strings');
+    }
+  });
+});
+
+describe('hostile: names resolved on the search_path', () => {
+  it("FINDING 1: a look-alike `=` in a schema before pg_catalog does not let a stale token's work commit", async () => {
+    const owner = await client();
+    await withPostgresFence(owner, { key: 'low', token: 1 }, async () => undefined);
+    await withPostgresFence(owner, { key: 'victim-3', token: 9 }, async () => undefined);
+    await owner.query('CREATE SCHEMA opshadow');
+    // Every text comparison made on this path is answered as if the key were 'low'.
+    await owner.query("CREATE FUNCTION opshadow.eq_low(text, text) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$ SELECT $1 OPERATOR(pg_catalog.=) 'low' $$");
+    await owner.query('CREATE OPERATOR opshadow.= (LEFTARG = text, RIGHTARG = text, FUNCTION = opshadow.eq_low)');
+    const shadowed = await client({ options: '-c search_path=opshadow,pg_catalog,public' });
+    // The SQL function pins its own search_path: refused, as it should be.
+    await shadowed.query('BEGIN');
+    await assert.rejects(shadowed.query("SELECT public.leasehold_fence('victim-3', 1)"), (e: pg.DatabaseError) => e.code === 'LH409');
+    await shadowed.query('ROLLBACK');
+    let outcome: unknown = 'committed';
+    await withPostgresFence(shadowed, { key: 'victim-3', token: 1 }, (tx) => tx.query("INSERT INTO public.hostile_work VALUES ('stale via operator')")).catch(
+      (e: unknown) => (outcome = e),
+    );
+    assert.ok(outcome instanceof StaleTokenError && outcome.highest === 9, `token 1 under a fence at 9: ${String(outcome)}`);
+    assert.deepEqual(
+      (await labels(owner)).filter((l) => l === 'stale via operator'),
+      [],
+    );
+  });
+});
+
+describe('hostile: a Client shared by concurrent requests', () => {
+  it('FINDING 6: an unfenced write sent on the shared client during a refused check is not silently rolled back', { timeout: 60_000 }, async () => {
+    const [shared, raiser, watcher] = [await client(), await client(), await client()];
+    await watcher.query('CREATE TABLE shared_notes (note text NOT NULL)');
+    await withPostgresFence(shared, { key: 'shared-1', token: 5 }, async () => undefined);
+    // A new term's raise, held open: the shared client's check (token 5) waits on its row lock.
+    await raiser.query('BEGIN');
+    await raiser.query("UPDATE public.leasehold_fences SET token = 10 WHERE key = 'shared-1'");
+    const fenced = withPostgresFence(shared, { key: 'shared-1', token: 5 }, async () => undefined).catch((e: unknown) => e);
+    const pid = (shared as unknown as { processID: number }).processID;
+    const waiting = async () =>
+      (await watcher.query<{ w: string | null }>('SELECT wait_event_type AS w FROM pg_stat_activity WHERE pid = $1', [pid])).rows[0]?.w === 'Lock';
+    while (!(await waiting())) await new Promise((r) => setImmediate(r));
+    // Another request of the app, on the same client, writing something unrelated.
+    const unrelated = shared.query("INSERT INTO shared_notes VALUES ('unrelated')");
+    await raiser.query('COMMIT');
+    const refused = await fenced;
+    assert.ok(refused instanceof StaleTokenError, String(refused));
+    await unrelated; // resolved: the app believes it written
+    const notes = (await watcher.query<{ note: string }>('SELECT note FROM shared_notes')).rows.map((r) => r.note);
+    assert.deepEqual(notes, ['unrelated'], 'an unfenced write that resolved was rolled back with the refused fenced transaction');
+  });
+});
