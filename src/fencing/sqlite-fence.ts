@@ -64,11 +64,14 @@ function fenceStatements(db: SqliteDatabase, table: string): FenceStatements {
   if (byTable === undefined) preparedFences.set(db, (byTable = new Map<string, FenceStatements>()));
   const known = byTable.get(table);
   if (known !== undefined) return known;
-  const select = prepareOnTable(db, table, `SELECT token FROM ${table} WHERE key = ?`);
+  // Qualified with its schema: unqualified, SQLite looks in temp before main, and a temporary
+  // table of the same name on this connection would take the check (a stale token would commit).
+  const inMain = `main.${table}`;
+  const select = prepareOnTable(db, table, `SELECT token FROM ${inMain} WHERE key = ?`);
   const upsert = prepareOnTable(
     db,
     table,
-    `INSERT INTO ${table} (key, token, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET token = excluded.token, updated_at = excluded.updated_at`,
+    `INSERT INTO ${inMain} (key, token, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET token = excluded.token, updated_at = excluded.updated_at`,
   );
   const fencedTransaction = db.transaction((key: string, token: number, work: (db: SqliteDatabase) => unknown): unknown => {
     const row = onTable(table, () => select.get(key)) as { token: number } | undefined;

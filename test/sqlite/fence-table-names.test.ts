@@ -1,14 +1,12 @@
 /**
- * Hostile review of withSqliteFence (issue 42) on real SQLite files. Each test asserts the
- * CORRECT behaviour; the one marked FINDING fails on the code it was written against.
- *
- * - FINDING 2: the fence table is named unqualified ("leasehold_fences"), and SQLite resolves an
- *   unqualified name in temp before main: a temporary table of that name on the writer's
- *   connection (created before or after the statements were prepared and cached) takes the
- *   check, so a token below the file's fence commits. withPostgresFence pins its schema for
- *   exactly this (test/postgres/fence-protocol.test.ts, "a temporary one").
- * - Holds: the statements cached per connection follow the table when another connection drops
- *   and re-creates it, and a dropped table is named as missing, not a crash.
+ * withSqliteFence and the names it uses, on real SQLite files:
+ * - the fence table is named with its schema (main."leasehold_fences"): unqualified, SQLite
+ *   resolves a name in temp before main, and a temporary table of that name on the writer's
+ *   connection (created before or after the statements were prepared and cached) would take the
+ *   check, letting a token below the file's fence commit. withPostgresFence pins its schema for
+ *   the same reason (test/postgres/fence-protocol.test.ts, "a temporary one");
+ * - the statements cached per connection follow the table when another connection drops and
+ *   re-creates it, and a dropped table is named as missing, not a crash.
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,7 +17,7 @@ import Database from 'better-sqlite3';
 import { createSqliteFenceTable, withSqliteFence } from '../../src/fencing/sqlite-fence.js';
 import { InvalidConfigError, StaleTokenError } from '../../src/errors.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'leasehold-hostile-sqlite-fence-'));
+const dir = mkdtempSync(join(tmpdir(), 'leasehold-fence-table-names-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 let n = 0;
 
@@ -42,8 +40,8 @@ function openFile(t: { after: (fn: () => void) => void }): { path: string; conne
 const write = (label: string) => (db: Database.Database) => db.prepare('INSERT INTO main.data (label) VALUES (?)').run(label);
 const labels = (db: Database.Database) => (db.prepare('SELECT label FROM main.data ORDER BY rowid').all() as { label: string }[]).map((r) => r.label);
 
-describe('hostile: withSqliteFence and the names it uses', () => {
-  it('FINDING 2: a temporary look-alike fence table on the connection does not let a stale token commit', (t) => {
+describe('withSqliteFence and the names it uses', () => {
+  it('a temporary look-alike fence table on the connection does not let a stale token commit', (t) => {
     const file = openFile(t);
     const writer = file.connect();
     withSqliteFence(writer, { key: 'orders', token: 9 }, write('term 9'));
@@ -59,7 +57,7 @@ describe('hostile: withSqliteFence and the names it uses', () => {
     assert.deepEqual(labels(file.connect()), ['term 9']);
   });
 
-  it('holds: another connection drops and re-creates the fence table between two calls; the cached statements follow it', (t) => {
+  it('another connection drops and re-creates the fence table between two calls; the cached statements follow it', (t) => {
     const file = openFile(t);
     const writer = file.connect();
     const other = file.connect();
