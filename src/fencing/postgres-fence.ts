@@ -233,11 +233,20 @@ async function fencedTransaction<T>(client: PgClientBase, fenced: Fenced, work: 
  */
 function checkStatements(table: string, keyLiteral: string, token: number): string {
   return [
-    `UPDATE ${table} SET token = ${token}, updated_at = now() WHERE key = ${keyLiteral} AND token < ${token}`,
+    `UPDATE ${table} SET token = ${token}, updated_at = ${NOW} WHERE key ${EQ} ${keyLiteral} AND token ${LT} ${token}`,
     `INSERT INTO ${table} (key, token) VALUES (${keyLiteral}, ${token}) ON CONFLICT (key) DO NOTHING`,
-    `SELECT token FROM ${table} WHERE key = ${keyLiteral} FOR SHARE`,
+    `SELECT token FROM ${table} WHERE key ${EQ} ${keyLiteral} FOR SHARE`,
   ].join('; ');
 }
+
+/**
+ * Operators and functions named in pg_catalog: unqualified, they are looked up on the caller's
+ * search_path, where a schema listed before pg_catalog with a look-alike `=` would answer the
+ * check (a stale token's work would commit). The SQL function pins its own search_path instead.
+ */
+const EQ = 'OPERATOR(pg_catalog.=)';
+const LT = 'OPERATOR(pg_catalog.<)';
+const NOW = 'pg_catalog.now()';
 
 function alreadyInTransaction(): InvalidConfigError {
   const rule = 'must not be inside a transaction: withPostgresFence opens its own; inside yours, call the SQL function leasehold_fence';
