@@ -49,7 +49,22 @@ export function withSqliteFence<T>(db: SqliteDatabase, claim: FenceClaim, work: 
   return fenceStatements(db, table).fencedTransaction.immediate(key, token, work) as T;
 }
 
+/**
+ * The fence's read-only check: a token below the highest accepted for the key is refused with
+ * StaleTokenError, anything else passes; nothing is written. An early answer only (the HTTP
+ * wrapper's, before it reads a body): the write itself must still go through withSqliteFence,
+ * which checks again and is the one that raises the fence.
+ */
+export function checkSqliteFence(db: SqliteDatabase, claim: FenceClaim, options?: SqliteFenceOptions): void {
+  const { key, token } = checkClaim(claim);
+  const table = sqliteFenceTable(options?.table);
+  const statements = fenceStatements(db, table);
+  const row = onTable(table, () => statements.select.get(key)) as { token: number } | undefined;
+  if (row !== undefined && token < row.token) throw new StaleTokenError(token, row.token, key);
+}
+
 interface FenceStatements {
+  select: Database.Statement;
   fencedTransaction: Database.Transaction<(key: string, token: number, work: (db: SqliteDatabase) => unknown) => unknown>;
 }
 
@@ -94,7 +109,7 @@ function fenceStatements(db: SqliteDatabase, table: string): FenceStatements {
     }
     return result;
   });
-  const statements = { fencedTransaction };
+  const statements = { select, fencedTransaction };
   byTable.set(table, statements);
   return statements;
 }

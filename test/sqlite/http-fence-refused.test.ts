@@ -1,13 +1,9 @@
 /**
- * Hostile review of the fenced HTTP wrapper (issue 42) on a real server (port 0) over a real
- * SQLite file. The test asserts the CORRECT behaviour and fails on the code it was written
- * against.
- *
- * FINDING 3: the wrapper's first check is a fenced transaction with no work, which raises the
- * fence to whatever token the header names, before the handler has run. A handler that
- * authenticates (or validates) the request and answers 401 without calling `write` still leaves
- * the fence raised: one unauthenticated request with token 2^53 − 1 locks every real writer of
- * the key out for good (every later token is below it, and the fence only grows).
+ * The fenced HTTP wrapper and a request its handler refuses, on a real server (port 0) over a
+ * real SQLite file. The wrapper's first check only reads; the fence is raised inside `write`.
+ * When the first check raised the fence itself, a handler that authenticates the request and
+ * answers 401 without calling `write` still left the fence raised: one unauthenticated request
+ * with token 2^53 - 1 locked every real writer of the key out for good.
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,11 +14,11 @@ import Database from 'better-sqlite3';
 import { createSqliteFenceTable, sqliteFencedHandler, fenceHeaders } from '../../src/fencing/index.js';
 import { listen, post, readBody } from '../support/http-fence-client.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'leasehold-hostile-http-fence-'));
+const dir = mkdtempSync(join(tmpdir(), 'leasehold-http-fence-refused-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-describe('hostile: the fenced HTTP wrapper and requests its handler refuses', () => {
-  it('FINDING 3: a request the handler refuses (401, write never called) does not raise the fence', async (t) => {
+describe('the fenced HTTP wrapper and requests its handler refuses', () => {
+  it('a request the handler refuses (401, write never called) does not raise the fence', async (t) => {
     const db = new Database(join(dir, 'service.db'));
     createSqliteFenceTable(db);
     db.exec('CREATE TABLE orders (token INTEGER NOT NULL, body TEXT NOT NULL)');
