@@ -49,10 +49,6 @@ async function fenceOf(c: pg.Client, key: string): Promise<number | undefined> {
   return rows[0]?.token;
 }
 
-async function labels(c: pg.Client): Promise<string[]> {
-  return (await c.query<{ label: string }>('SELECT label FROM hostile_work ORDER BY label')).rows.map((r) => r.label);
-}
-
 describe('hostile: the key as a literal', () => {
   it('holds: a role on client_encoding SJIS and backslash_quote on; a key with an SJIS lead byte before a backslash is one literal', async () => {
     const admin = await client();
