@@ -1,5 +1,5 @@
 /**
- * Hostile review of the PostgreSQL fence under load (issue 42): 16 writers on one key, each
+ * The PostgreSQL fence under load (from the hostile review, issue 42): 16 writers on one key, each
  * sometimes raising the term and otherwise writing with the token it last had (stale once
  * another raised), under each isolation level, through withPostgresFence and through the SQL
  * function in the caller's own transaction. Each work reads the highest token whose work has
@@ -77,7 +77,7 @@ async function violations(key: string): Promise<{ token: number; seen: number }[
   ).rows;
 }
 
-describe('hostile: 16 writers and raises on one key', () => {
+describe('16 writers and raises on one key', () => {
   for (const level of ['read committed', 'repeatable read', 'serializable'] as Level[]) {
     it(`withPostgresFence, ${level}: no work runs after a newer term's work committed`, { timeout: 120_000 }, async () => {
       const key = `lib ${level}`;
