@@ -109,7 +109,8 @@ function fencedHandler<W>(
  * A client that sent `Expect: 100-continue` waits for `100 Continue` before its body. Node sends
  * it before the handler runs unless the server listens for 'checkContinue'; given this wrapper
  * there too, the client hears 100 only once its claim passed, so a refused one never sends its
- * body at all.
+ * body at all. That listener takes the automatic 100 from every other route of the server: it
+ * must send it itself for them (docs/fencing.md, "Expect: 100-continue").
  */
 function sendContinue(req: IncomingMessage, res: ServerResponse): void {
   const expect = req.headers.expect;
