@@ -9,16 +9,18 @@
  * one transaction with the check again (withSqliteFence / withPostgresFence): a newer writer that
  * arrived while the handler read the body still wins, and the write is answered 409 then.
  *
- * The first check is a fenced transaction with no work: a claim at or above the highest raises
- * the fence to it there, as a new owner's first write would. That is what lets a stale writer be
- * refused without reading its body, and it never lets a stale one through.
+ * The first check only reads: it compares the claim with the highest accepted and writes
+ * nothing. The fence is raised only by `write`, with the handler's own statements: a request the
+ * handler refuses (its own authentication, a bad body) never moves the fence, so a stranger who
+ * can reach the port cannot lock the real writers out with a huge token. The read lets a stale
+ * writer be refused without reading its body; `write` checks again, so it never lets one through.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidConfigError, StaleTokenError } from '../errors.js';
 import type { FenceClaim } from './claim.js';
 import { parseFenceHeaders } from './http-header.js';
-import { withSqliteFence, type SqliteDatabase, type SqliteFenceOptions } from './sqlite-fence.js';
-import { withPostgresFence, type PgClient, type PgClientBase, type PgPool, type PostgresFenceOptions } from './postgres-fence.js';
+import { checkSqliteFence, withSqliteFence, type SqliteDatabase, type SqliteFenceOptions } from './sqlite-fence.js';
+import { checkPostgresFence, withPostgresFence, type PgClient, type PgClientBase, type PgPool, type PostgresFenceOptions } from './postgres-fence.js';
 
 /** What the handler gets: the claim checked, and `write` to run its statements in the fenced transaction. */
 export interface FencedRequest<W> {
@@ -48,7 +50,7 @@ export function sqliteFencedHandler(
 ): NodeHandler {
   const fence = { table: options.table };
   return fencedHandler(
-    (claim) => withSqliteFence(db, claim, () => undefined, fence),
+    (claim) => checkSqliteFence(db, claim, fence),
     (claim) => (work) => withSqliteFence(db, claim, work, fence),
     handler,
     options,
@@ -63,7 +65,7 @@ export function postgresFencedHandler(
 ): NodeHandler {
   const fence = { table: options.table, isolationLevel: options.isolationLevel };
   return fencedHandler(
-    (claim) => withPostgresFence(db, claim, async () => undefined, fence),
+    (claim) => checkPostgresFence(db, claim, fence),
     (claim) => (work) => withPostgresFence(db, claim, work, fence),
     handler,
     options,
@@ -107,7 +109,8 @@ function fencedHandler<W>(
  * A client that sent `Expect: 100-continue` waits for `100 Continue` before its body. Node sends
  * it before the handler runs unless the server listens for 'checkContinue'; given this wrapper
  * there too, the client hears 100 only once its claim passed, so a refused one never sends its
- * body at all.
+ * body at all. That listener takes the automatic 100 from every other route of the server: it
+ * must send it itself for them (docs/fencing.md, "Expect: 100-continue").
  */
 function sendContinue(req: IncomingMessage, res: ServerResponse): void {
   const expect = req.headers.expect;

@@ -119,13 +119,39 @@ export async function withPostgresFence<T>(
     throw new InvalidConfigError(`invalid fenced work: ${typeof work}, not a function`, { field: 'work', rule: 'must be a function' });
   const fenced = { key, token, table, begin };
   if (isPool(db)) return onPoolClient(db, fenced, work);
-  // On one connection a second BEGIN opens nothing and the first COMMIT ends both: the
-  // caller's client runs its fenced transactions one after another, never interleaved.
   // Called again from inside its own work on the same client, waiting its turn would wait forever.
   if (clientsInWork.getStore()?.has(db)) throw alreadyInTransaction();
-  const before = clientTurns.get(db) ?? Promise.resolve();
   const inWork = new Set(clientsInWork.getStore()).add(db);
-  const run = before.then(() => clientsInWork.run(inWork, () => fencedTransaction(db, fenced, work)));
+  return onClientTurn(db, () => clientsInWork.run(inWork, () => fencedTransaction(db, fenced, work)));
+}
+
+/**
+ * The fence's read-only check: a token below the highest accepted for the key is refused with
+ * StaleTokenError, anything else passes; nothing is written and no lock is held after it. An
+ * early answer only (the HTTP wrapper's, before it reads a body): the write itself must still
+ * go through withPostgresFence, which checks again and is the one that raises the fence.
+ */
+export async function checkPostgresFence(db: PgPool | PgClient, claim: FenceClaim, options?: PostgresFenceOptions): Promise<void> {
+  const { key, token } = checkClaim(claim);
+  const table = postgresName('table', options?.table ?? DEFAULT_FENCE_TABLE);
+  const read = (): Promise<pg.QueryResult<{ token: string }>> =>
+    db.query<{ token: string }>(`SELECT token FROM ${table} WHERE key ${EQ} $1`, [key]).catch((err: unknown) => {
+      throw missingTable(err, table);
+    });
+  // On the caller's client, sent between the statements of a fenced transaction it would read
+  // that transaction's raise before it commits (or rolls back): it waits its turn too.
+  const result = isPool(db) || clientsInWork.getStore()?.has(db) ? await read() : await onClientTurn(db, read);
+  const highest = result.rows[0] === undefined ? undefined : Number(result.rows[0].token);
+  if (highest !== undefined && token < highest) throw new StaleTokenError(token, highest, key);
+}
+
+/**
+ * On one connection a second BEGIN opens nothing and the first COMMIT ends both: the caller's
+ * client runs its fenced transactions (and fence reads) one after another, never interleaved.
+ */
+async function onClientTurn<T>(db: PgClient, use: () => Promise<T>): Promise<T> {
+  const before = clientTurns.get(db) ?? Promise.resolve();
+  const run = before.then(use);
   const turn = run.then(
     () => undefined,
     () => undefined,
@@ -233,11 +259,20 @@ async function fencedTransaction<T>(client: PgClientBase, fenced: Fenced, work: 
  */
 function checkStatements(table: string, keyLiteral: string, token: number): string {
   return [
-    `UPDATE ${table} SET token = ${token}, updated_at = now() WHERE key = ${keyLiteral} AND token < ${token}`,
+    `UPDATE ${table} SET token = ${token}, updated_at = ${NOW} WHERE key ${EQ} ${keyLiteral} AND token ${LT} ${token}`,
     `INSERT INTO ${table} (key, token) VALUES (${keyLiteral}, ${token}) ON CONFLICT (key) DO NOTHING`,
-    `SELECT token FROM ${table} WHERE key = ${keyLiteral} FOR SHARE`,
+    `SELECT token FROM ${table} WHERE key ${EQ} ${keyLiteral} FOR SHARE`,
   ].join('; ');
 }
+
+/**
+ * Operators and functions named in pg_catalog: unqualified, they are looked up on the caller's
+ * search_path, where a schema listed before pg_catalog with a look-alike `=` would answer the
+ * check (a stale token's work would commit). The SQL function pins its own search_path instead.
+ */
+const EQ = 'OPERATOR(pg_catalog.=)';
+const LT = 'OPERATOR(pg_catalog.<)';
+const NOW = 'pg_catalog.now()';
 
 function alreadyInTransaction(): InvalidConfigError {
   const rule = 'must not be inside a transaction: withPostgresFence opens its own; inside yours, call the SQL function leasehold_fence';

@@ -49,7 +49,22 @@ export function withSqliteFence<T>(db: SqliteDatabase, claim: FenceClaim, work: 
   return fenceStatements(db, table).fencedTransaction.immediate(key, token, work) as T;
 }
 
+/**
+ * The fence's read-only check: a token below the highest accepted for the key is refused with
+ * StaleTokenError, anything else passes; nothing is written. An early answer only (the HTTP
+ * wrapper's, before it reads a body): the write itself must still go through withSqliteFence,
+ * which checks again and is the one that raises the fence.
+ */
+export function checkSqliteFence(db: SqliteDatabase, claim: FenceClaim, options?: SqliteFenceOptions): void {
+  const { key, token } = checkClaim(claim);
+  const table = sqliteFenceTable(options?.table);
+  const statements = fenceStatements(db, table);
+  const row = onTable(table, () => statements.select.get(key)) as { token: number } | undefined;
+  if (row !== undefined && token < row.token) throw new StaleTokenError(token, row.token, key);
+}
+
 interface FenceStatements {
+  select: Database.Statement;
   fencedTransaction: Database.Transaction<(key: string, token: number, work: (db: SqliteDatabase) => unknown) => unknown>;
 }
 
@@ -64,11 +79,14 @@ function fenceStatements(db: SqliteDatabase, table: string): FenceStatements {
   if (byTable === undefined) preparedFences.set(db, (byTable = new Map<string, FenceStatements>()));
   const known = byTable.get(table);
   if (known !== undefined) return known;
-  const select = prepareOnTable(db, table, `SELECT token FROM ${table} WHERE key = ?`);
+  // Qualified with its schema: unqualified, SQLite looks in temp before main, and a temporary
+  // table of the same name on this connection would take the check (a stale token would commit).
+  const inMain = `main.${table}`;
+  const select = prepareOnTable(db, table, `SELECT token FROM ${inMain} WHERE key = ?`);
   const upsert = prepareOnTable(
     db,
     table,
-    `INSERT INTO ${table} (key, token, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET token = excluded.token, updated_at = excluded.updated_at`,
+    `INSERT INTO ${inMain} (key, token, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET token = excluded.token, updated_at = excluded.updated_at`,
   );
   const fencedTransaction = db.transaction((key: string, token: number, work: (db: SqliteDatabase) => unknown): unknown => {
     const row = onTable(table, () => select.get(key)) as { token: number } | undefined;
@@ -91,7 +109,7 @@ function fenceStatements(db: SqliteDatabase, table: string): FenceStatements {
     }
     return result;
   });
-  const statements = { fencedTransaction };
+  const statements = { select, fencedTransaction };
   byTable.set(table, statements);
   return statements;
 }

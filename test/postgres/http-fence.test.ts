@@ -78,13 +78,44 @@ describe('postgresFencedHandler on a real PostgreSQL', () => {
       });
       a.on('error', reject);
     });
+    const before = calls;
     a.write('from');
-    const fence = async () => (await pool.query('SELECT token::int FROM leasehold_fences WHERE key = $1', [key])).rows[0] as { token: number } | undefined;
-    while ((await fence())?.token !== 7) await new Promise((r) => setTimeout(r, 5));
+    // Past the first check (it only reads): the handler is reading A's body.
+    while (calls === before) await new Promise((r) => setImmediate(r));
     assert.equal((await post(port, fenceHeaders({ key, token: 8 }), 'B, newer')).status, 200);
     a.end(' A..');
     assert.equal(await answer, 409);
     assert.deepEqual(await rows(key), [{ token: 8, body: 'B, newer' }]);
+  });
+
+  it('a request the handler refuses (401, write never called) leaves the fence where it was', async () => {
+    const guarded = await listen(
+      postgresFencedHandler(pool, async (req, res, { claim, write }) => {
+        const body = await readBody(req);
+        if (req.headers.authorization !== 'Bearer leader-secret') {
+          res.writeHead(401).end('{}');
+          return;
+        }
+        await write((tx) => tx.query('INSERT INTO orders (key, token, body) VALUES ($1, $2, $3)', [claim.key, claim.token, body]));
+        res.end('{}');
+      }),
+    );
+    try {
+      const key = 'orders/shard/4';
+      const leader = { authorization: 'Bearer leader-secret' };
+      assert.equal((await post(guarded.port, { ...fenceHeaders({ key, token: 4 }), ...leader }, 'term 4')).status, 200);
+      assert.equal((await post(guarded.port, fenceHeaders({ key, token: Number.MAX_SAFE_INTEGER }), 'stranger')).status, 401);
+      const fence = await pool.query<{ token: number }>('SELECT token::int FROM leasehold_fences WHERE key = $1', [key]);
+      assert.equal(fence.rows[0]?.token, 4, 'the fence was raised by a request the handler refused');
+      assert.equal((await post(guarded.port, { ...fenceHeaders({ key, token: 5 }), ...leader }, 'term 5')).status, 200);
+      assert.deepEqual(await rows(key), [
+        { token: 4, body: 'term 4' },
+        { token: 5, body: 'term 5' },
+      ]);
+    } finally {
+      guarded.server.closeAllConnections();
+      await new Promise((r) => guarded.server.close(r));
+    }
   });
 
   it("docs/fencing.md's Fastify snippet, as written: 200 current, 409 stale and 400 missing with the body unread, 100-continue only when current", async () => {
@@ -103,7 +134,10 @@ describe('postgresFencedHandler on a real PostgreSQL', () => {
         handler(request.raw, reply.raw);
       });
     });
-    fastify.server.on('checkContinue', (req: IncomingMessage, res) => fastify.server.emit('request', req, res));
+    fastify.server.on('checkContinue', (req: IncomingMessage, res) => {
+      if (new URL(req.url ?? '/', 'http://service').pathname !== '/orders') res.writeContinue();
+      fastify.server.emit('request', req, res);
+    });
     await fastify.listen({ port: 0, host: '127.0.0.1' });
     try {
       const p = (fastify.server.address() as AddressInfo).port;

@@ -67,6 +67,7 @@ export function postExpectingContinue(
   port: number,
   headers: Record<string, string>,
   body: string,
+  path = '/orders',
 ): Promise<{ interim: string[]; head: string; body: string; bodySent: boolean }> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
@@ -97,6 +98,6 @@ export function postExpectingContinue(
     });
     socket.on('close', () => reject(new Error(`connection closed before a whole response: ${JSON.stringify(got)}`)));
     const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`);
-    socket.write(`POST /orders HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${lines.join('')}\r\n`);
+    socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${lines.join('')}\r\n`);
   });
 }
