@@ -5,9 +5,10 @@
 #      client-go peer, and as root the node binaries and images), each built once into
 #      ~/.cache/leasehold (test/support/build-test-tools.sh): started in the background at the
 #      lowest CPU and I/O priority, so a cold build (most of a cold run) uses what the local and
-#      PostgreSQL tiers leave idle, which is most of it, and takes nothing they want; waited for
-#      before the Kubernetes tier, so it is still done before any test that needs it starts its
-#      clock. LEASEHOLD_TOOLS_SERIAL=1 builds them in the foreground instead, here
+#      PostgreSQL tiers leave idle, which is most of it, and takes nothing they want; the
+#      Kubernetes tier (step 6) starts when they are done, in the same job, so they are done
+#      before any test that needs them starts its clock. LEASEHOLD_TOOLS_SERIAL=1 builds them in
+#      the foreground first instead
 #   3. unit tests and the SQLite/CLI tier (real processes, real files) on Node 20, with Node's
 #      coverage report of the test processes; under the floor in test/support/coverage-floor.mjs,
 #      the step fails. The seeded elector simulation (`scripts/test-files.sh simulation`), pure
@@ -18,13 +19,14 @@
 #      built for it (scripts/test-on-node.sh; both cached; the build in the background from the
 #      start, as the tools are): the local files whose behaviour can
 #      differ between Node versions, `scripts/test-files.sh other-node` (CONTRIBUTING "Two Node
-#      versions"), in a copy of the tree (its addon swapped there), beside steps 6 and the tools'
-#      wait, and waited for before step 7
+#      versions"), in a copy of the tree (its addon swapped there), beside step 7 and waited
+#      for after it
 #   5. the PostgreSQL tier on a real PostgreSQL server (Debian's, started in a temporary
 #      directory on a loopback port and removed after), run beside step 3 (both wait on real
 #      time) and waited for after it
 #   6. the Kubernetes tier on a real kube-apiserver + etcd (built once, cached; see test/support/),
-#      including the image built from the Dockerfile, run by a private Docker daemon
+#      including the image built from the Dockerfile, run by a private Docker daemon: beside
+#      step 3, after the tools (scripts/test-kubernetes-tier.sh), and waited for after it
 #   7. the cluster tier: that image and the chart, installed by helm on a real single-node
 #      Kubernetes that test/cluster/cluster.sh brings up and tears down (root needed)
 # Each step prints its time as it ends, and a table of them all at the end, passed or failed.
@@ -111,10 +113,16 @@ step "Node $image_node, the image's (fetched once, cached)"
 bash scripts/node-version.sh "$image_node" >/dev/null
 background addon bash scripts/test-on-node.sh "$image_node" --prepare
 
-if [[ "${LEASEHOLD_TOOLS_SERIAL:-}" != 1 ]]; then
-  echo "==> tools for the Kubernetes and cluster tiers: building in the background; waited for before the Kubernetes tier"
-  background tools bash test/support/build-test-tools.sh "${node_flag[@]}"
+# The tools for the Kubernetes and cluster tiers, then the Kubernetes tier, as one job beside the
+# local tiers (scripts/test-kubernetes-tier.sh): the tiers wait on real time, and one after the
+# other they took longer than CI's 30 minutes with the tools cached. LEASEHOLD_TOOLS_SERIAL=1
+# builds the tools first, in the foreground.
+if [[ "${LEASEHOLD_TOOLS_SERIAL:-}" == 1 ]]; then
+  step "tools for the Kubernetes and cluster tiers, first (LEASEHOLD_TOOLS_SERIAL=1)"
+  bash test/support/build-test-tools.sh "${node_flag[@]}" >/dev/null
 fi
+echo "==> tools, then the Kubernetes tier (a real kube-apiserver and etcd; the image from the Dockerfile): running beside the local tiers"
+beside kubernetes bash scripts/test-kubernetes-tier.sh "$work/tools.out" "${node_flag[@]}"
 echo "==> the seeded elector simulation: running in the background"
 mapfile -t simulation < <(tests simulation)
 background simulation node --import tsx --test --test-concurrency=1 --test-reporter=spec "${simulation[@]}"
@@ -136,36 +144,26 @@ await simulation
 step "PostgreSQL tier, beside the last step: the rest of its run"
 await postgres
 
-# The Node 24 files beside the Kubernetes tier: both wait on real time most of their run. They
-# run in a copy of the tree (node_modules and dist included, .git left out), because
-# test-on-node.sh swaps better-sqlite3's addon in node_modules for its run and the Kubernetes
-# tier loads the default one. World-readable, as the tree is: a test runs the CLI as another user.
+step "Kubernetes tier, beside the last step: the rest of its run (tools built first)"
+await kubernetes
+LEASEHOLD_TOOLS_PREBUILT="$(cat "$work/tools.out")"
+export LEASEHOLD_TOOLS_PREBUILT
+
+# The Node 24 files beside the cluster tier: both wait on real time most of their run. They run
+# in a copy of the tree (node_modules and dist included, .git left out), because
+# test-on-node.sh swaps better-sqlite3's addon in node_modules for its run and the cluster tier
+# loads the default one. World-readable, as the tree is: a test runs the CLI as another user.
 step "the same on Node $image_node, the image's: the files that can differ between Node versions (starting, in a copy of the tree)"
 await addon
 node24_tree="$(mktemp -d /tmp/leasehold-node24-XXXXXX)"
 chmod 755 "$node24_tree"
 tar -C . --exclude=./.git -cf - . | tar -C "$node24_tree" -xf -
-echo "==> Node $image_node's files: running beside the next steps, in $node24_tree"
+echo "==> Node $image_node's files: running beside the cluster tier, in $node24_tree"
 beside node24 bash "$node24_tree/scripts/test-on-node.sh" "$image_node" other-node
-
-step "tools for the Kubernetes and cluster tiers (cached in ~/.cache/leasehold): the wait for the background build"
-if [[ -n "${job_pid[tools]:-}" ]]; then
-  await tools
-else
-  bash test/support/build-test-tools.sh "${node_flag[@]}" >"$work/tools.out"
-fi
-LEASEHOLD_TOOLS_PREBUILT="$(cat "$work/tools.out")"
-export LEASEHOLD_TOOLS_PREBUILT
-echo "tools ready: $LEASEHOLD_TOOLS_PREBUILT"
-
-step "Kubernetes tier (a real kube-apiserver and etcd; the image from the Dockerfile)"
-mapfile -t kube_tests < <(tests kubernetes)
-node --import tsx test/support/with-control-plane.ts -- \
-  node --import tsx --test --test-concurrency=1 --test-reporter=spec "${kube_tests[@]}"
-
-step "the same on Node $image_node, beside the last steps: the rest of its run"
-await node24
 
 step "cluster tier (a real single-node Kubernetes: the chart and the image in pods)"
 mapfile -t cluster_tests < <(tests cluster)
 node --import tsx --test --test-concurrency=1 --test-reporter=spec "${cluster_tests[@]}"
+
+step "the same on Node $image_node, beside the cluster tier: the rest of its run"
+await node24
