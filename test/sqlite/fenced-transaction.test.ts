@@ -4,6 +4,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { REPO, start, waitFor, type Proc } from '../support/cli.js';
@@ -66,7 +67,14 @@ describe('withSqliteFence: 8 writer processes at once on one file', () => {
       }
       await waitFor('the writers to be ready', () => procs.every((p) => p.stdout().includes('"ready":true')), 120_000);
       for (const p of procs) p.child.stdin!.write('go\n');
-      await Promise.all(procs.map((p) => p.exited));
+      // Until each writer's stdout is closed, not only until it exited: its report is one long
+      // line, and on Node 24 'exit' can come before the last of it is read (a cut line, once).
+      await Promise.all(
+        procs.map(async (p) => {
+          await p.exited;
+          if (!p.child.stdout!.closed) await once(p.child.stdout!, 'close');
+        }),
+      );
       const reports = procs.map((p) => {
         const line = p
           .stdout()
