@@ -68,7 +68,7 @@ describe('withSqliteFence: 8 writer processes at once on one file', () => {
       await waitFor('the writers to be ready', () => procs.every((p) => p.stdout().includes('"ready":true')), 120_000);
       for (const p of procs) p.child.stdin!.write('go\n');
       // Until each writer's stdout is closed, not only until it exited: its report is one long
-      // line, and on Node 24 'exit' can come before the last of it is read (a cut line, once).
+      // line, and 'exit' can come before the last of it is read here.
       await Promise.all(
         procs.map(async (p) => {
           await p.exited;

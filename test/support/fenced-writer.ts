@@ -63,8 +63,10 @@ if (loop) {
     }
   }
   db.close();
-  say({ accepted, stale });
-  process.exit(0);
+  // Exit only once the report is written: a pipe's writes can be queued, and process.exit
+  // drops what is queued (Node 24 cut this line at 146,176 characters, twice).
+  process.stdout.write(JSON.stringify({ accepted, stale }) + '\n', () => process.exit(0));
+  await new Promise(() => {});
 }
 
 say({ ready: true, pid: process.pid });
