@@ -160,7 +160,7 @@ describe('the app health of real sidecars on one SQLite file', () => {
   });
 
   it('a candidate whose app is not healthy yet never leads; it leads once the app is', { timeout: 60_000 }, async () => {
-    const late = await app('after:6000');
+    const late = await app('until-signal');
     const statusDir = join(dir.path, 'status-late');
     const p = startCli([
       'sidecar',
@@ -209,6 +209,8 @@ describe('the app health of real sidecars on one SQLite file', () => {
     const candidate = (JSON.parse(js.stdout) as { candidate: { identity: string; standingAside: { reason: string } } }).candidate;
     assert.equal(candidate.identity, 'late');
     assert.match(candidate.standingAside.reason, /^app (health unknown|unhealthy): /);
+    assert.equal(first200(late), undefined, 'the app never answered 200 before it was told to');
+    late.proc.kill('SIGUSR2');
     let leaderAt: number | undefined;
     await waitFor(
       'it leads',
