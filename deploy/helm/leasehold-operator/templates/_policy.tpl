@@ -233,3 +233,35 @@ order, as sidecarContainer().
   resources: {{ $t }}.resources{requests: {'cpu': '10m', 'memory': '32Mi'}, limits: {'memory': '64Mi'}}
 }
 {{- end }}
+
+{{/*
+A duration annotation's value (a `[x].map(name, ...)[0]` binds a name: this API server's CEL has no cel.bind) in milliseconds, as parseDuration() and durationRangeError()
+(src/config/duration.ts) judge it: -3 when it is no duration, -1 when a part is finer than a
+millisecond, -2 when it is past 2^31 - 1 ms (the longest a timer can wait). Integer arithmetic
+on the digits, as the webhook's: a part's fraction of more than 7 significant digits is never
+whole milliseconds, even in hours, and a part of more than 10 digits is past the limit in any unit.
+  include "lho.policy.durationMs" "variables.leaseDuration"
+*/}}
+{{- define "lho.policy.durationMs" -}}
+[{{ . }}.trim()].map(t,
+  !t.matches('^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$') ? -3
+  : [t.findAll('[0-9]+(\\.[0-9]+)?(ms|s|m|h)').map(c,
+      [c.find('(ms|s|m|h)$')].map(unit,
+      [unit == 'ms' ? 1 : unit == 's' ? 1000 : unit == 'm' ? 60000 : 3600000].map(mult,
+      [c.find('^[0-9]+').find('[1-9][0-9]*')].map(whole,
+      [c.find('\\.[0-9]*[1-9]')].map(frac,
+        size(frac) > 8 ? -1
+        : size(whole) > 10 ? -2
+        : [[1, 10, 100, 1000, 10000, 100000, 1000000, 10000000][size(frac) == 0 ? 0 : size(frac) - 1]].map(den,
+            [size(frac) == 0 ? 0 : int(frac.substring(1)) * mult].map(num,
+              num % den != 0 ? -1
+              : [(whole == '' ? 0 : int(whole)) * mult + num / den].map(v, v > 2147483647 ? -2 : v)[0])[0])[0])[0])[0])[0])[0])].map(parts,
+    parts.exists(p, p == -1) ? -1
+    : parts.exists(p, p == -2) ? -2
+    : [parts.sum()].map(sum, sum > 2147483647 ? -2 : sum)[0])[0])[0]
+{{- end }}
+
+{{/* formatDuration() of src/config/duration.ts: 15000 is "15s", 500 "500ms", 90000 "1m30s". */}}
+{{- define "lho.policy.formatMs" -}}
+[{{ . }}].map(v, v < 1000 || v % 1000 != 0 ? string(v) + 'ms' : v / 1000 < 60 ? string(v / 1000) + 's' : (v / 1000) % 60 == 0 ? string(v / 60000) + 'm' : string(v / 60000) + 'm' + string((v / 1000) % 60) + 's')[0]
+{{- end }}
