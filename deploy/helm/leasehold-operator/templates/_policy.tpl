@@ -53,6 +53,13 @@ mutating policy, as mutated in the validating one, hence the filters on the side
   expression: "object.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false) == true && r.?name.orValue('') != '')"
 - name: templateHash
   expression: "object.metadata.?labels[?'pod-template-hash'].orValue('')"
+# True when the API server named the pod from its generateName (a 5-character suffix after at most
+# 58 characters of it): it does so after the mutating policy and before the validating one, and
+# the webhook never sees that name, so the lease is derived from generateName in both.
+- name: generatedName
+  expression: >-
+    [object.metadata.?generateName.orValue('')].map(g, g != '' && object.metadata.?name.orValue('') != ''
+      && [size(g) > 58 ? g.substring(0, 58) : g].map(b, object.metadata.name.startsWith(b) && size(object.metadata.name) == size(b) + 5)[0])[0]
 - name: derivedLease
   expression: >-
     size(variables.controllers) > 0
@@ -61,7 +68,7 @@ mutating policy, as mutated in the validating one, hence the filters on the side
         && size(variables.controllers[0].name) > size(variables.templateHash) + 1
       ? variables.controllers[0].name.substring(0, size(variables.controllers[0].name) - size(variables.templateHash) - 1)
       : variables.controllers[0].name)
-    : object.metadata.?name.orValue('') != '' ? object.metadata.name
+    : object.metadata.?name.orValue('') != '' && !variables.generatedName ? object.metadata.name
     : object.metadata.?generateName.orValue('').find('^.*[^-]')
 - name: leaseGiven
   expression: "'leasehold.io/lease' in variables.annotations"
