@@ -237,7 +237,14 @@ describe('the operator chart', () => {
       mutating.spec.mutations.map((m: { patchType: string }) => m.patchType),
       ['JSONPatch', 'JSONPatch', 'JSONPatch', 'JSONPatch'],
     );
-    assert.deepEqual(one(docs, 'ValidatingAdmissionPolicyBinding').spec.validationActions, ['Deny']);
+    // One validating policy refuses, the other warns (a probe that gives no health), as the webhook does.
+    assert.deepEqual(
+      docs.filter((d) => d.kind === 'ValidatingAdmissionPolicyBinding').map((d): unknown[] => [d.spec.policyName, d.spec.validationActions]),
+      [
+        ['ops-leasehold-operator', ['Deny']],
+        ['ops-leasehold-operator-warn', ['Warn']],
+      ],
+    );
 
     const webhookMode = render();
     for (const kind of ['MutatingAdmissionPolicy', 'ValidatingAdmissionPolicy']) assert.ok(!webhookMode.some((d) => d.kind === kind), kind);

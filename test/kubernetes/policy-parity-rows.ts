@@ -13,6 +13,8 @@ export interface ParityRow {
   name: string;
   pod: Json;
   refused?: 'same words' | { names: string };
+  /** The injector warns whoever creates the pod that an app probe gave no health (exactly one warning). */
+  warns?: boolean;
   /** What the injected pod must show besides being equal in both (so a row cannot pass by injecting nothing in both). */
   check?: (pod: Json) => void;
 }
@@ -146,21 +148,50 @@ export const PARITY_ROWS: ParityRow[] = [
     pod: pod({}, { containers: [app({ readinessProbe: http(8081, 'ok', { host: 'localhost' }), livenessProbe: { tcpSocket: { port: 9000 } } })] }),
     check: healthIs('--health-http=http://127.0.0.1:8081/ok'),
   },
-  { name: 'an exec probe: no health', pod: pod({}, { containers: [app({ readinessProbe: { exec: { command: ['true'] } } })] }), check: healthIs(null) },
-  { name: 'a grpc probe: no health', pod: pod({}, { containers: [app({ readinessProbe: { grpc: { port: 9000 } } })] }), check: healthIs(null) },
-  { name: 'an HTTPS probe: no health', pod: pod({}, { containers: [app({ readinessProbe: http(8443, '/', { scheme: 'HTTPS' }) })] }), check: healthIs(null) },
+  {
+    name: 'an exec probe: no health',
+    pod: pod({}, { containers: [app({ readinessProbe: { exec: { command: ['true'] } } })] }),
+    warns: true,
+    check: healthIs(null),
+  },
+  { name: 'a grpc probe: no health', pod: pod({}, { containers: [app({ readinessProbe: { grpc: { port: 9000 } } })] }), warns: true, check: healthIs(null) },
+  {
+    name: 'an HTTPS probe: no health',
+    pod: pod({}, { containers: [app({ readinessProbe: http(8443, '/', { scheme: 'HTTPS' }) })] }),
+    warns: true,
+    check: healthIs(null),
+  },
   {
     name: 'a probe with headers or another host: no health',
     pod: pod({}, { containers: [app({ readinessProbe: http(8080, '/', { httpHeaders: [{ name: 'x', value: 'y' }] }), livenessProbe: http(8080) })] }),
+    warns: true,
     check: healthIs(null),
   },
   {
     name: 'a probe of another host: no health',
     pod: pod({}, { containers: [app({ livenessProbe: { tcpSocket: { port: 80, host: '10.0.0.1' } } })] }),
+    warns: true,
     check: healthIs(null),
   },
-  { name: "a probe on the sidecar's port: no health", pod: pod({}, { containers: [app({ readinessProbe: http(4040) })] }), check: healthIs(null) },
-  { name: 'a probe on an undeclared port name: no health', pod: pod({}, { containers: [app({ readinessProbe: http('web') })] }), check: healthIs(null) },
+  { name: "a probe on the sidecar's port: no health", pod: pod({}, { containers: [app({ readinessProbe: http(4040) })] }), warns: true, check: healthIs(null) },
+  {
+    name: 'a probe on an undeclared port name: no health',
+    pod: pod({}, { containers: [app({ readinessProbe: http('web') })] }),
+    warns: true,
+    check: healthIs(null),
+  },
+  {
+    name: 'a probe on a port named as the sidecar: no health',
+    pod: pod({}, { containers: [app({ ports: [{ name: 'leasehold', containerPort: 8080 }], readinessProbe: http('leasehold') })] }),
+    warns: true,
+    check: healthIs(null),
+  },
+  {
+    name: 'an exec livenessProbe: no health',
+    pod: pod({}, { containers: [app({ livenessProbe: { exec: { command: ['true'] } } })] }),
+    warns: true,
+    check: healthIs(null),
+  },
   {
     name: 'the health container named, and explicit health off',
     pod: pod(

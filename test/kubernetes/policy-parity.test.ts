@@ -4,7 +4,7 @@
  * webhook (`leasehold operator` on this host, as in operator.test.ts), on one table of pods. Each
  * pod is created by server-side dry run in a namespace the webhook serves and in one bound to the
  * policies; the two results must be equal field for field (the webhook's mark aside: a policy
- * holds no secret to sign one), and a pod one refuses the other refuses too, naming the same
+ * holds no secret to sign one) with the same warnings, and a pod one refuses the other refuses too, naming the same
  * annotation, in the same words where docs/operator.md does not say otherwise.
  */
 import { after, before, describe, it } from 'node:test';
@@ -30,13 +30,17 @@ interface PodJson {
   spec: Json;
 }
 
-/** A server-side dry-run create: the pod as admission left it, or the refusal kubectl printed. */
-function dryRunCreate(namespace: string, pod: Json): { pod?: PodJson; refusal?: string } {
+/** A server-side dry-run create: the pod as admission left it and the warnings kubectl printed, or the refusal it printed. */
+function dryRunCreate(namespace: string, pod: Json): { pod?: PodJson; refusal?: string; warnings: string[] } {
   const r = spawnSync(join(env().binDir, 'kubectl'), ['--kubeconfig', env().admin, 'create', '--dry-run=server', '-n', namespace, '-o', 'json', '-f', '-'], {
     input: JSON.stringify({ apiVersion: 'v1', kind: 'Pod', ...pod }),
   });
-  if (r.status === 0) return { pod: JSON.parse(r.stdout.toString()) as PodJson };
-  return { refusal: r.stderr.toString().trim() };
+  const stderr = r.stderr.toString().trim();
+  // The injector's warnings only: the API server adds its own (a duplicate port, ...). The
+  // webhook's are printed as they are, the validating policy's after its name.
+  const warnings = stderr.split('\n').flatMap((l) => /^Warning: .*?(leasehold\.io\/health: no app health .*)$/.exec(l)?.slice(1) ?? []);
+  if (r.status === 0) return { pod: JSON.parse(r.stdout.toString()) as PodJson, warnings };
+  return { refusal: stderr, warnings };
 }
 
 /** The pod of a row, labelled for this test's injector. */
@@ -177,6 +181,8 @@ describe('injection by policy equals injection by webhook (issue 44 parity table
         assert.ok(byWebhook.pod, `the webhook refused: ${byWebhook.refusal}`);
         assert.ok(byPolicy.pod, `the policy refused: ${byPolicy.refusal}`);
         assert.deepEqual(comparable(byPolicy.pod), comparable(byWebhook.pod));
+        assert.deepEqual(byPolicy.warnings, byWebhook.warnings, 'the same warnings');
+        assert.equal(byWebhook.warnings.length, row.warns ? 1 : 0, `warnings: ${JSON.stringify(byWebhook.warnings)}`);
         row.check?.(byPolicy.pod as unknown as Json);
         return;
       }
