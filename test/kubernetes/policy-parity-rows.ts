@@ -235,6 +235,29 @@ export const PARITY_ROWS: ParityRow[] = [
     check: (p) => assert.equal('leasehold.io/injected-shards' in ((p.metadata as { annotations?: Json }).annotations ?? {}), false),
   },
   {
+    name: "the injector's annotations a pod came with are replaced",
+    pod: pod({ 'leasehold.io/injected-lease': 'someone-else', 'leasehold.io/injected-pod-label': 'true', 'leasehold.io/injected-mark': 'v1.forged' }),
+    check: (p) => assert.equal((p.metadata as { annotations: Json }).annotations['leasehold.io/injected-lease'], 'p'),
+  },
+  {
+    // CEL has a cost budget per expression: a large pod must stay within it.
+    name: 'a pod of 40 containers with ports and probes, 20 of them named for the status volume',
+    pod: pod(
+      { 'leasehold.io/containers': Array.from({ length: 20 }, (_, i) => `c${i * 2}`).join(','), 'leasehold.io/health-container': 'c39' },
+      {
+        containers: Array.from({ length: 40 }, (_, i) => ({
+          name: `c${i}`,
+          image: 'busybox',
+          ports: [{ name: `p${i}`, containerPort: 10000 + i }],
+          readinessProbe: http(`p${i}`),
+          volumeMounts: Array.from({ length: 5 }, (_, j) => ({ name: 'data', mountPath: `/data/${j}` })),
+        })),
+        volumes: [{ name: 'data', emptyDir: {} }],
+      },
+    ),
+    check: healthIs('--health-http=http://127.0.0.1:10039/ready'),
+  },
+  {
     name: "the lease from a Deployment's ReplicaSet",
     pod: pod(
       {},
