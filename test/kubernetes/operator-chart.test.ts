@@ -113,6 +113,7 @@ describe('the operator chart', () => {
       [`webhook.injectValue=${'a'.repeat(64)}`, 'webhook.injectValue'],
       ['webhook.excludeNamespaces[0]=Not_A_Namespace', 'webhook.excludeNamespaces.0'],
       ['nativeSidecar=sometimes', 'nativeSidecar'],
+      ['injection.mode=auto', 'injection.mode'],
       ['certValidity=90', 'certValidity'],
       ['caValidity=ten-years', 'caValidity'],
       ['resync=30', 'resync'],
@@ -190,6 +191,63 @@ describe('the operator chart', () => {
     }
     assert.equal(one(docs, 'PodDisruptionBudget').spec.minAvailable, '50%');
     assert.equal(one(docs, 'MutatingWebhookConfiguration').webhooks![0].timeoutSeconds, 30);
+  });
+
+  it('injection.mode=policy renders the admission policies and their bindings instead of the webhook, on Kubernetes 1.36 and later', () => {
+    const policy = (kube: string, set: string[] = []) =>
+      helm([
+        'template',
+        'ops',
+        CHART,
+        '--namespace',
+        'leasehold-system',
+        '--kube-version',
+        kube,
+        '--set',
+        'injection.mode=policy',
+        ...set.flatMap((s) => ['--set', s]),
+      ]);
+    const old = policy('1.35.0');
+    assert.notEqual(old.code, 0);
+    assert.ok(old.err.includes('injection.mode=policy needs Kubernetes 1.36 or later'), old.err);
+
+    const r = policy('1.36.0', ['webhook.namespaceOptIn=true', 'webhook.excludeNamespaces[0]=batch', 'webhook.injectValue=team-a']);
+    assert.equal(r.code, 0, r.err);
+    const docs = (yaml.loadAll(r.out) as (Obj | null)[]).filter((d): d is Obj => d !== null);
+    const kinds = docs.map((d) => d.kind);
+    assert.ok(!kinds.includes('MutatingWebhookConfiguration'), kinds.join(', '));
+    for (const kind of ['MutatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding']) {
+      const binding = one(docs, kind);
+      assert.equal(binding.spec.policyName, one(docs, kind.replace('Binding', '')).metadata.name);
+      // The webhook's namespace rules and inject value, for the same pods.
+      assert.deepEqual(binding.spec.matchResources, {
+        objectSelector: { matchLabels: { 'leasehold.io/inject': 'team-a' } },
+        namespaceSelector: {
+          matchExpressions: [
+            { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'leasehold-system', 'batch'] },
+            { key: 'leasehold.io/injection', operator: 'In', values: ['enabled'] },
+          ],
+        },
+      });
+    }
+    const mutating = one(docs, 'MutatingAdmissionPolicy');
+    assert.equal(mutating.spec.reinvocationPolicy, 'IfNeeded');
+    assert.equal(mutating.spec.failurePolicy, 'Fail');
+    assert.deepEqual(
+      mutating.spec.mutations.map((m: { patchType: string }) => m.patchType),
+      ['JSONPatch', 'JSONPatch', 'JSONPatch', 'JSONPatch'],
+    );
+    // One validating policy refuses, the other warns (a probe that gives no health), as the webhook does.
+    assert.deepEqual(
+      docs.filter((d) => d.kind === 'ValidatingAdmissionPolicyBinding').map((d): unknown[] => [d.spec.policyName, d.spec.validationActions]),
+      [
+        ['ops-leasehold-operator', ['Deny']],
+        ['ops-leasehold-operator-warn', ['Warn']],
+      ],
+    );
+
+    const webhookMode = render();
+    for (const kind of ['MutatingAdmissionPolicy', 'ValidatingAdmissionPolicy']) assert.ok(!webhookMode.some((d) => d.kind === kind), kind);
   });
 
   it('renders 2 replicas, a PDB, and a webhook only for labelled pods outside kube-system and its own namespace', () => {
