@@ -1,10 +1,10 @@
 import { ConflictError } from '../errors.js';
 import { abortReason, throwIfAborted } from '../abort.js';
 import type { CallOptions } from '../backends/lease-store.js';
-import { recordKey, type GroupRecord, type GroupStore, type VersionedGroupRecord } from '../backends/group-store.js';
+import { recordKey, type GroupChanges, type GroupRecord, type GroupStore, type VersionedGroupRecord } from '../backends/group-store.js';
 import { checkGroupName, checkGroupRecord } from '../backends/group-record-check.js';
 
-export type GroupStoreOp = 'list' | 'create' | 'update';
+export type GroupStoreOp = 'list' | 'changes' | 'create' | 'update';
 
 /**
  * An in-memory GroupStore for the shard group's unit tests and simulation (every other tier uses
@@ -61,6 +61,20 @@ export class MemoryGroupStore implements GroupStore {
     await this.fault('list', opts);
     checkGroupName(group);
     return this.peek(group);
+  }
+
+  /**
+   * Versions are the store's one counter, so the cursor is the counter as the read saw it, and
+   * the changes are the records whose version is past it. A cursor past the counter was never
+   * issued by this store: a full answer.
+   */
+  async readGroupChanges(group: string, cursor: string | undefined, opts?: CallOptions): Promise<GroupChanges> {
+    await this.fault('changes', opts);
+    checkGroupName(group);
+    const since = cursor !== undefined && /^\d{1,15}$/.test(cursor) ? Number(cursor) : undefined;
+    const now = String(this.seq);
+    if (since === undefined || since > this.seq) return { records: this.peek(group), cursor: now, full: true };
+    return { records: this.peek(group).filter((r) => Number(r.version) > since), cursor: now, full: false };
   }
 
   async createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
