@@ -58,12 +58,13 @@ async function timed<T>(histogram: Histogram<'backend' | 'op' | 'result'>, backe
   }
 }
 
-/** A shard group's store, timed into the same histogram: `list`, `create` and `update` of its records. */
+/** A shard group's store, timed into the same histogram: `list`, `changes`, `create` and `update` of its records. */
 export class InstrumentedGroupStore implements GroupStore {
   readonly backend: string;
   readonly location: string;
   readonly maxToken: number | undefined;
   watchGroup?: GroupStore['watchGroup'];
+  readGroupChanges?: GroupStore['readGroupChanges'];
 
   constructor(
     private readonly inner: GroupStore,
@@ -73,6 +74,8 @@ export class InstrumentedGroupStore implements GroupStore {
     this.location = inner.location;
     this.maxToken = inner.maxToken;
     if (inner.watchGroup) this.watchGroup = inner.watchGroup.bind(inner);
+    const changes = inner.readGroupChanges?.bind(inner);
+    if (changes) this.readGroupChanges = (group, cursor, opts) => timed(this.histogram, this.backend, 'changes', () => changes(group, cursor, opts));
   }
 
   listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
