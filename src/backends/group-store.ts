@@ -78,6 +78,12 @@ export interface GroupChanges {
   cursor: string;
   /** Whether `records` is the whole group: a record the caller holds that is not in it was deleted. */
   full: boolean;
+  /**
+   * How many records the group has at this read. Every creation is a change, so a caller whose
+   * copy, with these changes applied, holds more records than this has missed a deletion (and
+   * reads in full): a deletion is then seen at the next read, as a list would see it.
+   */
+  total: number;
 }
 
 /**
@@ -101,8 +107,8 @@ export interface GroupStore {
    * undefined for a full read), in one request (docs/design.md, "Shard reads by change"). Every
    * record created or written since the cursor is in `records`, as it is at this read (one written
    * before may be there too: the caller overwrites what it holds with each, in order). A deletion leaves no
-   * change behind: only a `full` answer, the whole group, shows that a record is gone, so a
-   * caller reads in full at start and at least once a minute. A cursor the store cannot continue
+   * change behind: only a `full` answer, the whole group, shows which record is gone, and
+   * `total` shows that one is, so a caller reads in full then (and at start). A cursor the store cannot continue
    * from (malformed, another file, another server) gets a full answer, never an error.
    */
   readGroupChanges?(group: string, cursor: string | undefined, opts?: CallOptions): Promise<GroupChanges>;

@@ -4,8 +4,11 @@
  * asks it for the group where it listed the group before: an idle group then costs each read the
  * other members' heartbeats, not N + M + 1 records.
  *
- * Deletions leave no change behind, so a read is a full one at start and once every
- * `fullEveryMs` (a minute), and whenever the store cannot continue from the cursor: a record deleted by hand is gone from the copy within it.
+ * A deletion leaves no change behind, only a smaller count of the group's records: a read that
+ * finds the copy larger than the group reads it in full at once, so a deleted record is gone
+ * from the copy at the next read, as from a list. A read is also a full one at start, once every
+ * `fullEveryMs` (a minute: a version written by hand below the cursor is found then), and
+ * whenever the store cannot continue from the cursor.
  * A store without readGroupChanges is listed every time, as before.
  *
  * Whoever takes from a judgment that rests on time passing (an owner's session over because its
@@ -16,7 +19,7 @@ import type { Clock } from '../clock.js';
 import type { CallOptions } from '../backends/lease-store.js';
 import { recordKey, type GroupStore, type VersionedGroupRecord } from '../backends/group-store.js';
 
-/** How often a read is a full one, at least: what the design allows a deleted record to linger. */
+/** How often a read is a full one, at least. */
 export const FULL_READ_INTERVAL_MS = 60_000;
 
 export class GroupCache {
@@ -60,13 +63,17 @@ export class GroupCache {
       this.fullSentMono = sent;
       return this.snapshot();
     }
-    const changes = await readChanges(this.group, due ? undefined : this.cursor, opts);
-    if (changes.full) {
-      this.replace(changes.records);
-      this.fullSentMono = sent;
-    } else {
+    let changes = await readChanges(this.group, due ? undefined : this.cursor, opts);
+    if (!changes.full) {
       for (const r of changes.records) this.records.set(recordKey(r.record), r);
+      this.cursor = changes.cursor;
+      if (this.records.size === changes.total) return this.snapshot();
+      // Every creation was a change, so a copy larger than the group holds a deleted record:
+      // which one, only a full read tells. Rare (a record deleted by hand), so a second request.
+      changes = await readChanges(this.group, undefined, opts);
     }
+    this.replace(changes.records);
+    this.fullSentMono = sent;
     this.cursor = changes.cursor;
     return this.snapshot();
   }

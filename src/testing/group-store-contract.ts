@@ -386,7 +386,7 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
         if (!read) return;
         const g = fresh();
         const h = fresh();
-        assert.deepEqual(await read(g, undefined), { records: [], cursor: (await read(g, undefined)).cursor, full: true });
+        assert.deepEqual(await read(g, undefined), { records: [], cursor: (await read(g, undefined)).cursor, full: true, total: 0 });
         await s.createGroupRecord(g, contractHeader());
         const slot = await s.createGroupRecord(g, contractSlot(0));
         await s.createGroupRecord(g, contractShard(3));
@@ -408,6 +408,7 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
         const next = await read(g, idle.cursor);
         assert.equal(next.full, false, 'nothing was deleted, yet the store read the group in full');
         for (const k of ['member/0', 'shard/3', 'shard/7']) assert.ok(keys(next).includes(k), `${k} was written since the cursor but not read`);
+        assert.equal(next.total, (await s.listGroup(g)).length, "total is not the group's count of records");
         // Applied, the answer makes the view the list: another group's shard/0 would be one too many.
         assert.deepEqual(sorted([...applyChanges(view, next).values()]), sorted(await s.listGroup(g)));
         assert.deepEqual(await read(h, undefined).then((c) => c.records.map((r) => r.record)), [contractShard(0)]);
@@ -426,6 +427,7 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
         const next = await read(g, before.cursor);
         applyChanges(view, next);
         if (!next.full) assert.ok(!keys(next).includes('shard/1'), 'a deleted record came back as a change');
+        assert.equal(next.total, 1, 'the count of records does not show the deletion');
         const full = await read(g, undefined);
         assert.equal(full.full, true);
         assert.deepEqual(sorted(full.records), sorted(await s.listGroup(g)));

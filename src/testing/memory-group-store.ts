@@ -73,8 +73,9 @@ export class MemoryGroupStore implements GroupStore {
     checkGroupName(group);
     const since = cursor !== undefined && /^\d{1,15}$/.test(cursor) ? Number(cursor) : undefined;
     const now = String(this.seq);
-    if (since === undefined || since > this.seq) return { records: this.peek(group), cursor: now, full: true };
-    return { records: this.peek(group).filter((r) => Number(r.version) > since), cursor: now, full: false };
+    const all = this.peek(group);
+    if (since === undefined || since > this.seq) return { records: all, cursor: now, full: true, total: all.length };
+    return { records: all.filter((r) => Number(r.version) > since), cursor: now, full: false, total: all.length };
   }
 
   async createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {

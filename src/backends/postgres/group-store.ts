@@ -123,7 +123,8 @@ export class PostgresGroupStore {
   }
 
   /**
-   * The rows written since the cursor, in one statement. A version is the writing
+   * The rows written since the cursor, and the group's count of rows (a deletion shows there),
+   * in one statement. A version is the writing
    * transaction's id, and ids are not handed out in the order transactions commit: a row
    * versioned 100 can commit after one versioned 101 was read. So the cursor is not the largest
    * version seen but the read's horizon, the oldest transaction id its snapshot still saw
@@ -137,10 +138,10 @@ export class PostgresGroupStore {
   async readGroupChanges(group: string, cursor: string | undefined, opts?: CallOptions): Promise<GroupChanges> {
     checkGroupName(group);
     const since = cursor !== undefined && /^\d{1,19}$/.test(cursor) && BigInt(cursor) <= MAX_BIGINT ? cursor : null;
-    if (!(await this.ensureTable(opts))) return { records: [], cursor: '0', full: true };
-    const r = await this.conn.query<Partial<GroupRow> & { horizon: string; full: boolean }>(
+    if (!(await this.ensureTable(opts))) return { records: [], cursor: '0', full: true, total: 0 };
+    const r = await this.conn.query<Partial<GroupRow> & { horizon: string; full: boolean; total: number }>(
       'group changes',
-      `SELECT h.horizon::text AS horizon, h.full, t.*
+      `SELECT h.horizon::text AS horizon, h.full, (SELECT count(*)::int FROM ${this.qualified} WHERE group_name = $1) AS total, t.*
        FROM (SELECT s.horizon, $2::bigint IS NULL OR $2::bigint > s.newest AS full
              FROM (SELECT txid_snapshot_xmin(txid_current_snapshot()) AS horizon, txid_snapshot_xmax(txid_current_snapshot()) AS newest) s) h
        LEFT JOIN LATERAL (SELECT ${ROW_COLUMNS} FROM ${this.qualified} WHERE group_name = $1 AND (h.full OR version >= $2::bigint)) t ON true`,
@@ -149,8 +150,10 @@ export class PostgresGroupStore {
     );
     const head = r.rows[0];
     if (!head) throw new BackendError(`postgres group changes on ${this.location}: the read came back without its horizon`);
-    const records = r.rows.filter((row): row is GroupRow & { horizon: string; full: boolean } => row.kind != null).map((row) => this.fromRow(group, row));
-    return { records, cursor: head.horizon, full: head.full };
+    const records = r.rows
+      .filter((row): row is GroupRow & { horizon: string; full: boolean; total: number } => row.kind != null)
+      .map((row) => this.fromRow(group, row));
+    return { records, cursor: head.horizon, full: head.full, total: head.total };
   }
 
   async createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {

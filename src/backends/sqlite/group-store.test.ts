@@ -190,7 +190,7 @@ describe('SqliteLeaseStore as a group store, on a real file', () => {
       assert.equal(full.records.find((r) => r.record.kind === 'member')?.version, v0, 'the versions read before are still the versions');
       const v1 = await store.updateGroupRecord('g', contractSlot(0, { session: 2 }), v0);
       const next = await store.readGroupChanges('g', full.cursor);
-      assert.deepEqual(next, { records: [{ record: contractSlot(0, { session: 2 }), version: v1 }], cursor: v1, full: false });
+      assert.deepEqual(next, { records: [{ record: contractSlot(0, { session: 2 }), version: v1 }], cursor: v1, full: false, total: 65 });
       // The read goes through the index, so its cost is the changes', not the group's size.
       const plan = raw(path, (db) =>
         db
@@ -248,7 +248,7 @@ describe('SqliteLeaseStore as a group store, on a real file', () => {
     try {
       await writer.create('lease', { holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: null, renewTime: new Date(), leaseTransitions: 1 });
       const none = await reader.readGroupChanges('g', undefined);
-      assert.deepEqual({ ...none, cursor: '' }, { records: [], cursor: '', full: true });
+      assert.deepEqual({ ...none, cursor: '' }, { records: [], cursor: '', full: true, total: 0 });
       assert.deepEqual(tablesOf(path), LEASE_TABLES, 'the reader created nothing');
       const v = await writer.createGroupRecord('g', contractSlot(0));
       const all = await reader.readGroupChanges('g', none.cursor);

@@ -135,6 +135,8 @@ export interface StoredGroupChanges {
   /** The counter as this read saw it: every version up to it has been read. */
   cursor: number;
   full: boolean;
+  /** The group's count of records at this read. */
+  total: number;
 }
 
 /** The group records' statements on one connection (prepared once the table exists). */
@@ -189,7 +191,9 @@ export class GroupTable {
         const records = rows.map((row) => fromRow(group, row, this.location));
         // A row written by hand with a version past the counter: continue past it, not before.
         const cursor = records.reduce((max, r) => Math.max(max, r.version), counter);
-        return { records, cursor, full };
+        // Counted in the index, no row read: it tells the caller a deletion happened.
+        const total = full ? records.length : this.fingerprintOf.get(group)!.n;
+        return { records, cursor, full, total };
       })
       .deferred();
   }
@@ -227,7 +231,7 @@ export function readGroup(db: Database.Database, group: string, location: string
 
 /** The group's changes (GroupTable.changesSince) through a reader's one-off connection. */
 export function readGroupChanges(db: Database.Database, group: string, since: number | undefined, location: string): StoredGroupChanges {
-  return hasGroupTable(db) ? new GroupTable(db, location).changesSince(group, since) : { records: [], cursor: 0, full: true };
+  return hasGroupTable(db) ? new GroupTable(db, location).changesSince(group, since) : { records: [], cursor: 0, full: true, total: 0 };
 }
 
 /** The fingerprint (GroupTable.fingerprint) through a reader's one-off connection. */

@@ -455,7 +455,12 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
         ? readConnection(this.location, this.options.busyTimeoutMs ?? 1000, (db) => readGroupChanges(db, group, since, this.location))
         : this.groups().changesSince(group, since);
     });
-    return { records: changes.records.map((s) => this.versioned(group, s)), cursor: this.groupVersion(changes.cursor), full: changes.full };
+    return {
+      records: changes.records.map((s) => this.versioned(group, s)),
+      cursor: this.groupVersion(changes.cursor),
+      full: changes.full,
+      total: changes.total,
+    };
   }
 
   async createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
