@@ -14,6 +14,7 @@ import {
   INJECT_LABEL,
   SIDECAR_NAME,
 } from './annotations.js';
+import { fenceBindingFor, fenceBindingName, parseFencedKinds } from './fence-objects.js';
 import { injectionMark, type GroupCounts } from './injection-mark.js';
 import type { MarkVerifier } from './mark-key.js';
 import { checkMark, markKey, withoutUnneeded, type Keyring } from './mark-keyring.js';
@@ -72,6 +73,8 @@ function fakeCluster() {
   const pods = new Map<string, Pod & Named>();
   const rbac = { roles: new Map<string, Named>(), rolebindings: new Map<string, Named>() };
   const leases = new Map<string, Named>();
+  /** Cluster-scoped ValidatingAdmissionPolicyBindings, by name. */
+  const bindings = new Map<string, { metadata: { name: string; labels?: Record<string, string> }; spec?: unknown }>();
   const namespaces = new Map<string, { metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> } }>();
   const events: { pod: string; reason: string; message: string }[] = [];
   const calls: string[] = [];
@@ -113,6 +116,21 @@ function fakeCluster() {
           return Promise.resolve(body);
         }
       }
+      if (parts[3] === 'validatingadmissionpolicybindings') {
+        const name = parts[4];
+        if (method === 'GET' && name === undefined) return Promise.resolve({ items: [...bindings.values()].filter((b) => labelled(b, selector)) });
+        if (method === 'GET') return bindings.has(name!) ? Promise.resolve(bindings.get(name!)) : Promise.reject(apiError(404, 'not found'));
+        const body = opts?.body as { metadata: { name: string } };
+        if (method === 'POST' && bindings.has(body.metadata.name)) return Promise.reject(apiError(409, 'exists'));
+        if (method === 'POST' || method === 'PUT') {
+          bindings.set(body.metadata.name, body);
+          return Promise.resolve(body);
+        }
+        if (method === 'DELETE') {
+          bindings.delete(name!);
+          return Promise.resolve({});
+        }
+      }
       const kind = parts.find((p): p is 'roles' | 'rolebindings' => p === 'roles' || p === 'rolebindings');
       if (kind && method === 'GET') return Promise.resolve({ items: [...rbac[kind].values()].filter((o) => labelled(o, selector)) });
       const body = opts?.body as Named | undefined;
@@ -138,7 +156,7 @@ function fakeCluster() {
   } as unknown as KubeClient;
   const podLists = () => calls.filter((c) => c.startsWith('GET /api/v1/pods')).length;
   const emit = (type: string, pod: Pod) => onEvent!({ type, object: pod });
-  return { client, pods, rbac, leases, namespaces, events, calls, podLists, emit };
+  return { client, pods, rbac, leases, bindings, namespaces, events, calls, podLists, emit };
 }
 
 /**
@@ -192,7 +210,7 @@ function pod(
 
 async function started(
   cluster: ReturnType<typeof fakeCluster>,
-  opts: { namespaceOptIn?: boolean; marks?: ReturnType<typeof ringVerifier>; installation?: string; injectValue?: string } = {},
+  opts: { namespaceOptIn?: boolean; marks?: ReturnType<typeof ringVerifier>; installation?: string; injectValue?: string; fencePolicy?: string } = {},
 ) {
   const clock = new FakeClock(new Date(T0));
   const marks = opts.marks ?? ringVerifier(oneKey());
@@ -205,6 +223,7 @@ async function started(
     marks,
     installation: opts.installation ?? INSTALL,
     injectValue: opts.injectValue ?? 'true',
+    ...(opts.fencePolicy !== undefined ? { fencePolicy: opts.fencePolicy } : {}),
     clock,
   });
   reconciler.start(RESYNC_MS);
@@ -706,6 +725,100 @@ test("a lost mark key: a kept member's group grant stays as it is, and a new mem
       groupRules('jobs', 3, 4),
       'then only what the new one claims',
     );
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+const FENCE_POLICY = 'leasehold-operator.ops.operator-fencing.leasehold.io';
+const fenceAsking = (p: ReturnType<typeof pod>, kinds: string) => {
+  p.metadata.annotations = { ...p.metadata.annotations, 'leasehold.io/fence-objects': kinds };
+  return p;
+};
+
+test('leasehold.io/fence-objects: one binding per Lease, the kinds of all its pods; corrected, and removed once no pod asks', async () => {
+  const cluster = fakeCluster();
+  const web0 = fenceAsking(pod('web-0'), 'configmaps');
+  const web1 = fenceAsking(pod('web-1', { sa: 'web2' }), 'deployments.apps');
+  const jobs = pod('jobs-0', { lease: 'jobs', sa: 'jobs' });
+  // Looks injected, mark forged: it earns no binding, for its Lease or any other.
+  const forged = fenceAsking(pod('forged-0', { lease: 'stolen', forged: true }), 'secrets');
+  for (const p of [web0, web1, jobs, forged]) cluster.pods.set(p.metadata.name, p);
+  // Another install's binding: never this one's to correct or remove.
+  const theirs = fenceBindingFor({ installation: OTHER_INSTALL, policy: 'x', namespace: 'app', lease: 'web', kinds: parseFencedKinds('pods') });
+  cluster.bindings.set(theirs.metadata.name, theirs);
+  const { clock, reconciler } = await started(cluster, { fencePolicy: FENCE_POLICY });
+  try {
+    const name = fenceBindingName(INSTALL, 'app', 'web');
+    const want = (kinds: string) =>
+      fenceBindingFor({ installation: INSTALL, policy: FENCE_POLICY, namespace: 'app', lease: 'web', kinds: parseFencedKinds(kinds) });
+    assert.deepEqual(cluster.bindings.get(name), want('configmaps,deployments.apps'), "both pods' kinds, once");
+    assert.deepEqual([...cluster.bindings.keys()].sort(), [name, theirs.metadata.name].sort(), 'none for the Lease no pod asks for, none for the forged pod');
+
+    // Unchanged: no write on the next pass.
+    const writes = () => cluster.calls.filter((c) => /^(POST|PUT|DELETE) .*validatingadmissionpolicybindings/.test(c)).length;
+    const before = writes();
+    await clock.advance(RESYNC_MS);
+    assert.equal(writes(), before, 'a binding as wanted is left alone');
+
+    // One pod goes: its kind goes from the binding.
+    cluster.pods.delete(web1.metadata.name);
+    await clock.advance(RESYNC_MS);
+    assert.deepEqual(cluster.bindings.get(name)?.spec, want('configmaps').spec);
+
+    // The last pod asking goes: the binding goes (a cluster-scoped object no owner reference removes).
+    cluster.pods.delete(web0.metadata.name);
+    await clock.advance(RESYNC_MS);
+    assert.ok(!cluster.bindings.has(name), 'removed once no pod of its Lease asks');
+    assert.ok(cluster.bindings.has(theirs.metadata.name), "another install's binding kept");
+    assert.deepEqual(
+      cluster.events.filter((e) => e.reason === 'LeaseholdNotFenced'),
+      [],
+    );
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test('leasehold.io/fence-objects without --fence-objects-policy: the pod reported once, nothing made, no binding even listed', async () => {
+  const cluster = fakeCluster();
+  const web0 = fenceAsking(pod('web-0'), 'configmaps');
+  cluster.pods.set(web0.metadata.name, web0);
+  const { clock, reconciler } = await started(cluster);
+  try {
+    await clock.advance(RESYNC_MS);
+    assert.deepEqual(
+      cluster.events.filter((e) => e.reason === 'LeaseholdNotFenced'),
+      [
+        {
+          pod: 'web-0',
+          reason: 'LeaseholdNotFenced',
+          message:
+            "leasehold-operator makes no binding for this pod's leasehold.io/fence-objects: this operator makes no admission policy bindings: it runs without --fence-objects-policy (the chart's fencing.objectPolicies.enabled is false)",
+        },
+      ],
+      'once, though two passes ran',
+    );
+    assert.equal(cluster.bindings.size, 0);
+    assert.ok(!cluster.calls.some((c) => c.includes('validatingadmissionpolicybindings')), 'not even a list: it holds no right to one');
+    assert.ok(cluster.rbac.roles.has(`app/${grantName('web', 'web')}`), 'its grant made as for any pod');
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test('leasehold.io/fence-objects on a shard group member, or edited to a bad value since admission: reported, no binding', async () => {
+  const cluster = fakeCluster();
+  const member = fenceAsking(pod('jobs-0', { lease: 'jobs', sa: 'jobs', group: { shards: 8, maxMembers: 4 } }), 'configmaps');
+  const edited = fenceAsking(pod('web-0'), 'configmaps/status');
+  for (const p of [member, edited]) cluster.pods.set(p.metadata.name, p);
+  const { reconciler } = await started(cluster, { fencePolicy: FENCE_POLICY });
+  try {
+    const said = cluster.events.filter((e) => e.reason === 'LeaseholdNotFenced').sort((a, b) => (a.pod < b.pod ? -1 : 1));
+    assert.equal(said.length, 2);
+    assert.match(said[0]!.message, /applies to a lease, not to a shard group/);
+    assert.match(said[1]!.message, /annotation leasehold\.io\/fence-objects "configmaps\/status" is invalid: .*subresource/);
+    assert.equal(cluster.bindings.size, 0);
   } finally {
     await reconciler.stop();
   }
