@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { fenceBindingFor, fenceBindingName, fenceOf, parseFencedKinds, unionOfKinds, type FencedKind } from './fence-objects.js';
 import { INSTALLATION_LABEL, MANAGED_BY } from './rbac.js';
 
@@ -116,4 +117,9 @@ test('the kinds of several pods of one Lease: once each, in one order, so the bi
   served.spec.matchResources.matchPolicy = 'Equivalent';
   assert.equal(fenceOf(served), fenceOf(one));
   assert.notEqual(fenceOf(fenceBindingFor({ ...spec, kinds: a })), fenceOf(one));
+});
+
+test("the operator chart's fencing rules are the leasehold chart's, word for word (a chart reads only its own files)", () => {
+  const rules = (chart: string) => readFileSync(new URL(`../../deploy/helm/${chart}/files/fencing-rules.yaml`, import.meta.url), 'utf8');
+  assert.equal(rules('leasehold-operator'), rules('leasehold'));
 });
