@@ -75,6 +75,8 @@ function fakeCluster() {
   const leases = new Map<string, Named>();
   /** Cluster-scoped ValidatingAdmissionPolicyBindings, by name. */
   const bindings = new Map<string, { metadata: { name: string; labels?: Record<string, string> }; spec?: unknown }>();
+  /** The operator run with the flag but without the chart's right to bindings. */
+  let bindingsForbidden = false;
   const namespaces = new Map<string, { metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> } }>();
   const events: { pod: string; reason: string; message: string }[] = [];
   const calls: string[] = [];
@@ -117,6 +119,7 @@ function fakeCluster() {
         }
       }
       if (parts[3] === 'validatingadmissionpolicybindings') {
+        if (bindingsForbidden) return Promise.reject(apiError(403, 'validatingadmissionpolicybindings is forbidden'));
         const name = parts[4];
         if (method === 'GET' && name === undefined) return Promise.resolve({ items: [...bindings.values()].filter((b) => labelled(b, selector)) });
         if (method === 'GET') return bindings.has(name!) ? Promise.resolve(bindings.get(name!)) : Promise.reject(apiError(404, 'not found'));
@@ -156,7 +159,8 @@ function fakeCluster() {
   } as unknown as KubeClient;
   const podLists = () => calls.filter((c) => c.startsWith('GET /api/v1/pods')).length;
   const emit = (type: string, pod: Pod) => onEvent!({ type, object: pod });
-  return { client, pods, rbac, leases, bindings, namespaces, events, calls, podLists, emit };
+  const forbidBindings = () => (bindingsForbidden = true);
+  return { client, pods, rbac, leases, bindings, forbidBindings, namespaces, events, calls, podLists, emit };
 }
 
 /**
@@ -819,6 +823,30 @@ test('leasehold.io/fence-objects on a shard group member, or edited to a bad val
     assert.match(said[0]!.message, /applies to a lease, not to a shard group/);
     assert.match(said[1]!.message, /annotation leasehold\.io\/fence-objects "configmaps\/status" is invalid: .*subresource/);
     assert.equal(cluster.bindings.size, 0);
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test("bindings refused by the API server (the flag without the chart's right): the rest of the pass still runs", async () => {
+  const cluster = fakeCluster();
+  cluster.forbidBindings();
+  const web0 = fenceAsking(pod('web-0'), 'configmaps');
+  const bare = pod('bare-0', { injected: false });
+  for (const p of [web0, bare]) cluster.pods.set(p.metadata.name, p);
+  const { reconciler, marks } = await started(cluster, { fencePolicy: FENCE_POLICY });
+  try {
+    assert.ok(
+      cluster.calls.some((c) => c.startsWith('GET /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings')),
+      'tried',
+    );
+    assert.ok(cluster.rbac.roles.has(`app/${grantName('web', 'web')}`), 'the grant made');
+    assert.deepEqual(
+      cluster.events.map((e) => [e.pod, e.reason]),
+      [['bare-0', 'LeaseholdNotInjected']],
+      'the uninjected pod reported',
+    );
+    assert.equal(marks.kept.length, 1, "the marks' keys pass ran");
   } finally {
     await reconciler.stop();
   }

@@ -338,16 +338,15 @@ export class Reconciler {
     // The binding first: a Role without its binding grants nothing.
     for (const [key, b] of haveBindings) if (!keep(key)) await this.remove('rolebindings', b);
     for (const [key, r] of haveRoles) if (!keep(key)) await this.remove('roles', r);
-    // A kept pod's Lease keeps its binding as it is, as its Role.
-    await this.fences.pass(
-      fenceAsksOf(
-        pods,
-        (ns) => rule.inScope(ns),
-        this.o.marks,
-        installation,
-        (key) => wanted.has(key) || keptOnly.has(key),
-      ),
-    );
+    // A kept pod's Lease keeps its binding as it is, as its Role. A failure here (the right to
+    // bindings missing, the API server refusing one) leaves the rest of the pass to run: the
+    // grants, the reports and the marks' keys do not wait on the fence, which the next pass retries.
+    const granted = (key: string) => wanted.has(key) || keptOnly.has(key);
+    try {
+      await this.fences.pass(fenceAsksOf(pods, (ns) => rule.inScope(ns), this.o.marks, installation, granted));
+    } catch (err) {
+      this.o.log.warn('fence bindings not kept', { error: describeError(err) });
+    }
     if (!this.legacyRemoved) await this.removeLegacy();
     this.o.metrics.managedRoles.set(wanted.size + keptOnly.size);
     await this.reportRefused(refused, keptPods);
