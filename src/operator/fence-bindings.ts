@@ -11,6 +11,7 @@ import type { Pod } from './pod-types.js';
 import { INSTALLATION_LABEL, LEASE_ANNOTATION, MANAGED_BY, grantName, isOwn } from './rbac.js';
 
 const BINDINGS = '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings';
+const POLICIES = '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies';
 
 type PodItem = Pod & { metadata?: Pod['metadata'] & { uid?: string } };
 
@@ -120,6 +121,16 @@ export class FenceBindings {
       w.pods.push(ask.pod);
       wanted.set(key, w);
     }
+    // A binding of a policy that is missing, or that does not take a Lease, checks nothing: the
+    // pods are told, and no binding is made or corrected (those there stay: they check nothing either).
+    const unusable = wanted.size > 0 && this.o.policy !== undefined ? await this.policyProblem(this.o.policy) : undefined;
+    if (unusable !== undefined) {
+      for (const [key, w] of wanted) {
+        refused.push(...w.pods.map((pod) => ({ pod, reason: unusable })));
+        kept.add(key);
+      }
+      wanted.clear();
+    }
     // Off: not even a list, which it holds no right to.
     if (this.o.policy !== undefined) {
       const policy = this.o.policy;
@@ -139,6 +150,23 @@ export class FenceBindings {
       for (const [key, b] of have) if (!wanted.has(key) && !kept.has(key)) await this.remove(b);
     }
     await this.report(refused);
+  }
+
+  /** Why the policy the bindings name cannot fence (absent, or its parameter not a Lease), or undefined when it can. */
+  private async policyProblem(name: string): Promise<string | undefined> {
+    let found: { spec?: { paramKind?: { apiVersion?: string; kind?: string } } };
+    try {
+      found = await this.o.client.request('GET', `${POLICIES}/${name}`);
+    } catch (err) {
+      if (httpStatus(err) === 404)
+        return `the ValidatingAdmissionPolicy ${name} (--fence-objects-policy) does not exist: a binding of it would fence nothing (install the chart with fencing.objectPolicies.enabled)`;
+      throw err;
+    }
+    const p = found.spec?.paramKind;
+    if (p?.apiVersion !== 'coordination.k8s.io/v1' || p.kind !== 'Lease') {
+      return `the ValidatingAdmissionPolicy ${name} (--fence-objects-policy) does not take a coordination.k8s.io/v1 Lease as its parameter: it is not leasehold's fencing policy`;
+    }
+    return undefined;
   }
 
   /** Creates or corrects one binding; 'foreign' when one of its name exists without this install's labels. */

@@ -33,6 +33,7 @@ const grantName = (sa: string, lease: string) => grantNameOf(INSTALL, sa, lease)
 const T0 = Date.parse('2026-12-02T09:00:00.000Z');
 const SINCE = T0 - 86_400_000;
 const GRACE_MS = 30_000;
+const FENCE_POLICY = 'leasehold-operator.ops.operator-fencing.leasehold.io';
 
 /** The marks' keys as mark-key.ts keeps them, from a ring the test holds; records what keepOnly was told. */
 function ringVerifier(ring: Keyring) {
@@ -75,6 +76,10 @@ function fakeCluster() {
   const leases = new Map<string, Named>();
   /** Cluster-scoped ValidatingAdmissionPolicyBindings, by name. */
   const bindings = new Map<string, { metadata: { name: string; labels?: Record<string, string> }; spec?: unknown }>();
+  /** Cluster-scoped ValidatingAdmissionPolicies, by name: the chart's fencing policy unless a test removes it. */
+  const policies = new Map<string, { spec: { paramKind: { apiVersion: string; kind: string } } }>([
+    [FENCE_POLICY, { spec: { paramKind: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' } } }],
+  ]);
   /** The operator run with the flag but without the chart's right to bindings. */
   let bindingsForbidden = false;
   const namespaces = new Map<string, { metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> } }>();
@@ -118,6 +123,9 @@ function fakeCluster() {
           return Promise.resolve(body);
         }
       }
+      if (parts[3] === 'validatingadmissionpolicies' && method === 'GET') {
+        return policies.has(parts[4]!) ? Promise.resolve(policies.get(parts[4]!)) : Promise.reject(apiError(404, 'not found'));
+      }
       if (parts[3] === 'validatingadmissionpolicybindings') {
         if (bindingsForbidden) return Promise.reject(apiError(403, 'validatingadmissionpolicybindings is forbidden'));
         const name = parts[4];
@@ -160,7 +168,7 @@ function fakeCluster() {
   const podLists = () => calls.filter((c) => c.startsWith('GET /api/v1/pods')).length;
   const emit = (type: string, pod: Pod) => onEvent!({ type, object: pod });
   const forbidBindings = () => (bindingsForbidden = true);
-  return { client, pods, rbac, leases, bindings, forbidBindings, namespaces, events, calls, podLists, emit };
+  return { client, pods, rbac, leases, bindings, policies, forbidBindings, namespaces, events, calls, podLists, emit };
 }
 
 /**
@@ -734,7 +742,6 @@ test("a lost mark key: a kept member's group grant stays as it is, and a new mem
   }
 });
 
-const FENCE_POLICY = 'leasehold-operator.ops.operator-fencing.leasehold.io';
 const fenceAsking = (p: ReturnType<typeof pod>, kinds: string) => {
   p.metadata.annotations = { ...p.metadata.annotations, 'leasehold.io/fence-objects': kinds };
   return p;
@@ -849,5 +856,27 @@ test("bindings refused by the API server (the flag without the chart's right): t
     assert.equal(marks.kept.length, 1, "the marks' keys pass ran");
   } finally {
     await reconciler.stop();
+  }
+});
+
+test('--fence-objects-policy naming a policy that is missing, or not a Lease-taking one: pods told, no binding made', async () => {
+  for (const policy of [undefined, { spec: { paramKind: { apiVersion: 'v1', kind: 'ConfigMap' } } }]) {
+    const cluster = fakeCluster();
+    cluster.policies.delete(FENCE_POLICY);
+    if (policy) cluster.policies.set(FENCE_POLICY, policy);
+    const web0 = fenceAsking(pod('web-0'), 'configmaps');
+    cluster.pods.set(web0.metadata.name, web0);
+    const { reconciler } = await started(cluster, { fencePolicy: FENCE_POLICY });
+    try {
+      assert.equal(cluster.bindings.size, 0);
+      const said = cluster.events.filter((e) => e.reason === 'LeaseholdNotFenced');
+      assert.equal(said.length, 1);
+      assert.match(
+        said[0]!.message,
+        policy ? /does not take a coordination\.k8s\.io\/v1 Lease as its parameter/ : /does not exist: a binding of it would fence nothing/,
+      );
+    } finally {
+      await reconciler.stop();
+    }
   }
 });
