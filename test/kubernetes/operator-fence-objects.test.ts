@@ -1,8 +1,9 @@
 /**
  * The operator fencing Kubernetes objects on a pod's request (leasehold.io/fence-objects, the
  * operator chart's fencing.objectPolicies; docs/fencing.md, "Kubernetes objects"), against a real
- * API server: the chart's policy installed, the operator run with --fence-objects-policy, a pod
- * asking for configmaps. The binding it makes is scoped to the pod's namespace, its Lease's label
+ * API server: the chart's policy and RBAC installed, the operator run as the chart's
+ * ServiceAccount (so with the chart's rights only) and the flags it passes, a pod asking for
+ * configmaps. The binding it makes is scoped to the pod's namespace, its Lease's label
  * and the kinds named; the API server then refuses a labelled ConfigMap written with a stale token
  * and accepts the current one, and leaves alone an unlabelled one, one in another namespace and a
  * kind not named. The pod deleted, the binding goes, and the stale write lands again.
@@ -10,9 +11,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadAll } from 'js-yaml';
+import { dump, load, loadAll } from 'js-yaml';
 import { REPO, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { buildTool } from '../support/build-tool.js';
@@ -23,10 +24,13 @@ import { fenceBindingName } from '../../src/operator/fence-objects.js';
 import { installationOf } from '../../src/operator/rbac.js';
 
 const CHART = join(REPO, 'deploy/helm/leasehold-operator');
-const WEBHOOK = `leasehold-operator-fence-${process.pid}`;
+/** The release: its objects are cluster-scoped too (ClusterRole, webhook configuration, policy), so named per run. */
+const RELEASE = `fence${process.pid}`;
+const FULLNAME = `${RELEASE}-leasehold-operator`;
+const WEBHOOK = FULLNAME;
 const LEASE = 'fenced';
 
-type Doc = { kind: string; metadata: { name: string } };
+type Doc = { kind: string; metadata: { name: string; namespace?: string } };
 
 /** What the API server answered a kubectl write: accepted, or its error text. */
 function write(manifest: Record<string, unknown>): { ok: boolean; out: string } {
@@ -67,7 +71,7 @@ describe('the operator fences Kubernetes objects for a pod that asks (leasehold.
     // The policy exactly as the chart renders it with the value on.
     const helm = buildTool('build-helm.sh');
     const home = join(env().cpDir, 'helm-op-fence');
-    const r = spawnSync(helm, ['template', 'demo', CHART, '--namespace', ops, '--kube-version', '1.37.0', '--set', 'fencing.objectPolicies.enabled=true'], {
+    const r = spawnSync(helm, ['template', RELEASE, CHART, '--namespace', ops, '--kube-version', '1.37.0', '--set', 'fencing.objectPolicies.enabled=true'], {
       encoding: 'utf8',
       env: { ...process.env, HELM_CACHE_HOME: home, HELM_CONFIG_HOME: home, HELM_DATA_HOME: home },
     });
@@ -77,10 +81,19 @@ describe('the operator fences Kubernetes objects for a pod that asks (leasehold.
     assert.equal(policies.length, 1, 'one policy, and no binding of the chart’s own');
     assert.ok(!docs.some((d) => d.kind === 'ValidatingAdmissionPolicyBinding'));
     policy = policies[0]!.metadata.name;
-    const file = join(dir.path, 'policy.json');
-    writeFileSync(file, JSON.stringify(policies[0]));
+    // The policy and the chart's RBAC, as helm would install them; the operator runs on this host.
+    const kinds = ['ValidatingAdmissionPolicy', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
+    const file = join(dir.path, 'installed.json');
+    writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: docs.filter((d) => kinds.includes(d.kind)) }));
     kubectl(['apply', '-f', file]);
     cleanups.push(() => kubectl(['delete', 'validatingadmissionpolicy', policy, '--ignore-not-found']));
+    cleanups.push(() => kubectl(['delete', 'clusterrole,clusterrolebinding', FULLNAME, '--ignore-not-found']));
+    // A kubeconfig of the chart's ServiceAccount: the admin's server and CA, that account's token.
+    const token = kubectl(['create', 'token', FULLNAME, '-n', ops, '--duration', '1h']).trim();
+    const config = load(readFileSync(env().admin, 'utf8')) as { users: { user: Record<string, unknown> }[] };
+    for (const u of config.users) u.user = { token };
+    const asOperator = join(dir.path, 'operator.kubeconfig');
+    writeFileSync(asOperator, dump(config), { mode: 0o600 });
     // The operator's flag is what the chart passes it.
     const deployment = r.stdout.match(/--fence-objects-policy=(\S+)/);
     assert.equal(deployment?.[1], policy);
@@ -93,7 +106,12 @@ describe('the operator fences Kubernetes objects for a pod that asks (leasehold.
         identity: 'op-fence',
         port,
         webhook: WEBHOOK,
-        flags: ['--extra-host', '127.0.0.1', '--resync', '2s', '--fence-objects-policy', policy],
+        // The chart's rights only, so the names they allow: its Secrets, its Lease, its webhook configuration.
+        kubeconfig: asOperator,
+        flags: [
+          ...['--lease', FULLNAME, '--secret', `${FULLNAME}-tls`, '--mark-secret', `${FULLNAME}-mark`],
+          ...['--extra-host', '127.0.0.1', '--resync', '2s', '--fence-objects-policy', policy],
+        ],
       }),
     );
     await waitFor('the caBundle written', () => webhookCaBundle(WEBHOOK) !== '', 30_000, 100);
@@ -133,7 +151,7 @@ describe('the operator fences Kubernetes objects for a pod that asks (leasehold.
   });
 
   it("makes a binding scoped to the pod's namespace, Lease and kinds; the API server fences with it; gone with the pod", { timeout: 180_000 }, async () => {
-    const binding = fenceBindingName(installationOf(ops, 'leasehold-operator'), app, LEASE);
+    const binding = fenceBindingName(installationOf(ops, FULLNAME), app, LEASE);
     cleanups.push(() => kubectl(['delete', 'validatingadmissionpolicybinding', binding, '--ignore-not-found']));
     const pod = {
       apiVersion: 'v1',
