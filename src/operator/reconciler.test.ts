@@ -880,3 +880,37 @@ test('--fence-objects-policy naming a policy that is missing, or not a Lease-tak
     }
   }
 });
+
+test("a lost mark key: a kept pod's Lease keeps its binding as it is, never made or widened for it", async () => {
+  const cluster = fakeCluster();
+  const lost = Buffer.alloc(32, 4);
+  const before = SINCE - 3_600_000;
+  // web's pod asks for more than its binding holds; jobs' pod has a grant but no binding yet.
+  const web = fenceAsking(pod('web-0', { key: lost, created: before }), 'configmaps,secrets');
+  const jobs = fenceAsking(pod('jobs-0', { sa: 'jobs', lease: 'jobs', key: lost, created: before }), 'configmaps');
+  for (const p of [web, jobs]) cluster.pods.set(p.metadata.name, p);
+  for (const [sa, lease] of [
+    ['web', 'web'],
+    ['jobs', 'jobs'],
+  ] as const) {
+    const name = grantName(sa, lease);
+    const role = {
+      metadata: { name, namespace: 'app', labels: ownLabels(INSTALL) },
+      rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [lease], verbs: ['get', 'update', 'list', 'watch'] }],
+    };
+    cluster.rbac.roles.set(`app/${name}`, role);
+    cluster.rbac.rolebindings.set(`app/${name}`, { metadata: { name, namespace: 'app', labels: ownLabels(INSTALL) } });
+    cluster.leases.set(`app/${lease}`, { metadata: { name: lease, namespace: 'app', labels: ownLabels(INSTALL) } });
+  }
+  const held = fenceBindingFor({ installation: INSTALL, policy: FENCE_POLICY, namespace: 'app', lease: 'web', kinds: parseFencedKinds('configmaps') });
+  cluster.bindings.set(held.metadata.name, held);
+  const { clock, reconciler } = await started(cluster, { fencePolicy: FENCE_POLICY });
+  try {
+    await clock.advance(RESYNC_MS);
+    assert.equal(cluster.bindings.get(held.metadata.name), held, 'kept as it was: not removed, not widened to secrets');
+    assert.ok(!cluster.bindings.has(fenceBindingName(INSTALL, 'app', 'jobs')), 'none made for a kept pod');
+    assert.ok(!cluster.calls.some((c) => /^(POST|PUT|DELETE) .*validatingadmissionpolicybindings/.test(c)));
+  } finally {
+    await reconciler.stop();
+  }
+});
