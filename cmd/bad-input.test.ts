@@ -96,6 +96,11 @@ const cases: Case[] = [
     message: /invalid --secret "Bad_Name": must be a DNS-1123 label/,
   },
   {
+    name: 'operator with a fence policy name no object can have',
+    args: ['operator', '--sidecar-image', 'leasehold:1', '--fence-objects-policy', 'Fencing_Policy'],
+    message: /invalid --fence-objects-policy "Fencing_Policy": must be a DNS-1123 subdomain/,
+  },
+  {
     name: 'operator with an inject value no label can hold',
     args: ['operator', '--sidecar-image', 'leasehold:1', '--inject-value', 'team/b'],
     message: /invalid --inject-value "team\/b": must be a label value/,

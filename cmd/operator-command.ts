@@ -70,6 +70,11 @@ export const OPERATOR_OPTIONS = {
     default: false,
     describe: 'Grant and report only in namespaces labelled leasehold.io/injection=enabled (the webhook namespaceSelector of the same name)',
   },
+  'fence-objects-policy': {
+    type: 'string',
+    describe:
+      'The ValidatingAdmissionPolicy (its chart installs it) that the bindings made for leasehold.io/fence-objects name; unset, none are made and the pods asking are reported',
+  },
   resync: { type: 'string', default: '30s', describe: 'Full reconcile interval (RBAC, uninjected pods)' },
   'tls-check': { type: 'string', default: '10s', describe: 'How often each replica rereads the Secret (the leader renews what is due)' },
   'cert-validity': {
@@ -99,6 +104,8 @@ const CERTIFICATES = ['operator', 'external'] as const;
 const LOG_FORMATS = ['json', 'text'] as const;
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** An object name: a ValidatingAdmissionPolicy's. */
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 /** A Kubernetes label value, not empty: what an objectSelector's matchLabels can match. */
 const LABEL_VALUE = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 
@@ -139,6 +146,8 @@ export function resolveOperator(f: FlagValues<OperatorArgs>, env: NodeJS.Process
   }
   if (!LABEL_VALUE.test(a['inject-value']))
     throw badFlag('inject-value', a['inject-value'], 'must be a label value: 1 to 63 letters, digits, -, _ or ., beginning and ending with a letter or digit');
+  const fencePolicy = a['fence-objects-policy'];
+  if (fencePolicy !== undefined && !DNS_SUBDOMAIN.test(fencePolicy)) throw badFlag('fence-objects-policy', fencePolicy, 'must be a DNS-1123 subdomain');
   const native = NATIVE.find((v) => v === a['native-sidecar']);
   if (native === undefined) throw badFlag('native-sidecar', a['native-sidecar'], 'must be true, false or auto');
   const certificates = CERTIFICATES.find((v) => v === a.certificates);
@@ -197,6 +206,7 @@ export async function runOperator(f: FlagValues<OperatorArgs>, { env, io }: Comm
     injectValue: s['inject-value'],
     excludedNamespaces: ['kube-system', ns, ...s['exclude-namespace']],
     namespaceOptIn: s['namespace-opt-in'],
+    ...(s['fence-objects-policy'] !== undefined ? { fencePolicy: s['fence-objects-policy'] } : {}),
     resyncMs: s.resyncMs,
     tlsCheckMs: s.tlsCheckMs,
     log,

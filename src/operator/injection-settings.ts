@@ -9,6 +9,7 @@ import type { GroupCounts, MarkKeys } from './injection-mark.js';
 import { MAX_MEMBER_SLOTS, MAX_SHARDS } from '../backends/group-store.js';
 import { checkKubernetesGroupName } from '../backends/kubernetes/group-names.js';
 import { workloadLeaseName } from './lease-name.js';
+import { FENCED_BY_LABEL, parseFencedKinds } from './fence-objects.js';
 import type { Pod } from './pod-types.js';
 
 /** What the operator itself decides (its flags), as opposed to what each pod's annotations say. */
@@ -125,6 +126,7 @@ export function injectionSettings(pod: Pod, defaults: InjectorDefaults): Injecti
   if (!isReadyWhen(readyWhen)) throw bad(ANNOTATION.readyWhen, readyWhen, 'must be leader or elected-any');
   const podLabel = booleanOf(ANNOTATION.podLabel, get('podLabel', ANNOTATION_DEFAULTS.podLabel));
   const group = groupOf(a, leaseText, a[ANNOTATION.lease] !== undefined, podLabel);
+  checkFenceObjects(a, leaseText, group !== undefined);
 
   const nativeText = get('nativeSidecar', defaults.nativeSidecar);
   if (nativeText !== 'true' && nativeText !== 'false' && nativeText !== 'auto') throw bad(ANNOTATION.nativeSidecar, nativeText, 'must be true, false or auto');
@@ -228,6 +230,23 @@ function groupOf(a: Record<string, string>, lease: string, leaseGiven: boolean, 
     throw new InvalidConfigError(`the group name derived from the pod's workload, ${JSON.stringify(lease)}, is invalid: ${rule}; set ${ANNOTATION.lease}`);
   }
   return { shards, maxMembers };
+}
+
+/**
+ * leasehold.io/fence-objects, checked at admission as the reconciler reads it (so a pod is refused
+ * now rather than reported later): the kinds' format, a lease, not a shard group (each shard is its
+ * own Lease and token), and a lease name a label value can hold (it is the fenced-by label's value).
+ * Whether this install makes bindings at all (--fence-objects-policy) is the reconciler's to report.
+ */
+function checkFenceObjects(a: Record<string, string>, lease: string, isGroup: boolean): void {
+  const text = a[ANNOTATION.fenceObjects];
+  if (text === undefined) return;
+  parseFencedKinds(text);
+  if (isGroup)
+    throw bad(ANNOTATION.fenceObjects, text, `applies to a lease, not to a shard group (${ANNOTATION.shards}): each shard is its own Lease and token`);
+  if (lease.length > 63) {
+    throw bad(ANNOTATION.fenceObjects, text, `the lease name is ${lease.length} characters long: it is the value of the ${FENCED_BY_LABEL} label, at most 63`);
+  }
 }
 
 /**

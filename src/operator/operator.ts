@@ -37,6 +37,8 @@ export interface OperatorOptions {
   /** Only namespaces labelled leasehold.io/injection=enabled are granted and reported (the webhook's namespaceOptIn). */
   namespaceOptIn: boolean;
   resyncMs: number;
+  /** --fence-objects-policy: the policy the bindings of leasehold.io/fence-objects name; undefined: none are made. */
+  fencePolicy?: string;
   /** How often every replica rereads the Secrets (and the leader moves them on). */
   tlsCheckMs: number;
   log: Logger;
@@ -138,6 +140,7 @@ export class Operator {
       marks: this.marks!,
       installation: this.installation,
       injectValue: o.injectValue,
+      ...(o.fencePolicy !== undefined ? { fencePolicy: o.fencePolicy } : {}),
     });
     reconciler.start(o.resyncMs);
     await new Promise<void>((resolve) => l.signal.addEventListener('abort', () => resolve(), { once: true }));

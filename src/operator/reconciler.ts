@@ -5,6 +5,7 @@ import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { INJECT_LABEL } from './annotations.js';
 import { claimedFields } from './injection-mark.js';
+import { FenceBindings, fenceAsksOf } from './fence-bindings.js';
 import { leaseVerdicts, type LeaseVerdict } from './lease-guard.js';
 import type { MarkVerifier } from './mark-key.js';
 import { alreadyInjected } from './mutate.js';
@@ -39,6 +40,11 @@ export interface ReconcilerOptions {
   installation: string;
   /** The value of the pod label leasehold.io/inject its webhook selects: the pods it lists, grants and reports. */
   injectValue: string;
+  /**
+   * The ValidatingAdmissionPolicy the bindings of leasehold.io/fence-objects name
+   * (--fence-objects-policy); undefined: none are made, and the pods asking are reported.
+   */
+  fencePolicy?: string;
   /** Times the gap between passes and the resync; tests pass a FakeClock. */
   clock?: Clock;
 }
@@ -167,9 +173,17 @@ export class Reconciler {
   /** Whether this term's passes have removed the grants of operators older than install labels (once per term). */
   private legacyRemoved = false;
   private readonly clock: Clock;
+  private readonly fences: FenceBindings;
 
   constructor(private readonly o: ReconcilerOptions) {
     this.clock = o.clock ?? realClock;
+    this.fences = new FenceBindings({
+      client: o.client,
+      log: o.log,
+      installation: o.installation,
+      policy: o.fencePolicy,
+      event: (pod, reason, message) => this.event(pod, reason, message),
+    });
   }
 
   start(resyncMs: number): void {
@@ -324,6 +338,15 @@ export class Reconciler {
     // The binding first: a Role without its binding grants nothing.
     for (const [key, b] of haveBindings) if (!keep(key)) await this.remove('rolebindings', b);
     for (const [key, r] of haveRoles) if (!keep(key)) await this.remove('roles', r);
+    // A kept pod's Lease keeps its binding as it is, as its Role. A failure here (the right to
+    // bindings missing, the API server refusing one) leaves the rest of the pass to run: the
+    // grants, the reports and the marks' keys do not wait on the fence, which the next pass retries.
+    const granted = (key: string) => wanted.has(key) || keptOnly.has(key);
+    try {
+      await this.fences.pass(fenceAsksOf(pods, (ns) => rule.inScope(ns), this.o.marks, installation, granted));
+    } catch (err) {
+      this.o.log.warn('fence bindings not kept', { error: describeError(err) });
+    }
     if (!this.legacyRemoved) await this.removeLegacy();
     this.o.metrics.managedRoles.set(wanted.size + keptOnly.size);
     await this.reportRefused(refused, keptPods);

@@ -142,3 +142,12 @@ helm template renders without it.
 {{- end -}}
 {{- end -}}
 {{- end }}
+
+{{/*
+The ValidatingAdmissionPolicy the operator's bindings name (fencing.objectPolicies). Not the
+leasehold chart's `<fullname>.<namespace>.fencing.leasehold.io`: that one is a release's, fencing its
+own kinds, and a name shared with it would make two releases own one object.
+*/}}
+{{- define "lho.fencingPolicyName" -}}
+{{- printf "%s.%s.operator-fencing.leasehold.io" (include "lho.fullname" .) .Release.Namespace -}}
+{{- end }}
