@@ -1,0 +1,35 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { OperatorMetrics } from './operator-metrics.js';
+import { ProbeServer } from './probe-server.js';
+
+function call(port: number, method: string, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, method, path, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end(method === 'POST' ? '{"kind":"AdmissionReview"}' : undefined);
+  });
+}
+
+test("policy mode's port: /healthz and /metrics over plain HTTP, and no webhook path", async () => {
+  const metrics = new OperatorMetrics(false);
+  const server = new ProbeServer(metrics);
+  const port = await server.listen('127.0.0.1', 0);
+  try {
+    assert.deepEqual(await call(port, 'GET', '/healthz'), { status: 200, body: 'ok\n' });
+    metrics.isLeader.set(1);
+    const scraped = await call(port, 'GET', '/metrics');
+    assert.equal(scraped.status, 200);
+    assert.match(scraped.body, /leasehold_operator_is_leader 1/);
+    assert.equal((await call(port, 'POST', '/mutate-pods')).status, 404, 'nothing answers admission in policy mode');
+    assert.equal((await call(port, 'POST', '/healthz')).status, 405);
+  } finally {
+    await server.close();
+  }
+});
