@@ -108,7 +108,7 @@ export const OPERATOR_COMMAND = {
 const NATIVE = ['true', 'false', 'auto'] as const;
 const MODES = ['webhook', 'policy'] as const;
 /** What only the webhook reads: its certificates, its Service's names, the mark key and the Secrets' rereads. */
-const WEBHOOK_ONLY = [
+export const WEBHOOK_ONLY = [
   'secret',
   'mark-secret',
   'certificates',
