@@ -95,6 +95,16 @@ test('a pod the policy injected earns what its annotations give: lease, pod labe
   for (const [name, pod, want] of rows) assert.deepEqual(policyClaim(pod, sidecar), { fields: { namespace: 'shop', serviceAccount: 'web', ...want } }, name);
 });
 
+test('a pod the webhook injected (its mark kept) is granted the same in policy mode: switching the mode takes no grant back', () => {
+  const raw = admitted({ [ANNOTATION.lease]: 'orders', [ANNOTATION.shards]: '4' });
+  const pod = apply(raw, injectionPatch(raw, { ...sidecar, marks: fixedMarkKeys(Buffer.alloc(32, 1)) }));
+  assert.ok(pod.metadata!.annotations![INJECTED_MARK], 'the mark is there, and is not read');
+  pod.metadata!.name = 'web-7d9f8c6b5-x2b9q';
+  assert.deepEqual(policyClaim(pod, sidecar), {
+    fields: { namespace: 'shop', serviceAccount: 'web', lease: 'orders', podLabel: false, group: { shards: 4, maxMembers: 64 } },
+  });
+});
+
 test("an operator upgrade (another image, other timings' args) leaves the pods injected before granted", () => {
   const pod = injected(admitted());
   const c = sidecarOf(pod);
