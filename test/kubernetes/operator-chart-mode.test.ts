@@ -184,14 +184,19 @@ describe('the label guard on the real API server', () => {
     guardName = docs[0]!.metadata.name;
     const created = kubectl(['create', '-f', '-'], docs.map((d) => JSON.stringify(d)).join('\n'));
     assert.equal(created.status, 0, created.stderr);
-    for (const name of ['plain', 'labelled'])
+    for (const name of ['plain', 'labelled', 'bare'])
       assert.equal(
         kubectl(
           ['create', '-n', ns, '-f', '-'],
           JSON.stringify({
             apiVersion: 'v1',
             kind: 'Pod',
-            metadata: { name, ...(name === 'labelled' ? { labels: { 'leasehold.io/inject': value }, annotations: { 'leasehold.io/lease': 'web' } } : {}) },
+            metadata: {
+              name,
+              ...(name === 'labelled' ? { labels: { 'leasehold.io/inject': value }, annotations: { 'leasehold.io/lease': 'web' } } : {}),
+              // Labelled, and no annotations at all: the guard's CEL must not fail on a missing map.
+              ...(name === 'bare' ? { labels: { 'leasehold.io/inject': value } } : {}),
+            },
             spec: { containers: [{ name: 'app', image: 'busybox' }] },
           }),
         ).status,
@@ -227,5 +232,8 @@ describe('the label guard on the real API server', () => {
     assert.equal(kubectl(['annotate', '-n', ns, 'pod/labelled', 'leasehold.io/token=7']).status, 0, 'pod-label mode writes leasehold.io/token');
     assert.equal(kubectl(['label', '-n', ns, 'pod/labelled', 'leasehold.io/role=leader']).status, 0);
     assert.equal(kubectl(['label', '-n', ns, 'pod/labelled', 'leasehold.io/inject-']).status, 0, 'a pod may always leave');
+    const bare = kubectl(['label', '-n', ns, 'pod/bare', 'leasehold.io/role=follower']);
+    assert.equal(bare.status, 0, `a labelled pod without annotations is updated: ${bare.stderr}`);
+    assert.match(kubectl(['annotate', '-n', ns, 'pod/bare', 'leasehold.io/lease=web']).stderr, /annotation leasehold\.io\/lease of a pod/);
   });
 });
