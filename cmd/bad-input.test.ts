@@ -106,6 +106,18 @@ const cases: Case[] = [
     message: /invalid --inject-value "team\/b": must be a label value/,
   },
   {
+    name: 'operator with an injection mode it does not have',
+    args: ['operator', '--sidecar-image', 'leasehold:1', '--injection-mode', 'mutating'],
+    message: /^leasehold: invalid --injection-mode "mutating": must be webhook or policy$/,
+  },
+  {
+    name: 'operator in policy mode with a webhook-only flag from its variable',
+    args: ['operator', '--sidecar-image', 'leasehold:1', '--injection-mode', 'policy'],
+    env: { LEASEHOLD_CERTIFICATES: 'external' },
+    message:
+      /^leasehold: invalid LEASEHOLD_CERTIFICATES "external" \(for --certificates\): only --injection-mode webhook reads it, and the injection mode is policy \(no webhook, certificate or mark key\): unset LEASEHOLD_CERTIFICATES$/,
+  },
+  {
     name: "operator election timings broken together (the sidecar's rule)",
     args: ['operator', '--sidecar-image', 'leasehold:1', '--lease-duration', '10s', '--renew-deadline', '10s'],
     message: /invalid timings --lease-duration 10s --renew-deadline 10s --retry-period 2s: leaseDuration must be greater than renewDeadline/,

@@ -4,8 +4,7 @@ import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { ANNOTATION } from './annotations.js';
 import { FENCE_NAMESPACE_ANNOTATION, fenceBindingFor, fenceOf, parseFencedKinds, unionOfKinds, type FencedKind } from './fence-objects.js';
-import { claimedFields } from './injection-mark.js';
-import type { MarkVerifier } from './mark-key.js';
+import type { MarkFields } from './injection-mark.js';
 import { alreadyInjected } from './mutate.js';
 import type { Pod } from './pod-types.js';
 import { INSTALLATION_LABEL, LEASE_ANNOTATION, MANAGED_BY, grantName, isOwn } from './rbac.js';
@@ -28,12 +27,14 @@ export type FenceAsk = { pod: PodItem; namespace: string; lease: string; standin
  * The asks of one pass: the live injected pods of the namespaces in scope that carry the annotation,
  * each with its standing. Only what the webhook signed decides: the namespace and Lease come from
  * the pod's mark, and a pod's ask counts only while its grant (`granted`, by grantName key) stands,
- * so a pod creator earns no binding for a Lease it was not granted.
+ * so a pod creator earns no binding for a Lease it was not granted. `judge` is the reconciler's
+ * (the mark in webhook mode, the sidecar the policy makes in policy mode): the same judgement
+ * that grants the pod decides its ask.
  */
 export function fenceAsksOf(
   pods: (PodItem & { status?: { phase?: string } })[],
   inScope: (ns: string) => boolean,
-  marks: Pick<MarkVerifier, 'check'>,
+  judge: (pod: Pod) => { granted: MarkFields } | { kept: MarkFields } | { refused: string },
   installation: string,
   granted: (key: string) => boolean,
 ): FenceAsk[] {
@@ -42,10 +43,11 @@ export function fenceAsksOf(
     const ns = pod.metadata?.namespace;
     if (pod.metadata?.annotations?.[ANNOTATION.fenceObjects] === undefined || !ns || !inScope(ns)) continue;
     if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed' || !alreadyInjected(pod)) continue;
-    const fields = claimedFields(pod);
-    const mark = marks.check(pod);
+    const judged = judge(pod);
     // Not granted: reported as such by the reconciler (LeaseholdNotGranted), nothing more here.
-    if (!fields || (!mark.valid && !mark.lostKey) || !granted(`${ns}/${grantName(installation, fields.serviceAccount, fields.lease)}`)) continue;
+    if ('refused' in judged) continue;
+    const fields = 'kept' in judged ? judged.kept : judged.granted;
+    if (!granted(`${ns}/${grantName(installation, fields.serviceAccount, fields.lease)}`)) continue;
     if (fields.group) {
       asks.push({
         pod,
@@ -54,7 +56,7 @@ export function fenceAsksOf(
       });
       continue;
     }
-    asks.push({ pod, namespace: ns, lease: fields.lease, standing: mark.valid ? 'granted' : 'kept' });
+    asks.push({ pod, namespace: ns, lease: fields.lease, standing: 'kept' in judged ? 'kept' : 'granted' });
   }
   return asks;
 }

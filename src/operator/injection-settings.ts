@@ -12,14 +12,18 @@ import { workloadLeaseName } from './lease-name.js';
 import { FENCED_BY_LABEL, parseFencedKinds } from './fence-objects.js';
 import type { Pod } from './pod-types.js';
 
-/** What the operator itself decides (its flags), as opposed to what each pod's annotations say. */
-export interface InjectorDefaults {
+/** What the operator itself decides (its flags) about the container, as opposed to what each pod's annotations say. */
+export interface SidecarDefaults {
   image: string;
   imagePullPolicy: string;
   /** The leasehold.io/native-sidecar default: "true", "false" or "auto" (native when the cluster supports it). */
   nativeSidecar: 'true' | 'false' | 'auto';
   /** Whether the API server supports native sidecars (Kubernetes 1.29+), for "auto". */
   clusterSupportsNativeSidecars: boolean;
+}
+
+/** The webhook's defaults: the container's, and the keys it marks what it injected with. */
+export interface InjectorDefaults extends SidecarDefaults {
   /** The keys injection marks are signed and checked with (src/operator/mark-key.ts). */
   marks: MarkKeys;
 }
@@ -84,7 +88,7 @@ function booleanOf(annotation: string, text: string): boolean {
  * The settings of one pod's sidecar from its annotations, each checked with the rules the CLI
  * applies to the flag it becomes. Throws one InvalidConfigError naming the annotation and the rule.
  */
-export function injectionSettings(pod: Pod, defaults: InjectorDefaults): InjectionSettings {
+export function injectionSettings(pod: Pod, defaults: SidecarDefaults): InjectionSettings {
   const a = pod.metadata?.annotations ?? {};
   const get = (key: keyof typeof ANNOTATION, fallback: string): string => a[ANNOTATION[key]] ?? fallback;
 

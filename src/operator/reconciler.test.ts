@@ -16,12 +16,14 @@ import {
 } from './annotations.js';
 import { fenceBindingFor, fenceBindingName, parseFencedKinds } from './fence-objects.js';
 import { injectionMark, type GroupCounts } from './injection-mark.js';
+import { injectionSettings, type SidecarDefaults } from './injection-settings.js';
 import type { MarkVerifier } from './mark-key.js';
 import { checkMark, markKey, withoutUnneeded, type Keyring } from './mark-keyring.js';
 import { OperatorMetrics } from './operator-metrics.js';
-import type { Pod } from './pod-types.js';
+import type { Container, Pod } from './pod-types.js';
 import { INSTALLATION_LABEL, MANAGED_BY, grantName as grantNameOf, ownLabels } from './rbac.js';
 import { PASS_GAP_MS, Reconciler } from './reconciler.js';
+import { sidecarContainer } from './sidecar-container.js';
 
 const RESYNC_MS = 30_000;
 const KEY = Buffer.alloc(32, 7);
@@ -222,7 +224,14 @@ function pod(
 
 async function started(
   cluster: ReturnType<typeof fakeCluster>,
-  opts: { namespaceOptIn?: boolean; marks?: ReturnType<typeof ringVerifier>; installation?: string; injectValue?: string; fencePolicy?: string } = {},
+  opts: {
+    namespaceOptIn?: boolean;
+    marks?: ReturnType<typeof ringVerifier>;
+    installation?: string;
+    injectValue?: string;
+    fencePolicy?: string;
+    policy?: SidecarDefaults;
+  } = {},
 ) {
   const clock = new FakeClock(new Date(T0));
   const marks = opts.marks ?? ringVerifier(oneKey());
@@ -232,7 +241,8 @@ async function started(
     metrics: new OperatorMetrics(false),
     excludedNamespaces: ['kube-system'],
     namespaceOptIn: opts.namespaceOptIn ?? false,
-    marks,
+    // Policy mode judges pods by their container and holds no mark keys.
+    ...(opts.policy ? { policy: opts.policy } : { marks }),
     installation: opts.installation ?? INSTALL,
     injectValue: opts.injectValue ?? 'true',
     ...(opts.fencePolicy !== undefined ? { fencePolicy: opts.fencePolicy } : {}),
@@ -910,6 +920,139 @@ test("a lost mark key: a kept pod's Lease keeps its binding as it is, never made
     assert.equal(cluster.bindings.get(held.metadata.name), held, 'kept as it was: not removed, not widened to secrets');
     assert.ok(!cluster.bindings.has(fenceBindingName(INSTALL, 'app', 'jobs')), 'none made for a kept pod');
     assert.ok(!cluster.calls.some((c) => /^(POST|PUT|DELETE) .*validatingadmissionpolicybindings/.test(c)));
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+/** Policy mode: the container defaults the operator and its policy inject with. */
+const SIDECAR: SidecarDefaults = { image: 'leasehold:test', imagePullPolicy: 'IfNotPresent', nativeSidecar: 'false', clusterSupportsNativeSidecars: true };
+
+/**
+ * A labelled pod as the API server stores it in policy mode: the sidecar the policy gives for its
+ * annotations (no mark: a policy holds no key), or none; `sidecarFor` puts in the sidecar another
+ * pod's annotations would get (a made-up container, or annotations edited after creation).
+ */
+function policyPod(
+  name: string,
+  opts: { ns?: string; sa?: string; lease?: string; injected?: boolean; sidecarFor?: Record<string, string>; extra?: Record<string, string> } = {},
+): Pod & Named {
+  const annotations = { 'leasehold.io/lease': opts.lease ?? 'web', ...opts.extra };
+  const p: Pod & Named = {
+    metadata: { name, namespace: opts.ns ?? 'app', uid: `uid-${name}`, labels: { [INJECT_LABEL]: 'true' }, annotations },
+    spec: { serviceAccountName: opts.sa ?? 'web', containers: [{ name: 'app', image: 'app:1' }] },
+  };
+  if (opts.injected === false) return p;
+  const basis = opts.sidecarFor ? { ...p, metadata: { ...p.metadata, annotations: opts.sidecarFor } } : p;
+  p.spec!.containers!.push(sidecarContainer(injectionSettings(basis, SIDECAR), SIDECAR) as Container);
+  return p;
+}
+
+test('policy mode: a pod is granted what its own annotations give when its sidecar is the one the policy gives for them; lookalikes get nothing', async () => {
+  const cluster = fakeCluster();
+  const real = policyPod('web-0');
+  // A made-up container: the sidecar of another lease under annotations that name this one.
+  const madeUp = policyPod('made-up', { sa: 'intruder', sidecarFor: { 'leasehold.io/lease': 'payments' } });
+  // Annotations edited after creation: the container, which cannot change, still says web.
+  const edited = policyPod('edited', { sa: 'intruder' });
+  edited.metadata.annotations!['leasehold.io/lease'] = 'payments';
+  // The webhook's annotations written by the pod's creator: policy mode reads none of them.
+  const claims = policyPod('claims', { sa: 'jobs', lease: 'jobs' });
+  Object.assign(claims.metadata.annotations!, { [INJECTED_LEASE]: 'payments', [INJECTED_POD_LABEL]: 'true', [INJECTED_MARK]: 'v1.forged' });
+  // Copied from app/web into another namespace and ServiceAccount: what a labelled pod created
+  // there would get (its own pair), never the original's; into an excluded one: nothing.
+  const copied = policyPod('copied', { ns: 'team-b', sa: 'other' });
+  const excluded = policyPod('excluded', { ns: 'kube-system' });
+  // A pod created unlabelled with that same sidecar, labelled later, is this same object: policy
+  // mode cannot tell it by a mark. The validating policy's label guard refuses that UPDATE, and
+  // without it the pod gets only what creating it labelled would have (here: web-0's own pair).
+  const labelledLater = policyPod('labelled-later');
+  for (const p of [real, madeUp, edited, claims, copied, excluded, labelledLater]) cluster.pods.set(p.metadata.name, p);
+  const { clock, reconciler, marks } = await started(cluster, { policy: SIDECAR });
+  try {
+    assert.deepEqual(
+      [...cluster.rbac.roles.keys()].sort(),
+      [`app/${grantName('jobs', 'jobs')}`, `app/${grantName('web', 'web')}`, `team-b/${grantName('other', 'web')}`].sort(),
+      'each pod its own pair, from its own annotations',
+    );
+    assert.deepEqual([...cluster.rbac.rolebindings.keys()].sort(), [...cluster.rbac.roles.keys()].sort());
+    const jobs = cluster.rbac.roles.get(`app/${grantName('jobs', 'jobs')}`) as Named & { rules: { resources: string[] }[] };
+    assert.ok(!jobs.rules.some((r) => r.resources.includes('pods')), "the creator's injected-pod-label claim widens nothing");
+    assert.deepEqual([...cluster.leases.keys()].sort(), ['app/jobs', 'app/web', 'team-b/web'], 'no Lease for payments');
+    assert.deepEqual(cluster.events.map((e) => [e.pod, e.reason]).sort(), [
+      ['edited', 'LeaseholdNotGranted'],
+      ['made-up', 'LeaseholdNotGranted'],
+    ]);
+    assert.match(
+      cluster.events.find((e) => e.pod === 'made-up')!.message,
+      /runs sidecar --backend=kubernetes --lease=payments, but the policy injects sidecar --backend=kubernetes --lease=web/,
+    );
+    assert.match(cluster.events.find((e) => e.pod === 'edited')!.message, /--lease=web, but the policy injects .*--lease=payments/);
+    assert.deepEqual(marks.kept, [], 'no mark key is asked about');
+    await clock.advance(RESYNC_MS);
+    assert.equal(cluster.events.length, 2, 'each reported once');
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test("policy mode: the lease guard is unchanged: another controller's Lease is granted only when the namespace's owner allows it", async () => {
+  const cluster = fakeCluster();
+  cluster.leases.set('app/kube-scheduler', { metadata: { name: 'kube-scheduler', namespace: 'app' } });
+  // Injected faithfully for its annotations, which name a Lease another controller holds.
+  const squatter = policyPod('squatter', { sa: 'intruder', lease: 'kube-scheduler' });
+  cluster.pods.set(squatter.metadata.name, squatter);
+  const { clock, reconciler } = await started(cluster, { policy: SIDECAR });
+  try {
+    assert.equal(cluster.rbac.roles.size + cluster.rbac.rolebindings.size, 0);
+    assert.deepEqual(
+      cluster.events.map((e) => [e.pod, e.reason]),
+      [['squatter', 'LeaseholdNotGranted']],
+    );
+    assert.match(cluster.events[0]!.message, /Lease app\/kube-scheduler exists and was not made by leasehold-operator/);
+    cluster.namespaces.set('app', { metadata: { name: 'app', annotations: { [ALLOWED_LEASES]: 'kube-scheduler' } } });
+    await clock.advance(RESYNC_MS);
+    assert.ok(cluster.rbac.roles.has(`app/${grantName('intruder', 'kube-scheduler')}`), 'granted once allowed by name');
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test('policy mode: a labelled pod running without the sidecar is reported once, naming the policy as what did not inject it', async () => {
+  const cluster = fakeCluster();
+  const bare = policyPod('bare', { injected: false });
+  cluster.pods.set(bare.metadata.name, bare);
+  const { clock, reconciler } = await started(cluster, { policy: SIDECAR });
+  try {
+    assert.deepEqual(
+      cluster.events.map((e) => [e.pod, e.reason]),
+      [['bare', 'LeaseholdNotInjected']],
+    );
+    assert.match(cluster.events[0]!.message, /runs without the leasehold sidecar: the MutatingAdmissionPolicy did not inject it \(its binding missing/);
+    assert.equal(cluster.rbac.roles.size, 0);
+    await clock.advance(RESYNC_MS);
+    assert.equal(cluster.events.length, 1);
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test('policy mode: leasehold.io/fence-objects earns a binding by the same judgement as the grant; a lookalike none', async () => {
+  const cluster = fakeCluster();
+  // alreadyInjected needs the injector's annotations the policy writes; the pod's own fence ask.
+  const real = policyPod('web-0', { extra: { 'leasehold.io/fence-objects': 'configmaps' } });
+  const madeUp = policyPod('made-up', {
+    sa: 'intruder',
+    lease: 'stolen',
+    sidecarFor: { 'leasehold.io/lease': 'payments' },
+    extra: { 'leasehold.io/fence-objects': 'secrets' },
+  });
+  for (const p of [real, madeUp]) cluster.pods.set(p.metadata.name, p);
+  const { reconciler } = await started(cluster, { policy: SIDECAR, fencePolicy: FENCE_POLICY });
+  try {
+    const want = fenceBindingFor({ installation: INSTALL, policy: FENCE_POLICY, namespace: 'app', lease: 'web', kinds: parseFencedKinds('configmaps') });
+    assert.deepEqual([...cluster.bindings.keys()], [want.metadata.name], 'the faithful pod only');
+    assert.deepEqual(cluster.bindings.get(want.metadata.name), want);
   } finally {
     await reconciler.stop();
   }
