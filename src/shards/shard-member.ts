@@ -126,23 +126,30 @@ export class ShardMember {
   private readonly phases = new ShardPhases();
   /** Held shards whose vanished records are being written back (vanished-shards.ts): their release waits for it. */
   private readonly restoring = new Map<number, Promise<void>>();
-  private loop: Promise<void> | null = null;
+  /**
+   * Where the member's life is: its loop (null before start() and once stop() has awaited it),
+   * whether it is stopping (stop(), or a refusal), and whether the loop has returned (on stop, or
+   * on its own: the group was recreated with another count; it never starts again). Replaced whole.
+   */
+  private life: { readonly loop: Promise<void> | null; readonly stopping: boolean; readonly ended: boolean } = {
+    loop: null,
+    stopping: false,
+    ended: false,
+  };
   /**
    * Resolves with the refusal when the member leaves the group on its own (the group's records
    * came to say another shard count: a start race, or the group recreated); never otherwise.
    * The sidecar command ends on it (exit 2) instead of running on as a member of nothing.
    */
   readonly refused: Promise<InvalidConfigError>;
-  private refuse: (err: InvalidConfigError) => void = () => {};
-  /** The loop has returned: on stop, or on its own (the group was recreated with another count); it never starts again. */
-  private loopEnded = false;
-  private stopping = false;
-  private wake: AbortController | null = null;
+  private readonly refuse: (err: InvalidConfigError) => void;
+  /** The current wait (to end it early), or a wake-up that came between waits: the next wait returns at once. */
+  private wake: AbortController | 'pending' | null = null;
   /** When the last list was sent, answered or not: lists are paced by it, so a store that fails at once is not asked in a loop. */
   private listTriedMono: number | null = null;
   private hinted = false;
-  private members = 0;
-  private orphaned: number;
+  /** What a status shows of the group as this member last counted it: its live active members, the shards without a live owner. Replaced whole. */
+  private counts: { readonly members: number; readonly orphaned: number };
   private lastTurnMono: number | null = null;
   private noSlotSaid = false;
   /** Whether the log said this member waits for live members to write the group's header back. */
@@ -153,7 +160,9 @@ export class ShardMember {
   private absentSaid = new Set<number>();
 
   constructor(private readonly opts: ShardMemberOptions) {
-    this.refused = new Promise((resolve) => (this.refuse = resolve));
+    let refuse: (err: InvalidConfigError) => void = () => {};
+    this.refused = new Promise((resolve) => (refuse = resolve));
+    this.refuse = refuse;
     this.group = opts.group;
     this.identity = opts.identity;
     this.shards = opts.shards;
@@ -167,7 +176,7 @@ export class ShardMember {
     this.listener = opts.listener ?? {};
     // A member lists every retryPeriod; two missed lists and a slow one break its view (GroupView).
     this.view = new GroupView(this.clock, opts.shards, opts.leaseDurationMs, opts.retryPeriodMs * (2 + JITTER_FACTOR));
-    this.orphaned = opts.shards;
+    this.counts = { members: 0, orphaned: opts.shards };
     this.sessions = new MemberSession(this.clock, opts.renewDeadlineMs);
   }
 
@@ -175,12 +184,16 @@ export class ShardMember {
     return this.sessions.current;
   }
 
+  private get stopping(): boolean {
+    return this.life.stopping;
+  }
+
   /**
    * Reads the group once and refuses what cannot work (InvalidConfigError): a group whose header
    * says another shard count. Then starts the loop and returns.
    */
   async start(): Promise<void> {
-    if (this.loop) return;
+    if (this.life.loop) return;
     const sent = this.clock.monotonic();
     const list = await this.call('list', (o) => this.store.listGroup(this.group, o));
     this.view.observe(list, sent);
@@ -190,11 +203,12 @@ export class ShardMember {
       this.logEligibility();
       this.wakeUp();
     });
-    this.loop = this.run().finally(() => {
-      this.loopEnded = true;
+    const loop = this.run().finally(() => {
+      this.life = { ...this.life, ended: true };
       unwatch?.();
       unsubscribe?.();
     });
+    this.life = { ...this.life, loop };
   }
 
   /**
@@ -203,10 +217,10 @@ export class ShardMember {
    * whose work did not stop in time is left to expire with the session.
    */
   async stop(): Promise<void> {
-    this.stopping = true;
+    this.life = { ...this.life, stopping: true };
     this.wakeUp();
-    await this.loop;
-    this.loop = null;
+    await this.life.loop;
+    this.life = { ...this.life, loop: null };
   }
 
   snapshot(): ShardMemberSnapshot {
@@ -217,8 +231,8 @@ export class ShardMember {
       identity: this.identity,
       session: m ? { slot: m.slot, session: m.session } : null,
       state: m?.state ?? null,
-      members: this.members,
-      orphaned: this.orphaned,
+      members: this.counts.members,
+      orphaned: this.counts.orphaned,
       owned: this.phases
         .ownedEntries()
         .map(([shard, o]) => ({ shard, token: o.token }))
@@ -226,7 +240,7 @@ export class ShardMember {
       validUntil: m ? this.sessions.validUntil(m) : null,
       standingAside: this.eligible() ? null : (this.opts.eligibility?.standAside() ?? null),
       // A loop that ended on its own leaves `loop` set until stop(): it is not running all the same.
-      running: this.loop !== null && !this.loopEnded,
+      running: this.life.loop !== null && !this.life.ended,
       lastTurnMonotonic: this.lastTurnMono,
     };
   }
@@ -239,7 +253,7 @@ export class ShardMember {
         if (err instanceof InvalidConfigError) {
           // The group changed under this member (recreated with another count): it takes no part.
           this.log.error('leaving the shard group', { reason: err.message });
-          this.stopping = true;
+          this.life = { ...this.life, stopping: true };
           this.refuse(err);
         } else this.log.warn('shard member turn failed', { reason: describeError(err) });
       }
@@ -270,13 +284,13 @@ export class ShardMember {
 
   /** What a status shows of the group as this member sees it: its live active members, and the shards without a live owner. */
   private countGroup(): void {
-    this.members = this.view.liveSlots().filter((v) => v.record.state === 'active').length;
+    const members = this.view.liveSlots().filter((v) => v.record.state === 'active').length;
     let orphaned = 0;
     for (let s = 0; s < this.shards; s++) {
       const o = this.view.shard(s)?.record.owner;
       if (!o || !this.view.live(o)) orphaned++;
     }
-    this.orphaned = orphaned;
+    this.counts = { members, orphaned };
   }
 
   private async list(): Promise<void> {
@@ -471,7 +485,7 @@ export class ShardMember {
     const m = this.mine!;
     const now = this.turnFacts(m);
     const target = targetOf(this.group, now);
-    this.members = target.members.length;
+    this.counts = { ...this.counts, members: target.members.length };
     this.endPlanned(planEnds(now, target), m);
     // Kept shards whose time has come are freed between the two halves: the takes see them free.
     await this.freeKept();
@@ -796,15 +810,13 @@ export class ShardMember {
   }
 
   private wakeUp(): void {
-    this.wake?.abort();
-    this.pendingWake = true;
+    if (this.wake instanceof AbortController) this.wake.abort();
+    else this.wake = 'pending';
   }
 
-  private pendingWake = false;
-
   private async waitNext(): Promise<void> {
-    if (this.pendingWake) {
-      this.pendingWake = false;
+    if (this.wake === 'pending') {
+      this.wake = null;
       // A hint waits for the list's own pace; anything else goes at once.
       if (!this.hinted || this.listDue()) return;
     }
@@ -818,7 +830,6 @@ export class ShardMember {
     this.wake = wake;
     await sleep(this.clock, Math.max(0, due - now), wake.signal);
     this.wake = null;
-    this.pendingWake = false;
   }
 
   private call<T>(op: string, send: (opts: CallOptions) => Promise<T>): Promise<T> {
