@@ -15,7 +15,7 @@
  * it, and a shard's token only grows. A paused member may still believe: the token is what
  * the protected resource checks.
  */
-import { realClock, sleep, type Clock, type Timer } from '../clock.js';
+import { realClock, sleep, type Clock } from '../clock.js';
 import { ConflictError, InvalidConfigError, StoreReopenedError, describeError } from '../errors.js';
 import { silentLogger, guardedLogger, type Logger } from '../log.js';
 import type { CallOptions } from '../backends/lease-store.js';
@@ -23,6 +23,7 @@ import type { GroupStore, MemberSlot, MemberState, ShardRecord, VersionedGroupRe
 import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { boundedCall } from '../election/bounded-call.js';
+import { couldHaveExpiredAtMono, drainedWithin } from '../election/end-of-term-rule.js';
 import { GroupView, sessionKey, type SessionId } from './group-view.js';
 import { fnv1a64 } from './key-to-shard.js';
 import { vanishedRecords, type HeldShard } from './vanished-shards.js';
@@ -466,7 +467,11 @@ export class ShardMember {
     if (validUntil) this.listener.onRenewed?.(validUntil);
   }
 
-  /** The session is over: every owned shard ends at once (announced, then drained, never released by a session not valid). */
+  /**
+   * The session is over: every owned shard ends at once, announced, then drained, then released
+   * by a compare-and-swap from the version this member last wrote (it lands only if nobody wrote
+   * the record since). A lost lease term is not released: docs/design.md, "The end-of-term gate".
+   */
   private sessionLost(reason: string): void {
     const m = this.sessions.end();
     if (!m) return;
@@ -645,9 +650,10 @@ export class ShardMember {
 
   private async finishEnding(s: number, e: Ending, release: boolean): Promise<void> {
     try {
-      const stopped = await this.drained(s, e.token);
+      const drain = this.opts.drain;
+      const stopped = await drainedWithin(this.clock, this.drainTimeoutMs, drain && (() => drain(s, e.token)));
       if (!stopped) {
-        const untilMono = e.renewedAtMono + this.timings.leaseDurationMs;
+        const untilMono = couldHaveExpiredAtMono(e.renewedAtMono, this.timings.leaseDurationMs);
         this.log.error('the work of a shard did not finish within drainTimeoutMs: the shard is kept until it could have expired', {
           shard: s,
           token: e.token,
@@ -695,26 +701,6 @@ export class ShardMember {
       // next turn sees the record still naming this session and frees it then.
       this.hinted = true;
       if (!(err instanceof ConflictError)) this.log.warn('releasing a shard failed', { shard: v.record.index, reason: describeError(err) });
-    }
-  }
-
-  private async drained(s: number, token: number): Promise<boolean> {
-    const drain = this.opts.drain;
-    if (!drain || this.drainTimeoutMs === 0) return true;
-    let timer: Timer | undefined;
-    const bound = new Promise<false>((resolve) => (timer = this.clock.setTimer(() => resolve(false), this.drainTimeoutMs)));
-    try {
-      return await Promise.race([
-        Promise.resolve()
-          .then(() => drain(s, token))
-          .then(
-            (r) => r !== false,
-            () => false,
-          ),
-        bound,
-      ]);
-    } finally {
-      timer?.cancel();
     }
   }
 
