@@ -55,7 +55,7 @@ export class EndOfTerm {
   /**
    * The gate for the term that ended, if any: its step-down has been announced (the listener heard
    * it first); then its work drains; then "not leader" must have reached every reader
-   * (`releaseGate`); then a term given up (`giveUp`: stop() or the app's eligibility) is released
+   * (`releaseGate`); then a term given up (its `end`: stop() or the app's eligibility) is released
    * with releaseOnCancel. A term lost (its renewals unanswered, another holder, its record gone)
    * is not released: the store did not answer, or the record is not ours. The loop runs this
    * before any claim or attempt, and no new term is written while it is pending, so no other
@@ -67,7 +67,7 @@ export class EndOfTerm {
    * after which a next term may begin while this term's work may still run: the moment a paused
    * leader's term ends too, which only the fencing token covers. The same choice on every path.
    */
-  async gate(giveUp: boolean): Promise<void> {
+  async gate(): Promise<void> {
     const o = this.o;
     const ended = o.terms.ended;
     if (!ended) return;
@@ -77,7 +77,7 @@ export class EndOfTerm {
     try {
       const stopped = await drainedWithin(o.clock, o.drainTimeoutMs, o.drain);
       if (stopped && (await this.allowed())) {
-        if (giveUp && o.releaseOnCancel) await this.send();
+        if (ended.end === 'given up' && o.releaseOnCancel) await this.send();
         return;
       }
       const leftMs = couldHaveExpiredAtMono(ended.renewedAtMono, o.leaseDurationMs) - o.clock.monotonic();
