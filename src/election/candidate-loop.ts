@@ -451,15 +451,4 @@ export class CandidateLoop implements Standing {
       this.log[level]('acquire attempt failed', { reason });
     }
   }
-
-  /**
-   * Gives the lease up now (EndOfTerm.send), without the gate's drain: for tests and tools that hold
-   * no work. The term ends first, so nobody is told to lead while another may already hold the
-   * released lease.
-   */
-  release(): Promise<boolean> {
-    this.terms.stepDown('releasing the lease', 'given up');
-    this.terms.over();
-    return this.endOfTerm.send();
-  }
 }

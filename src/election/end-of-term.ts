@@ -123,7 +123,7 @@ export class EndOfTerm {
    * `fromRead`: the view may predate a write of ours that landed unanswered, so the first
    * attempt reads too.
    */
-  async send(fromRead = false): Promise<boolean> {
+  private async send(fromRead = false): Promise<boolean> {
     const o = this.o;
     let sent: LeaseRecord | null = null;
     for (let attempt = 0; attempt < 5; attempt++) {

@@ -128,7 +128,7 @@ export class Terms {
     this.o.schedule.wakeUp();
   }
 
-  /** The ended term is through its gate (or, released by hand, needs none): it is over. */
+  /** The ended term is through its gate: it is over. */
   over(): void {
     const ended = this.ended;
     if (ended) this.latest = { ...ended, phase: 'over' };
