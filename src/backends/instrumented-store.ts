@@ -1,6 +1,6 @@
 import type { Histogram } from 'prom-client';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord } from './lease-store.js';
-import type { GroupRecord, GroupStore, VersionedGroupRecord } from './group-store.js';
+import type { GroupRecord, GroupStore, GroupWrite, GroupWriteOutcome, VersionedGroupRecord } from './group-store.js';
 
 /** Wraps a store to time every request into a histogram labelled by op and result. */
 export class InstrumentedStore implements LeaseStore {
@@ -58,12 +58,16 @@ async function timed<T>(histogram: Histogram<'backend' | 'op' | 'result'>, backe
   }
 }
 
-/** A shard group's store, timed into the same histogram: `list`, `create` and `update` of its records. */
+/**
+ * A shard group's store, timed into the same histogram: `list`, `create` and `update` of its
+ * records, and `batch` for a batch of writes (its result `ok` whatever each row's outcome).
+ */
 export class InstrumentedGroupStore implements GroupStore {
   readonly backend: string;
   readonly location: string;
   readonly maxToken: number | undefined;
   watchGroup?: GroupStore['watchGroup'];
+  writeGroupRecords?: GroupStore['writeGroupRecords'];
 
   constructor(
     private readonly inner: GroupStore,
@@ -73,6 +77,11 @@ export class InstrumentedGroupStore implements GroupStore {
     this.location = inner.location;
     this.maxToken = inner.maxToken;
     if (inner.watchGroup) this.watchGroup = inner.watchGroup.bind(inner);
+    // Without it the member would see a store without batches, and write one record at a time.
+    const batch = inner.writeGroupRecords?.bind(inner);
+    if (batch)
+      this.writeGroupRecords = (group: string, writes: readonly GroupWrite[], opts?: CallOptions): Promise<GroupWriteOutcome[]> =>
+        timed(this.histogram, this.backend, 'batch', () => batch(group, writes, opts));
   }
 
   listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {

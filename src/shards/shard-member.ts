@@ -29,6 +29,7 @@ import { fnv1a64 } from './key-to-shard.js';
 import { vanishedRecords, type HeldShard } from './vanished-shards.js';
 import { MemberSession, type Session } from './member-session.js';
 import { ShardPhases, type Ending, type Owned } from './shard-phases.js';
+import { WriteBatches } from './write-batches.js';
 import { shardFact, shardFacts, slotFacts } from './turn-facts.js';
 import { planEnds, planLost, planWrites, takeAllowed, targetOf, type EndStep, type SessionFacts, type TurnFacts, type WriteGate } from './turn-plan.js';
 
@@ -116,6 +117,8 @@ export class ShardMember {
   private readonly requestTimeoutMs: number;
   private readonly drainTimeoutMs: number;
   private readonly listener: ShardListener;
+  /** The shard writes of a pass in batches, where the store has them (write-batches.ts). */
+  private readonly batches: WriteBatches | null;
 
   /** This member's session (its slot, the slot's token, its validity and deadline): member-session.ts. */
   private readonly sessions: MemberSession;
@@ -179,6 +182,8 @@ export class ShardMember {
     this.view = new GroupView(this.clock, opts.shards, opts.leaseDurationMs, opts.retryPeriodMs * (2 + JITTER_FACTOR));
     this.counts = { members: 0, orphaned: opts.shards };
     this.sessions = new MemberSession(this.clock, opts.renewDeadlineMs);
+    const batch = opts.store.writeGroupRecords?.bind(opts.store);
+    this.batches = batch ? new WriteBatches((writes) => this.call('batch', (o) => batch(this.group, writes, o))) : null;
   }
 
   private get mine(): Session | null {
@@ -499,8 +504,8 @@ export class ShardMember {
     // Each freed from the version planned on: a record that changed since is not freed blindly.
     const strays = writes.free.map((s) => this.view.shard(s)!);
     this.tellAbsent(writes.take);
-    await inBatches(strays, (v) => this.free(v, m));
-    await inBatches(writes.take, (s) => this.take(s, m));
+    await inBatches(strays, this.parallelWrites, (v) => this.free(v, m));
+    await inBatches(writes.take, this.parallelWrites, (s) => this.take(s, m));
   }
 
   /** The plain facts a plan is made from, now (turn-facts.ts). */
@@ -614,9 +619,8 @@ export class ShardMember {
       acquireTime: at.wall,
     };
     try {
-      const version = await this.call(v ? 'update' : 'create', (opts) =>
-        v ? this.store.updateGroupRecord(this.group, rec, v.version, opts) : this.store.createGroupRecord(this.group, rec, opts),
-      );
+      const version = await this.writeShard(rec, v?.version ?? null, () => takeAllowed(shardFact(this.view, s), sessionKey(m), this.writeGate(m)));
+      if (version === null) return;
       this.view.wrote({ record: rec, version });
       // A take answered after the session ended is not announced: its record names a session
       // that is over, and others take the shard once it could have expired.
@@ -677,7 +681,7 @@ export class ShardMember {
     if (this.stopping || !this.view.freshWithin(this.requestTimeoutMs)) return;
     const now = this.clock.monotonic();
     const due = this.phases.keptEntries().filter(([, k]) => now >= k.untilMono);
-    await inBatches(due, async ([s, k]) => {
+    await inBatches(due, this.parallelWrites, async ([s, k]) => {
       const v = this.view.shard(s);
       if (v) await this.free(v, k.session);
       this.phases.keptOver(s);
@@ -694,7 +698,7 @@ export class ShardMember {
     if (!v.record.owner || sessionKey(v.record.owner) !== sessionKey(session)) return;
     const rec: ShardRecord = { ...v.record, holderIdentity: '', owner: null };
     try {
-      const version = await this.call('update', (o) => this.store.updateGroupRecord(this.group, rec, v.version, o));
+      const version = (await this.writeShard(rec, v.version))!;
       this.view.wrote({ record: rec, version });
     } catch (err) {
       // A conflict: another wrote it since (it is not ours to free any more). Anything else: the
@@ -818,6 +822,22 @@ export class ShardMember {
     this.wake = null;
   }
 
+  /**
+   * A shard record's write (a create when `expected` is null): in a batch where the store has
+   * them, where `stillWanted` is asked again right before it is sent (null: withdrawn); else alone.
+   */
+  private writeShard(rec: ShardRecord, expected: string | null, stillWanted?: () => boolean): Promise<string | null> {
+    if (this.batches) return this.batches.write(rec, expected, stillWanted);
+    return this.call(expected === null ? 'create' : 'update', (opts) =>
+      expected === null ? this.store.createGroupRecord(this.group, rec, opts) : this.store.updateGroupRecord(this.group, rec, expected, opts),
+    );
+  }
+
+  /** Writes of a pass at once: every one where they go in batches (the batches bound them), else PARALLEL_WRITES. */
+  private get parallelWrites(): number {
+    return this.batches ? Infinity : PARALLEL_WRITES;
+  }
+
   private call<T>(op: string, send: (opts: CallOptions) => Promise<T>): Promise<T> {
     return boundedCall(this.clock, this.requestTimeoutMs, `${this.store.backend} group ${op}`, send, (e) => {
       // Whichever call finds the store replaced, the absences this member saw before prove nothing.
@@ -842,6 +862,6 @@ function endReasonText(e: EndStep): string {
   }
 }
 
-async function inBatches<T>(items: readonly T[], fn: (item: T) => Promise<void>): Promise<void> {
-  for (let i = 0; i < items.length; i += PARALLEL_WRITES) await Promise.all(items.slice(i, i + PARALLEL_WRITES).map(fn));
+async function inBatches<T>(items: readonly T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
+  for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
