@@ -80,7 +80,11 @@ export function policyModeChecks(cluster: ClusterSession): void {
       );
     const isLeaderIn = (ns: string, pod: string) => {
       const r = run(['-n', ns, 'exec', pod, '-c', 'app', '--', 'cat', '/leader/status.json']);
-      return r.status === 0 && (JSON.parse(r.stdout) as { isLeader: boolean }).isLeader;
+      try {
+        return r.status === 0 && (JSON.parse(r.stdout) as { isLeader: boolean }).isLeader;
+      } catch {
+        return false; // read while the sidecar replaced it: read again
+      }
     };
     /** The grant of `lease` in `ns`: its Role and RoleBinding both there. */
     const granted = (ns: string, lease: string) => {
