@@ -86,9 +86,9 @@ export function policyModeChecks(cluster: ClusterSession): void {
         return false; // read while the sidecar replaced it: read again
       }
     };
-    /** The grant of `lease` in `ns`: its Role and RoleBinding both there. */
+    /** The grant of `lease` to the default ServiceAccount of `ns`: its Role and RoleBinding both there. */
     const granted = (ns: string, lease: string) => {
-      const name = grantName(INSTALLATION, ns, lease);
+      const name = grantName(INSTALLATION, 'default', lease);
       return run(['-n', ns, 'get', `role/${name}`, `rolebinding/${name}`, '-o', 'name']).status === 0;
     };
     const operatorPods = () => k(OPERATOR_NS, 'get', 'pods', '-l', `app.kubernetes.io/instance=${RELEASE}`, '-o', 'name').trim();
