@@ -13,6 +13,7 @@ import { overlapPhase } from './scenarios/overlap.js';
 import { podPhase } from './scenarios/pod-memory.js';
 import { clusterPhase } from './scenarios/cluster-figures.js';
 import { operatorPhase } from './scenarios/operator-admission.js';
+import { admissionPhase } from './scenarios/admission.js';
 import { memoryPhase } from './scenarios/memory-breakdown.js';
 import { failoverPhase } from './scenarios/failover.js';
 import { shardsPhase } from './scenarios/shards.js';
@@ -31,6 +32,7 @@ export const PHASES: readonly Phase[] = [
   podPhase,
   clusterPhase,
   operatorPhase,
+  admissionPhase,
   // After the Kubernetes phase, whose idle standbys it quotes.
   memoryPhase,
   failoverPhase,

@@ -96,9 +96,26 @@ const cases: Case[] = [
     message: /invalid --secret "Bad_Name": must be a DNS-1123 label/,
   },
   {
+    name: 'operator with a fence policy name no object can have',
+    args: ['operator', '--sidecar-image', 'leasehold:1', '--fence-objects-policy', 'Fencing_Policy'],
+    message: /invalid --fence-objects-policy "Fencing_Policy": must be a DNS-1123 subdomain/,
+  },
+  {
     name: 'operator with an inject value no label can hold',
     args: ['operator', '--sidecar-image', 'leasehold:1', '--inject-value', 'team/b'],
     message: /invalid --inject-value "team\/b": must be a label value/,
+  },
+  {
+    name: 'operator with an injection mode it does not have',
+    args: ['operator', '--sidecar-image', 'leasehold:1', '--injection-mode', 'mutating'],
+    message: /^leasehold: invalid --injection-mode "mutating": must be webhook or policy$/,
+  },
+  {
+    name: 'operator in policy mode with a webhook-only flag from its variable',
+    args: ['operator', '--sidecar-image', 'leasehold:1', '--injection-mode', 'policy'],
+    env: { LEASEHOLD_CERTIFICATES: 'external' },
+    message:
+      /^leasehold: invalid LEASEHOLD_CERTIFICATES "external" \(for --certificates\): only --injection-mode webhook reads it, and the injection mode is policy \(no webhook, certificate or mark key\): unset LEASEHOLD_CERTIFICATES$/,
   },
   {
     name: "operator election timings broken together (the sidecar's rule)",

@@ -61,3 +61,40 @@ it('--inject-value is the value of leasehold.io/inject its webhook selects, "tru
       bad,
     );
 });
+
+it('--injection-mode is webhook by default; policy is taken; anything else is refused', () => {
+  assert.equal(resolve().mode, 'webhook');
+  assert.equal(resolve('--injection-mode', 'policy').mode, 'policy');
+  assert.throws(() => resolve('--injection-mode', 'auto'), { message: /^invalid --injection-mode "auto": must be webhook or policy$/ });
+});
+
+it('with --injection-mode policy, every flag only the webhook reads is refused, not ignored; left at their defaults they are fine', () => {
+  const rule = (flag: string) =>
+    new RegExp(
+      `^invalid --${flag} "[^"]*": only --injection-mode webhook reads it, and the injection mode is policy \\(no webhook, certificate or mark key\\): leave --${flag} out$`,
+    );
+  const given: [string, string][] = [
+    ['secret', 'tls'],
+    ['mark-secret', 'mark'],
+    ['certificates', 'external'],
+    ['webhook-configuration', 'hook'],
+    ['service', 'svc'],
+    ['extra-host', 'op.example'],
+    ['cert-validity', '24h'],
+    ['ca-validity', '90000h'],
+    ['tls-check', '5s'],
+  ];
+  for (const [flag, value] of given) {
+    assert.doesNotThrow(() => resolve(`--${flag}`, value), `webhook mode takes --${flag}`);
+    assert.throws(() => resolve('--injection-mode', 'policy', `--${flag}`, value), { message: rule(flag) }, flag);
+  }
+  assert.equal(resolve('--injection-mode', 'policy').mode, 'policy');
+  // From its variable: named so, and unset rather than left out.
+  const parsed = parseFlags(
+    OPERATOR_OPTIONS,
+    ['--sidecar-image', 'leasehold:1', '--identity', 'op-0', '--injection-mode', 'policy'],
+    { LEASEHOLD_TLS_CHECK: '5s' },
+    { command: 'operator' },
+  );
+  assert.throws(() => resolveOperator(parsed, {}), { message: /: unset LEASEHOLD_TLS_CHECK$/ });
+});

@@ -8,12 +8,13 @@ import { parseListen } from '../src/sidecar/http-server.js';
 import { Operator } from '../src/operator/operator.js';
 import { OperatorMetrics } from '../src/operator/operator-metrics.js';
 import { ELECTION_OPTIONS, TIMING_OPTIONS, duration, resolveTimings } from './election-flags.js';
-import type { ArgsOf, CommandSpec, FlagTable, FlagValues } from './flag-table.js';
+import { isGiven, type ArgsOf, type CommandSpec, type FlagTable, type FlagValues, type Origins } from './flag-table.js';
 import type { CommandContext } from './cli-io.js';
 import { onShutdownSignal } from './signals.js';
 import { badFlag } from './cli-errors.js';
 
-export const OPERATOR_DESCRIPTION = 'Inject the sidecar into pods labelled leasehold.io/inject=true (a mutating admission webhook) and keep their RBAC';
+export const OPERATOR_DESCRIPTION =
+  'Inject the sidecar into pods labelled leasehold.io/inject=true (a mutating admission webhook, or beside a MutatingAdmissionPolicy) and keep their RBAC';
 
 /**
  * The operator's flags. Its own election shares the sidecar's timings and log flags, rules and
@@ -25,7 +26,17 @@ export const OPERATOR_OPTIONS = {
   identity: { type: 'string', describe: "This replica's identity (default: the host name, the pod's name in a pod)" },
   lease: { type: 'string', default: 'leasehold-operator', describe: 'The lease the replicas elect their reconciler with' },
   ...TIMING_OPTIONS,
-  listen: { type: 'string', default: '0.0.0.0:8443', describe: 'HTTPS address of the webhook (/mutate-pods, /healthz, /metrics)' },
+  'injection-mode': {
+    type: 'string',
+    default: 'webhook',
+    describe:
+      "webhook: serve the mutating webhook and keep its certificates and mark key; policy: the chart's MutatingAdmissionPolicy injects, and the replicas only elect, grant and report",
+  },
+  listen: {
+    type: 'string',
+    default: '0.0.0.0:8443',
+    describe: 'HTTPS address of the webhook (/mutate-pods, /healthz, /metrics); with --injection-mode policy, plain HTTP (/healthz, /metrics)',
+  },
   secret: { type: 'string', default: 'leasehold-operator-tls', describe: 'The Secret keeping the CA and the serving certificate' },
   'mark-secret': {
     type: 'string',
@@ -70,6 +81,11 @@ export const OPERATOR_OPTIONS = {
     default: false,
     describe: 'Grant and report only in namespaces labelled leasehold.io/injection=enabled (the webhook namespaceSelector of the same name)',
   },
+  'fence-objects-policy': {
+    type: 'string',
+    describe:
+      'The ValidatingAdmissionPolicy (its chart installs it) that the bindings made for leasehold.io/fence-objects name; unset, none are made and the pods asking are reported',
+  },
   resync: { type: 'string', default: '30s', describe: 'Full reconcile interval (RBAC, uninjected pods)' },
   'tls-check': { type: 'string', default: '10s', describe: 'How often each replica rereads the Secret (the leader renews what is due)' },
   'cert-validity': {
@@ -95,12 +111,41 @@ export const OPERATOR_COMMAND = {
 } as const satisfies CommandSpec;
 
 const NATIVE = ['true', 'false', 'auto'] as const;
+const MODES = ['webhook', 'policy'] as const;
+/** What only the webhook reads: its certificates, its Service's names, the mark key and the Secrets' rereads. */
+export const WEBHOOK_ONLY = [
+  'secret',
+  'mark-secret',
+  'certificates',
+  'webhook-configuration',
+  'service',
+  'extra-host',
+  'cert-validity',
+  'ca-validity',
+  'tls-check',
+] as const;
 const CERTIFICATES = ['operator', 'external'] as const;
 const LOG_FORMATS = ['json', 'text'] as const;
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** An object name: a ValidatingAdmissionPolicy's. */
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 /** A Kubernetes label value, not empty: what an objectSelector's matchLabels can match. */
 const LABEL_VALUE = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+
+/** Refuses a webhook-only flag given with --injection-mode policy: it would mean nothing there. */
+function checkWebhookFlags(a: OperatorArgs, origins: Origins): void {
+  const stray = WEBHOOK_ONLY.find((flag) => isGiven(origins, flag));
+  if (stray === undefined) return;
+  const value = a[stray];
+  const from = origins[stray];
+  const leaveOut = from?.from === 'variable' ? `unset ${from.variable}` : `leave --${stray} out`;
+  throw badFlag(
+    stray,
+    Array.isArray(value) ? value[0] : value,
+    `only --injection-mode webhook reads it, and the injection mode is policy (no webhook, certificate or mark key): ${leaveOut}`,
+  );
+}
 
 function lifetime(flag: string, text: string): number {
   const ms = parseDuration(text);
@@ -139,6 +184,11 @@ export function resolveOperator(f: FlagValues<OperatorArgs>, env: NodeJS.Process
   }
   if (!LABEL_VALUE.test(a['inject-value']))
     throw badFlag('inject-value', a['inject-value'], 'must be a label value: 1 to 63 letters, digits, -, _ or ., beginning and ending with a letter or digit');
+  const fencePolicy = a['fence-objects-policy'];
+  if (fencePolicy !== undefined && !DNS_SUBDOMAIN.test(fencePolicy)) throw badFlag('fence-objects-policy', fencePolicy, 'must be a DNS-1123 subdomain');
+  const mode = MODES.find((v) => v === a['injection-mode']);
+  if (mode === undefined) throw badFlag('injection-mode', a['injection-mode'], 'must be webhook or policy');
+  if (mode === 'policy') checkWebhookFlags(a, f.origins);
   const native = NATIVE.find((v) => v === a['native-sidecar']);
   if (native === undefined) throw badFlag('native-sidecar', a['native-sidecar'], 'must be true, false or auto');
   const certificates = CERTIFICATES.find((v) => v === a.certificates);
@@ -155,6 +205,7 @@ export function resolveOperator(f: FlagValues<OperatorArgs>, env: NodeJS.Process
     ...a,
     identity,
     listen,
+    mode,
     native,
     certificates,
     certValidityMs,
@@ -180,6 +231,7 @@ export async function runOperator(f: FlagValues<OperatorArgs>, { env, io }: Comm
   const ns = kube.namespace;
   const operator = new Operator({
     kube,
+    mode: s.mode,
     identity: s.identity,
     lease: s.lease,
     ...s.timings,
@@ -197,6 +249,7 @@ export async function runOperator(f: FlagValues<OperatorArgs>, { env, io }: Comm
     injectValue: s['inject-value'],
     excludedNamespaces: ['kube-system', ns, ...s['exclude-namespace']],
     namespaceOptIn: s['namespace-opt-in'],
+    ...(s['fence-objects-policy'] !== undefined ? { fencePolicy: s['fence-objects-policy'] } : {}),
     resyncMs: s.resyncMs,
     tlsCheckMs: s.tlsCheckMs,
     log,

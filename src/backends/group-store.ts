@@ -124,12 +124,32 @@ export interface GroupStore {
   updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string>;
 
   /**
+   * Optional: several writes of one group in one round (docs/design.md, "Writes in batches"):
+   * one transaction on SQLite and PostgreSQL, concurrent requests on Kubernetes. Each write is
+   * its own compare-and-swap, as createGroupRecord (`expectedVersion` null) or
+   * updateGroupRecord would make it: one that lost its race is reported as a conflict in its
+   * place, and the others are written. The outcomes come in the order of the writes. The whole
+   * call is refused, nothing written, when any record is (a bound, a group name) or two writes
+   * name one record. A store without it gets the writes one by one (writeEachGroupRecord).
+   */
+  writeGroupRecords?(group: string, writes: readonly GroupWrite[], opts?: CallOptions): Promise<GroupWriteOutcome[]>;
+
+  /**
    * Optional: `onChange()` after any change of the group's records, as soon as the store can
    * tell. A hint only: late, lost or spurious calls must not matter, every decision is a list
    * and a compare-and-swap. `onHealth(true)`: every change from now on will be reported.
    */
   watchGroup?(group: string, onChange: () => void, onHealth?: (healthy: boolean) => void): () => void;
 }
+
+/** One write of a batch: a create when `expectedVersion` is null, else a compare-and-swap from it. */
+export interface GroupWrite {
+  record: GroupRecord;
+  expectedVersion: string | null;
+}
+
+/** What became of one write of a batch: its new version, or the conflict that left it out. */
+export type GroupWriteOutcome = { written: true; version: string } | { written: false; conflict: string };
 
 /** The key of a record within its group, for maps and messages: `member/3`, `shard/42`, `group/0`. */
 export function recordKey(r: Pick<GroupRecord, 'kind' | 'index'>): string {

@@ -1,6 +1,6 @@
 import type { Histogram } from 'prom-client';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord } from './lease-store.js';
-import type { GroupRecord, GroupStore, VersionedGroupRecord } from './group-store.js';
+import type { GroupRecord, GroupStore, GroupWrite, GroupWriteOutcome, VersionedGroupRecord } from './group-store.js';
 
 /** Wraps a store to time every request into a histogram labelled by op and result. */
 export class InstrumentedStore implements LeaseStore {
@@ -58,13 +58,17 @@ async function timed<T>(histogram: Histogram<'backend' | 'op' | 'result'>, backe
   }
 }
 
-/** A shard group's store, timed into the same histogram: `list`, `changes`, `create` and `update` of its records. */
+/**
+ * A shard group's store, timed into the same histogram: `list`, `changes`, `create` and `update`
+ * of its records, and `batch` for a batch of writes (its result `ok` whatever each row's outcome).
+ */
 export class InstrumentedGroupStore implements GroupStore {
   readonly backend: string;
   readonly location: string;
   readonly maxToken: number | undefined;
   watchGroup?: GroupStore['watchGroup'];
   readGroupChanges?: GroupStore['readGroupChanges'];
+  writeGroupRecords?: GroupStore['writeGroupRecords'];
 
   constructor(
     private readonly inner: GroupStore,
@@ -76,6 +80,11 @@ export class InstrumentedGroupStore implements GroupStore {
     if (inner.watchGroup) this.watchGroup = inner.watchGroup.bind(inner);
     const changes = inner.readGroupChanges?.bind(inner);
     if (changes) this.readGroupChanges = (group, cursor, opts) => timed(this.histogram, this.backend, 'changes', () => changes(group, cursor, opts));
+    // Without it the member would see a store without batches, and write one record at a time.
+    const batch = inner.writeGroupRecords?.bind(inner);
+    if (batch)
+      this.writeGroupRecords = (group: string, writes: readonly GroupWrite[], opts?: CallOptions): Promise<GroupWriteOutcome[]> =>
+        timed(this.histogram, this.backend, 'batch', () => batch(group, writes, opts));
   }
 
   listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {

@@ -205,7 +205,7 @@ export class CandidateLoop implements Standing {
     // A term that ended goes through the gate before anything else: no claim, no attempt, no new
     // term while its work may still run.
     if (this.terms.ended) {
-      await this.endOfTerm.gate(false);
+      await this.endOfTerm.gate();
       return;
     }
     // A claim first: a polling standby is due for an attempt at every turn, so after it the claim
@@ -242,10 +242,10 @@ export class CandidateLoop implements Standing {
     this.campaign = { loop: null, unwatch: null, stopping: true };
     const leading = this.terms.leading !== null;
     const mayHold = !leading && this.terms.ended === null && this.view.mayHaveLanded('takeover');
-    this.terms.stepDown('shutting down');
+    this.terms.stepDown('shutting down', 'given up');
     try {
       // The term given up now, or one lost just before the stop whose gate the loop had not run.
-      if (this.terms.ended) await this.endOfTerm.gate(leading);
+      if (this.terms.ended) await this.endOfTerm.gate();
       if (leading) return;
       // A takeover that landed unanswered began a term nobody was told of: no work to drain.
       if (mayHold) await this.endOfTerm.releaseUnannounced();
@@ -263,8 +263,8 @@ export class CandidateLoop implements Standing {
    */
   private async standAside(): Promise<void> {
     if (this.terms.leading) {
-      this.terms.stepDown(this.gate.standingAside()?.reason ?? 'the app is not eligible');
-      await this.endOfTerm.gate(true);
+      this.terms.stepDown(this.gate.standingAside()?.reason ?? 'the app is not eligible', 'given up');
+      await this.endOfTerm.gate();
       return;
     }
     if (this.claim?.mayHoldClaim()) await this.claim.withdraw();
@@ -289,7 +289,7 @@ export class CandidateLoop implements Standing {
   async tryAcquireOrRenew(atTurn = false): Promise<boolean> {
     // A term that ended goes through its gate first (the loop does this at its turn; a caller
     // driving attempts by hand gets the same order).
-    if (this.terms.ended) await this.endOfTerm.gate(false);
+    if (this.terms.ended) await this.endOfTerm.gate();
     this.schedule.attemptStarted();
     try {
       return await this.attempt(atTurn);
@@ -357,15 +357,15 @@ export class CandidateLoop implements Standing {
         // unless the gate took longer than a request timeout (a drain, a pause): then the record
         // may have been created and deleted again meanwhile by another, whose term may still run,
         // and the absence is waited out as anyone's is.
-        this.terms.stepDown('the lease record disappeared');
-        await this.endOfTerm.gate(false);
+        this.terms.stepDown('the lease record disappeared', 'lost');
+        await this.endOfTerm.gate();
         if (this.stopped || !this.gate.campaigning()) return false;
         if (this.clock.monotonic() - readAtMono > this.requestTimeoutMs) {
           this.view.noteAbsent();
           return false;
         }
       } else {
-        this.terms.stepDown(`no successful renewal within renewDeadline (${this.timings.renewDeadlineMs} ms)`);
+        this.terms.stepDown(`no successful renewal within renewDeadline (${this.timings.renewDeadlineMs} ms)`, 'lost');
         this.view.noteAbsent();
         if (this.view.absenceWaitPending()) return false;
       }
@@ -388,6 +388,7 @@ export class CandidateLoop implements Standing {
     if (!own && current.record.holderIdentity !== '' && !this.view.expired(current.record)) {
       this.terms.stepDown(
         `the lease is held by ${current.record.holderIdentity}${current.record.holderIdentity === this.identity ? ' (another process with this identity)' : ''}`,
+        'lost',
       );
       return false;
     }
@@ -401,7 +402,7 @@ export class CandidateLoop implements Standing {
     // turn, as if an event had shown it: a hint without a record woke it (PostgreSQL's
     // notification, SQLite's poll), or its read crossed the expiry. The schedule wakes it then.
     if (atTurn && !this.terms.leading && this.schedule.turnPending()) return false;
-    this.terms.stepDown('the lease changed hands');
+    this.terms.stepDown('the lease changed hands', 'lost');
     return this.write('update', null, (now) => newTermRecord(this.writer, current.record, now, this.view.highestToken), current.version);
   }
 
@@ -449,16 +450,5 @@ export class CandidateLoop implements Standing {
       const level = err instanceof ConflictError ? 'debug' : 'warn';
       this.log[level]('acquire attempt failed', { reason });
     }
-  }
-
-  /**
-   * Gives the lease up now (EndOfTerm.send), without the gate's drain: for tests and tools that hold
-   * no work. The term ends first, so nobody is told to lead while another may already hold the
-   * released lease.
-   */
-  release(): Promise<boolean> {
-    this.terms.stepDown('releasing the lease');
-    this.terms.over();
-    return this.endOfTerm.send();
   }
 }

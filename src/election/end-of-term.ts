@@ -9,12 +9,13 @@
  * another holder's, nor one written under its identity by another process.
  */
 import { BackendUnavailableError, ConflictError, InvalidRecordError, describeError } from '../errors.js';
-import type { Clock, Timer } from '../clock.js';
+import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
 import type { RecordAccess } from './record-access.js';
 import { sameRecord, type RecordView } from './record-view.js';
 import { StandBack } from './stand-back.js';
+import { couldHaveExpiredAtMono, drainedWithin } from './end-of-term-rule.js';
 import { releasedRecord } from './term-records.js';
 import type { AttemptSchedule } from './attempt-schedule.js';
 import type { Terms } from './terms.js';
@@ -54,7 +55,7 @@ export class EndOfTerm {
   /**
    * The gate for the term that ended, if any: its step-down has been announced (the listener heard
    * it first); then its work drains; then "not leader" must have reached every reader
-   * (`releaseGate`); then a term given up (`giveUp`: stop() or the app's eligibility) is released
+   * (`releaseGate`); then a term given up (its `end`: stop() or the app's eligibility) is released
    * with releaseOnCancel. A term lost (its renewals unanswered, another holder, its record gone)
    * is not released: the store did not answer, or the record is not ours. The loop runs this
    * before any claim or attempt, and no new term is written while it is pending, so no other
@@ -66,7 +67,7 @@ export class EndOfTerm {
    * after which a next term may begin while this term's work may still run: the moment a paused
    * leader's term ends too, which only the fencing token covers. The same choice on every path.
    */
-  async gate(giveUp: boolean): Promise<void> {
+  async gate(): Promise<void> {
     const o = this.o;
     const ended = o.terms.ended;
     if (!ended) return;
@@ -74,12 +75,12 @@ export class EndOfTerm {
     const drainBoundMs = o.drain ? o.drainTimeoutMs : 0;
     o.schedule.attempting(drainBoundMs + 10 * o.requestTimeoutMs);
     try {
-      const stopped = await this.drained();
+      const stopped = await drainedWithin(o.clock, o.drainTimeoutMs, o.drain);
       if (stopped && (await this.allowed())) {
-        if (giveUp && o.releaseOnCancel) await this.send();
+        if (ended.end === 'given up' && o.releaseOnCancel) await this.send();
         return;
       }
-      const leftMs = ended.renewedAtMono + o.leaseDurationMs - o.clock.monotonic();
+      const leftMs = couldHaveExpiredAtMono(ended.renewedAtMono, o.leaseDurationMs) - o.clock.monotonic();
       const fields = { token: ended.token, drainTimeoutMs: drainBoundMs, standAsideMs: Math.max(0, Math.round(leftMs)) };
       // An error: the library logs errors only by default, and this one says a term may overlap the next.
       if (!stopped) o.log.error('the work did not finish within drainTimeoutMs: the lease is left to expire, not released', fields);
@@ -106,29 +107,6 @@ export class EndOfTerm {
     this.holdOff.close();
   }
 
-  /**
-   * Whether the ended term's work stopped within the drain's bound: true without a drain (no work
-   * is known) or with a bound of 0; false past the bound, when the drain says it cannot know,
-   * and when it throws or rejects (the work may still run). The timer never outlives the wait.
-   */
-  private async drained(): Promise<boolean> {
-    const drain = this.o.drain;
-    if (!drain || this.o.drainTimeoutMs === 0) return true;
-    let timer: Timer | undefined;
-    const bound = new Promise<false>((resolve) => (timer = this.o.clock.setTimer(() => resolve(false), this.o.drainTimeoutMs)));
-    const stopped = Promise.resolve()
-      .then(drain)
-      .then(
-        (r) => r !== false,
-        () => false,
-      );
-    try {
-      return await Promise.race([stopped, bound]);
-    } finally {
-      timer?.cancel();
-    }
-  }
-
   /** The release gate's answer; one that throws is a no. */
   private async allowed(): Promise<boolean> {
     try {
@@ -145,7 +123,7 @@ export class EndOfTerm {
    * `fromRead`: the view may predate a write of ours that landed unanswered, so the first
    * attempt reads too.
    */
-  async send(fromRead = false): Promise<boolean> {
+  private async send(fromRead = false): Promise<boolean> {
     const o = this.o;
     let sent: LeaseRecord | null = null;
     for (let attempt = 0; attempt < 5; attempt++) {

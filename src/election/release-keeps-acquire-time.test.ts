@@ -8,7 +8,7 @@ import { resolveElectionConfig } from '../config/election-options.js';
 const LEASE = 'reports';
 const timings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 
-/** Leads from a released record, lets 20 s of renewals pass, then releases. */
+/** Leads from a released record, lets 20 s of renewals pass, then stops: the term given up goes through its gate and is released. */
 async function leadThenRelease(releaseKeepsAcquireTime: boolean | undefined) {
   const clock = new FakeClock();
   const store = new MemoryLeaseStore();
@@ -27,7 +27,8 @@ async function leadThenRelease(releaseKeepsAcquireTime: boolean | undefined) {
     await clock.advance(2_000);
     assert.equal(await elector.tryAcquireOrRenew(), true);
   }
-  assert.equal(await elector.release(), true);
+  await elector.stop();
+  assert.equal(store.peek(LEASE)!.holderIdentity, '', 'released');
   return { began, releasedAt: clock.now(), record: store.peek(LEASE)! };
 }
 

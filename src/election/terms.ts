@@ -14,11 +14,16 @@ import type { Notify } from './listener-calls.js';
 export interface Term extends LeadershipTerm {
   /** leading: it renews; ending: it stepped down and its end-of-term gate has not run; over. */
   readonly phase: 'leading' | 'ending' | 'over';
+  /** Once ended: given up (stop(), the app's eligibility: released with releaseOnCancel) or lost (never released). */
+  readonly end?: TermEnd;
   /** Monotonic start of the last successful acquire/renew request. */
   renewedAtMono: number;
   /** Steps down at renewedAtMono + renewDeadline unless a renewal re-arms it first. */
   deadline: Timer;
 }
+
+/** How a term ended: given up by this candidate, or lost (its renewals unanswered, another holder, its record gone). */
+export type TermEnd = 'given up' | 'lost';
 
 /** When a write request started, on both clocks: a term counts from here (see landed). */
 export interface Stamp {
@@ -79,7 +84,7 @@ export class Terms {
     const validUntil = new Date(start.wall.getTime() + renewDeadlineMs);
     if (start.mono + renewDeadlineMs <= clock.monotonic()) {
       // The answer came after the deadline it would have set: never announce a term already past.
-      this.stepDown(`the renewal was answered after renewDeadline (${renewDeadlineMs} ms)`);
+      this.stepDown(`the renewal was answered after renewDeadline (${renewDeadlineMs} ms)`, 'lost');
       return false;
     }
     if (renewing) {
@@ -109,20 +114,21 @@ export class Terms {
   }
 
   /**
-   * Ends the current term, if any; the listener hears it before anything else happens. The term
-   * then waits for the end-of-term gate, which the loop runs at once.
+   * Ends the current term, if any, given up or lost (`end`: what the end-of-term gate may
+   * release); the listener hears it before anything else happens. The term then waits for the
+   * end-of-term gate, which the loop runs at once.
    */
-  stepDown(reason: string): void {
+  stepDown(reason: string, end: TermEnd): void {
     const t = this.leading;
     if (!t) return;
-    this.latest = { ...t, phase: 'ending' };
+    this.latest = { ...t, phase: 'ending', end };
     t.deadline.cancel();
     this.o.log.warn('stopped leading', { token: t.token, reason });
     this.o.notify('onStoppedLeading', reason);
     this.o.schedule.wakeUp();
   }
 
-  /** The ended term is through its gate (or, released by hand, needs none): it is over. */
+  /** The ended term is through its gate: it is over. */
   over(): void {
     const ended = this.ended;
     if (ended) this.latest = { ...ended, phase: 'over' };
@@ -134,7 +140,7 @@ export class Terms {
     const due = startMono + renewDeadlineMs - clock.monotonic();
     return clock.setTimer(() => {
       if (this.leading?.renewedAtMono === startMono) {
-        this.stepDown(`no successful renewal within renewDeadline (${renewDeadlineMs} ms)`);
+        this.stepDown(`no successful renewal within renewDeadline (${renewDeadlineMs} ms)`, 'lost');
       }
     }, due);
   }

@@ -36,6 +36,12 @@ export interface WatchHandle {
  * a handful of requests a minute needs (docs/kubernetes.md, "Connections"). One keep-alive agent per client: renewals every
  * retryPeriod and a long-lived watch reuse their TCP + TLS connections.
  */
+/**
+ * The connections one client keeps to the API server at most; watches hold one each for as long
+ * as they last. A group store's batch leaves some free (kubernetes/group-store.ts).
+ */
+export const MAX_SOCKETS = 8;
+
 export class KubeClient {
   private readonly agent: HttpAgent | HttpsAgent;
   private readonly isHttps: boolean;
@@ -45,7 +51,7 @@ export class KubeClient {
     private readonly defaultTimeoutMs = 30_000,
   ) {
     this.isHttps = conn.server.startsWith('https:');
-    const options = { keepAlive: true, maxSockets: 8, maxFreeSockets: 2 };
+    const options = { keepAlive: true, maxSockets: MAX_SOCKETS, maxFreeSockets: 2 };
     this.agent = this.isHttps
       ? new HttpsAgent({
           ...options,

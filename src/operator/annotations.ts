@@ -21,6 +21,11 @@ export const ANNOTATION = {
   shards: 'leasehold.io/shards',
   /** With shards: the group's member slots. */
   maxMembers: 'leasehold.io/max-members',
+  /**
+   * Kinds whose objects labelled leasehold.io/fenced-by=<lease> the API server fences with the
+   * Lease's token (src/operator/fence-objects.ts); only when the operator runs with --fence-objects-policy.
+   */
+  fenceObjects: 'leasehold.io/fence-objects',
 } as const;
 
 /** Written by the injector: the lease the pod was injected for, read back by the reconciler. */

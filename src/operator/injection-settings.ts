@@ -9,16 +9,21 @@ import type { GroupCounts, MarkKeys } from './injection-mark.js';
 import { MAX_MEMBER_SLOTS, MAX_SHARDS } from '../backends/group-store.js';
 import { checkKubernetesGroupName } from '../backends/kubernetes/group-names.js';
 import { workloadLeaseName } from './lease-name.js';
+import { FENCED_BY_LABEL, parseFencedKinds } from './fence-objects.js';
 import type { Pod } from './pod-types.js';
 
-/** What the operator itself decides (its flags), as opposed to what each pod's annotations say. */
-export interface InjectorDefaults {
+/** What the operator itself decides (its flags) about the container, as opposed to what each pod's annotations say. */
+export interface SidecarDefaults {
   image: string;
   imagePullPolicy: string;
   /** The leasehold.io/native-sidecar default: "true", "false" or "auto" (native when the cluster supports it). */
   nativeSidecar: 'true' | 'false' | 'auto';
   /** Whether the API server supports native sidecars (Kubernetes 1.29+), for "auto". */
   clusterSupportsNativeSidecars: boolean;
+}
+
+/** The webhook's defaults: the container's, and the keys it marks what it injected with. */
+export interface InjectorDefaults extends SidecarDefaults {
   /** The keys injection marks are signed and checked with (src/operator/mark-key.ts). */
   marks: MarkKeys;
 }
@@ -83,7 +88,7 @@ function booleanOf(annotation: string, text: string): boolean {
  * The settings of one pod's sidecar from its annotations, each checked with the rules the CLI
  * applies to the flag it becomes. Throws one InvalidConfigError naming the annotation and the rule.
  */
-export function injectionSettings(pod: Pod, defaults: InjectorDefaults): InjectionSettings {
+export function injectionSettings(pod: Pod, defaults: SidecarDefaults): InjectionSettings {
   const a = pod.metadata?.annotations ?? {};
   const get = (key: keyof typeof ANNOTATION, fallback: string): string => a[ANNOTATION[key]] ?? fallback;
 
@@ -125,6 +130,7 @@ export function injectionSettings(pod: Pod, defaults: InjectorDefaults): Injecti
   if (!isReadyWhen(readyWhen)) throw bad(ANNOTATION.readyWhen, readyWhen, 'must be leader or elected-any');
   const podLabel = booleanOf(ANNOTATION.podLabel, get('podLabel', ANNOTATION_DEFAULTS.podLabel));
   const group = groupOf(a, leaseText, a[ANNOTATION.lease] !== undefined, podLabel);
+  checkFenceObjects(a, leaseText, group !== undefined);
 
   const nativeText = get('nativeSidecar', defaults.nativeSidecar);
   if (nativeText !== 'true' && nativeText !== 'false' && nativeText !== 'auto') throw bad(ANNOTATION.nativeSidecar, nativeText, 'must be true, false or auto');
@@ -228,6 +234,23 @@ function groupOf(a: Record<string, string>, lease: string, leaseGiven: boolean, 
     throw new InvalidConfigError(`the group name derived from the pod's workload, ${JSON.stringify(lease)}, is invalid: ${rule}; set ${ANNOTATION.lease}`);
   }
   return { shards, maxMembers };
+}
+
+/**
+ * leasehold.io/fence-objects, checked at admission as the reconciler reads it (so a pod is refused
+ * now rather than reported later): the kinds' format, a lease, not a shard group (each shard is its
+ * own Lease and token), and a lease name a label value can hold (it is the fenced-by label's value).
+ * Whether this install makes bindings at all (--fence-objects-policy) is the reconciler's to report.
+ */
+function checkFenceObjects(a: Record<string, string>, lease: string, isGroup: boolean): void {
+  const text = a[ANNOTATION.fenceObjects];
+  if (text === undefined) return;
+  parseFencedKinds(text);
+  if (isGroup)
+    throw bad(ANNOTATION.fenceObjects, text, `applies to a lease, not to a shard group (${ANNOTATION.shards}): each shard is its own Lease and token`);
+  if (lease.length > 63) {
+    throw bad(ANNOTATION.fenceObjects, text, `the lease name is ${lease.length} characters long: it is the value of the ${FENCED_BY_LABEL} label, at most 63`);
+  }
 }
 
 /**

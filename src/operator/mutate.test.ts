@@ -478,3 +478,20 @@ test('a bad shard annotation is refused at admission, naming the annotation and 
   // Without shards, the same lease is a lease's right.
   assert.deepEqual(review(reviewOf(deploymentPod({ 'leasehold.io/lease': long })), defaults).response.allowed, true);
 });
+
+test('leasehold.io/fence-objects is checked at admission: its format, a lease only, a lease name a label can hold', () => {
+  assert.equal(review(reviewOf(deploymentPod({ 'leasehold.io/fence-objects': 'configmaps,deployments.apps' })), defaults).response.allowed, true);
+  assert.match(
+    refusal(deploymentPod({ 'leasehold.io/fence-objects': 'configmaps/status' })),
+    /^leasehold: annotation leasehold\.io\/fence-objects "configmaps\/status" is invalid: "configmaps\/status": a subresource cannot be fenced/,
+  );
+  assert.match(
+    refusal(deploymentPod({ 'leasehold.io/fence-objects': 'configmaps', 'leasehold.io/shards': '8' })),
+    /annotation leasehold\.io\/fence-objects "configmaps" is invalid: applies to a lease, not to a shard group \(leasehold\.io\/shards\)/,
+  );
+  const long = 'l'.repeat(64);
+  assert.match(
+    refusal(deploymentPod({ 'leasehold.io/fence-objects': 'configmaps', 'leasehold.io/lease': long })),
+    /annotation leasehold\.io\/fence-objects "configmaps" is invalid: the lease name is 64 characters long: it is the value of the leasehold\.io\/fenced-by label, at most 63/,
+  );
+});

@@ -7,13 +7,23 @@ import type { InjectorDefaults } from './injection-settings.js';
 import { MarkKeyKeeper } from './mark-key.js';
 import type { OperatorMetrics } from './operator-metrics.js';
 import { installationOf, ownLabels } from './rbac.js';
+import { ProbeServer } from './probe-server.js';
 import { Reconciler } from './reconciler.js';
 import { loadServingPair, loadTls, syncTls, type ServingPair, type TlsLocation } from './tls-keeper.js';
 import type { TlsPolicy } from './tls-state.js';
 import { WebhookServer } from './webhook-server.js';
 
+/**
+ * How labelled pods get their sidecar. 'webhook': every replica serves the mutating webhook
+ * (HTTPS, its certificates, the mark key). 'policy': the API server injects through the chart's
+ * MutatingAdmissionPolicy; the replicas serve no webhook, keep no certificate or key, and only
+ * elect, grant (policy-grant.ts) and report.
+ */
+export type InjectionMode = 'webhook' | 'policy';
+
 export interface OperatorOptions {
   kube: KubeConnection;
+  mode: InjectionMode;
   identity: string;
   lease: string;
   leaseDurationMs: number;
@@ -27,6 +37,7 @@ export interface OperatorOptions {
    */
   certificates: 'operator' | 'external';
   policy: TlsPolicy;
+  /** The webhook's HTTPS address; in policy mode the plain HTTP address of /healthz and /metrics. */
   listen: { host: string; port: number };
   injector: Omit<InjectorDefaults, 'clusterSupportsNativeSidecars' | 'marks'>;
   /** The Secret in its namespace holding the keys injection marks are signed with (made on first start). */
@@ -37,6 +48,8 @@ export interface OperatorOptions {
   /** Only namespaces labelled leasehold.io/injection=enabled are granted and reported (the webhook's namespaceOptIn). */
   namespaceOptIn: boolean;
   resyncMs: number;
+  /** --fence-objects-policy: the policy the bindings of leasehold.io/fence-objects name; undefined: none are made. */
+  fencePolicy?: string;
   /** How often every replica rereads the Secrets (and the leader moves them on). */
   tlsCheckMs: number;
   log: Logger;
@@ -54,11 +67,14 @@ export async function supportsNativeSidecars(kube: KubeConnection): Promise<bool
 /**
  * `leasehold operator`: every replica serves the webhook with the certificate in the Secret;
  * the one elected by leasehold's own LeaderElection keeps that Secret and the caBundle, and
- * runs the reconciler (RBAC, uninjected pods).
+ * runs the reconciler (RBAC, uninjected pods). In policy mode there is no webhook, Secret or
+ * caBundle: the replicas serve only /healthz and /metrics, and the elected one reconciles.
  */
 export class Operator {
   private election: LeaderElection | undefined;
   private server: WebhookServer | undefined;
+  private probes: ProbeServer | undefined;
+  private native = false;
   private tlsTimer: NodeJS.Timeout | undefined;
   private checking: Promise<void> | undefined;
   private leading = false;
@@ -75,7 +91,7 @@ export class Operator {
     this.installation = installationOf(o.kube.namespace, o.lease);
   }
 
-  /** The webhook's port once it listens (it listens once a certificate exists). */
+  /** The webhook's port once it listens (it listens once a certificate exists); in policy mode the probes' port. */
   port(): Promise<number> | undefined {
     return this.listening;
   }
@@ -83,7 +99,9 @@ export class Operator {
   async start(): Promise<void> {
     const o = this.o;
     const native = await supportsNativeSidecars(o.kube);
-    o.log.info('starting', { installation: this.installation, injects: `leasehold.io/inject=${o.injectValue}` });
+    this.native = native;
+    o.log.info('starting', { installation: this.installation, injects: `leasehold.io/inject=${o.injectValue}`, mode: o.mode });
+    if (o.mode === 'policy') return this.startPolicy();
     // Before the port opens: a replica signs every pod it injects, so it serves none without the key.
     const marks = await MarkKeyKeeper.load({
       client: o.kube.client,
@@ -95,7 +113,29 @@ export class Operator {
     });
     this.marks = marks;
     this.server = new WebhookServer({ ...o.injector, clusterSupportsNativeSidecars: native, marks }, o.log, o.metrics);
-    this.election = await LeaderElection.start({
+    this.election = await this.elect();
+    this.tlsTimer = setInterval(() => {
+      void this.checkTls();
+      void this.checkMarks();
+    }, o.tlsCheckMs);
+    await this.checkTls();
+  }
+
+  /** Policy mode: the election and the probes' port only; nothing is served to the API server. */
+  private async startPolicy(): Promise<void> {
+    const o = this.o;
+    this.probes = new ProbeServer(o.metrics);
+    this.election = await this.elect();
+    this.listening = this.probes.listen(o.listen.host, o.listen.port).then((port) => {
+      o.log.info('probes listening', { port });
+      return port;
+    });
+    await this.listening;
+  }
+
+  private elect(): Promise<LeaderElection> {
+    const o = this.o;
+    return LeaderElection.start({
       store: { backend: 'kubernetes', kube: o.kube, namespace: o.kube.namespace },
       lease: o.lease,
       identity: o.identity,
@@ -105,11 +145,6 @@ export class Operator {
       log: o.log,
       callbacks: { onStartedLeading: (l) => this.lead(l) },
     });
-    this.tlsTimer = setInterval(() => {
-      void this.checkTls();
-      void this.checkMarks();
-    }, o.tlsCheckMs);
-    await this.checkTls();
   }
 
   async stop(): Promise<void> {
@@ -119,25 +154,31 @@ export class Operator {
     await this.checking;
     await this.checkingMarks;
     await this.server?.close();
+    await this.probes?.close();
   }
 
   private async lead(l: Leadership): Promise<void> {
     const o = this.o;
-    o.log.info('leading: keeping the certificates and the RBAC of injected pods');
+    const policy = o.mode === 'policy';
+    o.log.info(policy ? 'leading: keeping the RBAC of injected pods' : 'leading: keeping the certificates and the RBAC of injected pods');
     this.leading = true;
     o.metrics.isLeader.set(1);
-    // A pass begun as a follower only read the Secret: this one keeps it.
-    await this.checking;
-    await this.checkTls();
+    if (!policy) {
+      // A pass begun as a follower only read the Secret: this one keeps it.
+      await this.checking;
+      await this.checkTls();
+    }
     const reconciler = new Reconciler({
       client: o.kube.client,
       log: o.log,
       metrics: o.metrics,
       excludedNamespaces: o.excludedNamespaces,
       namespaceOptIn: o.namespaceOptIn,
-      marks: this.marks!,
+      // Policy mode: a pod is judged by its container, against what the policy injects with the same defaults.
+      ...(policy ? { policy: { ...o.injector, clusterSupportsNativeSidecars: this.native } } : { marks: this.marks! }),
       installation: this.installation,
       injectValue: o.injectValue,
+      ...(o.fencePolicy !== undefined ? { fencePolicy: o.fencePolicy } : {}),
     });
     reconciler.start(o.resyncMs);
     await new Promise<void>((resolve) => l.signal.addEventListener('abort', () => resolve(), { once: true }));

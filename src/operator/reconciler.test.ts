@@ -14,13 +14,16 @@ import {
   INJECT_LABEL,
   SIDECAR_NAME,
 } from './annotations.js';
+import { fenceBindingFor, fenceBindingName, parseFencedKinds } from './fence-objects.js';
 import { injectionMark, type GroupCounts } from './injection-mark.js';
+import { injectionSettings, type SidecarDefaults } from './injection-settings.js';
 import type { MarkVerifier } from './mark-key.js';
 import { checkMark, markKey, withoutUnneeded, type Keyring } from './mark-keyring.js';
 import { OperatorMetrics } from './operator-metrics.js';
-import type { Pod } from './pod-types.js';
+import type { Container, Pod } from './pod-types.js';
 import { INSTALLATION_LABEL, MANAGED_BY, grantName as grantNameOf, ownLabels } from './rbac.js';
 import { PASS_GAP_MS, Reconciler } from './reconciler.js';
+import { sidecarContainer } from './sidecar-container.js';
 
 const RESYNC_MS = 30_000;
 const KEY = Buffer.alloc(32, 7);
@@ -32,6 +35,7 @@ const grantName = (sa: string, lease: string) => grantNameOf(INSTALL, sa, lease)
 const T0 = Date.parse('2026-12-02T09:00:00.000Z');
 const SINCE = T0 - 86_400_000;
 const GRACE_MS = 30_000;
+const FENCE_POLICY = 'leasehold-operator.ops.operator-fencing.leasehold.io';
 
 /** The marks' keys as mark-key.ts keeps them, from a ring the test holds; records what keepOnly was told. */
 function ringVerifier(ring: Keyring) {
@@ -72,6 +76,14 @@ function fakeCluster() {
   const pods = new Map<string, Pod & Named>();
   const rbac = { roles: new Map<string, Named>(), rolebindings: new Map<string, Named>() };
   const leases = new Map<string, Named>();
+  /** Cluster-scoped ValidatingAdmissionPolicyBindings, by name. */
+  const bindings = new Map<string, { metadata: { name: string; labels?: Record<string, string> }; spec?: unknown }>();
+  /** Cluster-scoped ValidatingAdmissionPolicies, by name: the chart's fencing policy unless a test removes it. */
+  const policies = new Map<string, { spec: { paramKind: { apiVersion: string; kind: string } } }>([
+    [FENCE_POLICY, { spec: { paramKind: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' } } }],
+  ]);
+  /** The operator run with the flag but without the chart's right to bindings. */
+  let bindingsForbidden = false;
   const namespaces = new Map<string, { metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> } }>();
   const events: { pod: string; reason: string; message: string }[] = [];
   const calls: string[] = [];
@@ -113,6 +125,25 @@ function fakeCluster() {
           return Promise.resolve(body);
         }
       }
+      if (parts[3] === 'validatingadmissionpolicies' && method === 'GET') {
+        return policies.has(parts[4]!) ? Promise.resolve(policies.get(parts[4]!)) : Promise.reject(apiError(404, 'not found'));
+      }
+      if (parts[3] === 'validatingadmissionpolicybindings') {
+        if (bindingsForbidden) return Promise.reject(apiError(403, 'validatingadmissionpolicybindings is forbidden'));
+        const name = parts[4];
+        if (method === 'GET' && name === undefined) return Promise.resolve({ items: [...bindings.values()].filter((b) => labelled(b, selector)) });
+        if (method === 'GET') return bindings.has(name!) ? Promise.resolve(bindings.get(name!)) : Promise.reject(apiError(404, 'not found'));
+        const body = opts?.body as { metadata: { name: string } };
+        if (method === 'POST' && bindings.has(body.metadata.name)) return Promise.reject(apiError(409, 'exists'));
+        if (method === 'POST' || method === 'PUT') {
+          bindings.set(body.metadata.name, body);
+          return Promise.resolve(body);
+        }
+        if (method === 'DELETE') {
+          bindings.delete(name!);
+          return Promise.resolve({});
+        }
+      }
       const kind = parts.find((p): p is 'roles' | 'rolebindings' => p === 'roles' || p === 'rolebindings');
       if (kind && method === 'GET') return Promise.resolve({ items: [...rbac[kind].values()].filter((o) => labelled(o, selector)) });
       const body = opts?.body as Named | undefined;
@@ -138,7 +169,8 @@ function fakeCluster() {
   } as unknown as KubeClient;
   const podLists = () => calls.filter((c) => c.startsWith('GET /api/v1/pods')).length;
   const emit = (type: string, pod: Pod) => onEvent!({ type, object: pod });
-  return { client, pods, rbac, leases, namespaces, events, calls, podLists, emit };
+  const forbidBindings = () => (bindingsForbidden = true);
+  return { client, pods, rbac, leases, bindings, policies, forbidBindings, namespaces, events, calls, podLists, emit };
 }
 
 /**
@@ -192,7 +224,14 @@ function pod(
 
 async function started(
   cluster: ReturnType<typeof fakeCluster>,
-  opts: { namespaceOptIn?: boolean; marks?: ReturnType<typeof ringVerifier>; installation?: string; injectValue?: string } = {},
+  opts: {
+    namespaceOptIn?: boolean;
+    marks?: ReturnType<typeof ringVerifier>;
+    installation?: string;
+    injectValue?: string;
+    fencePolicy?: string;
+    policy?: SidecarDefaults;
+  } = {},
 ) {
   const clock = new FakeClock(new Date(T0));
   const marks = opts.marks ?? ringVerifier(oneKey());
@@ -202,9 +241,11 @@ async function started(
     metrics: new OperatorMetrics(false),
     excludedNamespaces: ['kube-system'],
     namespaceOptIn: opts.namespaceOptIn ?? false,
-    marks,
+    // Policy mode judges pods by their container and holds no mark keys.
+    ...(opts.policy ? { policy: opts.policy } : { marks }),
     installation: opts.installation ?? INSTALL,
     injectValue: opts.injectValue ?? 'true',
+    ...(opts.fencePolicy !== undefined ? { fencePolicy: opts.fencePolicy } : {}),
     clock,
   });
   reconciler.start(RESYNC_MS);
@@ -706,6 +747,312 @@ test("a lost mark key: a kept member's group grant stays as it is, and a new mem
       groupRules('jobs', 3, 4),
       'then only what the new one claims',
     );
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+const fenceAsking = (p: ReturnType<typeof pod>, kinds: string) => {
+  p.metadata.annotations = { ...p.metadata.annotations, 'leasehold.io/fence-objects': kinds };
+  return p;
+};
+
+test('leasehold.io/fence-objects: one binding per Lease, the kinds of all its pods; corrected, and removed once no pod asks', async () => {
+  const cluster = fakeCluster();
+  const web0 = fenceAsking(pod('web-0'), 'configmaps');
+  const web1 = fenceAsking(pod('web-1', { sa: 'web2' }), 'deployments.apps');
+  const jobs = pod('jobs-0', { lease: 'jobs', sa: 'jobs' });
+  // Looks injected, mark forged: it earns no binding, for its Lease or any other.
+  const forged = fenceAsking(pod('forged-0', { lease: 'stolen', forged: true }), 'secrets');
+  for (const p of [web0, web1, jobs, forged]) cluster.pods.set(p.metadata.name, p);
+  // Another install's binding: never this one's to correct or remove.
+  const theirs = fenceBindingFor({ installation: OTHER_INSTALL, policy: 'x', namespace: 'app', lease: 'web', kinds: parseFencedKinds('pods') });
+  cluster.bindings.set(theirs.metadata.name, theirs);
+  const { clock, reconciler } = await started(cluster, { fencePolicy: FENCE_POLICY });
+  try {
+    const name = fenceBindingName(INSTALL, 'app', 'web');
+    const want = (kinds: string) =>
+      fenceBindingFor({ installation: INSTALL, policy: FENCE_POLICY, namespace: 'app', lease: 'web', kinds: parseFencedKinds(kinds) });
+    assert.deepEqual(cluster.bindings.get(name), want('configmaps,deployments.apps'), "both pods' kinds, once");
+    assert.deepEqual([...cluster.bindings.keys()].sort(), [name, theirs.metadata.name].sort(), 'none for the Lease no pod asks for, none for the forged pod');
+
+    // Unchanged: no write on the next pass.
+    const writes = () => cluster.calls.filter((c) => /^(POST|PUT|DELETE) .*validatingadmissionpolicybindings/.test(c)).length;
+    const before = writes();
+    await clock.advance(RESYNC_MS);
+    assert.equal(writes(), before, 'a binding as wanted is left alone');
+
+    // One pod goes: its kind goes from the binding.
+    cluster.pods.delete(web1.metadata.name);
+    await clock.advance(RESYNC_MS);
+    assert.deepEqual(cluster.bindings.get(name)?.spec, want('configmaps').spec);
+
+    // The last pod asking goes: the binding goes (a cluster-scoped object no owner reference removes).
+    cluster.pods.delete(web0.metadata.name);
+    await clock.advance(RESYNC_MS);
+    assert.ok(!cluster.bindings.has(name), 'removed once no pod of its Lease asks');
+    assert.ok(cluster.bindings.has(theirs.metadata.name), "another install's binding kept");
+    assert.deepEqual(
+      cluster.events.filter((e) => e.reason === 'LeaseholdNotFenced'),
+      [],
+    );
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test('leasehold.io/fence-objects without --fence-objects-policy: the pod reported once, nothing made, no binding even listed', async () => {
+  const cluster = fakeCluster();
+  const web0 = fenceAsking(pod('web-0'), 'configmaps');
+  cluster.pods.set(web0.metadata.name, web0);
+  const { clock, reconciler } = await started(cluster);
+  try {
+    await clock.advance(RESYNC_MS);
+    assert.deepEqual(
+      cluster.events.filter((e) => e.reason === 'LeaseholdNotFenced'),
+      [
+        {
+          pod: 'web-0',
+          reason: 'LeaseholdNotFenced',
+          message:
+            "leasehold-operator makes no binding for this pod's leasehold.io/fence-objects: this operator makes no admission policy bindings: it runs without --fence-objects-policy (the chart's fencing.objectPolicies.enabled is false)",
+        },
+      ],
+      'once, though two passes ran',
+    );
+    assert.equal(cluster.bindings.size, 0);
+    assert.ok(!cluster.calls.some((c) => c.includes('validatingadmissionpolicybindings')), 'not even a list: it holds no right to one');
+    assert.ok(cluster.rbac.roles.has(`app/${grantName('web', 'web')}`), 'its grant made as for any pod');
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test('leasehold.io/fence-objects on a shard group member, or edited to a bad value since admission: reported, no binding', async () => {
+  const cluster = fakeCluster();
+  const member = fenceAsking(pod('jobs-0', { lease: 'jobs', sa: 'jobs', group: { shards: 8, maxMembers: 4 } }), 'configmaps');
+  const edited = fenceAsking(pod('web-0'), 'configmaps/status');
+  for (const p of [member, edited]) cluster.pods.set(p.metadata.name, p);
+  const { reconciler } = await started(cluster, { fencePolicy: FENCE_POLICY });
+  try {
+    const said = cluster.events.filter((e) => e.reason === 'LeaseholdNotFenced').sort((a, b) => (a.pod < b.pod ? -1 : 1));
+    assert.equal(said.length, 2);
+    assert.match(said[0]!.message, /applies to a lease, not to a shard group/);
+    assert.match(said[1]!.message, /annotation leasehold\.io\/fence-objects "configmaps\/status" is invalid: .*subresource/);
+    assert.equal(cluster.bindings.size, 0);
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test("bindings refused by the API server (the flag without the chart's right): the rest of the pass still runs", async () => {
+  const cluster = fakeCluster();
+  cluster.forbidBindings();
+  const web0 = fenceAsking(pod('web-0'), 'configmaps');
+  const bare = pod('bare-0', { injected: false });
+  for (const p of [web0, bare]) cluster.pods.set(p.metadata.name, p);
+  const { reconciler, marks } = await started(cluster, { fencePolicy: FENCE_POLICY });
+  try {
+    assert.ok(
+      cluster.calls.some((c) => c.startsWith('GET /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings')),
+      'tried',
+    );
+    assert.ok(cluster.rbac.roles.has(`app/${grantName('web', 'web')}`), 'the grant made');
+    assert.deepEqual(
+      cluster.events.map((e) => [e.pod, e.reason]),
+      [['bare-0', 'LeaseholdNotInjected']],
+      'the uninjected pod reported',
+    );
+    assert.equal(marks.kept.length, 1, "the marks' keys pass ran");
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test('--fence-objects-policy naming a policy that is missing, or not a Lease-taking one: pods told, no binding made', async () => {
+  for (const policy of [undefined, { spec: { paramKind: { apiVersion: 'v1', kind: 'ConfigMap' } } }]) {
+    const cluster = fakeCluster();
+    cluster.policies.delete(FENCE_POLICY);
+    if (policy) cluster.policies.set(FENCE_POLICY, policy);
+    const web0 = fenceAsking(pod('web-0'), 'configmaps');
+    cluster.pods.set(web0.metadata.name, web0);
+    const { reconciler } = await started(cluster, { fencePolicy: FENCE_POLICY });
+    try {
+      assert.equal(cluster.bindings.size, 0);
+      const said = cluster.events.filter((e) => e.reason === 'LeaseholdNotFenced');
+      assert.equal(said.length, 1);
+      assert.match(
+        said[0]!.message,
+        policy ? /does not take a coordination\.k8s\.io\/v1 Lease as its parameter/ : /does not exist: a binding of it would fence nothing/,
+      );
+    } finally {
+      await reconciler.stop();
+    }
+  }
+});
+
+test("a lost mark key: a kept pod's Lease keeps its binding as it is, never made or widened for it", async () => {
+  const cluster = fakeCluster();
+  const lost = Buffer.alloc(32, 4);
+  const before = SINCE - 3_600_000;
+  // web's pod asks for more than its binding holds; jobs' pod has a grant but no binding yet.
+  const web = fenceAsking(pod('web-0', { key: lost, created: before }), 'configmaps,secrets');
+  const jobs = fenceAsking(pod('jobs-0', { sa: 'jobs', lease: 'jobs', key: lost, created: before }), 'configmaps');
+  for (const p of [web, jobs]) cluster.pods.set(p.metadata.name, p);
+  for (const [sa, lease] of [
+    ['web', 'web'],
+    ['jobs', 'jobs'],
+  ] as const) {
+    const name = grantName(sa, lease);
+    const role = {
+      metadata: { name, namespace: 'app', labels: ownLabels(INSTALL) },
+      rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [lease], verbs: ['get', 'update', 'list', 'watch'] }],
+    };
+    cluster.rbac.roles.set(`app/${name}`, role);
+    cluster.rbac.rolebindings.set(`app/${name}`, { metadata: { name, namespace: 'app', labels: ownLabels(INSTALL) } });
+    cluster.leases.set(`app/${lease}`, { metadata: { name: lease, namespace: 'app', labels: ownLabels(INSTALL) } });
+  }
+  const held = fenceBindingFor({ installation: INSTALL, policy: FENCE_POLICY, namespace: 'app', lease: 'web', kinds: parseFencedKinds('configmaps') });
+  cluster.bindings.set(held.metadata.name, held);
+  const { clock, reconciler } = await started(cluster, { fencePolicy: FENCE_POLICY });
+  try {
+    await clock.advance(RESYNC_MS);
+    assert.equal(cluster.bindings.get(held.metadata.name), held, 'kept as it was: not removed, not widened to secrets');
+    assert.ok(!cluster.bindings.has(fenceBindingName(INSTALL, 'app', 'jobs')), 'none made for a kept pod');
+    assert.ok(!cluster.calls.some((c) => /^(POST|PUT|DELETE) .*validatingadmissionpolicybindings/.test(c)));
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+/** Policy mode: the container defaults the operator and its policy inject with. */
+const SIDECAR: SidecarDefaults = { image: 'leasehold:test', imagePullPolicy: 'IfNotPresent', nativeSidecar: 'false', clusterSupportsNativeSidecars: true };
+
+/**
+ * A labelled pod as the API server stores it in policy mode: the sidecar the policy gives for its
+ * annotations (no mark: a policy holds no key), or none; `sidecarFor` puts in the sidecar another
+ * pod's annotations would get (a made-up container, or annotations edited after creation).
+ */
+function policyPod(
+  name: string,
+  opts: { ns?: string; sa?: string; lease?: string; injected?: boolean; sidecarFor?: Record<string, string>; extra?: Record<string, string> } = {},
+): Pod & Named {
+  const annotations = { 'leasehold.io/lease': opts.lease ?? 'web', ...opts.extra };
+  const p: Pod & Named = {
+    metadata: { name, namespace: opts.ns ?? 'app', uid: `uid-${name}`, labels: { [INJECT_LABEL]: 'true' }, annotations },
+    spec: { serviceAccountName: opts.sa ?? 'web', containers: [{ name: 'app', image: 'app:1' }] },
+  };
+  if (opts.injected === false) return p;
+  const basis = opts.sidecarFor ? { ...p, metadata: { ...p.metadata, annotations: opts.sidecarFor } } : p;
+  p.spec!.containers!.push(sidecarContainer(injectionSettings(basis, SIDECAR), SIDECAR) as Container);
+  return p;
+}
+
+test('policy mode: a pod is granted what its own annotations give when its sidecar is the one the policy gives for them; lookalikes get nothing', async () => {
+  const cluster = fakeCluster();
+  const real = policyPod('web-0');
+  // A made-up container: the sidecar of another lease under annotations that name this one.
+  const madeUp = policyPod('made-up', { sa: 'intruder', sidecarFor: { 'leasehold.io/lease': 'payments' } });
+  // Annotations edited after creation: the container, which cannot change, still says web.
+  const edited = policyPod('edited', { sa: 'intruder' });
+  edited.metadata.annotations!['leasehold.io/lease'] = 'payments';
+  // The webhook's annotations written by the pod's creator: policy mode reads none of them.
+  const claims = policyPod('claims', { sa: 'jobs', lease: 'jobs' });
+  Object.assign(claims.metadata.annotations!, { [INJECTED_LEASE]: 'payments', [INJECTED_POD_LABEL]: 'true', [INJECTED_MARK]: 'v1.forged' });
+  // Copied from app/web into another namespace and ServiceAccount: what a labelled pod created
+  // there would get (its own pair), never the original's; into an excluded one: nothing.
+  const copied = policyPod('copied', { ns: 'team-b', sa: 'other' });
+  const excluded = policyPod('excluded', { ns: 'kube-system' });
+  // A pod created unlabelled with that same sidecar, labelled later, is this same object: policy
+  // mode cannot tell it by a mark. The validating policy's label guard refuses that UPDATE, and
+  // without it the pod gets only what creating it labelled would have (here: web-0's own pair).
+  const labelledLater = policyPod('labelled-later');
+  for (const p of [real, madeUp, edited, claims, copied, excluded, labelledLater]) cluster.pods.set(p.metadata.name, p);
+  const { clock, reconciler, marks } = await started(cluster, { policy: SIDECAR });
+  try {
+    assert.deepEqual(
+      [...cluster.rbac.roles.keys()].sort(),
+      [`app/${grantName('jobs', 'jobs')}`, `app/${grantName('web', 'web')}`, `team-b/${grantName('other', 'web')}`].sort(),
+      'each pod its own pair, from its own annotations',
+    );
+    assert.deepEqual([...cluster.rbac.rolebindings.keys()].sort(), [...cluster.rbac.roles.keys()].sort());
+    const jobs = cluster.rbac.roles.get(`app/${grantName('jobs', 'jobs')}`) as Named & { rules: { resources: string[] }[] };
+    assert.ok(!jobs.rules.some((r) => r.resources.includes('pods')), "the creator's injected-pod-label claim widens nothing");
+    assert.deepEqual([...cluster.leases.keys()].sort(), ['app/jobs', 'app/web', 'team-b/web'], 'no Lease for payments');
+    assert.deepEqual(cluster.events.map((e) => [e.pod, e.reason]).sort(), [
+      ['edited', 'LeaseholdNotGranted'],
+      ['made-up', 'LeaseholdNotGranted'],
+    ]);
+    assert.match(
+      cluster.events.find((e) => e.pod === 'made-up')!.message,
+      /runs sidecar --backend=kubernetes --lease=payments, but the policy injects sidecar --backend=kubernetes --lease=web/,
+    );
+    assert.match(cluster.events.find((e) => e.pod === 'edited')!.message, /--lease=web, but the policy injects .*--lease=payments/);
+    assert.deepEqual(marks.kept, [], 'no mark key is asked about');
+    await clock.advance(RESYNC_MS);
+    assert.equal(cluster.events.length, 2, 'each reported once');
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test("policy mode: the lease guard is unchanged: another controller's Lease is granted only when the namespace's owner allows it", async () => {
+  const cluster = fakeCluster();
+  cluster.leases.set('app/kube-scheduler', { metadata: { name: 'kube-scheduler', namespace: 'app' } });
+  // Injected faithfully for its annotations, which name a Lease another controller holds.
+  const squatter = policyPod('squatter', { sa: 'intruder', lease: 'kube-scheduler' });
+  cluster.pods.set(squatter.metadata.name, squatter);
+  const { clock, reconciler } = await started(cluster, { policy: SIDECAR });
+  try {
+    assert.equal(cluster.rbac.roles.size + cluster.rbac.rolebindings.size, 0);
+    assert.deepEqual(
+      cluster.events.map((e) => [e.pod, e.reason]),
+      [['squatter', 'LeaseholdNotGranted']],
+    );
+    assert.match(cluster.events[0]!.message, /Lease app\/kube-scheduler exists and was not made by leasehold-operator/);
+    cluster.namespaces.set('app', { metadata: { name: 'app', annotations: { [ALLOWED_LEASES]: 'kube-scheduler' } } });
+    await clock.advance(RESYNC_MS);
+    assert.ok(cluster.rbac.roles.has(`app/${grantName('intruder', 'kube-scheduler')}`), 'granted once allowed by name');
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test('policy mode: a labelled pod running without the sidecar is reported once, naming the policy as what did not inject it', async () => {
+  const cluster = fakeCluster();
+  const bare = policyPod('bare', { injected: false });
+  cluster.pods.set(bare.metadata.name, bare);
+  const { clock, reconciler } = await started(cluster, { policy: SIDECAR });
+  try {
+    assert.deepEqual(
+      cluster.events.map((e) => [e.pod, e.reason]),
+      [['bare', 'LeaseholdNotInjected']],
+    );
+    assert.match(cluster.events[0]!.message, /runs without the leasehold sidecar: the MutatingAdmissionPolicy did not inject it \(its binding missing/);
+    assert.equal(cluster.rbac.roles.size, 0);
+    await clock.advance(RESYNC_MS);
+    assert.equal(cluster.events.length, 1);
+  } finally {
+    await reconciler.stop();
+  }
+});
+
+test('policy mode: leasehold.io/fence-objects earns a binding by the same judgement as the grant; a lookalike none', async () => {
+  const cluster = fakeCluster();
+  // alreadyInjected needs the injector's annotations the policy writes; the pod's own fence ask.
+  const real = policyPod('web-0', { extra: { 'leasehold.io/fence-objects': 'configmaps' } });
+  const madeUp = policyPod('made-up', {
+    sa: 'intruder',
+    lease: 'stolen',
+    sidecarFor: { 'leasehold.io/lease': 'payments' },
+    extra: { 'leasehold.io/fence-objects': 'secrets' },
+  });
+  for (const p of [real, madeUp]) cluster.pods.set(p.metadata.name, p);
+  const { reconciler } = await started(cluster, { policy: SIDECAR, fencePolicy: FENCE_POLICY });
+  try {
+    const want = fenceBindingFor({ installation: INSTALL, policy: FENCE_POLICY, namespace: 'app', lease: 'web', kinds: parseFencedKinds('configmaps') });
+    assert.deepEqual([...cluster.bindings.keys()], [want.metadata.name], 'the faithful pod only');
+    assert.deepEqual(cluster.bindings.get(want.metadata.name), want);
   } finally {
     await reconciler.stop();
   }

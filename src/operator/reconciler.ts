@@ -4,13 +4,16 @@ import type { KubeClient, WatchHandle } from '../kube/api-client.js';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { INJECT_LABEL } from './annotations.js';
-import { claimedFields } from './injection-mark.js';
+import { claimedFields, type MarkFields } from './injection-mark.js';
+import type { SidecarDefaults } from './injection-settings.js';
+import { FenceBindings, fenceAsksOf } from './fence-bindings.js';
 import { leaseVerdicts, type LeaseVerdict } from './lease-guard.js';
 import type { MarkVerifier } from './mark-key.js';
 import { alreadyInjected } from './mutate.js';
 import { namespaceRule, type NamespaceRule } from './namespace-rule.js';
 import type { OperatorMetrics } from './operator-metrics.js';
 import type { Pod } from './pod-types.js';
+import { policyClaim } from './policy-grant.js';
 import { INSTALLATION_LABEL, MANAGED_BY, grantName, isOwn, roleBindingFor, roleFor, roleRules, widerGroup, type Grant } from './rbac.js';
 
 interface PodItem extends Pod {
@@ -25,7 +28,7 @@ interface Managed {
   subjects?: unknown[];
 }
 
-export interface ReconcilerOptions {
+interface CommonOptions {
   client: KubeClient;
   log: Logger;
   metrics: OperatorMetrics;
@@ -33,14 +36,49 @@ export interface ReconcilerOptions {
   excludedNamespaces: string[];
   /** webhook.namespaceOptIn: only namespaces labelled leasehold.io/injection=enabled are granted or reported, as the webhook sees only those. */
   namespaceOptIn: boolean;
-  /** The keys the webhook signs injection marks with: only a pod with a valid mark is granted; after each pass, retired keys no pod needs go. */
-  marks: MarkVerifier;
   /** This install's name (rbac.ts installationOf): on every Role and RoleBinding it makes, and in the selectors it lists them by. */
   installation: string;
   /** The value of the pod label leasehold.io/inject its webhook selects: the pods it lists, grants and reports. */
   injectValue: string;
+  /**
+   * The ValidatingAdmissionPolicy the bindings of leasehold.io/fence-objects name
+   * (--fence-objects-policy); undefined: none are made, and the pods asking are reported.
+   */
+  fencePolicy?: string;
   /** Times the gap between passes and the resync; tests pass a FakeClock. */
   clock?: Clock;
+}
+
+/**
+ * How a pod with a sidecar shows that this install injected it. Webhook mode: `marks`, the keys
+ * the webhook signs injection marks with (only a pod with a valid mark is granted; after each
+ * pass, retired keys no pod needs go). Policy mode: `policy`, the container defaults the policy
+ * injects with (only a pod whose sidecar is the one the policy gives for its annotations is
+ * granted: policy-grant.ts).
+ */
+export type ReconcilerOptions = CommonOptions & ({ marks: MarkVerifier; policy?: undefined } | { policy: SidecarDefaults; marks?: undefined });
+
+/** What one pod with a sidecar earns: a grant (with the mark's key), a grant kept as it is (its mark's key lost), or nothing, and why. */
+export type PodJudgement = { granted: MarkFields; keyId?: string } | { kept: MarkFields; reason: string } | { refused: string };
+
+/** Webhook mode's judge: the injection mark (mark-keyring.ts checkMark) over the fields the pod's injected annotations claim. */
+export function judgeByMark(marks: Pick<MarkVerifier, 'check'>): (pod: Pod) => PodJudgement {
+  return (pod) => {
+    const fields = claimedFields(pod);
+    const mark = marks.check(pod);
+    if (!fields || (!mark.valid && !mark.lostKey))
+      return { refused: mark.valid ? 'it carries no valid injection mark: it was not injected by this operator' : mark.reason };
+    if (!mark.valid) return { kept: fields, reason: mark.reason };
+    return { granted: fields, keyId: mark.keyId };
+  };
+}
+
+/** Policy mode's judge: the pod's sidecar container against what the policy injects for its annotations (policy-grant.ts). */
+export function judgeByPolicy(sidecar: SidecarDefaults): (pod: Pod) => PodJudgement {
+  return (pod) => {
+    const claim = policyClaim(pod, sidecar);
+    return 'fields' in claim ? { granted: claim.fields } : { refused: claim.reason };
+  };
 }
 
 const RBAC = '/apis/rbac.authorization.k8s.io/v1';
@@ -75,49 +113,52 @@ export interface KeptPair {
 
 /**
  * The grants the injected pods need, by Role name and namespace; the pods that look injected
- * (a container by the sidecar's name, the injector's annotations) but carry no valid mark: a pod
- * creator wrote those, not the webhook, and they earn nothing; the pods older than every key the
- * operator holds, whose mark it cannot check (`kept`: their ServiceAccount keeps what it already
- * holds, never more); and the retired keys the granted pods still need. Pods in namespaces the
- * webhook does not see are none of these.
+ * (a container by the sidecar's name, the injector's annotations) but that `judge` refuses (no
+ * valid mark; in policy mode, a sidecar the policy did not make): a pod creator wrote those, not
+ * the injector, and they earn nothing; the pods older than every key the operator holds, whose
+ * mark it cannot check (`kept`: their ServiceAccount keeps what it already holds, never more);
+ * the retired keys the granted pods still need; and what each judged pod claims, for reports.
+ * Pods in namespaces the injector does not see are none of these.
  */
 export function grantsOf(
   pods: PodItem[],
   inScope: (ns: string) => boolean,
-  marks: Pick<MarkVerifier, 'check'>,
+  judge: (pod: Pod) => PodJudgement,
   installation: string,
-): { grants: Map<string, Grant>; kept: Map<string, KeptPair>; refused: Refusal[]; needed: Set<string> } {
+): { grants: Map<string, Grant>; kept: Map<string, KeptPair>; refused: Refusal[]; needed: Set<string>; claims: Map<PodItem, MarkFields> } {
   const grants = new Map<string, Grant>();
   const kept = new Map<string, KeptPair>();
   const refused: Refusal[] = [];
   const needed = new Set<string>();
+  const claims = new Map<PodItem, MarkFields>();
   for (const pod of pods) {
     const ns = pod.metadata?.namespace;
     if (!ns || !inScope(ns) || !live(pod)) continue;
     // Without the sidecar it is an uninjected pod, reported as such (report()), whatever its annotations.
     if (!alreadyInjected(pod)) continue;
-    const fields = claimedFields(pod);
-    const mark = marks.check(pod);
-    if (!fields || (!mark.valid && !mark.lostKey)) {
-      refused.push({ pod, reason: mark.valid ? 'it carries no valid injection mark: it was not injected by this operator' : mark.reason });
+    const judged = judge(pod);
+    if ('refused' in judged) {
+      refused.push({ pod, reason: judged.refused });
       continue;
     }
+    const fields = 'kept' in judged ? judged.kept : judged.granted;
+    claims.set(pod, fields);
     const key = `${ns}/${grantName(installation, fields.serviceAccount, fields.lease)}`;
     const grant: Grant = { namespace: ns, serviceAccount: fields.serviceAccount, lease: fields.lease, podLabel: fields.podLabel };
     if (fields.group) grant.group = fields.group;
-    if (!mark.valid) {
-      const k = kept.get(key) ?? { grant, pods: [], reason: mark.reason };
+    if ('kept' in judged) {
+      const k = kept.get(key) ?? { grant, pods: [], reason: judged.reason };
       merge(k.grant, fields);
       k.pods.push(pod);
       kept.set(key, k);
       continue;
     }
-    needed.add(mark.keyId);
+    if (judged.keyId !== undefined) needed.add(judged.keyId);
     const prev = grants.get(key);
     if (prev) merge(grant, prev);
     grants.set(key, grant);
   }
-  return { grants, kept, refused, needed };
+  return { grants, kept, refused, needed, claims };
 }
 
 /** Widens `g` to cover what `other` needs too (pod labels, a group's counts): several pods of one pair share one grant. */
@@ -167,9 +208,17 @@ export class Reconciler {
   /** Whether this term's passes have removed the grants of operators older than install labels (once per term). */
   private legacyRemoved = false;
   private readonly clock: Clock;
+  private readonly fences: FenceBindings;
 
   constructor(private readonly o: ReconcilerOptions) {
     this.clock = o.clock ?? realClock;
+    this.fences = new FenceBindings({
+      client: o.client,
+      log: o.log,
+      installation: o.installation,
+      policy: o.fencePolicy,
+      event: (pod, reason, message) => this.event(pod, reason, message),
+    });
   }
 
   start(resyncMs: number): void {
@@ -255,7 +304,9 @@ export class Reconciler {
     const listedAt = this.clock.now().getTime();
     const pods = (await client.request<{ items: PodItem[] }>('GET', `/api/v1/pods?labelSelector=${encodeURIComponent(this.podSelector)}`)).items;
     const rule = await namespaceRule(client, { excluded: this.o.excludedNamespaces, optIn: this.o.namespaceOptIn });
-    const { grants: marked, kept, refused, needed } = grantsOf(pods, (ns) => rule.inScope(ns), this.o.marks, installation);
+    const judge = this.o.policy ? judgeByPolicy(this.o.policy) : judgeByMark(this.o.marks);
+    const { grants: marked, kept, refused, needed, claims } = grantsOf(pods, (ns) => rule.inScope(ns), judge, installation);
+    const podsOf = (g: Grant) => podsClaiming(pods, g, claims);
     // A Lease that exists without leasehold's label is another's: granted only where the
     // namespace's owner allows it by name. An absent one is made now, labelled, so the pods never
     // need the right to create Leases.
@@ -265,7 +316,7 @@ export class Reconciler {
     for (const [key, grant] of marked) {
       const verdict = verdictOf(grant);
       if (verdict?.granted) wanted.set(key, grant);
-      else refused.push(...podsOf(pods, grant).map((pod) => ({ pod, reason: reasonOf(grant, verdict) })));
+      else refused.push(...podsOf(grant).map((pod) => ({ pod, reason: reasonOf(grant, verdict) })));
     }
     // This install's own only: another install's grants are its own to keep (issue 36).
     const selector = encodeURIComponent(`${MANAGED_BY.key}=${MANAGED_BY.value},${INSTALLATION_LABEL}=${installation}`);
@@ -317,18 +368,27 @@ export class Reconciler {
             : null;
       if (foreign) {
         const reason = `a ${foreign} ${grant.namespace}/${grantName(installation, grant.serviceAccount, grant.lease)} exists and was not made by leasehold-operator (install ${installation}): it binds nothing to it and grants nothing until it is removed`;
-        refused.push(...podsOf(pods, grant).map((pod) => ({ pod, reason })));
+        refused.push(...podsOf(grant).map((pod) => ({ pod, reason })));
       }
     }
     const keep = (key: string) => wanted.has(key) || keptOnly.has(key);
     // The binding first: a Role without its binding grants nothing.
     for (const [key, b] of haveBindings) if (!keep(key)) await this.remove('rolebindings', b);
     for (const [key, r] of haveRoles) if (!keep(key)) await this.remove('roles', r);
+    // A kept pod's Lease keeps its binding as it is, as its Role. A failure here (the right to
+    // bindings missing, the API server refusing one) leaves the rest of the pass to run: the
+    // grants, the reports and the marks' keys do not wait on the fence, which the next pass retries.
+    const granted = (key: string) => wanted.has(key) || keptOnly.has(key);
+    try {
+      await this.fences.pass(fenceAsksOf(pods, (ns) => rule.inScope(ns), judge, installation, granted));
+    } catch (err) {
+      this.o.log.warn('fence bindings not kept', { error: describeError(err) });
+    }
     if (!this.legacyRemoved) await this.removeLegacy();
     this.o.metrics.managedRoles.set(wanted.size + keptOnly.size);
     await this.reportRefused(refused, keptPods);
     await this.report(pods, rule);
-    await this.o.marks.keepOnly(needed, listedAt);
+    await this.o.marks?.keepOnly(needed, listedAt);
   }
 
   /**
@@ -417,6 +477,17 @@ export class Reconciler {
     }
   }
 
+  /**
+   * Why a labelled pod can run without the sidecar. In policy mode nothing calls the operator at
+   * admission, so this report is where the policy's own failures show: a binding missing or not
+   * matching, a CEL error under failurePolicy Ignore, a pod created before the policy existed.
+   */
+  private get whyNotInjected(): string {
+    return this.o.policy
+      ? 'the MutatingAdmissionPolicy did not inject it (its binding missing or not matching, a CEL error under failurePolicy Ignore, or the pod created before the policy)'
+      : 'it was created while the webhook was not called (failurePolicy Ignore)';
+  }
+
   /** Labelled pods without the sidecar: each reported once, all counted. */
   private async report(pods: PodItem[], rule: NamespaceRule): Promise<void> {
     const bare = pods.filter(
@@ -436,7 +507,7 @@ export class Reconciler {
       if (this.reported.has(uid)) continue;
       const ns = pod.metadata!.namespace!;
       const name = pod.metadata!.name ?? '';
-      const message = `pod is labelled ${this.podSelector} but runs without the leasehold sidecar: it was created while the webhook was not called (failurePolicy Ignore); delete it to have it recreated with the sidecar`;
+      const message = `pod is labelled ${this.podSelector} but runs without the leasehold sidecar: ${this.whyNotInjected}; delete it to have it recreated with the sidecar`;
       this.o.log.warn('labelled pod not injected', { namespace: ns, pod: name });
       if (await this.event(pod, 'LeaseholdNotInjected', message)) this.reported.add(uid);
     }
@@ -471,10 +542,10 @@ export class Reconciler {
   }
 }
 
-/** The live pods of one grant. */
-function podsOf(pods: PodItem[], g: Grant): PodItem[] {
+/** The live pods of one grant: those the judge gave its fields. */
+function podsClaiming(pods: PodItem[], g: Grant, claims: ReadonlyMap<PodItem, MarkFields>): PodItem[] {
   return pods.filter((p) => {
-    const f = claimedFields(p);
+    const f = claims.get(p);
     return live(p) && f?.namespace === g.namespace && f.serviceAccount === g.serviceAccount && f.lease === g.lease;
   });
 }

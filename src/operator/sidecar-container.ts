@@ -1,5 +1,5 @@
 import { SIDECAR_NAME, STATUS_MOUNT, STATUS_VOLUME } from './annotations.js';
-import type { InjectionSettings, InjectorDefaults } from './injection-settings.js';
+import type { InjectionSettings, SidecarDefaults } from './injection-settings.js';
 
 /**
  * The injected container: the same container the chart's `leasehold.sidecar` template renders
@@ -7,7 +7,7 @@ import type { InjectionSettings, InjectorDefaults } from './injection-settings.j
  * pod behaves alike whichever way it got its sidecar. A native sidecar is the same container
  * with restartPolicy Always, placed among the init containers.
  */
-export function sidecarContainer(s: InjectionSettings, d: InjectorDefaults): Record<string, unknown> {
+export function sidecarContainer(s: InjectionSettings, d: SidecarDefaults): Record<string, unknown> {
   // In the node's network a wildcard address would open the port on every interface of the node.
   // The kubelet probes from the node's network too, so on loopback it still reaches the sidecar.
   const host = s.hostNetwork ? '127.0.0.1' : '0.0.0.0';

@@ -10,6 +10,7 @@ import { MemoryGroupStore } from '../testing/memory-group-store.js';
 import { ManualHealth } from '../health/manual-health.js';
 import { InvalidConfigError } from '../errors.js';
 import { ShardMember, type ShardMemberOptions } from './shard-member.js';
+import { MAX_BATCH_ROWS } from './write-batches.js';
 import type { GroupRecord, GroupStore, VersionedGroupRecord } from '../backends/group-store.js';
 import type { CallOptions } from '../backends/lease-store.js';
 import type { Logger } from '../log.js';
@@ -134,6 +135,42 @@ describe('a shard group member', () => {
     await stopped;
     const slot = w.store.peek(G).find((v) => v.record.kind === 'member' && v.record.holderIdentity === '');
     assert.ok(slot, 'its slot was released');
+  });
+
+  it('a graceful leave of 300 shards: its releases, and the takes of the one who stays, go in batches of at most 256 rows, no shard written alone', async () => {
+    const w = world(600);
+    const batches: number[] = [];
+    const single: string[] = [];
+    const { store } = w;
+    const batch = store.writeGroupRecords.bind(store);
+    const update = store.updateGroupRecord.bind(store);
+    const create = store.createGroupRecord.bind(store);
+    store.writeGroupRecords = (g, writes, o) => (batches.push(writes.length), batch(g, writes, o));
+    store.updateGroupRecord = (g, r, v, o) => (single.push(`update ${r.kind}`), update(g, r, v, o));
+    store.createGroupRecord = (g, r, o) => (single.push(`create ${r.kind}`), create(g, r, o));
+    const a = await w.add('a');
+    await w.add('b');
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 600) && w.counts().join() === '300,300', 60_000));
+    batches.length = 0;
+    single.length = 0;
+    const stopped = a.m.stop();
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 600) && w.counts()[1] === 600, 1_000, 10), `within a second: ${w.counts().join()}`);
+    await stopped;
+    assert.deepEqual(
+      single.filter((op) => op.endsWith('shard')),
+      [],
+      'a shard written alone',
+    );
+    assert.equal(
+      batches.reduce((a, b) => a + b, 0),
+      600,
+      `300 releases and 300 takes, in batches of ${batches.join(', ')}`,
+    );
+    assert.ok(
+      batches.every((n) => n <= MAX_BATCH_ROWS),
+      `a batch over ${MAX_BATCH_ROWS} rows: ${batches.join(', ')}`,
+    );
+    assert.ok(batches.length <= 6, `releases and takes in a few batches, not ${batches.length}`);
   });
 
   it('a crash (its heartbeats stop): its shards are owned by the others once its session could have expired, not before', async () => {

@@ -15,7 +15,7 @@
  * it, and a shard's token only grows. A paused member may still believe: the token is what
  * the protected resource checks.
  */
-import { realClock, sleep, type Clock, type Timer } from '../clock.js';
+import { realClock, sleep, type Clock } from '../clock.js';
 import { ConflictError, InvalidConfigError, StoreReopenedError, describeError } from '../errors.js';
 import { silentLogger, guardedLogger, type Logger } from '../log.js';
 import type { CallOptions } from '../backends/lease-store.js';
@@ -23,10 +23,14 @@ import type { GroupStore, MemberSlot, MemberState, ShardRecord, VersionedGroupRe
 import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { boundedCall } from '../election/bounded-call.js';
+import { couldHaveExpiredAtMono, drainedWithin } from '../election/end-of-term-rule.js';
 import { GroupCache } from './group-cache.js';
 import { GroupView, sessionKey, type SessionId } from './group-view.js';
 import { fnv1a64 } from './key-to-shard.js';
 import { vanishedRecords, type HeldShard } from './vanished-shards.js';
+import { MemberSession, type Session } from './member-session.js';
+import { ShardPhases, type Ending, type Owned } from './shard-phases.js';
+import { WriteBatches } from './write-batches.js';
 import { shardFact, shardFacts, slotFacts } from './turn-facts.js';
 import { planEnds, planLost, planWrites, takeAllowed, targetOf, type EndStep, type SessionFacts, type TurnFacts, type WriteGate } from './turn-plan.js';
 
@@ -96,29 +100,6 @@ export interface ShardMemberSnapshot {
   lastTurnMonotonic: number | null;
 }
 
-interface Mine extends SessionId {
-  version: string;
-  state: MemberState;
-  /** Monotonic and wall start of the last successful heartbeat (or the join). */
-  renewedAtMono: number;
-  renewedAt: Date;
-  /** Ends the session at its validity's end (basis() + renewDeadline) unless renewed first. */
-  deadline: Timer | null;
-}
-
-interface Owned {
-  token: number;
-  /** The shard record's version as this member last wrote it. */
-  version: string;
-}
-
-/** A shard whose ownership ended here and is going through the gate. */
-interface Ending extends Owned {
-  session: SessionId;
-  /** When the last heartbeat before the end started: the shard could expire a lease duration after. */
-  renewedAtMono: number;
-}
-
 /** Shards taken or released at once by one member: bounded, so a join of 512 shards is not 512 requests at once. */
 const PARALLEL_WRITES = 16;
 /** A store's change hint is followed by a list at most this often. */
@@ -139,38 +120,43 @@ export class ShardMember {
   private readonly requestTimeoutMs: number;
   private readonly drainTimeoutMs: number;
   private readonly listener: ShardListener;
+  /** The shard writes of a pass in batches, where the store has them (write-batches.ts). */
+  private readonly batches: WriteBatches | null;
 
-  private mine: Mine | null = null;
-  private readonly owned = new Map<number, Owned>();
-  private readonly ending = new Map<number, Ending>();
+  /** This member's session (its slot, the slot's token, its validity and deadline): member-session.ts. */
+  private readonly sessions: MemberSession;
   /**
-   * Shards whose work was not seen to stop in time: their records keep naming the session that
-   * owned them until they could have expired (untilMono), then are freed. A member leaving goes
-   * without waiting: the records expire with the session.
+   * Each held shard's phase: owned, ending (through the gate), or kept (its work not seen to stop
+   * in time: its record keeps naming the session that owned it until it could have expired, then
+   * is freed; a member leaving goes without waiting: the records expire with the session).
    */
-  private readonly kept = new Map<number, { session: SessionId; token: number; untilMono: number }>();
+  private readonly phases = new ShardPhases();
   /** Held shards whose vanished records are being written back (vanished-shards.ts): their release waits for it. */
   private readonly restoring = new Map<number, Promise<void>>();
-  private loop: Promise<void> | null = null;
+  /**
+   * Where the member's life is: its loop (null before start() and once stop() has awaited it),
+   * whether it is stopping (stop(), or a refusal), and whether the loop has returned (on stop, or
+   * on its own: the group was recreated with another count; it never starts again). Replaced whole.
+   */
+  private life: { readonly loop: Promise<void> | null; readonly stopping: boolean; readonly ended: boolean } = {
+    loop: null,
+    stopping: false,
+    ended: false,
+  };
   /**
    * Resolves with the refusal when the member leaves the group on its own (the group's records
    * came to say another shard count: a start race, or the group recreated); never otherwise.
    * The sidecar command ends on it (exit 2) instead of running on as a member of nothing.
    */
   readonly refused: Promise<InvalidConfigError>;
-  private refuse: (err: InvalidConfigError) => void = () => {};
-  /** The loop has returned: on stop, or on its own (the group was recreated with another count); it never starts again. */
-  private loopEnded = false;
-  private stopping = false;
-  private wake: AbortController | null = null;
+  private readonly refuse: (err: InvalidConfigError) => void;
+  /** The current wait (to end it early), or a wake-up that came between waits: the next wait returns at once. */
+  private wake: AbortController | 'pending' | null = null;
   /** When the last list was sent, answered or not: lists are paced by it, so a store that fails at once is not asked in a loop. */
   private listTriedMono: number | null = null;
-  /** When the last successful list was sent: with the heartbeat, what a session's validity counts from. */
-  private listedAt: { mono: number; wall: Date } | null = null;
   private hinted = false;
-  private lastHeartbeatMono: number | null = null;
-  private members = 0;
-  private orphaned: number;
+  /** What a status shows of the group as this member last counted it: its live active members, the shards without a live owner. Replaced whole. */
+  private counts: { readonly members: number; readonly orphaned: number };
   private lastTurnMono: number | null = null;
   private noSlotSaid = false;
   /** Whether the log said this member waits for live members to write the group's header back. */
@@ -181,7 +167,9 @@ export class ShardMember {
   private absentSaid = new Set<number>();
 
   constructor(private readonly opts: ShardMemberOptions) {
-    this.refused = new Promise((resolve) => (this.refuse = resolve));
+    let refuse: (err: InvalidConfigError) => void = () => {};
+    this.refused = new Promise((resolve) => (refuse = resolve));
+    this.refuse = refuse;
     this.group = opts.group;
     this.identity = opts.identity;
     this.shards = opts.shards;
@@ -196,7 +184,18 @@ export class ShardMember {
     // A member lists every retryPeriod; two missed lists and a slow one break its view (GroupView).
     this.view = new GroupView(this.clock, opts.shards, opts.leaseDurationMs, opts.retryPeriodMs * (2 + JITTER_FACTOR));
     this.cache = new GroupCache(opts.store, opts.group, this.clock);
-    this.orphaned = opts.shards;
+    this.counts = { members: 0, orphaned: opts.shards };
+    this.sessions = new MemberSession(this.clock, opts.renewDeadlineMs);
+    const batch = opts.store.writeGroupRecords?.bind(opts.store);
+    this.batches = batch ? new WriteBatches((writes) => this.call('batch', (o) => batch(this.group, writes, o))) : null;
+  }
+
+  private get mine(): Session | null {
+    return this.sessions.current;
+  }
+
+  private get stopping(): boolean {
+    return this.life.stopping;
   }
 
   /**
@@ -204,7 +203,7 @@ export class ShardMember {
    * says another shard count. Then starts the loop and returns.
    */
   async start(): Promise<void> {
-    if (this.loop) return;
+    if (this.life.loop) return;
     const sent = this.clock.monotonic();
     const list = await this.call('list', (o) => this.cache.read(o));
     this.view.observe(list, sent);
@@ -214,11 +213,12 @@ export class ShardMember {
       this.logEligibility();
       this.wakeUp();
     });
-    this.loop = this.run().finally(() => {
-      this.loopEnded = true;
+    const loop = this.run().finally(() => {
+      this.life = { ...this.life, ended: true };
       unwatch?.();
       unsubscribe?.();
     });
+    this.life = { ...this.life, loop };
   }
 
   /**
@@ -227,10 +227,10 @@ export class ShardMember {
    * whose work did not stop in time is left to expire with the session.
    */
   async stop(): Promise<void> {
-    this.stopping = true;
+    this.life = { ...this.life, stopping: true };
     this.wakeUp();
-    await this.loop;
-    this.loop = null;
+    await this.life.loop;
+    this.life = { ...this.life, loop: null };
   }
 
   snapshot(): ShardMemberSnapshot {
@@ -241,13 +241,16 @@ export class ShardMember {
       identity: this.identity,
       session: m ? { slot: m.slot, session: m.session } : null,
       state: m?.state ?? null,
-      members: this.members,
-      orphaned: this.orphaned,
-      owned: [...this.owned].map(([shard, o]) => ({ shard, token: o.token })).sort((a, b) => a.shard - b.shard),
-      validUntil: m ? new Date(this.basis(m).wall.getTime() + this.timings.renewDeadlineMs) : null,
+      members: this.counts.members,
+      orphaned: this.counts.orphaned,
+      owned: this.phases
+        .ownedEntries()
+        .map(([shard, o]) => ({ shard, token: o.token }))
+        .sort((a, b) => a.shard - b.shard),
+      validUntil: m ? this.sessions.validUntil(m) : null,
       standingAside: this.eligible() ? null : (this.opts.eligibility?.standAside() ?? null),
       // A loop that ended on its own leaves `loop` set until stop(): it is not running all the same.
-      running: this.loop !== null && !this.loopEnded,
+      running: this.life.loop !== null && !this.life.ended,
       lastTurnMonotonic: this.lastTurnMono,
     };
   }
@@ -260,7 +263,7 @@ export class ShardMember {
         if (err instanceof InvalidConfigError) {
           // The group changed under this member (recreated with another count): it takes no part.
           this.log.error('leaving the shard group', { reason: err.message });
-          this.stopping = true;
+          this.life = { ...this.life, stopping: true };
           this.refuse(err);
         } else this.log.warn('shard member turn failed', { reason: describeError(err) });
       }
@@ -272,7 +275,7 @@ export class ShardMember {
 
   /** Stopping and nothing left to do but release the slot: no shard owned or going through its gate. */
   private done(): boolean {
-    return this.owned.size === 0 && this.ending.size === 0 && this.restoring.size === 0;
+    return !this.phases.anyOwnedOrEnding() && this.restoring.size === 0;
   }
 
   private async turn(): Promise<void> {
@@ -291,13 +294,13 @@ export class ShardMember {
 
   /** What a status shows of the group as this member sees it: its live active members, and the shards without a live owner. */
   private countGroup(): void {
-    this.members = this.view.liveSlots().filter((v) => v.record.state === 'active').length;
+    const members = this.view.liveSlots().filter((v) => v.record.state === 'active').length;
     let orphaned = 0;
     for (let s = 0; s < this.shards; s++) {
       const o = this.view.shard(s)?.record.owner;
       if (!o || !this.view.live(o)) orphaned++;
     }
-    this.orphaned = orphaned;
+    this.counts = { members, orphaned };
   }
 
   private async list(): Promise<void> {
@@ -316,7 +319,7 @@ export class ShardMember {
       // A list answered after the session's validity ended must not renew it (its deadline
       // timer may simply not have fired yet).
       if (this.mine) this.endIfExpired(this.mine);
-      this.listedAt = { mono: sent, wall: sentWall };
+      this.sessions.listed({ mono: sent, wall: sentWall });
       this.renewed();
       this.checkHeader();
     } catch (err) {
@@ -405,8 +408,7 @@ export class ShardMember {
         free.current ? this.store.updateGroupRecord(this.group, slot, free.current.version, o) : this.store.createGroupRecord(this.group, slot, o),
       );
       this.view.wrote({ record: slot, version });
-      this.mine = { slot: slot.index, session: slot.session, version, state: 'active', renewedAtMono: at.mono, renewedAt: at.wall, deadline: null };
-      this.lastHeartbeatMono = at.mono;
+      this.sessions.begin(slot.index, slot.session, version, at);
       this.log.info('joined the shard group', { slot: slot.index, session: slot.session, shards: this.shards });
       this.renewed();
     } catch (err) {
@@ -422,7 +424,7 @@ export class ShardMember {
     // others may already have judged over, and bring it back to life.
     if (this.endIfExpired(m)) return;
     const at = { mono: this.clock.monotonic(), wall: this.clock.now() };
-    this.lastHeartbeatMono = at.mono;
+    m.heartbeatSentMono = at.mono;
     const slot: MemberSlot = {
       kind: 'member',
       index: m.slot,
@@ -451,7 +453,7 @@ export class ShardMember {
         const now = this.view.slot(m.slot);
         if (now && now.record.holderIdentity === this.identity && now.record.session === m.session) {
           m.version = now.version;
-          this.lastHeartbeatMono = null;
+          m.heartbeatSentMono = null;
           this.wakeUp();
           return;
         }
@@ -466,41 +468,24 @@ export class ShardMember {
     }
   }
 
-  /**
-   * What a session's validity counts from: the older of its last successful heartbeat and its
-   * last successful list, both as sent. The heartbeat shows the slot is still ours; the list, that
-   * the shard records still name us (one deleted under us is seen within a list).
-   */
-  private basis(m: Mine): { mono: number; wall: Date } {
-    const l = this.listedAt;
-    return l && l.mono < m.renewedAtMono ? l : { mono: m.renewedAtMono, wall: m.renewedAt };
-  }
-
   /** A heartbeat or a list succeeded: the session's deadline moves on, and the listener hears the new validUntil. */
   private renewed(): void {
-    const m = this.mine;
-    if (!m) return;
-    const b = this.basis(m);
-    m.deadline?.cancel();
-    m.deadline = this.clock.setTimer(
-      () => {
-        if (this.mine === m && this.clock.monotonic() >= this.basis(m).mono + this.timings.renewDeadlineMs) {
-          this.sessionLost(`no successful heartbeat and list within renewDeadline (${this.timings.renewDeadlineMs} ms)`);
-        }
-      },
-      b.mono + this.timings.renewDeadlineMs - this.clock.monotonic(),
+    const validUntil = this.sessions.rearm(() =>
+      this.sessionLost(`no successful heartbeat and list within renewDeadline (${this.timings.renewDeadlineMs} ms)`),
     );
-    this.listener.onRenewed?.(new Date(b.wall.getTime() + this.timings.renewDeadlineMs));
+    if (validUntil) this.listener.onRenewed?.(validUntil);
   }
 
-  /** The session is over: every owned shard ends at once (announced, then drained, never released by a session not valid). */
+  /**
+   * The session is over: every owned shard ends at once, announced, then drained, then released
+   * by a compare-and-swap from the version this member last wrote (it lands only if nobody wrote
+   * the record since). A lost lease term is not released: docs/design.md, "The end-of-term gate".
+   */
   private sessionLost(reason: string): void {
-    const m = this.mine;
+    const m = this.sessions.end();
     if (!m) return;
-    this.mine = null;
-    m.deadline?.cancel();
-    this.log.warn('lost the shard group session', { slot: m.slot, session: m.session, reason, owned: this.owned.size });
-    for (const s of [...this.owned.keys()]) this.endShard(s, reason, m);
+    this.log.warn('lost the shard group session', { slot: m.slot, session: m.session, reason, owned: this.phases.ownedCount() });
+    for (const s of this.phases.ownedShards()) this.endShard(s, reason, m);
     this.wakeUp();
   }
 
@@ -514,7 +499,7 @@ export class ShardMember {
     const m = this.mine!;
     const now = this.turnFacts(m);
     const target = targetOf(this.group, now);
-    this.members = target.members.length;
+    this.counts = { ...this.counts, members: target.members.length };
     this.endPlanned(planEnds(now, target), m);
     // Kept shards whose time has come are freed between the two halves: the takes see them free.
     await this.freeKept();
@@ -523,40 +508,40 @@ export class ShardMember {
     // Each freed from the version planned on: a record that changed since is not freed blindly.
     const strays = writes.free.map((s) => this.view.shard(s)!);
     this.tellAbsent(writes.take);
-    await inBatches(strays, (v) => this.free(v, m));
-    await inBatches(writes.take, (s) => this.take(s, m));
+    await inBatches(strays, this.parallelWrites, (v) => this.free(v, m));
+    await inBatches(writes.take, this.parallelWrites, (s) => this.take(s, m));
   }
 
   /** The plain facts a plan is made from, now (turn-facts.ts). */
-  private turnFacts(m: Mine): TurnFacts {
+  private turnFacts(m: Session): TurnFacts {
     return {
       me: this.sessionFacts(m),
       stopping: this.stopping,
       shards: shardFacts(this.view),
       slots: slotFacts(this.view),
-      owned: [...this.owned.keys()],
-      ending: new Set(this.ending.keys()),
-      kept: new Set(this.kept.keys()),
+      owned: this.phases.ownedShards(),
+      ending: this.phases.endingShards(),
+      kept: this.phases.keptShards(),
       ...this.writeGate(m),
     };
   }
 
-  private sessionFacts(m: Mine): SessionFacts {
+  private sessionFacts(m: Session): SessionFacts {
     return { slot: m.slot, key: sessionKey(m), state: m.state };
   }
 
-  private writeGate(m: Mine): WriteGate {
+  private writeGate(m: Session): WriteGate {
     return { fresh: this.view.freshWithin(this.requestTimeoutMs), sessionValid: this.sessionValid(m) };
   }
 
   /** Ends the planned shards through the gate, in the plan's order. */
-  private endPlanned(steps: readonly EndStep[], m: Mine): void {
+  private endPlanned(steps: readonly EndStep[], m: Session): void {
     for (const e of steps) {
       const s = e.shard;
       if (e.reason === 'deleted')
         // Nobody but a person (or a replaced store) deletes a shard's record: its owner says so,
         // writes it back (restoreVanished) and releases it through the gate.
-        this.log.warn('the record of an owned shard was deleted from the store: giving the shard up', { shard: s, token: this.owned.get(s)!.token });
+        this.log.warn('the record of an owned shard was deleted from the store: giving the shard up', { shard: s, token: this.phases.owned(s)!.token });
       this.endShard(s, endReasonText(e), m, e.release);
     }
   }
@@ -584,17 +569,12 @@ export class ShardMember {
   private endLostShards(): void {
     const m = this.mine;
     if (!m) return;
-    this.endPlanned(planLost({ me: this.sessionFacts(m), shards: shardFacts(this.view), owned: [...this.owned.keys()] }), m);
+    this.endPlanned(planLost({ me: this.sessionFacts(m), shards: shardFacts(this.view), owned: this.phases.ownedShards() }), m);
   }
 
   /** The shards this member holds, with the session each is held by. */
   private held(): HeldShard[] {
-    const m = this.mine;
-    return [
-      ...(m ? [...this.owned].map(([shard, o]) => ({ shard, token: o.token, session: m })) : []),
-      ...[...this.ending].map(([shard, e]) => ({ shard, token: e.token, session: e.session })),
-      ...[...this.kept].map(([shard, k]) => ({ shard, token: k.token, session: k.session })),
-    ];
+    return this.phases.held(this.mine);
   }
 
   /**
@@ -613,7 +593,7 @@ export class ShardMember {
     try {
       const version = await this.call('create', (o) => this.store.createGroupRecord(this.group, rec, o));
       this.view.wrote({ record: rec, version });
-      const e = this.ending.get(rec.index);
+      const e = this.phases.ending(rec.index);
       if (e && e.token === rec.token && sessionKey(e.session) === sessionKey(rec.owner!)) e.version = version;
       this.log.warn('the record of a shard this member held disappeared from the store: wrote it back with its token', {
         shard: rec.index,
@@ -628,7 +608,7 @@ export class ShardMember {
   }
 
   /** Takes shard `s` for session `m` if it is free, its owner's session is over, or it has been absent a lease duration. */
-  private async take(s: number, m: Mine): Promise<void> {
+  private async take(s: number, m: Session): Promise<void> {
     // Judged again for each take, not only when the turn was planned: a pause between two
     // batches would otherwise judge another session over with a list from before the pause.
     if (!takeAllowed(shardFact(this.view, s), sessionKey(m), this.writeGate(m))) return;
@@ -643,9 +623,8 @@ export class ShardMember {
       acquireTime: at.wall,
     };
     try {
-      const version = await this.call(v ? 'update' : 'create', (opts) =>
-        v ? this.store.updateGroupRecord(this.group, rec, v.version, opts) : this.store.createGroupRecord(this.group, rec, opts),
-      );
+      const version = await this.writeShard(rec, v?.version ?? null, () => takeAllowed(shardFact(this.view, s), sessionKey(m), this.writeGate(m)));
+      if (version === null) return;
       this.view.wrote({ record: rec, version });
       // A take answered after the session ended is not announced: its record names a session
       // that is over, and others take the shard once it could have expired.
@@ -657,10 +636,10 @@ export class ShardMember {
     }
   }
 
-  private gained(s: number, m: Mine, o: Owned): void {
-    this.owned.set(s, o);
+  private gained(s: number, m: Session, o: Owned): void {
+    this.phases.own(s, o);
     this.log.debug('owns shard', { shard: s, token: o.token });
-    this.listener.onShardGained?.({ shard: s, token: o.token, validUntil: new Date(this.basis(m).wall.getTime() + this.timings.renewDeadlineMs) });
+    this.listener.onShardGained?.({ shard: s, token: o.token, validUntil: this.sessions.validUntil(m) });
   }
 
   /**
@@ -669,36 +648,34 @@ export class ShardMember {
    * heartbeat before this moment + the lease duration), then released. `release` false: the
    * record is not ours to release (another took it).
    */
-  private endShard(s: number, reason: string, m: Mine, release = true): void {
-    const o = this.owned.get(s);
-    if (!o) return;
-    this.owned.delete(s);
-    const e: Ending = { ...o, session: { slot: m.slot, session: m.session }, renewedAtMono: this.basis(m).mono };
-    this.ending.set(s, e);
-    this.log.debug('gives up shard', { shard: s, token: o.token, reason });
-    this.listener.onShardLost?.(s, o.token, reason);
+  private endShard(s: number, reason: string, m: Session, release = true): void {
+    const e = this.phases.end(s, { slot: m.slot, session: m.session }, this.sessions.basis(m).mono);
+    if (!e) return;
+    this.log.debug('gives up shard', { shard: s, token: e.token, reason });
+    this.listener.onShardLost?.(s, e.token, reason);
     void this.finishEnding(s, e, release);
   }
 
   private async finishEnding(s: number, e: Ending, release: boolean): Promise<void> {
     try {
-      const stopped = await this.drained(s, e.token);
+      const drain = this.opts.drain;
+      const stopped = await drainedWithin(this.clock, this.drainTimeoutMs, drain && (() => drain(s, e.token)));
       if (!stopped) {
-        const untilMono = e.renewedAtMono + this.timings.leaseDurationMs;
+        const untilMono = couldHaveExpiredAtMono(e.renewedAtMono, this.timings.leaseDurationMs);
         this.log.error('the work of a shard did not finish within drainTimeoutMs: the shard is kept until it could have expired', {
           shard: s,
           token: e.token,
           drainTimeoutMs: this.drainTimeoutMs,
           holdMs: Math.max(0, Math.round(untilMono - this.clock.monotonic())),
         });
-        this.kept.set(s, { session: e.session, token: e.token, untilMono });
+        this.phases.keep(s, { session: e.session, token: e.token, untilMono });
         return;
       }
       // A vanished record being written back is released once it is back (or not at all).
       await this.restoring.get(s);
       if (release) await this.free({ record: this.releasedRecord(s, e), version: e.version }, e.session);
     } finally {
-      this.ending.delete(s);
+      this.phases.endingOver(s, e);
       this.wakeUp();
     }
   }
@@ -707,11 +684,11 @@ export class ShardMember {
   private async freeKept(): Promise<void> {
     if (this.stopping || !this.view.freshWithin(this.requestTimeoutMs)) return;
     const now = this.clock.monotonic();
-    const due = [...this.kept].filter(([, k]) => now >= k.untilMono);
-    await inBatches(due, async ([s, k]) => {
+    const due = this.phases.keptEntries().filter(([, k]) => now >= k.untilMono);
+    await inBatches(due, this.parallelWrites, async ([s, k]) => {
       const v = this.view.shard(s);
       if (v) await this.free(v, k.session);
-      this.kept.delete(s);
+      this.phases.keptOver(s);
     });
   }
 
@@ -725,7 +702,7 @@ export class ShardMember {
     if (!v.record.owner || sessionKey(v.record.owner) !== sessionKey(session)) return;
     const rec: ShardRecord = { ...v.record, holderIdentity: '', owner: null };
     try {
-      const version = await this.call('update', (o) => this.store.updateGroupRecord(this.group, rec, v.version, o));
+      const version = (await this.writeShard(rec, v.version))!;
       this.view.wrote({ record: rec, version });
     } catch (err) {
       // A conflict: another wrote it since (it is not ours to free any more). Anything else: the
@@ -735,32 +712,10 @@ export class ShardMember {
     }
   }
 
-  private async drained(s: number, token: number): Promise<boolean> {
-    const drain = this.opts.drain;
-    if (!drain || this.drainTimeoutMs === 0) return true;
-    let timer: Timer | undefined;
-    const bound = new Promise<false>((resolve) => (timer = this.clock.setTimer(() => resolve(false), this.drainTimeoutMs)));
-    try {
-      return await Promise.race([
-        Promise.resolve()
-          .then(() => drain(s, token))
-          .then(
-            (r) => r !== false,
-            () => false,
-          ),
-        bound,
-      ]);
-    } finally {
-      timer?.cancel();
-    }
-  }
-
   /** Stopping: the slot released (holder none) once nothing is owned; a slot not ours any more is left. */
   private async leave(): Promise<void> {
-    const m = this.mine;
+    const m = this.sessions.end();
     if (!m) return;
-    this.mine = null;
-    m.deadline?.cancel();
     const slot: MemberSlot = {
       kind: 'member',
       index: m.slot,
@@ -786,7 +741,7 @@ export class ShardMember {
    * (better-sqlite3) would otherwise let its heartbeat renew a session the others took shards
    * from. Returns whether it ended.
    */
-  private endIfExpired(m: Mine): boolean {
+  private endIfExpired(m: Session): boolean {
     if (this.mine !== m || this.sessionValid(m)) return false;
     this.sessionLost(
       `the session's validity ended (no successful heartbeat and list within renewDeadline, ${this.timings.renewDeadlineMs} ms): it is not renewed, the member joins anew`,
@@ -794,8 +749,8 @@ export class ShardMember {
     return true;
   }
 
-  private sessionValid(m: Mine): boolean {
-    return this.mine === m && this.clock.monotonic() < this.basis(m).mono + this.timings.renewDeadlineMs;
+  private sessionValid(m: Session): boolean {
+    return this.sessions.valid(m);
   }
 
   /**
@@ -832,7 +787,8 @@ export class ShardMember {
   }
 
   private heartbeatDue(): boolean {
-    return this.lastHeartbeatMono === null || this.clock.monotonic() - this.lastHeartbeatMono >= this.timings.retryPeriodMs;
+    const sent = this.mine?.heartbeatSentMono ?? null;
+    return sent === null || this.clock.monotonic() - sent >= this.timings.retryPeriodMs;
   }
 
   private listDue(): boolean {
@@ -848,28 +804,42 @@ export class ShardMember {
   }
 
   private wakeUp(): void {
-    this.wake?.abort();
-    this.pendingWake = true;
+    if (this.wake instanceof AbortController) this.wake.abort();
+    else this.wake = 'pending';
   }
 
-  private pendingWake = false;
-
   private async waitNext(): Promise<void> {
-    if (this.pendingWake) {
-      this.pendingWake = false;
+    if (this.wake === 'pending') {
+      this.wake = null;
       // A hint waits for the list's own pace; anything else goes at once.
       if (!this.hinted || this.listDue()) return;
     }
     const now = this.clock.monotonic();
     let due = (this.listTriedMono ?? now) + this.timings.retryPeriodMs;
-    if (this.mine && this.lastHeartbeatMono !== null) due = Math.min(due, this.lastHeartbeatMono + this.timings.retryPeriodMs);
+    const heartbeatSent = this.mine?.heartbeatSentMono ?? null;
+    if (heartbeatSent !== null) due = Math.min(due, heartbeatSent + this.timings.retryPeriodMs);
     if (this.hinted && this.listTriedMono !== null) due = Math.min(due, this.listTriedMono + HINT_LIST_MS);
-    for (const k of this.kept.values()) if (k.untilMono > now) due = Math.min(due, k.untilMono);
+    for (const [, k] of this.phases.keptEntries()) if (k.untilMono > now) due = Math.min(due, k.untilMono);
     const wake = new AbortController();
     this.wake = wake;
     await sleep(this.clock, Math.max(0, due - now), wake.signal);
     this.wake = null;
-    this.pendingWake = false;
+  }
+
+  /**
+   * A shard record's write (a create when `expected` is null): in a batch where the store has
+   * them, where `stillWanted` is asked again right before it is sent (null: withdrawn); else alone.
+   */
+  private writeShard(rec: ShardRecord, expected: string | null, stillWanted?: () => boolean): Promise<string | null> {
+    if (this.batches) return this.batches.write(rec, expected, stillWanted);
+    return this.call(expected === null ? 'create' : 'update', (opts) =>
+      expected === null ? this.store.createGroupRecord(this.group, rec, opts) : this.store.updateGroupRecord(this.group, rec, expected, opts),
+    );
+  }
+
+  /** Writes of a pass at once: every one where they go in batches (the batches bound them), else PARALLEL_WRITES. */
+  private get parallelWrites(): number {
+    return this.batches ? Infinity : PARALLEL_WRITES;
   }
 
   private call<T>(op: string, send: (opts: CallOptions) => Promise<T>): Promise<T> {
@@ -896,6 +866,6 @@ function endReasonText(e: EndStep): string {
   }
 }
 
-async function inBatches<T>(items: readonly T[], fn: (item: T) => Promise<void>): Promise<void> {
-  for (let i = 0; i < items.length; i += PARALLEL_WRITES) await Promise.all(items.slice(i, i + PARALLEL_WRITES).map(fn));
+async function inBatches<T>(items: readonly T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
+  for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }

@@ -460,6 +460,145 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
       });
     });
 
+    describe('writeGroupRecords, where a store has one', () => {
+      const batch = (t: { skip(why: string): void }) => {
+        if (!s.writeGroupRecords) t.skip(`${storeName} has no writeGroupRecords`);
+        return s.writeGroupRecords?.bind(s);
+      };
+
+      it('an empty batch writes nothing and answers []', async (t) => {
+        const write = batch(t);
+        if (!write) return;
+        const g = fresh();
+        assert.deepEqual(await write(g, []), []);
+        assert.deepEqual(await s.listGroup(g), []);
+      });
+
+      it('creates and updates of every kind in one batch: each written, outcomes in order, the versions the list returns', async (t) => {
+        const write = batch(t);
+        if (!write) return;
+        const g = fresh();
+        const v0 = await s.createGroupRecord(g, contractShard(0));
+        const v1 = await s.createGroupRecord(g, contractSlot(1));
+        const records: GroupRecord[] = [
+          contractShard(0, { holderIdentity: '', owner: null }),
+          contractHeader(),
+          contractSlot(1, { renewTime: later }),
+          contractShard(7, { token: 3 }),
+        ];
+        const outcomes = await write(g, [
+          { record: records[0]!, expectedVersion: v0 },
+          { record: records[1]!, expectedVersion: null },
+          { record: records[2]!, expectedVersion: v1 },
+          { record: records[3]!, expectedVersion: null },
+        ]);
+        assert.equal(outcomes.length, 4);
+        const versions = outcomes.map((o) => (o.written ? o.version : assert.fail(`a write was refused: ${o.conflict}`)));
+        assert.ok(!versions.includes(v0) && !versions.includes(v1), 'an update kept its old version');
+        assert.deepEqual(sorted(await s.listGroup(g)), sorted(records.map((record, i) => ({ record, version: versions[i]! }))));
+        // Each new version is a compare-and-swap base like a single write's.
+        await s.updateGroupRecord(g, contractShard(7, { token: 4 }), versions[3]!);
+      });
+
+      it('a batch with one row another writer changed: that row is a conflict and keeps the other write, the rest are written', async (t) => {
+        const write = batch(t);
+        if (!write) return;
+        const g = fresh();
+        const v = await Promise.all([0, 1, 2].map((i) => s.createGroupRecord(g, contractShard(i))));
+        await subject.writeElsewhere(g, contractShard(1, { holderIdentity: 'b', owner: { slot: 2, session: 5 }, token: 2 }));
+        const free = (i: number) => contractShard(i, { holderIdentity: '', owner: null });
+        const outcomes = await write(
+          g,
+          [0, 1, 2].map((i) => ({ record: free(i), expectedVersion: v[i]! })),
+        );
+        assert.deepEqual(
+          outcomes.map((o) => o.written),
+          [true, false, true],
+        );
+        // The conflict names the record: `shard/1`, or on Kubernetes its Lease, `…-shard-0001`.
+        assert.match((outcomes[1] as { conflict: string }).conflict, /shard[/-]0*1\b/);
+        const list = await s.listGroup(g);
+        assert.deepEqual(find(list, { kind: 'shard', index: 0 })?.record, free(0));
+        assert.deepEqual(find(list, { kind: 'shard', index: 1 })?.record, contractShard(1, { holderIdentity: 'b', owner: { slot: 2, session: 5 }, token: 2 }));
+        assert.deepEqual(find(list, { kind: 'shard', index: 2 })?.record, free(2));
+      });
+
+      it('a create that collides and an update of a deleted record are conflicts; nothing is overwritten or recreated; the others are written', async (t) => {
+        const write = batch(t);
+        if (!write) return;
+        const g = fresh();
+        const vOld = await s.createGroupRecord(g, contractShard(3));
+        const vGone = await s.createGroupRecord(g, contractShard(4));
+        await subject.deleteElsewhere(g, { kind: 'shard', index: 4 });
+        const outcomes = await write(g, [
+          { record: contractShard(2), expectedVersion: null },
+          { record: contractShard(3, { holderIdentity: 'b', token: 9 }), expectedVersion: null },
+          { record: contractShard(4, { token: 2 }), expectedVersion: vGone },
+          { record: contractShard(5), expectedVersion: 'not-a-version' },
+        ]);
+        assert.deepEqual(
+          outcomes.map((o) => o.written),
+          [true, false, false, false],
+        );
+        assert.deepEqual(
+          sorted(await s.listGroup(g)),
+          sorted([
+            { record: contractShard(2), version: (outcomes[0] as { version: string }).version },
+            { record: contractShard(3), version: vOld },
+          ]),
+        );
+      });
+
+      it('a batch that breaks a rule (a record past a bound, one record written twice, an aborted signal) is refused whole, nothing written', async (t) => {
+        const write = batch(t);
+        if (!write) return;
+        const g = fresh();
+        assert.equal(
+          await codeOf(
+            write(g, [
+              { record: contractShard(0), expectedVersion: null },
+              { record: contractShard(MAX_SHARDS), expectedVersion: null },
+            ]),
+          ),
+          'LEASEHOLD_ERR_INVALID_RECORD',
+        );
+        assert.equal(
+          await codeOf(
+            write(g, [
+              { record: contractShard(1), expectedVersion: null },
+              { record: contractShard(1, { token: 2 }), expectedVersion: null },
+            ]),
+          ),
+          'LEASEHOLD_ERR_INVALID_RECORD',
+        );
+        await assert.rejects(
+          write(g, [{ record: contractShard(2), expectedVersion: null }], { signal: AbortSignal.abort(new Error('cancelled by the test')) }),
+        );
+        assert.deepEqual(await s.listGroup(g), []);
+      });
+
+      it('a batch of every shard of the largest group (256 on Kubernetes): each written once, in one call', async (t) => {
+        const write = batch(t);
+        if (!write) return;
+        const g = fresh();
+        // On Kubernetes a batch is single writes a few at a time: its size adds only time there.
+        const size = s.backend === 'kubernetes' ? 256 : MAX_SHARDS;
+        const created = await write(
+          g,
+          Array.from({ length: size }, (_, i) => ({ record: contractShard(i), expectedVersion: null })),
+        );
+        assert.equal(created.filter((o) => o.written).length, size);
+        const freed = await write(
+          g,
+          created.map((o, i) => ({ record: contractShard(i, { holderIdentity: '', owner: null }), expectedVersion: (o as { version: string }).version })),
+        );
+        assert.equal(freed.filter((o) => o.written).length, size);
+        const list = await s.listGroup(g);
+        assert.equal(list.length, size);
+        assert.ok(list.every((r) => r.record.kind === 'shard' && r.record.owner === null));
+      });
+    });
+
     it("watchGroup, where a store has one, hints at another writer's change and deletion in its group, not at another group's, and stops when told", async (t) => {
       if (!s.watchGroup) {
         t.skip(`${storeName} has no watchGroup`);

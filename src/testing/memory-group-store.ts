@@ -1,10 +1,19 @@
 import { ConflictError } from '../errors.js';
 import { abortReason, throwIfAborted } from '../abort.js';
 import type { CallOptions } from '../backends/lease-store.js';
-import { recordKey, type GroupChanges, type GroupRecord, type GroupStore, type VersionedGroupRecord } from '../backends/group-store.js';
+import {
+  recordKey,
+  type GroupChanges,
+  type GroupRecord,
+  type GroupStore,
+  type GroupWrite,
+  type GroupWriteOutcome,
+  type VersionedGroupRecord,
+} from '../backends/group-store.js';
+import { checkGroupWrites } from '../backends/group-writes.js';
 import { checkGroupName, checkGroupRecord } from '../backends/group-record-check.js';
 
-export type GroupStoreOp = 'list' | 'changes' | 'create' | 'update';
+export type GroupStoreOp = 'list' | 'changes' | 'create' | 'update' | 'write';
 
 /**
  * An in-memory GroupStore for the shard group's unit tests and simulation (every other tier uses
@@ -92,6 +101,20 @@ export class MemoryGroupStore implements GroupStore {
     if (!row) throw new ConflictError(`${group} ${recordKey(record)} was deleted since it was read`);
     if (row.version !== expectedVersion) throw new ConflictError(`${group} ${recordKey(record)} changed since it was read`);
     return this.put(group, record);
+  }
+
+  /** A batch ('write' in `calls`): each write its own compare-and-swap, all at one moment, as a transaction would. */
+  async writeGroupRecords(group: string, writes: readonly GroupWrite[], opts?: CallOptions): Promise<GroupWriteOutcome[]> {
+    await this.fault('write', opts);
+    checkGroupWrites(group, writes);
+    return writes.map(({ record, expectedVersion }): GroupWriteOutcome => {
+      const row = this.rows(group).get(recordKey(record));
+      if (expectedVersion === null && row) return { written: false, conflict: `${group} ${recordKey(record)} already exists` };
+      if (expectedVersion !== null && !row) return { written: false, conflict: `${group} ${recordKey(record)} was deleted since it was read` };
+      if (expectedVersion !== null && row!.version !== expectedVersion)
+        return { written: false, conflict: `${group} ${recordKey(record)} changed since it was read` };
+      return { written: true, version: this.put(group, record) };
+    });
   }
 
   watchGroup(group: string, onChange: () => void, onHealth?: (healthy: boolean) => void): () => void {

@@ -26,6 +26,7 @@ import { operatorChecks } from './operator-checks.js';
 import { healthChecks } from './health-checks.js';
 import { shardChecks } from './shard-checks.js';
 import { fencingChecks } from './fencing-checks.js';
+import { policyModeChecks } from './policy-mode-checks.js';
 
 const RELEASE = 'lh';
 const LEASE = 'lh-leasehold';
@@ -686,4 +687,7 @@ describe('the chart on a real node', () => {
 
   // Last, on the same node (one bring-up): the chart's release is uninstalled first.
   operatorChecks(cluster, NS);
+
+  // After the webhook install is gone (one bring-up): an install in policy mode, its own value.
+  policyModeChecks(cluster);
 });

@@ -289,6 +289,42 @@ describe('the operator chart', () => {
     assert.deepEqual(hookRule.resourceNames, ['ops-leasehold-operator']);
   });
 
+  it('fencing.objectPolicies: off, no policy, no right to bindings, no flag; on, one policy, that right and the flag naming it', () => {
+    const argsOf = (d: Obj[]) => one(d, 'Deployment').spec.template.spec.containers[0].args as string[];
+    const bindingRules = (d: Obj[]): unknown[] =>
+      one(d, 'ClusterRole').rules!.filter((r) => (r.resources as string[]).includes('validatingadmissionpolicybindings'));
+    const off = render();
+    assert.ok(!off.some((d) => d.kind.startsWith('ValidatingAdmissionPolicy')));
+    assert.deepEqual(bindingRules(off), []);
+    assert.ok(!argsOf(off).some((a) => a.startsWith('--fence-objects-policy')));
+
+    const on = render(['fencing.objectPolicies.enabled=true']);
+    const policies = on.filter((d) => d.kind === 'ValidatingAdmissionPolicy');
+    assert.equal(policies.length, 1);
+    assert.ok(!on.some((d) => d.kind === 'ValidatingAdmissionPolicyBinding'), 'the chart binds nothing: the operator does, per Lease');
+    const name = 'ops-leasehold-operator.leasehold-system.operator-fencing.leasehold.io';
+    assert.equal(policies[0]!.metadata.name, name);
+    // Never a name the leasehold chart's policy (<fullname>.<namespace>.fencing.leasehold.io) can have.
+    assert.ok(!name.endsWith('.fencing.leasehold.io'));
+    assert.deepEqual(policies[0]!.spec.paramKind, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' });
+    assert.deepEqual(policies[0]!.spec.matchConstraints.resourceRules, [
+      { apiGroups: ['*'], apiVersions: ['*'], resources: ['*'], operations: ['CREATE', 'UPDATE', 'DELETE'], scope: 'Namespaced' },
+    ]);
+    assert.deepEqual(bindingRules(on), [
+      { apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingadmissionpolicybindings'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
+    ]);
+    // The policy is the chart's to write: the operator only reads it, by name.
+    assert.deepEqual(
+      one(on, 'ClusterRole').rules!.filter((r) => (r.resources as string[]).includes('validatingadmissionpolicies')),
+      [{ apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingadmissionpolicies'], resourceNames: [name], verbs: ['get'] }],
+    );
+    assert.ok(argsOf(on).includes(`--fence-objects-policy=${name}`));
+    assertRefused([['fencing.objectPolicies.enabled=yes', 'fencing.objectPolicies.enabled']]);
+    const old = helm(['template', 'ops', CHART, '--kube-version', '1.29.0', '--set', 'fencing.objectPolicies.enabled=true']);
+    assert.notEqual(old.code, 0);
+    assert.match(old.err, /fencing\.objectPolicies\.enabled needs Kubernetes 1\.30 or later/);
+  });
+
   describe('with certManager.enabled', () => {
     const cm = (set: string[] = [], namespace?: string) => render(['certManager.enabled=true', ...set], namespace);
     const args = (docs: Obj[]) => one(docs, 'Deployment').spec.template.spec.containers[0].args as string[];

@@ -21,6 +21,8 @@ export interface OperatorOptions {
   webhook: string;
   /** Flags particular to the test (timings, certificate mode, ...). */
   flags?: string[];
+  /** Another identity than the admin's (a ServiceAccount's, to run with a chart's rights only). */
+  kubeconfig?: string;
 }
 
 /** Starts `leasehold operator` with the flags every test needs, then the test's own. */
@@ -28,7 +30,7 @@ export function startOperatorProcess(o: OperatorOptions): Proc {
   return startCli([
     'operator',
     '--kubeconfig',
-    env().admin,
+    o.kubeconfig ?? env().admin,
     '--namespace',
     o.namespace,
     '--identity',

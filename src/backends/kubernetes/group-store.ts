@@ -13,14 +13,23 @@
  * Fields this store does not own (other labels and annotations, spec fields) are carried over
  * from the object last read, as the lease store does.
  */
-import type { KubeClient } from '../../kube/api-client.js';
+import { MAX_SOCKETS, type KubeClient } from '../../kube/api-client.js';
 import { httpStatus } from '../../kube/api-errors.js';
 import { BackendError, ConflictError, ForbiddenError, ForeignRecordError, InvalidRecordError, LeaseholdError, NotFoundError } from '../../errors.js';
 import { escapeControl } from '../../util/escape-control.js';
 import { validateKubernetesLeaseDuration } from '../../config/election-options.js';
 import { WATCH_TIMEOUT_SECONDS, keepWatching } from './kept-watch.js';
 import type { CallOptions } from '../lease-store.js';
-import { MAX_MEMBER_SLOTS, MAX_SHARDS, recordKey, type GroupRecord, type VersionedGroupRecord } from '../group-store.js';
+import {
+  MAX_MEMBER_SLOTS,
+  MAX_SHARDS,
+  recordKey,
+  type GroupRecord,
+  type GroupWrite,
+  type GroupWriteOutcome,
+  type VersionedGroupRecord,
+} from '../group-store.js';
+import { checkGroupWrites, writeEachGroupRecord } from '../group-writes.js';
 import { checkGroupRecord } from '../group-record-check.js';
 import { formatMicroTime, parseMicroTime } from './micro-time.js';
 import { MAX_INT32, type Lease, type LeaseList, type LeaseSpec } from './lease-object.js';
@@ -29,6 +38,13 @@ import { GROUP_LABEL, RECORD_LABEL, checkKubernetesGroupName, labelsOf, leaseNam
 export const MEMBER_STATE_ANNOTATION = 'leasehold.io/member-state';
 export const OWNER_SESSION_ANNOTATION = 'leasehold.io/owner-session';
 export const SHARDS_ANNOTATION = 'leasehold.io/shards';
+/**
+ * A batch's requests in flight at once: three of the client's connections stay free, for the
+ * group's watch, the heartbeat and the list, so neither of the last two queues behind a batch
+ * (docs/benchmarks.md, "Shard writes in batches", for what it gives on the test API server).
+ */
+export const BATCH_IN_FLIGHT = MAX_SOCKETS - 3;
+
 export class KubernetesGroupStore {
   readonly maxToken = MAX_INT32;
   /** The last object read or written per Lease name, to carry fields we do not own and its uid. */
@@ -133,6 +149,19 @@ export class KubernetesGroupStore {
     } catch (err) {
       throw this.translate(err, 'update', name);
     }
+  }
+
+  /**
+   * A batch as concurrent single writes (the API server has no transaction over several
+   * objects), each its own compare-and-swap, at most BATCH_IN_FLIGHT at once: the client keeps
+   * MAX_SOCKETS connections, and the batch leaves the others to the heartbeat and the list, so
+   * they never queue behind it. Every record is checked before the first request.
+   */
+  async writeGroupRecords(group: string, writes: readonly GroupWrite[], opts?: CallOptions): Promise<GroupWriteOutcome[]> {
+    checkKubernetesGroupName(group);
+    checkGroupWrites(group, writes, MAX_INT32);
+    for (const { record } of writes) if (record.kind === 'member') validateKubernetesLeaseDuration(record.leaseDurationSeconds * 1000);
+    return writeEachGroupRecord(this, group, writes, BATCH_IN_FLIGHT, opts);
   }
 
   /**

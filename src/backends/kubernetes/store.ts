@@ -6,7 +6,7 @@ import { formatMicroTime, parseMicroTime } from './micro-time.js';
 import { validateKubernetesLeaseDuration } from '../../config/election-options.js';
 import { WATCH_TIMEOUT_SECONDS, keepWatching } from './kept-watch.js';
 import { SUCCESSOR_ANNOTATION, formatSuccessor, parseSuccessor } from './successor-annotation.js';
-import type { GroupRecord, GroupStore, VersionedGroupRecord } from '../group-store.js';
+import type { GroupRecord, GroupStore, GroupWrite, GroupWriteOutcome, VersionedGroupRecord } from '../group-store.js';
 import { KubernetesGroupStore } from './group-store.js';
 import { MAX_INT32, type Lease, type LeaseSpec } from './lease-object.js';
 
@@ -159,6 +159,10 @@ export class KubernetesLeaseStore implements LeaseStore, GroupStore {
 
   updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
     return this.groups.updateGroupRecord(group, record, expectedVersion, opts);
+  }
+
+  writeGroupRecords(group: string, writes: readonly GroupWrite[], opts?: CallOptions): Promise<GroupWriteOutcome[]> {
+    return this.groups.writeGroupRecords(group, writes, opts);
   }
 
   watchGroup(group: string, onChange: () => void, onHealth?: (healthy: boolean) => void): () => void {

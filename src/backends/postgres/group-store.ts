@@ -19,7 +19,8 @@ import { BackendError, ConflictError, InvalidConfigError, InvalidRecordError, St
 import { escapeControl } from '../../util/escape-control.js';
 import type { Logger } from '../../log.js';
 import type { CallOptions } from '../lease-store.js';
-import { recordKey, type GroupChanges, type GroupRecord, type VersionedGroupRecord } from '../group-store.js';
+import { recordKey, type GroupChanges, type GroupRecord, type GroupWrite, type GroupWriteOutcome, type VersionedGroupRecord } from '../group-store.js';
+import { checkGroupWrites } from '../group-writes.js';
 import { checkGroupName, checkGroupRecord } from '../group-record-check.js';
 import { MAX_TEXT_BYTES, boundedColumn, oversizedColumn } from '../bounded-sql.js';
 import { GROUP_KEY_COLUMNS, GROUP_VALUE_COLUMNS } from '../group-columns.js';
@@ -59,6 +60,20 @@ const BOUNDED: [string, number][] = [
 ];
 /** The columns a read of the group's rows selects; the text ones bounded. */
 const ROW_COLUMNS = `kind, idx, ${BOUNDED.map(([c, max]) => boundedColumn(c, max)).join(', ')}, session, renew_time_ms, lease_duration_seconds, token, owner_slot, owner_session, acquire_time_ms, shards, created_at_ms, version, ${oversizedColumn(BOUNDED)}`;
+/** Each value column's type (schema.ts), for the arrays a batch sends. */
+const BATCH_TYPES: Record<(typeof GROUP_VALUE_COLUMNS)[number], string> = {
+  holder_identity: 'text',
+  session: 'bigint',
+  state: 'text',
+  renew_time_ms: 'bigint',
+  lease_duration_seconds: 'float8',
+  token: 'bigint',
+  owner_slot: 'int',
+  owner_session: 'bigint',
+  acquire_time_ms: 'bigint',
+  shards: 'int',
+  created_at_ms: 'bigint',
+};
 /** Every column the store reads and writes: a table without one is refused, naming it. */
 const COLUMNS = [...GROUP_KEY_COLUMNS, ...GROUP_VALUE_COLUMNS, 'version'];
 
@@ -176,7 +191,7 @@ export class PostgresGroupStore {
   async updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
     checkGroupRecord(group, record);
     this.refuseWrite('update');
-    if (!/^\d{1,19}$/.test(expectedVersion) || BigInt(expectedVersion) > MAX_BIGINT)
+    if (!issued(expectedVersion))
       throw new ConflictError(`group ${group} record ${recordKey(record)}: version ${JSON.stringify(expectedVersion)} is not one this store issued`);
     await this.ensureTable(opts);
     const r = await this.conn.query<{ version: string }>(
@@ -190,6 +205,69 @@ export class PostgresGroupStore {
       throw new ConflictError(`group ${group} record ${recordKey(record)} changed or was deleted since version ${expectedVersion} was read (${this.location})`);
     this.hintAfterCommit(group);
     return String(r.rows[0]!.version);
+  }
+
+  /**
+   * A batch in one statement, so one transaction (the connection is shared: never a BEGIN ...
+   * COMMIT of several): the writes as arrays, an UPDATE per row whose version is still the
+   * expected one and an INSERT ... ON CONFLICT DO NOTHING per create. A row another transaction
+   * changed first fails its own WHERE (READ COMMITTED re-checks it on the row's newest version),
+   * so it is reported, not the batch. A version this store never issued is a conflict unsent.
+   */
+  async writeGroupRecords(group: string, writes: readonly GroupWrite[], opts?: CallOptions): Promise<GroupWriteOutcome[]> {
+    checkGroupWrites(group, writes);
+    this.refuseWrite('batch');
+    if (writes.length === 0) return [];
+    await this.ensureTable(opts);
+    const outcomes: (GroupWriteOutcome | undefined)[] = writes.map(({ record, expectedVersion }) =>
+      expectedVersion !== null && !issued(expectedVersion)
+        ? { written: false, conflict: `group ${group} record ${recordKey(record)}: version ${JSON.stringify(expectedVersion)} is not one this store issued` }
+        : undefined,
+    );
+    const sent = writes.flatMap((w, ord) => (outcomes[ord] ? [] : [{ ord, ...w }]));
+    const columns = sent.map((w) => toValues(w.record));
+    const array = (i: number) => columns.map((values) => values[i] ?? null);
+    const params = [
+      group,
+      sent.map((w) => w.ord),
+      sent.map((w) => w.record.kind),
+      sent.map((w) => w.record.index),
+      sent.map((w) => w.expectedVersion),
+      ...GROUP_VALUE_COLUMNS.map((_, i) => array(i)),
+    ];
+    const w = (c: string) => `w.${c}`;
+    const r = await this.conn.query<{ ord: number; version: string }>(
+      'group batch',
+      `WITH w AS (
+         SELECT * FROM unnest($2::int[], $3::text[], $4::int[], $5::bigint[], ${GROUP_VALUE_COLUMNS.map((c, i) => `$${i + 6}::${BATCH_TYPES[c]}[]`).join(', ')})
+           AS w(ord, kind, idx, expected, ${GROUP_VALUE_COLUMNS.join(', ')})
+       ), updated AS (
+         UPDATE ${this.qualified} t SET ${GROUP_VALUE_COLUMNS.map((c) => `${c} = ${w(c)}`).join(', ')}, version = txid_current()
+         FROM w WHERE w.expected IS NOT NULL AND t.group_name = $1 AND t.kind = w.kind AND t.idx = w.idx AND t.version = w.expected
+         RETURNING w.ord, t.version
+       ), created AS (
+         INSERT INTO ${this.qualified} (group_name, kind, idx, ${GROUP_VALUE_COLUMNS.join(', ')}, version)
+         SELECT $1, w.kind, w.idx, ${GROUP_VALUE_COLUMNS.map(w).join(', ')}, txid_current() FROM w WHERE w.expected IS NULL
+         ON CONFLICT (group_name, kind, idx) DO NOTHING
+         RETURNING kind, idx, version
+       )
+       SELECT ord, version FROM updated
+       UNION ALL SELECT w.ord, created.version FROM created JOIN w ON w.expected IS NULL AND w.kind = created.kind AND w.idx = created.idx`,
+      params,
+      opts,
+    );
+    for (const row of r.rows) outcomes[row.ord] = { written: true, version: String(row.version) };
+    if (r.rows.length > 0) this.hintAfterCommit(group);
+    return writes.map(
+      ({ record, expectedVersion }, i) =>
+        outcomes[i] ?? {
+          written: false,
+          conflict:
+            expectedVersion === null
+              ? `group ${group} record ${recordKey(record)} already exists in ${this.location}`
+              : `group ${group} record ${recordKey(record)} changed or was deleted since version ${expectedVersion} was read (${this.location})`,
+        },
+    );
   }
 
   /**
@@ -446,6 +524,11 @@ function codeOf(err: unknown): string {
   const own = (err as { code?: unknown }).code;
   if (isLeaseholdError(err)) return ((err.cause as { code?: unknown } | undefined)?.code as string | undefined) ?? '';
   return typeof own === 'string' ? own : '';
+}
+
+/** Whether `version` could be one this store issued: a BIGINT's digits. */
+function issued(version: string): boolean {
+  return /^\d{1,19}$/.test(version) && BigInt(version) <= MAX_BIGINT;
 }
 
 /** The value columns, in GROUP_VALUE_COLUMNS' order; those another kind uses are NULL. */

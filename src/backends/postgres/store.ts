@@ -27,7 +27,7 @@ import type { Logger } from '../../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../lease-store.js';
 import { DEFAULT_POSTGRES_TABLE, describeTarget, parseTableName } from './config.js';
 import { PostgresConnection, codedError, connectionSettings, loadDriver } from './connection.js';
-import type { GroupChanges, GroupRecord, GroupStore, VersionedGroupRecord } from '../group-store.js';
+import type { GroupChanges, GroupRecord, GroupStore, GroupWrite, GroupWriteOutcome, VersionedGroupRecord } from '../group-store.js';
 import { PostgresGroupStore } from './group-store.js';
 import { HintThrottle, channelName } from './notify.js';
 import { NOTIFIES_AFTER_COMMIT, addSuccessorStatement, adminScript, createStatements, notifyFunctionStatement } from './schema.js';
@@ -469,6 +469,10 @@ export class PostgresLeaseStore implements LeaseStore, GroupStore {
 
   updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
     return this.groups.updateGroupRecord(group, record, expectedVersion, opts);
+  }
+
+  writeGroupRecords(group: string, writes: readonly GroupWrite[], opts?: CallOptions): Promise<GroupWriteOutcome[]> {
+    return this.groups.writeGroupRecords(group, writes, opts);
   }
 
   watchGroup(group: string, onChange: () => void, onHealth?: (healthy: boolean) => void): () => void {

@@ -62,6 +62,28 @@ describe('SqliteLeaseStore as a group store, on a real file', () => {
     }
   });
 
+  it("each write's version draw reads the index on version, not every row; a file made before the index gets it at its first group call", async () => {
+    const path = fresh();
+    const first = new SqliteLeaseStore(path);
+    await first.createGroupRecord('g', contractSlot(0)).finally(() => first.close());
+    // As a file written by a release without the index.
+    raw(path, (db) => db.exec('DROP INDEX lease_groups_by_version'));
+    const store = new SqliteLeaseStore(path);
+    try {
+      await store.listGroup('g');
+      const plan = raw(path, (db) =>
+        db
+          .prepare('EXPLAIN QUERY PLAN SELECT coalesce(max(version), 0) FROM lease_groups')
+          .all()
+          .map((r) => (r as { detail: string }).detail),
+      );
+      // Without the index the draw is a SCAN of the table on every write: a batch of N writes reads N × N rows.
+      assert.deepEqual(plan, ['SEARCH lease_groups USING COVERING INDEX lease_groups_by_version']);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a write in plain SQL that leaves the version alone moves it all the same: the earlier version is stale', async () => {
     const path = fresh();
     const store = new SqliteLeaseStore(path);

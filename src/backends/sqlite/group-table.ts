@@ -25,8 +25,12 @@ import { GROUP_KEY_COLUMNS, GROUP_VALUE_COLUMNS } from '../group-columns.js';
 
 export const GROUP_TABLE = 'lease_groups';
 const VERSION_TABLE = 'lease_groups_version';
+const VERSION_INDEX = 'lease_groups_by_version';
 /** The index that finds a group's rows written since a version (changesSince). */
 export const CHANGES_INDEX = 'lease_groups_changes';
+// Neither index does the other's job. max(version) over the file (the draw) uses only an index
+// led by version: on (group_name, version) it walks the whole index (50 groups of 4096: 8.6 ms a
+// draw, not 1 µs). A group's rows past a version on (version) alone read every group's newer rows.
 
 /**
  * Draws the next version: from the counter row, or, if someone deleted that row, from past the
@@ -57,6 +61,10 @@ export const GROUP_SCHEMA = [
     PRIMARY KEY (group_name, kind, idx)
   )`,
   `CREATE TABLE IF NOT EXISTS ${VERSION_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), last INTEGER NOT NULL)`,
+  // The draw's max(version) is evaluated on every write, the counter row there or not: without
+  // an index it reads every row of every group, and a batch of N writes reads N times N rows
+  // (4096 shards: 10 s, not milliseconds). With it, max() is one step down the index.
+  `CREATE INDEX IF NOT EXISTS ${VERSION_INDEX} ON ${GROUP_TABLE} (version)`,
   `CREATE TRIGGER IF NOT EXISTS ${GROUP_TABLE}_version_insert AFTER INSERT ON ${GROUP_TABLE} FOR EACH ROW BEGIN
   ${DRAW}
 END`,
@@ -67,7 +75,7 @@ END`,
 END`,
   `CREATE INDEX IF NOT EXISTS ${CHANGES_INDEX} ON ${GROUP_TABLE} (group_name, version)`,
 ];
-const SCHEMA_OBJECTS = [GROUP_TABLE, VERSION_TABLE, `${GROUP_TABLE}_version_insert`, `${GROUP_TABLE}_version_update`, CHANGES_INDEX];
+const SCHEMA_OBJECTS = [GROUP_TABLE, VERSION_TABLE, VERSION_INDEX, `${GROUP_TABLE}_version_insert`, `${GROUP_TABLE}_version_update`, CHANGES_INDEX];
 
 /** Whether the file has every table and trigger of the group records (nothing to create). */
 export function hasGroupSchema(db: Database.Database): boolean {

@@ -20,6 +20,21 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
+{{/*
+How labelled pods get the sidecar, resolved: "policy" or "webhook". "auto" is policy when the API
+server serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (Kubernetes 1.36+; `helm
+template` reads it from --api-versions), else webhook. Every template that differs by mode reads
+this, never .Values.injection.mode: the webhook, its certificates and Service, and the policies.
+*/}}
+{{- define "leasehold-operator.injectionMode" -}}
+{{- $mode := .Values.injection.mode | default "webhook" -}}
+{{- if eq $mode "auto" -}}
+{{- ternary "policy" "webhook" (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy") -}}
+{{- else -}}
+{{- $mode -}}
+{{- end -}}
+{{- end }}
+
 {{/* The Secret the operator serves from: its own (`-tls`), or the one cert-manager writes (`-cert`). */}}
 {{- define "lho.secret" -}}
 {{- printf "%s-%s" (include "lho.fullname" .) (ternary "cert" "tls" .Values.certManager.enabled) -}}
@@ -128,6 +143,9 @@ helm template renders without it.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- if and .Values.certManager.enabled (eq (include "leasehold-operator.injectionMode" .) "policy") -}}
+{{- fail (printf "certManager.enabled is true, but injection.mode %q installs the MutatingAdmissionPolicy: no webhook, so no certificate for cert-manager to issue; set certManager.enabled=false, or injection.mode=webhook" (toString .Values.injection.mode)) -}}
+{{- end -}}
 {{- if .Values.certManager.enabled -}}
 {{- $c := .Values.certManager -}}
 {{- $duration := include "lho.seconds" $c.duration | float64 -}}
@@ -141,4 +159,13 @@ helm template renders without it.
 {{- fail (printf "certManager.caDuration %q must be longer than certManager.duration %q: the chart's CA signs the serving certificate" $c.caDuration $c.duration) -}}
 {{- end -}}
 {{- end -}}
+{{- end }}
+
+{{/*
+The ValidatingAdmissionPolicy the operator's bindings name (fencing.objectPolicies). Not the
+leasehold chart's `<fullname>.<namespace>.fencing.leasehold.io`: that one is a release's, fencing its
+own kinds, and a name shared with it would make two releases own one object.
+*/}}
+{{- define "lho.fencingPolicyName" -}}
+{{- printf "%s.%s.operator-fencing.leasehold.io" (include "lho.fullname" .) .Release.Namespace -}}
 {{- end }}

@@ -1,0 +1,71 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ShardPhases } from './shard-phases.js';
+
+const A = { slot: 0, session: 1 };
+const OLD = { slot: 0, session: 0 };
+
+describe('a member’s shard phases, in one map', () => {
+  it('a shard is in one phase at a time; within a phase, shards come in the order they entered it', () => {
+    const p = new ShardPhases();
+    p.own(3, { token: 1, version: 'v3' });
+    p.own(1, { token: 2, version: 'v1' });
+    p.own(2, { token: 3, version: 'v2' });
+    const e = p.end(3, A, 100)!;
+    assert.deepEqual(p.ownedShards(), [1, 2], 'an ending shard is not owned');
+    assert.equal(p.owned(3), undefined);
+    assert.deepEqual(
+      { token: e.token, version: e.version, session: e.session, renewedAtMono: e.renewedAtMono },
+      { token: 1, version: 'v3', session: A, renewedAtMono: 100 },
+    );
+    assert.equal(p.end(3, A, 200), undefined, 'only an owned shard starts through the gate');
+    p.end(1, A, 100);
+    assert.deepEqual([...p.endingShards()], [3, 1], 'ending shards in the order they ended');
+    p.keep(3, { session: A, token: 1, untilMono: 15_100 });
+    assert.deepEqual([...p.keptShards()], [3]);
+    assert.deepEqual([...p.endingShards()], [1]);
+    assert.equal(p.ending(3), undefined, 'a kept shard is not ending');
+  });
+
+  it('the end of a gate forgets its own ending only: a shard kept meanwhile stays kept', () => {
+    const p = new ShardPhases();
+    p.own(5, { token: 4, version: 'v' });
+    const e = p.end(5, A, 0)!;
+    p.keep(5, { session: A, token: 4, untilMono: 15_000 });
+    p.endingOver(5, e);
+    assert.deepEqual([...p.keptShards()], [5]);
+    p.keptOver(5);
+    assert.deepEqual([...p.keptShards()], []);
+    assert.equal(p.anyOwnedOrEnding(), false);
+  });
+
+  it('a write-back’s version given to the ending is the one its release writes from', () => {
+    const p = new ShardPhases();
+    p.own(0, { token: 1, version: 'v1' });
+    p.end(0, A, 0);
+    p.ending(0)!.version = 'v2';
+    assert.equal(p.ending(0)!.version, 'v2');
+  });
+
+  it('held: owned (by the current session), then ending, then kept, each with its session; owned ones only with a session', () => {
+    const p = new ShardPhases();
+    p.own(7, { token: 9, version: 'v' });
+    p.own(8, { token: 2, version: 'v' });
+    p.end(7, OLD, 0);
+    p.own(6, { token: 5, version: 'v' });
+    p.end(6, OLD, 0);
+    p.keep(6, { session: OLD, token: 5, untilMono: 1 });
+    p.own(4, { token: 1, version: 'v' });
+    assert.deepEqual(p.held(A), [
+      { shard: 8, token: 2, session: A },
+      { shard: 4, token: 1, session: A },
+      { shard: 7, token: 9, session: OLD },
+      { shard: 6, token: 5, session: OLD },
+    ]);
+    assert.equal(p.anyOwnedOrEnding(), true);
+    assert.deepEqual(
+      p.held(null).map((h) => h.shard),
+      [7, 6],
+    );
+  });
+});

@@ -1,0 +1,239 @@
+/**
+ * The operator chart's injection.mode (issue 44): what each mode renders, `auto` with and without
+ * the MutatingAdmissionPolicy API (helm template --api-versions), the operator's arguments as the
+ * CLI itself resolves them, and policy mode's label guard on the real API server.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import yaml from 'js-yaml';
+import { REPO, waitFor } from '../support/cli.js';
+import { admin, env, freshNamespace } from '../support/kube.js';
+import { buildTool } from '../support/build-tool.js';
+import { parseFlags } from '../../cmd/cli-parser.js';
+import { OPERATOR_OPTIONS, WEBHOOK_ONLY, resolveOperator } from '../../cmd/operator-command.js';
+import { ANNOTATION, INJECTED_LEASE, INJECTED_MARK, INJECTED_MAX_MEMBERS, INJECTED_POD_LABEL, INJECTED_SHARDS } from '../../src/operator/annotations.js';
+
+const CHART = join(REPO, 'deploy/helm/leasehold-operator');
+const POLICY_API = 'admissionregistration.k8s.io/v1/MutatingAdmissionPolicy';
+let helmBin = '';
+const helmHome = mkdtempSync(join(tmpdir(), 'lh-chart-mode-'));
+after(() => rmSync(helmHome, { recursive: true, force: true }));
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return */
+interface Obj {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string };
+  spec: Record<string, any>;
+  rules?: any[];
+}
+
+function template(set: string[], apiVersions: string[] = []): { code: number; out: string; err: string } {
+  const r = spawnSync(
+    helmBin,
+    [
+      'template',
+      'ops',
+      CHART,
+      '--namespace',
+      'leasehold-system',
+      '--kube-version',
+      '1.36.0',
+      ...apiVersions.flatMap((v) => ['--api-versions', v]),
+      ...set.flatMap((s) => ['--set', s]),
+    ],
+    {
+      encoding: 'utf8',
+      env: { ...process.env, HELM_CACHE_HOME: join(helmHome, 'c'), HELM_CONFIG_HOME: join(helmHome, 'g'), HELM_DATA_HOME: join(helmHome, 'd') },
+    },
+  );
+  return { code: r.status ?? 1, out: r.stdout, err: r.stderr };
+}
+
+function render(set: string[] = [], apiVersions: string[] = []): Obj[] {
+  const r = template(set, apiVersions);
+  assert.equal(r.code, 0, r.err);
+  return (yaml.loadAll(r.out) as (Obj | null)[]).filter((d): d is Obj => d !== null);
+}
+
+const kinds = (docs: Obj[]) => docs.map((d) => d.kind).sort();
+const container = (docs: Obj[]) => docs.find((d) => d.kind === 'Deployment')!.spec.template.spec.containers[0];
+const args = (docs: Obj[]) => container(docs).args as string[];
+/** The operator's arguments as `leasehold operator` resolves them: the chart never passes what the CLI refuses. */
+const resolved = (docs: Obj[]) => resolveOperator(parseFlags(OPERATOR_OPTIONS, args(docs).slice(1), {}, { command: 'operator' }), { POD_NAME: 'ops-0' });
+
+const WEBHOOK_KINDS = [
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'Deployment',
+  'MutatingWebhookConfiguration',
+  'PodDisruptionBudget',
+  'Role',
+  'RoleBinding',
+  'Service',
+  'ServiceAccount',
+];
+const POLICY_KINDS = [
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'Deployment',
+  'PodDisruptionBudget',
+  'ServiceAccount',
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
+];
+
+describe("the operator chart's injection.mode", () => {
+  before(() => {
+    helmBin = buildTool('build-helm.sh');
+  });
+
+  it('webhook (the default for now): the webhook, its Service, its Secrets Role; the operator in webhook mode', () => {
+    for (const docs of [render(), render(['injection.mode=webhook'])]) {
+      assert.deepEqual(kinds(docs), WEBHOOK_KINDS);
+      assert.equal(resolved(docs).mode, 'webhook');
+      assert.ok(!args(docs).some((a) => a.startsWith('--injection-mode')));
+      assert.ok(args(docs).includes('--secret=ops-leasehold-operator-tls') && args(docs).includes('--mark-secret=ops-leasehold-operator-mark'));
+      assert.deepEqual(container(docs).ports, [{ name: 'webhook', containerPort: 8443, protocol: 'TCP' }]);
+      assert.equal(container(docs).readinessProbe.httpGet.scheme, 'HTTPS');
+      assert.ok(docs.find((d) => d.kind === 'ClusterRole')!.rules!.some((r) => r.resources.includes('mutatingwebhookconfigurations')));
+    }
+  });
+
+  it('policy: no webhook configuration, TLS or mark Secret, Service or webhook port; the operator in policy mode with no webhook-only flag', () => {
+    const docs = render(['injection.mode=policy']);
+    assert.deepEqual(kinds(docs), POLICY_KINDS);
+    const s = resolved(docs);
+    assert.equal(s.mode, 'policy');
+    assert.deepEqual(s.listen, { host: '0.0.0.0', port: 8080 });
+    for (const flag of WEBHOOK_ONLY) assert.ok(!args(docs).some((a) => a.startsWith(`--${flag}=`)), `--${flag} is not passed`);
+    assert.deepEqual(container(docs).ports, [{ name: 'http', containerPort: 8080, protocol: 'TCP' }]);
+    for (const probe of ['readinessProbe', 'livenessProbe'])
+      assert.deepEqual(container(docs)[probe].httpGet, { path: '/healthz', port: 'http', scheme: 'HTTP' });
+    const role = docs.find((d) => d.kind === 'ClusterRole')!;
+    assert.ok(!role.rules!.some((r) => r.resources.includes('mutatingwebhookconfigurations') || r.resources.includes('secrets')));
+    assert.ok(!docs.some((d) => d.apiVersion.startsWith('cert-manager.io/')));
+  });
+
+  it('auto: policy when the API server serves MutatingAdmissionPolicy in admissionregistration.k8s.io/v1, else the webhook', () => {
+    const without = render(['injection.mode=auto']);
+    assert.deepEqual(kinds(without), WEBHOOK_KINDS);
+    assert.equal(resolved(without).mode, 'webhook');
+    // The v1beta1 API (Kubernetes 1.34 and 1.35, off by default) is not enough.
+    assert.deepEqual(kinds(render(['injection.mode=auto'], ['admissionregistration.k8s.io/v1beta1/MutatingAdmissionPolicy'])), WEBHOOK_KINDS);
+    const withApi = render(['injection.mode=auto'], [POLICY_API]);
+    assert.deepEqual(kinds(withApi), POLICY_KINDS);
+    assert.equal(resolved(withApi).mode, 'policy');
+  });
+
+  it('refuses a mode it does not have, and cert-manager where nothing is served', () => {
+    const bad = template(['injection.mode=mutating']);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.err, /at '\/injection\/mode'/);
+    for (const [set, api] of [
+      [['injection.mode=policy'], []],
+      [['injection.mode=auto'], [POLICY_API]],
+    ] as const) {
+      const r = template([...set, 'certManager.enabled=true'], [...api]);
+      assert.notEqual(r.code, 0, set.join(' '));
+      assert.match(
+        r.err,
+        /certManager\.enabled is true, but injection\.mode "(policy|auto)" installs the MutatingAdmissionPolicy: no webhook, so no certificate/,
+      );
+    }
+    assert.equal(template(['injection.mode=auto', 'certManager.enabled=true']).code, 0, 'auto without the API is the webhook, which cert-manager serves');
+  });
+
+  it("the label guard: UPDATEs of this install's labelled pods, outside the excluded namespaces, every annotation the injector reads or writes", () => {
+    const docs = render(['injection.mode=policy', 'webhook.injectValue=team-b', 'webhook.excludeNamespaces[0]=batch']);
+    const guard = docs.find((d) => d.kind === 'ValidatingAdmissionPolicy')!;
+    assert.equal(guard.metadata.name, 'ops-leasehold-operator-label-guard');
+    assert.deepEqual(guard.spec.matchConstraints.resourceRules[0].operations, ['UPDATE']);
+    assert.deepEqual(guard.spec.matchConstraints.objectSelector, { matchLabels: { 'leasehold.io/inject': 'team-b' } });
+    assert.deepEqual(guard.spec.matchConstraints.namespaceSelector.matchExpressions[0].values, ['kube-system', 'leasehold-system', 'batch']);
+    const guarded = (guard.spec.variables as { name: string; expression: string }[]).find((v) => v.name === 'guarded')!.expression;
+    const listed = [...guarded.matchAll(/'([^']+)'/g)].map((m) => m[1]).sort();
+    assert.deepEqual(listed, [...Object.values(ANNOTATION), INJECTED_LEASE, INJECTED_POD_LABEL, INJECTED_SHARDS, INJECTED_MAX_MEMBERS, INJECTED_MARK].sort());
+    assert.ok(!listed.includes('leasehold.io/token'), "the sidecar's own pod annotation stays writable");
+    const binding = docs.find((d) => d.kind === 'ValidatingAdmissionPolicyBinding')!;
+    assert.deepEqual(binding.spec, { policyName: guard.metadata.name, validationActions: ['Deny'] });
+  });
+});
+
+describe('the label guard on the real API server', () => {
+  let ns = '';
+  let guardName = '';
+  const value = `guard-${process.pid}`;
+  const kubectl = (argv: string[], input?: string) =>
+    spawnSync(join(env().binDir, 'kubectl'), ['--kubeconfig', env().admin, ...argv], { input, encoding: 'utf8' });
+
+  before(async () => {
+    helmBin ||= buildTool('build-helm.sh');
+    ns = await freshNamespace('label-guard');
+    // This control plane runs no controller-manager: pods need their ServiceAccount made by hand.
+    await admin.core().createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: 'default' } } });
+    // This process's own inject value and names: the guard matches no other test's pods.
+    const docs = render(['injection.mode=policy', `webhook.injectValue=${value}`, `fullnameOverride=lg-${process.pid}`]).filter((d) =>
+      d.kind.startsWith('ValidatingAdmissionPolicy'),
+    );
+    guardName = docs[0]!.metadata.name;
+    const created = kubectl(['create', '-f', '-'], docs.map((d) => JSON.stringify(d)).join('\n'));
+    assert.equal(created.status, 0, created.stderr);
+    for (const name of ['plain', 'labelled', 'bare'])
+      assert.equal(
+        kubectl(
+          ['create', '-n', ns, '-f', '-'],
+          JSON.stringify({
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: {
+              name,
+              ...(name === 'labelled' ? { labels: { 'leasehold.io/inject': value }, annotations: { 'leasehold.io/lease': 'web' } } : {}),
+              // Labelled, and no annotations at all: the guard's CEL must not fail on a missing map.
+              ...(name === 'bare' ? { labels: { 'leasehold.io/inject': value } } : {}),
+            },
+            spec: { containers: [{ name: 'app', image: 'busybox' }] },
+          }),
+        ).status,
+        0,
+      );
+    // Admission sees a new policy through its informers: wait until it refuses.
+    await waitFor(
+      'the label guard to act',
+      () => kubectl(['label', '--dry-run=server', '-n', ns, 'pod/plain', `leasehold.io/inject=${value}`]).status !== 0,
+      30_000,
+      200,
+    );
+  });
+
+  after(() => {
+    if (guardName) kubectl(['delete', 'validatingadmissionpolicybinding,validatingadmissionpolicy', guardName, '--ignore-not-found']);
+    if (ns) kubectl(['delete', 'namespace', ns, '--wait=false']);
+  });
+
+  it('refuses labelling a pod after its creation, naming the rule', () => {
+    const r = kubectl(['label', '-n', ns, 'pod/plain', `leasehold.io/inject=${value}`]);
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, new RegExp(`the label leasehold\\.io/inject=${value} can be set only when a pod is created`));
+    assert.equal(kubectl(['label', '-n', ns, 'pod/plain', 'leasehold.io/inject=another-install']).status, 0, "another install's value is not this guard's");
+  });
+
+  it("refuses changing an injector's annotation of a labelled pod; the sidecar's own, other labels and removing the label pass", () => {
+    const edited = kubectl(['annotate', '--overwrite', '-n', ns, 'pod/labelled', 'leasehold.io/lease=payments']);
+    assert.notEqual(edited.status, 0);
+    assert.match(edited.stderr, /annotation leasehold\.io\/lease of a pod labelled leasehold\.io\/inject=guard-\d+ cannot change after it is created/);
+    const added = kubectl(['annotate', '-n', ns, 'pod/labelled', 'leasehold.io/pod-label=true']);
+    assert.match(added.stderr, /annotation leasehold\.io\/pod-label of a pod/);
+    assert.equal(kubectl(['annotate', '-n', ns, 'pod/labelled', 'leasehold.io/token=7']).status, 0, 'pod-label mode writes leasehold.io/token');
+    assert.equal(kubectl(['label', '-n', ns, 'pod/labelled', 'leasehold.io/role=leader']).status, 0);
+    assert.equal(kubectl(['label', '-n', ns, 'pod/labelled', 'leasehold.io/inject-']).status, 0, 'a pod may always leave');
+    const bare = kubectl(['label', '-n', ns, 'pod/bare', 'leasehold.io/role=follower']);
+    assert.equal(bare.status, 0, `a labelled pod without annotations is updated: ${bare.stderr}`);
+    assert.match(kubectl(['annotate', '-n', ns, 'pod/bare', 'leasehold.io/lease=web']).stderr, /annotation leasehold\.io\/lease of a pod/);
+  });
+});
