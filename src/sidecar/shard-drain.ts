@@ -49,6 +49,11 @@ export class ShardDrains {
     this.reported.delete(shard);
   }
 
+  /** Whether the app has said the work of `shard` under `token` stopped (its report came, perhaps before anyone waited). */
+  reportedStopped(shard: number, token: number): boolean {
+    return this.reported.get(shard) === token;
+  }
+
   /** Whether the app still owes a report for `shard` under `token`. */
   pending(shard: number, token: number): boolean {
     return this.ended.get(shard) === token && this.reported.get(shard) !== token;

@@ -337,6 +337,33 @@ describe('the sidecar in shard mode', () => {
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 describe('the shard sidecar over HTTP', () => {
+  it("a report that comes before the gate reaches the shard is logged as the release's reason too", async () => {
+    const w = world(2);
+    // The app's report arrives as the loss is told, before the member's gate asks for it.
+    let early: { code: number } | undefined;
+    const a = await w.add('a', {
+      drainTimeoutMs: 3_000,
+      listener: { onShardLost: (shard, token) => (early = a.s['drains'].report([String(shard)], [String(token)])) },
+    });
+    assert.ok(await w.advanceUntil(() => a.s.member.snapshot().owned.length === 2, 20_000));
+    await w.add('b');
+    assert.ok(
+      await w.advanceUntil(
+        () => a.s.member.snapshot().owned.length === 1 && w.record(1 - a.s.member.snapshot().owned[0]!.shard)?.holderIdentity === 'b',
+        10_000,
+        50,
+      ),
+    );
+    assert.equal(early?.code, 200);
+    const moved = 1 - a.s.member.snapshot().owned[0]!.shard;
+    assert.ok(
+      a.lines.some((l) => l.startsWith("the app stopped the shard's work: releasing") && l.includes(`"shard":${moved}`)),
+      a.lines.join('\n'),
+    );
+    assert.ok(!a.lines.some((l) => l.startsWith('draining: waiting')), 'nothing to wait for: the report had come');
+    await w.stopAll();
+  });
+
   it('GET /shards and its stream, /readyz, and POST /shards/stopped only with the drain key', async () => {
     const w = world(2);
     const a = await w.add('a', { listen: { host: '127.0.0.1', port: 0 }, drainTimeoutMs: 3_000, drainKey: true });

@@ -303,7 +303,14 @@ export class ShardSidecar {
       return false;
     }
     await this.drainStreams();
-    if (this.appDrainMs <= 0 || !this.drains.pending(shard, token)) return true;
+    if (this.appDrainMs <= 0) return true;
+    if (!this.drains.pending(shard, token)) {
+      // The app read the loss (shards.json or a stream) and reported before the gate reached
+      // this shard, as it often does when many shards move at once: logged like a waited report,
+      // so the log shows every release made on the app's word.
+      if (this.drains.reportedStopped(shard, token)) this.log.info("the app stopped the shard's work: releasing", { shard, token, waitedMs: 0 });
+      return true;
+    }
     const started = this.clock.monotonic();
     this.log.info("draining: waiting for the app to say the shard's work stopped", { shard, token, boundMs: this.appDrainMs });
     const stopped = await this.drains.wait(shard, token, this.appDrainMs);
