@@ -70,6 +70,22 @@ export interface VersionedGroupRecord<R extends GroupRecord = GroupRecord> {
   version: string;
 }
 
+/** The answer of GroupStore.readGroupChanges. */
+export interface GroupChanges {
+  /** When `full`, every record of the group; otherwise those written since the cursor, maybe a few more. */
+  records: VersionedGroupRecord[];
+  /** Opaque: where the next read continues from. */
+  cursor: string;
+  /** Whether `records` is the whole group: a record the caller holds that is not in it was deleted. */
+  full: boolean;
+  /**
+   * How many records the group has at this read. Every creation is a change, so a caller whose
+   * copy, with these changes applied, holds more records than this has missed a deletion (and
+   * reads in full): a deletion is then seen at the next read, as a list would see it.
+   */
+  total: number;
+}
+
 /**
  * The contract every group store keeps, stated once as a suite (src/testing/group-store-contract.ts)
  * and run against the in-memory store, SQLite, PostgreSQL and Kubernetes. Records of one group
@@ -85,6 +101,17 @@ export interface GroupStore {
 
   /** Every record of the group, in one request; [] for a group with none. */
   listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]>;
+
+  /**
+   * Optional: what changed in the group since `cursor` (a cursor this call returned before, or
+   * undefined for a full read), in one request (docs/design.md, "Shard reads by change"). Every
+   * record created or written since the cursor is in `records`, as it is at this read (one written
+   * before may be there too: the caller overwrites what it holds with each, in order). A deletion leaves no
+   * change behind: only a `full` answer, the whole group, shows which record is gone, and
+   * `total` shows that one is, so a caller reads in full then (and at start). A cursor the store cannot continue
+   * from (malformed, another file, another server) gets a full answer, never an error.
+   */
+  readGroupChanges?(group: string, cursor: string | undefined, opts?: CallOptions): Promise<GroupChanges>;
 
   /** Creates the record; ConflictError when one with its kind and index exists. Returns the new version. */
   createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string>;

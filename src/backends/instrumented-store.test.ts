@@ -1,7 +1,7 @@
 /**
- * The sidecar's timed group store passes every call on, the batch call included: without it a
- * member behind the sidecar's metrics would see a store without batches and write one shard at
- * a time.
+ * The sidecar's timed group store passes every call on, the batch call and the read by change
+ * included: without them a member behind the sidecar's metrics would see a store without batches
+ * and write one shard at a time, or list the whole group at every read.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -33,11 +33,36 @@ describe('InstrumentedGroupStore', () => {
     );
   });
 
+  it('has the read by change where the store has one, passes it on, and times it as op changes', async () => {
+    const registry = new Registry();
+    const histogram = new Histogram({ name: 'test_requests', help: 'test', labelNames: ['backend', 'op', 'result'] as const, registers: [registry] });
+    const inner = new MemoryGroupStore();
+    await inner.createGroupRecord('g', contractShard(0));
+    const timed = new InstrumentedGroupStore(inner, histogram);
+    assert.ok(timed.readGroupChanges, 'the read by change was dropped: the member would list the whole group every time');
+    const first = await timed.readGroupChanges('g', undefined);
+    assert.deepEqual(first.records, await inner.listGroup('g'));
+    await inner.createGroupRecord('g', contractShard(1));
+    const next = await timed.readGroupChanges('g', first.cursor);
+    assert.deepEqual(
+      next.records.map((r) => r.record),
+      [contractShard(1)],
+    );
+    const counts = (await histogram.get()).values.filter((v) => v.metricName === 'test_requests_count');
+    assert.deepEqual(
+      counts.map((v) => [v.labels.op, v.labels.result, v.value]),
+      [['changes', 'ok', 2]],
+    );
+  });
+
   it('has none where the store has none, so the member writes one record at a time', () => {
     const registry = new Registry();
     const histogram = new Histogram({ name: 'test_requests', help: 'test', labelNames: ['backend', 'op', 'result'] as const, registers: [registry] });
     // A library user's own store, with the three calls and no batch.
     const inner = { backend: 'own', location: 'own', listGroup: async () => [], createGroupRecord: async () => '1', updateGroupRecord: async () => '2' };
-    assert.equal(new InstrumentedGroupStore(inner, histogram).writeGroupRecords, undefined);
+    const timed = new InstrumentedGroupStore(inner, histogram);
+    assert.equal(timed.writeGroupRecords, undefined);
+    // Nor a read by change: the member lists the group instead (GroupCache).
+    assert.equal(timed.readGroupChanges, undefined);
   });
 });

@@ -59,14 +59,15 @@ async function timed<T>(histogram: Histogram<'backend' | 'op' | 'result'>, backe
 }
 
 /**
- * A shard group's store, timed into the same histogram: `list`, `create` and `update` of its
- * records, and `batch` for a batch of writes (its result `ok` whatever each row's outcome).
+ * A shard group's store, timed into the same histogram: `list`, `changes`, `create` and `update`
+ * of its records, and `batch` for a batch of writes (its result `ok` whatever each row's outcome).
  */
 export class InstrumentedGroupStore implements GroupStore {
   readonly backend: string;
   readonly location: string;
   readonly maxToken: number | undefined;
   watchGroup?: GroupStore['watchGroup'];
+  readGroupChanges?: GroupStore['readGroupChanges'];
   writeGroupRecords?: GroupStore['writeGroupRecords'];
 
   constructor(
@@ -77,6 +78,8 @@ export class InstrumentedGroupStore implements GroupStore {
     this.location = inner.location;
     this.maxToken = inner.maxToken;
     if (inner.watchGroup) this.watchGroup = inner.watchGroup.bind(inner);
+    const changes = inner.readGroupChanges?.bind(inner);
+    if (changes) this.readGroupChanges = (group, cursor, opts) => timed(this.histogram, this.backend, 'changes', () => changes(group, cursor, opts));
     // Without it the member would see a store without batches, and write one record at a time.
     const batch = inner.writeGroupRecords?.bind(inner);
     if (batch)

@@ -24,6 +24,7 @@ import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { boundedCall } from '../election/bounded-call.js';
 import { couldHaveExpiredAtMono, drainedWithin } from '../election/end-of-term-rule.js';
+import { GroupCache } from './group-cache.js';
 import { GroupView, sessionKey, type SessionId } from './group-view.js';
 import { fnv1a64 } from './key-to-shard.js';
 import { vanishedRecords, type HeldShard } from './vanished-shards.js';
@@ -113,6 +114,8 @@ export class ShardMember {
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly view: GroupView;
+  /** The group as read by change (group-cache.ts): what `list` reads instead of the whole group. */
+  private readonly cache: GroupCache;
   private readonly maxMembers: number;
   private readonly requestTimeoutMs: number;
   private readonly drainTimeoutMs: number;
@@ -180,6 +183,7 @@ export class ShardMember {
     this.listener = opts.listener ?? {};
     // A member lists every retryPeriod; two missed lists and a slow one break its view (GroupView).
     this.view = new GroupView(this.clock, opts.shards, opts.leaseDurationMs, opts.retryPeriodMs * (2 + JITTER_FACTOR));
+    this.cache = new GroupCache(opts.store, opts.group, this.clock);
     this.counts = { members: 0, orphaned: opts.shards };
     this.sessions = new MemberSession(this.clock, opts.renewDeadlineMs);
     const batch = opts.store.writeGroupRecords?.bind(opts.store);
@@ -201,7 +205,7 @@ export class ShardMember {
   async start(): Promise<void> {
     if (this.life.loop) return;
     const sent = this.clock.monotonic();
-    const list = await this.call('list', (o) => this.store.listGroup(this.group, o));
+    const list = await this.call('list', (o) => this.cache.read(o));
     this.view.observe(list, sent);
     this.checkHeader();
     const unwatch = this.store.watchGroup?.(this.group, () => this.hint());
@@ -305,7 +309,7 @@ export class ShardMember {
     this.hinted = false;
     this.listTriedMono = sent;
     try {
-      const list = await this.call('list', (o) => this.store.listGroup(this.group, o));
+      const list = await this.call('list', (o) => this.cache.read(o));
       this.view.observe(list, sent);
       // Before anything ends: a held shard's vanished record is written back with its token.
       this.restoreVanished();

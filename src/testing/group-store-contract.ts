@@ -11,7 +11,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_MEMBER_SLOTS, MAX_SHARDS, recordKey } from '../backends/group-store.js';
-import type { GroupHeader, GroupRecord, GroupStore, MemberSlot, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
+import type { GroupChanges, GroupHeader, GroupRecord, GroupStore, MemberSlot, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
 import { MAX_GROUP_IDENTITY } from '../backends/group-record-check.js';
 import { codeOf, until } from './contract-helpers.js';
 
@@ -27,6 +27,11 @@ export interface GroupContractSubject {
    * lost (a Kubernetes watch, a PostgreSQL LISTEN): the suite waits for it before it writes.
    */
   watchConnects?: boolean;
+  /**
+   * Another instance of the store on the same records, as the process restarted would open
+   * (readGroupChanges' cursor from before a restart); the subject's close() frees it.
+   */
+  reopen?(): Promise<GroupStore>;
   /** Frees what the subject opened (files, clients). */
   close(): Promise<void>;
 }
@@ -368,6 +373,93 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
       assert.deepEqual(await s.listGroup(g), [{ record: contractSlot(0), version: v1 }]);
     });
 
+    describe('readGroupChanges, where a store has one', () => {
+      /** The store's readGroupChanges, or a skip. */
+      const changesOf = (t: { skip(message: string): void }) => {
+        if (!s.readGroupChanges) t.skip(`${storeName} has no readGroupChanges`);
+        return s.readGroupChanges?.bind(s);
+      };
+      const keys = (c: GroupChanges) => c.records.map((r) => recordKey(r.record)).sort();
+
+      it("without a cursor reads the whole group; then each write since the cursor, its own and another writer's, is in the next answer and another group's is not", async (t) => {
+        const read = changesOf(t);
+        if (!read) return;
+        const g = fresh();
+        const h = fresh();
+        assert.deepEqual(await read(g, undefined), { records: [], cursor: (await read(g, undefined)).cursor, full: true, total: 0 });
+        await s.createGroupRecord(g, contractHeader());
+        const slot = await s.createGroupRecord(g, contractSlot(0));
+        await s.createGroupRecord(g, contractShard(3));
+        const first = await read(g, undefined);
+        assert.equal(first.full, true);
+        assert.deepEqual(sorted(first.records), sorted(await s.listGroup(g)));
+        const view = applyChanges(new Map(), first);
+
+        // Nothing written: nothing the caller does not hold (a store may repeat a few, as they are).
+        const idle = await read(g, first.cursor);
+        assert.equal(idle.full, false, 'nothing was deleted, yet the store read the group in full');
+        for (const r of idle.records) assert.deepEqual(r, view.get(recordKey(r.record)), 'an unchanged record came back changed');
+        applyChanges(view, idle);
+
+        await s.updateGroupRecord(g, contractSlot(0, { renewTime: later }), slot);
+        await subject.writeElsewhere(g, contractShard(3, { token: 2, owner: { slot: 1, session: 1 } }));
+        await subject.writeElsewhere(g, contractShard(7));
+        await subject.writeElsewhere(h, contractShard(0));
+        const next = await read(g, idle.cursor);
+        assert.equal(next.full, false, 'nothing was deleted, yet the store read the group in full');
+        for (const k of ['member/0', 'shard/3', 'shard/7']) assert.ok(keys(next).includes(k), `${k} was written since the cursor but not read`);
+        assert.equal(next.total, (await s.listGroup(g)).length, "total is not the group's count of records");
+        // Applied, the answer makes the view the list: another group's shard/0 would be one too many.
+        assert.deepEqual(sorted([...applyChanges(view, next).values()]), sorted(await s.listGroup(g)));
+        assert.deepEqual(await read(h, undefined).then((c) => c.records.map((r) => r.record)), [contractShard(0)]);
+      });
+
+      it('a deletion leaves no change behind; the next full read (no cursor) shows the record gone', async (t) => {
+        const read = changesOf(t);
+        if (!read) return;
+        const g = fresh();
+        await s.createGroupRecord(g, contractSlot(0));
+        await s.createGroupRecord(g, contractShard(1));
+        const view = applyChanges(new Map(), await read(g, undefined));
+        const before = await read(g, undefined);
+        await subject.deleteElsewhere(g, { kind: 'shard', index: 1 });
+        await subject.writeElsewhere(g, contractSlot(0, { renewTime: later }));
+        const next = await read(g, before.cursor);
+        applyChanges(view, next);
+        if (!next.full) assert.ok(!keys(next).includes('shard/1'), 'a deleted record came back as a change');
+        assert.equal(next.total, 1, 'the count of records does not show the deletion');
+        const full = await read(g, undefined);
+        assert.equal(full.full, true);
+        assert.deepEqual(sorted(full.records), sorted(await s.listGroup(g)));
+        assert.deepEqual(
+          [...applyChanges(view, full).values()].map((r) => r.record),
+          [contractSlot(0, { renewTime: later })],
+        );
+      });
+
+      it('a cursor from before a restart, or one no store issued, still gives an answer that makes the view the list', async (t) => {
+        const read = changesOf(t);
+        if (!read) return;
+        const g = fresh();
+        const v = await s.createGroupRecord(g, contractSlot(0));
+        await s.createGroupRecord(g, contractShard(2));
+        const first = await read(g, undefined);
+        const view = applyChanges(new Map(), first);
+        await s.updateGroupRecord(g, contractSlot(0, { renewTime: later }), v);
+        await subject.writeElsewhere(g, contractShard(5));
+        const restarted = subject.reopen ? await subject.reopen() : s;
+        const after = await restarted.readGroupChanges!(g, first.cursor);
+        if (!after.full)
+          for (const k of ['member/0', 'shard/5']) assert.ok(keys(after).includes(k), `${k} was written since the cursor but not read after the restart`);
+        assert.deepEqual(sorted([...applyChanges(view, after).values()]), sorted(await restarted.listGroup(g)));
+        for (const bogus of ['', 'x', '-1', '99999999999999999999999', '1.2.3', first.cursor + '9'.repeat(30)]) {
+          const answer = await restarted.readGroupChanges!(g, bogus);
+          assert.equal(answer.full, true, `cursor ${JSON.stringify(bogus)} was continued from`);
+          assert.deepEqual(sorted(answer.records), sorted(await restarted.listGroup(g)));
+        }
+      });
+    });
+
     describe('writeGroupRecords, where a store has one', () => {
       const batch = (t: { skip(why: string): void }) => {
         if (!s.writeGroupRecords) t.skip(`${storeName} has no writeGroupRecords`);
@@ -582,6 +674,13 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
       assert.equal(gCalls, stoppedAt, 'no hints after stop');
     });
   });
+}
+
+/** The view a caller of readGroupChanges keeps: a full answer replaces it, any other overwrites what it names. */
+function applyChanges(view: Map<string, VersionedGroupRecord>, changes: GroupChanges): Map<string, VersionedGroupRecord> {
+  if (changes.full) view.clear();
+  for (const r of changes.records) view.set(recordKey(r.record), r);
+  return view;
 }
 
 /** writeElsewhere through a second store on the same records (another process's connection). */

@@ -1,11 +1,19 @@
 import { ConflictError } from '../errors.js';
 import { abortReason, throwIfAborted } from '../abort.js';
 import type { CallOptions } from '../backends/lease-store.js';
-import { recordKey, type GroupRecord, type GroupStore, type GroupWrite, type GroupWriteOutcome, type VersionedGroupRecord } from '../backends/group-store.js';
+import {
+  recordKey,
+  type GroupChanges,
+  type GroupRecord,
+  type GroupStore,
+  type GroupWrite,
+  type GroupWriteOutcome,
+  type VersionedGroupRecord,
+} from '../backends/group-store.js';
 import { checkGroupWrites } from '../backends/group-writes.js';
 import { checkGroupName, checkGroupRecord } from '../backends/group-record-check.js';
 
-export type GroupStoreOp = 'list' | 'create' | 'update' | 'write';
+export type GroupStoreOp = 'list' | 'changes' | 'create' | 'update' | 'write';
 
 /**
  * An in-memory GroupStore for the shard group's unit tests and simulation (every other tier uses
@@ -62,6 +70,21 @@ export class MemoryGroupStore implements GroupStore {
     await this.fault('list', opts);
     checkGroupName(group);
     return this.peek(group);
+  }
+
+  /**
+   * Versions are the store's one counter, so the cursor is the counter as the read saw it, and
+   * the changes are the records whose version is past it. A cursor past the counter was never
+   * issued by this store: a full answer.
+   */
+  async readGroupChanges(group: string, cursor: string | undefined, opts?: CallOptions): Promise<GroupChanges> {
+    await this.fault('changes', opts);
+    checkGroupName(group);
+    const since = cursor !== undefined && /^\d{1,15}$/.test(cursor) ? Number(cursor) : undefined;
+    const now = String(this.seq);
+    const all = this.peek(group);
+    if (since === undefined || since > this.seq) return { records: all, cursor: now, full: true, total: all.length };
+    return { records: all.filter((r) => Number(r.version) > since), cursor: now, full: false, total: all.length };
   }
 
   async createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {

@@ -9,7 +9,8 @@ import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { PostgresLeaseStore } from '../../src/backends/postgres/store.js';
 import { createStatements, groupAdminScript } from '../../src/backends/postgres/schema.js';
-import { contractSlot } from '../../src/testing/group-store-contract.js';
+import pg from 'pg';
+import { contractShard, contractSlot } from '../../src/testing/group-store-contract.js';
 import type { Logger } from '../../src/log.js';
 import { startPostgres } from '../support/postgres.js';
 
@@ -184,6 +185,61 @@ describe('PostgreSQL as a group store, on a real server', () => {
     } finally {
       await reader.close();
       await writer.close();
+    }
+  });
+
+  it('changes: a row written by a transaction that began before a read and committed after it is in the next read, though a later one was read first', async () => {
+    const db = await freshDatabase(true);
+    const store = await PostgresLeaseStore.open({ url: db.url, table: 'public.leases' });
+    const slow = new pg.Client({ connectionString: db.url });
+    await slow.connect();
+    try {
+      const v0 = await store.createGroupRecord('g', contractSlot(0));
+      await store.createGroupRecord('g', contractShard(0));
+      const first = await store.readGroupChanges('g', undefined);
+      // The slow writer's transaction takes its id (its version) first and commits last.
+      await slow.query('BEGIN');
+      await slow.query("UPDATE lease_groups SET holder_identity = 'slow' WHERE group_name = 'g' AND kind = 'shard' AND idx = 0");
+      const v1 = await store.updateGroupRecord('g', contractSlot(0, { session: 2 }), v0);
+      const during = await store.readGroupChanges('g', first.cursor);
+      assert.deepEqual(
+        during.records.map((r) => [r.record.kind, r.version]),
+        [['member', v1]],
+        'the uncommitted write was read, or the committed one was not',
+      );
+      assert.ok(BigInt(during.cursor) < BigInt(v1), `the cursor ${during.cursor} is past the open transaction's id`);
+      await slow.query('COMMIT');
+      const after = await store.readGroupChanges('g', during.cursor);
+      const shard = after.records.find((r) => r.record.kind === 'shard');
+      assert.equal(after.full, false);
+      assert.equal(
+        (shard?.record as { holderIdentity?: string } | undefined)?.holderIdentity,
+        'slow',
+        'the write that committed after the read was never read',
+      );
+      // Once nothing is open, the next read names nothing older than what it read.
+      const quiet = await store.readGroupChanges('g', (await store.readGroupChanges('g', after.cursor)).cursor);
+      assert.deepEqual(quiet.records, []);
+    } finally {
+      await slow.end();
+      await store.close();
+    }
+  });
+
+  it('changes: a cursor past every transaction id of the server (a copy restored elsewhere) gets a full read', async () => {
+    const db = await freshDatabase(true);
+    const store = await PostgresLeaseStore.open({ url: db.url, table: 'public.leases' });
+    try {
+      await store.createGroupRecord('g', contractSlot(0));
+      const future = String(BigInt((await store.readGroupChanges('g', undefined)).cursor) + 1_000_000n);
+      const answer = await store.readGroupChanges('g', future);
+      assert.equal(answer.full, true);
+      assert.deepEqual(
+        answer.records.map((r) => r.record),
+        [contractSlot(0)],
+      );
+    } finally {
+      await store.close();
     }
   });
 });

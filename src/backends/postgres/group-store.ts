@@ -19,7 +19,7 @@ import { BackendError, ConflictError, InvalidConfigError, InvalidRecordError, St
 import { escapeControl } from '../../util/escape-control.js';
 import type { Logger } from '../../log.js';
 import type { CallOptions } from '../lease-store.js';
-import { recordKey, type GroupRecord, type GroupWrite, type GroupWriteOutcome, type VersionedGroupRecord } from '../group-store.js';
+import { recordKey, type GroupChanges, type GroupRecord, type GroupWrite, type GroupWriteOutcome, type VersionedGroupRecord } from '../group-store.js';
 import { checkGroupWrites } from '../group-writes.js';
 import { checkGroupName, checkGroupRecord } from '../group-record-check.js';
 import { MAX_TEXT_BYTES, boundedColumn, oversizedColumn } from '../bounded-sql.js';
@@ -58,6 +58,8 @@ const BOUNDED: [string, number][] = [
   ['holder_identity', MAX_TEXT_BYTES],
   ['state', 64],
 ];
+/** The columns a read of the group's rows selects; the text ones bounded. */
+const ROW_COLUMNS = `kind, idx, ${BOUNDED.map(([c, max]) => boundedColumn(c, max)).join(', ')}, session, renew_time_ms, lease_duration_seconds, token, owner_slot, owner_session, acquire_time_ms, shards, created_at_ms, version, ${oversizedColumn(BOUNDED)}`;
 /** Each value column's type (schema.ts), for the arrays a batch sends. */
 const BATCH_TYPES: Record<(typeof GROUP_VALUE_COLUMNS)[number], string> = {
   holder_identity: 'text',
@@ -131,14 +133,42 @@ export class PostgresGroupStore {
   async listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
     checkGroupName(group);
     if (!(await this.ensureTable(opts))) return [];
-    const r = await this.conn.query<GroupRow>(
-      'group list',
-      `SELECT kind, idx, ${BOUNDED.map(([c, max]) => boundedColumn(c, max)).join(', ')}, session, renew_time_ms, lease_duration_seconds, token, owner_slot, owner_session, acquire_time_ms, shards, created_at_ms, version, ${oversizedColumn(BOUNDED)}
-       FROM ${this.qualified} WHERE group_name = $1`,
-      [group],
+    const r = await this.conn.query<GroupRow>('group list', `SELECT ${ROW_COLUMNS} FROM ${this.qualified} WHERE group_name = $1`, [group], opts);
+    return r.rows.map((row) => this.fromRow(group, row));
+  }
+
+  /**
+   * The rows written since the cursor, and the group's count of rows (a deletion shows there),
+   * in one statement. A version is the writing
+   * transaction's id, and ids are not handed out in the order transactions commit: a row
+   * versioned 100 can commit after one versioned 101 was read. So the cursor is not the largest
+   * version seen but the read's horizon, the oldest transaction id its snapshot still saw
+   * running (txid_snapshot_xmin): every id below it had ended when the read ran, so each row
+   * written by one was there to read. The next read takes the rows at or past it, a few of them
+   * again (harmless, GroupStore says so). A transaction left open on the server holds the
+   * horizon back, and reads grow back towards the whole group until it ends; never wrong. A
+   * cursor past the server's newest id is from another server (a restore, a failover to a
+   * copy): a full read.
+   */
+  async readGroupChanges(group: string, cursor: string | undefined, opts?: CallOptions): Promise<GroupChanges> {
+    checkGroupName(group);
+    const since = cursor !== undefined && /^\d{1,19}$/.test(cursor) && BigInt(cursor) <= MAX_BIGINT ? cursor : null;
+    if (!(await this.ensureTable(opts))) return { records: [], cursor: '0', full: true, total: 0 };
+    const r = await this.conn.query<Partial<GroupRow> & { horizon: string; full: boolean; total: number }>(
+      'group changes',
+      `SELECT h.horizon::text AS horizon, h.full, (SELECT count(*)::int FROM ${this.qualified} WHERE group_name = $1) AS total, t.*
+       FROM (SELECT s.horizon, $2::bigint IS NULL OR $2::bigint > s.newest AS full
+             FROM (SELECT txid_snapshot_xmin(txid_current_snapshot()) AS horizon, txid_snapshot_xmax(txid_current_snapshot()) AS newest) s) h
+       LEFT JOIN LATERAL (SELECT ${ROW_COLUMNS} FROM ${this.qualified} WHERE group_name = $1 AND (h.full OR version >= $2::bigint)) t ON true`,
+      [group, since],
       opts,
     );
-    return r.rows.map((row) => this.fromRow(group, row));
+    const head = r.rows[0];
+    if (!head) throw new BackendError(`postgres group changes on ${this.location}: the read came back without its horizon`);
+    const records = r.rows
+      .filter((row): row is GroupRow & { horizon: string; full: boolean; total: number } => row.kind != null)
+      .map((row) => this.fromRow(group, row));
+    return { records, cursor: head.horizon, full: head.full, total: head.total };
   }
 
   async createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {

@@ -27,7 +27,7 @@ import type { Logger } from '../../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../lease-store.js';
 import { DEFAULT_POSTGRES_TABLE, describeTarget, parseTableName } from './config.js';
 import { PostgresConnection, codedError, connectionSettings, loadDriver } from './connection.js';
-import type { GroupRecord, GroupStore, GroupWrite, GroupWriteOutcome, VersionedGroupRecord } from '../group-store.js';
+import type { GroupChanges, GroupRecord, GroupStore, GroupWrite, GroupWriteOutcome, VersionedGroupRecord } from '../group-store.js';
 import { PostgresGroupStore } from './group-store.js';
 import { HintThrottle, channelName } from './notify.js';
 import { NOTIFIES_AFTER_COMMIT, addSuccessorStatement, adminScript, createStatements, notifyFunctionStatement } from './schema.js';
@@ -457,6 +457,10 @@ export class PostgresLeaseStore implements LeaseStore, GroupStore {
 
   listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
     return this.groups.listGroup(group, opts);
+  }
+
+  readGroupChanges(group: string, cursor: string | undefined, opts?: CallOptions): Promise<GroupChanges> {
+    return this.groups.readGroupChanges(group, cursor, opts);
   }
 
   createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {

@@ -13,12 +13,20 @@ groupStoreContract('SQLite, on a real file', async () => {
   const other = new SqliteLeaseStore(file);
   // Deletions in plain SQL, as a person with the sqlite3 shell would make them.
   const raw = new Database(file);
+  const reopened: SqliteLeaseStore[] = [];
   return {
     store,
     writeElsewhere: (group, record) => upsertGroupThrough(other, group, record),
     deleteElsewhere: async (group, key) =>
       void raw.prepare('DELETE FROM lease_groups WHERE group_name = ? AND kind = ? AND idx = ?').run(group, key.kind, key.index),
+    // A process started again: a store of its own on the same file.
+    reopen: async () => {
+      const again = new SqliteLeaseStore(file);
+      reopened.push(again);
+      return again;
+    },
     close: async () => {
+      for (const again of reopened) await again.close();
       raw.close();
       await other.close();
       await store.close();

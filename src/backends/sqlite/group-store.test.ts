@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteLeaseStore } from './store.js';
+import { CHANGES_INDEX } from './group-table.js';
 import { contractShard, contractSlot } from '../../testing/group-store-contract.js';
 import { FakeClock } from '../../testing/fake-clock.js';
 
@@ -186,6 +187,105 @@ describe('SqliteLeaseStore as a group store, on a real file', () => {
       } finally {
         stop();
       }
+    } finally {
+      await reader.close();
+      await writer.close();
+    }
+  });
+
+  it('a file made before the changes index gets it from the first group call, keeps its records and versions, and changes are read through it', async () => {
+    const path = fresh();
+    const first = new SqliteLeaseStore(path);
+    const v0 = await first.createGroupRecord('g', contractSlot(0));
+    for (let i = 0; i < 64; i++) await first.createGroupRecord('g', contractShard(i));
+    await first.close();
+    // What the previous schema made: the same table, counter and triggers, without the index.
+    raw(path, (db) => db.exec(`DROP INDEX ${CHANGES_INDEX}`));
+    const indexes = () => raw(path, (db) => db.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND name = ?").pluck().all(CHANGES_INDEX));
+    assert.deepEqual(indexes(), []);
+    const store = new SqliteLeaseStore(path);
+    try {
+      const full = await store.readGroupChanges('g', undefined);
+      assert.deepEqual(indexes(), [CHANGES_INDEX]);
+      assert.equal(full.full, true);
+      assert.equal(full.records.length, 65);
+      assert.equal(full.records.find((r) => r.record.kind === 'member')?.version, v0, 'the versions read before are still the versions');
+      const v1 = await store.updateGroupRecord('g', contractSlot(0, { session: 2 }), v0);
+      const next = await store.readGroupChanges('g', full.cursor);
+      assert.deepEqual(next, { records: [{ record: contractSlot(0, { session: 2 }), version: v1 }], cursor: v1, full: false, total: 65 });
+      // The read goes through the index, so its cost is the changes', not the group's size.
+      const plan = raw(path, (db) =>
+        db
+          .prepare("EXPLAIN QUERY PLAN SELECT * FROM lease_groups WHERE group_name = 'g' AND version > 5")
+          .all()
+          .map((r) => (r as { detail: string }).detail)
+          .join('; '),
+      );
+      assert.match(plan, new RegExp(`USING INDEX ${CHANGES_INDEX} \\(group_name=\\? AND version>\\?\\)`));
+      // Opened again, nothing more to make: the schema is whole.
+      await store.readGroupChanges('g', next.cursor);
+      assert.deepEqual(indexes(), [CHANGES_INDEX]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a cursor the file cannot continue from gets a full read: the file replaced, its counter reset below the cursor', async () => {
+    const path = fresh();
+    const store = new SqliteLeaseStore(path);
+    try {
+      await store.createGroupRecord('g', contractSlot(0));
+      await store.createGroupRecord('g', contractShard(0));
+      await store.createGroupRecord('g', contractShard(2));
+      const cursor = (await store.readGroupChanges('g', undefined)).cursor;
+      // The counter row and the newest records deleted by hand: the next draw is below the cursor.
+      // (With only the newest deleted, it would be the cursor itself, and missed: a deletion,
+      // which only the periodic full read finds, as every deletion.)
+      raw(path, (db) => db.exec("DELETE FROM lease_groups_version; DELETE FROM lease_groups WHERE kind = 'shard'"));
+      await store.createGroupRecord('g', contractShard(1));
+      const reset = await store.readGroupChanges('g', cursor);
+      assert.equal(reset.full, true);
+      assert.deepEqual(
+        reset.records.map((r) => r.record).sort((a, b) => a.kind.localeCompare(b.kind)),
+        [contractSlot(0), contractShard(1)],
+      );
+
+      for (const f of ['', '-wal', '-shm']) rmSync(path + f, { force: true });
+      const other = new SqliteLeaseStore(path);
+      for (let i = 0; i < 8; i++) await other.createGroupRecord('g', contractShard(i));
+      await other.close();
+      assert.equal(await code(store.readGroupChanges('g', reset.cursor)), 'LEASEHOLD_ERR_STORE_REOPENED');
+      const replaced = await store.readGroupChanges('g', reset.cursor);
+      assert.equal(replaced.full, true, 'a cursor from the old file was continued in the new one');
+      assert.equal(replaced.records.length, 8);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a reader (status) reads changes without writing: a full read of nothing from a file no group has used, then what a writer wrote', async () => {
+    const path = fresh();
+    const writer = new SqliteLeaseStore(path);
+    const reader = new SqliteLeaseStore(path, { readonly: true });
+    try {
+      await writer.create('lease', { holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: null, renewTime: new Date(), leaseTransitions: 1 });
+      const none = await reader.readGroupChanges('g', undefined);
+      assert.deepEqual({ ...none, cursor: '' }, { records: [], cursor: '', full: true, total: 0 });
+      assert.deepEqual(tablesOf(path), LEASE_TABLES, 'the reader created nothing');
+      const v = await writer.createGroupRecord('g', contractSlot(0));
+      const all = await reader.readGroupChanges('g', none.cursor);
+      // Each store names its own file generation in a version; the counter is the file's.
+      assert.deepEqual(
+        all.records.map((r) => [r.record, r.version.split('.')[1]]),
+        [[contractSlot(0), v.split('.')[1]]],
+      );
+      await writer.createGroupRecord('g', contractShard(0));
+      const next = await reader.readGroupChanges('g', all.cursor);
+      assert.deepEqual(
+        next.records.map((r) => r.record),
+        [contractShard(0)],
+      );
+      assert.equal(next.full, false);
     } finally {
       await reader.close();
       await writer.close();

@@ -15,10 +15,22 @@ import { GROUP_KEY_COLUMNS, GROUP_VALUE_COLUMNS } from '../group-columns.js';
 // sqlite3 shell's included, and a write of the same values too. It only grows, and a deleted
 // record's versions are never drawn again: a version read before a delete and a re-create
 // never comes back. The store adds its own file generation to what it hands out (store.ts).
+//
+// Changes (GroupStore.readGroupChanges): the same counter is the change sequence. SQLite has one
+// writer at a time, so versions are drawn in the order their transactions commit, and a reader
+// that saw the counter at c has seen every row whose version is ≤ c: the rows past c are all
+// that changed since, found through an index on (group_name, version). Files made before the
+// index get it the next time a group store opens them (GROUP_SCHEMA's statements are each
+// idempotent, and hasGroupSchema asks for the index too).
 
 export const GROUP_TABLE = 'lease_groups';
 const VERSION_TABLE = 'lease_groups_version';
 const VERSION_INDEX = 'lease_groups_by_version';
+/** The index that finds a group's rows written since a version (changesSince). */
+export const CHANGES_INDEX = 'lease_groups_changes';
+// Neither index does the other's job. max(version) over the file (the draw) uses only an index
+// led by version: on (group_name, version) it walks the whole index (50 groups of 4096: 8.6 ms a
+// draw, not 1 µs). A group's rows past a version on (version) alone read every group's newer rows.
 
 /**
  * Draws the next version: from the counter row, or, if someone deleted that row, from past the
@@ -61,8 +73,9 @@ END`,
   `CREATE TRIGGER IF NOT EXISTS ${GROUP_TABLE}_version_update AFTER UPDATE ON ${GROUP_TABLE} FOR EACH ROW WHEN NEW.version IS OLD.version BEGIN
   ${DRAW}
 END`,
+  `CREATE INDEX IF NOT EXISTS ${CHANGES_INDEX} ON ${GROUP_TABLE} (group_name, version)`,
 ];
-const SCHEMA_OBJECTS = [GROUP_TABLE, VERSION_TABLE, VERSION_INDEX, `${GROUP_TABLE}_version_insert`, `${GROUP_TABLE}_version_update`];
+const SCHEMA_OBJECTS = [GROUP_TABLE, VERSION_TABLE, VERSION_INDEX, `${GROUP_TABLE}_version_insert`, `${GROUP_TABLE}_version_update`, CHANGES_INDEX];
 
 /** Whether the file has every table and trigger of the group records (nothing to create). */
 export function hasGroupSchema(db: Database.Database): boolean {
@@ -124,21 +137,40 @@ export interface StoredGroupRecord {
   oversized: string | null;
 }
 
+/** What changed in a group since a version of the file's counter (GroupStore.readGroupChanges). */
+export interface StoredGroupChanges {
+  records: StoredGroupRecord[];
+  /** The counter as this read saw it: every version up to it has been read. */
+  cursor: number;
+  full: boolean;
+  /** The group's count of records at this read. */
+  total: number;
+}
+
 /** The group records' statements on one connection (prepared once the table exists). */
 export class GroupTable {
   private readonly list: Database.Statement<[string], GroupRow>;
   private readonly versionOf: Database.Statement<[string, string, number], number>;
   private readonly fingerprintOf: Database.Statement<[string], { n: number; v: number | null }>;
+  private readonly listSince: Database.Statement<[string, number], GroupRow>;
+  private readonly counter: Database.Statement<[], number>;
   private readonly insert: Database.Statement<[Values]>;
   private readonly update: Database.Statement<[Values]>;
 
   constructor(
-    db: Database.Database,
+    private readonly db: Database.Database,
     /** The file, for messages. */
     private readonly location: string,
   ) {
     this.list = db.prepare(SELECT_LIST);
     this.versionOf = db.prepare<[string, string, number], number>(`SELECT version FROM ${GROUP_TABLE} WHERE group_name = ? AND kind = ? AND idx = ?`).pluck();
+    this.listSince = db.prepare(`${SELECT_LIST} AND version > ?`);
+    // The counter, or (its row deleted) the largest version, which the next draw goes past.
+    this.counter = db
+      .prepare<[], number>(
+        `SELECT coalesce((SELECT CASE WHEN typeof(last) = 'integer' THEN last END FROM ${VERSION_TABLE} WHERE id = 1), (SELECT max(version) FROM ${GROUP_TABLE}), 0)`,
+      )
+      .pluck();
     this.fingerprintOf = db.prepare(`SELECT count(*) AS n, max(version) AS v FROM ${GROUP_TABLE} WHERE group_name = ?`);
     const named = COLUMNS.map((c) => `@${c}`).join(', ');
     this.insert = db.prepare(`INSERT INTO ${GROUP_TABLE} (${COLUMNS.join(', ')}) VALUES (${named}) ON CONFLICT (group_name, kind, idx) DO NOTHING`);
@@ -150,6 +182,28 @@ export class GroupTable {
   /** Every record of `group`; InvalidRecordError for a row no group store wrote. */
   records(group: string): StoredGroupRecord[] {
     return this.list.all(group).map((row) => fromRow(group, row, this.location));
+  }
+
+  /**
+   * The records written since the counter was at `since`, or all of them (`full`) when there is
+   * no `since` or the counter is now below it (the file was replaced or its counter reset: its
+   * versions are another sequence). In one read transaction, so the counter and the rows agree.
+   */
+  changesSince(group: string, since: number | undefined): StoredGroupChanges {
+    return this.db
+      .transaction(() => {
+        const read = this.counter.get();
+        const counter = typeof read === 'number' && Number.isSafeInteger(read) ? read : 0;
+        const full = since === undefined || counter < since;
+        const rows = full ? this.list.all(group) : this.listSince.all(group, since);
+        const records = rows.map((row) => fromRow(group, row, this.location));
+        // A row written by hand with a version past the counter: continue past it, not before.
+        const cursor = records.reduce((max, r) => Math.max(max, r.version), counter);
+        // Counted in the index, no row read: it tells the caller a deletion happened.
+        const total = full ? records.length : this.fingerprintOf.get(group)!.n;
+        return { records, cursor, full, total };
+      })
+      .deferred();
   }
 
   /**
@@ -181,6 +235,11 @@ export class GroupTable {
 /** The group's records through a reader's one-off connection: none when no group has used the file. */
 export function readGroup(db: Database.Database, group: string, location: string): StoredGroupRecord[] {
   return hasGroupTable(db) ? new GroupTable(db, location).records(group) : [];
+}
+
+/** The group's changes (GroupTable.changesSince) through a reader's one-off connection. */
+export function readGroupChanges(db: Database.Database, group: string, since: number | undefined, location: string): StoredGroupChanges {
+  return hasGroupTable(db) ? new GroupTable(db, location).changesSince(group, since) : { records: [], cursor: 0, full: true, total: 0 };
 }
 
 /** The fingerprint (GroupTable.fingerprint) through a reader's one-off connection. */

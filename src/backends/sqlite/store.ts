@@ -15,10 +15,27 @@ import { migrateLeaseVersion } from './lease-version.js';
 import { selectRowSql } from './row-select.js';
 import { oversizedNotice } from '../bounded-sql.js';
 import { changeMark, readConnection, readOnce } from './reader.js';
-import { recordKey, type GroupRecord, type GroupStore, type GroupWrite, type GroupWriteOutcome, type VersionedGroupRecord } from '../group-store.js';
+import {
+  recordKey,
+  type GroupChanges,
+  type GroupRecord,
+  type GroupStore,
+  type GroupWrite,
+  type GroupWriteOutcome,
+  type VersionedGroupRecord,
+} from '../group-store.js';
 import { checkGroupWrites } from '../group-writes.js';
 import { checkGroupName, checkGroupRecord } from '../group-record-check.js';
-import { GROUP_SCHEMA, GroupTable, hasGroupSchema, oversizedGroupNotice, readGroup, readGroupFingerprint, type StoredGroupRecord } from './group-table.js';
+import {
+  GROUP_SCHEMA,
+  GroupTable,
+  hasGroupSchema,
+  oversizedGroupNotice,
+  readGroup,
+  readGroupChanges,
+  readGroupFingerprint,
+  type StoredGroupRecord,
+} from './group-table.js';
 
 /**
  * Leases in one SQLite file shared by processes on one machine.
@@ -429,6 +446,30 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
         : this.groups().records(group),
     );
     return stored.map((s) => this.versioned(group, s));
+  }
+
+  /**
+   * The rows written since the cursor (group-table.ts, changesSince). The cursor is
+   * `generation.counter`, as a version is: one from before this process found the file
+   * replaced, or malformed, gets a full read. One from an earlier process on the same file
+   * continues, since the counter lives in the file.
+   */
+  async readGroupChanges(group: string, cursor: string | undefined, opts?: CallOptions): Promise<GroupChanges> {
+    throwIfAborted(opts);
+    checkGroupName(group);
+    const changes = this.run('group changes', () => {
+      const m = cursor === undefined ? null : /^(\d+)\.(\d{1,15})$/.exec(cursor);
+      const since = m && Number(m[1]) === this.generation ? Number(m[2]) : undefined;
+      return this.options.readonly
+        ? readConnection(this.location, this.options.busyTimeoutMs ?? 1000, (db) => readGroupChanges(db, group, since, this.location))
+        : this.groups().changesSince(group, since);
+    });
+    return {
+      records: changes.records.map((s) => this.versioned(group, s)),
+      cursor: this.groupVersion(changes.cursor),
+      full: changes.full,
+      total: changes.total,
+    };
   }
 
   async createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
