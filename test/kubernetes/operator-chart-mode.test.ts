@@ -78,14 +78,17 @@ const WEBHOOK_KINDS = [
   'Service',
   'ServiceAccount',
 ];
+/** Policy mode: the mutating policy, and three validating ones (refusals, warnings, the label guard), each with its binding. */
 const POLICY_KINDS = [
   'ClusterRole',
   'ClusterRoleBinding',
   'Deployment',
+  'MutatingAdmissionPolicy',
+  'MutatingAdmissionPolicyBinding',
   'PodDisruptionBudget',
   'ServiceAccount',
-  'ValidatingAdmissionPolicy',
-  'ValidatingAdmissionPolicyBinding',
+  ...Array<string>(3).fill('ValidatingAdmissionPolicy'),
+  ...Array<string>(3).fill('ValidatingAdmissionPolicyBinding'),
 ];
 
 describe("the operator chart's injection.mode", () => {
