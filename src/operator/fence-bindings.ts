@@ -3,7 +3,7 @@ import type { KubeClient } from '../kube/api-client.js';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { ANNOTATION } from './annotations.js';
-import { FENCE_NAMESPACE_ANNOTATION, fenceBindingFor, fenceOf, parseFencedKinds, unionOfKinds, type FencedKind } from './fence-objects.js';
+import { FENCED_BY_LABEL, FENCE_NAMESPACE_ANNOTATION, fenceBindingFor, fenceOf, parseFencedKinds, unionOfKinds, type FencedKind } from './fence-objects.js';
 import type { MarkFields } from './injection-mark.js';
 import { alreadyInjected } from './mutate.js';
 import type { Pod } from './pod-types.js';
@@ -53,6 +53,15 @@ export function fenceAsksOf(
         pod,
         standing: 'refused',
         reason: `it applies to a lease, not to a shard group (${ANNOTATION.shards}): each shard is its own Lease and token`,
+      });
+      continue;
+    }
+    // The webhook refuses this at admission; policy mode grants such a pod (its sidecar is right) and refuses the ask here.
+    if (fields.lease.length > 63) {
+      asks.push({
+        pod,
+        standing: 'refused',
+        reason: `the lease name is ${fields.lease.length} characters long: it is the value of the ${FENCED_BY_LABEL} label, at most 63`,
       });
       continue;
     }

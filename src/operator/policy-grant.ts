@@ -1,5 +1,5 @@
 import { describeError } from '../errors.js';
-import { SIDECAR_NAME, STATUS_VOLUME } from './annotations.js';
+import { ANNOTATION, SIDECAR_NAME, STATUS_VOLUME } from './annotations.js';
 import { serviceAccountOf, type MarkFields } from './injection-mark.js';
 import { injectionSettings, type SidecarDefaults } from './injection-settings.js';
 import type { Container, Pod } from './pod-types.js';
@@ -56,7 +56,7 @@ function leaseholdEnv(c: Record<string, unknown>): string[] {
 
 /**
  * The pod as admission saw it before the policy injected it: without the sidecar, the status
- * volume and the app containers' status mounts. When its name was made from generateName (after
+ * volume and the app containers' status mounts, and without its fence ask. When its name was made from generateName (after
  * admission, by the API server), without that name either, since the lease derived from the
  * workload was derived without it; `keepName` for a pod that gave both.
  */
@@ -68,6 +68,12 @@ function asAdmitted(pod: Pod, keepName: boolean): Pod {
       .map((c) => (c.volumeMounts ? { ...c, volumeMounts: c.volumeMounts.filter((m) => m.name !== STATUS_VOLUME) } : c));
   const meta = { ...pod.metadata };
   if (!keepName && meta.generateName) delete meta.name;
+  // The fence ask changes nothing in the sidecar, and fence-bindings.ts judges it on its own
+  // (LeaseholdNotFenced), as in webhook mode: a bad or edited value must not cost the pod its grant.
+  if (meta.annotations?.[ANNOTATION.fenceObjects] !== undefined) {
+    const { [ANNOTATION.fenceObjects]: _fence, ...rest } = meta.annotations;
+    meta.annotations = rest;
+  }
   return {
     metadata: meta,
     spec: {

@@ -1057,3 +1057,36 @@ test('policy mode: leasehold.io/fence-objects earns a binding by the same judgem
     await reconciler.stop();
   }
 });
+
+test('policy mode: a pod whose only fault is its fence-objects value keeps its grant and is told LeaseholdNotFenced, as in webhook mode', async () => {
+  const cluster = fakeCluster();
+  // Admitted with a valid value, edited since (the label guard refuses that edit; an install
+  // without it, or a value admitted before the policy checked it, still reaches the operator).
+  const edited = policyPod('web-0', { extra: { 'leasehold.io/fence-objects': 'configmaps' } });
+  edited.metadata.annotations!['leasehold.io/fence-objects'] = '*';
+  // A lease name the fenced-by label cannot hold: the sidecar is right, the ask is not.
+  const long = 'l'.repeat(64);
+  const longLease = policyPod('long', { sa: 'long', lease: long });
+  longLease.metadata.annotations!['leasehold.io/fence-objects'] = 'configmaps';
+  for (const p of [edited, longLease]) cluster.pods.set(p.metadata.name, p);
+  const { reconciler } = await started(cluster, { policy: SIDECAR, fencePolicy: FENCE_POLICY });
+  try {
+    assert.deepEqual(
+      [...cluster.rbac.roles.keys()].sort(),
+      [`app/${grantName('long', long)}`, `app/${grantName('web', 'web')}`].sort(),
+      'each granted by its sidecar',
+    );
+    assert.deepEqual([...cluster.bindings.keys()], [], 'no binding for a bad ask');
+    assert.deepEqual(cluster.events.map((e) => [e.pod, e.reason]).sort(), [
+      ['long', 'LeaseholdNotFenced'],
+      ['web-0', 'LeaseholdNotFenced'],
+    ]);
+    assert.match(cluster.events.find((e) => e.pod === 'web-0')!.message, /annotation leasehold.io\/fence-objects "\*" is invalid: "\*": no wildcard/);
+    assert.match(
+      cluster.events.find((e) => e.pod === 'long')!.message,
+      /the lease name is 64 characters long: it is the value of the leasehold.io\/fenced-by label, at most 63/,
+    );
+  } finally {
+    await reconciler.stop();
+  }
+});

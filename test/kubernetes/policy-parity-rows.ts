@@ -228,6 +228,11 @@ export const PARITY_ROWS: ParityRow[] = [
     pod: pod({ 'leasehold.io/lease': 'workers', 'leasehold.io/shards': '064', 'leasehold.io/max-members': '8' }),
     check: hasArgs('--shards=64', '--max-members=8'),
   },
+  {
+    name: 'fence-objects: kinds of the core group and others, the pod injected as without it',
+    pod: pod({ 'leasehold.io/fence-objects': 'configmaps, deployments.apps,widgets.example.com' }),
+    check: hasArgs('--lease=p', '--ready-when=elected-any'),
+  },
   { name: 'a shard group, member slots by default', pod: pod({ 'leasehold.io/shards': '16' }), check: hasArgs('--shards=16', '--max-members=64') },
   {
     name: "a lease's candidate that came with a group's counts loses them",
@@ -323,6 +328,24 @@ export const PARITY_ROWS: ParityRow[] = [
   { name: 'pod labels in a shard group', pod: pod({ 'leasehold.io/shards': '8', 'leasehold.io/pod-label': 'true' }), refused: 'same words' },
   { name: 'ready-when in a shard group', pod: pod({ 'leasehold.io/shards': '8', 'leasehold.io/ready-when': 'leader' }), refused: 'same words' },
   { name: "a group named as another group's record", pod: pod({ 'leasehold.io/shards': '8', 'leasehold.io/lease': 'g-shard-0001' }), refused: 'same words' },
+  // leasehold.io/fence-objects (checkFenceObjects): the value, then where it applies.
+  { name: 'fence-objects: an empty item', pod: pod({ 'leasehold.io/fence-objects': 'configmaps,,secrets' }), refused: 'same words' },
+  {
+    name: 'fence-objects: more than 16 kinds',
+    pod: pod({ 'leasehold.io/fence-objects': Array.from({ length: 17 }, (_, i) => `k${i}s`).join(',') }),
+    refused: 'same words',
+  },
+  { name: 'fence-objects: a wildcard', pod: pod({ 'leasehold.io/fence-objects': 'configmaps, *' }), refused: 'same words' },
+  { name: 'fence-objects: a subresource', pod: pod({ 'leasehold.io/fence-objects': 'deployments.apps/scale' }), refused: 'same words' },
+  { name: 'fence-objects: not a resource name', pod: pod({ 'leasehold.io/fence-objects': 'ConfigMaps' }), refused: 'same words' },
+  { name: 'fence-objects: not an API group', pod: pod({ 'leasehold.io/fence-objects': 'configmaps,deployments.Apps' }), refused: 'same words' },
+  { name: 'fence-objects: a kind named twice', pod: pod({ 'leasehold.io/fence-objects': 'configmaps,secrets,configmaps.' }), refused: 'same words' },
+  { name: 'fence-objects: on a shard group', pod: pod({ 'leasehold.io/shards': '4', 'leasehold.io/fence-objects': 'configmaps' }), refused: 'same words' },
+  {
+    name: 'fence-objects: a lease name over 63',
+    pod: pod({ 'leasehold.io/lease': 'l'.repeat(64), 'leasehold.io/fence-objects': 'configmaps' }),
+    refused: 'same words',
+  },
   { name: 'native-sidecar', pod: pod({ 'leasehold.io/native-sidecar': 'maybe' }), refused: 'same words' },
   { name: 'a port past 65535', pod: pod({ 'leasehold.io/port': '70000' }), refused: 'same words' },
   { name: 'a port an app container declares', pod: pod({ 'leasehold.io/port': '8080' }, { containers: [app(named)] }), refused: 'same words' },
