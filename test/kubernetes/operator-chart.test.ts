@@ -113,7 +113,6 @@ describe('the operator chart', () => {
       [`webhook.injectValue=${'a'.repeat(64)}`, 'webhook.injectValue'],
       ['webhook.excludeNamespaces[0]=Not_A_Namespace', 'webhook.excludeNamespaces.0'],
       ['nativeSidecar=sometimes', 'nativeSidecar'],
-      ['injection.mode=auto', 'injection.mode'],
       ['certValidity=90', 'certValidity'],
       ['caValidity=ten-years', 'caValidity'],
       ['resync=30', 'resync'],
@@ -217,8 +216,9 @@ describe('the operator chart', () => {
     const kinds = docs.map((d) => d.kind);
     assert.ok(!kinds.includes('MutatingWebhookConfiguration'), kinds.join(', '));
     for (const kind of ['MutatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding']) {
-      const binding = one(docs, kind);
-      assert.equal(binding.spec.policyName, one(docs, kind.replace('Binding', '')).metadata.name);
+      // The injecting policy's and the refusing policy's bindings (the label guard's is checked in operator-chart-mode.test.ts).
+      const binding = named(docs, kind, 'ops-leasehold-operator');
+      assert.equal(binding.spec.policyName, named(docs, kind.replace('Binding', ''), 'ops-leasehold-operator').metadata.name);
       // The webhook's namespace rules and inject value, for the same pods.
       assert.deepEqual(binding.spec.matchResources, {
         objectSelector: { matchLabels: { 'leasehold.io/inject': 'team-a' } },
@@ -237,11 +237,16 @@ describe('the operator chart', () => {
       mutating.spec.mutations.map((m: { patchType: string }) => m.patchType),
       ['JSONPatch', 'JSONPatch', 'JSONPatch', 'JSONPatch'],
     );
-    // One validating policy refuses, the other warns (a probe that gives no health), as the webhook does.
+    // One validating policy refuses, one warns (a probe that gives no health), as the webhook does;
+    // the label guard refuses labelling a pod after its creation.
     assert.deepEqual(
-      docs.filter((d) => d.kind === 'ValidatingAdmissionPolicyBinding').map((d): unknown[] => [d.spec.policyName, d.spec.validationActions]),
+      docs
+        .filter((d) => d.kind === 'ValidatingAdmissionPolicyBinding')
+        .map((d): unknown[] => [d.spec.policyName, d.spec.validationActions])
+        .sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
       [
         ['ops-leasehold-operator', ['Deny']],
+        ['ops-leasehold-operator-label-guard', ['Deny']],
         ['ops-leasehold-operator-warn', ['Warn']],
       ],
     );
