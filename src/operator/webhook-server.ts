@@ -2,13 +2,14 @@ import { createRequire } from 'node:module';
 import type * as Https from 'node:https';
 import type { Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import { describeError, isLeaseholdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { InjectorDefaults } from './injection-settings.js';
 import { review } from './mutate.js';
 import type { OperatorMetrics } from './operator-metrics.js';
+import { ConnectionRoom, closeAll, listenOn } from './connection-room.js';
 
 /** node:https by require, as src/util/node-http.ts loads node:http: an ESM import would load undici for nothing. */
 const { createServer } = createRequire(import.meta.url)('node:https') as typeof Https;
@@ -84,15 +85,13 @@ export class WebhookServer {
   private inFlight = 0;
   /** Reviews whose bodies are still arriving, oldest first, each with what ends it. */
   private readonly arriving = new Set<(err: RequestRefused) => void>();
-  /** Open connections by arrival, oldest first, keyed by the peer's address and port: the same for the TCP socket and the TLS one over it. */
-  private readonly connections = new Map<string, Socket>();
-  /** The connections a review or another request is being read or answered on. */
-  private readonly answering = new Set<string>();
   private cutSlow = 0;
   private cutLoggedAt = -Infinity;
   private refusedBusy = 0;
   private busyLoggedAt = -Infinity;
   private readonly limits: WebhookLimits;
+  /** Open connections, bounded: a review or another request being read or answered keeps its own. */
+  private readonly room: ConnectionRoom;
 
   constructor(
     private readonly defaults: InjectorDefaults,
@@ -101,6 +100,7 @@ export class WebhookServer {
     limits: Partial<WebhookLimits> = {},
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...limits };
+    this.room = new ConnectionRoom(this.limits.maxConnections);
   }
 
   /**
@@ -138,13 +138,11 @@ export class WebhookServer {
         connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs),
       },
       (req, res) => {
-        const key = peer(req.socket);
-        this.answering.add(key);
-        res.once('close', () => this.answering.delete(key));
+        this.room.answer(req, res);
         void this.handle(req, res);
       },
     );
-    server.on('connection', (socket: Socket) => this.admit(socket));
+    server.on('connection', (socket: Socket) => this.room.admit(socket));
     // A client that sends nothing, or sends slowly, is dropped long before the API server's own
     // timeout would; the body's own deadline is kept per request (readBody).
     server.headersTimeout = headersTimeoutMs;
@@ -152,27 +150,19 @@ export class WebhookServer {
     server.keepAliveTimeout = 60_000;
     this.server = server;
     try {
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => {
-          server.off('error', reject);
-          resolve();
-        });
-      });
+      return await listenOn(server, host, port);
     } catch (err) {
       // A server that never listened is not kept as the one to close.
       if (this.server === server) this.server = undefined;
       throw err;
     }
-    return (server.address() as AddressInfo).port;
   }
 
   async close(): Promise<void> {
     const server = this.server;
     if (!server) return;
     this.server = undefined;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await closeAll(server);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -206,27 +196,9 @@ export class WebhookServer {
   }
 
   /** Keeps the connections within maxConnections: past it, the oldest nothing is being answered on is closed, else the new one. */
-  private admit(socket: Socket): void {
-    const key = peer(socket);
-    this.connections.set(key, socket);
-    socket.once('close', () => {
-      if (this.connections.get(key) === socket) this.connections.delete(key);
-    });
-    if (this.connections.size <= this.limits.maxConnections) return;
-    let victim: [string, Socket] = [key, socket];
-    for (const entry of this.connections) {
-      if (entry[1] !== socket && !this.answering.has(entry[0])) {
-        victim = entry;
-        break;
-      }
-    }
-    this.connections.delete(victim[0]);
-    victim[1].destroy();
-  }
-
   /** Connections open now (for tests). */
   get openConnections(): number {
-    return this.connections.size;
+    return this.room.size;
   }
 
   /** Ends the oldest review whose body is still arriving (its slot is given back as it ends); false when there is none. */
@@ -281,8 +253,6 @@ export class WebhookServer {
     }
   }
 }
-
-const peer = (s: Socket) => `${s.remoteAddress}|${s.remotePort}`;
 
 function send(res: ServerResponse, status: number, type: string, body: string): void {
   res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) });
