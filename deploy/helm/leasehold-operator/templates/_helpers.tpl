@@ -21,13 +21,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/*
-How labelled pods get the sidecar, resolved: "policy" or "webhook". "auto" is policy when the API
+How labelled pods get the sidecar, resolved: "policy" or "webhook". "auto" (the default) is policy when the API
 server serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (Kubernetes 1.36+; `helm
 template` reads it from --api-versions), else webhook. Every template that differs by mode reads
 this, never .Values.injection.mode: the webhook, its certificates and Service, and the policies.
 */}}
 {{- define "leasehold-operator.injectionMode" -}}
-{{- $mode := .Values.injection.mode | default "webhook" -}}
+{{- $mode := .Values.injection.mode | default "auto" -}}
 {{- if eq $mode "auto" -}}
 {{- ternary "policy" "webhook" (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy") -}}
 {{- else -}}
