@@ -500,6 +500,50 @@ describe('the operator chart', () => {
       }
     });
 
+    it("a second install on the value of one in policy mode (the default here) is refused in either mode, naming the first's binding", async () => {
+      const first = `lho-p-${process.pid}`;
+      const second = `lho-q-${process.pid}`;
+      // A value of this process's own: no other test's install selects it.
+      const value = `dup-${process.pid}`;
+      const other = await freshNamespace('lhoq');
+      const install = (release: string, namespace: string, set: string[]) =>
+        helm(['install', release, CHART, '--namespace', namespace, ...[`fullnameOverride=${release}`, ...set].flatMap((s) => ['--set', s])]);
+      try {
+        // No injection.mode: `auto` asks this API server, which serves MutatingAdmissionPolicy.
+        const a = install(first, ns, [`webhook.injectValue=${value}`]);
+        assert.equal(a.code, 0, a.err);
+        assert.equal(
+          kubectl(['get', 'mutatingadmissionpolicybinding', first, '-o', 'name']).trim(),
+          `mutatingadmissionpolicybinding.admissionregistration.k8s.io/${first}`,
+        );
+        assert.equal(kubectl(['get', 'mutatingwebhookconfiguration', first, '--ignore-not-found', '-o', 'name']).trim(), '', 'auto installed no webhook here');
+        for (const mode of ['webhook', 'policy', 'auto']) {
+          const same = install(second, other, [`injection.mode=${mode}`, `webhook.injectValue=${value}`]);
+          assert.notEqual(same.code, 0, `the same value is refused (${mode})`);
+          assert.ok(
+            same.err.includes(
+              `webhook.injectValue "${value}": the MutatingAdmissionPolicyBinding ${first}, another leasehold operator install (injection by policy), already injects pods labelled leasehold.io/inject=${value}`,
+            ),
+            same.err,
+          );
+          assert.equal(
+            kubectl(['get', 'mutatingwebhookconfiguration,mutatingadmissionpolicybinding', second, '--ignore-not-found', '-o', 'name']).trim(),
+            '',
+            'nothing of it installed',
+          );
+        }
+        // Its own binding is not another install's: an upgrade of the first passes.
+        const up = helm(['upgrade', first, CHART, '--namespace', ns, '--reuse-values']);
+        assert.equal(up.code, 0, up.err);
+        const own = install(second, other, ['injection.mode=policy', `webhook.injectValue=${value}-b`]);
+        assert.equal(own.code, 0, own.err);
+      } finally {
+        helm(['uninstall', second, '--namespace', other, '--wait']);
+        helm(['uninstall', first, '--namespace', ns, '--wait']);
+        kubectl(['delete', 'namespace', other, '--wait=false', '--ignore-not-found']);
+      }
+    });
+
     it('helm uninstall leaves no webhook configuration, and labelled pods can be created again', () => {
       const release = `lho-${process.pid}`;
       const r = helm(['install', release, CHART, '--namespace', ns, ...WEBHOOK_MODE, '--set', `fullnameOverride=${release}`]);
