@@ -154,12 +154,16 @@ describe("the operator chart's injection.mode", () => {
     for (const [set, api] of [
       [['injection.mode=policy'], []],
       [['injection.mode=auto'], [POLICY_API]],
+      [[], [POLICY_API]],
     ] as const) {
       const r = template([...set, 'certManager.enabled=true'], [...api]);
       assert.notEqual(r.code, 0, set.join(' '));
       assert.match(
         r.err,
-        /certManager\.enabled is true, but injection\.mode "(policy|auto)" installs the MutatingAdmissionPolicy: no webhook, so no certificate/,
+        set.length === 1 && set[0] === 'injection.mode=policy'
+          ? /certManager\.enabled is true, but injection\.mode "policy" installs the MutatingAdmissionPolicy: no webhook, so no certificate/
+          : // Where the mode was not set, the message says why auto picked the policy.
+            /certManager\.enabled is true, but injection\.mode "auto" installs the MutatingAdmissionPolicy \(auto, the default, picks it where the API server serves admissionregistration\.k8s\.io\/v1 MutatingAdmissionPolicy\): no webhook, so no certificate/,
       );
     }
     assert.equal(template(['injection.mode=auto', 'certManager.enabled=true']).code, 0, 'auto without the API is the webhook, which cert-manager serves');

@@ -500,7 +500,7 @@ describe('the operator chart', () => {
       }
     });
 
-    it("a second install on the value of one in policy mode (the default here) is refused in either mode, naming the first's binding", async () => {
+    it("a second install on the value of one in policy mode (the default here) is refused in any mode, naming the first's binding", async () => {
       const first = `lho-p-${process.pid}`;
       const second = `lho-q-${process.pid}`;
       // A value of this process's own: no other test's install selects it.

@@ -156,7 +156,9 @@ serves the kind (Kubernetes 1.36 and later); helm template has no such server.
 {{- end -}}
 {{- end -}}
 {{- if and .Values.certManager.enabled (eq (include "leasehold-operator.injectionMode" .) "policy") -}}
-{{- fail (printf "certManager.enabled is true, but injection.mode %q installs the MutatingAdmissionPolicy: no webhook, so no certificate for cert-manager to issue; set certManager.enabled=false, or injection.mode=webhook" (toString .Values.injection.mode)) -}}
+{{- $mode := toString (.Values.injection.mode | default "auto") -}}
+{{- $why := ternary "" " (auto, the default, picks it where the API server serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy)" (eq $mode "policy") -}}
+{{- fail (printf "certManager.enabled is true, but injection.mode %q installs the MutatingAdmissionPolicy%s: no webhook, so no certificate for cert-manager to issue; set certManager.enabled=false, or injection.mode=webhook" $mode $why) -}}
 {{- end -}}
 {{- if .Values.certManager.enabled -}}
 {{- $c := .Values.certManager -}}
