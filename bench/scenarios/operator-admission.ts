@@ -1,7 +1,7 @@
 /**
  * The operator's admission cost and memory on the cluster tier's single-node Kubernetes
  * (test/support/cluster-session.ts), as users install it: `helm install` of its chart with the
- * image from the Dockerfile, 2 replicas, the chart's defaults.
+ * image from the Dockerfile, `injection.mode=webhook`, 2 replicas, the chart's defaults otherwise.
  *
  * Pods are bare pods created by this process at a fixed rate (open loop: each create is sent on
  * its schedule whether or not the previous one has been answered, so a slow answer cannot hold
@@ -128,7 +128,7 @@ export async function benchOperator(s: ClusterSession, o: { podsPerArm: number; 
     return r.stdout;
   };
   try {
-    log('operator: helm install of the operator chart (2 replicas, the chart defaults)');
+    log('operator: helm install of the operator chart (webhook mode, 2 replicas, the chart defaults otherwise)');
     s.helm(
       'install',
       RELEASE,
@@ -136,7 +136,8 @@ export async function benchOperator(s: ClusterSession, o: { podsPerArm: number; 
       '-n',
       OPERATOR_NS,
       '--create-namespace',
-      ...['image.repository=leasehold', 'image.tag=dev', 'image.pullPolicy=Never'].flatMap((v) => ['--set', v]),
+      // The webhook's admission is what this measures: the default, auto, would install the policies on 1.36+.
+      ...['image.repository=leasehold', 'image.tag=dev', 'image.pullPolicy=Never', 'injection.mode=webhook'].flatMap((v) => ['--set', v]),
       '--wait',
       '--timeout',
       '180s',
@@ -371,7 +372,7 @@ function render(r: RenderInput): string {
   const waitMs = r.cpu.reduce((a, c) => a + c.waitMs, 0);
   const admissions = r.cpu.reduce((a, c) => a + c.admissions, 0);
   return `The operator as its chart installs it (\`helm install\` of \`deploy/helm/leasehold-operator\`, the image
-from the Dockerfile, 2 replicas, the chart's defaults) on the cluster tier's single-node Kubernetes
+from the Dockerfile, \`injection.mode=webhook\`, 2 replicas, the chart's defaults otherwise) on the cluster tier's single-node Kubernetes
 (\`test/cluster/cluster.sh\`, kube-apiserver 1.37.2). The bench creates bare pods itself, ${r.o.rate} per
 second, open loop (each creation is sent on its schedule, answered or not), ${r.o.podsPerArm} labelled
 \`leasehold.io/inject: "true"\` (sent to the webhook) and ${r.o.podsPerArm} unlabelled (the control: the

@@ -216,6 +216,9 @@ export function operatorChecks(cluster: ClusterSession, ns: string): void {
         'image.tag=dev',
         '--set',
         'image.pullPolicy=Never',
+        // The webhook's checks: this node's API server (1.36+) would have the default, auto, install the policies.
+        '--set',
+        'injection.mode=webhook',
         '--wait',
         '--timeout',
         '180s',

@@ -37,7 +37,11 @@ export function secondInstallChecks(ctx: OperatorCheckContext): void {
           '-n',
           SECOND_NAMESPACE,
           '--create-namespace',
-          ...['image.repository=leasehold', 'image.tag=dev', 'image.pullPolicy=Never', 'replicaCount=1', ...set].flatMap((s) => ['--set', s]),
+          // In webhook mode, as the first install: its marks are what keeps each install's grants its own.
+          ...['image.repository=leasehold', 'image.tag=dev', 'image.pullPolicy=Never', 'replicaCount=1', 'injection.mode=webhook', ...set].flatMap((s) => [
+            '--set',
+            s,
+          ]),
           '--wait',
           '--timeout',
           '180s',

@@ -6,7 +6,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
@@ -96,8 +96,21 @@ describe("the operator chart's injection.mode", () => {
     helmBin = buildTool('build-helm.sh');
   });
 
-  it('webhook (the default for now): the webhook, its Service, its Secrets Role; the operator in webhook mode', () => {
-    for (const docs of [render(), render(['injection.mode=webhook'])]) {
+  it('auto is the default: the webhook without the MutatingAdmissionPolicy API (helm template asks no cluster), the policies with it', () => {
+    const values = yaml.load(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as { injection: { mode: string } };
+    assert.equal(values.injection.mode, 'auto');
+    const without = render();
+    assert.deepEqual(kinds(without), WEBHOOK_KINDS);
+    assert.equal(resolved(without).mode, 'webhook');
+    const withApi = render([], [POLICY_API]);
+    assert.deepEqual(kinds(withApi), POLICY_KINDS);
+    assert.equal(resolved(withApi).mode, 'policy');
+    // A values file that sets no mode at all (injection: {}) is auto too.
+    assert.deepEqual(kinds(render(['injection.mode=null'], [POLICY_API])), POLICY_KINDS);
+  });
+
+  it('webhook: the webhook, its Service, its Secrets Role; the operator in webhook mode, even where the policy API is served', () => {
+    for (const docs of [render(['injection.mode=webhook']), render(['injection.mode=webhook'], [POLICY_API])]) {
       assert.deepEqual(kinds(docs), WEBHOOK_KINDS);
       assert.equal(resolved(docs).mode, 'webhook');
       assert.ok(!args(docs).some((a) => a.startsWith('--injection-mode')));
@@ -141,12 +154,16 @@ describe("the operator chart's injection.mode", () => {
     for (const [set, api] of [
       [['injection.mode=policy'], []],
       [['injection.mode=auto'], [POLICY_API]],
+      [[], [POLICY_API]],
     ] as const) {
       const r = template([...set, 'certManager.enabled=true'], [...api]);
       assert.notEqual(r.code, 0, set.join(' '));
       assert.match(
         r.err,
-        /certManager\.enabled is true, but injection\.mode "(policy|auto)" installs the MutatingAdmissionPolicy: no webhook, so no certificate/,
+        set.length === 1 && set[0] === 'injection.mode=policy'
+          ? /certManager\.enabled is true, but injection\.mode "policy" installs the MutatingAdmissionPolicy: no webhook, so no certificate/
+          : // Where the mode was not set, the message says why auto picked the policy.
+            /certManager\.enabled is true, but injection\.mode "auto" installs the MutatingAdmissionPolicy \(auto, the default, picks it where the API server serves admissionregistration\.k8s\.io\/v1 MutatingAdmissionPolicy\): no webhook, so no certificate/,
       );
     }
     assert.equal(template(['injection.mode=auto', 'certManager.enabled=true']).code, 0, 'auto without the API is the webhook, which cert-manager serves');

@@ -40,8 +40,13 @@ type Obj = {
   webhooks?: any[];
 };
 
+/**
+ * These tests are the webhook's: injection.mode=webhook, not the default `auto` (which renders
+ * the webhook here only because helm template asks no cluster; operator-chart-mode.test.ts covers
+ * it). A test's own injection.mode, set after, wins.
+ */
 const template = (set: string[], namespace = 'leasehold-system') =>
-  helm(['template', 'ops', CHART, '--namespace', namespace, '--kube-version', '1.31.0', ...set.flatMap((s) => ['--set', s])]);
+  helm(['template', 'ops', CHART, '--namespace', namespace, '--kube-version', '1.31.0', ...['injection.mode=webhook', ...set].flatMap((s) => ['--set', s])]);
 
 function render(set: string[] = [], namespace?: string): Obj[] {
   const r = template(set, namespace);
@@ -433,6 +438,8 @@ describe('the operator chart', () => {
   });
 
   describe('installed on the API server', () => {
+    /** This API server (1.37) serves MutatingAdmissionPolicy, so the default `auto` would install the policies. */
+    const WEBHOOK_MODE = ['--set', 'injection.mode=webhook'];
     let ns = '';
     let apps = '';
     before(async () => {
@@ -450,18 +457,36 @@ describe('the operator chart', () => {
       const second = `lho-b-${process.pid}`;
       const other = await freshNamespace('lhob');
       try {
-        const a = helm(['install', first, CHART, '--namespace', ns, '--set', `fullnameOverride=${first}`]);
+        const a = helm(['install', first, CHART, '--namespace', ns, ...WEBHOOK_MODE, '--set', `fullnameOverride=${first}`]);
         assert.equal(a.code, 0, a.err);
-        const same = helm(['install', second, CHART, '--namespace', other, '--set', `fullnameOverride=${second}`]);
-        assert.notEqual(same.code, 0, 'the same value is refused');
-        assert.ok(
-          same.err.includes(
-            `webhook.injectValue "true": the webhook configuration ${first}, another leasehold operator install, already injects pods labelled leasehold.io/inject=true`,
-          ),
-          same.err,
-        );
-        assert.equal(kubectl(['get', 'mutatingwebhookconfiguration', second, '--ignore-not-found', '-o', 'name']).trim(), '', 'nothing of it installed');
-        const own = helm(['install', second, CHART, '--namespace', other, '--set', `fullnameOverride=${second}`, '--set', 'webhook.injectValue=team-b']);
+        // Whatever the second's mode: a policy would inject the same pods the webhook does.
+        for (const mode of ['webhook', 'policy']) {
+          const same = helm(['install', second, CHART, '--namespace', other, '--set', `injection.mode=${mode}`, '--set', `fullnameOverride=${second}`]);
+          assert.notEqual(same.code, 0, `the same value is refused (${mode})`);
+          assert.ok(
+            same.err.includes(
+              `webhook.injectValue "true": the webhook configuration ${first}, another leasehold operator install, already injects pods labelled leasehold.io/inject=true`,
+            ),
+            same.err,
+          );
+          assert.equal(
+            kubectl(['get', 'mutatingwebhookconfiguration,mutatingadmissionpolicybinding', second, '--ignore-not-found', '-o', 'name']).trim(),
+            '',
+            'nothing of it installed',
+          );
+        }
+        const own = helm([
+          'install',
+          second,
+          CHART,
+          '--namespace',
+          other,
+          ...WEBHOOK_MODE,
+          '--set',
+          `fullnameOverride=${second}`,
+          '--set',
+          'webhook.injectValue=team-b',
+        ]);
         assert.equal(own.code, 0, own.err);
         const selector = kubectl(['get', 'mutatingwebhookconfiguration', second, '-o', 'jsonpath={.webhooks[0].objectSelector.matchLabels}']);
         assert.deepEqual(JSON.parse(selector), { 'leasehold.io/inject': 'team-b' });
@@ -475,9 +500,53 @@ describe('the operator chart', () => {
       }
     });
 
+    it("a second install on the value of one in policy mode (the default here) is refused in any mode, naming the first's binding", async () => {
+      const first = `lho-p-${process.pid}`;
+      const second = `lho-q-${process.pid}`;
+      // A value of this process's own: no other test's install selects it.
+      const value = `dup-${process.pid}`;
+      const other = await freshNamespace('lhoq');
+      const install = (release: string, namespace: string, set: string[]) =>
+        helm(['install', release, CHART, '--namespace', namespace, ...[`fullnameOverride=${release}`, ...set].flatMap((s) => ['--set', s])]);
+      try {
+        // No injection.mode: `auto` asks this API server, which serves MutatingAdmissionPolicy.
+        const a = install(first, ns, [`webhook.injectValue=${value}`]);
+        assert.equal(a.code, 0, a.err);
+        assert.equal(
+          kubectl(['get', 'mutatingadmissionpolicybinding', first, '-o', 'name']).trim(),
+          `mutatingadmissionpolicybinding.admissionregistration.k8s.io/${first}`,
+        );
+        assert.equal(kubectl(['get', 'mutatingwebhookconfiguration', first, '--ignore-not-found', '-o', 'name']).trim(), '', 'auto installed no webhook here');
+        for (const mode of ['webhook', 'policy', 'auto']) {
+          const same = install(second, other, [`injection.mode=${mode}`, `webhook.injectValue=${value}`]);
+          assert.notEqual(same.code, 0, `the same value is refused (${mode})`);
+          assert.ok(
+            same.err.includes(
+              `webhook.injectValue "${value}": the MutatingAdmissionPolicyBinding ${first}, another leasehold operator install (injection by policy), already injects pods labelled leasehold.io/inject=${value}`,
+            ),
+            same.err,
+          );
+          assert.equal(
+            kubectl(['get', 'mutatingwebhookconfiguration,mutatingadmissionpolicybinding', second, '--ignore-not-found', '-o', 'name']).trim(),
+            '',
+            'nothing of it installed',
+          );
+        }
+        // Its own binding is not another install's: an upgrade of the first passes.
+        const up = helm(['upgrade', first, CHART, '--namespace', ns, '--reuse-values']);
+        assert.equal(up.code, 0, up.err);
+        const own = install(second, other, ['injection.mode=policy', `webhook.injectValue=${value}-b`]);
+        assert.equal(own.code, 0, own.err);
+      } finally {
+        helm(['uninstall', second, '--namespace', other, '--wait']);
+        helm(['uninstall', first, '--namespace', ns, '--wait']);
+        kubectl(['delete', 'namespace', other, '--wait=false', '--ignore-not-found']);
+      }
+    });
+
     it('helm uninstall leaves no webhook configuration, and labelled pods can be created again', () => {
       const release = `lho-${process.pid}`;
-      const r = helm(['install', release, CHART, '--namespace', ns, '--set', `fullnameOverride=${release}`]);
+      const r = helm(['install', release, CHART, '--namespace', ns, ...WEBHOOK_MODE, '--set', `fullnameOverride=${release}`]);
       assert.equal(r.code, 0, r.err);
       const name = kubectl(['get', 'mutatingwebhookconfiguration', release, '-o', 'name']).trim();
       assert.equal(name, `mutatingwebhookconfiguration.admissionregistration.k8s.io/${release}`);

@@ -71,10 +71,26 @@ describe('the operator fences Kubernetes objects for a pod that asks (leasehold.
     // The policy exactly as the chart renders it with the value on.
     const helm = buildTool('build-helm.sh');
     const home = join(env().cpDir, 'helm-op-fence');
-    const r = spawnSync(helm, ['template', RELEASE, CHART, '--namespace', ops, '--kube-version', '1.37.0', '--set', 'fencing.objectPolicies.enabled=true'], {
-      encoding: 'utf8',
-      env: { ...process.env, HELM_CACHE_HOME: home, HELM_CONFIG_HOME: home, HELM_DATA_HOME: home },
-    });
+    const r = spawnSync(
+      helm,
+      [
+        'template',
+        RELEASE,
+        CHART,
+        '--namespace',
+        ops,
+        '--kube-version',
+        '1.37.0',
+        '--set',
+        'fencing.objectPolicies.enabled=true',
+        '--set',
+        'injection.mode=webhook',
+      ],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, HELM_CACHE_HOME: home, HELM_CONFIG_HOME: home, HELM_DATA_HOME: home },
+      },
+    );
     assert.equal(r.status, 0, r.stderr);
     const docs = (loadAll(r.stdout) as (Doc | null)[]).filter((d): d is Doc => d !== null);
     const policies = docs.filter((d) => d.kind === 'ValidatingAdmissionPolicy');

@@ -21,13 +21,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/*
-How labelled pods get the sidecar, resolved: "policy" or "webhook". "auto" is policy when the API
+How labelled pods get the sidecar, resolved: "policy" or "webhook". "auto" (the default) is policy when the API
 server serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (Kubernetes 1.36+; `helm
 template` reads it from --api-versions), else webhook. Every template that differs by mode reads
 this, never .Values.injection.mode: the webhook, its certificates and Service, and the policies.
 */}}
 {{- define "leasehold-operator.injectionMode" -}}
-{{- $mode := .Values.injection.mode | default "webhook" -}}
+{{- $mode := .Values.injection.mode | default "auto" -}}
 {{- if eq $mode "auto" -}}
 {{- ternary "policy" "webhook" (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy") -}}
 {{- else -}}
@@ -143,8 +143,22 @@ helm template renders without it.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- /*
+The same for an install in policy mode: its MutatingAdmissionPolicyBinding (named as the install,
+labelled as the chart's) selects the pods by the same label. Asked only of an API server that
+serves the kind (Kubernetes 1.36 and later); helm template has no such server.
+*/ -}}
+{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicyBinding" -}}
+{{- range $b := (lookup "admissionregistration.k8s.io/v1" "MutatingAdmissionPolicyBinding" "" "").items -}}
+{{- if and (ne $b.metadata.name $self) (eq (toString (dig "metadata" "labels" "app.kubernetes.io/name" "" $b)) "leasehold-operator") (eq (toString (dig "spec" "matchResources" "objectSelector" "matchLabels" "leasehold.io/inject" "" $b)) $value) -}}
+{{- fail (printf "webhook.injectValue %q: the MutatingAdmissionPolicyBinding %s, another leasehold operator install (injection by policy), already injects pods labelled leasehold.io/inject=%s; both installs would inject, refuse and grant the same pods: give this install a value of its own (--set webhook.injectValue=...)" $value $b.metadata.name $value) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- if and .Values.certManager.enabled (eq (include "leasehold-operator.injectionMode" .) "policy") -}}
-{{- fail (printf "certManager.enabled is true, but injection.mode %q installs the MutatingAdmissionPolicy: no webhook, so no certificate for cert-manager to issue; set certManager.enabled=false, or injection.mode=webhook" (toString .Values.injection.mode)) -}}
+{{- $mode := toString (.Values.injection.mode | default "auto") -}}
+{{- $why := ternary "" " (auto, the default, picks it where the API server serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy)" (eq $mode "policy") -}}
+{{- fail (printf "certManager.enabled is true, but injection.mode %q installs the MutatingAdmissionPolicy%s: no webhook, so no certificate for cert-manager to issue; set certManager.enabled=false, or injection.mode=webhook" $mode $why) -}}
 {{- end -}}
 {{- if .Values.certManager.enabled -}}
 {{- $c := .Values.certManager -}}
