@@ -222,8 +222,8 @@ On PostgreSQL the fence adds a statement but no round trip to a write of the fen
 a transaction: \`BEGIN\` and the check go as one query, then the write, then \`COMMIT\`, three
 round trips either way; against a single autocommit statement it adds two (BEGIN with the
 check, COMMIT), since the check and the write must commit together. The check of a writer of
-the fence's term is one statement, the token read \`FOR SHARE\`; a term's first write on a
-connection (or a key's) finds the token below its own and sends its \`ROLLBACK\` with the full
+the fence's term is one statement, the token read \`FOR SHARE\`; a new term's first writes
+(and a key's) find the token below their own and send their \`ROLLBACK\` with the full
 check (a raise, an insert, the read), one more round trip (docs/fencing.md, "PostgreSQL"). What
 it still costs: the read parsed and planned at each write (a multi-statement query cannot be
 prepared, and a prepared one would be a round trip of its own), and the share lock written to
