@@ -205,24 +205,28 @@ async function fencedTransaction<T>(client: PgClientBase, fenced: Fenced, work: 
   try {
     // BEGIN and the check go as one simple-protocol query, one round trip: a fenced write then
     // costs what the same write in a transaction of its own costs (BEGIN, work, COMMIT). The
-    // key is a literal escaped by the driver, the token a checked safe integer.
-    const check = `${begin}; ${checkStatements(table, client.escapeLiteral(key), token)}`;
-    for (let attempt = 1; ; attempt++) {
-      const results = (await client.query(check).catch((err: unknown) => {
-        throw missingTable(err, table);
-      })) as unknown as pg.QueryResult<{ token: string }>[];
-      const highest = Number(results[3]?.rows[0]?.token);
-      if (highest > token) throw new StaleTokenError(token, highest, key);
-      if (highest === token) break;
-      // Below the token (or gone): a first writer of the key inserted it after this
-      // transaction's raise looked and before its insert did. Raising it now would upgrade the
-      // share lock, a deadlock with any other writer doing the same: start the check again,
-      // which then sees the row. Nothing of the work has run.
-      await client.query('ROLLBACK');
-      if (attempt === 3)
+    // key is a literal escaped by the driver, the token a checked safe integer. The check is
+    // first the token read under the share lock alone, all that a writer of the fence's term
+    // needs (every write of a term but its first): one statement to parse and plan, not three.
+    const keyLiteral = client.escapeLiteral(key);
+    const read = await client.query(`${begin}; ${shareRead(table, keyLiteral)}`).catch((err: unknown) => {
+      throw missingTable(err, table);
+    });
+    let highest = tokenOf(read, 1);
+    if (highest > token) throw new StaleTokenError(token, highest, key);
+    // Below the token or no row: a new term's first write or the key's. Raising the row now
+    // would upgrade the share lock, a deadlock with any other writer doing the same: the
+    // transaction is rolled back and the full check sent with the ROLLBACK (one more round
+    // trip), which raises the row before it locks it shared.
+    for (let attempt = 1; highest !== token; attempt++) {
+      if (attempt > 3)
         throw new ConflictError(
           `the fence row of key ${JSON.stringify(key)} was inserted or deleted under the check 3 times running; nothing was written, try again`,
         );
+      highest = tokenOf(await client.query(`ROLLBACK; ${begin}; ${checkStatements(table, keyLiteral, token)}`), 4);
+      if (highest > token) throw new StaleTokenError(token, highest, key);
+      // Still below (or gone): a first writer of the key inserted it after this transaction's
+      // raise looked and before its insert did: the check again, which then sees the row.
     }
     const result = await work(client);
     // The work ended the transaction itself (COMMIT, ROLLBACK): what it ran after that ran
@@ -250,9 +254,9 @@ async function fencedTransaction<T>(client: PgClientBase, fenced: Fenced, work: 
 }
 
 /**
- * The check, three statements: a raise (it locks the row exclusively only when the token is
- * above the fence, waiting for every writer of the term before); the row inserted if the key
- * is new; then its latest token read under a share lock, held to the commit. Writers of the
+ * The full check (a term's first write, a key's), three statements: a raise (it locks the row
+ * exclusively only when the token is above the fence, waiting for every writer of the term
+ * before); the row inserted if the key is new; then its latest token read under a share lock, held to the commit. Writers of the
  * same term share the lock, so they do not queue behind each other for the whole of their
  * transactions, and a raise (or a writer behind one) waits until they have committed: the
  * Temporal pattern, FOR SHARE on each write and an exclusive lock for a new owner.
@@ -261,8 +265,21 @@ function checkStatements(table: string, keyLiteral: string, token: number): stri
   return [
     `UPDATE ${table} SET token = ${token}, updated_at = ${NOW} WHERE key ${EQ} ${keyLiteral} AND token ${LT} ${token}`,
     `INSERT INTO ${table} (key, token) VALUES (${keyLiteral}, ${token}) ON CONFLICT (key) DO NOTHING`,
-    `SELECT token FROM ${table} WHERE key ${EQ} ${keyLiteral} FOR SHARE`,
+    shareRead(table, keyLiteral),
   ].join('; ');
+}
+
+/**
+ * The key's latest token, share-locked until the commit: under read committed it waits for a
+ * raise in progress and then reads the raised token; a raise that comes after waits for it.
+ */
+function shareRead(table: string, keyLiteral: string): string {
+  return `SELECT token FROM ${table} WHERE key ${EQ} ${keyLiteral} FOR SHARE`;
+}
+
+/** The token read by the statement at `index` of a multi-statement query (NaN for no row). */
+function tokenOf(results: unknown, index: number): number {
+  return Number((results as pg.QueryResult<{ token: string }>[])[index]?.rows[0]?.token);
 }
 
 /**

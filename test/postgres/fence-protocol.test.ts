@@ -52,7 +52,7 @@ async function roundTrips(c: pg.Client, run: () => Promise<unknown>): Promise<nu
 const update = (value: number) => (tx: PgClientBase) => tx.query('UPDATE protocol_data SET value = $1 WHERE id = 1', [value]);
 
 describe('withPostgresFence round trips', () => {
-  it('an accepted fenced write costs the round trips of the same write in a transaction: BEGIN and the check go together', async () => {
+  it("a write of the fence's term costs the round trips of the same write in a transaction: BEGIN and the check go together", async () => {
     const c = await client();
     const inTransaction = await roundTrips(c, async () => {
       await c.query('BEGIN');
@@ -60,9 +60,16 @@ describe('withPostgresFence round trips', () => {
       await c.query('COMMIT');
     });
     assert.equal(inTransaction, 3);
-    // The first write of the key inserts its row, later ones raise it or find it equal: each the same.
-    for (const token of [4, 4, 5]) {
-      assert.equal(await roundTrips(c, () => withPostgresFence(c, { key: 'trips', token }, update(token))), inTransaction, `token ${token}`);
+    // A write finding the fence at its token (every write of a term but its first): the same.
+    // The key's first write (which inserts its row) and a new term's (which raises it): one
+    // more, the ROLLBACK of the share-locked read sent with the check that raises the row.
+    for (const [token, trips] of [
+      [4, inTransaction + 1],
+      [4, inTransaction],
+      [5, inTransaction + 1],
+      [5, inTransaction],
+    ] as const) {
+      assert.equal(await roundTrips(c, () => withPostgresFence(c, { key: 'trips', token }, update(token))), trips, `token ${token}`);
     }
     for (const isolationLevel of ['read committed', 'repeatable read', 'serializable'] as const) {
       assert.equal(await roundTrips(c, () => withPostgresFence(c, { key: 'trips', token: 5 }, update(5), { isolationLevel })), inTransaction, isolationLevel);
