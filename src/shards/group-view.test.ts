@@ -55,4 +55,30 @@ describe("a member's view of its group", () => {
     assert.equal(view.live({ slot: 0, session: 3 }), false);
     assert.equal(view.nextToken(0), 8, 'a new owner goes past the token seen');
   });
+
+  it('a live slot is free to the member that ended its session itself, and to nobody else: the next session, and that session still live for its shards', async () => {
+    const clock = new FakeClock();
+    const view = new GroupView(clock, 1, LEASE_MS, POLL_GAP_MS);
+    const slot: VersionedGroupRecord = {
+      record: { kind: 'member', index: 2, holderIdentity: 'c', session: 5, state: 'active', renewTime: clock.now(), leaseDurationSeconds: LEASE_MS / 1000 },
+      version: '9',
+    };
+    view.observe([slot], clock.monotonic());
+    await clock.advance(1_000);
+    view.observe([slot], clock.monotonic());
+    const ended = { slot: 2, session: 5 };
+    assert.equal(view.live(ended), true, 'the others may still count it live');
+    assert.deepEqual(view.freeSlot(3, 2), { index: 0, current: null, session: 1 }, 'not free without being told it ended');
+    assert.deepEqual(view.freeSlot(3, 2, { ...ended, identity: 'd' }), { index: 0, current: null, session: 1 }, "another identity's session is not its to end");
+    assert.deepEqual(
+      view.freeSlot(3, 2, { slot: 2, session: 4, identity: 'c' }),
+      { index: 0, current: null, session: 1 },
+      'an older session of its own is not the one there',
+    );
+    assert.deepEqual(
+      view.freeSlot(3, 2, { ...ended, identity: 'c' }),
+      { index: 2, current: slot, session: 6 },
+      'the ended session’s slot, with the next session',
+    );
+  });
 });

@@ -208,15 +208,29 @@ export class GroupView {
     return [...this.slots.values()].filter((v) => v.record.holderIdentity !== '' && this.live({ slot: v.record.index, session: v.record.session }));
   }
 
-  /** A free slot this member may take now: free, absent (with the session to write), or expired. */
-  freeSlot(maxSlots: number, startAt: number): { index: number; current: VersionedGroupRecord<MemberSlot> | null; session: number } | null {
+  /**
+   * A free slot this member may take now: free, absent (with the session to write), expired, or
+   * holding `ended`, a session of this member's (`identity`) that it ended itself. That one may still look
+   * live to everyone (a member cut off from the store ends its session at renewDeadline, the
+   * others judge it over a lease after its last heartbeat), but taking its slot renews nothing:
+   * the slot gets the next session, and the shards the ended session still names stay its own
+   * until they are released or could have expired (a session gone from its slot counts as live
+   * for a lease duration from when the others notice). What it ends at once is the ended
+   * session's place in the others' assignment, which would otherwise give it shards nobody takes.
+   */
+  freeSlot(
+    maxSlots: number,
+    startAt: number,
+    ended: (SessionId & { identity: string }) | null = null,
+  ): { index: number; current: VersionedGroupRecord<MemberSlot> | null; session: number } | null {
     for (let k = 0; k < maxSlots; k++) {
       const i = (startAt + k) % maxSlots;
       const v = this.slots.get(i);
       const next = (this.highestSession.get(i) ?? 0) + 1;
       if (!v) return { index: i, current: null, session: next };
       const r = v.record;
-      if (r.holderIdentity === '' || !this.live({ slot: i, session: r.session })) return { index: i, current: v, session: next };
+      const ours = ended !== null && ended.slot === i && ended.session === r.session && ended.identity === r.holderIdentity;
+      if (r.holderIdentity === '' || ours || !this.live({ slot: i, session: r.session })) return { index: i, current: v, session: next };
     }
     return null;
   }

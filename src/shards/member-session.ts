@@ -33,6 +33,11 @@ export class MemberSession {
   private session: Session | null = null;
   /** When the last successful list was sent: with the heartbeat, what a session's validity counts from. */
   private listedAt: Moment | null = null;
+  /**
+   * The session that ended last (lost or left): its slot may still name it, and the others may
+   * count it live until it could have expired, but this member knows it is over.
+   */
+  private endedLast: SessionId | null = null;
 
   constructor(
     private readonly clock: Clock,
@@ -54,8 +59,14 @@ export class MemberSession {
     const m = this.session;
     if (!m) return null;
     this.session = null;
+    this.endedLast = { slot: m.slot, session: m.session };
     m.deadline?.cancel();
     return m;
+  }
+
+  /** The session that ended last; null before any did. */
+  get ended(): SessionId | null {
+    return this.endedLast;
   }
 
   /** A list sent at `at` succeeded. */

@@ -221,6 +221,49 @@ describe('a shard group member', () => {
     await stopping;
   });
 
+  it('cut off until its session is over for itself, then healed: it releases what drained and takes its slot back, no wait for an expiry', async () => {
+    // Issue 43: a member cut off from the store ends its session at its renew deadline and its
+    // app drains its shards, but the releases cannot reach the store. For the others that
+    // session may act until a lease after its last heartbeat. Healed before then, the member
+    // must release what drained and leave the others' assignment at once, or its shards stay
+    // unowned until that session could have expired.
+    const t = { leaseDurationMs: 15_000, renewDeadlineMs: 6_000, retryPeriodMs: 1_000, requestTimeoutMs: 2_000 };
+    const w = world(12);
+    const link = new CutLink(w.store);
+    await w.add('a', t);
+    await w.add('b', t);
+    const c = await w.add('c', { ...t, store: link });
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 12) && w.counts().join() === '4,4,4', 40_000));
+    const before = c.m.snapshot().owned.map((o) => o.shard);
+    const slot = c.m.snapshot().session!;
+    link.cut = true;
+    const cutAt = w.clock.monotonic();
+    assert.ok(await w.advanceUntil(() => c.m.snapshot().session === null, 10_000, 50), 'c ends its session at its renew deadline');
+    // Its releases go unanswered (request timeout 2 s), then it is healed: still well within a
+    // lease of its last heartbeat, so a and b would judge its session live for seconds more.
+    await w.clock.advance(2_500);
+    link.cut = false;
+    const healedAt = w.clock.monotonic();
+    assert.ok(healedAt - cutAt < t.leaseDurationMs - 4_000);
+    const ok = await w.advanceUntil(() => everyShardOnce(w.owners(), 12) && w.counts().join() === '4,4,4', 20_000, 50);
+    assert.ok(ok, `settled: ${w.counts().join()}`);
+    const took = w.clock.monotonic() - healedAt;
+    assert.ok(took <= 2 * t.retryPeriodMs, `every shard owned again ${took} ms after the heal, not after c's old session could have expired`);
+    assert.deepEqual(
+      c.m.snapshot().owned.map((o) => o.shard),
+      before,
+      'c owns its shards again',
+    );
+    assert.deepEqual(
+      c.m.snapshot().session,
+      { slot: slot.slot, session: slot.session + 1 },
+      'in its old slot, with the next session: the ended one is no member of anyone’s assignment',
+    );
+    const stopping = Promise.all(w.members.map(({ m }) => m.stop()));
+    await w.clock.advance(t.renewDeadlineMs);
+    await stopping;
+  });
+
   it('counts the shards it sees with no live owner (orphaned) and the live members, at every turn', async () => {
     const w = world(12);
     const health = new ManualHealth({ failureThreshold: 1, successThreshold: 1, holdDownMs: 0 }, w.clock);

@@ -128,7 +128,8 @@ export class ShardMember {
   /**
    * Each held shard's phase: owned, ending (through the gate), or kept (its work not seen to stop
    * in time: its record keeps naming the session that owned it until it could have expired, then
-   * is freed; a member leaving goes without waiting: the records expire with the session).
+   * is freed; a member leaving goes without waiting: the records expire with the session). A
+   * shard whose work stopped but whose release the store did not answer is kept too, due at once.
    */
   private readonly phases = new ShardPhases();
   /** Held shards whose vanished records are being written back (vanished-shards.ts): their release waits for it. */
@@ -386,7 +387,9 @@ export class ShardMember {
       }
     }
     const start = Number(fnv1a64(this.identity) % BigInt(this.maxMembers));
-    const free = this.view.freeSlot(this.maxMembers, start);
+    // The slot of this member's own ended session first: it knows that session is over.
+    const ended = this.sessions.ended;
+    const free = this.view.freeSlot(this.maxMembers, ended?.slot ?? start, ended && { ...ended, identity: this.identity });
     if (!free) {
       if (!this.noSlotSaid) this.log.warn('no free member slot: the group has as many members as --max-members', { maxMembers: this.maxMembers });
       this.noSlotSaid = true;
@@ -508,7 +511,7 @@ export class ShardMember {
     // Each freed from the version planned on: a record that changed since is not freed blindly.
     const strays = writes.free.map((s) => this.view.shard(s)!);
     this.tellAbsent(writes.take);
-    await inBatches(strays, this.parallelWrites, (v) => this.free(v, m));
+    await inBatches(strays, this.parallelWrites, async (v) => void (await this.free(v, m)));
     await inBatches(writes.take, this.parallelWrites, (s) => this.take(s, m));
   }
 
@@ -673,7 +676,13 @@ export class ShardMember {
       }
       // A vanished record being written back is released once it is back (or not at all).
       await this.restoring.get(s);
-      if (release) await this.free({ record: this.releasedRecord(s, e), version: e.version }, e.session);
+      if (!release || (await this.free({ record: this.releasedRecord(s, e), version: e.version }, e.session))) return;
+      // The app said the work stopped, but the store did not answer the release (cut off, or
+      // its session lost for that reason): kept, due at once, so the release is tried again at
+      // the first turn whose list is fresh, instead of the shard waiting for the session to
+      // expire in everyone's view (issue 43).
+      this.log.info('the release of a drained shard did not reach the store: it is tried again once the store answers', { shard: s, token: e.token });
+      this.phases.keep(s, { session: e.session, token: e.token, untilMono: this.clock.monotonic() });
     } finally {
       this.phases.endingOver(s, e);
       this.wakeUp();
@@ -687,8 +696,8 @@ export class ShardMember {
     const due = this.phases.keptEntries().filter(([, k]) => now >= k.untilMono);
     await inBatches(due, this.parallelWrites, async ([s, k]) => {
       const v = this.view.shard(s);
-      if (v) await this.free(v, k.session);
-      this.phases.keptOver(s);
+      // A release the store did not answer stays kept: the next fresh turn tries it again.
+      if (!v || (await this.free(v, k.session))) this.phases.keptOver(s);
     });
   }
 
@@ -697,18 +706,25 @@ export class ShardMember {
     return { kind: 'shard', index: s, holderIdentity: this.identity, owner: e.session, token: e.token, acquireTime: cur?.acquireTime ?? null };
   }
 
-  /** Writes shard `v` free (owner none, token kept), only from the version that names `session`. */
-  private async free(v: VersionedGroupRecord<ShardRecord>, session: SessionId): Promise<void> {
-    if (!v.record.owner || sessionKey(v.record.owner) !== sessionKey(session)) return;
+  /**
+   * Writes shard `v` free (owner none, token kept), only from the version that names `session`.
+   * Returns whether that is settled: written, or not ours to free (it names another, or another
+   * wrote it since: a conflict); false when the store did not answer, so it may still name us.
+   */
+  private async free(v: VersionedGroupRecord<ShardRecord>, session: SessionId): Promise<boolean> {
+    if (!v.record.owner || sessionKey(v.record.owner) !== sessionKey(session)) return true;
     const rec: ShardRecord = { ...v.record, holderIdentity: '', owner: null };
     try {
       const version = (await this.writeShard(rec, v.version))!;
       this.view.wrote({ record: rec, version });
+      return true;
     } catch (err) {
       // A conflict: another wrote it since (it is not ours to free any more). Anything else: the
-      // next turn sees the record still naming this session and frees it then.
+      // caller keeps it to try again (a stray of this session is found again by the next turn).
       this.hinted = true;
-      if (!(err instanceof ConflictError)) this.log.warn('releasing a shard failed', { shard: v.record.index, reason: describeError(err) });
+      if (err instanceof ConflictError) return true;
+      this.log.warn('releasing a shard failed', { shard: v.record.index, reason: describeError(err) });
+      return false;
     }
   }
 

@@ -24,7 +24,11 @@ export interface Ending extends Owned {
   renewedAtMono: number;
 }
 
-/** A shard whose work was not seen to stop in time: freed once it could have expired (untilMono). */
+/**
+ * A shard whose work was not seen to stop in time: freed once it could have expired (untilMono).
+ * Also one whose work stopped but whose release the store did not answer: untilMono is then the
+ * gate's end, so the first turn with a fresh list frees it.
+ */
 export interface Kept {
   session: SessionId;
   token: number;

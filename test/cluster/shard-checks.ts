@@ -2,7 +2,10 @@
  * The chart in shard mode on the cluster tier, in the same session as the chart's checks (one
  * bring-up): a release with `shards.count=64` and the example app, its Deployment going 1 -> 4
  * -> 3 (a scale-down: a graceful stop) -> 4 (then a `helm upgrade` to another `shards.count`,
- * refused by the chart with the Role, the Leases and the members unchanged) -> 3 (a crash: one pod's sidecar stopped with
+ * refused by the chart with the Role, the Leases and the members unchanged; then one member cut
+ * off from the API server by DROP rules in its pod's network namespace until its own session is
+ * over, and healed: its shards owned again within a graceful move of its return, issue 43) -> 3
+ * (a crash: one pod's sidecar stopped with
  * SIGSTOP, the Deployment scaled down with that pod first, and the sidecar SIGKILLed with `ctr
  * tasks kill` once its pod is terminating, so the kubelet does not restart it; its shards are
  * taken only once its session could have expired). After each step settles, every member owns 64, 16, or
@@ -19,7 +22,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO, waitFor } from '../support/cli.js';
-import { CHART, LOCAL_IMAGES, type ClusterSession } from '../support/cluster-session.js';
+import { API_SERVER_ADDRESSES, CHART, LOCAL_IMAGES, type ClusterSession } from '../support/cluster-session.js';
 import { shardsSettled, type MemberView } from '../support/cluster-views.js';
 import type { SamplerSummary } from './shard-sampler.js';
 
@@ -206,6 +209,65 @@ export function shardChecks(cluster: ClusterSession): void {
         );
         // Nothing rolled: the running members still own every shard, 16 each.
         await settled('after the refused upgrade', 4, t0, 30_000);
+      },
+    );
+
+    it(
+      'a member cut off from the API server until its own session is over, then healed: its shards owned again within a graceful move of its return, no wait for an expiry',
+      { timeout: 240_000 },
+      async () => {
+        // Issue 43. The cut: DROP rules in the pod's network namespace (nsenter from the host),
+        // as the leader check's; the bridge CNI here enforces no NetworkPolicy. The sidecar ends
+        // its session at renewDeadline (10 s) and its app drains its shards, while the others
+        // count that session live until a lease (15 s) after its last heartbeat: healed in
+        // between, its shards must not wait for that expiry.
+        const [v] = live();
+        const victim = v!.metadata.name;
+        const uid = v!.metadata.uid;
+        const before = shardsOf(uid)?.owned ?? [];
+        assert.equal(before.length, SHARDS / 4, `${victim} owns its share before the cut`);
+        const pid = cluster.containerPid(victim, 'leasehold');
+        const iptables = (op: '-I' | '-D', rule: string[]) =>
+          execFileSync('nsenter', [`--net=/proc/${pid}/ns/net`, 'iptables', op, 'OUTPUT', ...rule, '-j', 'DROP'], { stdio: ['ignore', 'ignore', 'pipe'] });
+        const inserted: string[][] = [];
+        const heal = () => {
+          for (const rule of inserted.splice(0)) {
+            try {
+              iptables('-D', rule);
+            } catch {
+              // the pod (and its network namespace) is gone
+            }
+          }
+        };
+        const joinedLines = () =>
+          kubectl('logs', victim, '-c', 'leasehold')
+            .split('\n')
+            .filter((l) => l.includes('"msg":"joined the shard group"'));
+        const joinedBefore = joinedLines().length;
+        const cutAt = Date.now();
+        try {
+          for (const rule of API_SERVER_ADDRESSES) {
+            iptables('-I', rule);
+            inserted.push(rule);
+          }
+          await waitFor(`${victim} to give its shards up (its session over)`, () => shardsOf(uid)?.owned.length === 0, 30_000, 50);
+        } finally {
+          heal();
+        }
+        const healAt = Date.now();
+        const lostS = (healAt - cutAt) / 1000;
+        // Its return: the join of its next session, once its connections to the API server recover.
+        const joined = await waitFor(`${victim} to join again`, () => joinedLines()[joinedBefore], 60_000, 100);
+        const joinedAt = Date.parse((JSON.parse(joined) as { time: string }).time);
+        const ms = await settled('a member cut off and healed', 4, joinedAt);
+        const after = shardsOf(uid)?.owned ?? [];
+        console.log(
+          `cluster: shards: ${victim} cut off, gave its ${before.length} shards up ${lostS.toFixed(1)} s in, healed then; ` +
+            `joined again ${((joinedAt - healAt) / 1000).toFixed(1)} s after the heal; every shard owned again ${(ms / 1000).toFixed(1)} s after that (kubectl polling included); ` +
+            `it owns ${after.join() === before.join() ? 'the same shards' : `${after.length} shards, not all the same`}`,
+        );
+        // A wait for the old session's expiry would be 15 s after its last heartbeat, about 5 s after its shards were given up.
+        assert.ok(ms < 2_500, `its shards were owned again ${ms} ms after it joined again: a wait for its old session to expire`);
       },
     );
 
