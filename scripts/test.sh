@@ -136,7 +136,9 @@ beside postgres node --import tsx --test --test-concurrency=1 --test-reporter=sp
 
 step "unit, SQLite and CLI tiers on Node $(node -p process.versions.node), with coverage (docs/testing.md); the simulation and PostgreSQL beside them"
 mapfile -t local_tests < <(tests local | grep -vxF -f <(tests simulation))
-node --import tsx --import ./test/support/coverage-test-processes.mjs --test --test-concurrency=1 --experimental-test-coverage \
+# Two files at a time: they wait on real time, not on the CPU (CONTRIBUTING "How long each step
+# takes"), and each has its own folders, files, processes and ports.
+node --import tsx --import ./test/support/coverage-test-processes.mjs --test --test-concurrency=2 --experimental-test-coverage \
   --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=./test/support/coverage-floor.mjs --test-reporter-destination=stdout "${local_tests[@]}"
 await simulation
@@ -159,7 +161,7 @@ node24_tree="$(mktemp -d /tmp/leasehold-node24-XXXXXX)"
 chmod 755 "$node24_tree"
 tar -C . --exclude=./.git -cf - . | tar -C "$node24_tree" -xf -
 echo "==> Node $image_node's files: running beside the cluster tier, in $node24_tree"
-beside node24 bash "$node24_tree/scripts/test-on-node.sh" "$image_node" other-node
+beside node24 env LEASEHOLD_TEST_FILES_AT_ONCE=2 bash "$node24_tree/scripts/test-on-node.sh" "$image_node" other-node
 
 step "cluster tier (a real single-node Kubernetes: the chart and the image in pods)"
 mapfile -t cluster_tests < <(tests cluster)

@@ -150,7 +150,9 @@ describe('sidecar --drain-timeout: the release waits for the app', () => {
     assert.deepEqual([...new Set(tries.map((t) => `${t.auth} ${t.code}`))].sort(), ['forged 403', 'none 401', 'token 403'], 'what the neighbour was answered');
     // It tried while the drain waited for the app: from the step-down until the release.
     const during = tries.filter((t) => t.at < h.stopped.at);
-    assert.ok(during.length >= 3, `the neighbour tried ${during.length} times before the app stopped`);
+    // At least once: it tries every 10 ms, but under CI's load as few as 2 tries fell in the
+    // app's 300 ms, and one refused try while the drain waits is what this shows.
+    assert.ok(during.length >= 1, `the neighbour tried ${during.length} times before the app stopped`);
     // So the release waited for the app's own word: no overlap of the two apps' leader work.
     assert.equal(events(h.old.app).find((e) => e.event === 'posted')?.code, 200, "the app's POST was accepted");
     assert.match(h.old.sidecar.stderr(), /"msg":"the app stopped its leader work: releasing"/);
