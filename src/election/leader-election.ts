@@ -7,10 +7,17 @@ import { openStore, type StoreSettings } from '../backends/open-store.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import { InvalidConfigError } from '../errors.js';
 import { createLogger, guardedLogger, isLogger, type Logger } from '../log.js';
-import { maxDrainMs, quoted, resolveElectionConfig, resolvedTimings, withStoreTimeouts, type ElectionConfig } from '../config/election-options.js';
+import {
+  checkDrainTimeout,
+  maxDrainMs,
+  quoted,
+  resolveElectionConfig,
+  resolvedTimings,
+  withStoreTimeouts,
+  type ElectionConfig,
+} from '../config/election-options.js';
 import { CandidateLoop, type LeadershipTerm } from './candidate-loop.js';
 import { runAppCallback } from './app-callback.js';
-import { MAX_TIMER_MS } from '../config/duration.js';
 import { realClock, type Clock } from '../clock.js';
 import { AppHealth } from '../health/app-health.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
@@ -332,21 +339,7 @@ function checkOptions(opts: LeaderElectionOptions): ElectionConfig {
     contentionWindowMs: opts.contentionWindowMs,
     backend,
   });
-  const drain = opts.drainTimeoutMs;
-  if (drain !== undefined && (typeof drain !== 'number' || !Number.isInteger(drain) || drain < 0 || drain > MAX_TIMER_MS)) {
-    throw new InvalidConfigError(`drainTimeoutMs must be a whole number of milliseconds from 0 to 2^31 − 1, got ${quoted(drain)}`);
-  }
-  // The sidecar's rule (--drain-timeout): a drain that outlasts it ends after the lease could
-  // have expired, so stop() would wait while the next leader starts beside the work.
-  const fits = maxDrainMs(config);
-  if (drain !== undefined && drain > 0 && drain > fits) {
-    throw new InvalidConfigError(
-      fits > 0
-        ? `drainTimeoutMs must be at most renewDeadlineMs/2 − retryPeriodMs (${fits}): the release must still be sent before the renew deadline; raise renewDeadlineMs for a longer drain, got ${drain}`
-        : `drainTimeoutMs ${drain} is too long: no drain fits renewDeadlineMs/2 − retryPeriodMs (${config.renewDeadlineMs / 2} − ${config.retryPeriodMs}); raise renewDeadlineMs, lower retryPeriodMs, or give 0`,
-      { field: 'drainTimeoutMs' },
-    );
-  }
+  checkDrainTimeout(opts.drainTimeoutMs, config, 'the release must still be sent');
   if (opts.releaseOnCancel !== undefined && typeof opts.releaseOnCancel !== 'boolean') {
     throw new InvalidConfigError(`releaseOnCancel must be true or false when given, got ${quoted(opts.releaseOnCancel)}`);
   }
