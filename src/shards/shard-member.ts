@@ -24,7 +24,7 @@ import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { EligibilityGate } from '../election/eligibility-gate.js';
 import { boundedCall } from '../election/bounded-call.js';
-import { couldHaveExpiredAtMono, drainedWithin, releaseUntil, type ReleaseAttempt } from '../election/end-of-term-rule.js';
+import { couldHaveExpiredAtMono, drainedWithin } from '../election/end-of-term-rule.js';
 import { GroupCache } from './group-cache.js';
 import { GroupView, sessionKey, type SessionId } from './group-view.js';
 import { fnv1a64 } from './key-to-shard.js';
@@ -158,8 +158,6 @@ export class ShardMember {
   private readonly refuse: (err: InvalidConfigError) => void;
   /** The current wait (to end it early), or a wake-up that came between waits: the next wait returns at once. */
   private wake: AbortController | 'pending' | null = null;
-  /** Aborted by stop(): a shard release the store does not answer is not retried any more (as the lease's). */
-  private readonly stopRetrying = new AbortController();
   /** When the last list was sent, answered or not: lists are paced by it, so a store that fails at once is not asked in a loop. */
   private listTriedMono: number | null = null;
   private hinted = false;
@@ -232,7 +230,6 @@ export class ShardMember {
    */
   async stop(): Promise<void> {
     this.life = { ...this.life, stopping: true };
-    this.stopRetrying.abort();
     this.wakeUp();
     await this.life.loop;
     this.life = { ...this.life, loop: null };
@@ -513,9 +510,7 @@ export class ShardMember {
     // Each freed from the version planned on: a record that changed since is not freed blindly.
     const strays = writes.free.map((s) => this.view.shard(s)!);
     this.tellAbsent(writes.take);
-    await inBatches(strays, this.parallelWrites, async (v) => {
-      await this.free(v, m);
-    });
+    await inBatches(strays, this.parallelWrites, (v) => this.free(v, m));
     await inBatches(writes.take, this.parallelWrites, (s) => this.take(s, m));
   }
 
@@ -680,19 +675,7 @@ export class ShardMember {
       }
       // A vanished record being written back is released once it is back (or not at all).
       await this.restoring.get(s);
-      // The lease's rule (end-of-term-rule.ts): a release the store does not answer is sent again
-      // every retryPeriod until the shard could have expired, the session lost or not.
-      if (release) {
-        const untilMono = couldHaveExpiredAtMono(e.renewedAtMono, this.timings.leaseDurationMs);
-        let tries = 0;
-        await releaseUntil(
-          this.clock,
-          untilMono,
-          this.timings.retryPeriodMs,
-          () => this.free({ record: this.releasedRecord(s, e), version: e.version }, e.session, tries++ === 0),
-          this.stopRetrying.signal,
-        );
-      }
+      if (release) await this.free({ record: this.releasedRecord(s, e), version: e.version }, e.session);
     } finally {
       this.phases.endingOver(s, e);
       this.wakeUp();
@@ -716,25 +699,18 @@ export class ShardMember {
     return { kind: 'shard', index: s, holderIdentity: this.identity, owner: e.session, token: e.token, acquireTime: cur?.acquireTime ?? null };
   }
 
-  /**
-   * Writes shard `v` free (owner none, token kept), only from the version that names `session`.
-   * `say`: a failure is logged (a retry's is not: one line per shard, not one per retryPeriod).
-   */
-  private async free(v: VersionedGroupRecord<ShardRecord>, session: SessionId, say = true): Promise<ReleaseAttempt> {
-    if (!v.record.owner || sessionKey(v.record.owner) !== sessionKey(session)) return 'final';
+  /** Writes shard `v` free (owner none, token kept), only from the version that names `session`. */
+  private async free(v: VersionedGroupRecord<ShardRecord>, session: SessionId): Promise<void> {
+    if (!v.record.owner || sessionKey(v.record.owner) !== sessionKey(session)) return;
     const rec: ShardRecord = { ...v.record, holderIdentity: '', owner: null };
     try {
       const version = (await this.writeShard(rec, v.version))!;
       this.view.wrote({ record: rec, version });
-      return 'released';
     } catch (err) {
       // A conflict: another wrote it since (it is not ours to free any more). Anything else: the
-      // store did not answer; the gate's release tries again, and a stray of the current session
-      // is freed by a later turn.
+      // next turn sees the record still naming this session and frees it then.
       this.hinted = true;
-      if (err instanceof ConflictError) return 'final';
-      if (say) this.log.warn('releasing a shard failed', { shard: v.record.index, reason: describeError(err) });
-      return 'unanswered';
+      if (!(err instanceof ConflictError)) this.log.warn('releasing a shard failed', { shard: v.record.index, reason: describeError(err) });
     }
   }
 
