@@ -121,6 +121,27 @@ export function maxDrainMs(t: Timings): number {
   return Math.floor(t.renewDeadlineMs / 2) - t.retryPeriodMs;
 }
 
+/**
+ * The library's `drainTimeoutMs`, for LeaderElection and ShardGroup alike: a whole number of
+ * milliseconds a timer can wait, and at most maxDrainMs (the sidecar's `--drain-timeout` rule): a
+ * drain that outlasts it ends after the term could have expired, so the next owner may start
+ * beside the work. `mustStill`: what must still happen before the renew deadline (the message's).
+ */
+export function checkDrainTimeout(drain: number | undefined, t: Timings, mustStill: string): void {
+  if (drain !== undefined && (typeof drain !== 'number' || !Number.isInteger(drain) || drain < 0 || drain > MAX_TIMER_MS)) {
+    throw new InvalidConfigError(`drainTimeoutMs must be a whole number of milliseconds from 0 to 2^31 − 1, got ${quoted(drain)}`);
+  }
+  const fits = maxDrainMs(t);
+  if (drain !== undefined && drain > 0 && drain > fits) {
+    throw new InvalidConfigError(
+      fits > 0
+        ? `drainTimeoutMs must be at most renewDeadlineMs/2 − retryPeriodMs (${fits}): ${mustStill} before the renew deadline; raise renewDeadlineMs for a longer drain, got ${drain}`
+        : `drainTimeoutMs ${drain} is too long: no drain fits renewDeadlineMs/2 − retryPeriodMs (${t.renewDeadlineMs / 2} − ${t.retryPeriodMs}); raise renewDeadlineMs, lower retryPeriodMs, or give 0`,
+      { field: 'drainTimeoutMs' },
+    );
+  }
+}
+
 /** The timings with the defaults (client-go's) filled in. */
 export function resolvedTimings(o: Partial<Timings>): Timings {
   return {

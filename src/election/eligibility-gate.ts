@@ -2,6 +2,7 @@
  * Whether the app lets the candidate campaign (its Eligibility, src/health/), asked at every
  * decision, and the log lines when that changes. It can only hold the candidate back, never
  * make it lead: without an eligibility it always campaigns, and one that throws counts as no.
+ * The lease's candidate and a shard member (src/shards/shard-member.ts) both ask it.
  */
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
@@ -9,13 +10,21 @@ import type { Eligibility, StandAside } from '../health/eligibility.js';
 
 export class EligibilityGate {
   /** Whether the last change left the candidate standing aside (for the logs); null before the first. */
-  private wasAside: boolean | null = null;
+  private wasAside: boolean | null;
 
+  /**
+   * `says.eligible`: the info line when the app is eligible again (what the caller goes back to
+   * doing). `says.firstEligible`: whether a first verdict of "eligible" is said too (a shard
+   * member says only a change from standing aside).
+   */
   constructor(
     private readonly eligibility: Eligibility | null,
     private readonly clock: Clock,
     private readonly log: Logger,
-  ) {}
+    private readonly says: { eligible: string; firstEligible: boolean } = { eligible: 'the app is eligible: campaigning', firstEligible: true },
+  ) {
+    this.wasAside = says.firstEligible ? null : false;
+  }
 
   /** Whether the app lets this candidate campaign: always without an eligibility; never when it throws. */
   campaigning(): boolean {
@@ -56,6 +65,6 @@ export class EligibilityGate {
     this.wasAside = aside !== null;
     if (aside && was !== true) this.log.warn('standing aside', { reason: aside.reason, since: aside.since.toISOString() });
     else if (aside) this.log.debug('still standing aside', { reason: aside.reason, since: aside.since.toISOString() });
-    else if (!aside && was !== false) this.log.info('the app is eligible: campaigning');
+    else if (!aside && was !== false) this.log.info(this.says.eligible);
   }
 }

@@ -7,10 +7,17 @@ import { openStore, type StoreSettings } from '../backends/open-store.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import { InvalidConfigError } from '../errors.js';
 import { createLogger, guardedLogger, isLogger, type Logger } from '../log.js';
-import { maxDrainMs, quoted, resolveElectionConfig, resolvedTimings, withStoreTimeouts, type ElectionConfig } from '../config/election-options.js';
+import {
+  checkDrainTimeout,
+  maxDrainMs,
+  quoted,
+  resolveElectionConfig,
+  resolvedTimings,
+  withStoreTimeouts,
+  type ElectionConfig,
+} from '../config/election-options.js';
 import { CandidateLoop, type LeadershipTerm } from './candidate-loop.js';
 import { runAppCallback } from './app-callback.js';
-import { MAX_TIMER_MS } from '../config/duration.js';
 import { realClock, type Clock } from '../clock.js';
 import { AppHealth } from '../health/app-health.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
@@ -68,10 +75,11 @@ export interface LeaderElectionOptions {
   /** When the lease frees, standbys try within this, most near its end (few tries however many standbys). Default 32 ms (160 ms after a release). */
   contentionWindowMs?: number;
   /**
-   * Release the lease when a term is given up (stop(), a step-down for the app's health), once
-   * its work has stopped, so another takes over at once. A term lost (a missed renewal, another
-   * holder, the record gone) is never released: the store did not answer, or the record is not
-   * ours. Default true.
+   * Release the lease when a term ends (stop(), a step-down for the app's health, missed
+   * renewals), once its work has stopped, so another takes over at once: by a compare-and-swap
+   * from the record this process wrote, so a record another holder took is never touched, and
+   * for a term lost to a store that does not answer, as soon as it answers again (until the lease
+   * could have expired). Default true.
    */
   releaseOnCancel?: boolean;
   /**
@@ -331,21 +339,7 @@ function checkOptions(opts: LeaderElectionOptions): ElectionConfig {
     contentionWindowMs: opts.contentionWindowMs,
     backend,
   });
-  const drain = opts.drainTimeoutMs;
-  if (drain !== undefined && (typeof drain !== 'number' || !Number.isInteger(drain) || drain < 0 || drain > MAX_TIMER_MS)) {
-    throw new InvalidConfigError(`drainTimeoutMs must be a whole number of milliseconds from 0 to 2^31 − 1, got ${quoted(drain)}`);
-  }
-  // The sidecar's rule (--drain-timeout): a drain that outlasts it ends after the lease could
-  // have expired, so stop() would wait while the next leader starts beside the work.
-  const fits = maxDrainMs(config);
-  if (drain !== undefined && drain > 0 && drain > fits) {
-    throw new InvalidConfigError(
-      fits > 0
-        ? `drainTimeoutMs must be at most renewDeadlineMs/2 − retryPeriodMs (${fits}): the release must still be sent before the renew deadline; raise renewDeadlineMs for a longer drain, got ${drain}`
-        : `drainTimeoutMs ${drain} is too long: no drain fits renewDeadlineMs/2 − retryPeriodMs (${config.renewDeadlineMs / 2} − ${config.retryPeriodMs}); raise renewDeadlineMs, lower retryPeriodMs, or give 0`,
-      { field: 'drainTimeoutMs' },
-    );
-  }
+  checkDrainTimeout(opts.drainTimeoutMs, config, 'the release must still be sent');
   if (opts.releaseOnCancel !== undefined && typeof opts.releaseOnCancel !== 'boolean') {
     throw new InvalidConfigError(`releaseOnCancel must be true or false when given, got ${quoted(opts.releaseOnCancel)}`);
   }

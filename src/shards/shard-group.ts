@@ -8,8 +8,7 @@ import type { GroupStore } from '../backends/group-store.js';
 import { MAX_MEMBER_SLOTS } from '../backends/group-store.js';
 import { InvalidConfigError } from '../errors.js';
 import { createLogger, guardedLogger, isLogger, type Logger } from '../log.js';
-import { maxDrainMs, quoted, resolvedTimings, withStoreTimeouts, validateIdentity, validateTimings } from '../config/election-options.js';
-import { MAX_TIMER_MS } from '../config/duration.js';
+import { checkDrainTimeout, maxDrainMs, quoted, resolvedTimings, withStoreTimeouts, validateIdentity, validateTimings } from '../config/election-options.js';
 import { realClock, type Clock } from '../clock.js';
 import type { Eligibility } from '../health/eligibility.js';
 import { runAppCallback } from '../election/app-callback.js';
@@ -228,21 +227,7 @@ function checkOptions(opts: ShardGroupOptions): void {
   validateIdentity(opts.identity);
   const timings = resolvedTimings(opts);
   validateTimings(timings, 'option');
-  const d = opts.drainTimeoutMs;
-  if (d !== undefined && (typeof d !== 'number' || !Number.isInteger(d) || d < 0 || d > MAX_TIMER_MS)) {
-    throw new InvalidConfigError(`drainTimeoutMs must be a whole number of milliseconds from 0 to 2^31 − 1, got ${quoted(d)}`);
-  }
-  // LeaderElection's rule and the sidecar's (--drain-timeout): a drain that outlasts it ends after
-  // the shard could have expired, so its next owner may start beside the work.
-  const fits = maxDrainMs(timings);
-  if (d !== undefined && d > 0 && d > fits) {
-    throw new InvalidConfigError(
-      fits > 0
-        ? `drainTimeoutMs must be at most renewDeadlineMs/2 − retryPeriodMs (${fits}): a shard must be let go before the renew deadline; raise renewDeadlineMs for a longer drain, got ${d}`
-        : `drainTimeoutMs ${d} is too long: no drain fits renewDeadlineMs/2 − retryPeriodMs (${timings.renewDeadlineMs / 2} − ${timings.retryPeriodMs}); raise renewDeadlineMs, lower retryPeriodMs, or give 0`,
-      { field: 'drainTimeoutMs' },
-    );
-  }
+  checkDrainTimeout(opts.drainTimeoutMs, timings, 'a shard must be let go');
   if (opts.log !== undefined && !isLogger(opts.log)) throw new InvalidConfigError('log must be an object with debug, info, warn and error methods when given');
 }
 

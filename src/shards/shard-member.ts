@@ -22,6 +22,7 @@ import type { CallOptions } from '../backends/lease-store.js';
 import type { GroupStore, MemberSlot, MemberState, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
 import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
+import { EligibilityGate } from '../election/eligibility-gate.js';
 import { boundedCall } from '../election/bounded-call.js';
 import { couldHaveExpiredAtMono, drainedWithin } from '../election/end-of-term-rule.js';
 import { GroupCache } from './group-cache.js';
@@ -120,6 +121,11 @@ export class ShardMember {
   private readonly requestTimeoutMs: number;
   private readonly drainTimeoutMs: number;
   private readonly listener: ShardListener;
+  /**
+   * The app's eligibility and its log lines (the lease's EligibilityGate): one warn line when the
+   * member stands aside (it gives every shard up), one info line when it takes shards again.
+   */
+  private readonly gate: EligibilityGate;
   /** The shard writes of a pass in batches, where the store has them (write-batches.ts). */
   private readonly batches: WriteBatches | null;
 
@@ -162,8 +168,6 @@ export class ShardMember {
   private noSlotSaid = false;
   /** Whether the log said this member waits for live members to write the group's header back. */
   private headerWaitSaid = false;
-  /** Whether the log last said this member stands aside (its app not eligible). */
-  private asideSaid = false;
   /** The absent shards the log last said this member waits to create. */
   private absentSaid = new Set<number>();
 
@@ -182,6 +186,7 @@ export class ShardMember {
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
     this.drainTimeoutMs = opts.drainTimeoutMs ?? opts.renewDeadlineMs;
     this.listener = opts.listener ?? {};
+    this.gate = new EligibilityGate(opts.eligibility ?? null, this.clock, this.log, { eligible: 'the app is eligible: taking shards', firstEligible: false });
     // A member lists every retryPeriod; two missed lists and a slow one break its view (GroupView).
     this.view = new GroupView(this.clock, opts.shards, opts.leaseDurationMs, opts.retryPeriodMs * (2 + JITTER_FACTOR));
     this.cache = new GroupCache(opts.store, opts.group, this.clock);
@@ -210,10 +215,7 @@ export class ShardMember {
     this.view.observe(list, sent);
     this.checkHeader();
     const unwatch = this.store.watchGroup?.(this.group, () => this.hint());
-    const unsubscribe = this.opts.eligibility?.subscribe(() => {
-      this.logEligibility();
-      this.wakeUp();
-    });
+    const unsubscribe = this.gate.subscribe(() => this.wakeUp());
     const loop = this.run().finally(() => {
       this.life = { ...this.life, ended: true };
       unwatch?.();
@@ -249,7 +251,7 @@ export class ShardMember {
         .map(([shard, o]) => ({ shard, token: o.token }))
         .sort((a, b) => a.shard - b.shard),
       validUntil: m ? this.sessions.validUntil(m) : null,
-      standingAside: this.eligible() ? null : (this.opts.eligibility?.standAside() ?? null),
+      standingAside: this.gate.standingAside(),
       // A loop that ended on its own leaves `loop` set until stop(): it is not running all the same.
       running: this.life.loop !== null && !this.life.ended,
       lastTurnMonotonic: this.lastTurnMono,
@@ -482,7 +484,7 @@ export class ShardMember {
   /**
    * The session is over: every owned shard ends at once, announced, then drained, then released
    * by a compare-and-swap from the version this member last wrote (it lands only if nobody wrote
-   * the record since). A lost lease term is not released: docs/design.md, "The end-of-term gate".
+   * the record since): the rule a lost lease term follows too (docs/design.md, "The end-of-term gate").
    */
   private sessionLost(reason: string): void {
     const m = this.sessions.end();
@@ -769,37 +771,8 @@ export class ShardMember {
     return this.sessions.valid(m);
   }
 
-  /**
-   * One warn line when the app stops being eligible (the member gives every shard up), one info
-   * line when it is again; a change of reason in between (unhealthy, then held down) is a debug
-   * line. Nothing while it stays eligible: a member without a health source says nothing.
-   */
-  private logEligibility(): void {
-    if (this.eligible()) {
-      if (this.asideSaid) this.log.info('the app is eligible: taking shards');
-      this.asideSaid = false;
-      return;
-    }
-    const aside = this.standAside();
-    if (!this.asideSaid) this.log.warn('standing aside', { reason: aside.reason, since: aside.since.toISOString() });
-    else this.log.debug('still standing aside', { reason: aside.reason, since: aside.since.toISOString() });
-    this.asideSaid = true;
-  }
-
-  private standAside(): StandAside {
-    try {
-      return this.opts.eligibility?.standAside() ?? { reason: 'the app is not eligible', since: this.clock.now() };
-    } catch {
-      return { reason: 'the app is not eligible', since: this.clock.now() };
-    }
-  }
-
   private eligible(): boolean {
-    try {
-      return this.opts.eligibility?.eligible() ?? true;
-    } catch {
-      return false;
-    }
+    return this.gate.campaigning();
   }
 
   private heartbeatDue(): boolean {

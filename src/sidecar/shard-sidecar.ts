@@ -16,7 +16,8 @@
  */
 import type { AddressInfo } from 'node:net';
 import { realClock, type Clock } from '../clock.js';
-import { describeError, type InvalidConfigError } from '../errors.js';
+import type { InvalidConfigError } from '../errors.js';
+import { notMoreThanTheFile, publishFileFirst } from './publish-file-first.js';
 import type { Logger } from '../log.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import type { GroupStore } from '../backends/group-store.js';
@@ -367,21 +368,16 @@ export class ShardSidecar {
    */
   private publish(stoppedAt: Date | null = null): string | null {
     const status = toShardsStatus(this.member.snapshot(), this.clock.now(), stoppedAt);
-    let error: string | null = null;
-    if (this.started && this.publisher) {
-      try {
-        this.publisher.publish(status);
-      } catch (err) {
-        error = describeError(err);
-        // Logged by StatusWritable, once per failure and not per retry; the member stands aside.
-        this.writable?.failed(err);
-      }
-    }
-    this.published += 1;
-    this.endpoints?.publish(this.notMoreThanTheFile(status));
-    // The write that ended a failure carried the old reason for standing aside: write again.
-    if (error === null && this.writable?.succeeded()) return this.publish(stoppedAt);
-    return error;
+    const publisher = this.started ? this.publisher : null;
+    const { error, again } = publishFileFirst(status, {
+      write: publisher && ((s) => publisher.publish(s)),
+      send: (s) => {
+        this.published += 1;
+        this.endpoints?.publish(this.notMoreThanTheFile(s));
+      },
+      writable: this.writable,
+    });
+    return again ? this.publish(stoppedAt) : error;
   }
 
   /**
@@ -390,14 +386,6 @@ export class ShardSidecar {
    * owned there, though the member may keep some until their gates have run.
    */
   private notMoreThanTheFile(status: ShardsStatus): ShardsStatus {
-    const aside = this.writable?.standAside() ?? null;
-    if (aside === null) return status;
-    return {
-      ...status,
-      owned: [],
-      ownedSelector: null,
-      validUntil: null,
-      standingAside: status.standingAside ?? { reason: aside.reason, since: aside.since.toISOString() },
-    };
+    return notMoreThanTheFile(status, this.writable, (s) => ({ ...s, owned: [], ownedSelector: null, validUntil: null }));
   }
 }

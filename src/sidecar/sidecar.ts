@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { realClock, type Clock } from '../clock.js';
-import { describeError } from '../errors.js';
+import { notMoreThanTheFile, publishFileFirst } from './publish-file-first.js';
 import type { Logger } from '../log.js';
 import type { LeaseStore } from '../backends/lease-store.js';
 import { InstrumentedStore } from '../backends/instrumented-store.js';
@@ -329,18 +329,13 @@ export class Sidecar {
    */
   private publish(stoppedAt: Date | null = null): string | null {
     const status = toLeaderStatus(this.elector.snapshot(), this.clock.now(), stoppedAt);
-    let error: string | null = null;
-    try {
-      this.publisher?.publish(status);
-    } catch (err) {
-      error = describeError(err);
-      // Logged by StatusWritable, once per failure and not per retry; the candidate stands aside.
-      this.writable?.failed(err);
-    }
-    this.server?.publish(this.notMoreThanTheFiles(status));
-    // The write that ended a failure carried the old reason for standing aside: write again.
-    if (error === null && this.writable?.succeeded()) return this.publish(stoppedAt);
-    return error;
+    const publisher = this.publisher;
+    const { error, again } = publishFileFirst(status, {
+      write: publisher && ((s) => publisher.publish(s)),
+      send: (s) => this.server?.publish(this.notMoreThanTheFiles(s)),
+      writable: this.writable,
+    });
+    return again ? this.publish(stoppedAt) : error;
   }
 
   /**
@@ -349,14 +344,6 @@ export class Sidecar {
    * never said there, though the elector may still hold the term until its gate has run.
    */
   private notMoreThanTheFiles(status: LeaderStatus): LeaderStatus {
-    const aside = this.writable?.standAside() ?? null;
-    if (aside === null) return status;
-    return {
-      ...status,
-      isLeader: false,
-      fencingToken: null,
-      validUntil: null,
-      standingAside: status.standingAside ?? { reason: aside.reason, since: aside.since.toISOString() },
-    };
+    return notMoreThanTheFile(status, this.writable, (s) => ({ ...s, isLeader: false, fencingToken: null, validUntil: null }));
   }
 }
