@@ -343,7 +343,11 @@ interface Member {
   stopping: boolean;
 }
 
-export async function runShardSimulation(seed: number, steps = 250, trace = false): Promise<ShardSimResult> {
+/**
+ * `watchFed` forces whether the group reads from a watch's copy (else the seed draws it): the
+ * seeds pinned before the watch-fed groups existed run as they were found with `false`.
+ */
+export async function runShardSimulation(seed: number, steps = 250, trace = false, opts: { watchFed?: boolean } = {}): Promise<ShardSimResult> {
   const rand = prng(seed);
   const appRand = prng(seed + 0x51ed);
   // Faults added later draw from their own stream, so the seeds pinned before them replay the
@@ -355,7 +359,8 @@ export async function runShardSimulation(seed: number, steps = 250, trace = fals
   // Half the groups are on a store whose reads by change come from a watch (Kubernetes): every
   // member reads so, and the store is never replaced under them (a SQLite file's fault; deleting
   // records by hand still happens).
-  const watchFedGroup = watchRand() < 0.5;
+  const drawn = watchRand() < 0.5;
+  const watchFedGroup = opts.watchFed ?? drawn;
   const base = new FakeClock();
   const mem = new MemoryGroupStore();
   const shards = 1 + Math.floor(rand() * 40);
