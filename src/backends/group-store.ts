@@ -113,6 +113,15 @@ export interface GroupStore {
    */
   readGroupChanges?(group: string, cursor: string | undefined, opts?: CallOptions): Promise<GroupChanges>;
 
+  /**
+   * True when readGroupChanges answers from a copy kept by a watch (Kubernetes), not from the
+   * store at the call: a write, another's or a deletion, may show a little later (the store's own
+   * writes show at once), and a watch that stalls shows nothing new. Compare-and-swap keeps a
+   * write from such a view safe (a stale version loses); a judgment that rests on time passing
+   * does not, so the member re-reads with listGroup first (docs/design.md, "Shard reads by change").
+   */
+  readonly changesFromWatch?: boolean;
+
   /** Creates the record; ConflictError when one with its kind and index exists. Returns the new version. */
   createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string>;
 

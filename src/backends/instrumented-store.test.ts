@@ -64,5 +64,14 @@ describe('InstrumentedGroupStore', () => {
     assert.equal(timed.writeGroupRecords, undefined);
     // Nor a read by change: the member lists the group instead (GroupCache).
     assert.equal(timed.readGroupChanges, undefined);
+    assert.equal(timed.changesFromWatch, undefined);
+  });
+
+  it("says, as the store does, that its reads by change come from a watch's copy", () => {
+    const registry = new Registry();
+    const histogram = new Histogram({ name: 'test_requests', help: 'test', labelNames: ['backend', 'op', 'result'] as const, registers: [registry] });
+    const inner = Object.assign(new MemoryGroupStore(), { changesFromWatch: true });
+    // Dropped, a member would take from time passing on a copy that may lag, without re-reading.
+    assert.equal(new InstrumentedGroupStore(inner, histogram).changesFromWatch, true);
   });
 });

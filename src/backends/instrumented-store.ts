@@ -66,6 +66,8 @@ export class InstrumentedGroupStore implements GroupStore {
   readonly backend: string;
   readonly location: string;
   readonly maxToken: number | undefined;
+  /** Carried: without it a member would judge time passing from a watch's copy without re-reading. */
+  readonly changesFromWatch: boolean | undefined;
   watchGroup?: GroupStore['watchGroup'];
   readGroupChanges?: GroupStore['readGroupChanges'];
   writeGroupRecords?: GroupStore['writeGroupRecords'];
@@ -77,6 +79,7 @@ export class InstrumentedGroupStore implements GroupStore {
     this.backend = inner.backend;
     this.location = inner.location;
     this.maxToken = inner.maxToken;
+    this.changesFromWatch = inner.changesFromWatch;
     if (inner.watchGroup) this.watchGroup = inner.watchGroup.bind(inner);
     const changes = inner.readGroupChanges?.bind(inner);
     if (changes) this.readGroupChanges = (group, cursor, opts) => timed(this.histogram, this.backend, 'changes', () => changes(group, cursor, opts));

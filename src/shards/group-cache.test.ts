@@ -85,8 +85,11 @@ describe('GroupCache', () => {
     await clock.advance(1);
     await cache.read();
     assert.equal(full(), 4, 'no full read a minute after the last');
+    store.clearCalls();
     assert.deepEqual(byKey(await cache.reread()), byKey(store.peek('g')));
-    assert.equal(full(), 5, 'reread() did not read in full');
+    assert.deepEqual(store.calls, ['list'], "reread() is the store's list, never a read by change (a watch's copy may lag)");
+    assert.equal(cache.fromWatch, false);
+    assert.equal(new GroupCache({ ...watched, changesFromWatch: true }, 'g', clock).fromWatch, true);
   });
 
   it('a failed read changes nothing; the next continues from the same cursor and misses nothing', async () => {

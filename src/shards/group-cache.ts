@@ -11,9 +11,10 @@
  * whenever the store cannot continue from the cursor.
  * A store without readGroupChanges is listed every time, as before; the copy then keeps nothing.
  *
- * Whoever takes from a judgment that rests on time passing (an owner's session over because its
- * slot did not change, an absent record waited out) calls `reread()`: a full read from the
- * store, not from what the copy was told.
+ * Where the store answers from a copy kept by a watch (`fromWatch`: Kubernetes), the copy may
+ * lag, so whoever takes from a judgment that rests on time passing (an owner's session over
+ * because its slot did not change, an absent record waited out) calls `reread()` first: the
+ * store's listGroup, sent now, not what the watch has told so far.
  */
 import type { Clock } from '../clock.js';
 import type { CallOptions } from '../backends/lease-store.js';
@@ -46,9 +47,21 @@ export class GroupCache {
     return this.serial(() => this.readOnce(false, opts));
   }
 
-  /** A full read now, whatever is due: what a take that depends on time passing rests on. */
+  /** Whether the store's reads by change come from a watch's copy, which may lag behind the store. */
+  get fromWatch(): boolean {
+    return this.store.changesFromWatch === true && this.store.readGroupChanges !== undefined;
+  }
+
+  /**
+   * The group as the store holds it now: its listGroup, never a watch's copy. What a take that
+   * depends on time passing rests on. The copy takes it in; the cursor stays (what comes after
+   * it is written over this, as it is at that read).
+   */
   reread(opts?: CallOptions): Promise<VersionedGroupRecord[]> {
-    return this.serial(() => this.readOnce(true, opts));
+    return this.serial(async () => {
+      this.replace(await this.store.listGroup(this.group, opts));
+      return this.snapshot();
+    });
   }
 
   /** The group as the last read left it, without a read. */

@@ -11,7 +11,7 @@ import { ManualHealth } from '../health/manual-health.js';
 import { InvalidConfigError } from '../errors.js';
 import { ShardMember, type ShardMemberOptions } from './shard-member.js';
 import { MAX_BATCH_ROWS } from './write-batches.js';
-import type { GroupRecord, GroupStore, VersionedGroupRecord } from '../backends/group-store.js';
+import type { GroupChanges, GroupRecord, GroupStore, VersionedGroupRecord } from '../backends/group-store.js';
 import type { CallOptions } from '../backends/lease-store.js';
 import type { Logger } from '../log.js';
 
@@ -415,6 +415,113 @@ describe('a shard group member', () => {
     w.store.delete(G, { kind: 'shard', index: 3 });
     assert.ok(await w.advanceUntil(() => told().length === 2, 5_000), lines.join('\n'));
     assert.match(told()[1]!, /"absent":1,/);
+    await a.m.stop();
+  });
+});
+
+/**
+ * A member's store whose reads by change come from a copy a watch keeps (changesFromWatch, as on
+ * Kubernetes), which holds back the records named in `held`: it shows each as it was when held,
+ * or absent when `hidden`, as a watch that lags or stalls would; the member's own writes show
+ * at once (the store's read waits for them). listGroup and the writes are the store's own.
+ */
+class HeldBackCopy implements GroupStore {
+  readonly backend = 'memory';
+  readonly location = 'memory';
+  readonly changesFromWatch = true;
+  private readonly held = new Map<string, VersionedGroupRecord | null>();
+  lists = 0;
+  /** The records this member sent a create for. */
+  readonly creates: string[] = [];
+  constructor(private readonly inner: MemoryGroupStore) {}
+  /** From now on the copy shows `key` as it is now (or absent with `hidden`), whatever is written to it. */
+  hold(group: string, key: string, hidden = false): void {
+    this.held.set(key, hidden ? null : (this.inner.peek(group).find((v) => `${v.record.kind}/${v.record.index}` === key) ?? null));
+  }
+  release(key: string): void {
+    this.held.delete(key);
+  }
+  async readGroupChanges(group: string): Promise<GroupChanges> {
+    const records = this.inner.peek(group).flatMap((v) => {
+      const key = `${v.record.kind}/${v.record.index}`;
+      if (!this.held.has(key)) return [v];
+      const h = this.held.get(key);
+      return h ? [h] : [];
+    });
+    return { records, cursor: '0', full: true, total: records.length };
+  }
+  listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
+    this.lists++;
+    return this.inner.listGroup(group, opts);
+  }
+  createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
+    this.creates.push(`${record.kind}/${record.index}`);
+    return this.inner.createGroupRecord(group, record, opts);
+  }
+  updateGroupRecord(group: string, record: GroupRecord, version: string, opts?: CallOptions): Promise<string> {
+    return this.inner.updateGroupRecord(group, record, version, opts);
+  }
+}
+
+describe('a shard group member reading from a watch’s copy that may lag (the freshness rule)', () => {
+  it("a copy that missed a live owner's heartbeats: the take from its expired-looking session re-reads the store first, and never takes a shard the owner still holds", async () => {
+    const w = world(12);
+    const a = await w.add('a');
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 12, 20_000));
+    const slotOfA = a.m.snapshot().session!.slot;
+    const link = new HeldBackCopy(w.store);
+    // b's copy never shows a's heartbeats from now on: a looks dead to it after a lease duration.
+    link.hold(G, `member/${slotOfA}`);
+    const b = await w.add('b', { store: link });
+    for (let t = 0; t < 40_000; t += 100) {
+      await w.clock.advance(100);
+      const two = [...w.owners()].filter(([, o]) => o.length > 1);
+      assert.deepEqual(two, [], `two owners at t=${t}: b took a's shards on a copy that missed a's heartbeats`);
+    }
+    assert.ok(link.lists > 0, 'b never re-read the store before a take from time passing');
+    // The store showed a alive each time, so the count restarted; the shards a gives b move the graceful way.
+    assert.equal(
+      w.counts().reduce((x, y) => x + y, 0),
+      12,
+    );
+    assert.equal(a.m.snapshot().validUntil !== null, true);
+    await b.m.stop();
+    await a.m.stop();
+  });
+
+  it('an absent record the copy does not show yet: no create from the waited-out absence; the count starts over from the store’s read', async () => {
+    const w = world(4);
+    const link = new HeldBackCopy(w.store);
+    // A shard record another member created, which b's copy does not show.
+    w.store.put(G, { kind: 'shard', index: 2, holderIdentity: 'gone', owner: { slot: 9, session: 1 }, token: 7, acquireTime: new Date(w.clock.now()) });
+    link.hold(G, 'shard/2', true);
+    const b = await w.add('b', { store: link });
+    assert.ok(await w.advanceUntil(() => b.m.snapshot().owned.length === 3, 20_000), `owned ${b.m.snapshot().owned.length}`);
+    await w.clock.advance(2 * T.leaseDurationMs);
+    assert.ok(link.lists > 0, 'b never re-read the store before creating the absent shards');
+    // The store showed shard 2 each time: no create was sent for it from the waited-out absence.
+    assert.deepEqual(link.creates.filter((k) => k.startsWith('shard/')).sort(), ['shard/0', 'shard/1', 'shard/3']);
+    // Once the copy shows it, it is a record like any other: its owner's session (slot 9, never
+    // seen written) is over a lease duration later, and b takes it past token 7.
+    link.release('shard/2');
+    assert.ok(await w.advanceUntil(() => b.m.snapshot().owned.length === 4, 40_000));
+    assert.equal(b.m.snapshot().owned.find((o) => o.shard === 2)?.token, 8);
+    await b.m.stop();
+  });
+
+  it('a copy that stalls (it shows none of our new heartbeats) renews nothing: the session ends within renewDeadline though every read succeeds', async () => {
+    const w = world(4);
+    const link = new HeldBackCopy(w.store);
+    const a = await w.add('a', { store: link });
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 4, 20_000));
+    const first = a.m.snapshot().session!;
+    link.hold(G, `member/${first.slot}`);
+    const stalledAt = w.clock.monotonic();
+    // Its heartbeats still land; only the copy it reads stands still (a deletion of one of its
+    // shards' records would not show either). It may join again after, as a new session.
+    const ended = () => a.m.snapshot().session?.slot !== first.slot;
+    assert.ok(await w.advanceUntil(ended, T.renewDeadlineMs + T.retryPeriodMs), 'the session went on from reads of a copy that showed none of its heartbeats');
+    assert.ok(w.clock.monotonic() - stalledAt <= T.renewDeadlineMs + 100);
     await a.m.stop();
   });
 });

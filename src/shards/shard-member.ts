@@ -33,7 +33,18 @@ import { MemberSession, type Session } from './member-session.js';
 import { ShardPhases, type Ending, type Owned } from './shard-phases.js';
 import { WriteBatches } from './write-batches.js';
 import { shardFact, shardFacts, slotFacts } from './turn-facts.js';
-import { planEnds, planLost, planWrites, takeAllowed, targetOf, type EndStep, type SessionFacts, type TurnFacts, type WriteGate } from './turn-plan.js';
+import {
+  planEnds,
+  planLost,
+  planWrites,
+  takeAllowed,
+  takeRestsOnTime,
+  targetOf,
+  type EndStep,
+  type SessionFacts,
+  type TurnFacts,
+  type WriteGate,
+} from './turn-plan.js';
 
 /** A shard this member owns: its token, and until when the ownership counts unless renewed. */
 export interface ShardTerm {
@@ -322,13 +333,27 @@ export class ShardMember {
       // A list answered after the session's validity ended must not renew it (its deadline
       // timer may simply not have fired yet).
       if (this.mine) this.endIfExpired(this.mine);
-      this.sessions.listed({ mono: sent, wall: sentWall });
+      const listedAt = this.cache.fromWatch ? this.heartbeatShown() : { mono: sent, wall: sentWall };
+      if (listedAt) this.sessions.listed(listedAt);
       this.renewed();
       this.checkHeader();
     } catch (err) {
       if (err instanceof InvalidConfigError) throw err;
       this.log.warn('listing the group failed', { reason: describeError(err) });
     }
+  }
+
+  /**
+   * What a read from a watch's copy proves fresh: not the moment it was sent (the copy may lag),
+   * but the start of our last heartbeat, when the copy shows it: the store's read waits for its
+   * own writes, so the copy then holds every write before that heartbeat landed. A copy that
+   * stalls shows no new heartbeat, so the session's validity stops moving on and it ends within
+   * renewDeadline, as without lists. Null: the copy does not show our last heartbeat yet.
+   */
+  private heartbeatShown(): { mono: number; wall: Date } | null {
+    const m = this.mine;
+    if (!m) return null;
+    return this.view.slot(m.slot)?.version === m.version ? { mono: m.renewedAtMono, wall: m.renewedAt } : null;
   }
 
   /** A header that says another shard count: this member must not take part. */
@@ -413,6 +438,9 @@ export class ShardMember {
         free.current ? this.store.updateGroupRecord(this.group, slot, free.current.version, o) : this.store.createGroupRecord(this.group, slot, o),
       );
       this.view.wrote({ record: slot, version });
+      // From a watch's copy, the list part of a session's validity counts from the heartbeats it
+      // shows (heartbeatShown); the join is the first, and a new session owns no shard to miss.
+      if (this.cache.fromWatch) this.sessions.listed(at);
       this.sessions.begin(slot.index, slot.session, version, at);
       this.log.info('joined the shard group', { slot: slot.index, session: slot.session, shards: this.shards });
       this.renewed();
@@ -514,7 +542,40 @@ export class ShardMember {
     const strays = writes.free.map((s) => this.view.shard(s)!);
     this.tellAbsent(writes.take);
     await inBatches(strays, this.parallelWrites, async (v) => void (await this.free(v, m)));
-    await inBatches(writes.take, this.parallelWrites, (s) => this.take(s, m));
+    const takes = this.cache.fromWatch ? await this.confirmTimedTakes(writes.take, m) : writes.take;
+    await inBatches(takes, this.parallelWrites, (s) => this.take(s, m));
+  }
+
+  /**
+   * The freshness rule for a view read from a watch's copy (docs/design.md, "Shard reads by
+   * change"): a take that rests on time passing (takeRestsOnTime) is only as good as the copy's
+   * record of the owner's heartbeats, or of the shard's absence, and the copy may lag. So the
+   * group is read again, from the store (GroupCache.reread: its listGroup, sent now), and the view
+   * takes it in: a slot the copy showed unchanged that the store shows written counts as changed
+   * now, and an absent record the store holds is present, so takeAllowed, asked again at each
+   * write, refuses those takes and their count starts over. Returns the takes that may go on:
+   * without the takes that rest on time when the read fails.
+   */
+  private async confirmTimedTakes(takes: readonly number[], m: Session): Promise<readonly number[]> {
+    const me = sessionKey(m);
+    const timed = takes.filter((s) => takeRestsOnTime(shardFact(this.view, s), me));
+    if (timed.length === 0) return takes;
+    const sent = this.clock.monotonic();
+    try {
+      const list = await this.call('list', (o) => this.cache.reread(o));
+      this.view.observe(list, sent);
+      this.restoreVanished();
+      this.endLostShards();
+      return takes;
+    } catch (err) {
+      this.hinted = true;
+      this.log.warn('reading the group before a take from an expired session failed: not taking those shards now', {
+        shards: timed.length,
+        reason: describeError(err),
+      });
+      const waiting = new Set(timed);
+      return takes.filter((s) => !waiting.has(s));
+    }
   }
 
   /** The plain facts a plan is made from, now (turn-facts.ts). */

@@ -10,7 +10,7 @@ import { MemoryGroupStore } from '../testing/memory-group-store.js';
 import { GroupView } from './group-view.js';
 import { ShardMember } from './shard-member.js';
 import { shardFact } from './turn-facts.js';
-import { planLost, planTurn, takeAllowed, targetOf, type ShardFacts, type SlotFacts, type TurnFacts, type TurnPlan } from './turn-plan.js';
+import { planLost, planTurn, takeAllowed, takeRestsOnTime, targetOf, type ShardFacts, type SlotFacts, type TurnFacts, type TurnPlan } from './turn-plan.js';
 
 const G = 'workers';
 const ME = '0/1';
@@ -179,6 +179,18 @@ describe("a shard member's turn, planned", () => {
     assert.equal(t.owners.filter((o) => o === ME).length, 2);
     assert.deepEqual(targetOf(G, { ...f, me: { slot: 1, key: OTHER, state: 'active' } }).owners, t.owners);
   });
+});
+
+describe('a take that rests on time passing (from a watch’s copy, the store is read again first)', () => {
+  const table: [string, ShardFacts, boolean][] = [
+    ['free: no (its compare-and-swap is the whole judgment)', free, false],
+    ['owned by another live session: no (not taken at all)', others, false],
+    ['named by a session judged over: yes (the copy may have missed its heartbeats)', othersOver, true],
+    ['named by this session: no', mine, false],
+    ['absent a lease duration: yes (the copy may not show it created)', absentLong, true],
+    ['absent, not yet a lease duration: no (not taken yet)', absent, false],
+  ];
+  for (const [name, f, rests] of table) it(name, () => assert.equal(takeRestsOnTime(f, ME), rests));
 });
 
 describe('a take, judged at its write', () => {

@@ -182,3 +182,16 @@ export function takeAllowed(f: ShardFacts, me: string, gate: WriteGate): boolean
   if (!f.present) return f.absentLongEnough;
   return !(f.owner !== null && f.owner !== me && f.ownerLive);
 }
+
+/**
+ * Whether a take of shard `f` rests on time passing: its record names another session judged
+ * over (its slot seen unchanged for a lease duration, or out of its slot that long), or it has
+ * been absent a lease duration. Such a judgment is only as good as the view's record of what
+ * changed: from a watch's copy, which may have missed a heartbeat or a creation, the member
+ * re-reads the store before it takes (docs/design.md, "Shard reads by change"). A take of a free
+ * shard does not: its compare-and-swap is the whole judgment.
+ */
+export function takeRestsOnTime(f: ShardFacts, me: string): boolean {
+  if (!f.present) return f.absentLongEnough;
+  return f.owner !== null && f.owner !== me && !f.ownerLive;
+}

@@ -5,7 +5,9 @@
  * call failing as reopened), on each member's link (cut off; or a synchronous store, as
  * better-sqlite3, whose calls land and answer before any timer of the caller fires), and on the
  * processes (pauses, half of them near the lease duration; clock-rate drift; crashes and
- * restarts, graceful stops and restarts, the app's health; some members on a longer lease). A
+ * restarts, graceful stops and restarts, the app's health; some members on a longer lease), and,
+ * in about half the groups, every member reading by change from a copy a watch keeps, as on
+ * Kubernetes (WatchFedLink: the watch lags, drops, resumes or lists again; no store replaced). A
  * process resumed runs its overdue timers one at a time, as Node does. Each
  * member's app does each shard's work: it starts when the shard is gained and stops some time
  * after it is lost (the end-of-term gate waits for it, at most the drain timeout). Time is a
@@ -23,7 +25,7 @@
  */
 import { BackendUnavailableError, StoreReopenedError } from '../../src/errors.js';
 import type { CallOptions } from '../../src/backends/lease-store.js';
-import type { GroupRecord, GroupStore, VersionedGroupRecord } from '../../src/backends/group-store.js';
+import type { GroupChanges, GroupRecord, GroupStore, VersionedGroupRecord } from '../../src/backends/group-store.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import { MemoryGroupStore } from '../../src/testing/memory-group-store.js';
 import { ManualHealth } from '../../src/health/manual-health.js';
@@ -52,7 +54,7 @@ export interface ShardSimResult {
 class FaultyGroupLink implements GroupStore {
   readonly backend = 'memory';
   readonly location = 'sim';
-  private cut = false;
+  protected cut = false;
   /** Settling: no more faults, every request answered quickly. */
   calm = false;
   /**
@@ -63,9 +65,9 @@ class FaultyGroupLink implements GroupStore {
   /** The store was replaced: the next call fails, as the SQLite store's call that finds its file replaced. */
   reopened = false;
   constructor(
-    private readonly mem: MemoryGroupStore,
-    private readonly proc: SimProcess,
-    private readonly base: FakeClock,
+    protected readonly mem: MemoryGroupStore,
+    protected readonly proc: SimProcess,
+    protected readonly base: FakeClock,
     private readonly rand: () => number,
     private readonly count: (fault: string) => void,
   ) {}
@@ -93,8 +95,14 @@ class FaultyGroupLink implements GroupStore {
 
   cutOff(ms: number): void {
     this.cut = true;
-    this.base.setTimer(() => (this.cut = false), ms);
+    this.base.setTimer(() => {
+      this.cut = false;
+      this.reconnected();
+    }, ms);
   }
+
+  /** The link is back after a cut: a watch on it resumes (WatchFedLink). */
+  protected reconnected(): void {}
 
   /** As the elector simulation's link: slow, hung, failed, lost answers, late; a request already sent may still land. */
   private send<T>(op: string, opts: CallOptions | undefined, apply: () => Promise<T>): Promise<T> {
@@ -151,6 +159,163 @@ class FaultyGroupLink implements GroupStore {
   }
 }
 
+/**
+ * A member's link whose reads by change come from a copy a watch keeps, as the Kubernetes
+ * store's (src/backends/kubernetes/group-watch-cache.ts; changesFromWatch): each change of the
+ * store reaches the copy after a lag, in order (now and then several seconds); while the watch is
+ * down (dropWatch, or the link cut off) nothing reaches it, and when it comes back it either
+ * resumes (what it missed arrives) or, as after 410 Gone, lists again (every cursor then reads in
+ * full). A read answers from the copy, with no request, once the copy holds the member's own last
+ * write, as the store's read waits for it: while the watch is down, until it is back or the
+ * read's bound passes. listGroup and the writes are requests, with the link's faults.
+ */
+class WatchFedLink extends FaultyGroupLink {
+  readonly changesFromWatch = true;
+  private copy: VersionedGroupRecord[];
+  /** The highest version the copy's changes reach (versions are the store's one counter). */
+  private copySeq: number;
+  /** The highest version the store has shown in any change so far (a deletion leaves none). */
+  private sourceSeq = 0;
+  /** How many times the copy was listed again: a cursor from before reads in full. */
+  private epoch = 0;
+  private dropped = false;
+  private ownWrite = 0;
+  /** The changes on their way, in order: each the group as it was right after one write. */
+  private pending: { records: VersionedGroupRecord[]; seq: number }[] = [];
+  private lastDeliveryMono = 0;
+  private readonly hints = new Set<() => void>();
+  private readonly waiters = new Set<() => void>();
+
+  constructor(
+    mem: MemoryGroupStore,
+    proc: SimProcess,
+    base: FakeClock,
+    rand: () => number,
+    count: (fault: string) => void,
+    /** The watch faults' own stream, so the older faults draw the same. */
+    private readonly watchRand: () => number,
+    private readonly countWatch: (fault: string) => void,
+  ) {
+    super(mem, proc, base, rand, count);
+    this.copy = mem.peek(GROUP);
+    this.copySeq = this.highest(this.copy);
+    this.sourceSeq = this.copySeq;
+    mem.watchGroup(GROUP, () => this.sourceChanged());
+  }
+
+  /** The watch drops for `ms`; then it resumes, or lists again (`relist`). */
+  dropWatch(ms: number, relist: boolean): void {
+    if (this.dropped) return;
+    this.dropped = true;
+    this.pending = [];
+    this.base.setTimer(() => {
+      this.dropped = false;
+      if (relist) this.epoch++;
+      this.reconnected();
+    }, ms);
+  }
+
+  async readGroupChanges(_group: string, cursor: string | undefined, opts?: CallOptions): Promise<GroupChanges> {
+    while (this.copySeq < this.ownWrite) {
+      if (this.down()) await this.backUp(opts);
+      else {
+        // The change of our write is on its way: the read waits for it, and for what came before.
+        if (this.pending.length === 0) this.pending.push({ records: this.mem.peek(GROUP), seq: this.sourceSeq });
+        this.deliver(this.pending.length);
+      }
+    }
+    const m = cursor === undefined ? null : /^(\d{1,9})\.(\d{1,15})$/.exec(cursor);
+    const all = this.copy.map((v) => structuredClone(v));
+    const out = `${this.epoch}.${this.copySeq}`;
+    const since = m && Number(m[1]) === this.epoch && Number(m[2]) <= this.copySeq ? Number(m[2]) : null;
+    const answer: GroupChanges =
+      since === null
+        ? { records: all, cursor: out, full: true, total: all.length }
+        : { records: all.filter((v) => Number(v.version) > since), cursor: out, full: false, total: all.length };
+    return new Promise((resolve) => this.proc.run(() => resolve(answer)));
+  }
+
+  override async createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
+    return this.wrote(await super.createGroupRecord(group, record, opts));
+  }
+
+  override async updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    return this.wrote(await super.updateGroupRecord(group, record, expectedVersion, opts));
+  }
+
+  /** Hints come with the copy's changes, as the store's watchGroup gives them from the same watch. */
+  override watchGroup(_group: string, onChange: () => void): () => void {
+    this.hints.add(onChange);
+    return () => this.hints.delete(onChange);
+  }
+
+  protected override reconnected(): void {
+    if (this.down()) return;
+    // Back: what it missed arrives at once (a resume replays it; a relist reads the group).
+    this.pending = [{ records: this.mem.peek(GROUP), seq: this.sourceSeq }];
+    this.deliver(1);
+  }
+
+  private down(): boolean {
+    return this.dropped || this.cut;
+  }
+
+  private wrote(version: string): string {
+    this.ownWrite = Math.max(this.ownWrite, Number(version));
+    return version;
+  }
+
+  private sourceChanged(): void {
+    const records = this.mem.peek(GROUP);
+    this.sourceSeq = Math.max(this.sourceSeq, this.highest(records));
+    if (this.down()) return;
+    this.pending.push({ records, seq: this.sourceSeq });
+    // Most changes arrive within 200 ms; a tenth lag 1-10 s (a slow watch), still in order.
+    const r = this.watchRand();
+    const lag = r < 0.1 ? 1_000 + this.watchRand() * 9_000 : this.watchRand() * 200;
+    if (r < 0.1) this.countWatch('watch lags');
+    const at = Math.max(this.lastDeliveryMono, this.base.monotonic() + lag);
+    this.lastDeliveryMono = at;
+    const upTo = this.pending.length;
+    this.base.setTimer(() => this.proc.run(() => this.deliver(upTo)), at - this.base.monotonic());
+  }
+
+  /** The first `n` pending changes reach the copy (fewer if a drop cleared them meanwhile). */
+  private deliver(n: number): void {
+    const due = this.pending.splice(0, Math.min(n, this.pending.length));
+    if (due.length === 0) return;
+    const last = due[due.length - 1]!;
+    this.copy = last.records;
+    this.copySeq = Math.max(this.copySeq, last.seq);
+    for (const w of [...this.waiters]) w();
+    for (const h of this.hints) this.proc.run(h);
+  }
+
+  /** Waits until the watch is back, or the read's bound passes. */
+  private backUp(opts: CallOptions | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (opts?.signal?.aborted) return reject(opts.signal.reason as Error);
+      const done = () => {
+        this.waiters.delete(done);
+        resolve();
+      };
+      this.waiters.add(done);
+      opts?.signal?.addEventListener(
+        'abort',
+        () => {
+          this.waiters.delete(done);
+          reject(opts.signal!.reason as Error);
+        },
+        { once: true },
+      );
+    });
+  }
+
+  private highest(list: readonly VersionedGroupRecord[]): number {
+    return list.reduce((max, v) => Math.max(max, Number(v.version)), 0);
+  }
+}
+
 interface Work {
   shard: number;
   token: number;
@@ -178,13 +343,24 @@ interface Member {
   stopping: boolean;
 }
 
-export async function runShardSimulation(seed: number, steps = 250, trace = false): Promise<ShardSimResult> {
+/**
+ * `watchFed` forces whether the group reads from a watch's copy (else the seed draws it): the
+ * seeds pinned before the watch-fed groups existed run as they were found with `false`.
+ */
+export async function runShardSimulation(seed: number, steps = 250, trace = false, opts: { watchFed?: boolean } = {}): Promise<ShardSimResult> {
   const rand = prng(seed);
   const appRand = prng(seed + 0x51ed);
   // Faults added later draw from their own stream, so the seeds pinned before them replay the
   // same run of the older faults.
   const more = prng(seed + 0x3a7e);
   const replaceRand = prng(seed + 0x9e01);
+  // The watch-fed members and their watch's faults (issue 43): a stream of their own too.
+  const watchRand = prng(seed + 0x7a7c);
+  // Half the groups are on a store whose reads by change come from a watch (Kubernetes): every
+  // member reads so, and the store is never replaced under them (a SQLite file's fault; deleting
+  // records by hand still happens).
+  const drawn = watchRand() < 0.5;
+  const watchFedGroup = opts.watchFed ?? drawn;
   const base = new FakeClock();
   const mem = new MemoryGroupStore();
   const shards = 1 + Math.floor(rand() * 40);
@@ -222,9 +398,10 @@ export async function runShardSimulation(seed: number, steps = 250, trace = fals
     const proc = new SimProcess(base, 1 + (rand() * 2 - 1) * MAX_DRIFT, true);
     const sync = more() < 0.5;
     const timings = more() < 0.3 ? LONG_T : T;
+    const watchFed = watchFedGroup;
     const m = {
-      // L: a longer lease (LONG_T); s: a synchronous store.
-      name: `${identity}#${members.length}${timings === LONG_T ? 'L' : ''}${sync ? 's' : ''}`,
+      // L: a longer lease (LONG_T); s: a synchronous store; w: reads from a watch's copy.
+      name: `${identity}#${members.length}${timings === LONG_T ? 'L' : ''}${sync ? 's' : ''}${watchFed ? 'w' : ''}`,
       identity,
       proc,
       renewedAt: 0,
@@ -233,7 +410,17 @@ export async function runShardSimulation(seed: number, steps = 250, trace = fals
       waiters: new Set(),
       stopping: false,
     } as unknown as Member;
-    m.link = new FaultyGroupLink(mem, proc, base, rand, (f) => count(f, m.name));
+    m.link = watchFed
+      ? new WatchFedLink(
+          mem,
+          proc,
+          base,
+          rand,
+          (f) => count(f, m.name),
+          watchRand,
+          (f) => count(f, m.name),
+        )
+      : new FaultyGroupLink(mem, proc, base, rand, (f) => count(f, m.name));
     m.link.calm = calm;
     m.link.sync = sync;
     m.health = new ManualHealth({ failureThreshold: 1, successThreshold: 1, holdDownMs: rand() < 0.5 ? 0 : 5_000 }, proc);
@@ -383,11 +570,22 @@ export async function runShardSimulation(seed: number, steps = 250, trace = fals
     // just after a shard was created: a member that waited out its absence through that
     // creation must start its wait over, since the creator may still work on it.
     const justCreated = [...existsSince.values()].some((since) => base.monotonic() - since < 1_500);
-    if (replaceRand() < (justCreated ? 0.03 : 0.001)) {
+    if (replaceRand() < (justCreated ? 0.03 : 0.001) && !watchFedGroup) {
       count('store replaced');
       for (const v of mem.peek(GROUP)) mem.delete(GROUP, v.record);
       deletedShard = new Set(Array.from({ length: shards }, (_, i) => i));
       for (const m of members) m.link.reopened = true;
+    }
+    // A watch-fed member's watch drops (a dropped connection, a stalled stream) and comes back,
+    // resuming or, as after 410 Gone, listing again.
+    if (watchRand() < 0.03) {
+      const fed = alive.filter((m) => m.link instanceof WatchFedLink);
+      const w = fed[Math.floor(watchRand() * fed.length)];
+      if (w) {
+        const relist = watchRand() < 0.5;
+        count(relist ? 'watch drops, then lists again (410 Gone)' : 'watch drops, then resumes', w.name);
+        (w.link as WatchFedLink).dropWatch(watchRand() * 20_000, relist);
+      }
     }
     for (let s = 0; s < shards; s++) {
       const here = mem.peek(GROUP).some((v) => v.record.kind === 'shard' && v.record.index === s);

@@ -6,7 +6,9 @@
  * - a shard: holderIdentity, leaseTransitions (its token), acquireTime, and the annotation
  *   `leasehold.io/owner-session` (`SLOT/SESSION`, absent when free);
  * - the header: the annotation `leasehold.io/shards` and acquireTime (when it was created).
- * listGroup is one LIST with the group's label selector; watchGroup a watch with it. Writes are
+ * listGroup is one LIST with the group's label selector; readGroupChanges answers from a copy
+ * of the group kept by a watch with it (group-watch-cache.ts), which also gives watchGroup its
+ * hints. Writes are
  * compare-and-swap on resourceVersion (etcd's revision: it never repeats), with the Lease's uid
  * as a precondition, so an update never recreates a deleted Lease. A Lease with a record's name
  * but without the group's labels is someone else's: never overwritten (ForeignRecordError).
@@ -18,12 +20,13 @@ import { httpStatus } from '../../kube/api-errors.js';
 import { BackendError, ConflictError, ForbiddenError, ForeignRecordError, InvalidRecordError, LeaseholdError, NotFoundError } from '../../errors.js';
 import { escapeControl } from '../../util/escape-control.js';
 import { validateKubernetesLeaseDuration } from '../../config/election-options.js';
-import { WATCH_TIMEOUT_SECONDS, keepWatching } from './kept-watch.js';
+import { GroupWatchCache } from './group-watch-cache.js';
 import type { CallOptions } from '../lease-store.js';
 import {
   MAX_MEMBER_SLOTS,
   MAX_SHARDS,
   recordKey,
+  type GroupChanges,
   type GroupRecord,
   type GroupWrite,
   type GroupWriteOutcome,
@@ -49,6 +52,10 @@ export class KubernetesGroupStore {
   readonly maxToken = MAX_INT32;
   /** The last object read or written per Lease name, to carry fields we do not own and its uid. */
   private readonly objects = new Map<string, Lease>();
+  /** Each group read by change or watched: its copy, kept by one watch. */
+  private readonly watched = new Map<string, GroupWatchCache>();
+  /** readGroupChanges answers from a watch's copy, which may lag: a judgment from time passing lists first. */
+  readonly changesFromWatch = true;
 
   constructor(
     private readonly client: KubeClient,
@@ -85,6 +92,45 @@ export class KubernetesGroupStore {
     return records;
   }
 
+  /**
+   * What changed since `cursor`, from the group's copy kept by its watch: no request while the
+   * watch lasts, once the first read's LIST has filled it (group-watch-cache.ts).
+   */
+  async readGroupChanges(group: string, cursor: string | undefined, opts?: CallOptions): Promise<GroupChanges> {
+    checkKubernetesGroupName(group);
+    let changes;
+    try {
+      changes = await this.watchedGroup(group).read(cursor, opts?.signal);
+    } catch (err) {
+      throw this.translate(err, 'list', `group ${group}`);
+    }
+    const records = changes.leases.map((lease) => ({ record: fromLease(group, ours(group, lease)!, lease), version: versionOf(lease) }));
+    return { records, cursor: changes.cursor, full: changes.full, total: changes.total };
+  }
+
+  /** The group's copy, started at its first use. */
+  watchedGroup(group: string): GroupWatchCache {
+    let cache = this.watched.get(group);
+    if (!cache) {
+      cache = new GroupWatchCache(
+        this.client,
+        this.leasePath(),
+        `${GROUP_LABEL}=${group}`,
+        (lease) => ours(group, lease) !== null,
+        (lease) => void this.objects.set(lease.metadata!.name!, lease),
+        (name) => void this.objects.delete(name),
+      );
+      this.watched.set(group, cache);
+    }
+    return cache;
+  }
+
+  /** Stops every group's watch. */
+  close(): void {
+    for (const cache of this.watched.values()) cache.close();
+    this.watched.clear();
+  }
+
   async createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
     checkKubernetesGroupName(group);
     checkGroupRecord(group, record, MAX_INT32);
@@ -99,6 +145,7 @@ export class KubernetesGroupStore {
     try {
       const created = await this.client.request<Lease>('POST', this.leasePath(), { body, signal: opts?.signal });
       this.objects.set(name, created);
+      this.watched.get(group)?.wrote(created.metadata?.resourceVersion);
       return versionOf(created);
     } catch (err) {
       if (httpStatus(err) === 409) {
@@ -145,6 +192,7 @@ export class KubernetesGroupStore {
     try {
       const replaced = await this.client.request<Lease>('PUT', this.leasePath(name), { body, signal: opts?.signal });
       this.objects.set(name, replaced);
+      this.watched.get(group)?.wrote(replaced.metadata?.resourceVersion);
       return versionOf(replaced);
     } catch (err) {
       throw this.translate(err, 'update', name);
@@ -165,37 +213,14 @@ export class KubernetesGroupStore {
   }
 
   /**
-   * A watch of the group's label selector, hinting at every event. Each (re)connect first asks
-   * for the collection's current resourceVersion (a LIST of at most one item) and watches from
-   * it, so no event replays the group, and is itself a hint (what changed while it was down is
-   * not replayed either). It reconnects as the lease watch does: reports unhealthy, backs off.
+   * Hints at every event of the group's watch, the one that keeps its copy for readGroupChanges
+   * (its first connect lists the group, its reconnects resume: group-watch-cache.ts), and at each
+   * (re)connect, since what changed while it was down is not replayed as hints. It reconnects as
+   * the lease watch does: reports unhealthy, backs off.
    */
   watchGroup(group: string, onChange: () => void, onHealth?: (healthy: boolean) => void): () => void {
     checkKubernetesGroupName(group);
-    const selector = `${GROUP_LABEL}=${group}`;
-    return keepWatching(
-      async (tie) => {
-        const head = await this.client.request<LeaseList>(
-          'GET',
-          `${this.leasePath()}?${new URLSearchParams({ labelSelector: selector, limit: '1' }).toString()}`,
-        );
-        const from = head.metadata?.resourceVersion;
-        if (!from) throw new BackendError(`list of group ${group}'s Leases came back without a resourceVersion`);
-        // Stopped while the list was out (at shutdown, maybe after the client closed): no watch.
-        if (tie.stopped) return { abort: () => {} };
-        return this.client.watch(
-          this.leasePath(),
-          { labelSelector: selector, resourceVersion: from, timeoutSeconds: String(WATCH_TIMEOUT_SECONDS) },
-          ({ type }) => {
-            tie.sawEvent();
-            if (!tie.stopped && (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED')) onChange();
-          },
-          tie.ended,
-        );
-      },
-      onChange,
-      onHealth,
-    );
+    return this.watchedGroup(group).subscribe(onChange, onHealth);
   }
 
   /** The Lease named `name`, or null when there is none. */

@@ -6,7 +6,7 @@ import { formatMicroTime, parseMicroTime } from './micro-time.js';
 import { validateKubernetesLeaseDuration } from '../../config/election-options.js';
 import { WATCH_TIMEOUT_SECONDS, keepWatching } from './kept-watch.js';
 import { SUCCESSOR_ANNOTATION, formatSuccessor, parseSuccessor } from './successor-annotation.js';
-import type { GroupRecord, GroupStore, GroupWrite, GroupWriteOutcome, VersionedGroupRecord } from '../group-store.js';
+import type { GroupChanges, GroupRecord, GroupStore, GroupWrite, GroupWriteOutcome, VersionedGroupRecord } from '../group-store.js';
 import { KubernetesGroupStore } from './group-store.js';
 import { MAX_INT32, type Lease, type LeaseSpec } from './lease-object.js';
 
@@ -169,10 +169,18 @@ export class KubernetesLeaseStore implements LeaseStore, GroupStore {
     return this.groups.watchGroup(group, onChange, onHealth);
   }
 
+  readGroupChanges(group: string, cursor: string | undefined, opts?: CallOptions): Promise<GroupChanges> {
+    return this.groups.readGroupChanges(group, cursor, opts);
+  }
+
+  /** The group's reads by change come from its watch's copy, which may lag (group-watch-cache.ts). */
+  readonly changesFromWatch = true;
+
   /** The claim is an annotation, which every Lease can hold. */
   readonly successorClaims: SuccessorClaimSupport = { kept: () => true };
 
   async close(): Promise<void> {
+    this.groups.close();
     this.client.close();
   }
 
