@@ -51,6 +51,11 @@ export class GroupView {
   /** The highest token seen for each shard and session for each slot, records deleted or not. */
   private readonly highestToken = new Map<number, number>();
   private readonly highestSession = new Map<number, number>();
+  /**
+   * The highest shard token or header highWater this member ever saw in the group, records and
+   * header deleted or not: a header written back, or raised, starts at least here.
+   */
+  private highestInGroup = 0;
   /** When the last list this view holds was sent (its answer is at least this fresh). */
   private listedAtMono: number | null = null;
   /** A change may have gone unseen since the last list (interruptAbsence): the next list starts every absence wait over. */
@@ -83,8 +88,10 @@ export class GroupView {
     const shards = new Map<number, VersionedGroupRecord<ShardRecord>>();
     for (const v of list) {
       const r: GroupRecord = v.record;
-      if (r.kind === 'group') this.header = v as VersionedGroupRecord<GroupHeader>;
-      else if (r.kind === 'member') slots.set(r.index, v as VersionedGroupRecord<MemberSlot>);
+      if (r.kind === 'group') {
+        this.header = v as VersionedGroupRecord<GroupHeader>;
+        this.highestInGroup = Math.max(this.highestInGroup, r.highWater ?? 0);
+      } else if (r.kind === 'member') slots.set(r.index, v as VersionedGroupRecord<MemberSlot>);
       else if (r.index < this.shardCount) shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
     }
     for (const [i, v] of slots) {
@@ -102,6 +109,7 @@ export class GroupView {
       if (v) {
         this.absentSince.delete(s);
         this.bump(this.highestToken, s, v.record.token);
+        this.highestInGroup = Math.max(this.highestInGroup, v.record.token);
         const o = v.record.owner;
         if (o) {
           this.bump(this.highestSession, o.slot, o.session);
@@ -142,7 +150,16 @@ export class GroupView {
       this.shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
       this.absentSince.delete(r.index);
       this.bump(this.highestToken, r.index, r.token);
-    } else this.header = v as VersionedGroupRecord<GroupHeader>;
+      this.highestInGroup = Math.max(this.highestInGroup, r.token);
+    } else {
+      this.header = v as VersionedGroupRecord<GroupHeader>;
+      this.highestInGroup = Math.max(this.highestInGroup, r.highWater ?? 0);
+    }
+  }
+
+  /** The highest shard token or header highWater this member ever saw in the group (0 before any). */
+  get highestSeen(): number {
+    return this.highestInGroup;
   }
 
   get groupHeader(): VersionedGroupRecord<GroupHeader> | null {
