@@ -56,6 +56,12 @@ export class GroupView {
    * header deleted or not: a header written back, or raised, starts at least here.
    */
   private highestInGroup = 0;
+  /**
+   * The longest lease duration any slot ever announced to this member: a replaced store (or a
+   * deleted slot) loses the slot of a member on a longer lease that may still work on a shard,
+   * and the absence wait must not shrink with it (seed 154 of the shard simulation).
+   */
+  private longestLeaseSeenMs = 0;
   /** When the last list this view holds was sent (its answer is at least this fresh). */
   private listedAtMono: number | null = null;
   /** A change may have gone unseen since the last list (interruptAbsence): the next list starts every absence wait over. */
@@ -100,6 +106,7 @@ export class GroupView {
       const seen = this.slotSeen.get(i);
       if (!seen || seen.content !== content) this.slotSeen.set(i, { content, changedAtMono: now, witnessed: !first || seen !== undefined });
       this.bump(this.highestSession, i, v.record.session);
+      this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, v.record.leaseDurationSeconds * 1000);
     }
     for (const i of [...this.slotSeen.keys()]) if (!slots.has(i)) this.slotSeen.delete(i);
     this.slots.clear();
@@ -258,12 +265,12 @@ export class GroupView {
   }
 
   /**
-   * How long an absence is waited out: the longest lease duration any slot announces, this
-   * member's at least. A record deleted under a member with a longer lease may still be worked
-   * on for that long.
+   * How long an absence is waited out: the longest lease duration any slot announces or ever
+   * announced to this member, this member's at least. A record deleted under a member with a
+   * longer lease may still be worked on for that long, its slot gone with the record or not.
    */
   private absenceWaitMs(): number {
-    let ms = this.leaseDurationMs;
+    let ms = Math.max(this.leaseDurationMs, this.longestLeaseSeenMs);
     for (const v of this.slots.values()) ms = Math.max(ms, v.record.leaseDurationSeconds * 1000);
     return ms;
   }
