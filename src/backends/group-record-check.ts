@@ -56,6 +56,7 @@ export function checkGroupRecord(group: string, record: GroupRecord, maxToken = 
       if (!isCount(record.shards, MAX_SHARDS) || record.shards < 1)
         refuse(`its shard count ${String(record.shards)} is not an integer from 1 to ${MAX_SHARDS}`);
       if (!isDate(record.createdAt)) refuse('its createdAt is not a valid date');
+      if (record.highWater !== undefined) token('highWater', record.highWater);
       return;
     case 'member':
       if (!isCount(record.index, MAX_MEMBER_SLOTS - 1)) refuse(`a member slot's index is an integer from 0 to ${MAX_MEMBER_SLOTS - 1}`);

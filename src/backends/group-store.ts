@@ -4,7 +4,8 @@
  * algorithm lives in src/shards/.
  *
  * A group G has three kinds of record, each keyed by (kind, index):
- * - the group header (index 0): the shard count, written once;
+ * - the group header (index 0): the shard count, written once, and the high-water token, raised
+ *   by every member before it issues tokens;
  * - member slots (index 0 .. maxMembers − 1): a member's heartbeat and its session;
  * - shards (index 0 .. shards − 1): a shard's owner session and its fencing token.
  */
@@ -22,6 +23,13 @@ export interface GroupHeader {
   shards: number;
   /** When the group was created (wall time, to the millisecond). */
   createdAt: Date;
+  /**
+   * The group's high-water token: at least every shard token ever issued in the group. A member
+   * raises it by compare-and-swap before it issues tokens above it, a block at a time
+   * (docs/design.md, "A group-wide high-water token"). Absent on a header written before it
+   * existed (an upgrade): the members then start from the highest token they have seen.
+   */
+  highWater?: number;
 }
 
 /** `leaving`: the member is giving its shards up (a stop, or its app not eligible) and takes none. */

@@ -51,6 +51,17 @@ export class GroupView {
   /** The highest token seen for each shard and session for each slot, records deleted or not. */
   private readonly highestToken = new Map<number, number>();
   private readonly highestSession = new Map<number, number>();
+  /**
+   * The highest shard token or header highWater this member ever saw in the group, records and
+   * header deleted or not: a header written back, or raised, starts at least here.
+   */
+  private highestInGroup = 0;
+  /**
+   * The longest lease duration any slot ever announced to this member: a replaced store (or a
+   * deleted slot) loses the slot of a member on a longer lease that may still work on a shard,
+   * and the absence wait must not shrink with it (seed 154 of the shard simulation).
+   */
+  private longestLeaseSeenMs = 0;
   /** When the last list this view holds was sent (its answer is at least this fresh). */
   private listedAtMono: number | null = null;
   /** A change may have gone unseen since the last list (interruptAbsence): the next list starts every absence wait over. */
@@ -83,8 +94,10 @@ export class GroupView {
     const shards = new Map<number, VersionedGroupRecord<ShardRecord>>();
     for (const v of list) {
       const r: GroupRecord = v.record;
-      if (r.kind === 'group') this.header = v as VersionedGroupRecord<GroupHeader>;
-      else if (r.kind === 'member') slots.set(r.index, v as VersionedGroupRecord<MemberSlot>);
+      if (r.kind === 'group') {
+        this.header = v as VersionedGroupRecord<GroupHeader>;
+        this.highestInGroup = Math.max(this.highestInGroup, r.highWater ?? 0);
+      } else if (r.kind === 'member') slots.set(r.index, v as VersionedGroupRecord<MemberSlot>);
       else if (r.index < this.shardCount) shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
     }
     for (const [i, v] of slots) {
@@ -93,6 +106,7 @@ export class GroupView {
       const seen = this.slotSeen.get(i);
       if (!seen || seen.content !== content) this.slotSeen.set(i, { content, changedAtMono: now, witnessed: !first || seen !== undefined });
       this.bump(this.highestSession, i, v.record.session);
+      this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, v.record.leaseDurationSeconds * 1000);
     }
     for (const i of [...this.slotSeen.keys()]) if (!slots.has(i)) this.slotSeen.delete(i);
     this.slots.clear();
@@ -102,6 +116,7 @@ export class GroupView {
       if (v) {
         this.absentSince.delete(s);
         this.bump(this.highestToken, s, v.record.token);
+        this.highestInGroup = Math.max(this.highestInGroup, v.record.token);
         const o = v.record.owner;
         if (o) {
           this.bump(this.highestSession, o.slot, o.session);
@@ -142,7 +157,16 @@ export class GroupView {
       this.shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
       this.absentSince.delete(r.index);
       this.bump(this.highestToken, r.index, r.token);
-    } else this.header = v as VersionedGroupRecord<GroupHeader>;
+      this.highestInGroup = Math.max(this.highestInGroup, r.token);
+    } else {
+      this.header = v as VersionedGroupRecord<GroupHeader>;
+      this.highestInGroup = Math.max(this.highestInGroup, r.highWater ?? 0);
+    }
+  }
+
+  /** The highest shard token or header highWater this member ever saw in the group (0 before any). */
+  get highestSeen(): number {
+    return this.highestInGroup;
   }
 
   get groupHeader(): VersionedGroupRecord<GroupHeader> | null {
@@ -255,12 +279,12 @@ export class GroupView {
   }
 
   /**
-   * How long an absence is waited out: the longest lease duration any slot announces, this
-   * member's at least. A record deleted under a member with a longer lease may still be worked
-   * on for that long.
+   * How long an absence is waited out: the longest lease duration any slot announces or ever
+   * announced to this member, this member's at least. A record deleted under a member with a
+   * longer lease may still be worked on for that long, its slot gone with the record or not.
    */
   private absenceWaitMs(): number {
-    let ms = this.leaseDurationMs;
+    let ms = Math.max(this.leaseDurationMs, this.longestLeaseSeenMs);
     for (const v of this.slots.values()) ms = Math.max(ms, v.record.leaseDurationSeconds * 1000);
     return ms;
   }

@@ -19,7 +19,7 @@ import { realClock, sleep, type Clock } from '../clock.js';
 import { ConflictError, InvalidConfigError, StoreReopenedError, describeError } from '../errors.js';
 import { silentLogger, guardedLogger, type Logger } from '../log.js';
 import type { CallOptions } from '../backends/lease-store.js';
-import type { GroupStore, MemberSlot, MemberState, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
+import type { GroupHeader, GroupStore, MemberSlot, MemberState, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
 import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { EligibilityGate } from '../election/eligibility-gate.js';
@@ -32,6 +32,7 @@ import { vanishedRecords, type HeldShard } from './vanished-shards.js';
 import { MemberSession, type Session } from './member-session.js';
 import { ShardPhases, type Ending, type Owned } from './shard-phases.js';
 import { WriteBatches } from './write-batches.js';
+import { TokenBlock, raiseBase, raisedHeader, repairedHeader } from './token-blocks.js';
 import { shardFact, shardFacts, slotFacts } from './turn-facts.js';
 import {
   planEnds,
@@ -116,6 +117,8 @@ export interface ShardMemberSnapshot {
 const PARALLEL_WRITES = 16;
 /** A store's change hint is followed by a list at most this often. */
 const HINT_LIST_MS = 50;
+/** Raises of the header's highWater tried in one pass, a list between two: another member's raise won each time before. */
+const RAISE_ATTEMPTS = 3;
 
 export class ShardMember {
   readonly group: string;
@@ -299,7 +302,7 @@ export class ShardMember {
     if (this.mine && (this.heartbeatDue() || this.mine.state !== desired)) await this.heartbeat(desired);
     if (this.listDue()) await this.list();
     if (!this.mine && !this.stopping && this.eligible()) await this.join();
-    if (this.mine && !this.view.groupHeader && this.view.freshWithin(this.requestTimeoutMs)) await this.restoreHeader();
+    if (this.mine && this.view.freshWithin(this.requestTimeoutMs)) await this.keepHeader();
     if (this.mine) await this.reconcile();
     else await this.freeKept();
     this.countGroup();
@@ -367,23 +370,50 @@ export class ShardMember {
   }
 
   /**
-   * A running member finds the group's header deleted (by hand: it looks like a leader's
-   * Lease): it writes it back with its count, so a newcomer with another count is refused
-   * instead of founding a group of its own count under the running members.
+   * Keeps the group's header as the running members know it. Deleted (by hand: it looks like a
+   * leader's Lease; or with a replaced SQLite file), it is written back with this member's count,
+   * so a newcomer with another count is refused instead of founding a group of its own count
+   * under the running members, and with the highest token or highWater this member saw. Present
+   * with a highWater below that (written back by a member that saw less, or written before
+   * highWater existed), it is raised to it: the next raise of a block starts past it.
    */
-  private async restoreHeader(): Promise<void> {
-    const header = { kind: 'group' as const, index: 0 as const, shards: this.shards, createdAt: this.clock.now() };
+  private async keepHeader(): Promise<void> {
+    const h = this.view.groupHeader;
+    const seen = this.view.highestSeen;
+    if (!h) {
+      const header: GroupHeader = { kind: 'group', index: 0, shards: this.shards, createdAt: this.clock.now(), highWater: seen };
+      try {
+        const version = await this.call('create', (o) => this.store.createGroupRecord(this.group, header, o));
+        this.view.wrote({ record: header, version });
+        this.log.warn('the shard group header was deleted: wrote it back', {
+          shards: this.shards,
+          highWater: seen,
+          why: 'a group never has two counts (a newcomer reads its count there), and no token is issued twice (the next block starts past highWater)',
+        });
+      } catch (err) {
+        // Another member wrote it back first (a conflict): the next list reads it, and raises it if lower.
+        this.hinted = true;
+        if (!(err instanceof ConflictError)) this.log.warn('writing the group header back failed', { reason: describeError(err) });
+      }
+      return;
+    }
+    const repaired = repairedHeader(h.record, seen);
+    if (!repaired) return;
     try {
-      const version = await this.call('create', (o) => this.store.createGroupRecord(this.group, header, o));
-      this.view.wrote({ record: header, version });
-      this.log.warn('the shard group header was deleted: wrote it back', {
-        shards: this.shards,
-        why: 'a group never has two counts; a newcomer reads its count there',
-      });
+      const version = await this.call('update', (o) => this.store.updateGroupRecord(this.group, repaired, h.version, o));
+      this.view.wrote({ record: repaired, version });
+      if (h.record.highWater === undefined)
+        this.log.info('the group header had no highWater (written before it existed): set it to the highest token seen', { highWater: repaired.highWater });
+      else
+        this.log.warn('the group header held a highWater below a token this member saw: raised it', {
+          was: h.record.highWater,
+          highWater: repaired.highWater,
+          why: 'a header written back by a member that saw less would let a token be issued twice',
+        });
     } catch (err) {
-      // Another member wrote it back first (a conflict): the next list reads its count.
+      // A conflict: another member raised or rewrote it since; the next list shows it.
       this.hinted = true;
-      if (!(err instanceof ConflictError)) this.log.warn('writing the group header back failed', { reason: describeError(err) });
+      if (!(err instanceof ConflictError)) this.log.warn('raising the group header failed', { reason: describeError(err) });
     }
   }
 
@@ -403,7 +433,8 @@ export class ShardMember {
       }
       this.headerWaitSaid = false;
       try {
-        const header = { kind: 'group' as const, index: 0 as const, shards: this.shards, createdAt: this.clock.now() };
+        // A group whose header and every record are gone starts from what this member saw: 0 if nothing.
+        const header: GroupHeader = { kind: 'group', index: 0, shards: this.shards, createdAt: this.clock.now(), highWater: this.view.highestSeen };
         const version = await this.call('create', (o) => this.store.createGroupRecord(this.group, header, o));
         this.view.wrote({ record: header, version });
         this.log.info('created the shard group', { shards: this.shards });
@@ -542,8 +573,14 @@ export class ShardMember {
     const strays = writes.free.map((s) => this.view.shard(s)!);
     this.tellAbsent(writes.take);
     await inBatches(strays, this.parallelWrites, async (v) => void (await this.free(v, m)));
+    // From a watch's copy, the takes that rest on time passing are confirmed by a read first.
     const takes = this.cache.fromWatch ? await this.confirmTimedTakes(writes.take, m) : writes.take;
-    await inBatches(takes, this.parallelWrites, (s) => this.take(s, m));
+    // One raise of the header's highWater for the takes allowed now; each is judged again before its write.
+    const due = takes.filter((s) => takeAllowed(shardFact(this.view, s), sessionKey(m), this.writeGate(m)));
+    if (due.length === 0) return;
+    const block = await this.reserveTokens(due.length);
+    if (!block) return;
+    await inBatches(due, this.parallelWrites, (s) => this.take(s, m, block));
   }
 
   /**
@@ -576,6 +613,34 @@ export class ShardMember {
       const waiting = new Set(timed);
       return takes.filter((s) => !waiting.has(s));
     }
+  }
+
+  /**
+   * Reserves `count` tokens by raising the header's highWater by compare-and-swap (token-blocks.ts).
+   * A conflict (another member raised it first) reads the group again and retries from the new
+   * value. Null, and no take this pass, when there is no header (it is written back first), the
+   * raise kept losing, or the store failed.
+   */
+  private async reserveTokens(count: number): Promise<TokenBlock | null> {
+    for (let attempt = 0; attempt < RAISE_ATTEMPTS; attempt++) {
+      const h = this.view.groupHeader;
+      if (!h) return null;
+      const base = raiseBase(h.record, this.view.highestSeen);
+      const raised = raisedHeader(h.record, base, count);
+      try {
+        const version = await this.call('update', (o) => this.store.updateGroupRecord(this.group, raised, h.version, o));
+        this.view.wrote({ record: raised, version });
+        return new TokenBlock(base, base + count);
+      } catch (err) {
+        this.hinted = true;
+        if (!(err instanceof ConflictError)) {
+          this.log.warn('raising the group high-water token failed: no shard is taken until it is raised', { reason: describeError(err) });
+          return null;
+        }
+        await this.list();
+      }
+    }
+    return null;
   }
 
   /** The plain facts a plan is made from, now (turn-facts.ts). */
@@ -673,11 +738,18 @@ export class ShardMember {
     }
   }
 
-  /** Takes shard `s` for session `m` if it is free, its owner's session is over, or it has been absent a lease duration. */
-  private async take(s: number, m: Session): Promise<void> {
+  /**
+   * Takes shard `s` for session `m` if it is free, its owner's session is over, or it has been
+   * absent a lease duration, with the next token of `block`: past every token the group ever issued.
+   */
+  private async take(s: number, m: Session, block: TokenBlock): Promise<void> {
     // Judged again for each take, not only when the turn was planned: a pause between two
     // batches would otherwise judge another session over with a list from before the pause.
     if (!takeAllowed(shardFact(this.view, s), sessionKey(m), this.writeGate(m))) return;
+    const token = block.take();
+    // A block is raised past every token this member saw, so past this record's; if a list
+    // since showed a higher one (a header written back lower), the take waits for the next raise.
+    if (token === null || token < this.view.nextToken(s)) return;
     const v = this.view.shard(s);
     const at = { mono: this.clock.monotonic(), wall: this.clock.now() };
     const rec: ShardRecord = {
@@ -685,7 +757,7 @@ export class ShardMember {
       index: s,
       holderIdentity: this.identity,
       owner: { slot: m.slot, session: m.session },
-      token: this.view.nextToken(s),
+      token,
       acquireTime: at.wall,
     };
     try {

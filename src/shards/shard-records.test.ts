@@ -150,7 +150,8 @@ describe('a shard record that vanishes under the member that holds it', () => {
     assert.equal(record()?.token, token, 'kept while the work drains');
     release!();
     for (let t = 0; t < 5_000 && !a.snapshot().owned.some((o) => o.shard === 0); t += 100) await clock.advance(100);
-    assert.equal(a.snapshot().owned.find((o) => o.shard === 0)?.token, token + 1, 'freed after the drain and taken again past its token');
+    const again = a.snapshot().owned.find((o) => o.shard === 0)?.token ?? 0;
+    assert.ok(again > token, `freed after the drain and taken again past its token (${again} after ${token})`);
     await Promise.all([a.stop(), clock.advance(T.leaseDurationMs)]);
   });
 });

@@ -75,8 +75,10 @@ describe('the sidecar in shard mode', () => {
     const f = w.file('a');
     assert.deepEqual(
       f.owned,
-      [0, 1, 2, 3].map((shard) => ({ shard, fencingToken: 1, ...shardBounds(shard, 4) })),
+      [0, 1, 2, 3].map((shard) => ({ shard, fencingToken: f.owned[shard]!.fencingToken, ...shardBounds(shard, 4) })),
     );
+    // One block raised on the group's highWater: tokens 1 to 4, one per shard.
+    assert.deepEqual(f.owned.map((o) => o.fencingToken).sort(), [1, 2, 3, 4]);
     assert.deepEqual(
       f.owned.map((o) => [o.start, o.end]),
       [
@@ -104,8 +106,8 @@ describe('the sidecar in shard mode', () => {
     assert.ok(await w.advanceUntil(() => w.fileShards('a').length === 2 && w.fileShards('b').length === 2, 20_000));
     assert.deepEqual([...w.fileShards('a'), ...w.fileShards('b')].sort(), [0, 1, 2, 3]);
     assert.ok(
-      w.file('b').owned.every((o) => o.fencingToken === 2),
-      'a shard that moved has its next token',
+      w.file('b').owned.every((o) => o.fencingToken > 4),
+      'a shard that moved has a token past every token the group issued',
     );
     assert.equal(w.file('a').members, 2);
     for (const id of ['a', 'b']) {
@@ -142,11 +144,15 @@ describe('the sidecar in shard mode', () => {
     await w.clock.advance(2_500);
     assert.equal(w.record(moving)?.holderIdentity, 'a', 'still not released');
     const drains = a.s['drains'];
-    assert.equal(drains.report([String(kept)], ['1']).code, 409, 'a shard still owned cannot be reported');
-    assert.equal(drains.report([String(moving)], ['2']).code, 409, 'nor another token');
-    assert.equal(drains.report([String(moving)], ['1']).code, 200);
+    const keptToken = w.record(kept)!.token;
+    const movingToken = w.record(moving)!.token;
+    assert.equal(drains.report([String(kept)], [String(keptToken)]).code, 409, 'a shard still owned cannot be reported');
+    assert.equal(drains.report([String(moving)], [String(movingToken + 10)]).code, 409, 'nor another token');
+    assert.equal(drains.report([String(moving)], [String(movingToken)]).code, 200);
     assert.ok(await w.advanceUntil(() => w.fileShards('b').length === 1, 1_000, 10));
-    assert.deepEqual(w.file('b').owned, [{ shard: moving, fencingToken: 2, ...shardBounds(moving, 2) }]);
+    const taken = w.file('b').owned[0]!.fencingToken;
+    assert.ok(taken > Math.max(keptToken, movingToken), `b's token ${taken} is past every token the group issued`);
+    assert.deepEqual(w.file('b').owned, [{ shard: moving, fencingToken: taken, ...shardBounds(moving, 2) }]);
     await w.stopAll();
   });
 
@@ -377,9 +383,11 @@ describe('the shard sidecar over HTTP', () => {
     const shards = await get('/shards');
     assert.equal(shards.code, 200);
     const body = JSON.parse(shards.body) as ShardsStatus;
+    const tokens = body.owned.map((o) => o.fencingToken);
+    assert.deepEqual([...tokens].sort(), [1, 2], 'one block: tokens 1 and 2');
     assert.deepEqual(body.owned, [
-      { shard: 0, fencingToken: 1, start: '0x0000000000000000', end: '0x8000000000000000', selector: shardSelector(0, 2) },
-      { shard: 1, fencingToken: 1, start: '0x8000000000000000', end: '0x10000000000000000', selector: shardSelector(1, 2) },
+      { shard: 0, fencingToken: tokens[0], start: '0x0000000000000000', end: '0x8000000000000000', selector: shardSelector(0, 2) },
+      { shard: 1, fencingToken: tokens[1], start: '0x8000000000000000', end: '0x10000000000000000', selector: shardSelector(1, 2) },
     ]);
     assert.equal(body.ownedSelector, "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')");
     assert.equal((await get('/readyz')).code, 200);
@@ -414,7 +422,8 @@ describe('the shard sidecar over HTTP', () => {
       one.owned.map((o) => o.selector),
       [shardSelector(kept, 2)],
     );
-    const post = (auth?: string, query = `shard=${moving}&token=1`) =>
+    const movingToken = w.record(moving)!.token;
+    const post = (auth?: string, query = `shard=${moving}&token=${movingToken}`) =>
       fetch(`${url}/shards/stopped?${query}`, { method: 'POST', headers: auth ? { authorization: auth } : {} });
     const none = await post();
     assert.equal(none.status, 401);
@@ -423,8 +432,8 @@ describe('the shard sidecar over HTTP', () => {
     await w.clock.advance(500);
     assert.equal(w.record(moving)?.holderIdentity, 'a', 'no refused post ended the drain');
     const key = readFileSync(join(w.dir, 'a', 'drain-key'), 'utf8').trim();
-    assert.equal((await post(`Bearer ${key}`, `shard=${moving}&shard=${moving}&token=1`)).status, 400);
-    assert.equal((await post(`Bearer ${key}`, `shard=7&token=1`)).status, 400);
+    assert.equal((await post(`Bearer ${key}`, `shard=${moving}&shard=${moving}&token=${movingToken}`)).status, 400);
+    assert.equal((await post(`Bearer ${key}`, `shard=7&token=${movingToken}`)).status, 400);
     const okPost = await post(`Bearer ${key}`);
     assert.equal(okPost.status, 200, await okPost.text());
     assert.ok(await w.advanceUntil(() => w.record(moving)?.holderIdentity === 'b', 2_000, 10), 'released once the app posted, then taken');

@@ -248,6 +248,26 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
       assert.deepEqual(await s.listGroup(g), [{ record: free, version: v3 }]);
     });
 
+    it("the header's highWater: absent reads absent (a header from before it), written reads back up to maxToken, and a raise from a stale version is a ConflictError that keeps the other raise", async () => {
+      const g = fresh();
+      const max = s.maxToken ?? Number.MAX_SAFE_INTEGER;
+      const v1 = await s.createGroupRecord(g, contractHeader());
+      const old = await one(g, { kind: 'group', index: 0 });
+      assert.deepEqual(old?.record, contractHeader(), 'a header written without highWater must read without it');
+      assert.equal('highWater' in (old?.record ?? {}), false);
+      const v2 = await s.updateGroupRecord(g, contractHeader({ highWater: 32 }), v1);
+      assert.deepEqual(await s.listGroup(g), [{ record: contractHeader({ highWater: 32 }), version: v2 }]);
+      // Two members raise it from the same version: one wins, the other must re-read.
+      await subject.writeElsewhere(g, contractHeader({ highWater: 48 }));
+      assert.equal(await codeOf(s.updateGroupRecord(g, contractHeader({ highWater: 40 }), v2)), 'LEASEHOLD_ERR_CONFLICT');
+      const now = await one(g, { kind: 'group', index: 0 });
+      assert.deepEqual(now?.record, contractHeader({ highWater: 48 }));
+      const v3 = await s.updateGroupRecord(g, contractHeader({ highWater: max }), now.version);
+      assert.deepEqual((await one(g, { kind: 'group', index: 0 }))?.record, contractHeader({ highWater: max }));
+      assert.equal(await codeOf(s.updateGroupRecord(g, contractHeader({ highWater: -1 }), v3)), 'LEASEHOLD_ERR_INVALID_RECORD');
+      assert.deepEqual(await s.listGroup(g), [{ record: contractHeader({ highWater: max }), version: v3 }]);
+    });
+
     it('update from a version another writer has replaced is a ConflictError; the other write is kept', async () => {
       const g = fresh();
       const v1 = await s.createGroupRecord(g, contractShard(0));

@@ -2,7 +2,7 @@
  * `leasehold sidecar --shards N` as real processes on one real SQLite file: the members divide
  * the shards, each one's shards.json (read as an app reads it, readOwnedShards) and GET /shards
  * agree, `leasehold status` shows the group, a graceful leave hands its shards over by a
- * release and a SIGKILL by their expiry, each move with the shard's next token; and a shard's
+ * release and a SIGKILL by their expiry, each move with a token past every earlier one; and a shard's
  * release waits for the app's POST /shards/stopped, which only the drain key opens.
  */
 import { describe, it, after } from 'node:test';
@@ -70,9 +70,11 @@ describe('shard group members as processes on one SQLite file', () => {
     return all.length === n && all.every((s, i) => s === i) && o.map((x) => x.length).join() === counts.join() && o;
   };
   const tokens = (o: OwnedShard[][]) => new Map(o.flat().map((x) => [x.shard, x.fencingToken]));
+  /** The highest token among them: every later take's comes from a block raised past it (the group's highWater). */
+  const highest = (t: Map<number, number>) => Math.max(...t.values());
 
   it(
-    'divide the shards; a graceful leave and a crash move only the leaver’s, each with its next token; status shows the group',
+    'divide the shards; a graceful leave and a crash move only the leaver’s, each with a token past every earlier one; status shows the group',
     { timeout: 120_000 },
     async () => {
       const ms = [await member('a', 12, FAST), await member('b', 12, FAST), await member('c', 12, FAST)];
@@ -131,7 +133,8 @@ describe('shard group members as processes on one SQLite file', () => {
       assert.ok(left.stoppedAt !== null, 'its last write says it stopped');
       const second = await waitFor('12 shards as 6, 6', () => settled(ms.slice(0, 2), 12, [6, 6]), 20_000);
       const afterLeave = tokens(second);
-      for (const s of shardsOf(first[2]!)) assert.equal(afterLeave.get(s), before.get(s)! + 1, `c's shard ${s} moved once`);
+      for (const s of shardsOf(first[2]!))
+        assert.ok(afterLeave.get(s)! > highest(before), `c's shard ${s} moved with a token past every earlier one (${afterLeave.get(s)})`);
       for (const s of [...shardsOf(first[0]!), ...shardsOf(first[1]!)]) assert.equal(afterLeave.get(s), before.get(s), `shard ${s} did not move`);
       await waitFor('a six-shard event on the stream', () => events().some((e) => e.owned.length === 6), 10_000);
 
@@ -140,7 +143,8 @@ describe('shard group members as processes on one SQLite file', () => {
       await ms[1]!.proc.exited;
       const third = await waitFor('a owns all 12', () => settled(ms.slice(0, 1), 12, [12]), 20_000);
       const afterCrash = tokens(third);
-      for (const s of shardsOf(second[1]!)) assert.equal(afterCrash.get(s), afterLeave.get(s)! + 1, `b's shard ${s} moved once`);
+      for (const s of shardsOf(second[1]!))
+        assert.ok(afterCrash.get(s)! > highest(afterLeave), `b's shard ${s} moved with a token past every earlier one (${afterCrash.get(s)})`);
       const crashed = JSON.parse((await runCli(['status', '--lease', 'workers', '--db', db, '--json'])).stdout) as { liveMembers: number };
       assert.equal(crashed.liveMembers, 1);
 
@@ -184,10 +188,10 @@ describe('shard group members as processes on one SQLite file', () => {
       const ok = await post(`Bearer ${key}`);
       assert.equal(ok.status, 200, await ok.text());
       await waitFor(
-        'b owns the shard with its next token',
+        'b owns the shard with a token past it, from a block raised past the group highWater',
         () => {
           const o = readOwnedShards(b.statusDir).owned;
-          return o.length === 1 && o[0]!.shard === moving && o[0]!.fencingToken === token + 1;
+          return o.length === 1 && o[0]!.shard === moving && o[0]!.fencingToken > token;
         },
         10_000,
       );

@@ -7,6 +7,10 @@
  * 3 members; each round deletes every shard record of the group once the group has settled,
  * either with every member running or while one member is stopped (SIGSTOP) for `pauseMs`: that
  * member cannot write back the records it holds (src/shards/vanished-shards.ts) until it wakes.
+ * A last round (`restartRound`) stops every member (SIGTERM: each releases its shards), deletes
+ * the free records, and starts the members again: no process saw the tokens, only the group
+ * header's highWater holds them (src/shards/token-blocks.ts); without it every shard starts
+ * again from token 1.
  * The sampler of test/support/shard-pause.ts reads every shards.json every 10 ms: no shard
  * listed by two members at once, no token listed by another owner, none below one listed before.
  */
@@ -27,6 +31,8 @@ export interface DeletionOptions {
   deleteShardRecords: () => Promise<number>;
   /** How many shard records the group has in the store now. */
   countShardRecords: () => Promise<number>;
+  /** After the rounds: every member stopped, the free records deleted, the members started again. */
+  restartRound?: boolean;
   /** Every process started, for the caller's teardown. */
   procs: Proc[];
   settleMs?: number;
@@ -34,6 +40,7 @@ export interface DeletionOptions {
 }
 
 export interface DeletionReport {
+  /** Rounds run, the restart round included. */
   rounds: number;
   /** Records deleted per round. */
   deleted: number[];
@@ -64,7 +71,8 @@ export async function deletedRecordsScenario(o: DeletionOptions): Promise<Deleti
   const say = o.say ?? (() => {});
   const settleMs = o.settleMs ?? 120_000;
   const started = Date.now();
-  const members = ['m1', 'm2', 'm3'].map((id) => startTimedMember(o.dir, id, o.backendArgs, o.shards, o.timing));
+  const start = (id: string) => startTimedMember(o.dir, id, o.backendArgs, o.shards, o.timing);
+  const members = ['m1', 'm2', 'm3'].map(start);
   o.procs.push(...members.map((m) => m.proc));
   const counts = await settled(members, o.shards, `3 members owning ${o.shards} shards`, settleMs);
   say(`settled: ${counts.join(', ')} after ${Date.now() - started} ms`);
@@ -98,6 +106,24 @@ export async function deletedRecordsScenario(o: DeletionOptions): Promise<Deleti
         `round ${i + 1}: ${deleted.at(-1)} records deleted ${how}; settled ${after.join(', ')} after ${Date.now() - t} ms; shards listed twice: ${sampler.sample.shardsTwice.size - before}, tokens reused: ${sampler.sample.tokensTwoOwners.size + sampler.sample.tokensBackwards.size - reusedBefore}`,
       );
     }
+    if (o.restartRound) {
+      const reusedBefore = sampler.sample.tokensTwoOwners.size + sampler.sample.tokensBackwards.size;
+      const exited = await Promise.all(
+        members.map((m) => {
+          m.proc.kill('SIGTERM');
+          return m.proc.exited;
+        }),
+      );
+      say(`restart round: every member stopped (${exited.map((e) => e.signal ?? `exit ${e.code}`).join(', ')})`);
+      deleted.push(await o.deleteShardRecords());
+      members.splice(0, members.length, ...['m1', 'm2', 'm3'].map(start));
+      o.procs.push(...members.map((m) => m.proc));
+      const t = Date.now();
+      const after = await settled(members, o.shards, 'the restarted members to settle after the deletion', settleMs);
+      say(
+        `restart round: ${deleted.at(-1)} free records deleted with every member stopped; settled ${after.join(', ')} after ${Date.now() - t} ms; tokens reused: ${sampler.sample.tokensTwoOwners.size + sampler.sample.tokensBackwards.size - reusedBefore}`,
+      );
+    }
   } finally {
     sampler.stop();
     // The members' logs outlive the scratch dir only when asked: PREFIX-m1.log ... for a failed run.
@@ -106,7 +132,7 @@ export async function deletedRecordsScenario(o: DeletionOptions): Promise<Deleti
   }
   const s = sampler.sample;
   return {
-    rounds: o.roundsPauseMs.length,
+    rounds: o.roundsPauseMs.length + (o.restartRound ? 1 : 0),
     deleted,
     samples: s.samples,
     shardsTwice: s.shardsTwice.size,

@@ -54,6 +54,10 @@ describe('shard groups: the seeds that found faults in the member', () => {
       seed: 49,
       what: 'a member on a longer lease was judged over by another’s shorter lease and its shards taken while it still owned them (fixed in 1a3bf32)',
     },
+    {
+      seed: 154,
+      what: 'the store replaced while a member on a longer lease was paused: its slot gone, an absent shard was waited out for the shorter leases left and created while it still worked (fixed with the high-water token)',
+    },
     { seed: 73, what: 'an absent shard was created after the creator’s own lease while its owner on a longer lease still worked on it (fixed in 1a3bf32)' },
     {
       seed: 21,

@@ -5,7 +5,9 @@
  *   leaseDurationSeconds, and the annotation `leasehold.io/member-state` (active or leaving);
  * - a shard: holderIdentity, leaseTransitions (its token), acquireTime, and the annotation
  *   `leasehold.io/owner-session` (`SLOT/SESSION`, absent when free);
- * - the header: the annotation `leasehold.io/shards` and acquireTime (when it was created).
+ * - the header: the annotation `leasehold.io/shards`, acquireTime (when it was created) and the
+ *   annotation `leasehold.io/high-water` (the group's high-water token; absent on a header
+ *   written before it existed).
  * listGroup is one LIST with the group's label selector; readGroupChanges answers from a copy
  * of the group kept by a watch with it (group-watch-cache.ts), which also gives watchGroup its
  * hints. Writes are
@@ -41,6 +43,7 @@ import { GROUP_LABEL, RECORD_LABEL, checkKubernetesGroupName, labelsOf, leaseNam
 export const MEMBER_STATE_ANNOTATION = 'leasehold.io/member-state';
 export const OWNER_SESSION_ANNOTATION = 'leasehold.io/owner-session';
 export const SHARDS_ANNOTATION = 'leasehold.io/shards';
+export const HIGH_WATER_ANNOTATION = 'leasehold.io/high-water';
 /**
  * A batch's requests in flight at once: three of the client's connections stay free, for the
  * group's watch, the heartbeat and the list, so neither of the last two queues behind a batch
@@ -289,10 +292,11 @@ function versionOf(lease: Lease): string {
 /** Our annotations set for `r` (the others, read, kept as they are): each kind's own, and none of another kind's. */
 function annotationsFor(r: GroupRecord, read: Record<string, string> | undefined): { annotations?: Record<string, string> } {
   const annotations = { ...read };
-  for (const a of [MEMBER_STATE_ANNOTATION, OWNER_SESSION_ANNOTATION, SHARDS_ANNOTATION]) delete annotations[a];
+  for (const a of [MEMBER_STATE_ANNOTATION, OWNER_SESSION_ANNOTATION, SHARDS_ANNOTATION, HIGH_WATER_ANNOTATION]) delete annotations[a];
   if (r.kind === 'member') annotations[MEMBER_STATE_ANNOTATION] = r.state;
   if (r.kind === 'shard' && r.owner) annotations[OWNER_SESSION_ANNOTATION] = `${r.owner.slot}/${r.owner.session}`;
   if (r.kind === 'group') annotations[SHARDS_ANNOTATION] = String(r.shards);
+  if (r.kind === 'group' && r.highWater !== undefined) annotations[HIGH_WATER_ANNOTATION] = String(r.highWater);
   return Object.keys(annotations).length > 0 || read !== undefined ? { annotations } : {};
 }
 
@@ -343,7 +347,12 @@ function fromLease(group: string, key: Pick<GroupRecord, 'kind' | 'index'>, leas
       const text = annotations[SHARDS_ANNOTATION];
       const shards = text !== undefined && /^\d{1,4}$/.test(text) ? Number(text) : 0;
       if (shards < 1 || shards > MAX_SHARDS) bad(SHARDS_ANNOTATION, text, `a shard count from 1 to ${MAX_SHARDS}`);
-      return { kind: 'group', index: 0, shards, createdAt: parseMicroTime(spec.acquireTime) ?? bad('acquireTime', spec.acquireTime, 'a time') };
+      const createdAt = parseMicroTime(spec.acquireTime) ?? bad('acquireTime', spec.acquireTime, 'a time');
+      const high = annotations[HIGH_WATER_ANNOTATION];
+      if (high === undefined) return { kind: 'group', index: 0, shards, createdAt };
+      // The store holds tokens up to int32 (a shard's is its Lease's leaseTransitions): the same bound here.
+      if (!/^\d{1,10}$/.test(high) || Number(high) > MAX_INT32) bad(HIGH_WATER_ANNOTATION, high, `an integer from 0 to ${MAX_INT32}`);
+      return { kind: 'group', index: 0, shards, createdAt, highWater: Number(high) };
     }
     case 'member': {
       const state = annotations[MEMBER_STATE_ANNOTATION];

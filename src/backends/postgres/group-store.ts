@@ -484,6 +484,7 @@ export class PostgresGroupStore {
           index: 0,
           shards: count('shards', row.shards),
           createdAt: time('created_at_ms', row.created_at_ms) ?? bad('created_at_ms', null, 'a time'),
+          ...(row.token === null ? {} : { highWater: count('token', row.token) }),
         };
         break;
       case 'member': {
@@ -536,7 +537,8 @@ function toValues(r: GroupRecord): unknown[] {
   const ms = (d: Date | null) => (d ? d.getTime() : null);
   switch (r.kind) {
     case 'group':
-      return ['', null, null, null, null, null, null, null, null, r.shards, r.createdAt.getTime()];
+      // The header's token column holds the group's high-water token (NULL: written before it existed).
+      return ['', null, null, null, null, r.highWater ?? null, null, null, null, r.shards, r.createdAt.getTime()];
     case 'member':
       return [r.holderIdentity, r.session, r.state, ms(r.renewTime), r.leaseDurationSeconds, null, null, null, null, null, null];
     case 'shard':

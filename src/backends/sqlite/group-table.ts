@@ -273,7 +273,8 @@ function toValues(group: string, r: GroupRecord): Values {
   };
   switch (r.kind) {
     case 'group':
-      return { ...values, shards: r.shards, created_at_ms: r.createdAt.getTime() };
+      // The header's token column holds the group's high-water token (NULL: written before it existed).
+      return { ...values, shards: r.shards, created_at_ms: r.createdAt.getTime(), token: r.highWater ?? null };
     case 'member':
       return {
         ...values,
@@ -321,7 +322,13 @@ function fromRow(group: string, row: GroupRow, location: string): StoredGroupRec
     case 'group': {
       if (index !== 0) bad('idx', index, '0 (the group header)');
       const createdAt = time('created_at_ms', row.created_at_ms) ?? bad('created_at_ms', null, 'a time');
-      record = { kind: 'group', index: 0, shards: count('shards', row.shards), createdAt };
+      record = {
+        kind: 'group',
+        index: 0,
+        shards: count('shards', row.shards),
+        createdAt,
+        ...(row.token === null ? {} : { highWater: count('token', row.token) }),
+      };
       break;
     }
     case 'member': {
