@@ -9,7 +9,8 @@
 #      Kubernetes tier (step 6) starts when they are done, in the same job, so they are done
 #      before any test that needs them starts its clock. LEASEHOLD_TOOLS_SERIAL=1 builds them in
 #      the foreground first instead
-#   3. unit tests and the SQLite/CLI tier (real processes, real files) on Node 20, with Node's
+#   3. unit tests and the SQLite/CLI tier (real processes, real files) on Node 20, two files at
+#      a time (they wait on real time), with Node's
 #      coverage report of the test processes; under the floor in test/support/coverage-floor.mjs,
 #      the step fails. The seeded elector simulation (`scripts/test-files.sh simulation`), pure
 #      computation on the fake clock, runs beside them in the background at the lowest priority,
@@ -18,13 +19,14 @@
 #   4. on the Node version the image ships (the Dockerfile's NODE_IMAGE), with better-sqlite3
 #      built for it (scripts/test-on-node.sh; both cached; the build in the background from the
 #      start, as the tools are): the local files whose behaviour can
-#      differ between Node versions, `scripts/test-files.sh other-node` (CONTRIBUTING "Two Node
+#      differ between Node versions, two at a time, `scripts/test-files.sh other-node` (CONTRIBUTING "Two Node
 #      versions"), in a copy of the tree (its addon swapped there), beside step 7 and waited
 #      for after it
 #   5. the PostgreSQL tier on a real PostgreSQL server (Debian's, started in a temporary
 #      directory on a loopback port and removed after), run beside step 3 (both wait on real
 #      time) and waited for after it
 #   6. the Kubernetes tier on a real kube-apiserver + etcd (built once, cached; see test/support/),
+#      in two halves of its files, each against a control plane of its own, at once,
 #      including the image built from the Dockerfile, run by a private Docker daemon: beside
 #      step 3, after the tools (scripts/test-kubernetes-tier.sh), and waited for after it
 #   7. the cluster tier: that image and the chart, installed by helm on a real single-node
