@@ -713,7 +713,13 @@ export class ShardMember {
    * token is in the store before another member's absence wait for it ends (vanished-shards.ts).
    */
   private restoreVanished(): void {
-    for (const rec of vanishedRecords(this.view, this.held(), this.identity, this.clock.now())) {
+    // Only what the live session holds: a session that ended (lost) may have had its shards
+    // taken since, unseen, and its copy written back would erase the newer owner's record and,
+    // naming a session that is over, be taken at once while that owner's work still runs
+    // (shard seed 15). Its shards' tokens are in the header's highWater all the same.
+    const live = this.mine ? sessionKey(this.mine) : null;
+    const held = this.held().filter((h) => sessionKey(h.session) === live);
+    for (const rec of vanishedRecords(this.view, held, this.identity, this.clock.now())) {
       if (this.restoring.has(rec.index)) continue;
       const done = this.writeBack(rec).finally(() => this.restoring.delete(rec.index));
       this.restoring.set(rec.index, done);

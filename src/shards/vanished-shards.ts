@@ -7,7 +7,8 @@
  * naming the session that held it. Such a record says "owned" (by a session others judge over
  * only a lease duration after they notice it), never "free"; the holder frees it once the
  * shard's work has stopped, through the same end-of-term gate as any give-up, and the next owner
- * takes it past that token.
+ * takes it past that token. Only the live session's shards are written back (the member's
+ * caller filters): a session that ended may have had its shards taken since, unseen.
  */
 import type { ShardRecord } from '../backends/group-store.js';
 import type { GroupView, SessionId } from './group-view.js';
