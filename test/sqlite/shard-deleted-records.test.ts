@@ -60,6 +60,7 @@ describe('shard rows deleted by hand under a running group, and with every membe
     // never brings its token back, whoever saw it, the members running or not.
     assert.equal(r.tokensTwoOwners, 0, `tokens listed by another owner: ${r.examples.join('; ')}`);
     assert.equal(r.tokensBackwards, 0, `tokens listed after a higher one: ${r.examples.join('; ')}`);
+    assert.equal(r.tokensOnTwoShards, 0, `tokens listed for two shards (the header is never deleted here): ${r.examples.join('; ')}`);
     assert.deepEqual(r.exited, [], 'every member still runs');
   });
 });

@@ -50,6 +50,8 @@ export interface DeletionReport {
   tokensTwoOwners: number;
   /** "shard@token" listed after a higher token for the shard. */
   tokensBackwards: number;
+  /** Tokens listed for two different shards: the group's tokens are unique while its header stays. */
+  tokensOnTwoShards: number;
   examples: string[];
   totalMs: number;
   /** Members that exited during the run (with the end of their stderr). */
@@ -138,6 +140,7 @@ export async function deletedRecordsScenario(o: DeletionOptions): Promise<Deleti
     shardsTwice: s.shardsTwice.size,
     tokensTwoOwners: s.tokensTwoOwners.size,
     tokensBackwards: s.tokensBackwards.size,
+    tokensOnTwoShards: s.tokensOnTwoShards.size,
     examples: [...s.twiceExamples, ...s.backwardsExamples, ...s.twoOwnerExamples],
     totalMs: Date.now() - started,
     exited: members.filter((m) => m.proc.child.exitCode !== null).map((m) => `${m.id}: ${m.proc.stderr().slice(-500)}`),
@@ -147,7 +150,7 @@ export async function deletedRecordsScenario(o: DeletionOptions): Promise<Deleti
 export function formatDeletionReport(store: string, shards: number, r: DeletionReport): string {
   return [
     `${store}: 3 members, N = ${shards}, ${r.rounds} deletions (records: ${r.deleted.join(', ')}), ${r.totalMs} ms, ${r.samples} samples`,
-    `  shards listed by two members: ${r.shardsTwice}; tokens listed by another owner: ${r.tokensTwoOwners}; below one listed before: ${r.tokensBackwards}`,
+    `  shards listed by two members: ${r.shardsTwice}; tokens listed by another owner: ${r.tokensTwoOwners}; below one listed before: ${r.tokensBackwards}; on two shards: ${r.tokensOnTwoShards}`,
     ...r.examples.map((e) => `  ${e}`),
     ...r.exited.map((e) => `  exited: ${e}`),
   ].join('\n');

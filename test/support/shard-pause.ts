@@ -70,6 +70,8 @@ export interface OwnerSample {
   tokensTwoOwners: Set<string>;
   /** "shard@token" listed after a higher token was seen for the shard. */
   tokensBackwards: Set<string>;
+  /** Tokens listed for two different shards (every token comes from the group's high-water blocks). */
+  tokensOnTwoShards: Set<number>;
   /** The first few of each kind, for the failure messages. */
   twiceExamples: string[];
   backwardsExamples: string[];
@@ -89,8 +91,18 @@ export function ownerSampler(members: () => Member[], onListed?: (id: string, sh
     twiceExamples: [],
     backwardsExamples: [],
     twoOwnerExamples: [],
+    tokensOnTwoShards: new Set(),
+  };
+  // An owner is a member process, not its id: a member restarted under the same id (a restart
+  // round) that lists a token its earlier process listed has reused it all the same.
+  const processOf = new WeakMap<Member, number>();
+  let processes = 0;
+  const ownerOf = (m: Member): string => {
+    if (!processOf.has(m)) processOf.set(m, ++processes);
+    return `${m.id} (process ${processOf.get(m)})`;
   };
   const ownerOfToken = new Map<string, string>();
+  const shardOfToken = new Map<number, number>();
   const highest = new Map<number, number>();
   const note = (to: string[], line: string) => {
     if (to.length < 8) to.push(line);
@@ -104,11 +116,18 @@ export function ownerSampler(members: () => Member[], onListed?: (id: string, sh
         listedBy.set(o.shard, [...(listedBy.get(o.shard) ?? []), { id: m.id, token: o.fencingToken }]);
         onListed?.(m.id, o.shard, o.fencingToken, now.getTime());
         const key = `${o.shard}@${o.fencingToken}`;
+        const owner = ownerOf(m);
         const first = ownerOfToken.get(key);
-        if (first === undefined) ownerOfToken.set(key, m.id);
-        else if (first !== m.id && !s.tokensTwoOwners.has(key)) {
+        if (first === undefined) ownerOfToken.set(key, owner);
+        else if (first !== owner && !s.tokensTwoOwners.has(key)) {
           s.tokensTwoOwners.add(key);
-          note(s.twoOwnerExamples, `shard ${o.shard} token ${o.fencingToken}: listed by ${first}, then by ${m.id}`);
+          note(s.twoOwnerExamples, `shard ${o.shard} token ${o.fencingToken}: listed by ${first}, then by ${owner}`);
+        }
+        const shardBefore = shardOfToken.get(o.fencingToken);
+        if (shardBefore === undefined) shardOfToken.set(o.fencingToken, o.shard);
+        else if (shardBefore !== o.shard && !s.tokensOnTwoShards.has(o.fencingToken)) {
+          s.tokensOnTwoShards.add(o.fencingToken);
+          note(s.twoOwnerExamples, `token ${o.fencingToken}: listed for shard ${shardBefore}, then for shard ${o.shard} by ${owner}`);
         }
         const h = highest.get(o.shard) ?? 0;
         if (o.fencingToken < h && !s.tokensBackwards.has(key)) {
