@@ -107,21 +107,26 @@ export function ownerSampler(members: () => Member[], onListed?: (id: string, sh
   const note = (to: string[], line: string) => {
     if (to.length < 8) to.push(line);
   };
-  const timer = setInterval(() => {
-    s.samples++;
-    const now = new Date();
+  // Each file is judged when it is read (as an app reads it), not at the round's start: a
+  // round that a loaded machine stretches would otherwise count a listing that had expired
+  // before another member took the shard. And a shard counts as listed twice only when two
+  // passes in opposite orders both find it so: a graceful handoff between two reads of one pass
+  // (the old owner read before it let go, the new one after it took) is not an overlap, while
+  // two members listing at once are found by both passes.
+  const pass = (order: Member[], first: boolean): Map<number, { id: string; token: number }[]> => {
     const listedBy = new Map<number, { id: string; token: number }[]>();
-    for (const m of members()) {
-      for (const o of readOwnedShards(m.statusDir, now).owned) {
+    for (const m of order) {
+      const readAt = new Date();
+      for (const o of readOwnedShards(m.statusDir, readAt).owned) {
         listedBy.set(o.shard, [...(listedBy.get(o.shard) ?? []), { id: m.id, token: o.fencingToken }]);
-        onListed?.(m.id, o.shard, o.fencingToken, now.getTime());
+        if (first) onListed?.(m.id, o.shard, o.fencingToken, readAt.getTime());
         const key = `${o.shard}@${o.fencingToken}`;
         const owner = ownerOf(m);
-        const first = ownerOfToken.get(key);
-        if (first === undefined) ownerOfToken.set(key, owner);
-        else if (first !== owner && !s.tokensTwoOwners.has(key)) {
+        const firstOwner = ownerOfToken.get(key);
+        if (firstOwner === undefined) ownerOfToken.set(key, owner);
+        else if (firstOwner !== owner && !s.tokensTwoOwners.has(key)) {
           s.tokensTwoOwners.add(key);
-          note(s.twoOwnerExamples, `shard ${o.shard} token ${o.fencingToken}: listed by ${first}, then by ${owner}`);
+          note(s.twoOwnerExamples, `shard ${o.shard} token ${o.fencingToken}: listed by ${firstOwner}, then by ${owner}`);
         }
         const shardBefore = shardOfToken.get(o.fencingToken);
         if (shardBefore === undefined) shardOfToken.set(o.fencingToken, o.shard);
@@ -137,8 +142,15 @@ export function ownerSampler(members: () => Member[], onListed?: (id: string, sh
         highest.set(o.shard, Math.max(h, o.fencingToken));
       }
     }
-    for (const [shard, owners] of listedBy) {
-      if (owners.length < 2) continue;
+    return listedBy;
+  };
+  const timer = setInterval(() => {
+    s.samples++;
+    const order = members();
+    const forward = pass(order, true);
+    const backward = pass([...order].reverse(), false);
+    for (const [shard, owners] of forward) {
+      if (owners.length < 2 || (backward.get(shard)?.length ?? 0) < 2) continue;
       if (!s.shardsTwice.has(shard)) note(s.twiceExamples, `shard ${shard} listed twice: ${owners.map((o) => `${o.id} token ${o.token}`).join(', ')}`);
       s.shardsTwice.add(shard);
     }
