@@ -91,6 +91,7 @@ const join = (name) => ShardGroup.start({ store, group: 'work', shards: 8, ident
 } });
 const a = await join('a');
 while (a.owned.length < 8) await new Promise((r) => setTimeout(r, 20));
+const firstTokens = [...owned.a.values()];
 const b = await join('b');
 while (a.owned.length !== 4 || b.owned.length !== 4) await new Promise((r) => setTimeout(r, 20));
 const both = [...owned.a.keys()].filter((s) => owned.b.has(s));
@@ -98,13 +99,18 @@ const movedTokens = [...owned.b.values()];
 await b.stop();
 while (a.owned.length < 8) await new Promise((r) => setTimeout(r, 20));
 await a.stop();
-console.log(JSON.stringify({ both, movedTokens, vector: shardOf('a', 16), none: readOwnedShards('nowhere').owned.length }));
+console.log(JSON.stringify({ both, firstTokens, movedTokens, vector: shardOf('a', 16), none: readOwnedShards('nowhere').owned.length }));
 `,
     );
     assert.equal(r.status, 0, r.stderr);
-    const out = JSON.parse(r.stdout) as { both: number[]; movedTokens: number[]; vector: number; none: number };
+    const out = JSON.parse(r.stdout) as { both: number[]; firstTokens: number[]; movedTokens: number[]; vector: number; none: number };
     assert.deepEqual(out.both, [], 'no shard owned by both at once');
-    assert.deepEqual(out.movedTokens, [2, 2, 2, 2], 'each shard that moved to b has its token + 1');
+    // Tokens come from the group's high-water blocks: each moved shard's is past every token the
+    // group issued before (a's eight), and no two are equal.
+    assert.equal(out.firstTokens.length, 8);
+    assert.equal(out.movedTokens.length, 4);
+    assert.equal(new Set([...out.firstTokens, ...out.movedTokens]).size, 12, `tokens issued twice: ${r.stdout}`);
+    assert.ok(Math.min(...out.movedTokens) > Math.max(...out.firstTokens), `each moved shard's token is past every earlier one: ${r.stdout}`);
     assert.equal(out.vector, 10, "shardOf('a', 16) as docs/shards.md says");
     assert.equal(out.none, 0);
   });
