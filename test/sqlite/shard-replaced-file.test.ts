@@ -44,6 +44,12 @@ const ROUNDS = Number(process.env.LEASEHOLD_SHARD_REPLACE_ROUNDS ?? 5);
  */
 const MIN_FILE_MS = 4 * SHORT_TIMING.retryMs;
 
+/** Whether `listed` ("member shard@token") names every shard of the group exactly once. */
+function allOwnedOnce(listed: string[]): boolean {
+  const shards = new Set(listed.map((l) => l.split(' ')[1]!.split('@')[0]));
+  return listed.length === N && shards.size === N;
+}
+
 describe('the SQLite file replaced under a running shard group', () => {
   const procs: Proc[] = [];
   const dir = scratchDir(() => procs, 'leasehold-shard-replace-');
@@ -63,7 +69,15 @@ describe('the SQLite file replaced under a running shard group', () => {
         const t = Date.now();
         await waitFor(
           `round ${round}: a member listing shards of this file`,
-          () => listed().some((l) => !oldFiles.has(l)) && Date.now() - fileSince >= MIN_FILE_MS,
+          () => {
+            if (Date.now() - fileSince < MIN_FILE_MS) return false;
+            const now = listed();
+            // A take listed after the last round's second is this file's. A group that took every
+            // shard back within that second (every shard owned at the replacement, all written
+            // back and taken again at once) lists nothing new ever after: settled, it counts too
+            // (the last round waited until no member listed the file before).
+            return now.some((l) => !oldFiles.has(l)) || allOwnedOnce(now);
+          },
           60_000,
           5,
         );
@@ -94,6 +108,19 @@ describe('the SQLite file replaced under a running shard group', () => {
       }
       const counts = await settled(members, N, `3 members owning ${N} shards in the last file`, 60_000);
       console.log(`settled in the last file: ${counts.join(', ')}`);
+    } catch (e) {
+      // What each member lists and its last log lines: a round that never sees a new file's take
+      // says nothing by itself about why.
+      for (const m of members) {
+        const owned = readOwnedShards(m.statusDir).owned;
+        console.log(
+          `${m.id}: lists ${owned.length} shards (${owned
+            .slice(0, 5)
+            .map((o) => `${o.shard}@${o.fencingToken}`)
+            .join(' ')}); its log ends:\n${m.proc.stderr().slice(-3000)}`,
+        );
+      }
+      throw e;
     } finally {
       sampler.stop();
     }
