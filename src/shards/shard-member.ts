@@ -543,7 +543,7 @@ export class ShardMember {
   /**
    * The session is over: every owned shard ends at once, announced, then drained, then released
    * by a compare-and-swap from the version this member last wrote (it lands only if nobody wrote
-   * the record since). A lost lease term is not released: docs/design.md, "The end-of-term gate".
+   * the record since): the rule a lost lease term follows too (docs/design.md, "The end-of-term gate").
    */
   private sessionLost(reason: string): void {
     const m = this.sessions.end();
