@@ -463,9 +463,10 @@ describe('the campaign loop', () => {
     await s.clock.advance(10_000);
     assert.equal(s.elector.isLeader(), false);
     assert.deepEqual(s.events.filter((e) => e.startsWith('stopped')).length, 1);
-    // stop() waits for the hung request, which the per-request timeout (renewDeadline / 2) ends.
+    // stop() waits for the hung requests, which the per-request timeout (renewDeadline / 2) ends:
+    // the attempt's read, then the lost term's release, which reads first (its view is old).
     const stopped = s.elector.stop();
-    await s.clock.advance(5_000);
+    await s.clock.advance(10_000);
     await stopped;
   });
 

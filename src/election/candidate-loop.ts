@@ -113,6 +113,7 @@ export class CandidateLoop implements Standing {
       view,
       access,
       releaseOnCancel: opts.releaseOnCancel ?? true,
+      retryPeriodMs: opts.retryPeriodMs,
       drain: opts.drain ?? null,
       drainTimeoutMs: opts.drainTimeoutMs ?? opts.renewDeadlineMs,
       releaseGate: opts.releaseGate ?? (() => true),
@@ -236,6 +237,7 @@ export class CandidateLoop implements Standing {
   async stop(): Promise<void> {
     const running = this.campaign;
     this.campaign = { loop: running?.loop ?? null, unwatch: null, stopping: true };
+    this.endOfTerm.stopRetrying();
     this.schedule.interrupt();
     running?.unwatch?.();
     await running?.loop;
@@ -357,7 +359,7 @@ export class CandidateLoop implements Standing {
         // unless the gate took longer than a request timeout (a drain, a pause): then the record
         // may have been created and deleted again meanwhile by another, whose term may still run,
         // and the absence is waited out as anyone's is.
-        this.terms.stepDown('the lease record disappeared', 'lost');
+        this.terms.stepDown('the lease record disappeared', 'record gone');
         await this.endOfTerm.gate();
         if (this.stopped || !this.gate.campaigning()) return false;
         if (this.clock.monotonic() - readAtMono > this.requestTimeoutMs) {

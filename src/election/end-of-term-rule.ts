@@ -1,12 +1,14 @@
 /**
  * The one end-of-term rule (docs/design.md, "The end-of-term gate"), for a lease's term and a
  * shard's alike: the term's work drains, bounded in time; a term whose work was seen to stop may
- * be released; one whose work was not seen to stop is held until it could have expired (its last
- * renewal + the lease duration), the one moment after which a next term may begin while its work
- * may still run. The callers differ only where the table there says: the lease's gate
- * (end-of-term.ts) and each shard's (src/shards/shard-member.ts).
+ * be released, however it ended (given up or lost), by a compare-and-swap from the version its
+ * holder last wrote, retried while the store does not answer until the term could have expired;
+ * one whose work was not seen to stop is held until it could have expired (its last renewal + the
+ * lease duration), the one moment after which a next term may begin while its work may still run.
+ * The callers differ only where the table there says: the lease's gate (end-of-term.ts) and each
+ * shard's (src/shards/shard-member.ts).
  */
-import type { Clock, Timer } from '../clock.js';
+import { sleep, type Clock, type Timer } from '../clock.js';
 
 /**
  * Whether the work stopped within `timeoutMs`: true without a drain (no work is known) or with
@@ -33,4 +35,51 @@ export async function drainedWithin(clock: Clock, timeoutMs: number, drain: (() 
 /** When a term whose work was not seen to stop could have expired for the others: its last renewal (as sent) + the lease duration. */
 export function couldHaveExpiredAtMono(lastRenewalMono: number, leaseDurationMs: number): number {
   return lastRenewalMono + leaseDurationMs;
+}
+
+/**
+ * What one release attempt found: it landed; it cannot land (the record is not the holder's any
+ * more, or the store refuses the released record); or the store did not answer, and another
+ * attempt may land.
+ */
+export type ReleaseAttempt = 'released' | 'final' | 'unanswered';
+
+/**
+ * Whether round `round` of a term's release (0: the first, then one each retryPeriod) may wait on
+ * a lock another client holds (CallOptions.waitForLock). Only the first round for a term given up
+ * does, as any write does: a stop's or a move's release should land though a neighbour is writing
+ * at that moment. A lost term's rounds (its store just failed to answer, or another holds the
+ * record) and every later round never wait: on SQLite such a wait is the busy timeout, spent
+ * synchronously, and a holder retrying each retryPeriod for the rest of its lease would stall its
+ * process (a sidecar's /metrics and drain endpoint) most of that time. A round that does not wait
+ * ends at its first unanswered write: asked again at once, the lock would still be held; the
+ * next round comes a retryPeriod later.
+ */
+export function releaseWaitsForLock(end: 'given up' | 'lost', round: number): boolean {
+  return end === 'given up' && round === 0;
+}
+
+/**
+ * The release of a term whose work stopped, given up or lost alike: tried at once, then every
+ * `retryMs` while the store does not answer, until `untilMono` (the term could have expired: from
+ * then on the others take it without a release, so one would shorten nothing). Safe at any moment
+ * of that window because each attempt is a compare-and-swap from a version the holder itself
+ * wrote: it lands only if nobody wrote the record since. `stop` ends the retries (the holder is
+ * exiting: it does not wait on a store that does not answer; the term expires as after a crash).
+ * `attempt` is told its round (releaseWaitsForLock). Resolves with the last attempt's answer.
+ */
+export async function releaseUntil(
+  clock: Clock,
+  untilMono: number,
+  retryMs: number,
+  attempt: (round: number) => Promise<ReleaseAttempt>,
+  stop?: AbortSignal,
+): Promise<ReleaseAttempt> {
+  for (let round = 0; ; round++) {
+    const answer = await attempt(round);
+    const leftMs = untilMono - clock.monotonic();
+    if (answer !== 'unanswered' || leftMs <= 0 || stop?.aborted) return answer;
+    await sleep(clock, Math.min(retryMs, leftMs), stop);
+    if (clock.monotonic() >= untilMono || stop?.aborted) return answer;
+  }
 }

@@ -75,10 +75,11 @@ export interface LeaderElectionOptions {
   /** When the lease frees, standbys try within this, most near its end (few tries however many standbys). Default 32 ms (160 ms after a release). */
   contentionWindowMs?: number;
   /**
-   * Release the lease when a term is given up (stop(), a step-down for the app's health), once
-   * its work has stopped, so another takes over at once. A term lost (a missed renewal, another
-   * holder, the record gone) is never released: the store did not answer, or the record is not
-   * ours. Default true.
+   * Release the lease when a term ends (stop(), a step-down for the app's health, missed
+   * renewals), once its work has stopped, so another takes over at once: by a compare-and-swap
+   * from the record this process wrote, so a record another holder took is never touched, and
+   * for a term lost to a store that does not answer, as soon as it answers again (until the lease
+   * could have expired). Default true.
    */
   releaseOnCancel?: boolean;
   /**

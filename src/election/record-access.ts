@@ -53,9 +53,13 @@ export class RecordAccess {
     return this.call('create', (c) => this.o.store.create(this.o.lease, record, c));
   }
 
-  /** Compare-and-swap over `expectedVersion`; resolves to the new version. */
-  update(record: LeaseRecord, expectedVersion: string): Promise<string> {
-    return this.call('update', (c) => this.o.store.update(this.o.lease, record, expectedVersion, c));
+  /**
+   * Compare-and-swap over `expectedVersion`; resolves to the new version. `waitForLock` false: a
+   * store whose wait on another's lock would block the process answers unavailable at once
+   * (CallOptions; a retried release's, end-of-term-rule.ts).
+   */
+  update(record: LeaseRecord, expectedVersion: string, waitForLock = true): Promise<string> {
+    return this.call('update', (c) => this.o.store.update(this.o.lease, record, expectedVersion, waitForLock ? c : { ...c, waitForLock }));
   }
 
   /**

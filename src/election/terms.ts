@@ -14,7 +14,7 @@ import type { Notify } from './listener-calls.js';
 export interface Term extends LeadershipTerm {
   /** leading: it renews; ending: it stepped down and its end-of-term gate has not run; over. */
   readonly phase: 'leading' | 'ending' | 'over';
-  /** Once ended: given up (stop(), the app's eligibility: released with releaseOnCancel) or lost (never released). */
+  /** Once ended: how (each released with releaseOnCancel once its work stopped, but a record gone: nothing to release). */
   readonly end?: TermEnd;
   /** Monotonic start of the last successful acquire/renew request. */
   renewedAtMono: number;
@@ -22,8 +22,11 @@ export interface Term extends LeadershipTerm {
   deadline: Timer;
 }
 
-/** How a term ended: given up by this candidate, or lost (its renewals unanswered, another holder, its record gone). */
-export type TermEnd = 'given up' | 'lost';
+/**
+ * How a term ended: given up by this candidate, lost (its renewals unanswered, another holder),
+ * or its record read gone (the one end with nothing to release, known without asking the store).
+ */
+export type TermEnd = 'given up' | 'lost' | 'record gone';
 
 /** When a write request started, on both clocks: a term counts from here (see landed). */
 export interface Stamp {

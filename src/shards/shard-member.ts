@@ -24,7 +24,7 @@ import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { EligibilityGate } from '../election/eligibility-gate.js';
 import { boundedCall } from '../election/bounded-call.js';
-import { couldHaveExpiredAtMono, drainedWithin } from '../election/end-of-term-rule.js';
+import { couldHaveExpiredAtMono, drainedWithin, releaseWaitsForLock } from '../election/end-of-term-rule.js';
 import { GroupCache } from './group-cache.js';
 import { GroupView, sessionKey, type SessionId } from './group-view.js';
 import { fnv1a64 } from './key-to-shard.js';
@@ -207,7 +207,9 @@ export class ShardMember {
     this.counts = { members: 0, orphaned: opts.shards };
     this.sessions = new MemberSession(this.clock, opts.renewDeadlineMs);
     const batch = opts.store.writeGroupRecords?.bind(opts.store);
-    this.batches = batch ? new WriteBatches((writes) => this.call('batch', (o) => batch(this.group, writes, o))) : null;
+    this.batches = batch
+      ? new WriteBatches((writes, waitForLock) => this.call('batch', (o) => batch(this.group, writes, waitForLock ? o : { ...o, waitForLock })))
+      : null;
   }
 
   private get mine(): Session | null {
@@ -543,13 +545,13 @@ export class ShardMember {
   /**
    * The session is over: every owned shard ends at once, announced, then drained, then released
    * by a compare-and-swap from the version this member last wrote (it lands only if nobody wrote
-   * the record since). A lost lease term is not released: docs/design.md, "The end-of-term gate".
+   * the record since): the rule a lost lease term follows too (docs/design.md, "The end-of-term gate").
    */
   private sessionLost(reason: string): void {
     const m = this.sessions.end();
     if (!m) return;
     this.log.warn('lost the shard group session', { slot: m.slot, session: m.session, reason, owned: this.phases.ownedCount() });
-    for (const s of this.phases.ownedShards()) this.endShard(s, reason, m);
+    for (const s of this.phases.ownedShards()) this.endShard(s, reason, m, 'lost');
     this.wakeUp();
   }
 
@@ -572,7 +574,8 @@ export class ShardMember {
     // Each freed from the version planned on: a record that changed since is not freed blindly.
     const strays = writes.free.map((s) => this.view.shard(s)!);
     this.tellAbsent(writes.take);
-    await inBatches(strays, this.parallelWrites, async (v) => void (await this.free(v, m)));
+    // A stray is given up, freed at each turn it is found, as the takes it came from are sent: waiting as they do.
+    await inBatches(strays, this.parallelWrites, async (v) => void (await this.free(v, m, releaseWaitsForLock('given up', 0))));
     // From a watch's copy, the takes that rest on time passing are confirmed by a read first.
     const takes = this.cache.fromWatch ? await this.confirmTimedTakes(writes.take, m) : writes.take;
     // One raise of the header's highWater for the takes allowed now; each is judged again before its write.
@@ -673,7 +676,7 @@ export class ShardMember {
         // Nobody but a person (or a replaced store) deletes a shard's record: its owner says so,
         // writes it back (restoreVanished) and releases it through the gate.
         this.log.warn('the record of an owned shard was deleted from the store: giving the shard up', { shard: s, token: this.phases.owned(s)!.token });
-      this.endShard(s, endReasonText(e), m, e.release);
+      this.endShard(s, endReasonText(e), m, e.release ? 'given up' : 'not ours');
     }
   }
 
@@ -789,18 +792,19 @@ export class ShardMember {
   /**
    * The end-of-term gate for one shard: "not owned" first (the listener), then its work drains,
    * then it is released; past the drain's bound it is kept until it could have expired (the last
-   * heartbeat before this moment + the lease duration), then released. `release` false: the
-   * record is not ours to release (another took it).
+   * heartbeat before this moment + the lease duration), then released. `end`: given up or lost
+   * (the session), both released alike but for whether the release's first try may wait on
+   * another's lock (releaseWaitsForLock); 'not ours': another took the record, no release.
    */
-  private endShard(s: number, reason: string, m: Session, release = true): void {
+  private endShard(s: number, reason: string, m: Session, end: 'given up' | 'lost' | 'not ours'): void {
     const e = this.phases.end(s, { slot: m.slot, session: m.session }, this.sessions.basis(m).mono);
     if (!e) return;
     this.log.debug('gives up shard', { shard: s, token: e.token, reason });
     this.listener.onShardLost?.(s, e.token, reason);
-    void this.finishEnding(s, e, release);
+    void this.finishEnding(s, e, end);
   }
 
-  private async finishEnding(s: number, e: Ending, release: boolean): Promise<void> {
+  private async finishEnding(s: number, e: Ending, end: 'given up' | 'lost' | 'not ours'): Promise<void> {
     try {
       const drain = this.opts.drain;
       const stopped = await drainedWithin(this.clock, this.drainTimeoutMs, drain && (() => drain(s, e.token)));
@@ -812,18 +816,19 @@ export class ShardMember {
           drainTimeoutMs: this.drainTimeoutMs,
           holdMs: Math.max(0, Math.round(untilMono - this.clock.monotonic())),
         });
-        this.phases.keep(s, { session: e.session, token: e.token, untilMono });
+        // Its release is tried once it could have expired: the first round (a record not ours is left alone then).
+        this.phases.keep(s, { session: e.session, token: e.token, untilMono, release: { end: end === 'given up' ? end : 'lost', round: 0 } });
         return;
       }
       // A vanished record being written back is released once it is back (or not at all).
       await this.restoring.get(s);
-      if (!release || (await this.free({ record: this.releasedRecord(s, e), version: e.version }, e.session))) return;
+      if (end === 'not ours' || (await this.free({ record: this.releasedRecord(s, e), version: e.version }, e.session, releaseWaitsForLock(end, 0)))) return;
       // The app said the work stopped, but the store did not answer the release (cut off, or
       // its session lost for that reason): kept, due at once, so the release is tried again at
       // the first turn whose list is fresh, instead of the shard waiting for the session to
       // expire in everyone's view (issue 43).
       this.log.info('the release of a drained shard did not reach the store: it is tried again once the store answers', { shard: s, token: e.token });
-      this.phases.keep(s, { session: e.session, token: e.token, untilMono: this.clock.monotonic() });
+      this.phases.keep(s, { session: e.session, token: e.token, untilMono: this.clock.monotonic(), release: { end, round: 1 } });
     } finally {
       this.phases.endingOver(s, e);
       this.wakeUp();
@@ -838,7 +843,7 @@ export class ShardMember {
     await inBatches(due, this.parallelWrites, async ([s, k]) => {
       const v = this.view.shard(s);
       // A release the store did not answer stays kept: the next fresh turn tries it again.
-      if (!v || (await this.free(v, k.session))) this.phases.keptOver(s);
+      if (!v || (await this.free(v, k.session, releaseWaitsForLock(k.release.end, k.release.round)))) this.phases.keptOver(s);
     });
   }
 
@@ -851,12 +856,13 @@ export class ShardMember {
    * Writes shard `v` free (owner none, token kept), only from the version that names `session`.
    * Returns whether that is settled: written, or not ours to free (it names another, or another
    * wrote it since: a conflict); false when the store did not answer, so it may still name us.
+   * `waitForLock` false: the write must not wait on another's lock (releaseWaitsForLock).
    */
-  private async free(v: VersionedGroupRecord<ShardRecord>, session: SessionId): Promise<boolean> {
+  private async free(v: VersionedGroupRecord<ShardRecord>, session: SessionId, waitForLock: boolean): Promise<boolean> {
     if (!v.record.owner || sessionKey(v.record.owner) !== sessionKey(session)) return true;
     const rec: ShardRecord = { ...v.record, holderIdentity: '', owner: null };
     try {
-      const version = (await this.writeShard(rec, v.version))!;
+      const version = (await this.writeShard(rec, v.version, undefined, waitForLock))!;
       this.view.wrote({ record: rec, version });
       return true;
     } catch (err) {
@@ -958,11 +964,12 @@ export class ShardMember {
    * A shard record's write (a create when `expected` is null): in a batch where the store has
    * them, where `stillWanted` is asked again right before it is sent (null: withdrawn); else alone.
    */
-  private writeShard(rec: ShardRecord, expected: string | null, stillWanted?: () => boolean): Promise<string | null> {
-    if (this.batches) return this.batches.write(rec, expected, stillWanted);
-    return this.call(expected === null ? 'create' : 'update', (opts) =>
-      expected === null ? this.store.createGroupRecord(this.group, rec, opts) : this.store.updateGroupRecord(this.group, rec, expected, opts),
-    );
+  private writeShard(rec: ShardRecord, expected: string | null, stillWanted?: () => boolean, waitForLock = true): Promise<string | null> {
+    if (this.batches) return this.batches.write(rec, expected, stillWanted, waitForLock);
+    return this.call(expected === null ? 'create' : 'update', (c) => {
+      const opts = waitForLock ? c : { ...c, waitForLock };
+      return expected === null ? this.store.createGroupRecord(this.group, rec, opts) : this.store.updateGroupRecord(this.group, rec, expected, opts);
+    });
   }
 
   /** Writes of a pass at once: every one where they go in batches (the batches bound them), else PARALLEL_WRITES. */

@@ -21,7 +21,7 @@ describe('a member’s shard phases, in one map', () => {
     assert.equal(p.end(3, A, 200), undefined, 'only an owned shard starts through the gate');
     p.end(1, A, 100);
     assert.deepEqual([...p.endingShards()], [3, 1], 'ending shards in the order they ended');
-    p.keep(3, { session: A, token: 1, untilMono: 15_100 });
+    p.keep(3, { session: A, token: 1, untilMono: 15_100, release: { end: 'given up', round: 0 } });
     assert.deepEqual([...p.keptShards()], [3]);
     assert.deepEqual([...p.endingShards()], [1]);
     assert.equal(p.ending(3), undefined, 'a kept shard is not ending');
@@ -31,7 +31,7 @@ describe('a member’s shard phases, in one map', () => {
     const p = new ShardPhases();
     p.own(5, { token: 4, version: 'v' });
     const e = p.end(5, A, 0)!;
-    p.keep(5, { session: A, token: 4, untilMono: 15_000 });
+    p.keep(5, { session: A, token: 4, untilMono: 15_000, release: { end: 'given up', round: 0 } });
     p.endingOver(5, e);
     assert.deepEqual([...p.keptShards()], [5]);
     p.keptOver(5);
@@ -54,7 +54,7 @@ describe('a member’s shard phases, in one map', () => {
     p.end(7, OLD, 0);
     p.own(6, { token: 5, version: 'v' });
     p.end(6, OLD, 0);
-    p.keep(6, { session: OLD, token: 5, untilMono: 1 });
+    p.keep(6, { session: OLD, token: 5, untilMono: 1, release: { end: 'given up', round: 0 } });
     p.own(4, { token: 1, version: 'v' });
     assert.deepEqual(p.held(A), [
       { shard: 8, token: 2, session: A },

@@ -33,6 +33,12 @@ export interface Kept {
   session: SessionId;
   token: number;
   untilMono: number;
+  /**
+   * How the shard's term ended and the round its release is at (0: not tried yet, a drain that
+   * did not finish; 1: tried, unanswered): whether the next try may wait on another's lock
+   * (releaseWaitsForLock, the rule the lease's release follows too).
+   */
+  release: { end: 'given up' | 'lost'; round: number };
 }
 
 type Phase = ({ phase: 'owned' } & Owned) | ({ phase: 'ending' } & Ending) | ({ phase: 'kept' } & Kept);

@@ -13,6 +13,8 @@ interface Queued {
   write: GroupWrite;
   /** Asked right before the write is sent: false withdraws it. */
   stillWanted: (() => boolean) | undefined;
+  /** Whether its call may wait on another's lock (CallOptions.waitForLock). */
+  waitForLock: boolean;
   resolve(version: string | null): void;
   reject(err: unknown): void;
 }
@@ -29,18 +31,19 @@ export class WriteBatches {
   private sending = false;
 
   constructor(
-    /** One batch call, bounded in time by the caller. */
-    private readonly send: (writes: GroupWrite[]) => Promise<GroupWriteOutcome[]>,
+    /** One batch call, bounded in time by the caller; `waitForLock` false: it must not wait on another's lock. */
+    private readonly send: (writes: GroupWrite[], waitForLock: boolean) => Promise<GroupWriteOutcome[]>,
   ) {}
 
   /**
    * Writes `record` (a create when `expectedVersion` is null) in the next batch: its new version,
    * or null when `stillWanted`, asked right before the batch is sent, withdrew it (a judgment
-   * made when the write was asked for is made again, however long it waited).
+   * made when the write was asked for is made again, however long it waited). `waitForLock`
+   * false: this write need not wait on another's lock; a call waits if any write it carries may.
    */
-  write(record: GroupRecord, expectedVersion: string | null, stillWanted?: () => boolean): Promise<string | null> {
+  write(record: GroupRecord, expectedVersion: string | null, stillWanted?: () => boolean, waitForLock = true): Promise<string | null> {
     return new Promise<string | null>((resolve, reject) => {
-      this.queue.push({ write: { record, expectedVersion }, stillWanted, resolve, reject });
+      this.queue.push({ write: { record, expectedVersion }, stillWanted, waitForLock, resolve, reject });
       if (this.sending) return;
       this.sending = true;
       // After the turn that asked: every write that turn asks for goes in the same call.
@@ -82,7 +85,10 @@ export class WriteBatches {
   private async sendOne(batch: Queued[]): Promise<void> {
     let outcomes: GroupWriteOutcome[];
     try {
-      outcomes = await this.send(batch.map((q) => q.write));
+      outcomes = await this.send(
+        batch.map((q) => q.write),
+        batch.some((q) => q.waitForLock),
+      );
     } catch (err) {
       for (const q of batch) q.reject(err);
       return;

@@ -393,6 +393,18 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
       assert.deepEqual(await s.listGroup(g), [{ record: contractSlot(0), version: v1 }]);
     });
 
+    it('waitForLock false changes no answer where no lock is held: create, compare-and-swap and batches as without it', async () => {
+      const g = fresh();
+      const noWait = { waitForLock: false };
+      const v1 = await s.createGroupRecord(g, contractSlot(0), noWait);
+      assert.equal(await codeOf(s.createGroupRecord(g, contractSlot(0), noWait)), 'LEASEHOLD_ERR_CONFLICT');
+      const v2 = await s.updateGroupRecord(g, contractSlot(0, { renewTime: later }), v1, noWait);
+      assert.equal(await codeOf(s.updateGroupRecord(g, contractSlot(0), v1, noWait)), 'LEASEHOLD_ERR_CONFLICT');
+      assert.deepEqual(await s.listGroup(g), [{ record: contractSlot(0, { renewTime: later }), version: v2 }]);
+      const outcomes = await s.writeGroupRecords?.(g, [{ record: contractSlot(0), expectedVersion: v1 }], noWait);
+      if (outcomes) assert.equal(outcomes[0]?.written, false, 'a batch row from a stale version is still a conflict');
+    });
+
     describe('readGroupChanges, where a store has one', () => {
       /** The store's readGroupChanges, or a skip. */
       const changesOf = (t: { skip(message: string): void }) => {

@@ -206,6 +206,16 @@ export function leaseStoreContract(storeName: string, open: () => Promise<Contra
       assert.deepEqual(await s.get(name), { record: contractRecord(), version: v1 });
     });
 
+    it('waitForLock false changes no answer where no lock is held: create and compare-and-swap as without it', async () => {
+      const name = fresh();
+      const noWait = { waitForLock: false };
+      const v1 = await s.create(name, contractRecord(), noWait);
+      assert.equal(await codeOf(s.create(name, contractRecord(), noWait)), 'LEASEHOLD_ERR_CONFLICT');
+      const v2 = await s.update(name, contractRecord({ renewTime: later }), v1, noWait);
+      assert.equal(await codeOf(s.update(name, contractRecord(), v1, noWait)), 'LEASEHOLD_ERR_CONFLICT');
+      assert.deepEqual(await s.get(name), { record: contractRecord({ renewTime: later }), version: v2 });
+    });
+
     it('a successor claim, where the store keeps one, round-trips; a claim-only update moves the version; null clears it', async (t) => {
       if (!s.successorClaims?.kept()) {
         t.skip(`${storeName} keeps no successor`);

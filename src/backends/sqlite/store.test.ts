@@ -169,6 +169,68 @@ describe('SqliteLeaseStore on a real file', () => {
     await s.close();
   });
 
+  it('a write with waitForLock false answers unavailable at once on a locked file, without the busy timeout; the next write waits again', async () => {
+    // better-sqlite3 waits out the busy timeout synchronously: a retried release must not stall
+    // the process (docs/design.md, "The end-of-term gate"). The bounds are far apart: an answer
+    // within 500 ms is no wait of 1500 ms, however slow the machine.
+    const busyTimeoutMs = 1500;
+    const path = fresh();
+    const s = new SqliteLeaseStore(path, { busyTimeoutMs });
+    const v = await s.create('x', rec());
+    const gv = await s.createGroupRecord('g', {
+      kind: 'member',
+      index: 0,
+      holderIdentity: 'a',
+      session: 1,
+      state: 'active',
+      renewTime: t,
+      leaseDurationSeconds: 15,
+    });
+    const blocker = new Database(path);
+    blocker.exec('BEGIN IMMEDIATE');
+    try {
+      const timed = async (p: () => Promise<unknown>) => {
+        const started = performance.now();
+        return { answer: await code(p()), ms: performance.now() - started };
+      };
+      const noWait = { waitForLock: false };
+      const calls = {
+        update: await timed(() => s.update('x', rec({ holderIdentity: '' }), v, noWait)),
+        create: await timed(() => s.create('y', rec(), noWait)),
+        groupUpdate: await timed(() =>
+          s.updateGroupRecord(
+            'g',
+            { kind: 'member', index: 0, holderIdentity: '', session: 1, state: 'leaving', renewTime: t, leaseDurationSeconds: 15 },
+            gv,
+            noWait,
+          ),
+        ),
+        groupBatch: await timed(() =>
+          s.writeGroupRecords(
+            'g',
+            [{ record: { kind: 'shard', index: 0, holderIdentity: 'a', owner: null, token: 1, acquireTime: null }, expectedVersion: null }],
+            noWait,
+          ),
+        ),
+      };
+      for (const [name, c] of Object.entries(calls)) {
+        assert.equal(c.answer, 'LEASEHOLD_ERR_BACKEND_UNAVAILABLE', name);
+        assert.ok(c.ms < 500, `${name} answered after ${Math.round(c.ms)} ms: it waited on the lock`);
+      }
+      // The busy timeout is restored: a write without the option waits it out again.
+      const waited = await timed(() => s.update('x', rec({ holderIdentity: '' }), v));
+      assert.equal(waited.answer, 'LEASEHOLD_ERR_BACKEND_UNAVAILABLE');
+      assert.ok(waited.ms >= busyTimeoutMs - 100, `a plain write gave up after ${Math.round(waited.ms)} ms`);
+    } finally {
+      blocker.exec('ROLLBACK');
+      blocker.close();
+    }
+    // Nothing was written, and once the lock is gone the same write lands.
+    assert.equal((await s.get('x'))!.record.holderIdentity, 'a');
+    assert.equal(await code(s.update('x', rec({ holderIdentity: '' }), v, { waitForLock: false })), 'ok');
+    await s.close();
+  });
+
   it('refuses a file on a network filesystem for every caller (the library too), creating nothing; allowNetworkFilesystem accepts it', async () => {
     const nfs = () => ({ type: 0x6969 });
     const path = fresh();

@@ -309,7 +309,7 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
     throwIfAborted(opts);
     this.refuseWrite('create');
     const row = toRow(record);
-    return this.run('create', () =>
+    return this.write('create', opts, () =>
       this.db
         .transaction(() => {
           if (this.selectRow.get(name)) throw new ConflictError(`lease ${name} already exists`);
@@ -324,7 +324,7 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
     throwIfAborted(opts);
     this.refuseWrite('update');
     const row = toRow(record);
-    return this.run('update', () =>
+    return this.write('update', opts, () =>
       this.db
         .transaction(() => {
           const current = this.selectRow.get(name);
@@ -476,7 +476,7 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
     throwIfAborted(opts);
     checkGroupRecord(group, record);
     this.refuseWrite('group create');
-    return this.run('group create', () => {
+    return this.write('group create', opts, () => {
       const table = this.groups();
       return this.groupVersion(this.db.transaction(() => table.create(group, record)).immediate());
     });
@@ -486,7 +486,7 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
     throwIfAborted(opts);
     checkGroupRecord(group, record);
     this.refuseWrite('group update');
-    return this.run('group update', () => {
+    return this.write('group update', opts, () => {
       const table = this.groups();
       const expected = this.ownVersion(expectedVersion);
       if (expected === null) {
@@ -509,7 +509,7 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
     checkGroupWrites(group, writes);
     this.refuseWrite('group batch');
     if (writes.length === 0) return [];
-    return this.run('group batch', () => {
+    return this.write('group batch', opts, () => {
       const table = this.groups();
       const one = ({ record, expectedVersion }: GroupWrite): GroupWriteOutcome => {
         try {
@@ -683,6 +683,24 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
 
   async close(): Promise<void> {
     if (this.db?.open) this.db.close();
+  }
+
+  /**
+   * A write: run(), but with `waitForLock: false` (CallOptions) it does not wait on another
+   * process's write lock. better-sqlite3 waits out the busy timeout synchronously, the whole
+   * process stalled (a sidecar's HTTP server too), so the busy timeout is 0 for this one call and
+   * SQLITE_BUSY comes back at once, as BackendUnavailableError, nothing written.
+   */
+  private write<T>(op: string, opts: CallOptions | undefined, fn: () => T): T {
+    if (opts?.waitForLock !== false) return this.run(op, fn);
+    return this.run(op, () => {
+      this.db.pragma('busy_timeout = 0');
+      try {
+        return fn();
+      } finally {
+        this.db.pragma(`busy_timeout = ${Math.round(this.options.busyTimeoutMs ?? 1000)}`);
+      }
+    });
   }
 
   /** Runs one statement or transaction, turning SQLite's errors into leasehold's. */

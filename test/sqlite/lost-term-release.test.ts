@@ -1,0 +1,127 @@
+/**
+ * The lost-term rule on a real file (docs/design.md, "The end-of-term gate"): a leader whose
+ * store stops answering (a neighbour holds the SQLite file's write lock open) steps down at the
+ * renew deadline, its CMD is stopped (the term's drain), and once the store answers again its
+ * term is released, keeping its token, before the lease could have expired: the next leader
+ * need not wait out the rest of a lease nobody works under. Before issue 43 a lost term was
+ * never released and the record stayed until it expired.
+ */
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { startCli, waitFor, type Proc } from '../support/cli.js';
+import { scratchDir } from '../support/scratch.js';
+import { holdWriteLock } from '../support/run-session.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
+import { freePort } from '../support/control-plane.js';
+
+const LEASE_MS = 12_000;
+const T = ['--lease-duration', `${LEASE_MS}ms`, '--renew-deadline', '4s', '--retry-period', '500ms'];
+
+interface LogLine {
+  time: string;
+  msg: string;
+  token?: number;
+}
+
+function logLines(p: Proc): LogLine[] {
+  return p
+    .stderr()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as LogLine);
+}
+
+describe('a term lost to a locked SQLite file', () => {
+  const procs: Proc[] = [];
+  const dir = scratchDir(() => procs);
+  after(async () => {
+    for (const p of procs) {
+      p.kill('SIGKILL');
+      await p.exited;
+    }
+  });
+
+  it('is released once the file is unlocked, after CMD stopped, before the lease could have expired', { timeout: 120_000 }, async () => {
+    const db = join(dir.path, 'leases.db');
+    // A released lease, so a leads at once (an absent one is waited out a lease duration first).
+    const seed = new SqliteLeaseStore(db);
+    await seed.create('lost', { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: null, renewTime: new Date(), leaseTransitions: 0 });
+    await seed.close();
+    const a = startCli(['run', '--db', db, '--lease', 'lost', '--identity', 'a', ...T, '--', 'sleep', '600']);
+    procs.push(a);
+    await waitFor('a to lead', () => logLines(a).some((l) => l.msg === 'became leader'), 30_000);
+    // Opened before the lock (its set-up writes); its reads pass the write lock (WAL).
+    const store = new SqliteLeaseStore(db);
+    try {
+      const lock = holdWriteLock(db);
+      procs.push(lock);
+      await waitFor('the neighbour to hold the write lock', () => lock.stdout().includes('locked'), 10_000);
+      await waitFor('CMD to be stopped after the step-down', () => logLines(a).some((l) => l.msg === 'command stopped'), 20_000);
+      // The record as a last renewed it: the lease could expire for others LEASE_MS after its renewTime.
+      const last = (await store.get('lost'))!.record;
+      assert.equal(last.holderIdentity, 'a');
+      const expiresAt = last.renewTime!.getTime() + LEASE_MS;
+      await waitFor('a release tried while the file is locked', () => logLines(a).some((l) => l.msg === 'release failed'), 10_000);
+      lock.kill('SIGKILL');
+      await lock.exited;
+      const released = await waitFor('the release', () => logLines(a).find((l) => l.msg === 'released lease'), 10_000);
+      assert.equal(released.token, last.leaseTransitions, 'the lost term is released with its own token');
+      const stepDown = logLines(a).find((l) => l.msg === 'stopped leading')!;
+      const cmdStopped = logLines(a).find((l) => l.msg === 'command stopped')!;
+      assert.ok(Date.parse(cmdStopped.time) <= Date.parse(released.time), 'CMD stopped before the release');
+      const marginMs = expiresAt - Date.parse(released.time);
+      console.log(`released ${Date.parse(released.time) - Date.parse(stepDown.time)} ms after the step-down, ${marginMs} ms before the lease could expire`);
+      assert.ok(marginMs > 0, `released ${-marginMs} ms after the lease could have expired`);
+      // Nothing but the release came between: the record is free, or a's next term took it past the token.
+      const now = (await store.get('lost'))!.record;
+      assert.ok(now.holderIdentity === '' || now.leaseTransitions > last.leaseTransitions, JSON.stringify(now));
+    } finally {
+      await store.close();
+    }
+    a.kill('SIGTERM');
+    await a.exited;
+  });
+
+  it('a sidecar retrying the release on a file still locked answers its HTTP requests at once meanwhile', { timeout: 120_000 }, async () => {
+    // Issue 43's revert (050f554): each retry of the release waited out the busy timeout
+    // synchronously, several per round, and a sidecar retrying for the rest of its lease answered
+    // its /metrics scrapes too late for the chart's LeaseholdRenewalsFailing alert. A retried
+    // release never waits on the lock now (releaseWaitsForLock): the busy timeout here is 1 s
+    // (lease 12 s, renew deadline 4 s), so an answer within 500 ms is no wait on the lock.
+    const db = join(dir.path, 'sidecar.db');
+    const seed = new SqliteLeaseStore(db);
+    await seed.create('lost', { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: null, renewTime: new Date(), leaseTransitions: 0 });
+    await seed.close();
+    const port = await freePort();
+    const a = startCli(['sidecar', '--db', db, '--lease', 'lost', '--identity', 'a', '--listen', `127.0.0.1:${port}`, ...T]);
+    procs.push(a);
+    await waitFor('a to lead', () => logLines(a).some((l) => l.msg === 'became leader'), 30_000);
+    const lock = holdWriteLock(db);
+    procs.push(lock);
+    await waitFor('the neighbour to hold the write lock', () => lock.stdout().includes('locked'), 10_000);
+    await waitFor('a to step down', () => logLines(a).some((l) => l.msg === 'stopped leading'), 20_000);
+    await waitFor('a release tried while the file is locked', () => logLines(a).some((l) => l.msg === 'release failed'), 10_000);
+    // Scrapes for 3 s (six retry periods, six rounds of the release) while the lock stays held.
+    const slowest: number[] = [];
+    for (const until = Date.now() + 3_000; Date.now() < until;) {
+      const started = performance.now();
+      const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+      await res.text();
+      assert.equal(res.status, 200);
+      slowest.push(performance.now() - started);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const rounds = logLines(a).filter((l) => l.msg === 'release failed').length;
+    assert.ok(rounds >= 3, `the release was retried meanwhile: ${rounds} attempts`);
+    const worst = Math.max(...slowest);
+    console.log(`${slowest.length} scrapes during ${rounds} release attempts on a locked file: slowest ${Math.round(worst)} ms`);
+    assert.ok(worst < 500, `a scrape waited ${Math.round(worst)} ms: the release waited on the lock`);
+    assert.equal(logLines(a).filter((l) => l.msg === 'released lease').length, 0, 'nothing released while the file is locked');
+    lock.kill('SIGKILL');
+    await lock.exited;
+    await waitFor('the release once the lock goes', () => logLines(a).find((l) => l.msg === 'released lease'), 10_000);
+    a.kill('SIGTERM');
+    await a.exited;
+  });
+});
