@@ -22,7 +22,7 @@ import type { CallOptions } from '../backends/lease-store.js';
 import type { GroupHeader, GroupStore, MemberSlot, MemberState, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
 import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
-import { EligibilityGate } from '../election/eligibility-gate.js';
+import { EligibilityCheck } from '../election/eligibility-check.js';
 import { boundedCall } from '../election/bounded-call.js';
 import { couldHaveExpiredAtMono, drainedWithin } from '../election/end-of-term-rule.js';
 import { GroupCache } from './group-cache.js';
@@ -136,10 +136,10 @@ export class ShardMember {
   private readonly drainTimeoutMs: number;
   private readonly listener: ShardListener;
   /**
-   * The app's eligibility and its log lines (the lease's EligibilityGate): one warn line when the
+   * The app's eligibility and its log lines (the lease's EligibilityCheck): one warn line when the
    * member stands aside (it gives every shard up), one info line when it takes shards again.
    */
-  private readonly gate: EligibilityGate;
+  private readonly eligibility: EligibilityCheck;
   /** The shard writes of a pass in batches, where the store has them (write-batches.ts). */
   private readonly batches: WriteBatches | null;
 
@@ -200,7 +200,10 @@ export class ShardMember {
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
     this.drainTimeoutMs = opts.drainTimeoutMs ?? opts.renewDeadlineMs;
     this.listener = opts.listener ?? {};
-    this.gate = new EligibilityGate(opts.eligibility ?? null, this.clock, this.log, { eligible: 'the app is eligible: taking shards', firstEligible: false });
+    this.eligibility = new EligibilityCheck(opts.eligibility ?? null, this.clock, this.log, {
+      eligible: 'the app is eligible: taking shards',
+      firstEligible: false,
+    });
     // A member lists every retryPeriod; two missed lists and a slow one break its view (GroupView).
     this.view = new GroupView(this.clock, opts.shards, opts.leaseDurationMs, opts.retryPeriodMs * (2 + JITTER_FACTOR));
     this.cache = new GroupCache(opts.store, opts.group, this.clock);
@@ -229,7 +232,7 @@ export class ShardMember {
     this.view.observe(list, sent);
     this.checkHeader();
     const unwatch = this.store.watchGroup?.(this.group, () => this.hint());
-    const unsubscribe = this.gate.subscribe(() => this.wakeUp());
+    const unsubscribe = this.eligibility.subscribe(() => this.wakeUp());
     const loop = this.run().finally(() => {
       this.life = { ...this.life, ended: true };
       unwatch?.();
@@ -265,7 +268,7 @@ export class ShardMember {
         .map(([shard, o]) => ({ shard, token: o.token }))
         .sort((a, b) => a.shard - b.shard),
       validUntil: m ? this.sessions.validUntil(m) : null,
-      standingAside: this.gate.standingAside(),
+      standingAside: this.eligibility.standingAside(),
       // A loop that ended on its own leaves `loop` set until stop(): it is not running all the same.
       running: this.life.loop !== null && !this.life.ended,
       lastTurnMonotonic: this.lastTurnMono,
@@ -911,7 +914,7 @@ export class ShardMember {
   }
 
   private eligible(): boolean {
-    return this.gate.campaigning();
+    return this.eligibility.campaigning();
   }
 
   private heartbeatDue(): boolean {
