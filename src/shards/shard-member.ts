@@ -44,7 +44,7 @@ import {
   type EndStep,
   type SessionFacts,
   type TurnFacts,
-  type WriteGate,
+  type TakeFreshness,
 } from './turn-plan.js';
 
 /** A shard this member owns: its token, and until when the ownership counts unless renewed. */
@@ -579,7 +579,7 @@ export class ShardMember {
     // From a watch's copy, the takes that rest on time passing are confirmed by a read first.
     const takes = this.cache.fromWatch ? await this.confirmTimedTakes(writes.take, m) : writes.take;
     // One raise of the header's highWater for the takes allowed now; each is judged again before its write.
-    const due = takes.filter((s) => takeAllowed(shardFact(this.view, s), sessionKey(m), this.writeGate(m)));
+    const due = takes.filter((s) => takeAllowed(shardFact(this.view, s), sessionKey(m), this.takeFreshness(m)));
     if (due.length === 0) return;
     const block = await this.reserveTokens(due.length);
     if (!block) return;
@@ -656,7 +656,7 @@ export class ShardMember {
       owned: this.phases.ownedShards(),
       ending: this.phases.endingShards(),
       kept: this.phases.keptShards(),
-      ...this.writeGate(m),
+      ...this.takeFreshness(m),
     };
   }
 
@@ -664,7 +664,7 @@ export class ShardMember {
     return { slot: m.slot, key: sessionKey(m), state: m.state };
   }
 
-  private writeGate(m: Session): WriteGate {
+  private takeFreshness(m: Session): TakeFreshness {
     return { fresh: this.view.freshWithin(this.requestTimeoutMs), sessionValid: this.sessionValid(m) };
   }
 
@@ -754,7 +754,7 @@ export class ShardMember {
   private async take(s: number, m: Session, block: TokenBlock): Promise<void> {
     // Judged again for each take, not only when the turn was planned: a pause between two
     // batches would otherwise judge another session over with a list from before the pause.
-    if (!takeAllowed(shardFact(this.view, s), sessionKey(m), this.writeGate(m))) return;
+    if (!takeAllowed(shardFact(this.view, s), sessionKey(m), this.takeFreshness(m))) return;
     const token = block.take();
     // A block is raised past every token this member saw, so past this record's; if a list
     // since showed a higher one (a header written back lower), the take waits for the next raise.
@@ -770,7 +770,7 @@ export class ShardMember {
       acquireTime: at.wall,
     };
     try {
-      const version = await this.writeShard(rec, v?.version ?? null, () => takeAllowed(shardFact(this.view, s), sessionKey(m), this.writeGate(m)));
+      const version = await this.writeShard(rec, v?.version ?? null, () => takeAllowed(shardFact(this.view, s), sessionKey(m), this.takeFreshness(m)));
       if (version === null) return;
       this.view.wrote({ record: rec, version });
       // A take answered after the session ended is not announced: its record names a session
