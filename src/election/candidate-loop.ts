@@ -21,7 +21,7 @@
  */
 import { realClock, type Clock } from '../clock.js';
 import { ConflictError, InvalidRecordError, describeError } from '../errors.js';
-import { EligibilityCheck } from './eligibility-check.js';
+import { EligibilityCheck } from '../holder/eligibility-check.js';
 import { allEligible } from '../health/all-eligible.js';
 import { listenerCalls, type Notify } from './listener-calls.js';
 import { EndOfTerm } from './end-of-term.js';

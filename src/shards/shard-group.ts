@@ -20,7 +20,7 @@ import {
 } from '../config/election-options.js';
 import { realClock, type Clock } from '../clock.js';
 import type { Eligibility } from '../health/eligibility.js';
-import { runAppCallback } from '../election/app-callback.js';
+import { runAppCallback } from '../holder/app-callback.js';
 import { ShardMember, type ShardMemberSnapshot } from './shard-member.js';
 import { checkShardCount, ownedShardsSelector, shardBounds, shardOf, type ShardBounds } from './key-to-shard.js';
 
