@@ -814,6 +814,22 @@ const cases: Case[] = [
     message: /^leasehold: invalid --drain-timeout "1s": needs --status-dir: the app proves it is the app with the drain key written there$/,
   },
   {
+    name: 'a drain per shard without its HTTP listener names the shards endpoint',
+    args: ['sidecar', '--shards', '4', '--drain-timeout', '1s', '--listen', 'off'],
+    message: /^leasehold: invalid --drain-timeout "1s": needs --listen: the app says a shard's work stopped with POST \/shards\/stopped$/,
+  },
+  {
+    name: 'a drain per shard that cannot end before the renew deadline names the shards',
+    args: ['sidecar', '--shards', '4', '--drain-timeout', '4s'],
+    message:
+      /^leasehold: invalid --drain-timeout "4s": must be at most renew-deadline\/2 − retry-period \(3s\): each shard's release must still be sent before/,
+  },
+  {
+    name: 'a pod IP without the leader endpoints, in shard mode too',
+    args: ['sidecar', '--shards', '4', '--pod-ip', '10.0.0.1'],
+    message: /^leasehold: invalid --pod-ip "10\.0\.0\.1": is used only with --leader-endpoints/,
+  },
+  {
     name: 'a group name the Kubernetes store refuses (a label value: at most 63 characters)',
     args: ['sidecar', '--backend', 'kubernetes', '--shards', '4', '--lease', `w${'x'.repeat(63)}`],
     message: /^leasehold: invalid --lease "wx{63}": on Kubernetes a group name is a label value \(leasehold\.io\/group\): at most 63 characters/,

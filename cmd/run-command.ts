@@ -42,7 +42,7 @@ export const RUN_OPTIONS = {
   // No default in the table: given with --once it is refused, so it must be seen as given or not.
   'give-up-after': {
     type: 'string',
-    describe: `Without --once: after this many failures of CMD in a row while leading, release the lease and stand back for a lease duration so another candidate runs it; 0: never (default ${DEFAULT_GIVE_UP_AFTER})`,
+    describe: `Without --once: after this many failures of CMD in a row while leading, release the lease and stand aside for a lease duration so another candidate runs it; 0: never (default ${DEFAULT_GIVE_UP_AFTER})`,
   },
   // Read only to be refused: a LEASEHOLD_SHARDS meant for a sidecar must not leave run leading one lease unseen.
   shards: { type: 'string', describe: 'Not for run: refused (shard groups are joined by leasehold sidecar --shards, beside the app)' },

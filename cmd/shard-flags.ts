@@ -51,8 +51,8 @@ function count(flag: string, text: string, max: number): number {
 }
 
 /**
- * The group's settings when --shards is given (undefined otherwise), after the sidecar's own
- * checks (which refuse a --drain-timeout without the --status-dir its key is written to).
+ * The group's settings when --shards is given (undefined otherwise): read once, by
+ * resolveSidecarCommand, whose drain checks then speak of the mode it says.
  */
 export function resolveShards(f: FlagValues<ShardArgs>): ShardSettings | undefined {
   const a = f.values;

@@ -7,7 +7,6 @@ import type { CommandSpec } from './flag-table.js';
 import type { ParsedFlags } from './cli-parser.js';
 import type { CommandContext } from './cli-io.js';
 import { onShutdownSignal } from './signals.js';
-import { resolveShards } from './shard-flags.js';
 
 export const SIDECAR_COMMAND = {
   name: 'sidecar',
@@ -21,8 +20,7 @@ export const SIDECAR_COMMAND = {
  * refusal when a member leaves its group on its own (main() makes it exit 2).
  */
 export async function runSidecar(flags: ParsedFlags<typeof SIDECAR_COMMAND_OPTIONS>, { env, io }: CommandContext): Promise<number> {
-  const s = resolveSidecarCommand(flags, env);
-  const group = resolveShards(flags);
+  const { sharding: group, ...s } = resolveSidecarCommand(flags, env);
   await checkListenAddress(s.listen, flags.values.listen);
   const base = group ? { group: s.lease, identity: s.identity } : { lease: s.lease, identity: s.identity };
   const log = createLogger({ format: s.logFormat, level: s.logLevel, base, write: (line) => io.stderr(`${line}\n`) });

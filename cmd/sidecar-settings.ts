@@ -21,7 +21,7 @@ import { formatDuration } from '../src/config/duration.js';
 import { maxDrainMs } from '../src/sidecar/app-drain.js';
 import { duration } from './election-flags.js';
 import { probeEnvironment } from './run-environment.js';
-import { SHARD_OPTIONS } from './shard-flags.js';
+import { SHARD_OPTIONS, resolveShards } from './shard-flags.js';
 import type { ProbeOptions } from '../src/health/health-settings.js';
 
 /**
@@ -87,7 +87,7 @@ export const SIDECAR_COMMAND_OPTIONS = {
     type: 'string',
     default: '0s',
     describe:
-      "After a graceful step-down, wait up to this for the app's POST /leader/stopped?token=N (with the key in --status-dir's drain-key) before releasing; 0s: do not wait. At most renew-deadline/2 − retry-period",
+      "After a graceful step-down, wait up to this for the app's POST /leader/stopped?token=N (with --shards, per shard: POST /shards/stopped?shard=S&token=T), with the key in --status-dir's drain-key, before releasing; 0s: do not wait. At most renew-deadline/2 − retry-period",
   },
   ...SHARD_OPTIONS,
 } as const satisfies FlagTable;
@@ -96,10 +96,18 @@ export type SidecarArgs = ArgsOf<typeof SIDECAR_COMMAND_OPTIONS>;
 /** The flags `sidecar` and `run` share: what resolveSidecar reads. */
 export type CandidateArgs = ArgsOf<typeof SIDECAR_OPTIONS>;
 
-/** `sidecar`'s settings: the shared ones (resolveSidecar), then its drain. */
+/**
+ * `sidecar`'s settings, resolved once for either mode: the shared ones (resolveSidecar), the
+ * shard group's with --shards (`sharding`, undefined for a lease), then the drain, whose
+ * messages name the endpoint the app posts to in that mode.
+ */
 export function resolveSidecarCommand(f: FlagValues<SidecarArgs>, env: NodeJS.ProcessEnv) {
   const a = f.values;
   const s = resolveSidecar(f, env);
+  const sharding = resolveShards(f);
+  const drain = sharding
+    ? { released: "each shard's release", endpoint: "the app says a shard's work stopped with POST /shards/stopped" }
+    : { released: 'the release', endpoint: 'the app says its work stopped with POST /leader/stopped' };
   const drainTimeoutMs = duration('drain-timeout', a['drain-timeout'], 0);
   const fits = maxDrainMs(s);
   if (drainTimeoutMs > 0 && drainTimeoutMs > fits) {
@@ -107,16 +115,15 @@ export function resolveSidecarCommand(f: FlagValues<SidecarArgs>, env: NodeJS.Pr
       'drain-timeout',
       a['drain-timeout'],
       fits > 0
-        ? `must be at most renew-deadline/2 − retry-period (${formatDuration(fits)}): the release must still be sent before the renew deadline; raise --renew-deadline for a longer drain`
+        ? `must be at most renew-deadline/2 − retry-period (${formatDuration(fits)}): ${drain.released} must still be sent before the renew deadline; raise --renew-deadline for a longer drain`
         : `no drain fits renew-deadline/2 − retry-period (${formatDuration(s.renewDeadlineMs / 2)} − ${formatDuration(s.retryPeriodMs)}): raise --renew-deadline or lower --retry-period`,
     );
   }
-  if (drainTimeoutMs > 0 && s.listen === undefined)
-    throw badFlag('drain-timeout', a['drain-timeout'], 'needs --listen: the app says its work stopped with POST /leader/stopped');
+  if (drainTimeoutMs > 0 && s.listen === undefined) throw badFlag('drain-timeout', a['drain-timeout'], `needs --listen: ${drain.endpoint}`);
   if (drainTimeoutMs > 0 && s.statusDir === undefined)
     throw badFlag('drain-timeout', a['drain-timeout'], 'needs --status-dir: the app proves it is the app with the drain key written there');
-  // POST /leader/stopped only with the key in the status directory (src/sidecar/drain-key.ts).
-  return { ...s, drainTimeoutMs, drainKey: true, leaderEndpoints: resolveLeaderEndpoints(a, s.store.backend) };
+  // A report only with the key in the status directory (src/sidecar/drain-key.ts).
+  return { ...s, drainTimeoutMs, drainKey: true, leaderEndpoints: resolveLeaderEndpoints(a, s.store.backend), sharding };
 }
 
 /** DNS-1123 subdomain: an EndpointSlice's name. */

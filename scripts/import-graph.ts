@@ -113,8 +113,9 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['src/backends/sqlite/', 'src/backends/postgres/', 'src/backends/kubernetes/', 'src/testing/'],
   ['src/backends/open-store.ts'], // picks one of the stores
   ['src/health/'],
+  ['src/holder/'], // what a lease's candidate and a shard member share: bounded calls, app callbacks, the eligibility check
   ['src/election/'],
-  ['src/shards/'], // shard groups: a member runs the election's bounded calls and gate, never the reverse
+  ['src/shards/'], // shard groups: a member runs the election's end-of-term rule, never the reverse
   ['src/status/'],
   ['src/sidecar/', 'src/fencing/'],
   ['src/run/'],

@@ -21,7 +21,7 @@
  */
 import { realClock, type Clock } from '../clock.js';
 import { ConflictError, InvalidRecordError, describeError } from '../errors.js';
-import { EligibilityGate } from './eligibility-gate.js';
+import { EligibilityCheck } from '../holder/eligibility-check.js';
 import { allEligible } from '../health/all-eligible.js';
 import { listenerCalls, type Notify } from './listener-calls.js';
 import { EndOfTerm } from './end-of-term.js';
@@ -69,7 +69,7 @@ export class CandidateLoop implements Standing {
   /** This standby's successor claim; null when it makes none (successorClaims false, or a store that keeps none). */
   private readonly claim: SuccessorClaimant | null;
   /** Whether the app lets this candidate campaign (and no stand-aside after a term: EndOfTerm.holdOff). */
-  private readonly gate: EligibilityGate;
+  private readonly eligibility: EligibilityCheck;
 
   /** Its terms: the current one, or the last that ended, and its phase. */
   private readonly terms: Terms;
@@ -121,7 +121,7 @@ export class CandidateLoop implements Standing {
       leaseDurationMs,
     });
     const holdOff = this.endOfTerm.holdOff;
-    this.gate = new EligibilityGate(allEligible(opts.eligibility ? [opts.eligibility, holdOff] : [holdOff]) ?? null, clock, log);
+    this.eligibility = new EligibilityCheck(allEligible(opts.eligibility ? [opts.eligibility, holdOff] : [holdOff]) ?? null, clock, log);
   }
 
   isLeader(): boolean {
@@ -130,7 +130,7 @@ export class CandidateLoop implements Standing {
 
   /** Whether the app lets this candidate campaign now. */
   campaigning(): boolean {
-    return this.gate.campaigning();
+    return this.eligibility.campaigning();
   }
 
   snapshot(): CandidateSnapshot {
@@ -151,7 +151,7 @@ export class CandidateLoop implements Standing {
       lastRenewMonotonic: this.terms.lastRenewMono,
       loopDueMonotonic: this.schedule.loopDueMono,
       running: this.campaign?.loop != null,
-      standingAside: this.gate.standingAside(),
+      standingAside: this.eligibility.standingAside(),
     };
   }
 
@@ -183,7 +183,7 @@ export class CandidateLoop implements Standing {
   /** client-go's Run: acquire, then renew until the term ends, and again, until stop(). */
   private async runLoop(): Promise<void> {
     // A change of the app's eligibility is acted on at once, not at the next turn.
-    const unsubscribe = this.gate.subscribe(() => this.schedule.wakeUp());
+    const unsubscribe = this.eligibility.subscribe(() => this.schedule.wakeUp());
     try {
       await this.turns();
     } finally {
@@ -211,7 +211,7 @@ export class CandidateLoop implements Standing {
     }
     // A claim first: a polling standby is due for an attempt at every turn, so after it the claim
     // would never come. The claim's write (or the read after a lost race) is an observation too.
-    if (!this.gate.campaigning()) {
+    if (!this.eligibility.campaigning()) {
       await this.standAside();
     } else if (this.claim?.due()) {
       this.schedule.attempting(2 * this.requestTimeoutMs);
@@ -265,7 +265,7 @@ export class CandidateLoop implements Standing {
    */
   private async standAside(): Promise<void> {
     if (this.terms.leading) {
-      this.terms.stepDown(this.gate.standingAside()?.reason ?? 'the app is not eligible', 'given up');
+      this.terms.stepDown(this.eligibility.standingAside()?.reason ?? 'the app is not eligible', 'given up');
       await this.endOfTerm.gate();
       return;
     }
@@ -361,7 +361,7 @@ export class CandidateLoop implements Standing {
         // and the absence is waited out as anyone's is.
         this.terms.stepDown('the lease record disappeared', 'record gone');
         await this.endOfTerm.gate();
-        if (this.stopped || !this.gate.campaigning()) return false;
+        if (this.stopped || !this.eligibility.campaigning()) return false;
         if (this.clock.monotonic() - readAtMono > this.requestTimeoutMs) {
           this.view.noteAbsent();
           return false;
@@ -415,7 +415,7 @@ export class CandidateLoop implements Standing {
   private async write(op: 'create' | 'update', renewing: Term | null, build: (now: Date) => LeaseRecord, expectedVersion?: string): Promise<boolean> {
     // The app may have become ineligible while this attempt read, or the term may have ended (its
     // renew deadline) while it was in flight: a new term is sent only past the end-of-term gate.
-    if (renewing === null && (!this.gate.campaigning() || this.terms.ended !== null)) return false;
+    if (renewing === null && (!this.eligibility.campaigning() || this.terms.ended !== null)) return false;
     // A takeover counts on the version it names being the record as it is now. A pause between
     // the read and this moment can make that view old; it is read again at the next turn.
     if (op === 'update' && renewing === null && !this.view.recentlyConfirmed(expectedVersion!)) {

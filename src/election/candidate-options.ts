@@ -83,7 +83,7 @@ export interface CandidateOptions extends ElectionConfig {
    * The app's health as the election sees it (src/health/). While it says not eligible, this
    * candidate does not campaign (no takeover, no successor claim; it withdraws its claim), and
    * a leader steps down and releases (with releaseOnCancel) as stop() does, then stays a
-   * standby. It can only make the candidate stand back or step down earlier, never lead.
+   * standby. It can only make the candidate stand aside or step down earlier, never lead.
    * Default: none, always eligible.
    */
   eligibility?: Eligibility;
@@ -137,6 +137,6 @@ export interface CandidateSnapshot {
 export interface Standing {
   /** Whether it leads now. */
   isLeader(): boolean;
-  /** Whether it campaigns: its app lets it (its eligibility, and no stand-back after a term whose work was not seen to stop). */
+  /** Whether it campaigns: its app lets it (its eligibility, and no standing aside after a term whose work was not seen to stop). */
   campaigning(): boolean;
 }

@@ -17,7 +17,7 @@ import {
   type ElectionConfig,
 } from '../config/election-options.js';
 import { CandidateLoop, type LeadershipTerm } from './candidate-loop.js';
-import { runAppCallback } from './app-callback.js';
+import { runAppCallback } from '../holder/app-callback.js';
 import { realClock, type Clock } from '../clock.js';
 import { AppHealth } from '../health/app-health.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';

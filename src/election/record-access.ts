@@ -9,7 +9,7 @@ import type { Clock } from '../clock.js';
 import { StoreReopenedError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
-import { boundedCall } from './bounded-call.js';
+import { boundedCall } from '../holder/bounded-call.js';
 import type { Notify } from './listener-calls.js';
 import type { RecordView } from './record-view.js';
 import type { AttemptSchedule } from './attempt-schedule.js';

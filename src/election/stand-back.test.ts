@@ -4,7 +4,7 @@ import { StandBack } from './stand-back.js';
 import { FakeClock } from '../testing/fake-clock.js';
 
 describe('StandBack', () => {
-  it('is eligible until told to stand back, then for exactly that long, telling its subscribers each change', async () => {
+  it('is eligible until told to stand aside, then for exactly that long, telling its subscribers each change', async () => {
     const clock = new FakeClock();
     const s = new StandBack(clock);
     let changes = 0;

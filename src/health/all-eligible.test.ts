@@ -17,7 +17,7 @@ describe('allEligible', () => {
     assert.equal(both.eligible(), true);
     assert.equal(both.standAside(), null);
     standBack.standBack('the command failed 3 times in a row', 10_000);
-    assert.equal(both.eligible(), false, 'the stand back alone makes it ineligible');
+    assert.equal(both.eligible(), false, 'standing aside alone makes it ineligible');
     assert.match(both.standAside()!.reason, /failed 3 times/);
     await clock.advance(10_000);
     assert.equal(both.eligible(), true);

@@ -30,7 +30,7 @@ export interface LeaderRunnerOptions extends Omit<SidecarOptions, 'listener'> {
   tryMs?: number;
   /**
    * Without once: after this many failures of the command in a row within one term (a non-zero
-   * status; a success resets the count), step down, release, and stand back for a lease
+   * status; a success resets the count), step down, release, and stand aside for a lease
    * duration so another candidate runs it. 0: never.
    */
   giveUpAfter?: number;
@@ -45,7 +45,7 @@ const KILL_WAIT_MS = 2_000;
 
 /**
  * How much later than the runner's own bound the end-of-term gate gives up on its own: the runner
- * decides at its bound (commandGone), standing back before the gate returns, so the elector never
+ * decides at its bound (commandGone), standing aside before the gate returns, so the elector never
  * campaigns beside work it could not stop. Were the gate's timer first (timers fire in order of
  * their deadlines, and a synchronous store call can hold both past them), the elector would try
  * to take the lease again before the runner says it exits.
@@ -75,7 +75,7 @@ export const EXIT_NOT_ELECTED = 124;
  *   released, the lease is left to expire, and leasehold exits;
  * - the command exits while leading: --once releases and exits with its status; otherwise
  *   it is restarted with backoff, and after --give-up-after failures in a row the runner steps
- *   down, releases and stands back for a lease duration (StandBack) so another host tries;
+ *   down, releases and stands aside for a lease duration (StandBack) so another host tries;
  * - SIGTERM/SIGINT/SIGHUP to leasehold: forwarded to the group; once the command has exited,
  *   the lease is released;
  * - --once --skip-if-ran-within (cron, docs/cron.md): a run of this tick seen (a term begun

@@ -99,4 +99,26 @@ describe('the library’s ShardGroup', () => {
     for (let t = 0; t < 20_000; t += 100) await clock.advance(100);
     await stopping;
   });
+
+  it('a lost shard stops counting at once, on the clock the group was given', async () => {
+    // The fake clock starts days before the machine's: a loss stamped with the machine's time
+    // would leave validUntil a renew deadline ahead of the group's own now.
+    const clock = new FakeClock(new Date('2020-01-01T00:00:00.000Z'));
+    const store = new MemoryGroupStore();
+    let ownership: ShardOwnership | null = null;
+    const a = await ShardGroup.start(
+      { ...T, store, group: 'g', shards: 1, identity: 'a', log: quiet, callbacks: { onShardGained: (o) => void (ownership = o) } },
+      { clock },
+    );
+    for (let t = 0; ownership === null && t < 30_000; t += 100) await clock.advance(100);
+    const held = ownership as ShardOwnership | null;
+    assert.ok(held, 'the shard was gained');
+    assert.ok(held.validUntil() > clock.now(), 'valid while owned');
+    const stopping = a.stop();
+    for (let t = 0; !held.signal.aborted && t < 30_000; t += 100) await clock.advance(100);
+    assert.ok(held.signal.aborted, 'the shard was lost');
+    assert.ok(held.validUntil() <= clock.now(), `valid until ${held.validUntil().toISOString()}, after the loss at ${clock.now().toISOString()}`);
+    for (let t = 0; t < 20_000; t += 100) await clock.advance(100);
+    await stopping;
+  });
 });

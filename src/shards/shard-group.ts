@@ -8,10 +8,19 @@ import type { GroupStore } from '../backends/group-store.js';
 import { MAX_MEMBER_SLOTS } from '../backends/group-store.js';
 import { InvalidConfigError } from '../errors.js';
 import { createLogger, guardedLogger, isLogger, type Logger } from '../log.js';
-import { checkDrainTimeout, maxDrainMs, quoted, resolvedTimings, withStoreTimeouts, validateIdentity, validateTimings } from '../config/election-options.js';
+import {
+  checkDrainTimeout,
+  maxDrainMs,
+  quoted,
+  resolvedTimings,
+  withStoreTimeouts,
+  validateIdentity,
+  validateTimings,
+  type Timings,
+} from '../config/election-options.js';
 import { realClock, type Clock } from '../clock.js';
 import type { Eligibility } from '../health/eligibility.js';
-import { runAppCallback } from '../election/app-callback.js';
+import { runAppCallback } from '../holder/app-callback.js';
 import { ShardMember, type ShardMemberSnapshot } from './shard-member.js';
 import { checkShardCount, ownedShardsSelector, shardBounds, shardOf, type ShardBounds } from './key-to-shard.js';
 
@@ -81,9 +90,9 @@ export class ShardGroup {
     private readonly store: GroupStore,
     private readonly ownsStore: boolean,
     private readonly log: Logger,
-    clock: Clock,
+    private readonly clock: Clock,
+    { timings, drainTimeoutMs }: CheckedOptions,
   ) {
-    const timings = resolvedTimings(opts);
     this.member = new ShardMember({
       ...timings,
       store,
@@ -94,7 +103,7 @@ export class ShardGroup {
       clock,
       log,
       eligibility: opts.health,
-      drainTimeoutMs: opts.drainTimeoutMs ?? Math.max(0, maxDrainMs(timings)),
+      drainTimeoutMs,
       drain: (shard) => this.workStopped(shard),
       listener: {
         onShardGained: (t) => {
@@ -117,7 +126,7 @@ export class ShardGroup {
         onShardLost: (shard, _token, reason) => {
           const h = this.held.get(shard);
           if (!h) return;
-          h.validUntil = new Date(Math.min(h.validUntil.getTime(), Date.now()));
+          h.validUntil = new Date(Math.min(h.validUntil.getTime(), this.clock.now().getTime()));
           h.controller.abort(new Error(`stopped owning shard ${shard}: ${reason}`));
           let settle!: () => void;
           h.stopped = new Promise<void>((r) => (settle = r));
@@ -129,12 +138,11 @@ export class ShardGroup {
 
   /** Validates the options (InvalidConfigError naming the rule), opens the store if given settings, joins, and returns. */
   static async start(opts: ShardGroupOptions, internal: { clock?: Clock } = {}): Promise<ShardGroup> {
-    checkOptions(opts);
+    const checked = checkOptions(opts);
     const log = opts.log ? guardedLogger(opts.log) : createLogger({ level: 'error', base: { group: opts.group, identity: opts.identity } });
     const owns = !isGroupStore(opts.store);
-    const timings = resolvedTimings(opts);
-    const store = isGroupStore(opts.store) ? opts.store : await openStore({ db: '', log, ...withStoreTimeouts(opts.store, timings) });
-    const g = new ShardGroup(opts, store, owns, log, internal.clock ?? realClock);
+    const store = isGroupStore(opts.store) ? opts.store : await openStore({ db: '', log, ...withStoreTimeouts(opts.store, checked.timings) });
+    const g = new ShardGroup(opts, store, owns, log, internal.clock ?? realClock, checked);
     try {
       await g.member.start();
     } catch (err) {
@@ -206,7 +214,14 @@ const KNOWN = new Set([
   'log',
 ]);
 
-function checkOptions(opts: ShardGroupOptions): void {
+/** The options' values once checked: the timings with their defaults, and the drain's bound. */
+interface CheckedOptions {
+  timings: Timings;
+  drainTimeoutMs: number;
+}
+
+/** Checks every option once, before anything is opened, and resolves what the member is given. */
+function checkOptions(opts: ShardGroupOptions): CheckedOptions {
   if (typeof opts !== 'object' || opts === null) throw new InvalidConfigError('ShardGroup.start needs an options object');
   const unknown = Object.keys(opts).find((k) => !KNOWN.has(k));
   if (unknown) throw new InvalidConfigError(`unknown option ${quoted(unknown)}: ShardGroup.start takes ${[...KNOWN].join(', ')}`);
@@ -229,6 +244,7 @@ function checkOptions(opts: ShardGroupOptions): void {
   validateTimings(timings, 'option');
   checkDrainTimeout(opts.drainTimeoutMs, timings, 'a shard must be let go');
   if (opts.log !== undefined && !isLogger(opts.log)) throw new InvalidConfigError('log must be an object with debug, info, warn and error methods when given');
+  return { timings, drainTimeoutMs: opts.drainTimeoutMs ?? Math.max(0, maxDrainMs(timings)) };
 }
 
 function isGroupStore(s: ShardGroupOptions['store']): s is GroupStore {

@@ -22,8 +22,8 @@ import type { CallOptions } from '../backends/lease-store.js';
 import type { GroupHeader, GroupStore, MemberSlot, MemberState, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
 import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
-import { EligibilityGate } from '../election/eligibility-gate.js';
-import { boundedCall } from '../election/bounded-call.js';
+import { EligibilityCheck } from '../holder/eligibility-check.js';
+import { boundedCall } from '../holder/bounded-call.js';
 import { couldHaveExpiredAtMono, drainedWithin, releaseWaitsForLock } from '../election/end-of-term-rule.js';
 import { GroupCache } from './group-cache.js';
 import { GroupView, sessionKey, type SessionId } from './group-view.js';
@@ -44,7 +44,7 @@ import {
   type EndStep,
   type SessionFacts,
   type TurnFacts,
-  type WriteGate,
+  type TakeFreshness,
 } from './turn-plan.js';
 
 /** A shard this member owns: its token, and until when the ownership counts unless renewed. */
@@ -136,10 +136,10 @@ export class ShardMember {
   private readonly drainTimeoutMs: number;
   private readonly listener: ShardListener;
   /**
-   * The app's eligibility and its log lines (the lease's EligibilityGate): one warn line when the
+   * The app's eligibility and its log lines (the lease's EligibilityCheck): one warn line when the
    * member stands aside (it gives every shard up), one info line when it takes shards again.
    */
-  private readonly gate: EligibilityGate;
+  private readonly eligibility: EligibilityCheck;
   /** The shard writes of a pass in batches, where the store has them (write-batches.ts). */
   private readonly batches: WriteBatches | null;
 
@@ -200,7 +200,10 @@ export class ShardMember {
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
     this.drainTimeoutMs = opts.drainTimeoutMs ?? opts.renewDeadlineMs;
     this.listener = opts.listener ?? {};
-    this.gate = new EligibilityGate(opts.eligibility ?? null, this.clock, this.log, { eligible: 'the app is eligible: taking shards', firstEligible: false });
+    this.eligibility = new EligibilityCheck(opts.eligibility ?? null, this.clock, this.log, {
+      eligible: 'the app is eligible: taking shards',
+      firstEligible: false,
+    });
     // A member lists every retryPeriod; two missed lists and a slow one break its view (GroupView).
     this.view = new GroupView(this.clock, opts.shards, opts.leaseDurationMs, opts.retryPeriodMs * (2 + JITTER_FACTOR));
     this.cache = new GroupCache(opts.store, opts.group, this.clock);
@@ -231,7 +234,7 @@ export class ShardMember {
     this.view.observe(list, sent);
     this.checkHeader();
     const unwatch = this.store.watchGroup?.(this.group, () => this.hint());
-    const unsubscribe = this.gate.subscribe(() => this.wakeUp());
+    const unsubscribe = this.eligibility.subscribe(() => this.wakeUp());
     const loop = this.run().finally(() => {
       this.life = { ...this.life, ended: true };
       unwatch?.();
@@ -267,7 +270,7 @@ export class ShardMember {
         .map(([shard, o]) => ({ shard, token: o.token }))
         .sort((a, b) => a.shard - b.shard),
       validUntil: m ? this.sessions.validUntil(m) : null,
-      standingAside: this.gate.standingAside(),
+      standingAside: this.eligibility.standingAside(),
       // A loop that ended on its own leaves `loop` set until stop(): it is not running all the same.
       running: this.life.loop !== null && !this.life.ended,
       lastTurnMonotonic: this.lastTurnMono,
@@ -579,7 +582,7 @@ export class ShardMember {
     // From a watch's copy, the takes that rest on time passing are confirmed by a read first.
     const takes = this.cache.fromWatch ? await this.confirmTimedTakes(writes.take, m) : writes.take;
     // One raise of the header's highWater for the takes allowed now; each is judged again before its write.
-    const due = takes.filter((s) => takeAllowed(shardFact(this.view, s), sessionKey(m), this.writeGate(m)));
+    const due = takes.filter((s) => takeAllowed(shardFact(this.view, s), sessionKey(m), this.takeFreshness(m)));
     if (due.length === 0) return;
     const block = await this.reserveTokens(due.length);
     if (!block) return;
@@ -656,7 +659,7 @@ export class ShardMember {
       owned: this.phases.ownedShards(),
       ending: this.phases.endingShards(),
       kept: this.phases.keptShards(),
-      ...this.writeGate(m),
+      ...this.takeFreshness(m),
     };
   }
 
@@ -664,7 +667,7 @@ export class ShardMember {
     return { slot: m.slot, key: sessionKey(m), state: m.state };
   }
 
-  private writeGate(m: Session): WriteGate {
+  private takeFreshness(m: Session): TakeFreshness {
     return { fresh: this.view.freshWithin(this.requestTimeoutMs), sessionValid: this.sessionValid(m) };
   }
 
@@ -754,7 +757,7 @@ export class ShardMember {
   private async take(s: number, m: Session, block: TokenBlock): Promise<void> {
     // Judged again for each take, not only when the turn was planned: a pause between two
     // batches would otherwise judge another session over with a list from before the pause.
-    if (!takeAllowed(shardFact(this.view, s), sessionKey(m), this.writeGate(m))) return;
+    if (!takeAllowed(shardFact(this.view, s), sessionKey(m), this.takeFreshness(m))) return;
     const token = block.take();
     // A block is raised past every token this member saw, so past this record's; if a list
     // since showed a higher one (a header written back lower), the take waits for the next raise.
@@ -770,7 +773,7 @@ export class ShardMember {
       acquireTime: at.wall,
     };
     try {
-      const version = await this.writeShard(rec, v?.version ?? null, () => takeAllowed(shardFact(this.view, s), sessionKey(m), this.writeGate(m)));
+      const version = await this.writeShard(rec, v?.version ?? null, () => takeAllowed(shardFact(this.view, s), sessionKey(m), this.takeFreshness(m)));
       if (version === null) return;
       this.view.wrote({ record: rec, version });
       // A take answered after the session ended is not announced: its record names a session
@@ -917,7 +920,7 @@ export class ShardMember {
   }
 
   private eligible(): boolean {
-    return this.gate.campaigning();
+    return this.eligibility.campaigning();
   }
 
   private heartbeatDue(): boolean {

@@ -194,7 +194,7 @@ describe('a take that rests on time passing (from a watch’s copy, the store is
 });
 
 describe('a take, judged at its write', () => {
-  const gate = { fresh: true, sessionValid: true };
+  const freshness = { fresh: true, sessionValid: true };
   const table: [string, ShardFacts, boolean][] = [
     ['free: taken', free, true],
     ['owned by another live session: left alone', others, false],
@@ -203,7 +203,7 @@ describe('a take, judged at its write', () => {
     ['absent, not yet a lease duration of lists: waited for', absent, false],
     ['absent a lease duration of lists: created', absentLong, true],
   ];
-  for (const [name, f, allowed] of table) it(name, () => assert.equal(takeAllowed(f, ME, gate), allowed));
+  for (const [name, f, allowed] of table) it(name, () => assert.equal(takeAllowed(f, ME, freshness), allowed));
 
   // dcd83b4: a member paused between two batches of takes resumed with the batch decided before
   // the pause, and judged a live owner's session over with its old list and the new clock.
@@ -226,12 +226,12 @@ describe('a take, judged at its write', () => {
     }
     await clock.advance(9_000); // lists failed for 11 s
     view.observe([], clock.monotonic());
-    assert.equal(takeAllowed(shardFact(view, 0), ME, gate), false, 'a lease duration since first seen absent, not since the break');
+    assert.equal(takeAllowed(shardFact(view, 0), ME, freshness), false, 'a lease duration since first seen absent, not since the break');
     for (let t = 0; t < 15_000; t += 2_000) {
       await clock.advance(2_000);
       view.observe([], clock.monotonic());
     }
-    assert.equal(takeAllowed(shardFact(view, 0), ME, gate), true, 'a lease duration of unbroken lists after it');
+    assert.equal(takeAllowed(shardFact(view, 0), ME, freshness), true, 'a lease duration of unbroken lists after it');
   });
 });
 

@@ -43,14 +43,14 @@ export interface SessionFacts {
 }
 
 /** A takeover is written only from a fresh view and by a valid session: both judged at the moment asked. */
-export interface WriteGate {
+export interface TakeFreshness {
   /** The view's last list was sent within a request timeout. */
   fresh: boolean;
   /** This member's session is still valid (its validity counts from the older of its last heartbeat and list). */
   sessionValid: boolean;
 }
 
-export interface TurnFacts extends WriteGate {
+export interface TurnFacts extends TakeFreshness {
   me: SessionFacts;
   /** The member is stopping (leaving the group). */
   stopping: boolean;
@@ -177,8 +177,8 @@ export function planTurn(facts: TurnFacts, target: Target): TurnPlan {
  * absent a lease duration of unbroken lists (fix c148df0 is how GroupView counts that); a
  * record naming this session (a take whose answer was lost) is taken anew, past its token.
  */
-export function takeAllowed(f: ShardFacts, me: string, gate: WriteGate): boolean {
-  if (!gate.fresh || !gate.sessionValid) return false;
+export function takeAllowed(f: ShardFacts, me: string, freshness: TakeFreshness): boolean {
+  if (!freshness.fresh || !freshness.sessionValid) return false;
   if (!f.present) return f.absentLongEnough;
   return !(f.owner !== null && f.owner !== me && f.ownerLive);
 }

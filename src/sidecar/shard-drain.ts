@@ -2,61 +2,57 @@
  * The drain of a shard group's member, one per shard (`--drain-timeout`, docs/shards.md): once
  * shards.json no longer lists a shard, its release waits until the app says that shard's work
  * under its token has stopped (`POST /shards/stopped?shard=S&token=T`, with the drain key), at
- * most the drain timeout. AppDrain's rules, per shard: only the ownership that ended last for a
- * shard can be reported, never one still held, and only by whoever has the key.
+ * most the drain timeout. The record and its rules are KeyedDrain's, keyed by shard (AppDrain's
+ * with one key); this reads the request, refuses a shard the group does not have, and words the
+ * answers.
  */
-import type { Clock, Timer } from '../clock.js';
+import type { Clock } from '../clock.js';
 import type { DrainKey } from './drain-key.js';
+import { DIGITS, KeyedDrain, type DrainWording, type StoppedAnswer, type StoppedReport } from './keyed-drain.js';
 
 /** One answer to `POST /shards/stopped`: an HTTP status, a one-line body, and for 401 the scheme to use. */
-export interface ShardStoppedAnswer {
-  code: 200 | 400 | 401 | 403 | 409;
-  body: string;
-  challenge?: string;
-}
-
-/** A number as the app sends it: digits only, so `7 ` or `0x7` is refused rather than guessed. */
-const NUMBER = /^\d{1,16}$/;
+export type ShardStoppedAnswer = StoppedAnswer;
 
 const USAGE = 'as in POST /shards/stopped?shard=3&token=7';
 
+const WORDING: DrainWording<number> = {
+  stillHeld: (shard, token) => `shard ${shard} with token ${token} is still owned here: stop its work once shards.json no longer lists it, then post\n`,
+  notEndedLast: (shard, token, ended) =>
+    `token ${token} is not the ownership of shard ${shard} that ended last here (${ended ?? 'none yet'}): nothing of it to drain\n`,
+  stopped: (shard, token) => `ok: the work of shard ${shard} under token ${token} stopped\n`,
+};
+
 export class ShardDrains {
-  /** The token of each shard this member owns now. */
-  private readonly owned = new Map<number, number>();
-  /** The token of the ownership that ended last, per shard: the only one a report can end the drain of. */
-  private readonly ended = new Map<number, number>();
-  /** The ended ownerships the app said stopped, per shard (their token). */
-  private readonly reported = new Map<number, number>();
-  private readonly waiters = new Map<number, () => void>();
+  private readonly record: KeyedDrain<number>;
 
   /**
    * @param shards the group's shard count: a shard past it is refused.
    * @param key the credential a report must carry (`leasehold sidecar`: always); none: any report is taken.
    */
   constructor(
-    private readonly clock: Clock,
+    clock: Clock,
     private readonly shards: number,
-    private readonly key?: DrainKey,
-  ) {}
+    key?: DrainKey,
+  ) {
+    this.record = new KeyedDrain(clock, WORDING, key);
+  }
 
   gained(shard: number, token: number): void {
-    this.owned.set(shard, token);
+    this.record.began(shard, token);
   }
 
   lost(shard: number, token: number): void {
-    this.owned.delete(shard);
-    this.ended.set(shard, token);
-    this.reported.delete(shard);
+    this.record.end(shard, token);
   }
 
   /** Whether the app has said the work of `shard` under `token` stopped (its report came, perhaps before anyone waited). */
   reportedStopped(shard: number, token: number): boolean {
-    return this.reported.get(shard) === token;
+    return this.record.reportedStopped(shard, token);
   }
 
   /** Whether the app still owes a report for `shard` under `token`. */
   pending(shard: number, token: number): boolean {
-    return this.ended.get(shard) === token && this.reported.get(shard) !== token;
+    return this.record.pending(shard, token);
   }
 
   /**
@@ -65,14 +61,21 @@ export class ShardDrains {
    * shards.
    */
   report(shards: readonly string[], tokens: readonly string[], authorization?: string): ShardStoppedAnswer {
-    const refused = this.key?.refuse(authorization);
-    if (refused) return refused;
+    return this.record.report(authorization, () => this.read(shards, tokens));
+  }
+
+  /** True once the app said the work of `shard` under `token` stopped; false when `boundMs` passed first. */
+  wait(shard: number, token: number, boundMs: number): Promise<boolean> {
+    return this.record.wait(shard, token, boundMs);
+  }
+
+  private read(shards: readonly string[], tokens: readonly string[]): StoppedReport<number> | StoppedAnswer {
     for (const [name, given] of [
       ['shard', shards],
       ['token', tokens],
     ] as const) {
       if (given.length > 1) return { code: 400, body: `${name} is given ${given.length} times: give it once\n` };
-      if (given.length === 0 || !NUMBER.test(given[0]!)) {
+      if (given.length === 0 || !DIGITS.test(given[0]!)) {
         return {
           code: 400,
           body: `shard=S and token=T are required: the shard whose work stopped and the fencing token it had, ${USAGE}\n`,
@@ -80,42 +83,7 @@ export class ShardDrains {
       }
     }
     const shard = Number(shards[0]);
-    const token = Number(tokens[0]);
     if (shard >= this.shards) return { code: 400, body: `shard ${shard} is not one of this group's: the shards are 0 to ${this.shards - 1}\n` };
-    if (this.owned.get(shard) === token) {
-      return {
-        code: 409,
-        body: `shard ${shard} with token ${token} is still owned here: stop its work once shards.json no longer lists it, then post\n`,
-      };
-    }
-    const ended = this.ended.get(shard);
-    if (ended !== token) {
-      return {
-        code: 409,
-        body: `token ${token} is not the ownership of shard ${shard} that ended last here (${ended ?? 'none yet'}): nothing of it to drain\n`,
-      };
-    }
-    this.reported.set(shard, token);
-    this.waiters.get(shard)?.();
-    return { code: 200, body: `ok: the work of shard ${shard} under token ${token} stopped\n` };
-  }
-
-  /** True once the app said the work of `shard` under `token` stopped; false when `boundMs` passed first. */
-  wait(shard: number, token: number, boundMs: number): Promise<boolean> {
-    if (!this.pending(shard, token)) return Promise.resolve(true);
-    if (boundMs <= 0) return Promise.resolve(false);
-    return new Promise<boolean>((resolve) => {
-      let timer: Timer | null = null;
-      const done = (stopped: boolean) => {
-        timer?.cancel();
-        if (this.waiters.get(shard) === wake) this.waiters.delete(shard);
-        resolve(stopped);
-      };
-      const wake = () => {
-        if (!this.pending(shard, token)) done(true);
-      };
-      this.waiters.set(shard, wake);
-      timer = this.clock.setTimer(() => done(false), boundMs);
-    });
+    return { key: shard, token: Number(tokens[0]) };
   }
 }

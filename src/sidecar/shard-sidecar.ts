@@ -77,27 +77,27 @@ export interface ShardSidecarOptions extends Timings {
 }
 
 /**
- * Not eligible until opened: the member lists the group at start (a group with another shard
+ * Not eligible until lifted at start(): the member lists the group at start (a group with another shard
  * count is refused before anything is written) but joins only once the status directory holds
  * its first shards.json, so no shard is owned before the app can read that it is.
  */
-class StartGate implements Eligibility {
-  private opened = false;
+class StartHold implements Eligibility {
+  private lifted = false;
   private readonly listeners = new Set<() => void>();
 
   constructor(private readonly since: Date) {}
 
-  open(): void {
-    this.opened = true;
+  lift(): void {
+    this.lifted = true;
     for (const l of [...this.listeners]) l();
   }
 
   eligible(): boolean {
-    return this.opened;
+    return this.lifted;
   }
 
   standAside(): StandAside | null {
-    return this.opened ? null : { reason: 'the sidecar is starting', since: this.since };
+    return this.lifted ? null : { reason: 'the sidecar is starting', since: this.since };
   }
 
   subscribe(onChange: () => void): () => void {
@@ -117,7 +117,7 @@ export class ShardSidecar {
   private readonly drains: ShardDrains;
   private readonly drainKey: DrainKey | undefined;
   private readonly appHealth: AppHealth | null;
-  private readonly gate: StartGate;
+  private readonly startHold: StartHold;
   /** Whether shards.json takes writes: a member whose app cannot read what it owns gives its shards up and takes none. */
   private readonly writable: StatusWritable | null;
   private readonly appDrainMs: number;
@@ -134,7 +134,7 @@ export class ShardSidecar {
   constructor(private readonly opts: ShardSidecarOptions) {
     this.clock = opts.clock ?? realClock;
     this.log = opts.log;
-    this.gate = new StartGate(this.clock.now());
+    this.startHold = new StartHold(this.clock.now());
     const group = opts.group;
     const m = (this.metrics = new ShardMetrics(group, opts.shards));
     this.publisher = opts.statusDir === undefined ? null : new ShardsPublisher(opts.statusDir);
@@ -194,7 +194,7 @@ export class ShardSidecar {
       ...(opts.maxMembers === undefined ? {} : { maxMembers: opts.maxMembers }),
       clock: this.clock,
       log: opts.log,
-      eligibility: allEligible([this.gate, this.writable, this.appHealth, opts.eligibility].filter((e): e is Eligibility => e != null)),
+      eligibility: allEligible([this.startHold, this.writable, this.appHealth, opts.eligibility].filter((e): e is Eligibility => e != null)),
       listener,
       ...gate,
     });
@@ -259,7 +259,7 @@ export class ShardSidecar {
       health: this.appHealth?.description ?? null,
     });
     this.appHealth?.start();
-    this.gate.open();
+    this.startHold.lift();
     // The first file: no shard owned yet (a file an earlier process left is replaced).
     // One that fails makes the member stand aside (StatusWritable) before its first turn.
     this.publish();

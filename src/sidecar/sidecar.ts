@@ -68,7 +68,7 @@ export interface SidecarOptions extends ElectionConfig {
    * no drain to end. Without a statusDir nothing can end a drain.
    */
   drainKey?: boolean;
-  /** See CandidateOptions.eligibility (`leasehold run --give-up-after` stands back through it). */
+  /** See CandidateOptions.eligibility (`leasehold run --give-up-after` stands aside through it). */
   eligibility?: Eligibility;
   /** The app's health (docs/health.md): while it is not eligible, this candidate stands aside. None: always campaigns. */
   health?: ProbeOptions;

@@ -16,7 +16,7 @@ describe('leasehold run --give-up-after', () => {
   const dir = scratchDir(() => procs);
   const db = join(dir.path, 'leases.db');
 
-  it('a command that fails 3 times in a row on A gives the lease to B, where it runs; A stands back', { timeout: 60_000 }, async () => {
+  it('a command that fails 3 times in a row on A gives the lease to B, where it runs; A stands aside', { timeout: 60_000 }, async () => {
     const tookMs = await giveUpScenario(dir.path, ['--db', db, '--lease', 'give-up'], procs);
     console.log(`sqlite: B ran the command ${tookMs} ms after it followed A`);
   });

@@ -1,7 +1,7 @@
 /**
  * `leasehold run --give-up-after`'s scenario, on any store: two real `leasehold run` processes;
  * the command fails at once on host A and runs on host B (decided by a variable). A gives the
- * lease up after 3 failures in a row and stands back; B runs the command and keeps the lease.
+ * lease up after 3 failures in a row and stands aside; B runs the command and keeps the lease.
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -36,8 +36,8 @@ export async function giveUpScenario(dir: string, backend: string[], procs: Proc
   assert.match(aLog, /"msg":"released lease"/, 'A released (not left to expire)');
   assert.equal(aLog.match(/"msg":"started command"/g)?.length, 3, 'A ran it three times, then gave up');
   assert.ok(tookMs < 10_000, `B ran it ${tookMs} ms after it followed A`);
-  // A stands back: B keeps the lease through A's stand-back and after it (B renews).
-  await waitFor('A to campaign again after its stand-back', () => /"msg":"the app is eligible: campaigning"/.test(a.proc.stderr()), 10_000);
+  // A stands aside: B keeps the lease through A's time aside and after it (B renews).
+  await waitFor('A to campaign again after its time aside', () => /"msg":"the app is eligible: campaigning"/.test(a.proc.stderr()), 10_000);
   assert.equal((a.proc.stderr().match(/"msg":"started command"/g) ?? []).length, 3, 'A did not lead again');
   assert.doesNotMatch(b.proc.stderr(), /"msg":"stopped leading"/);
   a.proc.kill('SIGTERM');

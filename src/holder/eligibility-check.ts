@@ -8,7 +8,7 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 
-export class EligibilityGate {
+export class EligibilityCheck {
   /** Whether the last change left the candidate standing aside (for the logs); null before the first. */
   private wasAside: boolean | null;
 
