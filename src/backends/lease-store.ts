@@ -85,7 +85,7 @@ export interface CallOptions {
    * and HTTP server stalled): it answers BackendUnavailableError at once instead, writing
    * nothing, as when the wait ran out. A store whose waits never block the process (PostgreSQL,
    * Kubernetes: asynchronous, bounded by `signal`) may ignore it. Default true. Releases that
-   * are retried use it (src/election/end-of-term-rule.ts, releaseWaitsForLock).
+   * are retried use it (src/holder/end-of-term-rule.ts, releaseWaitsForLock).
    */
   waitForLock?: boolean;
 }

@@ -16,7 +16,7 @@ import type { LeaseRecord, VersionedRecord } from '../backends/lease-store.js';
 import type { RecordAccess } from './record-access.js';
 import { sameRecord, type RecordView } from './record-view.js';
 import { StandBack } from './stand-back.js';
-import { couldHaveExpiredAtMono, drainedWithin, releaseUntil, releaseWaitsForLock, type ReleaseAttempt } from './end-of-term-rule.js';
+import { couldHaveExpiredAtMono, drainedWithin, releaseUntil, releaseWaitsForLock, type ReleaseAttempt } from '../holder/end-of-term-rule.js';
 import { releasedRecord } from './term-records.js';
 import type { AttemptSchedule } from './attempt-schedule.js';
 import type { Terms } from './terms.js';

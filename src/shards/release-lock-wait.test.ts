@@ -1,6 +1,6 @@
 /**
  * The shards follow the lease's lost-term rule to the letter (releaseWaitsForLock,
- * src/election/end-of-term-rule.ts): a shard given up is released by a write that may wait on
+ * src/holder/end-of-term-rule.ts): a shard given up is released by a write that may wait on
  * another's lock, as any write; a lost session's shards, and every retried release, never wait.
  * On SQLite such a wait is the busy timeout, spent synchronously with the whole process stalled:
  * a member cut off by a neighbour's write lock would spend its time waiting on it, release after

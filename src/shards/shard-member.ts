@@ -24,7 +24,7 @@ import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { EligibilityCheck } from '../holder/eligibility-check.js';
 import { boundedCall } from '../holder/bounded-call.js';
-import { couldHaveExpiredAtMono, drainedWithin, releaseWaitsForLock } from '../election/end-of-term-rule.js';
+import { couldHaveExpiredAtMono, drainedWithin, releaseWaitsForLock } from '../holder/end-of-term-rule.js';
 import { GroupCache } from './group-cache.js';
 import { GroupView, sessionKey, type SessionId } from './group-view.js';
 import { fnv1a64 } from './key-to-shard.js';
