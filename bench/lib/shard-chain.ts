@@ -167,8 +167,8 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
     const procs = [...members.map((m) => m.proc), o.plain];
     await Promise.all(members.map(addressOf));
     // The members' own counts are read inside the store's window, so theirs is the narrower one.
-    const win = await writes.open();
-    const requestWin = await requests?.open();
+    // Both counts' windows open and close together: one waiting on the other would widen it.
+    const [win, requestWin] = await Promise.all([writes.open(), requests?.open()]);
     const w0 = performance.now();
     const load = loadavg()[0]!;
     const before = await Promise.all(members.map(async (m) => (await requestCounts(m.address!)) ?? new Map<string, number>()));
@@ -184,8 +184,7 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
     const cpu = members.map((m, i) => (cpuTicks(m.proc.pid) - cpu0[i]!) / HZ / cpuSeconds);
     const after = await Promise.all(members.map(async (m) => (await requestCounts(m.address!)) ?? new Map<string, number>()));
     const seconds = (performance.now() - w0) / 1000;
-    const counted = await win.close();
-    const apiRequests = await requestWin?.close();
+    const [counted, apiRequests] = await Promise.all([win.close(), requestWin?.close()]);
     const sum = (want: (k: string) => boolean) => after.reduce((a: number, c: RequestCounts, i) => a + countsBetween(before[i]!, c, want), 0);
     const median = (xs: number[]) => quantile(xs, 0.5);
     return {
