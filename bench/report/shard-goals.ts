@@ -1,5 +1,5 @@
 /**
- * The shard groups' goals (issue 38), one row per goal and store, each with the worst case this
+ * The shard groups' goals (issues 38 and 43), one row per goal and store, each with the worst case this
  * run measured, where, and whether it met the goal, as handoff-goals.ts does for handoffs. Pure:
  * it formats the figures of bench/lib/shard-chain.ts it is given.
  */
@@ -143,25 +143,16 @@ export function shardGoalRows(stores: readonly ShardGoalStore[], idleSeconds: nu
         (r) => `${int(apiRequestsPerMin(r)!)} vs ${int(clientGoGroupPerMin(r.shards, r.members).requests)}`,
         (r) => apiRequestsPerMin(r)! < clientGoGroupPerMin(r.shards, r.members).requests,
       );
+    // Issue 43 asks for CPU per member at M = 32 beside the rest, with no bound: reported, not judged.
     const cpuCases = results.filter((r) => r.members === CPU_AT_MEMBERS);
-    if (cpuCases.length === 0)
-      rows.push({
-        goal: `CPU per member at M = ${CPU_AT_MEMBERS}, % of one core`,
-        store,
-        measured: 'not measured in this run',
-        target: 'reported',
-        verdict: '',
-      });
-    else {
-      const w = cpuCases.reduce((a, b) => (b.idle.cpuPct > a.idle.cpuPct ? b : a));
-      rows.push({
-        goal: `CPU per member at M = ${CPU_AT_MEMBERS}, % of one core`,
-        store,
-        measured: `${w.idle.cpuPct.toFixed(1)} (${where(w)})`,
-        target: 'reported',
-        verdict: '',
-      });
-    }
+    const cpuWorst = cpuCases.length ? cpuCases.reduce((a, b) => (b.idle.cpuPct > a.idle.cpuPct ? b : a)) : undefined;
+    rows.push({
+      goal: `CPU per member at M = ${CPU_AT_MEMBERS}, % of one core`,
+      store,
+      measured: cpuWorst ? `${cpuWorst.idle.cpuPct.toFixed(1)} (${where(cpuWorst)})` : 'not measured in this run',
+      target: 'reported',
+      verdict: '',
+    });
     worst(
       'a graceful leave (SIGTERM): its shards owned by others, p95 over its shards',
       `≤ ${LEAVE_P95_GOAL_MS} ms`,
