@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ShardCaseResult } from '../lib/shard-chain.js';
-import { SHARD_MOVE_NOTE, shardReport, type ShardStoreRun } from './shard-report.js';
+import { RECORDS_NOTE, SHARD_MOVE_NOTE, shardReport, type ShardStoreRun } from './shard-report.js';
 
-function aCase(o: { writes?: number; leaveP95?: number; api?: Record<string, number> } = {}): ShardCaseResult {
+function aCase(o: { writes?: number; leaveP95?: number; api?: Record<string, number>; recordsFull?: number } = {}): ShardCaseResult {
   const change = { ms: 100, moved: 10, fewest: 10 };
   return {
     shards: 256,
@@ -17,7 +17,7 @@ function aCase(o: { writes?: number; leaveP95?: number; api?: Record<string, num
       lists: 0,
       fullReads: 8,
       changeReads: 600,
-      recordsFull: 8 * 265,
+      recordsFull: o.recordsFull ?? 8 * 265,
       recordsChanges: 960,
       ...(o.api ? { apiRequests: o.api, fromWatch: true } : {}),
       conflicts: 0,
@@ -64,5 +64,11 @@ describe('the shard groups section', () => {
       /\| Kubernetes \| 256 \| 8 \| 0\.0 \/ 0\.0 \/ 0\.0 \/ 0\.0 \/ 240\.0 \/ 0\.0 \/ 0\.0 \| 240 \| 30\.0 \| 61,440 \(7,680 \+ 53,760\) \/ 7,680 \| 0\.4 % \|/,
     );
     assert.match(md, /N × 30 UPDATEs and N × \(M − 1\) × 30 GETs a minute for the group/);
+  });
+
+  it("records over their goal from the minute's whole-group read bring its explanation; within it, none", () => {
+    // 8 members, 30 s: 16 × 8 records allowed each; by change 120 each, and a read of 265 on top.
+    assert.ok(shardReport([run([aCase()])], 30).includes(RECORDS_NOTE));
+    assert.ok(!shardReport([run([aCase({ recordsFull: 0 })])], 30).includes(RECORDS_NOTE));
   });
 });
