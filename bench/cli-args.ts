@@ -26,6 +26,7 @@ export const BENCH_FLAGS = {
   'shard-sizes': { type: 'string', describe: 'bench: the shard counts N of the shards part, comma-separated' },
   'shard-members': { type: 'string', describe: 'bench: the member counts M of the shards part, comma-separated, ascending' },
   'shard-stores': { type: 'string', describe: 'bench: the stores of the shards part: sqlite, postgres, kubernetes, comma-separated' },
+  'shard-kube-cases': { type: 'string', describe: 'bench: the Kubernetes cases of the shards part, NxM (N shards, M members), comma-separated' },
   backend: {
     type: 'string',
     describe:

@@ -4,6 +4,7 @@
  */
 import type { ClusterSession } from '../test/support/cluster-session.js';
 import type { ImageNode } from './lib/image-node.js';
+import type { ShardChainCases } from './lib/shard-cases.js';
 
 /** The bench's command-line options, read once (bench/options.ts). */
 export interface BenchOptions {
@@ -24,6 +25,8 @@ export interface BenchOptions {
   shardSizes: number[];
   shardMembers: number[];
   shardStores: string[];
+  /** The shards phase on Kubernetes: one chain per N, its member counts ascending (`--shard-kube-cases`). */
+  shardKubeCases: ShardChainCases[];
 }
 
 /** Every phase's result carries the markdown it contributes; the rest is its own. */

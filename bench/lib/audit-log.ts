@@ -9,6 +9,8 @@ export interface AuditEvent {
   verb: string;
   user: { username: string };
   responseStatus?: { code?: number };
+  /** What the request was about (absent for non-resource requests such as /version). */
+  objectRef?: { resource?: string };
 }
 
 /** The log's size now: the offset from which the next events are read (the log only grows). */

@@ -5,8 +5,9 @@
  * shards never seen), and for each member count M, ascending, the chain:
  *   1. grows the group to M members and waits until it is balanced (every shard owned once,
  *      each member floor(N/M) or ceil(N/M)), then a few seconds more;
- *   2. idle: over a window, the store's count of the group's writes, each member's lists (its
- *      /metrics), CPU and RSS, and a plain leader sidecar's RSS at the same moments;
+ *   2. idle: over a window, the store's count of the group's writes (on Kubernetes also the API
+ *      server's count of every request for the group), each member's lists, whole-group reads and
+ *      records read (its /metrics), CPU and RSS, and a plain leader sidecar's RSS at the same moments;
  *   3. join: one member added; from its first shards.json (its start-up done) until the M + 1
  *      are balanced; the shards that changed owner;
  *   4. graceful leave: SIGTERM to the oldest member; from the signal until each of its shards is
@@ -24,6 +25,7 @@ import { cpuTicks, rssMB } from './proc-stats.js';
 import { quantile } from './quantile.js';
 import { countsBetween, requestCounts, type RequestCounts } from './member-metrics.js';
 import type { GroupWriteCounter } from './group-writes.js';
+import type { GroupRequestCounter, VerbCounts } from './group-requests.js';
 import { ShardFiles, type FollowedMember } from './shard-files.js';
 import { balanced, movedShards, ownedAgainAt, ownedAt, ownedSince, ownerMap, ownersOf } from './shard-settle.js';
 
@@ -41,6 +43,10 @@ export interface ShardStore {
   start(o: { id: string; statusDir: string; group: string; shards?: number }): Proc;
   /** The store's own count of the group's writes. */
   writes(group: string): GroupWriteCounter;
+  /** Kubernetes: the API server's count of every request for the group, by verb (its audit log). */
+  requests?(group: string): GroupRequestCounter;
+  /** The store answers reads by change from a copy its watch keeps (Kubernetes): a whole-group answer costs no request. */
+  readsFromWatch?: boolean;
 }
 
 export interface IdleFigures {
@@ -53,6 +59,16 @@ export interface IdleFigures {
   ownWrites: number;
   /** Lists every member sent, together. */
   lists: number;
+  /** The members' reads of the group that answered (their /metrics), together: whole-group ones, and reads of changes. */
+  fullReads: number;
+  changeReads: number;
+  /** The records those reads brought, together. */
+  recordsFull: number;
+  recordsChanges: number;
+  /** Kubernetes: the API server's requests for the group over the window, every member together, by verb. */
+  apiRequests?: VerbCounts;
+  /** The members' reads by change came from a copy their store's watch keeps: its whole-group answers sent no request. */
+  fromWatch?: boolean;
   /** Writes that lost their compare-and-swap, every member together. */
   conflicts: number;
   /** Mean share of one core per member over the window, %. */
@@ -117,6 +133,7 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
   const members: Member[] = [];
   const files = new ShardFiles(() => members);
   const writes = store.writes(group);
+  const requests = store.requests?.(group);
   let seq = 0;
   const label = `${store.name} N=${N}`;
 
@@ -150,7 +167,8 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
     const procs = [...members.map((m) => m.proc), o.plain];
     await Promise.all(members.map(addressOf));
     // The members' own counts are read inside the store's window, so theirs is the narrower one.
-    const win = await writes.open();
+    // Both counts' windows open and close together: one waiting on the other would widen it.
+    const [win, requestWin] = await Promise.all([writes.open(), requests?.open()]);
     const w0 = performance.now();
     const load = loadavg()[0]!;
     const before = await Promise.all(members.map(async (m) => (await requestCounts(m.address!)) ?? new Map<string, number>()));
@@ -166,7 +184,7 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
     const cpu = members.map((m, i) => (cpuTicks(m.proc.pid) - cpu0[i]!) / HZ / cpuSeconds);
     const after = await Promise.all(members.map(async (m) => (await requestCounts(m.address!)) ?? new Map<string, number>()));
     const seconds = (performance.now() - w0) / 1000;
-    const counted = await win.close();
+    const [counted, apiRequests] = await Promise.all([win.close(), requestWin?.close()]);
     const sum = (want: (k: string) => boolean) => after.reduce((a: number, c: RequestCounts, i) => a + countsBetween(before[i]!, c, want), 0);
     const median = (xs: number[]) => quantile(xs, 0.5);
     return {
@@ -175,6 +193,12 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
       writes: counted,
       ownWrites: sum((k) => k === 'update ok' || k === 'create ok'),
       lists: sum((k) => k.startsWith('list ')),
+      fullReads: sum((k) => k === 'reads full'),
+      changeReads: sum((k) => k === 'reads changes'),
+      recordsFull: sum((k) => k === 'records full'),
+      recordsChanges: sum((k) => k === 'records changes'),
+      ...(apiRequests ? { apiRequests } : {}),
+      ...(store.readsFromWatch ? { fromWatch: true } : {}),
       conflicts: sum((k) => k.endsWith(' conflict')),
       cpuPct: (cpu.reduce((a, b) => a + b, 0) / members.length) * 100,
       rssMB: rss.slice(0, members.length).map(median),
@@ -244,8 +268,9 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
       await sleep(QUIET_MS);
       o.log(`${label} M=${M}: balanced in ${(growMs / 1000).toFixed(1)} s; idle window of ${o.idleSeconds} s`);
       const idleFigures = await idle();
+      const perMemberMin = (n: number) => ((n / M) * (60 / idleFigures.seconds)).toFixed(1);
       o.log(
-        `${label} M=${M}: ${((idleFigures.writes / M) * (60 / idleFigures.seconds)).toFixed(1)} writes per member per minute at the store, ${((idleFigures.lists / M) * (60 / idleFigures.seconds)).toFixed(1)} lists; join`,
+        `${label} M=${M}: per member per minute ${perMemberMin(idleFigures.writes)} writes at the store, ${perMemberMin(idleFigures.lists)} lists, ${perMemberMin(idleFigures.fullReads)} whole-group reads, ${perMemberMin(idleFigures.recordsFull + idleFigures.recordsChanges)} records read${idleFigures.apiRequests ? `, ${perMemberMin(Object.values(idleFigures.apiRequests).reduce((a, b) => a + b, 0))} API requests` : ''}; join`,
       );
       const joined = await join();
       if (joined.ms > GOALS.joinMs) keepLogs('join');

@@ -5,7 +5,8 @@
  */
 import { quantile } from '../lib/quantile.js';
 import { DEFAULT_T, type ShardCaseResult } from '../lib/shard-chain.js';
-import { idleWritesPerMin, leaveP95, shardGoalRows, shardGoalsMarkdown } from './shard-goals.js';
+import { apiRequestsPerMin, fullListsPerMin, idleWritesPerMin, leaveP95, recordsRead, shardGoalRows, shardGoalsMarkdown } from './shard-goals.js';
+import { CLIENT_GO_MODEL, clientGoGroupPerMin, RETRIES_PER_MIN } from './client-go-shards.js';
 
 export interface ShardStoreRun {
   /** e.g. "SQLite", "PostgreSQL 15.14", "Kubernetes". */
@@ -20,12 +21,10 @@ export interface ShardStoreRun {
   minutes: number;
 }
 
-/** client-go's way (one Lease per shard, renewed by its owner every retry period, as Knative's buckets): writes a minute for the group. */
-export const clientGoGroupPerMin = (shards: number): number => shards * (60_000 / DEFAULT_T.retryMs);
-
 const f1 = (n: number) => n.toFixed(1);
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
 const perMin = (n: number, r: ShardCaseResult) => (n / r.members) * (60 / r.idle.seconds);
+const VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] as const;
 
 /**
  * Why a change of many shards takes longer than its goal, printed under the goals while one of
@@ -35,28 +34,48 @@ const perMin = (n: number, r: ShardCaseResult) => (n / r.members) * (60 / r.idle
 export const SHARD_MOVE_NOTE = [
   '**Why a change of many shards misses its goal.** Each shard that changes owner costs two',
   "compare-and-swaps of its own: the old owner's release once the shard has passed its gate, and",
-  "the new owner's take after it lists the group on the store's hint; each is its own commit",
-  '(an fsync on SQLite and PostgreSQL, one request on Kubernetes), 16 at a time per member.',
+  "the new owner's take after it reads the group on the store's hint. A member's releases, and",
+  'its takes, go to the store in batches ([design](design.md#writes-in-batches)): one transaction',
+  'of at most 256 rows on SQLite and PostgreSQL, 5 requests in flight on Kubernetes.',
   '`shards.json` is written once per pass of the member, whatever it gained or lost in it. A',
   'leave of N/M shards is N/M releases in the leaver and N/M takes spread over the others; after',
   'a crash the N/M takes wait out the lease duration and then come the same way; a join moves',
-  "the newcomer's share alike. At M = 32 every member also lists the whole group on each of the",
-  "others' heartbeats (the idle table's lists), and the sidecars run interpreted (`--jitless`, as",
-  'the image runs them) on the two cores they share with the store and the bench, so the time',
-  "grows with N/M and with the load. Writing a member's releases or takes in one transaction",
-  '(SQLite, PostgreSQL) is the next step; the goals hold where N/M is small.',
+  "the newcomer's share alike. The sidecars run interpreted (`--jitless`, as the image runs",
+  'them) on the two cores they share with the store and the bench, so the time grows with N/M',
+  'and with the load (the load column of the idle table).',
 ].join('\n');
 
 /**
- * Each member lists the group on every hint of a change, at most every 50 ms, and every store
- * hints at every write, heartbeats included: about one list per other member's heartbeat.
+ * What a member reads while idle, on each store (docs/design.md, "Shard reads by change"): reads
+ * of changes on every hint, a whole-group read a minute on the SQL stores, none on Kubernetes.
  */
-const LISTS_NOTE = [
-  "A member lists the group whenever its store hints at a change (SQLite's change counter polled",
+const READS_NOTE = [
+  "A member reads the group whenever its store hints at a change (SQLite's change counter polled",
   'every 50 ms, a PostgreSQL NOTIFY, a Kubernetes watch event), at most every 50 ms, and at least',
   "once per retry period. Every write is such a hint, the other members' heartbeats included, so",
-  "a member's lists grow with M (about M − 1 per retry period while they fit in 50 ms apart)",
-  'although its writes do not.',
+  "a member's reads grow with M (about M − 1 per retry period while they fit in 50 ms apart)",
+  'although its writes do not. Each is a read of what changed since its last (on SQLite and',
+  "PostgreSQL one query; on Kubernetes an answer from the copy the store's watch keeps, which sends",
+  'no request), so it brings the heartbeats written since, its own included, not N + M + 1',
+  'records. A whole-group read comes at start, once a minute (on SQLite and PostgreSQL a query of',
+  "every record: it finds versions written by hand below the cursor; on Kubernetes the copy's own",
+  'answer, no request), and when the group holds fewer records than the copy (a deletion); on',
+  'Kubernetes a LIST is sent only to fill the copy (at start, and when the watch cannot resume) and',
+  'before a take that rests on time passing (after a crash).',
+].join('\n');
+
+/**
+ * Why the records goal is missed where the stores read the whole group once a minute (SQLite,
+ * PostgreSQL: docs/design.md, "Shard reads by change"), printed while it is: that read alone is
+ * N + M + 1 records, more than the M × 31 the goal allows a minute once N passes about 30 M.
+ */
+export const RECORDS_NOTE = [
+  '**Why records read can miss their goal on SQLite and PostgreSQL.** The goal allows every',
+  "member's heartbeats (31 × M a minute). A member's reads of changes bring those (the idle",
+  "table's first figure), but once a minute it also reads the whole group, N + M + 1 records (the",
+  'second figure; it finds versions written by hand below its cursor): with N past about 30 × M',
+  'that read alone is over. A window shorter than a minute may miss it, and then the case meets',
+  "the goal by chance. On Kubernetes that read is answered from the watch's copy, with no request.",
 ].join('\n');
 
 /** Heartbeats this much below one per retry period mean the members' turns waited for a core. */
@@ -66,10 +85,37 @@ export function shardReport(runs: readonly ShardStoreRun[], idleSeconds: number)
   const idleRows = runs.flatMap((run) =>
     run.results.map((r) => {
       const rss = r.idle.rssMB;
-      const cg = clientGoGroupPerMin(r.shards);
-      return `| ${run.store} | ${r.shards} | ${r.members} | ${f1(idleWritesPerMin(r))} | ${f1(perMin(r.idle.ownWrites, r))} | ${f1(perMin(r.idle.lists, r))} | ${r.idle.conflicts} | ${f1(r.idle.cpuPct)} | ${f1(quantile(rss, 0.5))} / ${f1(Math.max(...rss))} | ${f1(r.idle.plainRssMB)} | ${int(cg)} / ${f1(cg / r.members)} | ${f1(r.idle.load)} |`;
+      const cg = clientGoGroupPerMin(r.shards, r.members).updates;
+      const whole = `${f1(fullListsPerMin(r))}${r.idle.fromWatch ? ` (${f1(perMin(r.idle.fullReads, r))} from its copy)` : ''}`;
+      const records = `${f1(perMin(r.idle.recordsChanges, r))} + ${f1(perMin(recordsRead(r) - r.idle.recordsChanges, r))}`;
+      return `| ${run.store} | ${r.shards} | ${r.members} | ${f1(idleWritesPerMin(r))} | ${f1(perMin(r.idle.ownWrites, r))} | ${whole} | ${f1(perMin(r.idle.changeReads, r))} | ${records} | ${r.idle.conflicts} | ${f1(r.idle.cpuPct)} | ${f1(quantile(rss, 0.5))} / ${f1(Math.max(...rss))} | ${f1(r.idle.plainRssMB)} | ${int(cg)} / ${f1(cg / r.members)} | ${f1(r.idle.load)} |`;
     }),
   );
+  const apiRows = runs.flatMap((run) =>
+    run.results
+      .filter((r) => r.idle.apiRequests)
+      .map((r) => {
+        const a = r.idle.apiRequests!;
+        const verbs = VERBS.map((v) => f1(((a[v] ?? 0) * 60) / r.idle.seconds)).join(' / ');
+        const all = apiRequestsPerMin(r)!;
+        const cg = clientGoGroupPerMin(r.shards, r.members);
+        return `| ${run.store} | ${r.shards} | ${r.members} | ${verbs} | ${int(all)} | ${f1(all / r.members)} | ${int(cg.requests)} (${int(cg.updates)} + ${int(cg.gets)}) / ${int(cg.requests / r.members)} | ${f1((100 * all) / cg.requests)} % |`;
+      }),
+  );
+  const apiSection = apiRows.length
+    ? `
+
+### Idle: the API server's requests for the group, beside client-go's way
+
+Every request on Leases by the members' users over the idle window, from the API server's audit
+log (any answer, lost compare-and-swaps included; a watch counted once, when it starts), a minute
+for the whole group, by verb; and every verb together, for the group and per member. Beside it
+${CLIENT_GO_MODEL}
+
+| store | N | M | requests/min for the group: get / list / watch / create / update / patch / delete | all | per member | client-go's way: requests/min for the group (UPDATEs + GETs) / per member | share of client-go's |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+${apiRows.join('\n')}`
+    : '';
   const changeRows = runs.flatMap((run) =>
     run.results.map((r) => {
       const l = r.leave;
@@ -93,6 +139,9 @@ export function shardReport(runs: readonly ShardStoreRun[], idleSeconds: number)
     idleSeconds,
   );
   const moveNote = goals.some((g) => g.verdict === 'not met' && /leave|join|crash/.test(g.goal)) ? `\n\n${SHARD_MOVE_NOTE}` : '';
+  const recordsMissed =
+    rows.some(({ r }) => !r.idle.fromWatch && r.idle.recordsFull > 0) && goals.some((g) => g.verdict === 'not met' && g.goal.startsWith('records read'));
+  const recordsNote = recordsMissed ? `\n\n${RECORDS_NOTE}` : '';
   return `Real \`leasehold sidecar --shards N\` processes with the default timings (${DEFAULT_T.leaseMs / 1000} s / ${DEFAULT_T.deadlineMs / 1000} s / ${DEFAULT_T.retryMs / 1000} s),
 each with its HTTP listener on (probes, metrics) and a status directory, every member and the
 bench on this machine's cores. One group per N and store (a new group waits a lease duration
@@ -110,25 +159,29 @@ ${stores}
 ${shardGoalsMarkdown(
   runs.map((r) => ({ store: r.store, results: r.results })),
   idleSeconds,
-)}${moveNote}
+)}${moveNote}${recordsNote}
 
-### Idle: the store's writes, lists, CPU and memory per member
+### Idle: the store's writes, reads, CPU and memory per member
 
-Over the idle window: writes per member per minute as the store counted them, and as the members
+Over the idle window, per member per minute: writes as the store counted them, and as the members
 counted their own (their \`/metrics\`: creates and updates that succeeded, read just after the
-window opened and just before it closed); lists per member per
-minute; writes that lost their compare-and-swap (all members); CPU as the mean share of one core
+window opened and just before it closed); whole-group reads (the members' count,
+\`leasehold_shard_group_reads_total{read="full"}\`; on Kubernetes the LISTs the API server
+counted, and in brackets the whole-group answers of the watch's copy, which sent none); reads of
+changes; records read (\`leasehold_shard_group_records_read_total\`), by change + in whole-group
+reads (on Kubernetes N + M + 1 per LIST, the copy's answers being no read of the store); then
+writes that lost their compare-and-swap (all members); CPU as the mean share of one core
 per member; RSS per member sampled every 5 s (the median member's median / the largest
 member's), beside a plain leader sidecar's, started with the same flags on its own lease in the
 same store; the machine's 1-minute load average as the window opened. client-go's way,
 computed: one Lease per shard renewed by its owner every retry period (as Knative's buckets
-are), N × ${60_000 / DEFAULT_T.retryMs} writes a minute for the group and N/M × ${60_000 / DEFAULT_T.retryMs} per member.
+are), N × ${RETRIES_PER_MIN} writes a minute for the group and N/M × ${RETRIES_PER_MIN} per member.
 
-| store | N | M | writes/min per member (store) | (members' count) | lists/min per member | conflicts | CPU % per member | RSS MiB per member | plain sidecar RSS MiB | client-go's way: writes/min, group / per member | load |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+| store | N | M | writes/min per member (store) | (members' count) | whole-group reads/min per member | reads of changes/min per member | records read/min per member: by change + whole | conflicts | CPU % per member | RSS MiB per member | plain sidecar RSS MiB | client-go's way: writes/min, group / per member | load |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 ${idleRows.join('\n')}
 
-${LISTS_NOTE}${lateNote}
+${READS_NOTE}${lateNote}${apiSection}
 
 ### Join, graceful leave, crash
 

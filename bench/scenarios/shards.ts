@@ -1,12 +1,14 @@
 /**
- * The shard groups' part of `npm run bench` (issue 38; alone: `--only shards`): real
+ * The shard groups' part of `npm run bench` (issues 38 and 43; alone: `--only shards`): real
  * `leasehold sidecar --shards N` processes with the default timings (15 s / 10 s / 2 s), for each
  * N of `--shard-sizes` and M of `--shard-members` on SQLite and on a PostgreSQL server started
- * for the run, and N = 256, M = 8 on a real kube-apiserver (`--shard-stores` chooses among the
- * three). For each case (bench/lib/shard-chain.ts): the store's count of the group's writes per
- * member while idle, the members' lists, CPU and RSS beside a plain leader sidecar's; the time to
- * settle after a join, a graceful leave and a crash, and the shards each moved. The figures and
- * the goals go to docs/benchmarks.md (bench/report/shard-report.ts).
+ * for the run, and the cases of `--shard-kube-cases` (N = 256 with M = 8 and 32, N = 4096 with
+ * M = 2) on a real kube-apiserver (`--shard-stores` chooses among the three). For each case
+ * (bench/lib/shard-chain.ts): the store's count of the group's writes per member while idle (on
+ * Kubernetes also the API server's count of every request for the group), the members' whole-group
+ * reads and records read, CPU and RSS beside a plain leader sidecar's; the time to settle after a
+ * join, a graceful leave and a crash, and the shards each moved. The figures and the goals go to
+ * docs/benchmarks.md (bench/report/shard-report.ts).
  */
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -18,12 +20,12 @@ import { loadConnection } from '../../src/kube/kubeconfig.js';
 import { createNamespace } from '../lib/candidates.js';
 import { imageNode } from '../lib/image-node.js';
 import { auditGroupWrites, postgresGroupWrites, sqliteGroupWrites } from '../lib/group-writes.js';
+import { auditGroupRequests } from '../lib/group-requests.js';
+import { formatShardCases, KUBE_CASES_DEFAULT, type ShardChainCases } from '../lib/shard-cases.js';
 import { shardChain, type ShardCaseResult, type ShardStore } from '../lib/shard-chain.js';
 import { shardReport, type ShardStoreRun } from '../report/shard-report.js';
 import type { BenchOptions, Phase, PhaseContext } from '../phase.js';
 
-/** The Kubernetes case the issue asks for. */
-export const KUBE_CASE = { shards: 256, members: 8 };
 export const SHARD_STORES = ['sqlite', 'postgres', 'kubernetes'] as const;
 
 export interface ShardsBenchResult {
@@ -51,6 +53,8 @@ export async function benchShards(o: {
   sizes: readonly number[];
   memberCounts: readonly number[];
   stores: readonly string[];
+  /** On Kubernetes: one chain per N, its member counts ascending. */
+  kubeCases: readonly ShardChainCases[];
   idleSeconds: number;
   log: (m: string) => void;
 }): Promise<ShardsBenchResult> {
@@ -60,20 +64,22 @@ export async function benchShards(o: {
   const runs: ShardStoreRun[] = [];
   const dir = tempDir('leasehold-bench-shards-');
   /** One store: a plain leader sidecar started first, then one chain per N. */
-  const runStore = async (name: string, runtime: string, how: string, store: ShardStore, cases: { sizes: readonly number[]; members: readonly number[] }) => {
+  const runStore = async (name: string, runtime: string, how: string, store: ShardStore, chains: readonly ShardChainCases[]) => {
     const loadBefore = loadavg()[0]!;
     const started = Date.now();
     const plain = store.start({ id: 'plain', statusDir: join(dir.path, `${name}-plain`), group: 'plain' });
     const results: ShardCaseResult[] = [];
     try {
-      for (const N of cases.sizes)
-        results.push(...(await shardChain({ store, shards: N, memberCounts: cases.members, idleSeconds: o.idleSeconds, dir: dir.path, plain, log: o.log })));
+      for (const c of chains)
+        results.push(...(await shardChain({ store, shards: c.shards, memberCounts: c.members, idleSeconds: o.idleSeconds, dir: dir.path, plain, log: o.log })));
     } finally {
       plain.kill('SIGTERM');
       await plain.exited;
     }
     runs.push({ store: name, runtime, how, results, load: [loadBefore, loadavg()[0]!], minutes: (Date.now() - started) / 60_000 });
   };
+  /** The SQL stores' chains: every N of --shard-sizes through every M of --shard-members. */
+  const grid = o.sizes.map((shards) => ({ shards, members: [...o.memberCounts] }));
   try {
     if (o.stores.includes('sqlite')) {
       // Local mode runs on the Node running the bench (better-sqlite3's addon in node_modules is
@@ -88,10 +94,7 @@ export async function benchShards(o: {
         writes: (group) => sqliteGroupWrites(db(group)),
       };
       const runtime = `Node ${process.versions.node} \`node ${flags.join(' ')}\` (the one running the bench, whose better-sqlite3 addon is built for it, with the image's memory flags)`;
-      await runStore('SQLite', runtime, store.writes('shards').how, store, {
-        sizes: o.sizes,
-        members: o.memberCounts,
-      });
+      await runStore('SQLite', runtime, store.writes('shards').how, store, grid);
     }
     if (o.stores.includes('postgres')) {
       const pg = await startPostgres();
@@ -102,25 +105,29 @@ export async function benchShards(o: {
           start: (c) => onImageNode([...common(c), '--backend', 'postgres', '--postgres-url', pg.url()]),
           writes: () => counter,
         };
-        await runStore(`PostgreSQL ${pg.version}`, imageRuntime, counter.how, store, { sizes: o.sizes, members: o.memberCounts });
+        await runStore(`PostgreSQL ${pg.version}`, imageRuntime, counter.how, store, grid);
       } finally {
         await pg.stop();
       }
     }
     if (o.stores.includes('kubernetes')) {
-      const users = ['plain', ...Array.from({ length: 2 * KUBE_CASE.members + 4 }, (_, i) => `m${i}`)].map((id) => `shard-${id}`);
+      const users = ['plain', ...Array.from({ length: kubeUsersNeeded(o.kubeCases) }, (_, i) => `m${i}`)].map((id) => `shard-${id}`);
       const cp = await startControlPlane({ audit: true, extraUsers: users });
       const admin = new KubeClient(loadConnection(cp.adminKubeconfig));
       try {
         const ns = 'shards';
         await createNamespace(admin, ns);
-        const counter = auditGroupWrites(cp.auditLog!, (u) => u.startsWith('shard-m'));
+        const isMember = (u: string) => u.startsWith('shard-m');
+        const counter = auditGroupWrites(cp.auditLog!, isMember);
+        const requests = auditGroupRequests(cp.auditLog!, isMember);
         const store: ShardStore = {
           name: 'Kubernetes',
           start: (c) => onImageNode([...common(c), '--backend', 'kubernetes', '--kubeconfig', cp.userKubeconfigs[`shard-${c.id}`]!, '--namespace', ns]),
           writes: () => counter,
+          requests: () => requests,
+          readsFromWatch: true,
         };
-        await runStore('Kubernetes', imageRuntime, counter.how, store, { sizes: [KUBE_CASE.shards], members: [KUBE_CASE.members] });
+        await runStore('Kubernetes', imageRuntime, `${counter.how}; every request for the group counted by ${requests.how}`, store, o.kubeCases);
       } finally {
         admin.close();
         await cp.stop();
@@ -132,16 +139,25 @@ export async function benchShards(o: {
   return { markdown: shardReport(runs, o.idleSeconds), stores: runs };
 }
 
+/**
+ * The members' users one Kubernetes run needs: a chain names its members m0, m1, … as it adds
+ * them, and adds its largest M, one joiner per M, and one to replace each of the two that leave
+ * before the next M; a few more for slack.
+ */
+export const kubeUsersNeeded = (chains: readonly ShardChainCases[]): number =>
+  Math.max(...chains.map((c) => Math.max(...c.members) + 3 * c.members.length)) + 4;
+
 export const SHARDS_HEADING = '## Shard groups';
 
 /** The options of this phase that differ from their defaults, as given on the command line, for the note a splice writes. */
 export function shardsOptions(o: BenchOptions): string {
-  const d = { sizes: '16,256,1024', members: '2,8,32', stores: SHARD_STORES.join(',') };
+  const d = { sizes: '16,256,1024,4096', members: '2,8,32', stores: SHARD_STORES.join(','), kube: KUBE_CASES_DEFAULT };
   return [
     o.shardIdleSeconds !== 30 ? `--shard-idle-seconds ${o.shardIdleSeconds}` : '',
     o.shardSizes.join(',') !== d.sizes ? `--shard-sizes ${o.shardSizes.join(',')}` : '',
     o.shardMembers.join(',') !== d.members ? `--shard-members ${o.shardMembers.join(',')}` : '',
     o.shardStores.join(',') !== d.stores ? `--shard-stores ${o.shardStores.join(',')}` : '',
+    formatShardCases(o.shardKubeCases) !== d.kube ? `--shard-kube-cases ${formatShardCases(o.shardKubeCases)}` : '',
   ]
     .filter(Boolean)
     .join(' ');
@@ -151,16 +167,17 @@ export function shardsOptions(o: BenchOptions): string {
 export function shardsEstimateS(o: BenchOptions): number {
   // Per case: the idle window, the quiet after each change, a join and a leave, the crash's lease duration.
   const perCase = o.shardIdleSeconds + 35;
-  const chains = o.shardStores.filter((s) => s !== 'kubernetes').length * o.shardSizes.length;
   // A new group's wait, and the members started in batches.
-  const chain = 25 + o.shardMembers.length * perCase + Math.max(...o.shardMembers);
-  return chains * chain + (o.shardStores.includes('kubernetes') ? 60 + 25 + perCase : 0);
+  const chain = (members: readonly number[]) => 25 + members.length * perCase + Math.max(...members);
+  const sql = o.shardStores.filter((s) => s !== 'kubernetes').length * o.shardSizes.length * chain(o.shardMembers);
+  const kube = o.shardStores.includes('kubernetes') ? 60 + o.shardKubeCases.reduce((a, c) => a + chain(c.members), 0) : 0;
+  return sql + kube;
 }
 
 export const shardsPhase: Phase<ShardsBenchResult> = {
   name: 'shards',
   what: (o) =>
-    `shard groups (${o.shardSizes.join(', ')} shards; ${o.shardMembers.join(', ')} members; ${o.shardStores.join(', ')}): join, leave, crash, idle writes, RSS`,
+    `shard groups (${o.shardSizes.join(', ')} shards; ${o.shardMembers.join(', ')} members; ${o.shardStores.join(', ')}${o.shardStores.includes('kubernetes') ? `, Kubernetes ${formatShardCases(o.shardKubeCases)}` : ''}): join, leave, crash, idle writes and reads, RSS`,
   needsRoot: false,
   inFullRun: true,
   estimateS: shardsEstimateS,
@@ -174,6 +191,7 @@ export const shardsPhase: Phase<ShardsBenchResult> = {
       sizes: ctx.opts.shardSizes,
       memberCounts: ctx.opts.shardMembers,
       stores: ctx.opts.shardStores,
+      kubeCases: ctx.opts.shardKubeCases,
       idleSeconds: ctx.opts.shardIdleSeconds,
       log: ctx.log,
     }),

@@ -5,7 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Histogram, Registry } from 'prom-client';
+import { Counter, Histogram, Registry } from 'prom-client';
 import { MemoryGroupStore } from '../testing/memory-group-store.js';
 import { contractShard } from '../testing/group-store-contract.js';
 import { InstrumentedGroupStore } from './instrumented-store.js';
@@ -73,5 +73,26 @@ describe('InstrumentedGroupStore', () => {
     const inner = Object.assign(new MemoryGroupStore(), { changesFromWatch: true });
     // Dropped, a member would take from time passing on a copy that may lag, without re-reading.
     assert.equal(new InstrumentedGroupStore(inner, histogram).changesFromWatch, true);
+  });
+
+  it('counts whole-group reads apart from reads of changes, and the records each brought', async () => {
+    const registry = new Registry();
+    const histogram = new Histogram({ name: 'test_requests', help: 'test', labelNames: ['backend', 'op', 'result'] as const, registers: [registry] });
+    const reads = new Counter({ name: 'test_reads', help: 'test', labelNames: ['group', 'read'] as const, registers: [registry] });
+    const records = new Counter({ name: 'test_records', help: 'test', labelNames: ['group', 'read'] as const, registers: [registry] });
+    const inner = new MemoryGroupStore();
+    for (const i of [0, 1, 2]) await inner.createGroupRecord('g', contractShard(i));
+    const counted = new InstrumentedGroupStore(inner, histogram, { reads, records });
+    const first = await counted.readGroupChanges!('g', undefined); // no cursor: the whole group
+    await inner.updateGroupRecord('g', { ...contractShard(1), token: 9 }, first.records.find((r) => r.record.index === 1)!.version);
+    const next = await counted.readGroupChanges!('g', first.cursor);
+    assert.equal(next.full, false);
+    assert.equal(next.records.length, 1);
+    await counted.listGroup('g');
+    const values = async (c: Counter<'group' | 'read'>) =>
+      Object.fromEntries((await c.get()).values.map((v) => [`${v.labels.group} ${v.labels.read}`, v.value]));
+    // Two whole-group reads (the first read by change, the list) of 3 records each; one of changes, of 1.
+    assert.deepEqual(await values(reads), { 'g full': 2, 'g changes': 1 });
+    assert.deepEqual(await values(records), { 'g full': 6, 'g changes': 1 });
   });
 });

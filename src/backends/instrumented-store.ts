@@ -1,4 +1,4 @@
-import type { Histogram } from 'prom-client';
+import type { Counter, Histogram } from 'prom-client';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord } from './lease-store.js';
 import type { GroupRecord, GroupStore, GroupWrite, GroupWriteOutcome, VersionedGroupRecord } from './group-store.js';
 
@@ -59,8 +59,20 @@ async function timed<T>(histogram: Histogram<'backend' | 'op' | 'result'>, backe
 }
 
 /**
+ * What a member's reads of its group brought, labelled by `group` and `read`: `full` for an answer
+ * holding the whole group (a list, or a read by change the store answered in full), `changes` for
+ * one holding what changed since the last. The request histogram counts calls; these say how many
+ * of them were whole-group reads and how many records came back, which is what grows with N.
+ */
+export interface GroupReadCounters {
+  reads: Counter<'group' | 'read'>;
+  records: Counter<'group' | 'read'>;
+}
+
+/**
  * A shard group's store, timed into the same histogram: `list`, `changes`, `create` and `update`
- * of its records, and `batch` for a batch of writes (its result `ok` whatever each row's outcome).
+ * of its records, and `batch` for a batch of writes (its result `ok` whatever each row's outcome);
+ * with `counters`, each read that answered is counted with the records it brought.
  */
 export class InstrumentedGroupStore implements GroupStore {
   readonly backend: string;
@@ -75,6 +87,7 @@ export class InstrumentedGroupStore implements GroupStore {
   constructor(
     private readonly inner: GroupStore,
     private readonly histogram: Histogram<'backend' | 'op' | 'result'>,
+    private readonly counters?: GroupReadCounters,
   ) {
     this.backend = inner.backend;
     this.location = inner.location;
@@ -82,7 +95,12 @@ export class InstrumentedGroupStore implements GroupStore {
     this.changesFromWatch = inner.changesFromWatch;
     if (inner.watchGroup) this.watchGroup = inner.watchGroup.bind(inner);
     const changes = inner.readGroupChanges?.bind(inner);
-    if (changes) this.readGroupChanges = (group, cursor, opts) => timed(this.histogram, this.backend, 'changes', () => changes(group, cursor, opts));
+    if (changes)
+      this.readGroupChanges = async (group, cursor, opts) => {
+        const answer = await timed(this.histogram, this.backend, 'changes', () => changes(group, cursor, opts));
+        this.counted(group, answer.full ? 'full' : 'changes', answer.records.length);
+        return answer;
+      };
     // Without it the member would see a store without batches, and write one record at a time.
     const batch = inner.writeGroupRecords?.bind(inner);
     if (batch)
@@ -90,8 +108,10 @@ export class InstrumentedGroupStore implements GroupStore {
         timed(this.histogram, this.backend, 'batch', () => batch(group, writes, opts));
   }
 
-  listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
-    return timed(this.histogram, this.backend, 'list', () => this.inner.listGroup(group, opts));
+  async listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
+    const list = await timed(this.histogram, this.backend, 'list', () => this.inner.listGroup(group, opts));
+    this.counted(group, 'full', list.length);
+    return list;
   }
 
   createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
@@ -100,5 +120,10 @@ export class InstrumentedGroupStore implements GroupStore {
 
   updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
     return timed(this.histogram, this.backend, 'update', () => this.inner.updateGroupRecord(group, record, expectedVersion, opts));
+  }
+
+  private counted(group: string, read: 'full' | 'changes', records: number): void {
+    this.counters?.reads.inc({ group, read });
+    this.counters?.records.inc({ group, read }, records);
   }
 }

@@ -145,6 +145,9 @@ export class ShardMetrics extends SidecarMetrics {
   readonly shardChanges: Counter<'group' | 'event'>;
   readonly shardsOrphaned: Gauge<'group'>;
   readonly groupMembers: Gauge<'group'>;
+  /** The member's reads of the group (InstrumentedGroupStore): whole-group ones apart from reads of changes, and the records each brought. */
+  readonly groupReads: Counter<'group' | 'read'>;
+  readonly groupRecordsRead: Counter<'group' | 'read'>;
 
   constructor(group: string, shards: number) {
     super();
@@ -173,6 +176,22 @@ export class ShardMetrics extends SidecarMetrics {
       labelNames: ['group'],
       registers,
     });
+    this.groupReads = new Counter({
+      name: 'leasehold_shard_group_reads_total',
+      help: 'Reads of the group that answered: read="full" the whole group (a list, or a read by change answered in full), read="changes" what changed since the last read.',
+      labelNames: ['group', 'read'],
+      registers,
+    });
+    this.groupRecordsRead = new Counter({
+      name: 'leasehold_shard_group_records_read_total',
+      help: 'Records of the group those reads brought, by read="full" or "changes".',
+      labelNames: ['group', 'read'],
+      registers,
+    });
+    for (const read of ['full', 'changes']) {
+      this.groupReads.inc({ group, read }, 0);
+      this.groupRecordsRead.inc({ group, read }, 0);
+    }
     this.shardsOwned.set({ group }, 0);
     this.shardChanges.inc({ group, event: 'gained' }, 0);
     this.shardChanges.inc({ group, event: 'lost' }, 0);

@@ -268,6 +268,9 @@ describe('the sidecar in shard mode', () => {
       'leasehold_shard_group_members{group="workers"} 0',
     ])
       assert.ok(text.includes(line), `${line} in:\n${text}`);
+    // The member's reads (it has read once by now): both kinds, whether or not one came yet.
+    for (const series of ['reads_total', 'records_read_total'])
+      for (const read of ['full', 'changes']) assert.match(text, new RegExp(`leasehold_shard_group_${series}\\{group="workers",read="${read}"\\} \\d+\n`));
     assert.ok(!text.includes('leasehold_app_eligible{'), 'no eligibility series without a health source');
     assert.ok(await w.advanceUntil(() => a.s.member.snapshot().owned.length === 4, 20_000));
     await w.add('b', { statusDir: undefined });
@@ -282,6 +285,10 @@ describe('the sidecar in shard mode', () => {
     ])
       assert.ok(text.includes(line), `${line} in:\n${text}`);
     assert.match(text, /leasehold_backend_request_duration_seconds_count\{backend="memory",op="update",result="ok"\} [1-9]/);
+    // The member's reads reach the counters: the first, whole-group one (of a group still empty),
+    // then reads of changes, which brought the records the two members wrote.
+    assert.match(text, /leasehold_shard_group_reads_total\{group="workers",read="full"\} [1-9]/);
+    assert.match(text, /leasehold_shard_group_records_read_total\{group="workers",read="changes"\} [1-9]/);
     await w.stopAll();
   });
 

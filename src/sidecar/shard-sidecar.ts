@@ -187,7 +187,7 @@ export class ShardSidecar {
       leaseDurationMs: opts.leaseDurationMs,
       renewDeadlineMs: opts.renewDeadlineMs,
       retryPeriodMs: opts.retryPeriodMs,
-      store: new InstrumentedGroupStore(opts.store, m.backendRequests),
+      store: new InstrumentedGroupStore(opts.store, m.backendRequests, { reads: m.groupReads, records: m.groupRecordsRead }),
       group,
       shards: opts.shards,
       identity: opts.identity,
