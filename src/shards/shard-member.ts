@@ -250,6 +250,11 @@ export class ShardMember {
     this.life = { ...this.life, loop: null };
   }
 
+  /** How many shards this member owns now: what snapshot().owned.length says, without building the list. */
+  ownedCount(): number {
+    return this.phases.ownedCount();
+  }
+
   snapshot(): ShardMemberSnapshot {
     const m = this.mine;
     return {

@@ -124,6 +124,32 @@ describe('the sidecar in shard mode', () => {
     await w.stopAll();
   });
 
+  it('a leave of many shards builds shards.json a few times, not once per shard', async () => {
+    // Each lost shard's gate checks that the file holds its loss; the pass's one publish already
+    // wrote every loss, so the gates do not build the file again: a leave of 2,048 shards at
+    // N = 4096 built it 2,048 times (docs/benchmarks.md, "Shard writes at N = 4096").
+    const N = 64;
+    const w = world(N);
+    const a = await w.add('a');
+    assert.ok(await w.advanceUntil(() => w.fileShards('a').length === N, 20_000));
+    const publish = ShardsPublisher.prototype.publish;
+    let built = 0;
+    ShardsPublisher.prototype.publish = function (this: ShardsPublisher, status: ShardsStatus) {
+      built++;
+      return publish.call(this, status);
+    };
+    try {
+      const stopping = a.s.stop();
+      await w.clock.advance(T.renewDeadlineMs);
+      await stopping;
+    } finally {
+      ShardsPublisher.prototype.publish = publish;
+    }
+    assert.deepEqual(w.file('a').owned, [], 'every shard given up');
+    assert.equal(w.record(0)?.owner ?? null, null, 'released, not left to expire');
+    assert.ok(built <= 8, `shards.json built ${built} times for a leave of ${N} shards`);
+  });
+
   it("a lost shard is written as not owned before its drain begins, and released only once the app posts that shard's token", async () => {
     const w = world(2);
     const seenAtDrain: number[][] = [];
