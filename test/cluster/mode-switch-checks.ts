@@ -13,7 +13,7 @@
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { REPO, waitFor } from '../support/cli.js';
 import type { ClusterSession } from '../support/cluster-session.js';
@@ -33,7 +33,7 @@ const MARKER = 'switch-marker';
 const MARK = 'leasehold.io/injected-mark';
 /** An app that exits on SIGTERM, so a deleted pod goes at once and the sidecar releases. */
 const APP_COMMAND = ['sh', '-c', "trap 'exit 0' TERM; while true; do sleep 1 & wait $!; done"];
-/** The longest a switch may refuse pods or admit them without the sidecar: 0.2 to 3.7 s seen on a loaded 2-core machine. */
+/** The longest a switch may refuse pods or admit them without the sidecar: 0.1 to 3.7 s seen on a loaded 2-core machine. */
 const MAX_WINDOW_MS = 10_000;
 /** Creations tried after helm returned: the API server's admission plugins follow the configurations by informers. */
 const SETTLE_MS = 5_000;
@@ -76,10 +76,13 @@ export function modeSwitchChecks(cluster: ClusterSession): void {
       const r = run(['-n', APPS_NS, 'get', `role/${name}`, `rolebinding/${name}`, '-o', 'jsonpath={.items[*].metadata.uid}']);
       return r.status === 0 ? r.stdout.trim() : '';
     };
+    /** The helm of a switch while it runs: the cleanup ends it (by its PID) if a check timed out. */
+    let helmChild: ChildProcess | undefined;
     /** helm without blocking this process, so the sampler keeps running while it does. */
     const helmAsync = (...args: string[]) =>
       new Promise<void>((resolve, reject) => {
         const child = spawn(cluster.helmPath, ['--kubeconfig', cluster.kubeconfig, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+        helmChild = child;
         let err = '';
         child.stderr.on('data', (d: Buffer) => (err += d.toString()));
         child.once('error', reject);
@@ -138,6 +141,7 @@ export function modeSwitchChecks(cluster: ClusterSession): void {
     // Whatever failed: the sampler, the release, its grants (they outlive it), its Secrets (made by
     // the operator, not by helm) and the namespaces go.
     after(async () => {
+      if (helmChild?.pid !== undefined && helmChild.exitCode === null && helmChild.signalCode === null) process.kill(helmChild.pid);
       await sampler?.stop();
       run(['-n', APPS_NS, 'delete', 'deployments,pods', '--all', '--ignore-not-found', '--wait=false']);
       run(['-n', OPERATOR_NS, 'delete', 'secrets', `${RELEASE}-tls`, `${RELEASE}-mark`, '--ignore-not-found', '--wait=false']);
