@@ -37,7 +37,7 @@ describe('a member’s shard phases, in one map', () => {
     assert.equal(p.ownedCount(), 2);
     const e = p.end(1, A, 0)!;
     agree('ending');
-    p.keep(1, { session: A, token: 1, untilMono: 1 });
+    p.keep(1, { session: A, token: 1, untilMono: 1, release: { end: 'given up', round: 0 } });
     agree('kept');
     p.endingOver(1, e);
     p.keptOver(1);
