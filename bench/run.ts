@@ -2,7 +2,7 @@
  * npm run bench [-- --list] [--only PHASE[,PHASE...] [--splice]] [--no-write]
  *                 [--trials N] [--seconds S] [--idle-seconds S] [--cluster-trials N] [--streams N]
  *                 [--standbys N] [--scale-trials N] [--scale-setups sqlite,leasehold,client-go] [--operator-pods N]
- *                 [--shard-idle-seconds S] [--shard-sizes 16,256,1024] [--shard-members 2,8,32] [--shard-stores sqlite,postgres,kubernetes]
+ *                 [--shard-idle-seconds S] [--shard-sizes 16,256,1024,4096] [--shard-members 2,8,32] [--shard-stores sqlite,postgres,kubernetes]
  *
  * Runs the phases of the registry (bench/phases.ts; `--list` prints them: name, whether they
  * need root, an estimate, their section of docs/benchmarks.md) and rewrites docs/benchmarks.md

@@ -48,7 +48,7 @@ it('takes its flags, and each default when left out', { timeout: 60_000 }, async
   assert.deepEqual(JSON.parse(r.stdout), [3, 'sqlite', '1', 1.5, 12, [64], [2, 5], ['sqlite', 'kubernetes']]);
   const d = await options([]);
   assert.equal(d.code, 0, d.stderr);
-  assert.deepEqual(JSON.parse(d.stdout), [20, '', '1', null, 30, [16, 256, 1024], [2, 8, 32], ['sqlite', 'postgres', 'kubernetes']]);
+  assert.deepEqual(JSON.parse(d.stdout), [20, '', '1', null, 30, [16, 256, 1024, 4096], [2, 8, 32], ['sqlite', 'postgres', 'kubernetes']]);
 });
 
 for (const [name, args, message] of [
