@@ -112,4 +112,47 @@ describe('the shard assignment', () => {
       assert.deepEqual(assignShards(G, 64, members, now), goal, `after shard ${s} was taken`);
     }
   });
+
+  it('the rendezvous hash is the one docs/design.md writes down: FNV-1a 32 of G/identity/slot/session, mixed with the shard by murmur3', () => {
+    // The design's formula, written again here: a member that owns all 16 keeps the 8 it ranks
+    // highest when a newcomer joins.
+    const seed = (text: string) => {
+      let h = 0x811c9dc5;
+      for (const ch of text) {
+        const c = ch.codePointAt(0)!;
+        h = Math.imul(h ^ (c & 0xff), 0x01000193);
+        if (c > 0xff) h = Math.imul(h ^ (c >>> 8), 0x01000193);
+      }
+      return h >>> 0;
+    };
+    const weight = (sd: number, shard: number) => {
+      let h = (sd ^ Math.imul(shard + 1, 0x9e3779b1)) >>> 0;
+      h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+      h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+      return (h ^ (h >>> 16)) >>> 0;
+    };
+    const N = 16;
+    const kept = (key: string) => {
+      const target = assignShards(
+        G,
+        N,
+        [
+          { key, identity: 'pod-é' },
+          { key: 'newcomer/1', identity: 'pod-b' },
+        ],
+        new Array<string>(N).fill(key),
+      );
+      return target.flatMap((owner, s) => (owner === key ? [s] : []));
+    };
+    for (const key of ['0/1', '0/2', '3/7']) {
+      const sd = seed(`${G}/pod-é/${key}`);
+      const byFormula = Array.from({ length: N }, (_, s) => s)
+        .sort((x, y) => weight(sd, y) - weight(sd, x) || x - y)
+        .slice(0, N / 2)
+        .sort((x, y) => x - y);
+      assert.deepEqual(kept(key), byFormula, `session ${key}`);
+    }
+    // The session is in the seed: another session of the same identity ranks the shards its own way.
+    assert.notDeepEqual(kept('0/1'), kept('0/2'));
+  });
 });
