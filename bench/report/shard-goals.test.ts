@@ -163,4 +163,20 @@ describe('shard goals', () => {
     assert.equal(cpu.measured, '4.3 (N = 256, M = 32)');
     assert.equal(cpu.verdict, '');
   });
+
+  for (const seconds of [10, 30]) {
+    it(`a ${seconds} s window that caught one whole-group read per member is not judged (it could be ${60 / seconds} a minute)`, () => {
+      const r = aCase(256, 2);
+      const short = { ...r, idle: { ...r.idle, seconds, writes: (seconds / 2) * 2, changeReads: (seconds / 2) * 2, recordsChanges: (seconds / 2) * 4 } };
+      const row = shardGoalRows([{ store: 'SQLite', results: [short] }], seconds).find((x) => x.goal.startsWith('whole-group reads'))!;
+      assert.equal(row.verdict, '', `${row.measured} against "${row.target}"`);
+      assert.match(row.measured, /1 of 1 cases not judged: a window under a minute caught a whole-group read/);
+      // Over a minute it is judged, and one read a member is within the goal.
+      const minute = shardGoalRows([{ store: 'SQLite', results: [r] }], 60).find((x) => x.goal.startsWith('whole-group reads'))!;
+      assert.equal(minute.verdict, 'met');
+      // None at all is judged at any window: nothing to extrapolate.
+      const none = { ...short, idle: { ...short.idle, fullReads: 0 } };
+      assert.equal(shardGoalRows([{ store: 'SQLite', results: [none] }], seconds).find((x) => x.goal.startsWith('whole-group reads'))!.verdict, 'met');
+    });
+  }
 });
