@@ -72,7 +72,7 @@ describe('GroupCache', () => {
     assert.deepEqual(store.calls, ['changes', 'changes']);
   });
 
-  it('a deleted record is gone from the copy at the next read (the count is smaller); reread() is the store\'s list', async () => {
+  it("a deleted record is gone from the copy at the next read (the count is smaller); reread() is the store's list", async () => {
     const store = seeded(4);
     const { watched, full } = countingFullReads(store);
     const cache = new GroupCache(watched, 'g');
