@@ -159,8 +159,12 @@ describe('GroupCache', () => {
     await assert.rejects(writer.createGroupRecord('h', contractShard(0)), ConflictError);
     await cache.read();
     assert.equal(full(), 1);
-    // A store read from a watch's copy is written to untouched.
-    assert.equal(new GroupCache({ ...watched, changesFromWatch: true }, 'g').writer().updateGroupRecord, watched.updateGroupRecord);
+    // A store read from a watch's copy, or listed every time, is written to as it is.
+    const fromWatch: GroupStore = { ...watched, changesFromWatch: true };
+    assert.equal(new GroupCache(fromWatch, 'g').writer(), fromWatch);
+    const listed: GroupStore = { ...watched, readGroupChanges: undefined };
+    assert.equal(new GroupCache(listed, 'g').writer(), listed);
+    assert.notEqual(cache.writer(), watched);
   });
 
   it('a failed read changes nothing; the next continues from the same cursor and misses nothing', async () => {
