@@ -47,7 +47,8 @@ export const SHARD_MOVE_NOTE = [
 
 /**
  * What a member reads while idle, on each store (docs/design.md, "Shard reads by change"): reads
- * of changes on every hint, a whole-group read a minute on the SQL stores, none on Kubernetes.
+ * of changes on every hint; a whole-group read on the SQL stores only on evidence (a deletion, a
+ * refused write), none by the clock; none on Kubernetes.
  */
 const READS_NOTE = [
   "A member reads the group whenever its store hints at a change (SQLite's change counter polled",
@@ -57,25 +58,24 @@ const READS_NOTE = [
   'although its writes do not. Each is a read of what changed since its last (on SQLite and',
   "PostgreSQL one query; on Kubernetes an answer from the copy the store's watch keeps, which sends",
   'no request), so it brings the heartbeats written since, its own included, not N + M + 1',
-  'records. A whole-group read comes at start, once a minute (on SQLite and PostgreSQL a query of',
-  "every record: it finds versions written by hand below the cursor; on Kubernetes the copy's own",
-  'answer, no request), and when the group holds fewer records than the copy (a deletion); on',
-  'Kubernetes a LIST is sent only to fill the copy (at start, and when the watch cannot resume) and',
-  'before a take that rests on time passing (after a crash).',
+  'records. A whole-group read comes at start, when the group holds fewer records than the copy',
+  '(a deletion), and on SQLite and PostgreSQL when a write the store refused shows the copy stale',
+  '(a version written by hand below the cursor), never by the clock; on Kubernetes it is the',
+  "copy's own answer, no request. On Kubernetes a LIST is sent only to fill the copy (at start, and",
+  'when the watch cannot resume) and before a take that rests on time passing (after a crash).',
 ].join('\n');
 
 /**
- * Why the records goal is missed where the stores read the whole group once a minute (SQLite,
- * PostgreSQL: docs/design.md, "Shard reads by change"), printed while it is: that read alone is
- * N + M + 1 records, more than the M × 31 the goal allows a minute once N passes about 30 M.
+ * Why the records goal is missed where a case's whole-group reads bring more records than the
+ * heartbeats leave room for, printed while it is: one such read is N + M + 1 records, more than
+ * the M × 31 the goal allows a minute once N passes about 30 M.
  */
 export const RECORDS_NOTE = [
-  '**Why records read can miss their goal on SQLite and PostgreSQL.** The goal allows every',
-  "member's heartbeats (31 × M a minute). A member's reads of changes bring those (the idle",
-  "table's first figure), but once a minute it also reads the whole group, N + M + 1 records (the",
-  'second figure; it finds versions written by hand below its cursor): with N past about 30 × M',
-  'that read alone is over. A window shorter than a minute may miss it, and then the case meets',
-  "the goal by chance. On Kubernetes that read is answered from the watch's copy, with no request.",
+  "**Why records read can miss their goal.** The goal allows every member's heartbeats (31 × M a",
+  "minute). A member's reads of changes bring those (the idle table's first figure); a whole-group",
+  'read in the window (the second figure: a deletion, or a refused write that showed the copy',
+  'stale) brings N + M + 1 records more, and with N past about 30 × M that read alone is over. The',
+  'stores read the whole group by the clock no more (issue 43: it was once a minute).',
 ].join('\n');
 
 /** Heartbeats this much below one per retry period mean the members' turns waited for a core. */

@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { GroupCache, FULL_READ_INTERVAL_MS } from './group-cache.js';
+import { GroupCache } from './group-cache.js';
+import { ConflictError } from '../errors.js';
 import { MemoryGroupStore } from '../testing/memory-group-store.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { contractHeader, contractShard, contractSlot } from '../testing/group-store-contract.js';
@@ -18,11 +19,32 @@ function seeded(shards: number): MemoryGroupStore {
   return store;
 }
 
+/** The store, counting the reads by change that were full ones (no cursor). */
+function countingFullReads(store: MemoryGroupStore): { watched: GroupStore; full: () => number } {
+  const cursors: (string | undefined)[] = [];
+  const watched: GroupStore = {
+    backend: store.backend,
+    location: store.location,
+    listGroup: (g, o) => store.listGroup(g, o),
+    createGroupRecord: (g, r, o) => store.createGroupRecord(g, r, o),
+    updateGroupRecord: (g, r, v, o) => store.updateGroupRecord(g, r, v, o),
+    writeGroupRecords: (g, w, o) => store.writeGroupRecords(g, w, o),
+    readGroupChanges: async (g, c, o) => {
+      cursors.push(c);
+      const answer = await store.readGroupChanges(g, c, o);
+      // A full answer to a cursor counts too (the store could not continue from it).
+      if (c !== undefined && answer.full) cursors.push(undefined);
+      return answer;
+    },
+  };
+  return { watched, full: () => cursors.filter((c) => c === undefined).length };
+}
+
 describe('GroupCache', () => {
   it('reads the group in full once, then only what changed: a heartbeat is one record, and the copy always equals the list', async () => {
     const store = seeded(256);
     const clock = new FakeClock();
-    const cache = new GroupCache(store, 'g', clock);
+    const cache = new GroupCache(store, 'g');
     const returned: number[] = [];
     const counting: GroupStore = {
       backend: store.backend,
@@ -36,7 +58,7 @@ describe('GroupCache', () => {
         return answer;
       },
     };
-    const counted = new GroupCache(counting, 'g', clock);
+    const counted = new GroupCache(counting, 'g');
     assert.deepEqual(byKey(await counted.read()), byKey(store.peek('g')));
     for (let beat = 1; beat <= 10; beat++) {
       await clock.advance(2_000);
@@ -50,52 +72,104 @@ describe('GroupCache', () => {
     assert.deepEqual(store.calls, ['changes', 'changes']);
   });
 
-  it('a deleted record is gone from the copy at the next read (the count is smaller), and a full read is made once a minute whatever happens', async () => {
+  it("a deleted record is gone from the copy at the next read (the count is smaller); reread() is the store's list", async () => {
     const store = seeded(4);
-    const clock = new FakeClock();
-    const cursors: (string | undefined)[] = [];
-    const watched: GroupStore = {
-      backend: store.backend,
-      location: store.location,
-      listGroup: (g, o) => store.listGroup(g, o),
-      createGroupRecord: (g, r, o) => store.createGroupRecord(g, r, o),
-      updateGroupRecord: (g, r, v, o) => store.updateGroupRecord(g, r, v, o),
-      readGroupChanges: (g, c, o) => {
-        cursors.push(c);
-        return store.readGroupChanges(g, c, o);
-      },
-    };
-    const cache = new GroupCache(watched, 'g', clock);
-    const full = () => cursors.filter((c) => c === undefined).length;
+    const { watched, full } = countingFullReads(store);
+    const cache = new GroupCache(watched, 'g');
     await cache.read();
     assert.equal(full(), 1);
     // Deleted, and another record created in its place: the count alone would not change.
     store.delete('g', { kind: 'shard', index: 3 });
-    await clock.advance(1_000);
     assert.deepEqual(byKey(await cache.read()), byKey(store.peek('g')));
     store.put('g', contractShard(9));
     store.delete('g', { kind: 'shard', index: 2 });
     assert.deepEqual(byKey(await cache.read()), byKey(store.peek('g')));
     assert.equal(full(), 3, 'each deletion costs one full read');
-    await cache.read();
-    // The last full read was sent at 1 s.
-    await clock.advance(FULL_READ_INTERVAL_MS - 1);
-    await cache.read();
-    assert.equal(full(), 3, 'a full read before a minute had passed');
-    await clock.advance(1);
-    await cache.read();
-    assert.equal(full(), 4, 'no full read a minute after the last');
     store.clearCalls();
     assert.deepEqual(byKey(await cache.reread()), byKey(store.peek('g')));
     assert.deepEqual(store.calls, ['list'], "reread() is the store's list, never a read by change (a watch's copy may lag)");
     assert.equal(cache.fromWatch, false);
-    assert.equal(new GroupCache({ ...watched, changesFromWatch: true }, 'g', clock).fromWatch, true);
+    assert.equal(new GroupCache({ ...watched, changesFromWatch: true }, 'g').fromWatch, true);
+  });
+
+  it('no full read by the clock: ten idle minutes of heartbeats read no whole group after the first (issue 43)', async () => {
+    const store = seeded(256);
+    const clock = new FakeClock();
+    const { watched, full } = countingFullReads(store);
+    const cache = new GroupCache(watched, 'g');
+    await cache.read();
+    for (let beat = 1; beat <= 300; beat++) {
+      await clock.advance(2_000);
+      store.put('g', contractSlot(1, { holderIdentity: 'b', renewTime: new Date(clock.now()) }));
+      await cache.read();
+    }
+    assert.deepEqual(byKey(cache.snapshot()), byKey(store.peek('g')));
+    assert.equal(full(), 1, 'a whole-group read after the first, in ten idle minutes');
+  });
+
+  it('a version written by hand below the cursor is found at the read after a write it made lose: single, create and batch', async () => {
+    const store = seeded(4);
+    const { watched, full } = countingFullReads(store);
+    const cache = new GroupCache(watched, 'g');
+    const writer = cache.writer();
+    await cache.read();
+    const held = (i: number) => cache.snapshot().find((r) => r.record.kind === 'shard' && r.record.index === i)!;
+    // Written outside the protocol, at a version below the cursor (1, the header's): no read by change brings it.
+    store.forge('g', contractShard(0, { token: 7 }), '1');
+    const stale = held(0);
+    await cache.read();
+    assert.equal(held(0).version, stale.version, 'the read by change cannot see it');
+    await assert.rejects(writer.updateGroupRecord('g', contractShard(0, { token: 2 }), stale.version), ConflictError);
+    assert.equal(full(), 1);
+    assert.deepEqual(byKey(await cache.read()), byKey(store.peek('g')), 'the copy after the lost write');
+    assert.equal(full(), 2, 'the unexplained loss read the group in full');
+
+    // A batch's lost row, the same way.
+    store.forge('g', contractShard(1, { token: 9 }), '2');
+    const [outcome] = await writer.writeGroupRecords!('g', [{ record: contractShard(1, { token: 2 }), expectedVersion: held(1).version }]);
+    assert.equal(outcome?.written, false);
+    assert.deepEqual(byKey(await cache.read()), byKey(store.peek('g')));
+    assert.equal(full(), 3);
+
+    // A create that lost to a record inserted below the cursor, while another was deleted (the count stays).
+    store.forge('g', contractShard(5), '3');
+    store.delete('g', { kind: 'shard', index: 3 });
+    await cache.read();
+    assert.equal(full(), 3, 'the count alone shows nothing');
+    await assert.rejects(writer.createGroupRecord('g', contractShard(5)), ConflictError);
+    assert.deepEqual(byKey(await cache.read()), byKey(store.peek('g')));
+    assert.equal(full(), 4);
+  });
+
+  it('a write lost to another member is explained by the next read by change: no full read', async () => {
+    const store = seeded(4);
+    const { watched, full } = countingFullReads(store);
+    const cache = new GroupCache(watched, 'g');
+    const writer = cache.writer();
+    await cache.read();
+    const before = cache.snapshot().find((r) => r.record.kind === 'shard' && r.record.index === 0)!;
+    store.put('g', contractShard(0, { token: 2, owner: { slot: 1, session: 1 } }));
+    await assert.rejects(writer.updateGroupRecord('g', contractShard(0, { token: 2 }), before.version), ConflictError);
+    store.put('g', contractShard(4));
+    await assert.rejects(writer.createGroupRecord('g', contractShard(4)), ConflictError);
+    assert.deepEqual(byKey(await cache.read()), byKey(store.peek('g')));
+    assert.equal(full(), 1, 'a race another member won read the group in full');
+    // Another group's refusals are not this copy's.
+    store.put('h', contractShard(0));
+    await assert.rejects(writer.createGroupRecord('h', contractShard(0)), ConflictError);
+    await cache.read();
+    assert.equal(full(), 1);
+    // A store read from a watch's copy, or listed every time, is written to as it is.
+    const fromWatch: GroupStore = { ...watched, changesFromWatch: true };
+    assert.equal(new GroupCache(fromWatch, 'g').writer(), fromWatch);
+    const listed: GroupStore = { ...watched, readGroupChanges: undefined };
+    assert.equal(new GroupCache(listed, 'g').writer(), listed);
+    assert.notEqual(cache.writer(), watched);
   });
 
   it('a failed read changes nothing; the next continues from the same cursor and misses nothing', async () => {
     const store = seeded(4);
-    const clock = new FakeClock();
-    const cache = new GroupCache(store, 'g', clock);
+    const cache = new GroupCache(store, 'g');
     await cache.read();
     const before = byKey(cache.snapshot());
     store.put('g', contractShard(1, { token: 2 }));
@@ -107,7 +181,7 @@ describe('GroupCache', () => {
 
   it('reads run one at a time: two asked at once both see the group, applied in order', async () => {
     const store = seeded(4);
-    const cache = new GroupCache(store, 'g', new FakeClock());
+    const cache = new GroupCache(store, 'g');
     await cache.read();
     store.put('g', contractShard(0, { token: 5 }));
     const [a, b] = await Promise.all([cache.read(), cache.read()]);
@@ -124,7 +198,7 @@ describe('GroupCache', () => {
       createGroupRecord: (g, r, o) => store.createGroupRecord(g, r, o),
       updateGroupRecord: (g, r, v, o) => store.updateGroupRecord(g, r, v, o),
     };
-    const cache = new GroupCache(plain, 'g', new FakeClock());
+    const cache = new GroupCache(plain, 'g');
     store.clearCalls();
     await cache.read();
     store.delete('g', { kind: 'shard', index: 0 });

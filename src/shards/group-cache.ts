@@ -6,9 +6,14 @@
  *
  * A deletion leaves no change behind, only a smaller count of the group's records: a read that
  * finds the copy larger than the group reads it in full at once, so a deleted record is gone
- * from the copy at the next read, as from a list. A read is also a full one at start, once every
- * `fullEveryMs` (a minute: a version written by hand below the cursor is found then), and
- * whenever the store cannot continue from the cursor.
+ * from the copy at the next read, as from a list. A read is also a full one at start, whenever
+ * the store cannot continue from the cursor, and when the copy shows itself stale: a write the
+ * store refused (`writer()` tells the copy) that a read sent after the refusal leaves holding the
+ * record at the version the write expected (a create: still without the record). The stores
+ * version every write, so only a writer outside the protocol (a version set by hand below the
+ * cursor, triggers bypassed) leaves such a copy; a race with another member never does, its
+ * write being past the cursor. No full read comes by the clock (docs/design.md, "Shard reads by
+ * change": why that is safe, and what it costs).
  * A store without readGroupChanges is listed every time, as before; the copy then keeps nothing.
  *
  * Where the store answers from a copy kept by a watch (`fromWatch`: Kubernetes), the copy may
@@ -16,35 +21,44 @@
  * because its slot did not change, an absent record waited out) calls `reread()` first: the
  * store's listGroup, sent now, not what the watch has told so far.
  */
-import type { Clock } from '../clock.js';
 import type { CallOptions } from '../backends/lease-store.js';
-import { recordKey, type GroupStore, type VersionedGroupRecord } from '../backends/group-store.js';
-
-/** How often a read is a full one, at least. */
-export const FULL_READ_INTERVAL_MS = 60_000;
+import { recordKey, type GroupRecord, type GroupStore, type VersionedGroupRecord } from '../backends/group-store.js';
+import { notingRefusals } from './refused-writes.js';
 
 export class GroupCache {
   private readonly records = new Map<string, VersionedGroupRecord>();
   /** Where the next read continues from; undefined: the next read is a full one. */
   private cursor: string | undefined;
-  /** When the last full read was sent (monotonic ms). */
-  private fullSentMono = -Infinity;
+  /**
+   * Writes the store refused since the last read began, by record key: the version each expected
+   * (null: a create). The next read must explain each, or it reads in full.
+   */
+  private refused = new Map<string, string | null>();
   /** The read in flight: reads run one at a time, so an older answer never lands on a newer one. */
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly store: GroupStore,
     private readonly group: string,
-    private readonly clock: Clock,
-    private readonly fullEveryMs = FULL_READ_INTERVAL_MS,
   ) {}
 
-  /** One read: the changes since the last, or the whole group when one is due. Returns the group. */
+  /**
+   * The store to write through: the store itself, telling this copy of every write it refuses,
+   * where the copy is read by query (readGroupChanges, not a watch's copy: the API server
+   * versions every write, so a refusal there is a lag, the member's re-read rule's to handle).
+   * Elsewhere the store itself, untouched (not one await more: the shard simulator's fingerprint).
+   */
+  writer(): GroupStore {
+    if (!this.store.readGroupChanges || this.fromWatch) return this.store;
+    return notingRefusals(this.store, this.group, (record, expected) => this.noteRefused(record, expected));
+  }
+
+  /** One read: the changes since the last, or the whole group where the copy needs it (above). Returns the group. */
   read(opts?: CallOptions): Promise<VersionedGroupRecord[]> {
     // The store's own list, untouched: not one await more than before this copy existed (the
     // shard simulator's fingerprint, whose store has no readGroupChanges, depends on it).
     if (!this.store.readGroupChanges) return this.store.listGroup(this.group, opts);
-    return this.serial(() => this.readOnce(false, opts));
+    return this.serial(() => this.readOnce(opts));
   }
 
   /** Whether the store's reads by change come from a watch's copy, which may lag behind the store. */
@@ -59,6 +73,7 @@ export class GroupCache {
    */
   reread(opts?: CallOptions): Promise<VersionedGroupRecord[]> {
     return this.serial(async () => {
+      this.refused = new Map();
       this.replace(await this.store.listGroup(this.group, opts));
       return this.snapshot();
     });
@@ -69,29 +84,42 @@ export class GroupCache {
     return [...this.records.values()];
   }
 
-  private async readOnce(forceFull: boolean, opts: CallOptions | undefined): Promise<VersionedGroupRecord[]> {
-    const sent = this.clock.monotonic();
-    const due = forceFull || this.cursor === undefined || sent - this.fullSentMono >= this.fullEveryMs;
-    const readChanges = this.store.readGroupChanges?.bind(this.store);
-    // A read that fails changes nothing here: the cursor still says what the copy has seen.
-    if (!readChanges) {
-      this.replace(await this.store.listGroup(this.group, opts));
-      this.fullSentMono = sent;
-      return this.snapshot();
-    }
-    let changes = await readChanges(this.group, due ? undefined : this.cursor, opts);
+  private async readOnce(opts: CallOptions | undefined): Promise<VersionedGroupRecord[]> {
+    const readChanges = this.store.readGroupChanges!.bind(this.store);
+    // The refusals this read must explain: each came back before this read is sent, so the write
+    // that won over it, if it went through the protocol, is one of the changes this read brings.
+    const refused = this.refused;
+    this.refused = new Map();
+    // A read that fails changes nothing here: the cursor still says what the copy has seen (the
+    // refusals are not kept: that read's error is the caller's, and the next write tells again).
+    let changes = await readChanges(this.group, this.cursor, opts);
     if (!changes.full) {
       for (const r of changes.records) this.records.set(recordKey(r.record), r);
       this.cursor = changes.cursor;
-      if (this.records.size === changes.total) return this.snapshot();
       // Every creation was a change, so a copy larger than the group holds a deleted record:
       // which one, only a full read tells. Rare (a record deleted by hand), so a second request.
+      if (this.records.size === changes.total && !this.unexplained(refused)) return this.snapshot();
       changes = await readChanges(this.group, undefined, opts);
     }
     this.replace(changes.records);
-    this.fullSentMono = sent;
     this.cursor = changes.cursor;
     return this.snapshot();
+  }
+
+  private noteRefused(record: GroupRecord, expectedVersion: string | null): void {
+    this.refused.set(recordKey(record), expectedVersion);
+  }
+
+  /**
+   * Whether a refused write shows the copy stale: it still holds the record at the version the
+   * write expected (a create: still lacks it), after the changes of a read sent since.
+   */
+  private unexplained(refused: ReadonlyMap<string, string | null>): boolean {
+    for (const [key, expected] of refused) {
+      const held = this.records.get(key);
+      if (expected === null ? held === undefined : held?.version === expected) return true;
+    }
+    return false;
   }
 
   private replace(list: VersionedGroupRecord[]): void {

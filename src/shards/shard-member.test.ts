@@ -271,6 +271,33 @@ describe('a shard group member', () => {
     await stopping;
   });
 
+  it('its slot rewritten by hand at a version below its cursor: the heartbeat that loses reads the group in full, and the session goes on', async () => {
+    const w = world(12);
+    // Each write a turn of the event loop, as a real store's: a member that retried a lost
+    // heartbeat at once for ever would let the clock run (its session end), not hang the test.
+    const update = w.store.updateGroupRecord.bind(w.store);
+    w.store.updateGroupRecord = async (...args) => {
+      await new Promise((resolve) => setImmediate(resolve));
+      return update(...args);
+    };
+    const a = await w.add('a');
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 12, 20_000));
+    const slot = w.store.peek(G).find((v) => v.record.kind === 'member' && v.record.holderIdentity === 'a')!;
+    // A writer outside the protocol: the same values at a version of its own, which no read by change brings.
+    w.store.forge(G, slot.record, '1');
+    await w.clock.advance(T.leaseDurationMs + T.renewDeadlineMs);
+    assert.equal(a.m.snapshot().owned.length, 12, 'the session ended: every heartbeat lost on the version the copy kept');
+    assert.deepEqual(
+      a.events.filter((e) => e.startsWith('-')),
+      [],
+    );
+    const now = w.store.peek(G).find((v) => v.record.kind === 'member' && v.record.holderIdentity === 'a')!;
+    assert.ok(now.record.kind === 'member' && w.clock.now().getTime() - now.record.renewTime!.getTime() <= 2 * T.retryPeriodMs, 'its heartbeats land again');
+    const stopping = a.m.stop();
+    await w.clock.advance(T.renewDeadlineMs);
+    await stopping;
+  });
+
   it('counts the shards it sees with no live owner (orphaned) and the live members, at every turn', async () => {
     const w = world(12);
     const health = new ManualHealth({ failureThreshold: 1, successThreshold: 1, holdDownMs: 0 }, w.clock);

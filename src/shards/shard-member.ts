@@ -193,7 +193,6 @@ export class ShardMember {
     this.identity = opts.identity;
     this.shards = opts.shards;
     this.timings = { leaseDurationMs: opts.leaseDurationMs, renewDeadlineMs: opts.renewDeadlineMs, retryPeriodMs: opts.retryPeriodMs };
-    this.store = opts.store;
     this.clock = opts.clock ?? realClock;
     this.log = opts.log ? guardedLogger(opts.log) : silentLogger;
     this.maxMembers = opts.maxMembers ?? 64;
@@ -206,10 +205,12 @@ export class ShardMember {
     });
     // A member lists every retryPeriod; two missed lists and a slow one break its view (GroupView).
     this.view = new GroupView(this.clock, opts.shards, opts.leaseDurationMs, opts.retryPeriodMs * (2 + JITTER_FACTOR));
-    this.cache = new GroupCache(opts.store, opts.group, this.clock);
+    this.cache = new GroupCache(opts.store, opts.group);
+    // Every write goes through the copy's writer: a refused one may show the copy stale.
+    this.store = this.cache.writer();
     this.counts = { members: 0, orphaned: opts.shards };
     this.sessions = new MemberSession(this.clock, opts.renewDeadlineMs);
-    const batch = opts.store.writeGroupRecords?.bind(opts.store);
+    const batch = this.store.writeGroupRecords?.bind(this.store);
     this.batches = batch
       ? new WriteBatches((writes, waitForLock) => this.call('batch', (o) => batch(this.group, writes, waitForLock ? o : { ...o, waitForLock })))
       : null;

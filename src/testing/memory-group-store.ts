@@ -39,6 +39,16 @@ export class MemoryGroupStore implements GroupStore {
     return version;
   }
 
+  /**
+   * Overwrites a record at a version of the caller's choosing, as a writer outside the protocol
+   * would (a `sqlite3` shell setting `version`, PostgreSQL's triggers bypassed): no version is
+   * drawn, so a read by change from a cursor past `version` does not bring it.
+   */
+  forge(group: string, record: GroupRecord, version: string): void {
+    this.rows(group).set(recordKey(record), { record: structuredClone(record), version });
+    this.changed(group);
+  }
+
   /** Removes a record as an operator would; returns whether it was there. */
   delete(group: string, record: Pick<GroupRecord, 'kind' | 'index'>): boolean {
     const gone = this.rows(group).delete(recordKey(record));

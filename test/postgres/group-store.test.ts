@@ -2,8 +2,9 @@
  * What the PostgreSQL store does with the shard groups' records beyond the contract
  * (group-store.contract.test.ts), on a real server: the table is made only when a group is used,
  * in the lease table's schema; a role that may create nothing is told the SQL to run; another
- * role's write in psql moves the version and is hinted to a watch (the table's triggers); values
- * no store wrote are bounded or refused; a dropped table is named as such.
+ * role's write in psql moves the version and is hinted to a watch (the table's triggers), and one
+ * that bypasses them is found by a member's lost write; values no store wrote are bounded or
+ * refused; a dropped table is named as such.
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,6 +14,8 @@ import pg from 'pg';
 import { contractShard, contractSlot } from '../../src/testing/group-store-contract.js';
 import type { Logger } from '../../src/log.js';
 import { startPostgres } from '../support/postgres.js';
+import { GroupCache } from '../../src/shards/group-cache.js';
+import type { VersionedGroupRecord } from '../../src/backends/group-store.js';
 
 const server = startPostgres();
 after(async () => (await server).stop());
@@ -222,6 +225,30 @@ describe('PostgreSQL as a group store, on a real server', () => {
       assert.deepEqual(quiet.records, []);
     } finally {
       await slow.end();
+      await store.close();
+    }
+  });
+
+  it("changes: a row written with the triggers bypassed, below a member's cursor, is found at the read after a write it made lose", async () => {
+    const pg = await server;
+    const db = await freshDatabase(true);
+    const store = await PostgresLeaseStore.open({ url: db.url, table: 'public.leases' });
+    try {
+      await store.createGroupRecord('g', contractSlot(0));
+      for (let i = 0; i < 4; i++) await store.createGroupRecord('g', contractShard(i));
+      const cache = new GroupCache(store, 'g');
+      const writer = cache.writer();
+      const shard = (list: VersionedGroupRecord[]) => list.find((r) => r.record.kind === 'shard' && r.record.index === 2)!;
+      const before = shard(await cache.read());
+      // A logical replica's apply, or an administrator: no trigger, so no version drawn; one set below the cursor.
+      pg.sql(
+        "SET session_replication_role = replica; UPDATE public.lease_groups SET token = 7, version = version - 1 WHERE group_name = 'g' AND kind = 'shard' AND idx = 2",
+        db.name,
+      );
+      assert.equal(shard(await cache.read()).version, before.version, 'a read by change brought it');
+      await assert.rejects(writer.updateGroupRecord('g', contractShard(2, { token: 2 }), before.version), { code: 'LEASEHOLD_ERR_CONFLICT' });
+      assert.deepEqual(shard(await cache.read()).record, contractShard(2, { token: 7 }), 'the copy after the lost write');
+    } finally {
       await store.close();
     }
   });

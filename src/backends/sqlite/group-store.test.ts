@@ -14,6 +14,8 @@ import { SqliteLeaseStore } from './store.js';
 import { CHANGES_INDEX } from './group-table.js';
 import { contractShard, contractSlot } from '../../testing/group-store-contract.js';
 import { FakeClock } from '../../testing/fake-clock.js';
+import { GroupCache } from '../../shards/group-cache.js';
+import type { VersionedGroupRecord } from '../group-store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-sqlite-groups-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -240,7 +242,7 @@ describe('SqliteLeaseStore as a group store, on a real file', () => {
       const cursor = (await store.readGroupChanges('g', undefined)).cursor;
       // The counter row and the newest records deleted by hand: the next draw is below the cursor.
       // (With only the newest deleted, it would be the cursor itself, and missed: a deletion,
-      // which only the periodic full read finds, as every deletion.)
+      // which the answer's count shows, as every deletion.)
       raw(path, (db) => db.exec("DELETE FROM lease_groups_version; DELETE FROM lease_groups WHERE kind = 'shard'"));
       await store.createGroupRecord('g', contractShard(1));
       const reset = await store.readGroupChanges('g', cursor);
@@ -258,6 +260,29 @@ describe('SqliteLeaseStore as a group store, on a real file', () => {
       const replaced = await store.readGroupChanges('g', reset.cursor);
       assert.equal(replaced.full, true, 'a cursor from the old file was continued in the new one');
       assert.equal(replaced.records.length, 8);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a version set by hand below a member's cursor: no change to its reads, found at the read after a write it made lose", async () => {
+    const path = fresh();
+    const store = new SqliteLeaseStore(path);
+    try {
+      await store.createGroupRecord('g', contractSlot(0));
+      for (let i = 0; i < 4; i++) await store.createGroupRecord('g', contractShard(i));
+      const cache = new GroupCache(store, 'g');
+      const writer = cache.writer();
+      await cache.read();
+      const shard = (list: VersionedGroupRecord[], i: number) => list.find((r) => r.record.kind === 'shard' && r.record.index === i)!;
+      const before = shard(cache.snapshot(), 2);
+      // The sqlite3 shell: the row rewritten with a version of its own, below the cursor (no draw).
+      raw(path, (db) => db.exec("UPDATE lease_groups SET token = 7, version = 1 WHERE kind = 'shard' AND idx = 2"));
+      assert.equal(shard(await cache.read(), 2).version, before.version, 'a read by change brought it');
+      await assert.rejects(writer.updateGroupRecord('g', contractShard(2, { token: 2 }), before.version), { code: 'LEASEHOLD_ERR_CONFLICT' });
+      const after = await cache.read();
+      assert.deepEqual(shard(after, 2).record, contractShard(2, { token: 7 }), 'the copy after the lost write');
+      assert.deepEqual(after.map((r) => r.version).sort(), (await store.listGroup('g')).map((r) => r.version).sort());
     } finally {
       await store.close();
     }
