@@ -7,7 +7,9 @@
  * without the sidecar only in a short window (measured and bounded: docs/operator.md, "Pod
  * creation during a switch"), then injected by the policy; the pods the webhook injected keep
  * running, granted, with one leader in one term, and a pod made after the switch is the policy's
- * and joins that election. Then back to the webhook the same way. Its own release, namespaces and
+ * and joins that election. Then back to the webhook the same way. In neither direction is a
+ * labelled pod admitted without the sidecar: the chart's sidecar guard (a ValidatingAdmissionPolicy
+ * the same in both modes, so never made again by a switch) refuses it in the window instead. Its own release, namespaces and
  * `webhook.injectValue`, so it never meets the other installs; registered after
  * policy-mode-checks.ts, on the same bring-up.
  */
@@ -31,6 +33,8 @@ const APPS_NS = 'switch-apps';
 const APP = 'switch-app';
 const MARKER = 'switch-marker';
 const MARK = 'leasehold.io/injected-mark';
+/** The guard that refuses a labelled pod no injector gave the sidecar (templates/sidecar-guard.yaml). */
+const GUARD = `${RELEASE}-sidecar-guard`;
 /** An app that exits on SIGTERM, so a deleted pod goes at once and the sidecar releases. */
 const APP_COMMAND = ['sh', '-c', "trap 'exit 0' TERM; while true; do sleep 1 & wait $!; done"];
 /** The longest a switch may refuse pods or admit them without the sidecar: 0.1 to 3.7 s seen on a loaded 2-core machine. */
@@ -91,8 +95,29 @@ export function modeSwitchChecks(cluster: ClusterSession): void {
     let sampler: SwitchSampler | undefined;
     /** The pod the policy injected after the switch. */
     let policyPod: string | undefined;
-    /** What the first check saw: the leader, its term, and each pod's uid and restarts. */
-    let before: { leader: string; transitions: number; pods: string; grant: string } | undefined;
+    /** What the first check saw: the leader, its term, each pod's uid and restarts, and the guard's uids. */
+    let before: { leader: string; transitions: number; pods: string; grant: string; guard: string } | undefined;
+    /** The sidecar guard's policy and binding, by uid: the same uids after a switch, never deleted and made again. */
+    const guard = () => {
+      const r = run(['get', `validatingadmissionpolicy/${GUARD}`, `validatingadmissionpolicybinding/${GUARD}`, '-o', 'jsonpath={.items[*].metadata.uid}']);
+      return r.status === 0 ? r.stdout.trim() : '';
+    };
+    /** Who refused in a switch's window, by kind with counts, for the log. */
+    const refusals = (sm: SwitchSampler) => {
+      const kinds = new Map<string, number>();
+      for (const a of sm.admissions.filter((x) => x.by === 'refused')) {
+        const e = a.error ?? '';
+        const kind = e.includes('sidecar-guard')
+          ? 'the sidecar guard (neither injector in effect)'
+          : e.includes('denied the request') && e.includes('no valid annotation')
+            ? "the webhook, refusing the policy's sidecar (both in effect)"
+            : e.includes('failed calling webhook')
+              ? 'the webhook not answering'
+              : e.slice(0, 160);
+        kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+      }
+      return [...kinds].map(([k, n]) => `${k}: ${n}`).join('; ');
+    };
     const podIdentities = (ps: PodJson[]) =>
       ps
         .map((p) => `${p.metadata.name}/${p.metadata.uid}/${(p.status?.containerStatuses ?? []).map((c) => `${c.name}:${c.restartCount}`).join(',')}`)
@@ -216,12 +241,14 @@ export function modeSwitchChecks(cluster: ClusterSession): void {
         500,
       );
       const g = await waitFor('the grant of the Deployment', () => grant() || undefined, 60_000, 500);
-      before = { leader, transitions: lease().leaseTransitions ?? 0, pods: podIdentities(ps), grant: g };
+      const guardUids = guard();
+      assert.equal(guardUids.split(' ').length, 2, 'the sidecar guard (policy and binding) is not installed in webhook mode');
+      before = { leader, transitions: lease().leaseTransitions ?? 0, pods: podIdentities(ps), grant: g, guard: guardUids };
       console.log(`cluster/switch: webhook install ready; ${leader} leads ${APP} (2 pods marked by the webhook) after ${Date.now() - t0} ms`);
     });
 
     it(
-      'helm upgrade to injection.mode=policy: pods refused or uninjected only for a moment, then the policy injects; the webhook, its Service and Role gone; the pods run on, granted, one leader in one term',
+      'helm upgrade to injection.mode=policy: pods refused only for a moment, never admitted without the sidecar, then the policy injects; the webhook, its Service and Role gone; the pods run on, granted, one leader in one term',
       { timeout: 300_000 },
       async () => {
         assert.ok(before, 'the webhook install did not come up');
@@ -229,11 +256,12 @@ export function modeSwitchChecks(cluster: ClusterSession): void {
         const { admissions } = sm;
         // Helm creates the policies before it deletes the webhook and its Service, but the API
         // server loads a new policy up to a second later (and drops a webhook and a Service as its
-        // informers see them): a short window refuses pods or admits them without the sidecar
-        // (docs/operator.md, "Pod creation during a switch"). It must end, the policy injecting every pod.
-        const j = judgeSwitch(admissions, 'webhook', 'policy', ['refused', 'none']);
+        // informers see them): a short window where neither injector is in effect. The sidecar
+        // guard, in force since the install, refuses those pods (docs/operator.md, "Pod creation
+        // during a switch"): refusals only, never a pod without the sidecar, then the policy injects every pod.
+        const j = judgeSwitch(admissions, 'webhook', 'policy', ['refused']);
         console.log(
-          `cluster/switch: helm upgrade took ${helmMs} ms; ${admissions.length} creations tried meanwhile (${sm.tally()}); window ${j.windowMs} ms (${j.inWindow})`,
+          `cluster/switch: helm upgrade took ${helmMs} ms; ${admissions.length} creations tried meanwhile (${sm.tally()}); window ${j.windowMs} ms (${j.inWindow}); refused by: ${refusals(sm) || 'nothing'}`,
         );
         assert.equal(j.problem, null);
         assert.ok(j.windowMs <= MAX_WINDOW_MS, `labelled pods refused or admitted without the sidecar for ${j.windowMs} ms`);
@@ -246,6 +274,7 @@ export function modeSwitchChecks(cluster: ClusterSession): void {
         assert.equal(exists(OPERATOR_NS, `role/${RELEASE}`), false, 'the Role on the Secrets stayed');
         assert.ok(exists('default', `mutatingadmissionpolicy/${RELEASE}`), 'no MutatingAdmissionPolicy');
         assert.ok(exists('default', `mutatingadmissionpolicybinding/${RELEASE}`), 'no MutatingAdmissionPolicyBinding');
+        assert.equal(guard(), before.guard, 'the sidecar guard was deleted and made again by the switch');
         // The operator made these at its first start, so they are no resource of the chart: they
         // stay, unused in policy mode, for a switch back (the documented behaviour; the cleanup
         // deletes them).
@@ -331,13 +360,14 @@ export function modeSwitchChecks(cluster: ClusterSession): void {
         // caBundle: refusals (failurePolicy Fail) until then, but no pod without the sidecar.
         const j = judgeSwitch(sm.admissions, 'policy', 'webhook', ['refused']);
         console.log(
-          `cluster/switch: back to the webhook: helm upgrade took ${helmMs} ms; ${sm.admissions.length} creations (${sm.tally()}); window ${j.windowMs} ms (${j.inWindow})`,
+          `cluster/switch: back to the webhook: helm upgrade took ${helmMs} ms; ${sm.admissions.length} creations (${sm.tally()}); window ${j.windowMs} ms (${j.inWindow}); refused by: ${refusals(sm) || 'nothing'}`,
         );
         assert.equal(j.problem, null);
         assert.ok(j.windowMs <= MAX_WINDOW_MS, `labelled pods refused for ${j.windowMs} ms`);
         keptTerm(sm, t0);
         assert.ok(exists('default', `mutatingwebhookconfiguration/${RELEASE}`), 'no webhook configuration');
         assert.equal(exists('default', `mutatingadmissionpolicybinding/${RELEASE}`), false, 'the MutatingAdmissionPolicyBinding stayed');
+        assert.equal(guard(), before.guard, 'the sidecar guard was deleted and made again by the switch back');
         // The mark key was kept (secret/<release>-mark), so the webhook's first pods still verify
         // and keep the grant they share; the pods the policy injected carry no mark: reported, and
         // the marker's grant, which only it earned, taken back (docs/operator.md, "Which injection to pick").

@@ -31,9 +31,10 @@ interface Obj {
   metadata: { name: string };
   spec: Record<string, any>;
   rules?: any[];
+  webhooks?: { objectSelector: unknown; namespaceSelector: unknown }[];
 }
 
-function template(set: string[], apiVersions: string[] = []): { code: number; out: string; err: string } {
+function template(set: string[], apiVersions: string[] = [], kubeVersion = '1.36.0'): { code: number; out: string; err: string } {
   const r = spawnSync(
     helmBin,
     [
@@ -43,7 +44,7 @@ function template(set: string[], apiVersions: string[] = []): { code: number; ou
       '--namespace',
       'leasehold-system',
       '--kube-version',
-      '1.36.0',
+      kubeVersion,
       ...apiVersions.flatMap((v) => ['--api-versions', v]),
       ...set.flatMap((s) => ['--set', s]),
     ],
@@ -55,8 +56,8 @@ function template(set: string[], apiVersions: string[] = []): { code: number; ou
   return { code: r.status ?? 1, out: r.stdout, err: r.stderr };
 }
 
-function render(set: string[] = [], apiVersions: string[] = []): Obj[] {
-  const r = template(set, apiVersions);
+function render(set: string[] = [], apiVersions: string[] = [], kubeVersion?: string): Obj[] {
+  const r = template(set, apiVersions, kubeVersion);
   assert.equal(r.code, 0, r.err);
   return (yaml.loadAll(r.out) as (Obj | null)[]).filter((d): d is Obj => d !== null);
 }
@@ -77,8 +78,11 @@ const WEBHOOK_KINDS = [
   'RoleBinding',
   'Service',
   'ServiceAccount',
+  // The sidecar guard, the same in both modes (sidecar-guard.yaml).
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
 ];
-/** Policy mode: the mutating policy, and three validating ones (refusals, warnings, the label guard), each with its binding. */
+/** Policy mode: the mutating policy, and four validating ones (refusals, warnings, the label guard, the sidecar guard), each with its binding. */
 const POLICY_KINDS = [
   'ClusterRole',
   'ClusterRoleBinding',
@@ -87,8 +91,8 @@ const POLICY_KINDS = [
   'MutatingAdmissionPolicyBinding',
   'PodDisruptionBudget',
   'ServiceAccount',
-  ...Array<string>(3).fill('ValidatingAdmissionPolicy'),
-  ...Array<string>(3).fill('ValidatingAdmissionPolicyBinding'),
+  ...Array<string>(4).fill('ValidatingAdmissionPolicy'),
+  ...Array<string>(4).fill('ValidatingAdmissionPolicyBinding'),
 ];
 
 describe("the operator chart's injection.mode", () => {
@@ -171,8 +175,8 @@ describe("the operator chart's injection.mode", () => {
 
   it("the label guard: UPDATEs of this install's labelled pods, outside the excluded namespaces, every annotation the injector reads or writes", () => {
     const docs = render(['injection.mode=policy', 'webhook.injectValue=team-b', 'webhook.excludeNamespaces[0]=batch']);
-    const guard = docs.find((d) => d.kind === 'ValidatingAdmissionPolicy')!;
-    assert.equal(guard.metadata.name, 'ops-leasehold-operator-label-guard');
+    const guard = docs.find((d) => d.kind === 'ValidatingAdmissionPolicy' && d.metadata.name === 'ops-leasehold-operator-label-guard')!;
+    assert.ok(guard, 'no label guard');
     assert.deepEqual(guard.spec.matchConstraints.resourceRules[0].operations, ['UPDATE']);
     assert.deepEqual(guard.spec.matchConstraints.objectSelector, { matchLabels: { 'leasehold.io/inject': 'team-b' } });
     assert.deepEqual(guard.spec.matchConstraints.namespaceSelector.matchExpressions[0].values, ['kube-system', 'leasehold-system', 'batch']);
@@ -180,8 +184,51 @@ describe("the operator chart's injection.mode", () => {
     const listed = [...guarded.matchAll(/'([^']+)'/g)].map((m) => m[1]).sort();
     assert.deepEqual(listed, [...Object.values(ANNOTATION), INJECTED_LEASE, INJECTED_POD_LABEL, INJECTED_SHARDS, INJECTED_MAX_MEMBERS, INJECTED_MARK].sort());
     assert.ok(!listed.includes('leasehold.io/token'), "the sidecar's own pod annotation stays writable");
-    const binding = docs.find((d) => d.kind === 'ValidatingAdmissionPolicyBinding')!;
+    const binding = docs.find((d) => d.kind === 'ValidatingAdmissionPolicyBinding' && d.metadata.name === guard.metadata.name)!;
     assert.deepEqual(binding.spec, { policyName: guard.metadata.name, validationActions: ['Deny'] });
+  });
+
+  it('the sidecar guard: the same object in both modes, so a switch neither makes nor changes it; CREATEs of the pods the injector selects', () => {
+    const guardOf = (docs: Obj[]) => docs.filter((d) => d.metadata.name === 'ops-leasehold-operator-sidecar-guard');
+    const set = ['webhook.injectValue=team-b', 'webhook.excludeNamespaces[0]=batch', 'webhook.namespaceOptIn=true'];
+    const webhook = render(['injection.mode=webhook', ...set], [POLICY_API]);
+    const guard = guardOf(webhook);
+    assert.deepEqual(kinds(guard), ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
+    // Byte for byte what policy mode and auto (either way) render: helm leaves it untouched.
+    assert.deepEqual(guardOf(render(['injection.mode=policy', ...set], [POLICY_API])), guard);
+    assert.deepEqual(guardOf(render(['injection.mode=auto', ...set], [POLICY_API])), guard);
+    assert.deepEqual(guardOf(render(['injection.mode=auto', ...set])), guard);
+    const [policy, binding] = [guard.find((d) => d.kind === 'ValidatingAdmissionPolicy')!, guard.find((d) => d.kind.endsWith('Binding'))!];
+    assert.equal(policy.spec.failurePolicy, 'Fail');
+    assert.deepEqual(policy.spec.matchConstraints.resourceRules, [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }]);
+    assert.match(String(policy.spec.validations[0].message), /labelled leasehold\.io\/inject=team-b but no injector gave it the leasehold sidecar/);
+    assert.deepEqual(binding.spec.validationActions, ['Deny']);
+    assert.equal(binding.spec.policyName, policy.metadata.name);
+    // Exactly the webhook's pods (and so the policies'): its objectSelector and namespaceSelector.
+    const wh = webhook.find((d) => d.kind === 'MutatingWebhookConfiguration')!.webhooks![0]!;
+    assert.deepEqual(binding.spec.matchResources, { objectSelector: wh.objectSelector, namespaceSelector: wh.namespaceSelector });
+    const policyBinding = render(['injection.mode=policy', ...set]).find((d) => d.kind === 'MutatingAdmissionPolicyBinding')!;
+    assert.deepEqual(binding.spec.matchResources, policyBinding.spec.matchResources);
+  });
+
+  it('no sidecar guard under failurePolicy Ignore (pods without the sidecar were chosen over refusals), in either mode', () => {
+    for (const mode of ['webhook', 'policy', 'auto'])
+      for (const api of [[], [POLICY_API]]) {
+        const docs = render([`injection.mode=${mode}`, 'webhook.failurePolicy=Ignore'], api);
+        assert.ok(!docs.some((d) => d.metadata.name.endsWith('-sidecar-guard')), `${mode} ${api.join(' ')}`);
+      }
+  });
+
+  it('no sidecar guard where the API server does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy', () => {
+    const guarded = (kube: string, apiVersions: string[]) =>
+      render(['injection.mode=webhook'], apiVersions, kube).some((d) => d.metadata.name === 'ops-leasehold-operator-sidecar-guard');
+    // helm template lists no kinds: the version decides (the API is GA, and on, from 1.30).
+    assert.equal(guarded('1.29.0', []), false);
+    assert.equal(guarded('1.30.0', []), true);
+    // helm install and upgrade list every kind the cluster serves: discovery decides, whatever the version.
+    assert.equal(guarded('1.31.0', ['v1/Pod']), false, 'the API turned off on a 1.31 cluster');
+    assert.equal(guarded('1.31.0', ['v1/Pod', 'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy']), true);
+    assert.equal(guarded('1.29.0', ['v1/Pod', 'admissionregistration.k8s.io/v1beta1/ValidatingAdmissionPolicy']), false, 'v1beta1 is not enough');
   });
 });
 
@@ -198,9 +245,11 @@ describe('the label guard on the real API server', () => {
     // This control plane runs no controller-manager: pods need their ServiceAccount made by hand.
     await admin.core().createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: 'default' } } });
     // This process's own inject value and names: the guard matches no other test's pods.
-    const docs = render(['injection.mode=policy', `webhook.injectValue=${value}`, `fullnameOverride=lg-${process.pid}`]).filter((d) =>
-      d.kind.startsWith('ValidatingAdmissionPolicy'),
+    // The label guard alone: the sidecar guard would refuse these labelled pods sent without a sidecar.
+    const docs = render(['injection.mode=policy', `webhook.injectValue=${value}`, `fullnameOverride=lg-${process.pid}`]).filter(
+      (d) => d.kind.startsWith('ValidatingAdmissionPolicy') && d.metadata.name === `lg-${process.pid}-label-guard`,
     );
+    assert.equal(docs.length, 2);
     guardName = docs[0]!.metadata.name;
     const created = kubectl(['create', '-f', '-'], docs.map((d) => JSON.stringify(d)).join('\n'));
     assert.equal(created.status, 0, created.stderr);

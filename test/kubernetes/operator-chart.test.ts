@@ -252,12 +252,18 @@ describe('the operator chart', () => {
       [
         ['ops-leasehold-operator', ['Deny']],
         ['ops-leasehold-operator-label-guard', ['Deny']],
+        ['ops-leasehold-operator-sidecar-guard', ['Deny']],
         ['ops-leasehold-operator-warn', ['Warn']],
       ],
     );
 
+    // Webhook mode: no injecting or refusing policy; only the sidecar guard, which both modes share.
     const webhookMode = render();
-    for (const kind of ['MutatingAdmissionPolicy', 'ValidatingAdmissionPolicy']) assert.ok(!webhookMode.some((d) => d.kind === kind), kind);
+    assert.ok(!webhookMode.some((d) => d.kind === 'MutatingAdmissionPolicy'));
+    assert.deepEqual(
+      webhookMode.filter((d) => d.kind === 'ValidatingAdmissionPolicy').map((d) => d.metadata.name),
+      ['ops-leasehold-operator-sidecar-guard'],
+    );
   });
 
   it('renders 2 replicas, a PDB, and a webhook only for labelled pods outside kube-system and its own namespace', () => {
@@ -303,12 +309,13 @@ describe('the operator chart', () => {
     const argsOf = (d: Obj[]) => one(d, 'Deployment').spec.template.spec.containers[0].args as string[];
     const bindingRules = (d: Obj[]): unknown[] =>
       one(d, 'ClusterRole').rules!.filter((r) => (r.resources as string[]).includes('validatingadmissionpolicybindings'));
-    const off = render();
+    // The sidecar guard (sidecar-guard.yaml) is the chart's in every mode; no other policy without fencing.
+    const off = render().filter((d) => d.metadata.name !== 'ops-leasehold-operator-sidecar-guard');
     assert.ok(!off.some((d) => d.kind.startsWith('ValidatingAdmissionPolicy')));
     assert.deepEqual(bindingRules(off), []);
     assert.ok(!argsOf(off).some((a) => a.startsWith('--fence-objects-policy')));
 
-    const on = render(['fencing.objectPolicies.enabled=true']);
+    const on = render(['fencing.objectPolicies.enabled=true']).filter((d) => d.metadata.name !== 'ops-leasehold-operator-sidecar-guard');
     const policies = on.filter((d) => d.kind === 'ValidatingAdmissionPolicy');
     assert.equal(policies.length, 1);
     assert.ok(!on.some((d) => d.kind === 'ValidatingAdmissionPolicyBinding'), 'the chart binds nothing: the operator does, per Lease');

@@ -35,6 +35,25 @@ this, never .Values.injection.mode: the webhook, its certificates and Service, a
 {{- end -}}
 {{- end }}
 
+{{/*
+Whether the sidecar guard (sidecar-guard.yaml) is installed: "true" or "". Only under
+failurePolicy Fail, and where the API server serves admissionregistration.k8s.io/v1
+ValidatingAdmissionPolicy. At install and upgrade Helm lists every kind the cluster serves (Pod
+among them), so discovery answers; `helm template` has no cluster and lists no kinds (unless
+--api-versions names some), so there the Kubernetes version decides (1.30, where that API is GA
+and served by default). Never the injection mode: the guard must be the same object in both.
+*/}}
+{{- define "leasehold-operator.sidecarGuard" -}}
+{{- $caps := .Capabilities.APIVersions -}}
+{{- $served := $caps.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" -}}
+{{- if not ($caps.Has "v1/Pod") -}}
+{{- $served = or $served (semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version) -}}
+{{- end -}}
+{{- if and (eq (toString .Values.webhook.failurePolicy) "Fail") $served -}}
+true
+{{- end -}}
+{{- end }}
+
 {{/* The Secret the operator serves from: its own (`-tls`), or the one cert-manager writes (`-cert`). */}}
 {{- define "lho.secret" -}}
 {{- printf "%s-%s" (include "lho.fullname" .) (ternary "cert" "tls" .Values.certManager.enabled) -}}
@@ -153,6 +172,19 @@ serves the kind (Kubernetes 1.36 and later); helm template has no such server.
 {{- if and (ne $b.metadata.name $self) (eq (toString (dig "metadata" "labels" "app.kubernetes.io/name" "" $b)) "leasehold-operator") (eq (toString (dig "spec" "matchResources" "objectSelector" "matchLabels" "leasehold.io/inject" "" $b)) $value) -}}
 {{- fail (printf "webhook.injectValue %q: the MutatingAdmissionPolicyBinding %s, another leasehold operator install (injection by policy), already injects pods labelled leasehold.io/inject=%s; both installs would inject, refuse and grant the same pods: give this install a value of its own (--set webhook.injectValue=...)" $value $b.metadata.name $value) -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+{{- /*
+A switch from the webhook to the policy by an upgrade from a chart without the sidecar guard: the
+guard would be created in the same upgrade as the switch, and the API server puts a new policy in
+effect up to a second later, so it would not yet guard the switch's window (docs/operator.md, "Pod
+creation during a switch"). Refused: upgrade in webhook mode first, which installs the guard.
+*/ -}}
+{{- if and (eq (include "leasehold-operator.injectionMode" .) "policy") (include "leasehold-operator.sidecarGuard" .) -}}
+{{- $guard := printf "%s-sidecar-guard" $self -}}
+{{- if and (lookup "admissionregistration.k8s.io/v1" "MutatingWebhookConfiguration" "" $self) (not (and (lookup "admissionregistration.k8s.io/v1" "ValidatingAdmissionPolicy" "" $guard) (lookup "admissionregistration.k8s.io/v1" "ValidatingAdmissionPolicyBinding" "" $guard))) -}}
+{{- $mode := toString (.Values.injection.mode | default "auto") -}}
+{{- fail (printf "injection.mode %q switches this install from its webhook to the MutatingAdmissionPolicy, but its sidecar guard (ValidatingAdmissionPolicy and binding %s) is not installed yet: made in the same upgrade, it would not be in force while the webhook goes, and labelled pods could be admitted without the sidecar; upgrade with --set injection.mode=webhook first, then switch" $mode $guard) -}}
 {{- end -}}
 {{- end -}}
 {{- if and .Values.certManager.enabled (eq (include "leasehold-operator.injectionMode" .) "policy") -}}
