@@ -180,6 +180,8 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
       await sleep(Math.min(RSS_EVERY_MS, o.idleSeconds * 1000 - (performance.now() - w0)));
       sample();
     }
+    // A window that the members' slow /metrics answers used up still gets one sample.
+    if (rss[0]!.length === 0) sample();
     const cpuSeconds = (performance.now() - c0) / 1000;
     const cpu = members.map((m, i) => (cpuTicks(m.proc.pid) - cpu0[i]!) / HZ / cpuSeconds);
     const after = await Promise.all(members.map(async (m) => (await requestCounts(m.address!)) ?? new Map<string, number>()));

@@ -24,6 +24,10 @@ import { auditGroupRequests } from '../lib/group-requests.js';
 import { formatShardCases, KUBE_CASES_DEFAULT, type ShardChainCases } from '../lib/shard-cases.js';
 import { shardChain, type ShardCaseResult, type ShardStore } from '../lib/shard-chain.js';
 import { shardReport, type ShardStoreRun } from '../report/shard-report.js';
+import { measureStoreCalls, storeCallsMarkdown, type StoreCallTimes } from '../lib/shard-store-calls.js';
+import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
+import { PostgresLeaseStore } from '../../src/backends/postgres/store.js';
+import type { GroupStore } from '../../src/backends/group-store.js';
 import type { BenchOptions, Phase, PhaseContext } from '../phase.js';
 
 export const SHARD_STORES = ['sqlite', 'postgres', 'kubernetes'] as const;
@@ -31,6 +35,7 @@ export const SHARD_STORES = ['sqlite', 'postgres', 'kubernetes'] as const;
 export interface ShardsBenchResult {
   markdown: string;
   stores: ShardStoreRun[];
+  storeCalls: { store: string; load: number; t: StoreCallTimes }[];
 }
 
 /** Every sidecar's own flags: HTTP on (as deployed: probes, metrics), info logs. */
@@ -62,7 +67,24 @@ export async function benchShards(o: {
   const onImageNode = (args: string[]) => start(node.bin, [...node.flags, CLI, ...args]);
   const imageRuntime = `Node ${node.version} \`node ${node.flags.join(' ')}\` (the image's)`;
   const runs: ShardStoreRun[] = [];
+  const storeCalls: ShardsBenchResult['storeCalls'] = [];
   const dir = tempDir('leasehold-bench-shards-');
+  /** The store calls alone at each N, before the members start (nothing else of this bench runs then). */
+  const measureCalls = async (name: string, open: () => Promise<GroupStore & { close(): Promise<void> }>) => {
+    const store = await open();
+    try {
+      for (const N of o.sizes) {
+        const load = loadavg()[0]!;
+        const t = await measureStoreCalls(store, `store-calls-${N}`, N);
+        o.log(
+          `${name} N=${N}: store calls: batch of 256 ${t.batchMs.median.toFixed(1)} ms, heartbeat during a pass of ${t.passRows} ${t.heartbeatDuringPassMs.max.toFixed(1)} ms at most`,
+        );
+        storeCalls.push({ store: name, load, t });
+      }
+    } finally {
+      await store.close();
+    }
+  };
   /** One store: a plain leader sidecar started first, then one chain per N. */
   const runStore = async (name: string, runtime: string, how: string, store: ShardStore, chains: readonly ShardChainCases[]) => {
     const loadBefore = loadavg()[0]!;
@@ -87,6 +109,7 @@ export async function benchShards(o: {
       // generation: without them a member that lists often grows it and its RSS says so, not the
       // member's own memory. Members and the plain sidecar alike.
       const db = (group: string) => join(dir.path, `${group}.db`);
+      await measureCalls('SQLite', async () => new SqliteLeaseStore(db('store-calls')));
       const flags = [...new Set([...NODE_FLAGS, ...node.flags.filter((f) => f !== '--jitless')])];
       const store: ShardStore = {
         name: 'SQLite',
@@ -99,6 +122,7 @@ export async function benchShards(o: {
     if (o.stores.includes('postgres')) {
       const pg = await startPostgres();
       try {
+        await measureCalls(`PostgreSQL ${pg.version}`, () => PostgresLeaseStore.open({ url: pg.url() }));
         const counter = postgresGroupWrites(pg);
         const store: ShardStore = {
           name: 'PostgreSQL',
@@ -136,7 +160,7 @@ export async function benchShards(o: {
   } finally {
     dir.cleanup();
   }
-  return { markdown: shardReport(runs, o.idleSeconds), stores: runs };
+  return { markdown: [shardReport(runs, o.idleSeconds), storeCallsMarkdown(storeCalls)].filter(Boolean).join('\n'), stores: runs, storeCalls };
 }
 
 /**

@@ -37,27 +37,32 @@ export function assignShards(group: string, shards: number, members: readonly As
   const room = new Map<string, number>();
   for (const x of members) {
     const h = hashes.get(x.key)!;
-    // It keeps the shards it ranks highest, up to its quota.
-    const mine = held.get(x.key)!.sort((s1, s2) => score(h, s2) - score(h, s1) || s1 - s2);
+    // It keeps the shards it ranks highest, up to its quota. Each score computed once: a sort
+    // that scored both sides of each comparison cost most of a turn at N = 4096.
+    const mine = held.get(x.key)!.map((s) => ({ s, score: score(h, s) }));
+    mine.sort((a, b) => b.score - a.score || a.s - b.s);
     const keep = mine.slice(0, quota.get(x.key));
-    for (const s of keep) target[s] = x.key;
+    for (const { s } of keep) target[s] = x.key;
     room.set(x.key, quota.get(x.key)! - keep.length);
   }
-  // Every other shard, in order, to the member with room that ranks it highest.
+  // Every other shard, in order, to the member with room that ranks it highest. By position in
+  // `members`, without a lookup by key per shard and member.
+  const seeds = members.map((x) => hashes.get(x.key)!);
+  const rooms = members.map((x) => room.get(x.key)!);
   for (let s = 0; s < shards; s++) {
     if (target[s] !== null) continue;
-    let best: AssignedMember | null = null;
+    let best = -1;
     let bestScore = -1;
-    for (const x of members) {
-      if (room.get(x.key)! <= 0) continue;
-      const sc = score(hashes.get(x.key)!, s);
-      if (sc > bestScore || (sc === bestScore && best !== null && cmp(x.key, best.key) < 0)) {
-        best = x;
+    for (let i = 0; i < m; i++) {
+      if (rooms[i]! <= 0) continue;
+      const sc = score(seeds[i]!, s);
+      if (sc > bestScore || (sc === bestScore && best !== -1 && cmp(members[i]!.key, members[best]!.key) < 0)) {
+        best = i;
         bestScore = sc;
       }
     }
-    target[s] = best!.key;
-    room.set(best!.key, room.get(best!.key)! - 1);
+    target[s] = members[best]!.key;
+    rooms[best]!--;
   }
   return target;
 }

@@ -35,7 +35,8 @@ interface SlotSeen {
 export class GroupView {
   private header: VersionedGroupRecord<GroupHeader> | null = null;
   private readonly slots = new Map<number, VersionedGroupRecord<MemberSlot>>();
-  private readonly shards = new Map<number, VersionedGroupRecord<ShardRecord>>();
+  /** Replaced whole by each list (observe): copying 4,096 entries into a kept map cost a turn its time. */
+  private shards = new Map<number, VersionedGroupRecord<ShardRecord>>();
   private readonly slotSeen = new Map<number, SlotSeen>();
   /** Sessions seen owning a shard but no longer in their slot: when first noticed. */
   private readonly goneSince = new Map<string, number>();
@@ -124,10 +125,19 @@ export class GroupView {
         }
       } else if (gap || !this.absentSince.has(s)) this.absentSince.set(s, now);
     }
-    this.shards.clear();
-    for (const [s, v] of shards) this.shards.set(s, v);
-    // A session no shard names any more needs no memory: it never takes a shard again.
-    const named = new Set([...shards.values()].flatMap((v) => (v.record.owner ? [sessionKey(v.record.owner)] : [])));
+    this.shards = shards;
+    // A session no shard names any more needs no memory: it never takes a shard again. Its key
+    // made once per session, not once per shard (N strings per list at N = 4096).
+    const namedBySlot = new Map<number, Set<number>>();
+    for (const v of shards.values()) {
+      const o = v.record.owner;
+      if (!o) continue;
+      const sessions = namedBySlot.get(o.slot);
+      if (sessions) sessions.add(o.session);
+      else namedBySlot.set(o.slot, new Set([o.session]));
+    }
+    const named = new Set<string>();
+    for (const [slot, sessions] of namedBySlot) for (const session of sessions) named.add(sessionKey({ slot, session }));
     for (const k of [...this.goneSince.keys()]) if (!named.has(k)) this.goneSince.delete(k);
     const inSlots = new Set([...slots.values()].map((v) => sessionKey({ slot: v.record.index, session: v.record.session })));
     for (const k of [...this.sessionLeaseMs.keys()]) if (!named.has(k) && !inSlots.has(k)) this.sessionLeaseMs.delete(k);

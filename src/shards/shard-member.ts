@@ -255,6 +255,11 @@ export class ShardMember {
     this.life = { ...this.life, loop: null };
   }
 
+  /** How many shards this member owns now: what snapshot().owned.length says, without building the list. */
+  ownedCount(): number {
+    return this.phases.ownedCount();
+  }
+
   snapshot(): ShardMemberSnapshot {
     const m = this.mine;
     return {
@@ -317,11 +322,9 @@ export class ShardMember {
   /** What a status shows of the group as this member sees it: its live active members, and the shards without a live owner. */
   private countGroup(): void {
     const members = this.view.liveSlots().filter((v) => v.record.state === 'active').length;
+    // Free, absent, or named by a session that is not live: each session judged once (shardFacts).
     let orphaned = 0;
-    for (let s = 0; s < this.shards; s++) {
-      const o = this.view.shard(s)?.record.owner;
-      if (!o || !this.view.live(o)) orphaned++;
-    }
+    for (const f of shardFacts(this.view)) if (!f.ownerLive) orphaned++;
     this.counts = { members, orphaned };
   }
 

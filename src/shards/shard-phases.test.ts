@@ -27,6 +27,25 @@ describe('a member’s shard phases, in one map', () => {
     assert.equal(p.ending(3), undefined, 'a kept shard is not ending');
   });
 
+  it('the owned count follows every change of phase, as the owned list does', () => {
+    const p = new ShardPhases();
+    const agree = (why: string) => assert.equal(p.ownedCount(), p.ownedShards().length, why);
+    p.own(1, { token: 1, version: 'v1' });
+    p.own(2, { token: 2, version: 'v2' });
+    p.own(2, { token: 3, version: 'v2b' });
+    agree('owned twice is owned once');
+    assert.equal(p.ownedCount(), 2);
+    const e = p.end(1, A, 0)!;
+    agree('ending');
+    p.keep(1, { session: A, token: 1, untilMono: 1, release: { end: 'given up', round: 0 } });
+    agree('kept');
+    p.endingOver(1, e);
+    p.keptOver(1);
+    p.end(2, A, 0);
+    agree('all given up');
+    assert.equal(p.ownedCount(), 0);
+  });
+
   it('the end of a gate forgets its own ending only: a shard kept meanwhile stays kept', () => {
     const p = new ShardPhases();
     p.own(5, { token: 4, version: 'v' });

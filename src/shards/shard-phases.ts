@@ -45,6 +45,8 @@ type Phase = ({ phase: 'owned' } & Owned) | ({ phase: 'ending' } & Ending) | ({ 
 
 export class ShardPhases {
   private readonly byShard = new Map<number, Phase>();
+  /** How many shards are owned: asked once per shard gained or lost, where a count over the map made a pass of N shards O(N²). */
+  private ownedTotal = 0;
 
   /** Shard `s` is owned now, with its new token. */
   own(s: number, o: Owned): void {
@@ -66,7 +68,7 @@ export class ShardPhases {
   }
 
   ownedCount(): number {
-    return this.shardsIn('owned').length;
+    return this.ownedTotal;
   }
 
   /** Owned shard `s` starts through the gate; returns its ending, whose version a write-back may move on. */
@@ -104,12 +106,12 @@ export class ShardPhases {
 
   /** The gate of `e` is over: shard `s` is not held any more (unless it was kept meanwhile). */
   endingOver(s: number, e: Ending): void {
-    if (this.byShard.get(s) === e) this.byShard.delete(s);
+    if (this.byShard.get(s) === e) this.remove(s);
   }
 
   /** Kept shard `s` was freed (or its record is gone): not held any more. */
   keptOver(s: number): void {
-    if (this.byShard.get(s)?.phase === 'kept') this.byShard.delete(s);
+    if (this.byShard.get(s)?.phase === 'kept') this.remove(s);
   }
 
   /** Whether any shard is owned or going through its gate (a leaving member waits for none). */
@@ -132,8 +134,14 @@ export class ShardPhases {
   }
 
   private move(s: number, p: Phase): void {
-    this.byShard.delete(s);
+    this.remove(s);
     this.byShard.set(s, p);
+    if (p.phase === 'owned') this.ownedTotal++;
+  }
+
+  private remove(s: number): void {
+    if (this.byShard.get(s)?.phase === 'owned') this.ownedTotal--;
+    this.byShard.delete(s);
   }
 
   private shardsIn(phase: Phase['phase']): number[] {

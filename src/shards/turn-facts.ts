@@ -3,12 +3,33 @@
  * moment: each judgement of time (a session's liveness, an absence's wait) is the view's, on its
  * clock, now. Kept apart from the plan so the plan stays a function of values.
  */
-import { sessionKey, type GroupView } from './group-view.js';
+import { sessionKey, type GroupView, type SessionId } from './group-view.js';
 import type { ShardFacts, SlotFacts } from './turn-plan.js';
 
-/** What the view says of every shard 0..N−1, now. */
+/**
+ * What the view says of every shard 0..N−1, now. Each owner session is judged once (its key and
+ * liveness), not once per shard it names: at N = 4096 the per-shard judgment was a large part of
+ * a turn. One moment for all, as a plan is made at one moment.
+ */
 export function shardFacts(view: GroupView): ShardFacts[] {
-  return Array.from({ length: view.shardCount }, (_, s) => shardFact(view, s));
+  const judged = new Map<number, Map<number, { key: string; live: boolean }>>();
+  const judge = (o: SessionId) => {
+    let bySession = judged.get(o.slot);
+    if (!bySession) judged.set(o.slot, (bySession = new Map<number, { key: string; live: boolean }>()));
+    let j = bySession.get(o.session);
+    if (!j) bySession.set(o.session, (j = { key: sessionKey(o), live: view.live(o) }));
+    return j;
+  };
+  const facts = new Array<ShardFacts>(view.shardCount);
+  for (let s = 0; s < view.shardCount; s++) {
+    const rec = view.shard(s)?.record;
+    if (!rec) facts[s] = { present: false, owner: null, holder: '', ownerLive: false, absentLongEnough: view.absentLongEnough(s) };
+    else {
+      const j = rec.owner ? judge(rec.owner) : null;
+      facts[s] = { present: true, owner: j?.key ?? null, holder: rec.holderIdentity, ownerLive: j?.live ?? false, absentLongEnough: false };
+    }
+  }
+  return facts;
 }
 
 /** What the view says of shard `s`, now. */

@@ -4,7 +4,7 @@
  * loss that cannot be written, the app's post per shard and its key, the probes, the metrics.
  * The CLI and real processes: test/sqlite/shard-sidecar.test.ts.
  */
-import { describe, it, after } from 'node:test';
+import { describe, it, after, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -122,6 +122,29 @@ describe('the sidecar in shard mode', () => {
     const stoppedAt = Date.parse(w.file('b').stoppedAt ?? '');
     assert.ok(stoppedAt > Date.parse(f.updatedAt) && stoppedAt <= w.clock.now().getTime(), 'its last write says when it stopped');
     await w.stopAll();
+  });
+
+  it('a leave of many shards builds shards.json a few times, not once per shard', async () => {
+    // Each lost shard's gate checks that the file holds its loss; the pass's one publish already
+    // wrote every loss, so the gates do not build the file again: a leave of 2,048 shards at
+    // N = 4096 built it 2,048 times (docs/benchmarks.md, "Shard writes at N = 4096").
+    const N = 64;
+    const w = world(N);
+    const a = await w.add('a');
+    assert.ok(await w.advanceUntil(() => w.fileShards('a').length === N, 20_000));
+    // Counts the builds of shards.json, each passed on to the real publish.
+    const built = mock.method(ShardsPublisher.prototype, 'publish');
+    try {
+      const stopping = a.s.stop();
+      await w.clock.advance(T.renewDeadlineMs);
+      await stopping;
+    } finally {
+      built.mock.restore();
+    }
+    assert.deepEqual(w.file('a').owned, [], 'every shard given up');
+    assert.equal(w.record(0)?.owner ?? null, null, 'released, not left to expire');
+    const builds = built.mock.callCount();
+    assert.ok(builds <= 8, `shards.json built ${builds} times for a leave of ${N} shards`);
   });
 
   it("a lost shard is written as not owned before its drain begins, and released only once the app posts that shard's token", async () => {

@@ -27,6 +27,7 @@ import { healthChecks } from './health-checks.js';
 import { shardChecks } from './shard-checks.js';
 import { fencingChecks } from './fencing-checks.js';
 import { policyModeChecks } from './policy-mode-checks.js';
+import { modeSwitchChecks } from './mode-switch-checks.js';
 
 const RELEASE = 'lh';
 const LEASE = 'lh-leasehold';
@@ -690,4 +691,7 @@ describe('the chart on a real node', () => {
 
   // After the webhook install is gone (one bring-up): an install in policy mode, its own value.
   policyModeChecks(cluster);
+
+  // After the policy install is gone (one bring-up): an install switched webhook -> policy -> webhook.
+  modeSwitchChecks(cluster);
 });

@@ -72,6 +72,11 @@ export class ClusterSession {
     return join(this.dir, 'bin', 'kubectl');
   }
 
+  /** helm's binary, for a check that must keep working while helm runs (`helm` blocks). */
+  get helmPath(): string {
+    return this.helmBin;
+  }
+
   /** kubectl in the session's namespace; throws with its stderr when it fails. */
   kubectl = (...args: string[]): string => {
     const r = spawnSync(this.kubectlPath, ['--kubeconfig', this.kubeconfig, '-n', this.namespace, ...args], { encoding: 'utf8', timeout: 120_000 });
