@@ -4,11 +4,13 @@
  * renew deadline, its CMD is stopped (the term's drain), and once the store answers again its
  * term is released, keeping its token, before the lease could have expired: the next leader
  * need not wait out the rest of a lease nobody works under. Before issue 43 a lost term was
- * never released and the record stayed until it expired.
+ * never released and the record stayed until it expired. And a term given up on a locked file:
+ * its first release round waits out the busy timeout at most once.
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { rmSync, writeFileSync } from 'node:fs';
 import { startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { holdWriteLock } from '../support/run-session.js';
@@ -121,6 +123,73 @@ describe('a term lost to a locked SQLite file', () => {
     lock.kill('SIGKILL');
     await lock.exited;
     await waitFor('the release once the lock goes', () => logLines(a).find((l) => l.msg === 'released lease'), 10_000);
+    a.kill('SIGTERM');
+    await a.exited;
+  });
+});
+
+describe('a term given up on a locked SQLite file', () => {
+  const procs: Proc[] = [];
+  const dir = scratchDir(() => procs);
+  after(async () => {
+    for (const p of procs) {
+      p.kill('SIGKILL');
+      await p.exited;
+    }
+  });
+
+  it('its first release round stalls the sidecar no longer than one busy timeout', { timeout: 120_000 }, async () => {
+    // The first round of a term given up may wait on the lock (releaseWaitsForLock), but it ends
+    // at its first unanswered write: it once sent five, each waiting out the busy timeout
+    // synchronously, and /metrics went unanswered about 5 s. The busy timeout here is 1 s (lease
+    // 12 s, renew deadline 4 s: its cap, storeTimeouts).
+    const busyMs = 1_000;
+    const db = join(dir.path, 'given-up.db');
+    const healthy = join(dir.path, 'healthy');
+    writeFileSync(healthy, '');
+    const seed = new SqliteLeaseStore(db);
+    await seed.create('gu', { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: null, renewTime: new Date(), leaseTransitions: 0 });
+    await seed.close();
+    const port = await freePort();
+    const health = [
+      '--health-exec',
+      `test -f ${healthy}`,
+      '--health-period',
+      '300ms',
+      '--health-timeout',
+      '300ms',
+      '--health-initial-delay',
+      '0s',
+      '--health-failure-threshold',
+      '1',
+    ];
+    const a = startCli(['sidecar', '--db', db, '--lease', 'gu', '--identity', 'a', '--listen', `127.0.0.1:${port}`, ...health, ...T]);
+    procs.push(a);
+    await waitFor('a to lead', () => logLines(a).some((l) => l.msg === 'became leader'), 30_000);
+    const lock = holdWriteLock(db);
+    procs.push(lock);
+    await waitFor('the neighbour to hold the write lock', () => lock.stdout().includes('locked'), 10_000);
+    // The app fails its probe: the leader gives its term up, well before the 4 s renew deadline.
+    rmSync(healthy);
+    const scrapes: number[] = [];
+    for (const until = Date.now() + 7_000; Date.now() < until;) {
+      const started = performance.now();
+      const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+      await res.text();
+      scrapes.push(performance.now() - started);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(
+      logLines(a).some((l) => l.msg === 'stopped leading'),
+      'stepped down',
+    );
+    const failed = logLines(a).filter((l) => l.msg === 'release failed').length;
+    assert.ok(failed >= 1, 'a release was tried while the file was locked');
+    const worst = Math.round(Math.max(...scrapes));
+    console.log(`${scrapes.length} scrapes, ${failed} release writes refused on the locked file: slowest ${worst} ms`);
+    assert.ok(worst < 2 * busyMs, `a scrape waited ${worst} ms (release writes each waited the ${busyMs} ms busy timeout in one round)`);
+    lock.kill('SIGKILL');
+    await lock.exited;
     a.kill('SIGTERM');
     await a.exited;
   });
