@@ -93,8 +93,17 @@ export class EndOfTerm {
           ended.end !== 'record gone' &&
           (await releaseUntil(o.clock, expiresAtMono, o.retryPeriodMs, (round) => this.send(releaseWaitsForLock(end, round)), this.stopping.signal)) ===
             'unanswered'
-        )
-          o.log.warn('the store did not answer the release before the lease could have expired: it expires', { token: ended.token, end: ended.end });
+        ) {
+          const fields = { token: ended.token, end: ended.end };
+          // Which ended the retries: a stop (an exiting candidate does not wait on a store that
+          // does not answer; the lease may have most of its time left), or the lease's end.
+          if (this.stopping.signal.aborted)
+            o.log.warn('the store did not answer the release and the candidate is stopping, so it is not retried: the lease expires', {
+              ...fields,
+              expiresInMs: Math.max(0, Math.round(expiresAtMono - o.clock.monotonic())),
+            });
+          else o.log.warn('the store did not answer the release before the lease could have expired: it expires', fields);
+        }
         return;
       }
       const leftMs = expiresAtMono - o.clock.monotonic();

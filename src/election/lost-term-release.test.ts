@@ -262,4 +262,19 @@ describe('a term given up while the store does not answer its writes', () => {
       [{ release: true, waitForLock: true }],
     );
   });
+
+  it('stop() with the store down: the line says the stop ended the retries, not the lease', async () => {
+    const s = setup();
+    s.elector.start();
+    await s.clock.advance(0);
+    assert.equal(s.elector.isLeader(), true);
+    s.store.down = true;
+    await s.elector.stop();
+    const said = s.logged.filter((m) => m.startsWith('the store did not answer the release'));
+    assert.deepEqual(
+      said,
+      ['the store did not answer the release and the candidate is stopping, so it is not retried: the lease expires'],
+      JSON.stringify(s.logged),
+    );
+  });
 });
