@@ -94,7 +94,17 @@ export class CandidateLoop implements Standing {
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
     this.view = new RecordView(this.identity, this.timings, this.requestTimeoutMs, this.clock, this.log);
     const { clock, log, view, identity, lease, timings, requestTimeoutMs } = this;
-    const access = (this.access = new RecordAccess({ identity, lease, store, clock, log, notify: this.notify, view, requestTimeoutMs }));
+    const access = (this.access = new RecordAccess({
+      identity,
+      lease,
+      store,
+      clock,
+      log,
+      notify: this.notify,
+      view,
+      requestTimeoutMs,
+      retryPeriodMs: timings.retryPeriodMs,
+    }));
     const safetyRereadMs = opts.safetyRereadMs ?? Math.max(60 * opts.retryPeriodMs, opts.leaseDurationMs);
     const random = opts.random ?? Math.random;
     const { contentionWindowMs, leaseDurationMs } = opts;

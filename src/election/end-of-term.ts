@@ -93,8 +93,17 @@ export class EndOfTerm {
           ended.end !== 'record gone' &&
           (await releaseUntil(o.clock, expiresAtMono, o.retryPeriodMs, (round) => this.send(releaseWaitsForLock(end, round)), this.stopping.signal)) ===
             'unanswered'
-        )
-          o.log.warn('the store did not answer the release before the lease could have expired: it expires', { token: ended.token, end: ended.end });
+        ) {
+          const fields = { token: ended.token, end: ended.end };
+          // Which ended the retries: a stop (an exiting candidate does not wait on a store that
+          // does not answer; the lease may have most of its time left), or the lease's end.
+          if (this.stopping.signal.aborted)
+            o.log.warn('the store did not answer the release and the candidate is stopping, so it is not retried: the lease expires', {
+              ...fields,
+              expiresInMs: Math.max(0, Math.round(expiresAtMono - o.clock.monotonic())),
+            });
+          else o.log.warn('the store did not answer the release before the lease could have expired: it expires', fields);
+        }
         return;
       }
       const leftMs = expiresAtMono - o.clock.monotonic();
@@ -141,11 +150,12 @@ export class EndOfTerm {
 
   /**
    * Writes the released record (term-records.ts) over our own, the term already ended. A
-   * conflict or an unanswered request is retried after a fresh read; a read the store does not
-   * answer ends the attempt as 'unanswered' (the gate may try again). `waits`: whether its writes
-   * may wait on another's lock (releaseWaitsForLock); one that may not ends at its first
-   * unanswered write. `fromRead`: the view may predate a write of ours that landed unanswered,
-   * so the first attempt reads too.
+   * conflict is retried after a fresh read; a read or a write the store does not answer ends the
+   * attempt as 'unanswered' at once (the gate may try again a retryPeriod later), so one attempt
+   * waits on another's lock at most once, as a renewal does. `waits`: whether its write may wait
+   * on another's lock (releaseWaitsForLock; and RecordAccess's pause after a write that waited
+   * unanswered, lock-waits.ts). `fromRead`: the view may predate a write of ours that landed
+   * unanswered, so the first attempt reads too.
    */
   private async send(waits: boolean, fromRead = false): Promise<ReleaseAttempt> {
     const o = this.o;
@@ -179,8 +189,11 @@ export class EndOfTerm {
         }
         if (!(err instanceof ConflictError)) {
           o.log.warn('release failed', { reason: describeError(err) });
-          if (!(err instanceof BackendUnavailableError)) return 'final';
-          if (!waits) return 'unanswered';
+          // Unanswered: this round ends here, whether or not the write waited on a lock. Asked
+          // again at once the store (a lock still held) would most likely not answer either, and
+          // on SQLite each write allowed to wait spends the busy timeout synchronously: at most
+          // one such wait per round, as a renewal. The next round comes a retryPeriod later.
+          return err instanceof BackendUnavailableError ? 'unanswered' : 'final';
         }
       }
     }

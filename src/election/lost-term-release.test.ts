@@ -5,6 +5,7 @@ import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryLeaseStore } from '../testing/memory-store.js';
 import { BackendUnavailableError } from '../errors.js';
 import type { CallOptions, LeaseRecord, VersionedRecord } from '../backends/lease-store.js';
+import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { resolveElectionConfig } from '../config/election-options.js';
 import { createLogger } from '../log.js';
 
@@ -45,9 +46,30 @@ class OutageStore extends MemoryLeaseStore {
   }
 }
 
+/** The app's health, switched by the test: off, the leader gives its term up. */
+class HealthSwitch implements Eligibility {
+  private on = true;
+  private readonly listeners = new Set<() => void>();
+  set(on: boolean): void {
+    this.on = on;
+    for (const l of [...this.listeners]) l();
+  }
+  eligible(): boolean {
+    return this.on;
+  }
+  standAside(): StandAside | null {
+    return this.on ? null : { reason: 'app unhealthy', since: new Date(0) };
+  }
+  subscribe(onChange: () => void): () => void {
+    this.listeners.add(onChange);
+    return () => this.listeners.delete(onChange);
+  }
+}
+
 function setup(opts: { releaseOnCancel?: boolean } = {}) {
   const clock = new FakeClock();
   const store = new OutageStore(clock);
+  const eligibility = new HealthSwitch();
   const logged: string[] = [];
   const elector = new CandidateLoop({
     ...resolveElectionConfig({ ...timings, lease: LEASE, identity: 'me' }),
@@ -55,11 +77,12 @@ function setup(opts: { releaseOnCancel?: boolean } = {}) {
     clock,
     random: () => 0,
     successorClaims: false,
+    eligibility,
     releaseOnCancel: opts.releaseOnCancel,
     log: createLogger({ level: 'info', write: (line) => logged.push((JSON.parse(line) as { msg: string }).msg) }),
   });
   store.put(LEASE, { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: null, renewTime: null, leaseTransitions: 0 });
-  return { clock, store, elector, logged };
+  return { clock, store, elector, eligibility, logged };
 }
 
 /** Leads with token 1; returns when its last renewal before the outage started (monotonic). */
@@ -164,5 +187,94 @@ describe('a term lost to a store outage', () => {
     assert.deepEqual(releases(s), []);
     assert.equal(s.store.peek(LEASE)!.holderIdentity, 'other');
     await s.elector.stop();
+  });
+});
+
+describe('a term given up while the store does not answer its writes', () => {
+  // A SQLite file whose write lock a neighbour holds: the first round's write may wait on it (the
+  // busy timeout, spent synchronously), but only one write of the round: asked again at once the
+  // lock would still be held, and five such waits in a row would stall a sidecar's /metrics.
+  const waitingReleases = (s: ReturnType<typeof setup>) => s.store.asked.filter((a) => a.release && a.waitForLock).length;
+
+  it('a step-down for the app: its first release round sends one write that may wait on the lock, then none until the next round', async () => {
+    const s = setup();
+    s.elector.start();
+    await s.clock.advance(0);
+    assert.equal(s.elector.isLeader(), true);
+    s.store.writesLocked = true;
+    s.eligibility.set(false);
+    await s.clock.advance(timings.retryPeriodMs / 2);
+    assert.equal(s.elector.isLeader(), false, 'stepped down');
+    assert.deepEqual(
+      s.store.asked.filter((a) => a.release),
+      [{ release: true, waitForLock: true }],
+      'the first round ends at its first unanswered write',
+    );
+    await s.clock.advance(timings.retryPeriodMs);
+    assert.equal(waitingReleases(s), 1, `later rounds never wait: ${JSON.stringify(s.store.asked)}`);
+    s.store.writesLocked = false;
+    await s.clock.advance(timings.retryPeriodMs);
+    assert.equal(releases(s).length, 1, 'released once the lock is gone');
+    await s.elector.stop();
+  });
+
+  it('a step-down right after a renewal that waited unanswered: the release does not wait too, back to back', async () => {
+    const s = setup();
+    s.elector.start();
+    await s.clock.advance(0);
+    assert.equal(s.elector.isLeader(), true);
+    s.store.writesLocked = true;
+    const before = s.store.asked.length;
+    // The next renewal waits on the lock and goes unanswered (on SQLite: the busy timeout); its
+    // slow path's write, right after, does not wait again.
+    await s.clock.advance(timings.retryPeriodMs);
+    assert.deepEqual(
+      s.store.asked.slice(before),
+      [
+        { release: false, waitForLock: true },
+        { release: false, waitForLock: false },
+      ],
+      'one renewal attempt: one write that may wait',
+    );
+    s.eligibility.set(false);
+    await s.clock.advance(0);
+    assert.equal(s.elector.isLeader(), false, 'stepped down');
+    assert.deepEqual(
+      s.store.asked.filter((a) => a.release),
+      [{ release: true, waitForLock: false }],
+      'within a retryPeriod of the unanswered renewal the release answers at once',
+    );
+    s.store.writesLocked = false;
+    await s.clock.advance(timings.retryPeriodMs);
+    assert.equal(releases(s).length, 1, 'released by a later round once the lock is gone');
+    await s.elector.stop();
+  });
+
+  it('stop(): its one release round sends one write that may wait on the lock', async () => {
+    const s = setup();
+    s.elector.start();
+    await s.clock.advance(0);
+    assert.equal(s.elector.isLeader(), true);
+    s.store.writesLocked = true;
+    await s.elector.stop();
+    assert.deepEqual(
+      s.store.asked.filter((a) => a.release),
+      [{ release: true, waitForLock: true }],
+    );
+  });
+
+  it('stop() with the store down: the line says the stop ended the retries, not the lease', async () => {
+    const s = setup();
+    s.elector.start();
+    await s.clock.advance(0);
+    assert.equal(s.elector.isLeader(), true);
+    s.store.down = true;
+    await s.elector.stop();
+    const said = s.logged.filter((m) => m.startsWith('the store did not answer the release'));
+    assert.deepEqual(
+      said,
+      ['the store did not answer the release and the candidate is stopping, so it is not retried: the lease expires'],
+      JSON.stringify(s.logged),
+    );
   });
 });

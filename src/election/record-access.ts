@@ -10,6 +10,7 @@ import { StoreReopenedError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
 import { boundedCall } from '../holder/bounded-call.js';
+import { LockWaits } from '../holder/lock-waits.js';
 import type { Notify } from './listener-calls.js';
 import type { RecordView } from './record-view.js';
 import type { AttemptSchedule } from './attempt-schedule.js';
@@ -29,10 +30,17 @@ export interface RecordAccessOptions {
   view: RecordView;
   /** Bound on one backend call. */
   requestTimeoutMs: number;
+  /** The pause after a write that waited on another's lock went unanswered (lock-waits.ts). */
+  retryPeriodMs: number;
 }
 
 export class RecordAccess {
-  constructor(private readonly o: RecordAccessOptions) {}
+  /** Whether a write may wait on another's lock now: not right after one that waited went unanswered. */
+  private readonly lockWaits: LockWaits;
+
+  constructor(private readonly o: RecordAccessOptions) {
+    this.lockWaits = new LockWaits(o.clock, o.retryPeriodMs);
+  }
 
   /** The record as the store holds it now; null when absent. Rejects when the store does not answer in time. */
   get(): Promise<VersionedRecord | null> {
@@ -50,16 +58,18 @@ export class RecordAccess {
 
   /** Creates the record; resolves to its version. */
   create(record: LeaseRecord): Promise<string> {
-    return this.call('create', (c) => this.o.store.create(this.o.lease, record, c));
+    return this.write('create', true, (c) => this.o.store.create(this.o.lease, record, c));
   }
 
   /**
    * Compare-and-swap over `expectedVersion`; resolves to the new version. `waitForLock` false: a
    * store whose wait on another's lock would block the process answers unavailable at once
-   * (CallOptions; a retried release's, end-of-term-rule.ts).
+   * (CallOptions; a retried release's, end-of-term-rule.ts). Nor does it wait within a
+   * retryPeriod of a write that waited unanswered (lock-waits.ts: a step-down's release right
+   * after its last renewal waited out the busy timeout would wait it out again, back to back).
    */
   update(record: LeaseRecord, expectedVersion: string, waitForLock = true): Promise<string> {
-    return this.call('update', (c) => this.o.store.update(this.o.lease, record, expectedVersion, waitForLock ? c : { ...c, waitForLock }));
+    return this.write('update', waitForLock, (c) => this.o.store.update(this.o.lease, record, expectedVersion, c));
   }
 
   /**
@@ -119,6 +129,11 @@ export class RecordAccess {
       if (e.record.record.holderIdentity !== '' && (!claimChanged || view.isOwn(e.record))) return;
     }
     schedule.wakeUp();
+  }
+
+  /** A write: one backend call that waits on another's lock only if `waitForLock` and lockWaits allow it. */
+  private write<T>(op: string, waitForLock: boolean, send: (opts: CallOptions) => Promise<T>): Promise<T> {
+    return this.lockWaits.send(waitForLock, (waits) => this.call(op, (c) => send(waits ? c : { ...c, waitForLock: false })));
   }
 
   /** One backend call, bounded by requestTimeout (bounded-call.ts); a reopened store interrupts an absence. */

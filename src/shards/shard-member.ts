@@ -16,7 +16,7 @@
  * the protected resource checks.
  */
 import { realClock, sleep, type Clock } from '../clock.js';
-import { ConflictError, InvalidConfigError, StoreReopenedError, describeError } from '../errors.js';
+import { BackendUnavailableError, ConflictError, InvalidConfigError, StoreReopenedError, describeError } from '../errors.js';
 import { silentLogger, guardedLogger, type Logger } from '../log.js';
 import type { CallOptions } from '../backends/lease-store.js';
 import type { GroupHeader, GroupStore, MemberSlot, MemberState, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
@@ -25,6 +25,8 @@ import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { EligibilityCheck } from '../holder/eligibility-check.js';
 import { boundedCall } from '../holder/bounded-call.js';
 import { couldHaveExpiredAtMono, drainedWithin, releaseWaitsForLock } from '../holder/end-of-term-rule.js';
+import { LockWaits } from '../holder/lock-waits.js';
+import { ReleaseFailures } from './release-failures.js';
 import { GroupCache } from './group-cache.js';
 import { GroupView, sessionKey, type SessionId } from './group-view.js';
 import { fnv1a64 } from './key-to-shard.js';
@@ -145,6 +147,10 @@ export class ShardMember {
 
   /** This member's session (its slot, the slot's token, its validity and deadline): member-session.ts. */
   private readonly sessions: MemberSession;
+  /** Whether a write may wait on another's lock now: not right after one that waited went unanswered. */
+  private readonly lockWaits: LockWaits;
+  /** Releases the store did not answer, said once a turn (not once per shard). */
+  private readonly releaseFailures = new ReleaseFailures();
   /**
    * Each held shard's phase: owned, ending (through the gate), or kept (its work not seen to stop
    * in time: its record keeps naming the session that owned it until it could have expired, then
@@ -210,10 +216,9 @@ export class ShardMember {
     this.store = this.cache.writer();
     this.counts = { members: 0, orphaned: opts.shards };
     this.sessions = new MemberSession(this.clock, opts.renewDeadlineMs);
+    this.lockWaits = new LockWaits(this.clock, opts.retryPeriodMs);
     const batch = this.store.writeGroupRecords?.bind(this.store);
-    this.batches = batch
-      ? new WriteBatches((writes, waitForLock) => this.call('batch', (o) => batch(this.group, writes, waitForLock ? o : { ...o, waitForLock })))
-      : null;
+    this.batches = batch ? new WriteBatches((writes, waitForLock) => this.call('batch', (o) => batch(this.group, writes, o), waitForLock)) : null;
   }
 
   private get mine(): Session | null {
@@ -298,6 +303,7 @@ export class ShardMember {
       if (this.stopping && this.done()) break;
       await this.waitNext();
     }
+    this.releaseFailures.tell(this.log);
     await this.leave();
   }
 
@@ -316,6 +322,7 @@ export class ShardMember {
     if (this.mine && this.view.freshWithin(this.requestTimeoutMs)) await this.keepHeader();
     if (this.mine) await this.reconcile();
     else await this.freeKept();
+    this.releaseFailures.tell(this.log);
     this.countGroup();
     this.listener.onChange?.();
   }
@@ -401,7 +408,7 @@ export class ShardMember {
         });
       } catch (err) {
         // Another member wrote it back first (a conflict): the next list reads it, and raises it if lower.
-        this.hinted = true;
+        this.writeFailed(err);
         if (!(err instanceof ConflictError)) this.log.warn('writing the group header back failed', { reason: describeError(err) });
       }
       return;
@@ -421,7 +428,7 @@ export class ShardMember {
         });
     } catch (err) {
       // A conflict: another member raised or rewrote it since; the next list shows it.
-      this.hinted = true;
+      this.writeFailed(err);
       if (!(err instanceof ConflictError)) this.log.warn('raising the group header failed', { reason: describeError(err) });
     }
   }
@@ -449,7 +456,7 @@ export class ShardMember {
         this.log.info('created the shard group', { shards: this.shards });
       } catch (err) {
         if (!(err instanceof ConflictError)) this.log.warn('creating the group failed', { reason: describeError(err) });
-        this.hinted = true;
+        this.writeFailed(err);
         return;
       }
     }
@@ -485,7 +492,7 @@ export class ShardMember {
       this.log.info('joined the shard group', { slot: slot.index, session: slot.session, shards: this.shards });
       this.renewed();
     } catch (err) {
-      this.hinted = true;
+      this.writeFailed(err);
       if (!(err instanceof ConflictError)) this.log.warn('taking a member slot failed', { slot: free.index, reason: describeError(err) });
     }
   }
@@ -642,7 +649,7 @@ export class ShardMember {
         this.view.wrote({ record: raised, version });
         return new TokenBlock(base, base + count);
       } catch (err) {
-        this.hinted = true;
+        this.writeFailed(err);
         if (!(err instanceof ConflictError)) {
           this.log.warn('raising the group high-water token failed: no shard is taken until it is raised', { reason: describeError(err) });
           return null;
@@ -749,7 +756,7 @@ export class ShardMember {
       });
     } catch (err) {
       // A conflict: the record is there again (another member created it); the next list shows it.
-      this.hinted = true;
+      this.writeFailed(err);
       if (!(err instanceof ConflictError)) this.log.warn('writing back a vanished shard record failed', { shard: rec.index, reason: describeError(err) });
     }
   }
@@ -785,7 +792,7 @@ export class ShardMember {
       if (this.mine !== m || !this.sessionValid(m)) return;
       this.gained(s, m, { token: rec.token, version });
     } catch (err) {
-      this.hinted = true;
+      this.writeFailed(err);
       if (!(err instanceof ConflictError)) this.log.warn('taking a shard failed', { shard: s, reason: describeError(err) });
     }
   }
@@ -833,8 +840,7 @@ export class ShardMember {
       // The app said the work stopped, but the store did not answer the release (cut off, or
       // its session lost for that reason): kept, due at once, so the release is tried again at
       // the first turn whose list is fresh, instead of the shard waiting for the session to
-      // expire in everyone's view (issue 43).
-      this.log.info('the release of a drained shard did not reach the store: it is tried again once the store answers', { shard: s, token: e.token });
+      // expire in everyone's view (issue 43). The turn's line says so (releaseFailures).
       this.phases.keep(s, { session: e.session, token: e.token, untilMono: this.clock.monotonic(), release: { end, round: 1 } });
     } finally {
       this.phases.endingOver(s, e);
@@ -875,9 +881,9 @@ export class ShardMember {
     } catch (err) {
       // A conflict: another wrote it since (it is not ours to free any more). Anything else: the
       // caller keeps it to try again (a stray of this session is found again by the next turn).
-      this.hinted = true;
+      this.writeFailed(err);
       if (err instanceof ConflictError) return true;
-      this.log.warn('releasing a shard failed', { shard: v.record.index, reason: describeError(err) });
+      this.releaseFailures.note(v.record.index, describeError(err));
       return false;
     }
   }
@@ -938,6 +944,17 @@ export class ShardMember {
     return since >= this.timings.retryPeriodMs || (this.hinted && since >= HINT_LIST_MS);
   }
 
+  /**
+   * A write of this member's failed. A conflict (another wrote the record) or a refusal is news
+   * about the group: the next list comes at a hint's pace (HINT_LIST_MS). A store that did not
+   * answer tells nothing: the write is tried again at the member's own pace (a retryPeriod), else
+   * a store that refuses at once (a lock the write did not wait on, lock-waits.ts) would be asked
+   * again some twenty times a second, every kept shard's release each time.
+   */
+  private writeFailed(err: unknown): void {
+    if (!(err instanceof BackendUnavailableError)) this.hinted = true;
+  }
+
   /** A store's hint that the group changed: the next turn lists (at most every HINT_LIST_MS). */
   private hint(): void {
     this.hinted = true;
@@ -973,10 +990,11 @@ export class ShardMember {
    */
   private writeShard(rec: ShardRecord, expected: string | null, stillWanted?: () => boolean, waitForLock = true): Promise<string | null> {
     if (this.batches) return this.batches.write(rec, expected, stillWanted, waitForLock);
-    return this.call(expected === null ? 'create' : 'update', (c) => {
-      const opts = waitForLock ? c : { ...c, waitForLock };
-      return expected === null ? this.store.createGroupRecord(this.group, rec, opts) : this.store.updateGroupRecord(this.group, rec, expected, opts);
-    });
+    return this.call(
+      expected === null ? 'create' : 'update',
+      (o) => (expected === null ? this.store.createGroupRecord(this.group, rec, o) : this.store.updateGroupRecord(this.group, rec, expected, o)),
+      waitForLock,
+    );
   }
 
   /** Writes of a pass at once: every one where they go in batches (the batches bound them), else PARALLEL_WRITES. */
@@ -984,11 +1002,26 @@ export class ShardMember {
     return this.batches ? Infinity : PARALLEL_WRITES;
   }
 
-  private call<T>(op: string, send: (opts: CallOptions) => Promise<T>): Promise<T> {
-    return boundedCall(this.clock, this.requestTimeoutMs, `${this.store.backend} group ${op}`, send, (e) => {
-      // Whichever call finds the store replaced, the absences this member saw before prove nothing.
-      if (e instanceof StoreReopenedError) this.view.interruptAbsence();
-    });
+  /**
+   * One store call, bounded in time. A write (any op but a list) waits on another's lock only if
+   * its caller allows it (`waitForLock`: releaseWaitsForLock) and lockWaits does: no other write
+   * that may wait is unanswered, and none went unanswered within a retryPeriod. At most one busy
+   * timeout in a row.
+   */
+  private call<T>(op: string, send: (opts: CallOptions) => Promise<T>, waitForLock = true): Promise<T> {
+    const bounded = (waits: boolean) =>
+      boundedCall(
+        this.clock,
+        this.requestTimeoutMs,
+        `${this.store.backend} group ${op}`,
+        (o) => send(waits ? o : { ...o, waitForLock: false }),
+        (e) => {
+          // Whichever call finds the store replaced, the absences this member saw before prove nothing.
+          if (e instanceof StoreReopenedError) this.view.interruptAbsence();
+        },
+      );
+    // A list is a read: it never waits on a writer's lock (SQLite's WAL).
+    return op === 'list' ? bounded(true) : this.lockWaits.send(waitForLock, bounded);
   }
 }
 

@@ -37,6 +37,13 @@ export interface HttpHandlers {
   leaderStopped?: (tokens: readonly string[], authorization: string | undefined) => StoppedReply;
   /** Routes of another module (a shard group's, shard-endpoints.ts), tried before the built-in ones. */
   routes?: MoreRoutes;
+  /**
+   * This sidecar's own drain report and its key check: a report POSTed to the other mode's
+   * endpoint (a lease's to a --shards sidecar, a shard's to a lease's) is answered 404 with the
+   * endpoint to use, once the key passed (`refuse`: null), so a caller without it learns
+   * nothing. Absent: such a POST is answered as any other path this server does not route.
+   */
+  drain?: { use: string; refuse(authorization: string | undefined): StoppedReply | null };
 }
 
 interface StoppedReply {
@@ -131,6 +138,16 @@ export class StatusServer {
     return server.address() as AddressInfo;
   }
 
+  /** A drain report sent to the endpoint of the other mode: the key first, then the endpoint this sidecar takes. */
+  private otherModeDrain(req: IncomingMessage, res: ServerResponse, path: string, drain: NonNullable<HttpHandlers['drain']>): void {
+    const refused = drain.refuse(req.headers.authorization);
+    if (refused) {
+      if (refused.challenge !== undefined) res.setHeader('www-authenticate', refused.challenge);
+      return send(res, refused.code, 'text/plain', refused.body);
+    }
+    send(res, 404, 'text/plain', `${path} is not this sidecar's drain report: ${drain.use}\n`);
+  }
+
   private leaderStopped(req: IncomingMessage, res: ServerResponse, search: string): void {
     const a = stoppedRequest(req, search, this.h.leaderStopped!);
     if (a.code === 405) res.setHeader('allow', 'POST');
@@ -181,6 +198,7 @@ export class StatusServer {
     try {
       if (this.h.routes && (await this.h.routes.handle(req, res, path, search))) return;
       if (path === STOPPED_PATH && this.h.leaderStopped) return this.leaderStopped(req, res, search);
+      if (req.method === 'POST' && DRAIN_PATHS.includes(path) && this.h.drain) return this.otherModeDrain(req, res, path, this.h.drain);
       if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'method not allowed\n');
       switch (path) {
         case '/healthz':
@@ -207,6 +225,10 @@ export class StatusServer {
 }
 
 const STOPPED_PATH = '/leader/stopped';
+/** A shard member's drain report (shard-endpoints.ts). */
+export const SHARDS_STOPPED_PATH = '/shards/stopped';
+/** Every mode's drain report, to answer one sent to the wrong mode with the right one. */
+const DRAIN_PATHS: readonly string[] = [STOPPED_PATH, SHARDS_STOPPED_PATH];
 
 /** The app's word that a term's leader work stopped. Its body, if any, is not read: the query says it all. */
 function stoppedRequest(req: IncomingMessage, search: string, handle: NonNullable<HttpHandlers['leaderStopped']>): StoppedReply {

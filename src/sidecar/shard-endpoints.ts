@@ -7,12 +7,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ShardsStatus } from '../status/shards-status.js';
 import { jsonForTerminal } from '../util/escape-control.js';
-import { send, wantsStream, type MoreRoutes } from './http-server.js';
+import { SHARDS_STOPPED_PATH, send, wantsStream, type MoreRoutes } from './http-server.js';
 import { EventStreams, type StreamCounters, type StreamLimits } from './leader-stream.js';
 import type { ShardStoppedAnswer } from './shard-drain.js';
 
 export const SHARDS_PATH = '/shards';
-export const SHARDS_STOPPED_PATH = '/shards/stopped';
 
 export interface ShardHandlers {
   status(): ShardsStatus;

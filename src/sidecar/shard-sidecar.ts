@@ -227,6 +227,10 @@ export class ShardSidecar {
         registry: m.registry,
         bounds,
         routes: this.endpoints,
+        drain: {
+          use: "this sidecar runs a shard group (--shards): report that a shard's work stopped with POST /shards/stopped?shard=S&token=T",
+          refuse: (authorization) => this.drainKey?.refuse(authorization) ?? null,
+        },
         streamCounters: counters,
       });
     } else {

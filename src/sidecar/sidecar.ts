@@ -191,6 +191,10 @@ export class Sidecar {
           readiness: () => withStoreProblem(opts.store, withStatusProblem(this.writable, this.readiness.check(this.elector.snapshot()))),
           registry: m.registry,
           leaderStopped: (tokens, authorization) => this.drain.report(tokens, authorization),
+          drain: {
+            use: 'this sidecar runs one lease (no --shards): report that the leader work stopped with POST /leader/stopped?token=N',
+            refuse: (authorization) => this.drainKey?.refuse(authorization) ?? null,
+          },
           streamCounters: {
             opened: () => m.streamsOpen.inc(),
             closed: () => m.streamsOpen.dec(),

@@ -4,13 +4,14 @@
  * from the apps' own lines); an app that never posts leaves the lease to expire: the next leader
  * starts only once the old term could have expired; a neighbour that reaches the sidecar's port,
  * but not its status directory's drain key, cannot end the drain. Real sidecar, app and
- * neighbour processes on one SQLite file.
+ * neighbour processes on one SQLite file. And a report sent to the other mode's endpoint is
+ * answered with the endpoint to use, once the drain key passed.
  */
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO, start, startCli, waitFor, type Proc } from '../support/cli.js';
+import { REPO, start, startCli, tempDir, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import type { AppEvent } from '../support/leader-app.js';
 
@@ -168,5 +169,57 @@ describe('sidecar --drain-timeout: the release waits for the app', () => {
     // could expire 4 s after that at the earliest.
     const sinceSignal = h.started.at - h.signalledAt;
     assert.ok(sinceSignal >= 4_000 - 500, `the next leader waited out the old term's lease (${sinceSignal.toFixed(0)} ms after the signal)`);
+  });
+});
+
+describe("a drain report posted to the other mode's endpoint", () => {
+  const dir = tempDir('leasehold-drain-mode-');
+  const procs: Proc[] = [];
+  after(async () => {
+    for (const p of procs) p.kill('SIGKILL');
+    await Promise.all(procs.map((p) => p.exited));
+    dir.cleanup();
+  });
+
+  async function sidecar(name: string, extra: string[]): Promise<{ url: string; key: string }> {
+    const status = join(dir.path, `status-${name}`);
+    const args = ['sidecar', '--db', join(dir.path, `${name}.db`), '--lease', name, '--identity', name, '--status-dir', status];
+    const p = startCli([...args, '--listen', '127.0.0.1:0', '--drain-timeout', '1s', ...extra]);
+    procs.push(p);
+    const address = await waitFor(`${name}'s listen address`, () => /"listen":"([\d.:]+)"/.exec(p.stderr())?.[1], 20_000);
+    const key = await waitFor(
+      `${name}'s drain key`,
+      () => {
+        try {
+          return readFileSync(join(status, 'drain-key'), 'utf8').trim();
+        } catch {
+          return undefined;
+        }
+      },
+      20_000,
+    );
+    return { url: `http://${address}`, key };
+  }
+
+  it('is answered 404 naming the endpoint this sidecar takes, and without the key with the key refusal only', { timeout: 60_000 }, async () => {
+    // It was `405 method not allowed`, which named neither the mistake nor the endpoint.
+    const shards = await sidecar('g', ['--shards', '4']);
+    const lease = await sidecar('l', []);
+    const post = async (url: string, path: string, key?: string) => {
+      const res = await fetch(`${url}${path}`, { method: 'POST', headers: key === undefined ? {} : { authorization: `Bearer ${key}` } });
+      return `${res.status} ${(await res.text()).trim()}`;
+    };
+    const answers = {
+      shardMode: await post(shards.url, '/leader/stopped?token=1', shards.key),
+      leaseMode: await post(lease.url, '/shards/stopped?shard=0&token=1', lease.key),
+      shardModeNoKey: await post(shards.url, '/leader/stopped?token=1'),
+      leaseModeWrongKey: await post(lease.url, '/shards/stopped?shard=0&token=1', shards.key),
+    };
+    assert.match(answers.shardMode, /^404 .*--shards.*POST \/shards\/stopped\?shard=S&token=T/, JSON.stringify(answers));
+    assert.match(answers.leaseMode, /^404 .*POST \/leader\/stopped\?token=N/, JSON.stringify(answers));
+    // The key first: a caller without it learns nothing of the mode.
+    assert.match(answers.shardModeNoKey, /^401 send the drain key/, JSON.stringify(answers));
+    assert.match(answers.leaseModeWrongKey, /^403 /, JSON.stringify(answers));
+    assert.doesNotMatch(answers.shardModeNoKey + answers.leaseModeWrongKey, /stopped|shards/, 'nothing of the mode without the key');
   });
 });

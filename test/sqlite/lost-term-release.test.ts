@@ -4,12 +4,16 @@
  * renew deadline, its CMD is stopped (the term's drain), and once the store answers again its
  * term is released, keeping its token, before the lease could have expired: the next leader
  * need not wait out the rest of a lease nobody works under. Before issue 43 a lost term was
- * never released and the record stayed until it expired.
+ * never released and the record stayed until it expired. And a term given up on a locked file:
+ * its first release round waits out the busy timeout at most once. A shard member follows the
+ * same rule: its session lost to a locked file, it waits out the busy timeout at most once in a
+ * row, and tells its unanswered releases in one line a turn.
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { startCli, waitFor, type Proc } from '../support/cli.js';
+import { rmSync, writeFileSync } from 'node:fs';
+import { startCli, tempDir, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { holdWriteLock } from '../support/run-session.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
@@ -123,5 +127,131 @@ describe('a term lost to a locked SQLite file', () => {
     await waitFor('the release once the lock goes', () => logLines(a).find((l) => l.msg === 'released lease'), 10_000);
     a.kill('SIGTERM');
     await a.exited;
+  });
+});
+
+describe('a term given up on a locked SQLite file', () => {
+  const procs: Proc[] = [];
+  const dir = scratchDir(() => procs);
+  after(async () => {
+    for (const p of procs) {
+      p.kill('SIGKILL');
+      await p.exited;
+    }
+  });
+
+  it('its first release round stalls the sidecar no longer than one busy timeout', { timeout: 120_000 }, async () => {
+    // The first round of a term given up may wait on the lock (releaseWaitsForLock), but it ends
+    // at its first unanswered write: it once sent five, each waiting out the busy timeout
+    // synchronously, and /metrics went unanswered about 5 s. The busy timeout here is 1 s (lease
+    // 12 s, renew deadline 4 s: its cap, storeTimeouts).
+    const busyMs = 1_000;
+    const db = join(dir.path, 'given-up.db');
+    const healthy = join(dir.path, 'healthy');
+    writeFileSync(healthy, '');
+    const seed = new SqliteLeaseStore(db);
+    await seed.create('gu', { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: null, renewTime: new Date(), leaseTransitions: 0 });
+    await seed.close();
+    const port = await freePort();
+    const health = [
+      '--health-exec',
+      `test -f ${healthy}`,
+      '--health-period',
+      '300ms',
+      '--health-timeout',
+      '300ms',
+      '--health-initial-delay',
+      '0s',
+      '--health-failure-threshold',
+      '1',
+    ];
+    const a = startCli(['sidecar', '--db', db, '--lease', 'gu', '--identity', 'a', '--listen', `127.0.0.1:${port}`, ...health, ...T]);
+    procs.push(a);
+    await waitFor('a to lead', () => logLines(a).some((l) => l.msg === 'became leader'), 30_000);
+    const lock = holdWriteLock(db);
+    procs.push(lock);
+    await waitFor('the neighbour to hold the write lock', () => lock.stdout().includes('locked'), 10_000);
+    // The app fails its probe: the leader gives its term up, well before the 4 s renew deadline.
+    rmSync(healthy);
+    const scrapes: number[] = [];
+    for (const until = Date.now() + 7_000; Date.now() < until;) {
+      const started = performance.now();
+      const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+      await res.text();
+      scrapes.push(performance.now() - started);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(
+      logLines(a).some((l) => l.msg === 'stopped leading'),
+      'stepped down',
+    );
+    const failed = logLines(a).filter((l) => l.msg === 'release failed').length;
+    assert.ok(failed >= 1, 'a release was tried while the file was locked');
+    const worst = Math.round(Math.max(...scrapes));
+    console.log(`${scrapes.length} scrapes, ${failed} release writes refused on the locked file: slowest ${worst} ms`);
+    assert.ok(worst < 2 * busyMs, `a scrape waited ${worst} ms (release writes each waited the ${busyMs} ms busy timeout in one round)`);
+    lock.kill('SIGKILL');
+    await lock.exited;
+    a.kill('SIGTERM');
+    await a.exited;
+  });
+});
+
+describe('a shard session lost to a locked SQLite file', () => {
+  const dir = tempDir('leasehold-shard-lock-');
+  const procs: Proc[] = [];
+  after(async () => {
+    for (const p of procs) p.kill('SIGKILL');
+    await Promise.all(procs.map((p) => p.exited));
+    dir.cleanup();
+  });
+
+  it('answers /metrics within about one busy timeout, and tells its unanswered releases in one line a turn', { timeout: 120_000 }, async () => {
+    // Once, at the session's loss, the last heartbeat and two takes of a member slot each waited
+    // out the busy timeout back to back (about 3 s unanswered), and every round of releases
+    // logged a line per shard (320 lines in 10 s for 64 shards). The busy timeout is 1 s here.
+    const busyMs = 1_000;
+    const shards = 64;
+    const windowMs = 10_000;
+    const db = join(dir.path, 'leases.db');
+    const args = ['sidecar', '--shards', String(shards), '--lease', 'w', '--db', db, '--identity', 'a'];
+    const a = startCli([...args, '--status-dir', join(dir.path, 'status'), '--listen', '127.0.0.1:0', ...T]);
+    procs.push(a);
+    const address = await waitFor('the listen address', () => /"listen":"([\d.:]+)"/.exec(a.stderr())?.[1], 20_000);
+    const url = `http://${address}`;
+    await waitFor(
+      `a to own ${shards} shards`,
+      async () => (await (await fetch(`${url}/metrics`)).text()).includes(`leasehold_shards_owned{group="w"} ${shards}`),
+      60_000,
+    );
+    const lock = holdWriteLock(db);
+    procs.push(lock);
+    await waitFor('the neighbour to hold the write lock', () => lock.stdout().includes('locked'), 10_000);
+    const logged = a.stderr().length;
+    const scrapes: number[] = [];
+    for (const until = Date.now() + windowMs; Date.now() < until;) {
+      const started = performance.now();
+      await (await fetch(`${url}/metrics`)).text();
+      scrapes.push(performance.now() - started);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const lines = a
+      .stderr()
+      .slice(logged)
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { msg: string; count?: number });
+    assert.ok(
+      lines.some((l) => l.msg === 'lost the shard group session'),
+      'the session was lost while the file was locked',
+    );
+    const worst = Math.round(Math.max(...scrapes));
+    const told = lines.filter((l) => l.msg.startsWith('releasing a shard failed') || l.msg.startsWith('releasing shards failed'));
+    const releasesTold = told.reduce((n, l) => n + (l.count ?? 1), 0);
+    console.log(`${scrapes.length} scrapes, slowest ${worst} ms; ${told.length} lines told ${releasesTold} unanswered releases in ${windowMs / 1000} s`);
+    assert.ok(worst < 2 * busyMs, `a scrape waited ${worst} ms (busy timeout ${busyMs} ms): waits on the lock back to back`);
+    assert.ok(releasesTold >= shards, `every shard's unanswered release is told: ${releasesTold}`);
+    // A turn each retryPeriod (500 ms), a few more on wake-ups: a line per shard would be hundreds.
+    assert.ok(told.length <= (2 * windowMs) / 500, `${told.length} lines for the unanswered releases of ${shards} shards in ${windowMs / 1000} s`);
   });
 });
