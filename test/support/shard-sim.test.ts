@@ -75,3 +75,12 @@ describe('shard groups: the seeds that found faults in the member', () => {
       assert.ok(r.gains > 0);
     });
 });
+
+describe('shard groups: the seeds that found a documented limit', () => {
+  // The limit is counted apart, not a violation; the seed must still reach it, or it proves nothing.
+  it('seed 1400: a member restarted as the store was replaced never saw the longer lease of a member cut off from it, and created that member’s shards after its own lease (docs/shards.md, "A longer lease lost with its slot")', async () => {
+    const r = await runShardSimulation(1400);
+    assert.deepEqual(r.violations, [], 'seed 1400');
+    assert.ok(r.faults['two owners: a longer lease lost with its slot (documented limit)'], 'seed 1400 no longer reaches the limit');
+  });
+});

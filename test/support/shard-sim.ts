@@ -66,6 +66,11 @@ class FaultyGroupLink implements GroupStore {
   sync = false;
   /** The store was replaced: the next call fails, as the SQLite store's call that finds its file replaced. */
   reopened = false;
+  /**
+   * The longest lease any slot announced in a read this link answered to its member: what the
+   * member could know of the others' leases, kept here apart from the member's own view.
+   */
+  longestLeaseListedMs = 0;
   constructor(
     protected readonly mem: MemoryGroupStore,
     protected readonly proc: SimProcess,
@@ -75,7 +80,12 @@ class FaultyGroupLink implements GroupStore {
   ) {}
 
   listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
-    return this.send('list', opts, () => this.mem.listGroup(group));
+    return this.send(
+      'list',
+      opts,
+      () => this.mem.listGroup(group),
+      (list) => this.listed(list),
+    );
   }
   createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
     return this.send('create', opts, () => this.mem.createGroupRecord(group, record));
@@ -106,11 +116,27 @@ class FaultyGroupLink implements GroupStore {
   /** The link is back after a cut: a watch on it resumes (WatchFedLink). */
   protected reconnected(): void {}
 
+  /** A read answered to the member: the leases its slots announce are known to it from now on. */
+  protected listed(list: readonly VersionedGroupRecord[]): void {
+    for (const v of list) if (v.record.kind === 'member') this.longestLeaseListedMs = Math.max(this.longestLeaseListedMs, v.record.leaseDurationSeconds * 1000);
+  }
+
   /** As the elector simulation's link: slow, hung, failed, lost answers, late; a request already sent may still land. */
-  private send<T>(op: string, opts: CallOptions | undefined, apply: () => Promise<T>): Promise<T> {
+  private send<T>(op: string, opts: CallOptions | undefined, apply: () => Promise<T>, answered?: (v: T) => void): Promise<T> {
     const r = this.rand();
-    return new Promise<T>((resolve, reject) => {
-      const answer = (fn: () => void) => this.proc.run(fn);
+    return new Promise<T>((resolveCall, reject) => {
+      // Only the first answer counts, as for the promise: a read answered after its abort is not seen.
+      let settled = false;
+      const answer = (fn: () => void) =>
+        this.proc.run(() => {
+          if (settled) return;
+          settled = true;
+          fn();
+        });
+      const resolve = (v: T) => {
+        answered?.(v);
+        resolveCall(v);
+      };
       // The elector's bounded call aborts a hung request; the answer then never comes.
       opts?.signal?.addEventListener('abort', () => answer(() => reject(opts.signal!.reason as Error)), { once: true });
       if (this.calm) {
@@ -234,7 +260,12 @@ class WatchFedLink extends FaultyGroupLink {
       since === null
         ? { records: all, cursor: out, full: true, total: all.length }
         : { records: all.filter((v) => Number(v.version) > since), cursor: out, full: false, total: all.length };
-    return new Promise((resolve) => this.proc.run(() => resolve(answer)));
+    return new Promise((resolve) =>
+      this.proc.run(() => {
+        this.listed(all);
+        resolve(answer);
+      }),
+    );
   }
 
   override async createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
@@ -324,6 +355,8 @@ interface Work {
   owner: string;
   /** Wall ms of the owner's last heartbeat start while it owned the shard (fixed once lost). */
   renewedAt: number;
+  /** Wall ms of the gain: a store replaced after it lost the owner's slot and its announced lease. */
+  gainedAt: number;
   /** The owner's lease duration: its ownership could have expired that long after renewedAt. */
   leaseMs: number;
   lost: boolean;
@@ -384,6 +417,8 @@ export async function runShardSimulation(seed: number, steps = 250, trace = fals
    * limit below, until the shard's next gain after it.
    */
   let replacedShard = new Set<number>();
+  /** Wall ms of the last store replacement (-Infinity: none yet). */
+  let replacedAt = -Infinity;
   /** Settling: members started from now on (restarts scheduled earlier) get calm links too. */
   let calm = false;
   /** When the sim first saw each shard's record present, since its last deletion. */
@@ -472,8 +507,20 @@ export async function runShardSimulation(seed: number, steps = 250, trace = fals
           if (term.token <= last) count('token reissued after the store was replaced (documented limit)', m.name);
           replacedShard = new Set([...replacedShard].filter((x) => x !== term.shard));
           tokens.set(term.shard, term.token);
+          const now = base.now().getTime();
+          // The longest lease this member could know: its own, or any slot's in a read it was answered.
+          const knownLeaseMs = Math.max(timings.leaseDurationMs, m.link.longestLeaseListedMs);
           for (const w of running.get(term.shard) ?? []) {
-            if (base.now().getTime() < w.renewedAt + w.leaseMs * (1 - MAX_DRIFT * 1.1))
+            if (now >= w.renewedAt + w.leaseMs * (1 - MAX_DRIFT * 1.1)) continue;
+            // The documented limit (docs/shards.md, "Limits", "A longer lease lost with its slot"):
+            // the store was replaced after the earlier owner gained the shard, taking its slot and
+            // the longer lease it announced, and this member never saw a slot announce a lease that
+            // long; its ownership had expired by the longest lease this member knew. Counted, not a
+            // violation (seed 1400: a member restarted at the replacement created the shards of a
+            // member on a 30 s lease cut off from the store, 15 s after it first listed the new file).
+            const lostWithSlot = w.gainedAt < replacedAt && knownLeaseMs < w.leaseMs && now >= w.renewedAt + knownLeaseMs * (1 - MAX_DRIFT * 1.1);
+            if (lostWithSlot) count('two owners: a longer lease lost with its slot (documented limit)', m.name);
+            else
               violations.push(
                 `${t()}: ${m.name} started the work of shard ${term.shard} (token ${term.token}) while ${w.owner}'s of token ${w.token} still ran, its ownership unexpired`,
               );
@@ -484,6 +531,7 @@ export async function runShardSimulation(seed: number, steps = 250, trace = fals
             token: term.token,
             owner: m.name,
             renewedAt: m.renewedAt,
+            gainedAt: now,
             leaseMs: timings.leaseDurationMs,
             lost: false,
             stopped: false,
@@ -579,6 +627,7 @@ export async function runShardSimulation(seed: number, steps = 250, trace = fals
     const justCreated = [...existsSince.values()].some((since) => base.monotonic() - since < 1_500);
     if (replaceRand() < (justCreated ? 0.03 : 0.001) && !watchFedGroup) {
       count('store replaced');
+      replacedAt = base.now().getTime();
       for (const v of mem.peek(GROUP)) mem.delete(GROUP, v.record);
       replacedShard = new Set(Array.from({ length: shards }, (_, i) => i));
       for (const m of members) m.link.reopened = true;
