@@ -53,9 +53,11 @@ export function commandCgroupName(runnerPid: number, n: number): string {
  * Removes the empty cgroups of runners that are gone: one that left past the bound (a process
  * the kernel could not kill still in it) or was killed (its watcher empties it, but cannot
  * remove the cgroup it is in) leaves its cgroup behind; the next runner under the same parent
- * removes it. A cgroup still holding a process stays. Returns how many stay.
+ * removes it. A cgroup still holding a process stays. Returns how many stay. `runners`: only
+ * the cgroups of these runner PIDs (a test's teardown: another test running beside it may hold
+ * a process the kernel cannot kill yet in a cgroup of its own).
  */
-export function removeStaleCgroups(parent: string | null = ownCgroupDir()): number {
+export function removeStaleCgroups(parent: string | null = ownCgroupDir(), runners?: ReadonlySet<number>): number {
   let names: string[];
   try {
     names = parent === null ? [] : readdirSync(parent);
@@ -65,7 +67,7 @@ export function removeStaleCgroups(parent: string | null = ownCgroupDir()): numb
   let left = 0;
   for (const name of names) {
     const pid = /^leasehold-run-(\d+)-\d+$/.exec(name)?.[1];
-    if (pid === undefined || Number(pid) === process.pid || existsSync(`/proc/${pid}`)) continue;
+    if (pid === undefined || Number(pid) === process.pid || (runners !== undefined && !runners.has(Number(pid))) || existsSync(`/proc/${pid}`)) continue;
     try {
       rmdirSync(join(parent!, name));
     } catch (err) {
