@@ -121,7 +121,7 @@ describe('a term lost to a locked SQLite file', () => {
     const worst = Math.max(...slowest);
     console.log(`${slowest.length} scrapes during ${rounds} release attempts on a locked file: slowest ${Math.round(worst)} ms`);
     // Under 1.5 busy timeouts: never two waits on the lock in a row (the reverted retries gave
-    // 4,109 ms). Not under 500 ms: a CI run at d63d857 saw one scrape wait 691 ms, something
+    // 4,109 ms). Not under 500 ms: a CI run at fa48863 saw one scrape wait 691 ms, something
     // waiting once on the lock within a retry period; which write or read was not traced.
     assert.ok(worst < 1_500, `a scrape waited ${Math.round(worst)} ms: writes waited on the lock back to back`);
     assert.equal(logLines(a).filter((l) => l.msg === 'released lease').length, 0, 'nothing released while the file is locked');
