@@ -1,0 +1,99 @@
+/**
+ * What the tests of `run`'s kill before the lease's expiry share (test/sqlite/run-renew-late,
+ * test/postgres/run-renew-margin): an observer that notes when a worker holding an exclusive
+ * flock is gone, and a probe of this machine's timers.
+ *
+ * Why the probe: the kill keeps 50 ms + 0.1% of the lease before the expiry, and the 50 ms is
+ * what leasehold assumes of its timers (docs/guarantees.md, "Clocks and timers": a timer fires
+ * at most 50 ms late). A round during which the machine kept timers later than that tests the
+ * machine, not leasehold: CI running four test tiers on two cores once held the kill 50-130 ms
+ * past its moment in two rounds of three. So a round is judged only where a timer in a process
+ * of its own, ticking every 5 ms beside it, was never late by more than half that allowance (the
+ * other half is the kill's own effect: the worker's exit, its lock let go, the observer woken);
+ * the others are printed, not judged.
+ */
+import { start, type Proc } from './cli.js';
+import { CLOCK_MARGIN_FIXED_MS } from '../../src/config/election-options.js';
+
+/** Blocks on DIR/worker.lock once worker `a` holds it, then prints the wall time it got it (ms). */
+const OBSERVER = [
+  'import fcntl, os, sys, time',
+  'work = sys.argv[1]',
+  "while not os.path.exists(os.path.join(work, 'held-a')): time.sleep(0.01)",
+  "fd = os.open(os.path.join(work, 'worker.lock'), os.O_RDWR)",
+  "print('waiting', flush=True)",
+  'fcntl.flock(fd, fcntl.LOCK_EX)',
+  "print('free', time.time() * 1000, flush=True)",
+].join('\n');
+
+/** An observer of worker `a` in `work` (test/support/session_worker.py): `freedAt` once it is gone. */
+export function startObserver(work: string): Proc & { waiting: () => boolean; freedAt: () => number | undefined } {
+  const p = start('python3', ['-c', OBSERVER, work]);
+  return Object.assign(p, {
+    waiting: () => p.stdout().includes('waiting'),
+    freedAt: () => {
+      const m = /free ([\d.]+)/.exec(p.stdout());
+      return m ? Number(m[1]) : undefined;
+    },
+  });
+}
+
+/** The latest a probe's tick may come in a judged round: half the timer allowance. */
+export const JUDGED_LATENESS_MS = CLOCK_MARGIN_FIXED_MS / 2;
+
+/** Ticks every 5 ms; prints `late <wall ms> <ms late>` for a tick later than 5 ms. */
+const PROBE = [
+  'let due = performance.now() + 5;',
+  'const tick = () => {',
+  '  const late = performance.now() - due;',
+  '  if (late > 5) process.stdout.write(`late ${Date.now()} ${Math.round(late)}\\n`);',
+  '  due = performance.now() + 5;',
+  '  setTimeout(tick, 5);',
+  '};',
+  'setTimeout(tick, 5);',
+  "process.stdout.write('ticking\\n');",
+].join('\n');
+
+export interface TimerProbe extends Proc {
+  ticking: () => boolean;
+  /** The latest any tick came whose wait overlapped [fromWall, toWall] (ms; 0: none past 5 ms). */
+  latenessIn: (fromWall: number, toWall: number) => number;
+}
+
+export function startTimerProbe(): TimerProbe {
+  const p = start(process.execPath, ['-e', PROBE]);
+  return Object.assign(p, {
+    ticking: () => p.stdout().includes('ticking'),
+    latenessIn: (fromWall: number, toWall: number) => latenessIn(p.stdout(), fromWall, toWall),
+  });
+}
+
+/** From a probe's output: the latest a tick came whose wait overlapped [fromWall, toWall] (ms). */
+export function latenessIn(probeOutput: string, fromWall: number, toWall: number): number {
+  let worst = 0;
+  for (const m of probeOutput.matchAll(/^late (\d+) (\d+)$/gm)) {
+    const at = Number(m[1]);
+    const late = Number(m[2]);
+    // The tick's wait ran over [at - late - 5, at]: it overlaps the window or not.
+    if (at >= fromWall && at - late - 5 <= toWall) worst = Math.max(worst, late);
+  }
+  return worst;
+}
+
+export interface KillRound {
+  /** The lease's possible expiry minus the moment the worker was gone (ms; > 0: before it). */
+  marginMs: number;
+  /** The probe's latest tick over the round's end (renew deadline to the worker gone). */
+  latenessMs: number;
+}
+
+/**
+ * The verdict on `rounds`: the judged ones (the probe within JUDGED_LATENESS_MS), and whether
+ * their median margin is above 0. One late wake-up of the observer can still sink one judged
+ * round; the median cannot.
+ */
+export function judgeKillRounds<R extends KillRound>(rounds: R[]): { judged: R[]; medianMs: number | null } {
+  const judged = rounds.filter((r) => r.latenessMs <= JUDGED_LATENESS_MS);
+  const margins = judged.map((r) => r.marginMs).sort((a, b) => a - b);
+  return { judged, medianMs: margins.length ? margins[Math.floor(margins.length / 2)]! : null };
+}
