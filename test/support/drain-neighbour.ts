@@ -5,11 +5,16 @@
  * `POST /leader/stopped?token=N` without a key, with a made-up one, and with the token as the
  * key, every INTERVAL_MS until the sidecar stops answering. One JSON line once it follows a
  * term (`{"following":N}`), then one per answer: `{"auth":"none"|"forged"|"token","code":401,"at":<epoch ms>}`.
+ * With ROUND_FILE it creates that file once all three were answered once (for an app told to
+ * stop no sooner: test/support/leader-app.ts STOP_AFTER_FILE).
  *
- * Env: LEADER_URL (http://HOST:PORT), INTERVAL_MS (default 20).
+ * Env: LEADER_URL (http://HOST:PORT), INTERVAL_MS (default 20), ROUND_FILE (optional).
  * Run: node --import tsx test/support/drain-neighbour.ts
  */
+import { writeFileSync } from 'node:fs';
+
 const base = process.env.LEADER_URL!;
+const roundFile = process.env.ROUND_FILE;
 const intervalMs = Number(process.env.INTERVAL_MS ?? '20');
 const now = () => performance.timeOrigin + performance.now();
 
@@ -53,6 +58,7 @@ for (;;) {
       const r = await fetch(`${base}/leader/stopped?token=${token}`, { method: 'POST', headers });
       process.stdout.write(`${JSON.stringify({ auth, code: r.status, at: now() })}\n`);
     }
+    if (roundFile) writeFileSync(roundFile, '');
   } catch {
     break; // the sidecar is gone
   }

@@ -4,19 +4,22 @@
  * (performance.timeOrigin + now(): one machine, one clock for every app of a test). When told
  * "not leader" it takes STOP_DELAY_MS to stop (a last batch to finish), then, with
  * POST_STOPPED=1, says so with `POST /leader/stopped?token=N` and the drain key its sidecar wrote
- * (DRAIN_KEY_FILE, read when it posts: a restarted sidecar writes a new one). It exits when the
- * stream ends.
+ * (DRAIN_KEY_FILE, read when it posts: a restarted sidecar writes a new one). With
+ * STOP_AFTER_FILE it stops no sooner than that file exists: a test's other process has done what
+ * it must while the drain waits (test/support/drain-neighbour.ts's first round). It exits when
+ * the stream ends.
  *
  * Env: LEADER_URL (http://HOST:PORT of its sidecar), STOP_DELAY_MS (default 0), POST_STOPPED (0|1),
- * DRAIN_KEY_FILE (the sidecar's status directory's drain-key).
+ * DRAIN_KEY_FILE (the sidecar's status directory's drain-key), STOP_AFTER_FILE (optional).
  * Run: node --import tsx test/support/leader-app.ts
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 
 const base = process.env.LEADER_URL!;
 const stopDelayMs = Number(process.env.STOP_DELAY_MS ?? '0');
 const postStopped = process.env.POST_STOPPED === '1';
 const keyFile = process.env.DRAIN_KEY_FILE;
+const stopAfterFile = process.env.STOP_AFTER_FILE;
 
 export interface AppEvent {
   event: 'following' | 'start' | 'stop' | 'posted';
@@ -35,6 +38,7 @@ let stopping: Promise<void> = Promise.resolve();
 
 async function stopWork(token: number): Promise<void> {
   if (stopDelayMs > 0) await sleep(stopDelayMs);
+  while (stopAfterFile && !existsSync(stopAfterFile)) await sleep(5);
   say({ event: 'stop', token, at: now() });
   if (!postStopped) return;
   try {
