@@ -52,8 +52,11 @@ describe('a 32 MiB successor value written by a neighbour', () => {
     } finally {
       neighbour.close();
     }
-    // The leader's next renewal writes the row again, without the value.
-    await waitFor('the value to be overwritten', () => sizeOfSuccessor(db) === 0, 10_000);
+    // The row's next write drops the value: the leader's renewal (the claim it read was over
+    // its bound: none) or the standby's successor claim (it read none, so it volunteers one),
+    // whichever comes first. Waiting for no claim at all raced the standby's claim: a CI run
+    // waited 10 s for an empty value while the standby's small claim stood in the row.
+    await waitFor('the value to be overwritten', () => sizeOfSuccessor(db) < 1024, 10_000);
     const grew = peakKiB(standby.proc.pid) - before.get(standby.id)!;
     assert.ok(grew < 8 * 1024, `the standby's peak memory grew by ${grew} KiB reading the row`);
     const notice = /holds values over their bound \(successor: 33554432 bytes;/;
