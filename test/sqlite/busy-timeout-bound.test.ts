@@ -22,14 +22,30 @@ import { join } from 'node:path';
 import { LeaderElection } from '../../src/election/leader-election.js';
 import { clockMarginMs } from '../../src/config/election-options.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
+import { JUDGED_LATENESS_MS, startTimerProbe } from '../support/kill-margin.js';
+import { waitFor } from '../support/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-busy-bound-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const TIMINGS = { leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 300 };
 const MARGIN = clockMarginMs(TIMINGS.leaseDurationMs);
+/** Rounds tried at most for one judged round: a round is judged where this machine kept its timers on time. */
+const MAX_ROUNDS = 5;
+const probe = startTimerProbe();
+after(async () => {
+  probe.kill('SIGKILL');
+  await probe.exited;
+});
+
+interface Round {
+  /** How long before the lease could expire the term ended (ms). */
+  before: number;
+  /** The latest a timer beside it came, from the renew deadline to the term's end (ms). */
+  latenessMs: number;
+}
 
 /** How long before the lease could expire the term ended, another process holding the write lock from the time it led. */
-async function endBeforeExpiry(db: string, store: Record<string, unknown>): Promise<number> {
+async function endBeforeExpiry(db: string, store: Record<string, unknown>): Promise<Round> {
   let ended = 0;
   let leading!: () => void;
   const led = new Promise<void>((r) => (leading = r));
@@ -59,10 +75,11 @@ async function endBeforeExpiry(db: string, store: Record<string, unknown>): Prom
     try {
       const renewed = (await reader.get('busy'))!.record.renewTime!.getTime();
       const before = renewed + TIMINGS.leaseDurationMs - ended;
+      const latenessMs = probe.latenessIn(renewed + TIMINGS.renewDeadlineMs, ended);
       console.log(
-        `busyTimeoutMs ${'busyTimeoutMs' in store ? String(store.busyTimeoutMs) : 'absent'}: the term ended ${before} ms before the lease could expire (margin ${MARGIN} ms)`,
+        `busyTimeoutMs ${'busyTimeoutMs' in store ? String(store.busyTimeoutMs) : 'absent'}: the term ended ${before} ms before the lease could expire (margin ${MARGIN} ms); a timer beside it at most ${latenessMs} ms late${latenessMs > JUDGED_LATENESS_MS ? ' (not judged)' : ''}`,
       );
-      return before;
+      return { before, latenessMs };
     } finally {
       await reader.close();
     }
@@ -72,14 +89,30 @@ async function endBeforeExpiry(db: string, store: Record<string, unknown>): Prom
   }
 }
 
+/**
+ * Rounds until one ran while this machine kept its timers on time (test/support/kill-margin.ts):
+ * under CI's load a term once ended 50 ms after the expiry, its deadline's timer late as every
+ * timer was; that tests the machine, not the bound.
+ */
+async function judgedRound(name: string, store: Record<string, unknown>): Promise<Round> {
+  await waitFor('the timer probe to tick', () => probe.ticking(), 30_000);
+  const rounds: Round[] = [];
+  for (let i = 0; i < MAX_ROUNDS; i++) {
+    const r = await endBeforeExpiry(join(dir, `${name}-${i}.db`), store);
+    if (r.latenessMs <= JUDGED_LATENESS_MS) return r;
+    rounds.push(r);
+  }
+  assert.fail(`no round had this machine's timers within ${JUDGED_LATENESS_MS} ms, none could be judged: ${JSON.stringify(rounds)}`);
+}
+
 describe('the busy timeout bound and store settings', () => {
-  it('store settings without busyTimeoutMs; the term ends the margin before the expiry', { timeout: 60_000 }, async () => {
-    const before = await endBeforeExpiry(join(dir, 'control.db'), {});
+  it('store settings without busyTimeoutMs; the term ends the margin before the expiry', { timeout: 120_000 }, async () => {
+    const { before } = await judgedRound('control', {});
     assert.ok(before >= MARGIN, `the term ended ${before} ms before the expiry`);
   });
 
-  it('store settings with busyTimeoutMs: undefined; the term ends the margin before the expiry', { timeout: 60_000 }, async () => {
-    const before = await endBeforeExpiry(join(dir, 'undefined.db'), { busyTimeoutMs: undefined });
+  it('store settings with busyTimeoutMs: undefined; the term ends the margin before the expiry', { timeout: 120_000 }, async () => {
+    const { before } = await judgedRound('undefined', { busyTimeoutMs: undefined });
     assert.ok(before >= MARGIN, `the term ended ${before} ms before the expiry`);
   });
 });

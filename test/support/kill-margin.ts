@@ -1,6 +1,7 @@
 /**
- * What the tests of `run`'s kill before the lease's expiry share (test/sqlite/run-renew-late,
- * test/postgres/run-renew-margin): an observer that notes when a worker holding an exclusive
+ * What the tests of a term's end before the lease's expiry share (`run`'s kill:
+ * test/sqlite/run-renew-late, test/postgres/run-renew-margin; the library's abort:
+ * test/sqlite/busy-timeout-bound): an observer that notes when a worker holding an exclusive
  * flock is gone, and a probe of this machine's timers.
  *
  * Why the probe: the kill keeps 50 ms + 0.1% of the lease before the expiry, and the 50 ms is
