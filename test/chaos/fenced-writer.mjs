@@ -5,28 +5,41 @@
  * (withSqliteFence or withPostgresFence: fenced-writer-stores.mjs) with a random token near a
  * shared clock-driven one (so some writes are accepted and some refused), and every fifth
  * operation reads a key's value and fence token as one snapshot. Every operation is recorded
- * as a fenced register's (docs/testing.md "Recorded histories"). It starts writing at
- * `beginAtMs`, so that all the writers write at once. At the end it prints its counts as one
- * JSON line: {"accepted","refused","unknown","reads"}.
- *   fenced-writer.mjs <sqlite|postgres> <historyDir> <keys> <beginAtMs> <untilMs>
+ * as a fenced register's (docs/testing.md "Recorded histories"). Once its store is open it
+ * prints `ready` and waits for one line on stdin, `go <beginAtMs> <untilMs>`: the window all the
+ * writers write in, at once, given only when every one of them is ready (a fixed start-up
+ * allowance was once too short for 16 writers under load, and nothing was written). At the end
+ * it prints its counts as one JSON line: {"accepted","refused","unknown","reads"}.
+ *   fenced-writer.mjs <sqlite|postgres> <historyDir> <keys>
  * with the store's target in LEASEHOLD_FENCED_STORE: the SQLite file's path or the
  * PostgreSQL URL (in the environment, not the argument list, as it holds a password).
  */
 import process from 'node:process';
+import { createInterface } from 'node:readline';
 import { setImmediate, setTimeout } from 'node:timers/promises';
 import { openPostgresStore, openSqliteStore } from './fenced-writer-stores.mjs';
 import { openHistory } from './history-recorder.mjs';
 
-const [storeKind, historyDir, keysArg, startedArg, untilArg] = process.argv.slice(2);
+const [storeKind, historyDir, keysArg] = process.argv.slice(2);
 const target = process.env.LEASEHOLD_FENCED_STORE;
 if (!target || (storeKind !== 'sqlite' && storeKind !== 'postgres')) {
-  process.stderr.write('usage: fenced-writer.mjs <sqlite|postgres> <historyDir> <keys> <beginAtMs> <untilMs>, LEASEHOLD_FENCED_STORE set\n');
+  process.stderr.write(
+    'usage: fenced-writer.mjs <sqlite|postgres> <historyDir> <keys>, LEASEHOLD_FENCED_STORE set, then `go <beginAtMs> <untilMs>` on stdin\n',
+  );
   process.exit(2);
 }
 const keys = Number(keysArg);
+const store = storeKind === 'sqlite' ? openSqliteStore(target) : openPostgresStore(target);
+process.stdout.write('ready\n');
+const lines = createInterface({ input: process.stdin });
+const [word, startedArg, untilArg] = ((await lines[Symbol.asyncIterator]().next()).value ?? '').split(' ');
+lines.close();
+if (word !== 'go') {
+  process.stderr.write('fenced-writer.mjs: expected `go <beginAtMs> <untilMs>` on stdin\n');
+  process.exit(2);
+}
 const startedAt = Number(startedArg);
 const until = Number(untilArg);
-const store = storeKind === 'sqlite' ? openSqliteStore(target) : openPostgresStore(target);
 await setTimeout(Math.max(0, startedAt - Date.now()));
 const history = openHistory(historyDir, 'writer');
 const randomInt = (n) => Math.floor(Math.random() * n);

@@ -171,14 +171,26 @@ export async function runFencedWriters(o: FencedWritersOptions): Promise<FencedW
   const historyDir = join(o.dir, 'history');
   mkdirSync(historyDir);
   const target = await prepareStore(o);
-  // Every writer starts, then all write for the same window: a start-up under load is not in it.
-  const startedAt = Date.now();
-  const until = startedAt + 5_000 + o.seconds * 1000;
   const procs = Array.from({ length: writers }, () =>
-    start(process.execPath, [FENCED_WRITER, store, historyDir, String(keys), String(startedAt + 5_000), String(until)], {
-      LEASEHOLD_FENCED_STORE: target,
-    }),
+    start(process.execPath, [FENCED_WRITER, store, historyDir, String(keys)], { LEASEHOLD_FENCED_STORE: target }),
   );
+  // Every writer starts, then all write for the same window: a start-up under load is not in it.
+  try {
+    await waitFor(
+      `the ${writers} fenced writers to open their store`,
+      () => procs.every((p) => p.stdout().startsWith('ready\n')) || procs.some((p) => p.child.exitCode !== null),
+      120_000,
+    );
+    const exitedEarly = procs.findIndex((p) => p.child.exitCode !== null);
+    if (exitedEarly >= 0) throw new Error(`fenced writer ${exitedEarly} exited before the window: ${procs[exitedEarly]!.stderr()}`);
+  } catch (err) {
+    procs.forEach((p) => p.kill('SIGKILL'));
+    await Promise.all(procs.map((p) => p.exited));
+    throw err;
+  }
+  const startedAt = Date.now() + 100;
+  const until = startedAt + o.seconds * 1000;
+  for (const p of procs) p.child.stdin!.end(`go ${startedAt} ${until}\n`);
   const killer = setTimeout(() => procs.forEach((p) => p.kill('SIGKILL')), until - Date.now() + 30_000);
   const exits = await Promise.all(procs.map((p) => p.exited));
   clearTimeout(killer);
