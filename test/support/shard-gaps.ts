@@ -18,11 +18,21 @@ export interface ShardGap {
 
 export class ShardGaps {
   readonly gaps: ShardGap[] = [];
+  /** Snapshots taken so far: a failure tells whether the sampler ran at all. */
+  samples = 0;
+  /**
+   * The last snapshot. A test that waits for an end state should judge it here, not on reads of
+   * its own: a read of its own can see the move that ends a gap before the sampler's next
+   * snapshot does, and the gap is then not recorded yet when the test looks.
+   */
+  latest: ReadonlyMap<string, readonly number[]> | null = null;
   /** Each shard's owner in the last snapshot that listed it, and when. */
   private readonly last = new Map<number, { id: string; at: number; listed: boolean }>();
 
   /** One snapshot: member id -> the shards it owns now. */
   observe(at: number, owners: ReadonlyMap<string, readonly number[]>): void {
+    this.samples++;
+    this.latest = owners;
     const now = new Map<number, string>();
     for (const [id, shards] of owners) for (const s of shards) now.set(s, id);
     for (const [s, seen] of this.last) if (!now.has(s) && seen.listed) this.last.set(s, { ...seen, listed: false });
