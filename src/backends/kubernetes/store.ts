@@ -1,6 +1,7 @@
 import type { KubeClient } from '../../kube/api-client.js';
 import { httpStatus } from '../../kube/api-errors.js';
-import { BackendError, ConflictError, ForbiddenError, InvalidRecordError, LeaseholdError, NotFoundError } from '../../errors.js';
+import { leaseRequestError } from './lease-request-error.js';
+import { BackendError, ConflictError, InvalidRecordError, LeaseholdError } from '../../errors.js';
 import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../lease-store.js';
 import { formatMicroTime, parseMicroTime } from './micro-time.js';
 import { validateKubernetesLeaseDuration } from '../../config/election-options.js';
@@ -192,37 +193,10 @@ export class KubernetesLeaseStore implements LeaseStore, GroupStore {
     return { record: fromLease(lease), version };
   }
 
-  /**
-   * The client's coded error (src/kube/api-errors.ts), said again with what was being done:
-   * the same class, the original as `cause`. A 403 names the RBAC rule that is missing; a 404
-   * on update is a conflict by the store contract (the Lease is gone).
-   */
+  /** The client's coded error, said again with what was being done (lease-request-error.ts). */
   private translate(err: unknown, op: 'get' | 'create' | 'update', name: string): LeaseholdError {
-    const what = `${op} Lease ${this.namespace}/${name}`;
-    if (!(err instanceof LeaseholdError)) return new BackendError(`${what}: ${String(err)}`, { cause: err });
-    const status = httpStatus(err);
-    const Same = err.constructor as new (message: string, options?: { cause?: unknown }) => LeaseholdError;
-    if (status === undefined) return new Same(`${what}: ${err.message}`, { cause: err }); // transport, cancellation
-    switch (status) {
-      case 403:
-        return new ForbiddenError(
-          `${what}: forbidden (403): RBAC denies verb "${op}" on resource "leases" (coordination.k8s.io) in namespace ${this.namespace}: ${err.message}`,
-          {
-            cause: err,
-          },
-        );
-      case 404:
-        if (op === 'update') return new ConflictError(`${what}: the Lease no longer exists (404): ${err.message}`, { cause: err });
-        return new NotFoundError(`${what}: not found (404): ${err.message}`, { cause: err });
-      default:
-        return new Same(`${what}: ${describeStatus(status)} (${status}): ${err.message}`, { cause: err });
-    }
+    return leaseRequestError(err, op, `${op} Lease ${this.namespace}/${name}`, this.namespace);
   }
-}
-
-function describeStatus(status: number): string {
-  const known: Record<number, string> = { 401: 'unauthorized', 409: 'conflict', 422: 'rejected as invalid', 429: 'throttled' };
-  return known[status] ?? (status >= 500 ? 'server error' : 'HTTP error');
 }
 
 /** A Lease holds leaseDurationSeconds as an integer: a rounded one would make others wait a different lease. */
