@@ -357,22 +357,7 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
     const slowMs = opts.everyMs ?? WATCH_EVERY_MS;
     const quickMs = Math.min(slowMs, WATCH_EAGER_EVERY_MS);
     const poll = this.options.readonly ? this.readerPoll(name, onEvent) : this.writerPoll(name, onEvent);
-    let stopped = false;
-    let timer: Timer | null = null;
-    // A chain of single timers, not an interval: each wait is chosen when it starts.
-    const next = () => {
-      if (stopped) return;
-      timer = this.after(this.quickNow(name) ? quickMs : slowMs, () => {
-        timer = null;
-        poll();
-        next();
-      });
-    };
-    next();
-    return () => {
-      stopped = true;
-      timer?.cancel();
-    };
+    return this.pollChain(() => (this.quickNow(name) ? quickMs : slowMs), poll);
   }
 
   /** A candidate's poll: `PRAGMA data_version` on its open connection. */
@@ -550,27 +535,17 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
     };
     const changed = this.options.readonly ? this.readerChanged() : this.writerChanged();
     let last = fingerprint();
-    let stopped = false;
-    let timer: Timer | null = null;
-    const next = () => {
-      if (stopped) return;
-      timer = this.after(opts.everyMs ?? WATCH_EVERY_MS, () => {
-        timer = null;
-        if (changed()) {
-          const now = fingerprint();
-          if (now !== last) {
-            last = now;
-            onChange();
-          }
+    return this.pollChain(
+      () => opts.everyMs ?? WATCH_EVERY_MS,
+      () => {
+        if (!changed()) return;
+        const now = fingerprint();
+        if (now !== last) {
+          last = now;
+          onChange();
         }
-        next();
-      });
-    };
-    next();
-    return () => {
-      stopped = true;
-      timer?.cancel();
-    };
+      },
+    );
   }
 
   /** A candidate's change detector: `PRAGMA data_version` on its connection, re-prepared after a reopen. */
@@ -671,6 +646,28 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
       }
     }
     return false;
+  }
+
+  /**
+   * Runs `poll` after each wait of `waitMs()` until the returned function is called: a chain of
+   * single timers, not an interval, so each wait is chosen when it starts. Both watches poll so.
+   */
+  private pollChain(waitMs: () => number, poll: () => void): () => void {
+    let stopped = false;
+    let timer: Timer | null = null;
+    const next = () => {
+      if (stopped) return;
+      timer = this.after(waitMs(), () => {
+        timer = null;
+        poll();
+        next();
+      });
+    };
+    next();
+    return () => {
+      stopped = true;
+      timer?.cancel();
+    };
   }
 
   /** A timer that never keeps the process alive (the elector's own timers do). */
