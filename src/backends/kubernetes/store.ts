@@ -7,8 +7,9 @@ import { formatMicroTime, parseMicroTime } from './micro-time.js';
 import { validateKubernetesLeaseDuration } from '../../config/election-options.js';
 import { WATCH_TIMEOUT_SECONDS, keepWatching } from './kept-watch.js';
 import { SUCCESSOR_ANNOTATION, formatSuccessor, parseSuccessor } from './successor-annotation.js';
-import type { GroupChanges, GroupRecord, GroupStore, GroupWrite, GroupWriteOutcome, VersionedGroupRecord } from '../group-store.js';
+import type { GroupStore } from '../group-store.js';
 import { KubernetesGroupStore } from './group-store.js';
+import { HoldsGroupStore } from '../held-group-store.js';
 import { MAX_INT32, type Lease, type LeaseSpec } from './lease-object.js';
 
 /**
@@ -25,7 +26,7 @@ import { MAX_INT32, type Lease, type LeaseSpec } from './lease-object.js';
  *   it has none; every other annotation is carried.
  * The version is the resourceVersion; the API server changes it on every write.
  */
-export class KubernetesLeaseStore implements LeaseStore, GroupStore {
+export class KubernetesLeaseStore extends HoldsGroupStore implements LeaseStore, GroupStore {
   readonly backend = 'kubernetes';
   /** leaseTransitions is an int32 in coordination.k8s.io/v1: the API server refuses more. */
   readonly maxToken = MAX_INT32;
@@ -38,14 +39,15 @@ export class KubernetesLeaseStore implements LeaseStore, GroupStore {
    * an unconditional write in disguise. With the uid the API server answers 409.
    */
   private readonly uids = new Map<string, string>();
-  /** The shard groups' records, as Leases of their own (group-store.ts). */
-  private readonly groups: KubernetesGroupStore;
+  /** The shard groups' records, as Leases of their own (group-store.ts): each group call goes to it (HoldsGroupStore). */
+  protected readonly groups: KubernetesGroupStore;
 
   constructor(
     /** The API client, shared with other calls a sidecar makes (labelling its pod). */
     readonly client: KubeClient,
     readonly namespace: string,
   ) {
+    super();
     this.location = `namespace ${namespace} on ${client.conn.server}`;
     this.groups = new KubernetesGroupStore(client, namespace);
   }
@@ -146,32 +148,6 @@ export class KubernetesLeaseStore implements LeaseStore, GroupStore {
       () => {},
       onHealth,
     );
-  }
-
-  // The shard groups' records: group-store.ts, on this store's client and namespace.
-
-  listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
-    return this.groups.listGroup(group, opts);
-  }
-
-  createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
-    return this.groups.createGroupRecord(group, record, opts);
-  }
-
-  updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
-    return this.groups.updateGroupRecord(group, record, expectedVersion, opts);
-  }
-
-  writeGroupRecords(group: string, writes: readonly GroupWrite[], opts?: CallOptions): Promise<GroupWriteOutcome[]> {
-    return this.groups.writeGroupRecords(group, writes, opts);
-  }
-
-  watchGroup(group: string, onChange: () => void, onHealth?: (healthy: boolean) => void): () => void {
-    return this.groups.watchGroup(group, onChange, onHealth);
-  }
-
-  readGroupChanges(group: string, cursor: string | undefined, opts?: CallOptions): Promise<GroupChanges> {
-    return this.groups.readGroupChanges(group, cursor, opts);
   }
 
   /** The group's reads by change come from its watch's copy, which may lag (group-watch-cache.ts). */
