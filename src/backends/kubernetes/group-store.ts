@@ -38,7 +38,7 @@ import { checkGroupWrites, writeEachGroupRecord } from '../group-writes.js';
 import { checkGroupRecord } from '../group-record-check.js';
 import { leaseRequestError, type LeaseVerb } from './lease-request-error.js';
 import { formatMicroTime, parseMicroTime } from './micro-time.js';
-import { MAX_INT32, type Lease, type LeaseList, type LeaseSpec } from './lease-object.js';
+import { MAX_INT32, replacementLease, type Lease, type LeaseList, type LeaseSpec } from './lease-object.js';
 import { GROUP_LABEL, RECORD_LABEL, checkKubernetesGroupName, labelsOf, leaseNameOf, recordOfName } from './group-names.js';
 
 export const MEMBER_STATE_ANNOTATION = 'leasehold.io/member-state';
@@ -179,20 +179,12 @@ export class KubernetesGroupStore {
         throw new ConflictError(`update Lease ${this.namespace}/${name}: version ${expectedVersion} is not current`);
       base = current;
     }
-    const body: Lease = {
-      apiVersion: 'coordination.k8s.io/v1',
-      kind: 'Lease',
-      metadata: {
-        ...base.metadata,
-        ...annotationsFor(record, base.metadata?.annotations),
-        labels: { ...base.metadata?.labels, ...labelsOf(group, record) },
-        name,
-        namespace: this.namespace,
-        resourceVersion: expectedVersion,
-        uid: base.metadata?.uid,
-      },
-      spec: toSpec(record, base.spec),
-    };
+    const body = replacementLease(
+      base,
+      { ...annotationsFor(record, base.metadata?.annotations), labels: { ...base.metadata?.labels, ...labelsOf(group, record) } },
+      toSpec(record, base.spec),
+      { name, namespace: this.namespace, resourceVersion: expectedVersion, uid: base.metadata?.uid },
+    );
     try {
       const replaced = await this.client.request<Lease>('PUT', this.leasePath(name), { body, signal: opts?.signal });
       this.objects.set(name, replaced);

@@ -10,7 +10,7 @@ import { SUCCESSOR_ANNOTATION, formatSuccessor, parseSuccessor } from './success
 import type { GroupStore } from '../group-store.js';
 import { KubernetesGroupStore } from './group-store.js';
 import { HoldsGroupStore } from '../held-group-store.js';
-import { MAX_INT32, type Lease, type LeaseSpec } from './lease-object.js';
+import { MAX_INT32, replacementLease, type Lease, type LeaseSpec } from './lease-object.js';
 
 /**
  * Leases as coordination.k8s.io/v1 Lease objects, written exactly as client-go's LeaseLock
@@ -99,19 +99,12 @@ export class KubernetesLeaseStore extends HoldsGroupStore implements LeaseStore,
     }
     const known = this.objects.get(name);
     const base: Lease = known?.metadata?.resourceVersion === expectedVersion ? known : { metadata: { name, namespace: this.namespace } };
-    const body: Lease = {
-      apiVersion: 'coordination.k8s.io/v1',
-      kind: 'Lease',
-      metadata: {
-        ...base.metadata,
-        ...annotationsFor(record, base.metadata?.annotations),
-        name,
-        namespace: this.namespace,
-        resourceVersion: expectedVersion,
-        uid: base.metadata?.uid ?? this.uids.get(name),
-      },
-      spec: toSpec(record, base.spec),
-    };
+    const body = replacementLease(base, annotationsFor(record, base.metadata?.annotations), toSpec(record, base.spec), {
+      name,
+      namespace: this.namespace,
+      resourceVersion: expectedVersion,
+      uid: base.metadata?.uid ?? this.uids.get(name),
+    });
     try {
       const replaced = await this.client.request<Lease>('PUT', this.leasePath(name), { body, signal: opts?.signal });
       return this.remember(name, replaced).version;
