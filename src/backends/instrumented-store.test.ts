@@ -75,6 +75,27 @@ describe('InstrumentedGroupStore', () => {
     assert.equal(new InstrumentedGroupStore(inner, histogram).changesFromWatch, true);
   });
 
+  it("does not time a read answered from a watch's copy as a request, but counts it as a read", async () => {
+    const registry = new Registry();
+    const histogram = new Histogram({ name: 'test_requests', help: 'test', labelNames: ['backend', 'op', 'result'] as const, registers: [registry] });
+    const reads = new Counter({ name: 'test_reads', help: 'test', labelNames: ['group', 'read'] as const, registers: [registry] });
+    const records = new Counter({ name: 'test_records', help: 'test', labelNames: ['group', 'read'] as const, registers: [registry] });
+    // As the Kubernetes store: its reads by change come from the copy its watch keeps, no request sent.
+    const inner = Object.assign(new MemoryGroupStore(), { changesFromWatch: true });
+    await inner.createGroupRecord('g', contractShard(0));
+    const timed = new InstrumentedGroupStore(inner, histogram, { reads, records });
+    const first = await timed.readGroupChanges!('g', undefined);
+    await timed.readGroupChanges!('g', first.cursor);
+    await timed.listGroup('g');
+    const counts = (await histogram.get()).values.filter((v) => v.metricName === 'test_requests_count');
+    assert.deepEqual(
+      counts.map((v) => [v.labels.op, v.labels.result, v.value]),
+      [['list', 'ok', 1]],
+    );
+    const readCounts: Record<string, number> = Object.fromEntries((await reads.get()).values.map((v) => [String(v.labels.read), v.value]));
+    assert.deepEqual(readCounts, { full: 2, changes: 1 });
+  });
+
   it('counts whole-group reads apart from reads of changes, and the records each brought', async () => {
     const registry = new Registry();
     const histogram = new Histogram({ name: 'test_requests', help: 'test', labelNames: ['backend', 'op', 'result'] as const, registers: [registry] });

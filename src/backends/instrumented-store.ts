@@ -71,8 +71,9 @@ export interface GroupReadCounters {
 
 /**
  * A shard group's store, timed into the same histogram: `list`, `changes`, `create` and `update`
- * of its records, and `batch` for a batch of writes (its result `ok` whatever each row's outcome);
- * with `counters`, each read that answered is counted with the records it brought.
+ * of its records (`changes` only where such a read is a request, not one from a watch's copy),
+ * and `batch` for a batch of writes (its result `ok` whatever each row's outcome); with
+ * `counters`, each read that answered is counted with the records it brought.
  */
 export class InstrumentedGroupStore implements GroupStore {
   readonly backend: string;
@@ -95,9 +96,13 @@ export class InstrumentedGroupStore implements GroupStore {
     this.changesFromWatch = inner.changesFromWatch;
     if (inner.watchGroup) this.watchGroup = inner.watchGroup.bind(inner);
     const changes = inner.readGroupChanges?.bind(inner);
+    // A read answered from a watch's copy sends no request (the copy's LIST and watch are its
+    // own, as watchGroup's are): timed as op="changes" it would count requests never sent.
+    const sendsRequest = inner.changesFromWatch !== true;
     if (changes)
       this.readGroupChanges = async (group, cursor, opts) => {
-        const answer = await timed(this.histogram, this.backend, 'changes', () => changes(group, cursor, opts));
+        const read = () => changes(group, cursor, opts);
+        const answer = await (sendsRequest ? timed(this.histogram, this.backend, 'changes', read) : read());
         this.counted(group, answer.full ? 'full' : 'changes', answer.records.length);
         return answer;
       };

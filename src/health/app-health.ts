@@ -1,5 +1,5 @@
 import { realClock, type Clock, type Timer } from '../clock.js';
-import type { Eligibility, HealthSnapshot, StandAside } from './eligibility.js';
+import { CountedHealth } from './counted-health.js';
 import { HealthCounter } from './health-counter.js';
 import { resolveProbeOptions, type ProbeOptions, type ResolvedProbeOptions } from './health-settings.js';
 import { execProbe } from './exec-probe.js';
@@ -30,21 +30,22 @@ export function probeFor(target: ResolvedProbeOptions['probe']): Probe {
  * at most the period), each bounded by timeoutMs; the results counted by a HealthCounter
  * (thresholds, notSent, hold-down). Nothing runs before start() or after stop().
  */
-export class AppHealth implements Eligibility {
+export class AppHealth extends CountedHealth {
   readonly settings: ResolvedProbeOptions;
   private readonly clock: Clock;
   private readonly probe: Probe;
-  private readonly counter: HealthCounter;
   private readonly onResult: ((r: ProbeResult) => void) | undefined;
   private timer: Timer | null = null;
   private running: AbortController | null = null;
 
   /** Validates the options (InvalidConfigError naming the rule); starts nothing. */
   constructor(options: ProbeOptions, internal: AppHealthOptions = {}) {
-    this.settings = resolveProbeOptions(options);
-    this.clock = internal.clock ?? realClock;
+    const settings = resolveProbeOptions(options);
+    const clock = internal.clock ?? realClock;
+    super(new HealthCounter(settings, clock));
+    this.settings = settings;
+    this.clock = clock;
     this.probe = internal.probeOverride ?? probeFor(this.settings.probe);
-    this.counter = new HealthCounter(this.settings, this.clock);
     this.onResult = internal.onResult;
   }
 
@@ -65,22 +66,6 @@ export class AppHealth implements Eligibility {
     this.timer?.cancel();
     this.timer = null;
     this.counter.cancelTimers();
-  }
-
-  eligible(): boolean {
-    return this.counter.eligible();
-  }
-
-  standAside(): StandAside | null {
-    return this.counter.standAside();
-  }
-
-  snapshot(): HealthSnapshot {
-    return this.counter.snapshot();
-  }
-
-  subscribe(onChange: () => void): () => void {
-    return this.counter.subscribe(onChange);
   }
 
   private schedule(ms: number, signal: AbortSignal): void {

@@ -1,5 +1,5 @@
 import { realClock, type Clock } from '../clock.js';
-import type { Eligibility, HealthSnapshot, StandAside } from './eligibility.js';
+import { CountedHealth } from './counted-health.js';
 import { HealthCounter } from './health-counter.js';
 import { resolveThresholds, type ThresholdOptions } from './health-settings.js';
 
@@ -9,12 +9,10 @@ import { resolveThresholds, type ThresholdOptions } from './health-settings.js';
  * hold-down). It starts unknown, so a candidate does not campaign until the app has said it
  * is healthy successThreshold times.
  */
-export class ManualHealth implements Eligibility {
-  private readonly counter: HealthCounter;
-
+export class ManualHealth extends CountedHealth {
   /** Validates the thresholds (InvalidConfigError naming the rule). `clock` is for tests. */
   constructor(options: ThresholdOptions = {}, clock: Clock = realClock) {
-    this.counter = new HealthCounter(resolveThresholds(options), clock);
+    super(new HealthCounter(resolveThresholds(options), clock));
   }
 
   healthy(): void {
@@ -23,22 +21,6 @@ export class ManualHealth implements Eligibility {
 
   unhealthy(reason = 'the app reported itself unhealthy'): void {
     this.counter.record({ outcome: 'unhealthy', reason: String(reason) });
-  }
-
-  eligible(): boolean {
-    return this.counter.eligible();
-  }
-
-  standAside(): StandAside | null {
-    return this.counter.standAside();
-  }
-
-  snapshot(): HealthSnapshot {
-    return this.counter.snapshot();
-  }
-
-  subscribe(onChange: () => void): () => void {
-    return this.counter.subscribe(onChange);
   }
 
   /** Ends a pending hold-down timer (a stopped election). */

@@ -9,13 +9,45 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Server, Socket } from 'node:net';
 
-export class ConnectionRoom {
+/** A server the room can close with every connection on it (node:http's and node:https'). */
+type ClosableServer = Server & { closeAllConnections(): void };
+
+export class ConnectionRoom<S extends ClosableServer = ClosableServer> {
   /** Open connections by arrival, oldest first. */
   private readonly open = new Map<string, Socket>();
   /** The connections a request is being read or answered on. */
   private readonly answering = new Set<string>();
+  private held: S | undefined;
 
   constructor(private readonly max: number) {}
+
+  /** The server listening (or about to), if any: the one close() closes. */
+  get server(): S | undefined {
+    return this.held;
+  }
+
+  /**
+   * Admits the server's connections here, keeps it as the one to close, and listens on
+   * host:port; resolves with the bound port. A server that never listened is not kept.
+   */
+  async listen(server: S, host: string, port: number): Promise<number> {
+    server.on('connection', (socket: Socket) => this.admit(socket));
+    this.held = server;
+    try {
+      return await listenOn(server, host, port);
+    } catch (err) {
+      if (this.held === server) this.held = undefined;
+      throw err;
+    }
+  }
+
+  /** Closes the server kept by listen() and every connection on it; nothing when there is none. */
+  async close(): Promise<void> {
+    const server = this.held;
+    if (!server) return;
+    this.held = undefined;
+    await closeAll(server);
+  }
 
   /** For the server's 'connection' event. */
   admit(socket: Socket): void {
@@ -51,7 +83,7 @@ export class ConnectionRoom {
 const peer = (s: Socket) => `${s.remoteAddress}|${s.remotePort}`;
 
 /** Listens on host:port; resolves with the bound port, rejects with the listen error. */
-export async function listenOn(server: Server, host: string, port: number): Promise<number> {
+async function listenOn(server: Server, host: string, port: number): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -63,7 +95,7 @@ export async function listenOn(server: Server, host: string, port: number): Prom
 }
 
 /** Closes the server and every connection on it. */
-export async function closeAll(server: Server & { closeAllConnections(): void }): Promise<void> {
+async function closeAll(server: ClosableServer): Promise<void> {
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
 }

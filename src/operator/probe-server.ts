@@ -1,7 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import { http } from '../util/node-http.js';
-import { ConnectionRoom, closeAll, listenOn } from './connection-room.js';
+import { ConnectionRoom } from './connection-room.js';
 import type { OperatorMetrics } from './operator-metrics.js';
 
 /**
@@ -20,8 +19,7 @@ const REQUEST_TIMEOUT_MS = 10_000;
  * is ever read: anything but those two GETs is answered at once and its connection closed.
  */
 export class ProbeServer {
-  private server: Server | undefined;
-  private readonly room = new ConnectionRoom(PROBE_MAX_CONNECTIONS);
+  private readonly room = new ConnectionRoom<Server>(PROBE_MAX_CONNECTIONS);
 
   constructor(private readonly metrics: OperatorMetrics) {}
 
@@ -31,21 +29,11 @@ export class ProbeServer {
       this.room.answer(req, res);
       void this.handle(req, res);
     });
-    server.on('connection', (socket: Socket) => this.room.admit(socket));
-    this.server = server;
-    try {
-      return await listenOn(server, host, port);
-    } catch (err) {
-      if (this.server === server) this.server = undefined;
-      throw err;
-    }
+    return this.room.listen(server, host, port);
   }
 
-  async close(): Promise<void> {
-    const server = this.server;
-    if (!server) return;
-    this.server = undefined;
-    await closeAll(server);
+  close(): Promise<void> {
+    return this.room.close();
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -108,17 +108,17 @@ function annotationsOf(g: Grant): Record<string, string> {
   };
 }
 
+/** A grant's Role and RoleBinding are named, labelled and annotated alike: the reconciler finds both by it. */
+function grantMetadata(g: Grant, name: string, installation: string) {
+  return { name, namespace: g.namespace, labels: ownLabels(installation), annotations: annotationsOf(g) };
+}
+
 export function roleFor(g: Grant, installation: string) {
   const name = grantName(installation, g.serviceAccount, g.lease);
   return {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'Role',
-    metadata: {
-      name,
-      namespace: g.namespace,
-      labels: ownLabels(installation),
-      annotations: annotationsOf(g),
-    },
+    metadata: grantMetadata(g, name, installation),
     rules: roleRules(g),
   };
 }
@@ -128,12 +128,7 @@ export function roleBindingFor(g: Grant, installation: string) {
   return {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'RoleBinding',
-    metadata: {
-      name,
-      namespace: g.namespace,
-      labels: ownLabels(installation),
-      annotations: annotationsOf(g),
-    },
+    metadata: grantMetadata(g, name, installation),
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
     subjects: [{ kind: 'ServiceAccount', name: g.serviceAccount, namespace: g.namespace }],
   };

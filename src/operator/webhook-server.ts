@@ -2,14 +2,13 @@ import { createRequire } from 'node:module';
 import type * as Https from 'node:https';
 import type { Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import { describeError, isLeaseholdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { InjectorDefaults } from './injection-settings.js';
 import { review } from './mutate.js';
 import type { OperatorMetrics } from './operator-metrics.js';
-import { ConnectionRoom, closeAll, listenOn } from './connection-room.js';
+import { ConnectionRoom } from './connection-room.js';
 
 /** node:https by require, as src/util/node-http.ts loads node:http: an ESM import would load undici for nothing. */
 const { createServer } = createRequire(import.meta.url)('node:https') as typeof Https;
@@ -79,7 +78,6 @@ class RequestRefused extends Error {
  * server never stops listening, so a rotation has no moment without a webhook.
  */
 export class WebhookServer {
-  private server: Server | undefined;
   private cert: { certPem: string; keyPem: string } | undefined;
   /** Reviews being read or answered now. */
   private inFlight = 0;
@@ -91,7 +89,7 @@ export class WebhookServer {
   private busyLoggedAt = -Infinity;
   private readonly limits: WebhookLimits;
   /** Open connections, bounded: a review or another request being read or answered keeps its own. */
-  private readonly room: ConnectionRoom;
+  private readonly room: ConnectionRoom<Server>;
 
   constructor(
     private readonly defaults: InjectorDefaults,
@@ -110,7 +108,8 @@ export class WebhookServer {
   setCertificate(certPem: string, keyPem: string): void {
     if (this.cert?.certPem === certPem && this.cert.keyPem === keyPem) return;
     const options = { cert: certPem, key: keyPem };
-    if (this.server) this.server.setSecureContext(options);
+    const server = this.room.server;
+    if (server) server.setSecureContext(options);
     else createSecureContext(options);
     this.cert = { certPem, keyPem };
   }
@@ -142,27 +141,16 @@ export class WebhookServer {
         void this.handle(req, res);
       },
     );
-    server.on('connection', (socket: Socket) => this.room.admit(socket));
     // A client that sends nothing, or sends slowly, is dropped long before the API server's own
     // timeout would; the body's own deadline is kept per request (readBody).
     server.headersTimeout = headersTimeoutMs;
     server.requestTimeout = headersTimeoutMs + bodyTimeoutMs;
     server.keepAliveTimeout = 60_000;
-    this.server = server;
-    try {
-      return await listenOn(server, host, port);
-    } catch (err) {
-      // A server that never listened is not kept as the one to close.
-      if (this.server === server) this.server = undefined;
-      throw err;
-    }
+    return this.room.listen(server, host, port);
   }
 
-  async close(): Promise<void> {
-    const server = this.server;
-    if (!server) return;
-    this.server = undefined;
-    await closeAll(server);
+  close(): Promise<void> {
+    return this.room.close();
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -35,13 +35,14 @@ import { httpBounds, openDescriptors, openFilesLimit } from './connection-budget
 import { shardLiveness, shardReadiness, withStatusProblem, withStoreProblem } from './kubelet-probes.js';
 import { ShardEndpoints } from './shard-endpoints.js';
 import { ShardDrains } from './shard-drain.js';
+import { endOwnership, logReleasing, tellOpenStreams, STREAM_DRAIN_MS, type OwedReport } from './ownership-end.js';
 import { DrainKey } from './drain-key.js';
 import { ShardsPublisher } from './shards-publisher.js';
 import { claimStatusDir, type StatusDirClaim } from './status-dir-claim.js';
 import { statusWritableFor, type StatusWritable } from './status-writable.js';
 
-/** How long a lost shard's release waits for the /shards streams to take "not owned"; a stream that has not by then is closed. */
-const STREAM_DRAIN_MS = 500;
+/** The work of a lost shard, as the drain's log lines name it. */
+const SHARD_WORK = "the shard's work";
 /**
  * The bound on the gate when the app is not waited for (no --drain-timeout): shards.json
  * written and the streams handed the loss, each bounded already (STREAM_DRAIN_MS).
@@ -302,38 +303,45 @@ export class ShardSidecar {
    * member keeps the shard until it could have expired. Then every /shards stream is handed the
    * loss, then the app's POST /shards/stopped is waited for (--drain-timeout).
    */
-  private async drainShard(shard: number, token: number): Promise<boolean> {
+  private drainShard(shard: number, token: number): Promise<boolean> {
+    return endOwnership(
+      {
+        written: () => this.lossWritten(shard, token),
+        tellStreams: () => this.drainStreams(),
+        owed: () => this.owedReport(shard, token),
+      },
+      this.clock,
+      this.log,
+    );
+  }
+
+  private lossWritten(shard: number, token: number): boolean {
     // The pass's one publish (publishSoon) runs before the drains: where it wrote this loss, the
     // file holds it and is not built again for each shard (a leave of 2,048 shards built it
     // 2,048 times, docs/benchmarks.md "Shard writes at N = 4096").
     const loss = this.lossNumber.get(shard) ?? Infinity;
     this.lossNumber.delete(shard);
     const error = loss <= this.lossesInFile ? null : this.publish();
-    if (error !== null) {
-      this.log.error('a lost shard could not be written to shards.json: it is left to expire, not released', {
-        shard,
-        token,
-        dir: this.publisher?.dir,
-        error,
-      });
-      return false;
-    }
-    await this.drainStreams();
-    if (this.appDrainMs <= 0) return true;
+    if (error === null) return true;
+    this.log.error('a lost shard could not be written to shards.json: it is left to expire, not released', {
+      shard,
+      token,
+      dir: this.publisher?.dir,
+      error,
+    });
+    return false;
+  }
+
+  private owedReport(shard: number, token: number): OwedReport | null {
+    if (this.appDrainMs <= 0) return null;
     if (!this.drains.pending(shard, token)) {
       // The app read the loss (shards.json or a stream) and reported before the gate reached
       // this shard, as it often does when many shards move at once: logged like a waited report,
       // so the log shows every release made on the app's word.
-      if (this.drains.reportedStopped(shard, token)) this.log.info("the app stopped the shard's work: releasing", { shard, token, waitedMs: 0 });
-      return true;
+      if (this.drains.reportedStopped(shard, token)) logReleasing(this.log, SHARD_WORK, { shard, token, waitedMs: 0 });
+      return null;
     }
-    const started = this.clock.monotonic();
-    this.log.info("draining: waiting for the app to say the shard's work stopped", { shard, token, boundMs: this.appDrainMs });
-    const stopped = await this.drains.wait(shard, token, this.appDrainMs);
-    if (stopped) {
-      this.log.info("the app stopped the shard's work: releasing", { shard, token, waitedMs: Math.round(this.clock.monotonic() - started) });
-    }
-    return stopped;
+    return { work: SHARD_WORK, fields: { shard, token }, boundMs: this.appDrainMs, wait: (ms) => this.drains.wait(shard, token, ms) };
   }
 
   /**
@@ -350,11 +358,7 @@ export class ShardSidecar {
       const upTo = this.published;
       const endpoints = this.endpoints;
       this.streamDrain = (async () => {
-        if (endpoints.streams.size > 0) {
-          const started = this.clock.monotonic();
-          const { streams, closed } = await endpoints.streams.drain(STREAM_DRAIN_MS);
-          this.log.info('streams told of the lost shards', { streams, closed, ms: Math.round(this.clock.monotonic() - started) });
-        }
+        await tellOpenStreams(endpoints.streams, this.clock, this.log, 'streams told of the lost shards');
         this.streamsHave = Math.max(this.streamsHave, upTo);
       })().finally(() => (this.streamDrain = null));
       await this.streamDrain;

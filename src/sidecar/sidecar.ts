@@ -14,6 +14,7 @@ import { Readiness, liveness, withStatusProblem, withStoreProblem, type ReadyWhe
 import type { PodLabeler } from './pod-labeler.js';
 import type { LeaderEndpoints } from './leader-endpoints.js';
 import { AppDrain } from './app-drain.js';
+import { endOwnership, tellOpenStreams, type OwedReport, type OwnershipEnd } from './ownership-end.js';
 import { DrainKey } from './drain-key.js';
 import type { Eligibility } from '../health/eligibility.js';
 import { AppHealth } from '../health/app-health.js';
@@ -25,12 +26,6 @@ import type { LeaderStatus } from '../status/leader-status.js';
 
 /** The elector's reason for a step-down when no renewal succeeded within renewDeadline. */
 const RENEW_DEADLINE_REASON = 'no successful renewal within renewDeadline';
-
-/**
- * How long a release waits for the /leader streams to take "not leader"; a stream that has
- * not by then is closed. Short: a reader that does not read must not hold up the handoff.
- */
-const STREAM_DRAIN_MS = 500;
 
 /** The election's options come resolved (ElectionConfig, resolveElectionConfig): the sidecar and its elector check none again. */
 export interface SidecarOptions extends ElectionConfig {
@@ -277,26 +272,40 @@ export class Sidecar {
    * leaseDuration, longer than renewDeadline and so past that validUntil. Then every /leader
    * stream is handed "not leader" (see LeaderStreams.drain).
    */
-  private async readyToRelease(): Promise<boolean> {
-    const error = this.publish();
-    if (error !== null && this.publisher?.mayShowLeader() !== false) {
-      this.log.error('the step-down could not be written to the status files: the lease is left to expire, not released', {
-        dir: this.publisher?.dir,
-        error,
-      });
-      return false;
-    }
-    // The files could not take "not leader", but none of them says a term leads (the term's
-    // own write failed before any did): no reader of them can believe this one leads.
-    if (error !== null)
-      this.log.warn('the step-down could not be written, but no status file says this term leads: releasing', { dir: this.publisher?.dir, error });
-    // The streams next: each reader has "not leader" before the next leader can start.
-    if (this.server && this.server.streams.size > 0) {
-      const started = this.clock.monotonic();
-      const { streams, closed } = await this.server.drainStreams(STREAM_DRAIN_MS);
-      this.log.info('streams told "not leader"', { streams, closed, ms: Math.round(this.clock.monotonic() - started) });
-    }
-    return true;
+  private readyToRelease(): Promise<boolean> {
+    return endOwnership(
+      this.termEnd(() => null),
+      this.clock,
+      this.log,
+    );
+  }
+
+  /**
+   * The term's end as ownership-end.ts runs it. Written: "not leader" is in the files, or it is
+   * not but none of them says a term leads (the term's own write failed before any did), so no
+   * reader of them can believe this one leads.
+   */
+  private termEnd(owed: OwnershipEnd['owed']): OwnershipEnd {
+    return {
+      written: () => {
+        const error = this.publish();
+        if (error !== null && this.publisher?.mayShowLeader() !== false) {
+          this.log.error('the step-down could not be written to the status files: the lease is left to expire, not released', {
+            dir: this.publisher?.dir,
+            error,
+          });
+          return false;
+        }
+        if (error !== null)
+          this.log.warn('the step-down could not be written, but no status file says this term leads: releasing', { dir: this.publisher?.dir, error });
+        return true;
+      },
+      // The streams next: each reader has "not leader" before the next leader can start.
+      tellStreams: async () => {
+        if (this.server) await tellOpenStreams(this.server.streams, this.clock, this.log, 'streams told "not leader"');
+      },
+      owed,
+    };
   }
 
   /** What the elector's end-of-term gate waits for: run's CMD, else the app's POST (--drain-timeout), else nothing. */
@@ -314,17 +323,15 @@ export class Sidecar {
    * drain timeout; past it, the lease is left to expire (EndOfTerm.gate): the app has
    * not said its work stopped, so a release could let the next leader start beside it.
    */
-  private async drainApp(boundMs: number): Promise<boolean> {
-    if (!(await this.readyToRelease())) return false;
-    const token = this.drain.pending;
-    if (token === null) return true;
-    // A term no file ever said leads (its first write failed): the app cannot have begun its work.
-    if (this.publisher && !this.publisher.showed(token)) return true;
-    const started = this.clock.monotonic();
-    this.log.info('draining: waiting for the app to say its leader work stopped', { token, boundMs });
-    const stopped = await this.drain.wait(boundMs);
-    if (stopped) this.log.info('the app stopped its leader work: releasing', { token, waitedMs: Math.round(this.clock.monotonic() - started) });
-    return stopped;
+  private drainApp(boundMs: number): Promise<boolean> {
+    const owed = (): OwedReport | null => {
+      const token = this.drain.pending;
+      if (token === null) return null;
+      // A term no file ever said leads (its first write failed): the app cannot have begun its work.
+      if (this.publisher && !this.publisher.showed(token)) return null;
+      return { work: 'its leader work', fields: { token }, boundMs, wait: (ms) => this.drain.wait(ms) };
+    };
+    return endOwnership(this.termEnd(owed), this.clock, this.log);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { ConflictError } from '../errors.js';
-import { abortReason, throwIfAborted } from '../abort.js';
+import { InjectedFaults } from './injected-faults.js';
 import type { CallOptions } from '../backends/lease-store.js';
 import {
   recordKey,
@@ -24,10 +24,10 @@ export type GroupStoreOp = 'list' | 'changes' | 'create' | 'update' | 'write';
 export class MemoryGroupStore implements GroupStore {
   readonly backend = 'memory';
   readonly location = 'memory';
-  readonly calls: GroupStoreOp[] = [];
+  private readonly faults = new InjectedFaults<GroupStoreOp>();
+  readonly calls: GroupStoreOp[] = this.faults.calls;
   private readonly groups = new Map<string, Map<string, VersionedGroupRecord>>();
   private seq = 0;
-  private faults: { op: GroupStoreOp | '*'; error?: Error; hang?: boolean }[] = [];
   private readonly watchers = new Map<string, Set<() => void>>();
   private readonly healthWatchers = new Set<(healthy: boolean) => void>();
 
@@ -63,12 +63,12 @@ export class MemoryGroupStore implements GroupStore {
 
   /** The next call of `op` ('*' = any) rejects with `error`. */
   failNext(op: GroupStoreOp | '*', error: Error): void {
-    this.faults.push({ op, error });
+    this.faults.failNext(op, error);
   }
 
   /** The next call of `op` never settles until its signal aborts, as a request to a dead server. */
   hangNext(op: GroupStoreOp | '*'): void {
-    this.faults.push({ op, hang: true });
+    this.faults.hangNext(op);
   }
 
   /** Reports the watches as connected (true) or broken (false). */
@@ -152,16 +152,7 @@ export class MemoryGroupStore implements GroupStore {
     for (const w of this.watchers.get(group) ?? []) w();
   }
 
-  private async fault(op: GroupStoreOp, opts: CallOptions | undefined): Promise<void> {
-    this.calls.push(op);
-    throwIfAborted(opts);
-    const i = this.faults.findIndex((f) => f.op === op || f.op === '*');
-    if (i < 0) return;
-    const [f] = this.faults.splice(i, 1);
-    if (f?.hang) {
-      const signal = opts?.signal;
-      await new Promise<never>((_, reject) => signal?.addEventListener('abort', () => reject(abortReason(signal)), { once: true }));
-    }
-    if (f?.error) throw f.error;
+  private fault(op: GroupStoreOp, opts: CallOptions | undefined): Promise<void> {
+    return this.faults.call(op, opts);
   }
 }

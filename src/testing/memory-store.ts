@@ -1,5 +1,5 @@
 import { ConflictError } from '../errors.js';
-import { abortReason, throwIfAborted } from '../abort.js';
+import { InjectedFaults } from './injected-faults.js';
 import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../backends/lease-store.js';
 
 export type StoreOp = 'get' | 'create' | 'update';
@@ -12,10 +12,10 @@ export type StoreOp = 'get' | 'create' | 'update';
 export class MemoryLeaseStore implements LeaseStore {
   readonly backend = 'memory';
   readonly location = 'memory';
-  readonly calls: StoreOp[] = [];
+  private readonly faults = new InjectedFaults<StoreOp>();
+  readonly calls: StoreOp[] = this.faults.calls;
   private rows = new Map<string, VersionedRecord>();
   private seq = 0;
-  private faults: { op: StoreOp | '*'; error?: Error; hang?: boolean }[] = [];
 
   private watchers = new Set<(e: WatchEvent) => void>();
   private healthWatchers = new Set<(healthy: boolean) => void>();
@@ -78,12 +78,12 @@ export class MemoryLeaseStore implements LeaseStore {
 
   /** The next call of `op` ('*' = any) rejects with `error`. */
   failNext(op: StoreOp | '*', error: Error): void {
-    this.faults.push({ op, error });
+    this.faults.failNext(op, error);
   }
 
   /** The next call of `op` never settles, as a request to a dead server. */
   hangNext(op: StoreOp | '*'): void {
-    this.faults.push({ op, hang: true });
+    this.faults.hangNext(op);
   }
 
   clearCalls(): void {
@@ -92,26 +92,11 @@ export class MemoryLeaseStore implements LeaseStore {
 
   /** Calls that hang until their signal aborts (as a destroyed request would). */
   get hanging(): number {
-    return this.hangingCalls;
+    return this.faults.hanging;
   }
-  private hangingCalls = 0;
 
-  private async fault(op: StoreOp, opts: CallOptions | undefined): Promise<void> {
-    this.calls.push(op);
-    throwIfAborted(opts);
-    const i = this.faults.findIndex((f) => f.op === op || f.op === '*');
-    if (i < 0) return;
-    const [f] = this.faults.splice(i, 1);
-    if (f?.hang) {
-      const signal = opts?.signal;
-      this.hangingCalls++;
-      try {
-        await new Promise<never>((_, reject) => signal?.addEventListener('abort', () => reject(abortReason(signal)), { once: true }));
-      } finally {
-        this.hangingCalls--;
-      }
-    }
-    if (f?.error) throw f.error;
+  private fault(op: StoreOp, opts: CallOptions | undefined): Promise<void> {
+    return this.faults.call(op, opts);
   }
 
   async get(name: string, opts?: CallOptions): Promise<VersionedRecord | null> {

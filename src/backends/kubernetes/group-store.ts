@@ -19,7 +19,7 @@
  */
 import { MAX_SOCKETS, type KubeClient } from '../../kube/api-client.js';
 import { httpStatus } from '../../kube/api-errors.js';
-import { BackendError, ConflictError, ForbiddenError, ForeignRecordError, InvalidRecordError, LeaseholdError, NotFoundError } from '../../errors.js';
+import { BackendError, ConflictError, ForeignRecordError, InvalidRecordError, LeaseholdError } from '../../errors.js';
 import { escapeControl } from '../../util/escape-control.js';
 import { validateKubernetesLeaseDuration } from '../../config/election-options.js';
 import { GroupWatchCache } from './group-watch-cache.js';
@@ -36,8 +36,9 @@ import {
 } from '../group-store.js';
 import { checkGroupWrites, writeEachGroupRecord } from '../group-writes.js';
 import { checkGroupRecord } from '../group-record-check.js';
+import { leaseRequestError, type LeaseVerb } from './lease-request-error.js';
 import { formatMicroTime, parseMicroTime } from './micro-time.js';
-import { MAX_INT32, type Lease, type LeaseList, type LeaseSpec } from './lease-object.js';
+import { MAX_INT32, replacementLease, type Lease, type LeaseList, type LeaseSpec } from './lease-object.js';
 import { GROUP_LABEL, RECORD_LABEL, checkKubernetesGroupName, labelsOf, leaseNameOf, recordOfName } from './group-names.js';
 
 export const MEMBER_STATE_ANNOTATION = 'leasehold.io/member-state';
@@ -178,20 +179,12 @@ export class KubernetesGroupStore {
         throw new ConflictError(`update Lease ${this.namespace}/${name}: version ${expectedVersion} is not current`);
       base = current;
     }
-    const body: Lease = {
-      apiVersion: 'coordination.k8s.io/v1',
-      kind: 'Lease',
-      metadata: {
-        ...base.metadata,
-        ...annotationsFor(record, base.metadata?.annotations),
-        labels: { ...base.metadata?.labels, ...labelsOf(group, record) },
-        name,
-        namespace: this.namespace,
-        resourceVersion: expectedVersion,
-        uid: base.metadata?.uid,
-      },
-      spec: toSpec(record, base.spec),
-    };
+    const body = replacementLease(
+      base,
+      { ...annotationsFor(record, base.metadata?.annotations), labels: { ...base.metadata?.labels, ...labelsOf(group, record) } },
+      toSpec(record, base.spec),
+      { name, namespace: this.namespace, resourceVersion: expectedVersion, uid: base.metadata?.uid },
+    );
     try {
       const replaced = await this.client.request<Lease>('PUT', this.leasePath(name), { body, signal: opts?.signal });
       this.objects.set(name, replaced);
@@ -250,29 +243,9 @@ export class KubernetesGroupStore {
     );
   }
 
-  /** The client's coded error, said again with what was being done, as the lease store's translate. */
-  private translate(err: unknown, op: 'get' | 'list' | 'create' | 'update', what: string): LeaseholdError {
-    const doing = `${op} Lease${op === 'list' ? 's of' : ''} ${this.namespace}/${what}`;
-    if (!(err instanceof LeaseholdError)) return new BackendError(`${doing}: ${String(err)}`, { cause: err });
-    const status = httpStatus(err);
-    const Same = err.constructor as new (message: string, options?: { cause?: unknown }) => LeaseholdError;
-    if (status === undefined) return new Same(`${doing}: ${err.message}`, { cause: err });
-    switch (status) {
-      case 403:
-        return new ForbiddenError(
-          `${doing}: forbidden (403): RBAC denies verb "${op}" on resource "leases" (coordination.k8s.io) in namespace ${this.namespace}: ${err.message}`,
-          {
-            cause: err,
-          },
-        );
-      case 404:
-        if (op === 'update') return new ConflictError(`${doing}: the Lease no longer exists (404): ${err.message}`, { cause: err });
-        return new NotFoundError(`${doing}: not found (404): ${err.message}`, { cause: err });
-      case 409:
-        return new ConflictError(`${doing}: conflict (409): ${err.message}`, { cause: err });
-      default:
-        return new Same(`${doing}: HTTP ${status}: ${err.message}`, { cause: err });
-    }
+  /** The client's coded error, said again with what was being done (lease-request-error.ts). */
+  private translate(err: unknown, op: LeaseVerb, what: string): LeaseholdError {
+    return leaseRequestError(err, op, `${op} Lease${op === 'list' ? 's of' : ''} ${this.namespace}/${what}`, this.namespace);
   }
 }
 

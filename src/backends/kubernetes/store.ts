@@ -1,14 +1,16 @@
 import type { KubeClient } from '../../kube/api-client.js';
 import { httpStatus } from '../../kube/api-errors.js';
-import { BackendError, ConflictError, ForbiddenError, InvalidRecordError, LeaseholdError, NotFoundError } from '../../errors.js';
+import { leaseRequestError } from './lease-request-error.js';
+import { BackendError, ConflictError, InvalidRecordError, LeaseholdError } from '../../errors.js';
 import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../lease-store.js';
 import { formatMicroTime, parseMicroTime } from './micro-time.js';
 import { validateKubernetesLeaseDuration } from '../../config/election-options.js';
 import { WATCH_TIMEOUT_SECONDS, keepWatching } from './kept-watch.js';
 import { SUCCESSOR_ANNOTATION, formatSuccessor, parseSuccessor } from './successor-annotation.js';
-import type { GroupChanges, GroupRecord, GroupStore, GroupWrite, GroupWriteOutcome, VersionedGroupRecord } from '../group-store.js';
+import type { GroupStore } from '../group-store.js';
 import { KubernetesGroupStore } from './group-store.js';
-import { MAX_INT32, type Lease, type LeaseSpec } from './lease-object.js';
+import { HoldsGroupStore } from '../held-group-store.js';
+import { MAX_INT32, replacementLease, type Lease, type LeaseSpec } from './lease-object.js';
 
 /**
  * Leases as coordination.k8s.io/v1 Lease objects, written exactly as client-go's LeaseLock
@@ -24,7 +26,7 @@ import { MAX_INT32, type Lease, type LeaseSpec } from './lease-object.js';
  *   it has none; every other annotation is carried.
  * The version is the resourceVersion; the API server changes it on every write.
  */
-export class KubernetesLeaseStore implements LeaseStore, GroupStore {
+export class KubernetesLeaseStore extends HoldsGroupStore implements LeaseStore, GroupStore {
   readonly backend = 'kubernetes';
   /** leaseTransitions is an int32 in coordination.k8s.io/v1: the API server refuses more. */
   readonly maxToken = MAX_INT32;
@@ -37,14 +39,15 @@ export class KubernetesLeaseStore implements LeaseStore, GroupStore {
    * an unconditional write in disguise. With the uid the API server answers 409.
    */
   private readonly uids = new Map<string, string>();
-  /** The shard groups' records, as Leases of their own (group-store.ts). */
-  private readonly groups: KubernetesGroupStore;
+  /** The shard groups' records, as Leases of their own (group-store.ts): each group call goes to it (HoldsGroupStore). */
+  protected readonly groups: KubernetesGroupStore;
 
   constructor(
     /** The API client, shared with other calls a sidecar makes (labelling its pod). */
     readonly client: KubeClient,
     readonly namespace: string,
   ) {
+    super();
     this.location = `namespace ${namespace} on ${client.conn.server}`;
     this.groups = new KubernetesGroupStore(client, namespace);
   }
@@ -96,19 +99,12 @@ export class KubernetesLeaseStore implements LeaseStore, GroupStore {
     }
     const known = this.objects.get(name);
     const base: Lease = known?.metadata?.resourceVersion === expectedVersion ? known : { metadata: { name, namespace: this.namespace } };
-    const body: Lease = {
-      apiVersion: 'coordination.k8s.io/v1',
-      kind: 'Lease',
-      metadata: {
-        ...base.metadata,
-        ...annotationsFor(record, base.metadata?.annotations),
-        name,
-        namespace: this.namespace,
-        resourceVersion: expectedVersion,
-        uid: base.metadata?.uid ?? this.uids.get(name),
-      },
-      spec: toSpec(record, base.spec),
-    };
+    const body = replacementLease(base, annotationsFor(record, base.metadata?.annotations), toSpec(record, base.spec), {
+      name,
+      namespace: this.namespace,
+      resourceVersion: expectedVersion,
+      uid: base.metadata?.uid ?? this.uids.get(name),
+    });
     try {
       const replaced = await this.client.request<Lease>('PUT', this.leasePath(name), { body, signal: opts?.signal });
       return this.remember(name, replaced).version;
@@ -147,32 +143,6 @@ export class KubernetesLeaseStore implements LeaseStore, GroupStore {
     );
   }
 
-  // The shard groups' records: group-store.ts, on this store's client and namespace.
-
-  listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
-    return this.groups.listGroup(group, opts);
-  }
-
-  createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
-    return this.groups.createGroupRecord(group, record, opts);
-  }
-
-  updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
-    return this.groups.updateGroupRecord(group, record, expectedVersion, opts);
-  }
-
-  writeGroupRecords(group: string, writes: readonly GroupWrite[], opts?: CallOptions): Promise<GroupWriteOutcome[]> {
-    return this.groups.writeGroupRecords(group, writes, opts);
-  }
-
-  watchGroup(group: string, onChange: () => void, onHealth?: (healthy: boolean) => void): () => void {
-    return this.groups.watchGroup(group, onChange, onHealth);
-  }
-
-  readGroupChanges(group: string, cursor: string | undefined, opts?: CallOptions): Promise<GroupChanges> {
-    return this.groups.readGroupChanges(group, cursor, opts);
-  }
-
   /** The group's reads by change come from its watch's copy, which may lag (group-watch-cache.ts). */
   readonly changesFromWatch = true;
 
@@ -192,37 +162,10 @@ export class KubernetesLeaseStore implements LeaseStore, GroupStore {
     return { record: fromLease(lease), version };
   }
 
-  /**
-   * The client's coded error (src/kube/api-errors.ts), said again with what was being done:
-   * the same class, the original as `cause`. A 403 names the RBAC rule that is missing; a 404
-   * on update is a conflict by the store contract (the Lease is gone).
-   */
+  /** The client's coded error, said again with what was being done (lease-request-error.ts). */
   private translate(err: unknown, op: 'get' | 'create' | 'update', name: string): LeaseholdError {
-    const what = `${op} Lease ${this.namespace}/${name}`;
-    if (!(err instanceof LeaseholdError)) return new BackendError(`${what}: ${String(err)}`, { cause: err });
-    const status = httpStatus(err);
-    const Same = err.constructor as new (message: string, options?: { cause?: unknown }) => LeaseholdError;
-    if (status === undefined) return new Same(`${what}: ${err.message}`, { cause: err }); // transport, cancellation
-    switch (status) {
-      case 403:
-        return new ForbiddenError(
-          `${what}: forbidden (403): RBAC denies verb "${op}" on resource "leases" (coordination.k8s.io) in namespace ${this.namespace}: ${err.message}`,
-          {
-            cause: err,
-          },
-        );
-      case 404:
-        if (op === 'update') return new ConflictError(`${what}: the Lease no longer exists (404): ${err.message}`, { cause: err });
-        return new NotFoundError(`${what}: not found (404): ${err.message}`, { cause: err });
-      default:
-        return new Same(`${what}: ${describeStatus(status)} (${status}): ${err.message}`, { cause: err });
-    }
+    return leaseRequestError(err, op, `${op} Lease ${this.namespace}/${name}`, this.namespace);
   }
-}
-
-function describeStatus(status: number): string {
-  const known: Record<number, string> = { 401: 'unauthorized', 409: 'conflict', 422: 'rejected as invalid', 429: 'throttled' };
-  return known[status] ?? (status >= 500 ? 'server error' : 'HTTP error');
 }
 
 /** A Lease holds leaseDurationSeconds as an integer: a rounded one would make others wait a different lease. */

@@ -23,7 +23,7 @@ import { recordKey, type GroupChanges, type GroupRecord, type GroupWrite, type G
 import { checkGroupWrites } from '../group-writes.js';
 import { checkGroupName, checkGroupRecord } from '../group-record-check.js';
 import { MAX_TEXT_BYTES, boundedColumn, oversizedColumn } from '../bounded-sql.js';
-import { GROUP_KEY_COLUMNS, GROUP_VALUE_COLUMNS } from '../group-columns.js';
+import { GROUP_KEY_COLUMNS, GROUP_VALUE_COLUMNS, shardOfRow } from '../group-columns.js';
 import { HintThrottle, channelName } from './notify.js';
 import { GROUP_TABLE, groupAdminScript, groupCreateBlock } from './schema.js';
 
@@ -501,18 +501,9 @@ export class PostgresGroupStore {
         };
         break;
       }
-      case 'shard': {
-        const free = row.owner_slot === null && row.owner_session === null;
-        record = {
-          kind: 'shard',
-          index: count('idx', row.idx),
-          holderIdentity: row.holder_identity,
-          owner: free ? null : { slot: count('owner_slot', row.owner_slot), session: count('owner_session', row.owner_session) },
-          token: count('token', row.token),
-          acquireTime: time('acquire_time_ms', row.acquire_time_ms),
-        };
+      case 'shard':
+        record = shardOfRow<string | number | null>(row, count('idx', row.idx), row.holder_identity, { count, time });
         break;
-      }
       default:
         return bad('kind', row.kind, 'group, member or shard');
     }

@@ -25,12 +25,21 @@ export const NOTIFIES_AFTER_COMMIT = 'leasehold.notifies_after_commit';
  * `fn`: the earliest leasehold named its function after the table, not the channel).
  */
 export function notifyFunctionStatement(schema: string, table: string, fn = notifyFunction(schema, table)): string {
+  return notifyTrigger(fn, channelName(schema, table), 'name');
+}
+
+/**
+ * The trigger function both tables' triggers call: it notifies `channel` with the written row's
+ * `column` (the lease's name, the group's), except in a transaction that notifies after its
+ * commit itself (NOTIFIES_AFTER_COMMIT).
+ */
+function notifyTrigger(fn: string, channel: string, column: string): string {
   return `CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $f$
 BEGIN
   IF current_setting('${NOTIFIES_AFTER_COMMIT}', true) = 'on' THEN
     RETURN NULL;
   END IF;
-  PERFORM pg_notify('${channelName(schema, table)}', CASE WHEN TG_OP = 'DELETE' THEN OLD.name ELSE NEW.name END);
+  PERFORM pg_notify('${channel}', CASE WHEN TG_OP = 'DELETE' THEN OLD.${column} ELSE NEW.${column} END);
   RETURN NULL;
 END
 $f$`;
@@ -114,15 +123,7 @@ END
 $f$`,
     `DROP TRIGGER IF EXISTS leasehold_version ON ${qualified}`,
     `CREATE TRIGGER leasehold_version BEFORE INSERT OR UPDATE ON ${qualified} FOR EACH ROW EXECUTE FUNCTION ${fn.version}()`,
-    `CREATE OR REPLACE FUNCTION ${fn.notify}() RETURNS trigger LANGUAGE plpgsql AS $f$
-BEGIN
-  IF current_setting('${NOTIFIES_AFTER_COMMIT}', true) = 'on' THEN
-    RETURN NULL;
-  END IF;
-  PERFORM pg_notify('${channelName(schema, GROUP_TABLE)}', CASE WHEN TG_OP = 'DELETE' THEN OLD.group_name ELSE NEW.group_name END);
-  RETURN NULL;
-END
-$f$`,
+    notifyTrigger(fn.notify, channelName(schema, GROUP_TABLE), 'group_name'),
     `DROP TRIGGER IF EXISTS leasehold_notify ON ${qualified}`,
     `CREATE TRIGGER leasehold_notify AFTER INSERT OR UPDATE OR DELETE ON ${qualified} FOR EACH ROW EXECUTE FUNCTION ${fn.notify}()`,
   ];

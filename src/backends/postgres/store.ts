@@ -27,7 +27,8 @@ import type { Logger } from '../../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../lease-store.js';
 import { DEFAULT_POSTGRES_TABLE, describeTarget, parseTableName } from './config.js';
 import { PostgresConnection, codedError, connectionSettings, loadDriver } from './connection.js';
-import type { GroupChanges, GroupRecord, GroupStore, GroupWrite, GroupWriteOutcome, VersionedGroupRecord } from '../group-store.js';
+import type { GroupStore } from '../group-store.js';
+import { HoldsGroupStore } from '../held-group-store.js';
 import { PostgresGroupStore } from './group-store.js';
 import { HintThrottle, channelName } from './notify.js';
 import { NOTIFIES_AFTER_COMMIT, addSuccessorStatement, adminScript, createStatements, notifyFunctionStatement } from './schema.js';
@@ -100,7 +101,7 @@ interface Watcher {
   onHealth?: ((healthy: boolean) => void) | undefined;
 }
 
-export class PostgresLeaseStore implements LeaseStore, GroupStore {
+export class PostgresLeaseStore extends HoldsGroupStore implements LeaseStore, GroupStore {
   readonly backend = 'postgres';
   readonly location: string;
   private readonly qualified: string;
@@ -123,8 +124,8 @@ export class PostgresLeaseStore implements LeaseStore, GroupStore {
   private hasSuccessor = false;
   /** Opened to read only (`leasehold status`). */
   private readOnly = false;
-  /** The shard groups' records (group-store.ts), on this store's connection. */
-  private readonly groups: PostgresGroupStore;
+  /** The shard groups' records (group-store.ts), on this store's connection: each group call goes to it (HoldsGroupStore). */
+  protected readonly groups: PostgresGroupStore;
 
   private constructor(
     driver: typeof import('pg').default,
@@ -135,6 +136,7 @@ export class PostgresLeaseStore implements LeaseStore, GroupStore {
     private readonly hintIntervalMs: number,
     private readonly log: Logger | undefined,
   ) {
+    super();
     this.qualified = `"${schema}"."${table}"`;
     this.channel = channelName(schema, table);
     this.location = `table ${schema}.${table} on ${describeTarget(config)}`;
@@ -451,32 +453,6 @@ export class PostgresLeaseStore implements LeaseStore, GroupStore {
    */
   problem(): string | null {
     return this.problemText;
-  }
-
-  // The shard groups' records: group-store.ts, on this store's connection.
-
-  listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {
-    return this.groups.listGroup(group, opts);
-  }
-
-  readGroupChanges(group: string, cursor: string | undefined, opts?: CallOptions): Promise<GroupChanges> {
-    return this.groups.readGroupChanges(group, cursor, opts);
-  }
-
-  createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
-    return this.groups.createGroupRecord(group, record, opts);
-  }
-
-  updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
-    return this.groups.updateGroupRecord(group, record, expectedVersion, opts);
-  }
-
-  writeGroupRecords(group: string, writes: readonly GroupWrite[], opts?: CallOptions): Promise<GroupWriteOutcome[]> {
-    return this.groups.writeGroupRecords(group, writes, opts);
-  }
-
-  watchGroup(group: string, onChange: () => void, onHealth?: (healthy: boolean) => void): () => void {
-    return this.groups.watchGroup(group, onChange, onHealth);
   }
 
   async close(): Promise<void> {

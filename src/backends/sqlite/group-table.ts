@@ -3,7 +3,7 @@ import { ConflictError, InvalidRecordError } from '../../errors.js';
 import { escapeControl } from '../../util/escape-control.js';
 import { MAX_NUMBER_BYTES, MAX_TEXT_BYTES, boundedColumn, oversizedColumn } from '../bounded-sql.js';
 import { recordKey, type GroupRecord } from '../group-store.js';
-import { GROUP_KEY_COLUMNS, GROUP_VALUE_COLUMNS } from '../group-columns.js';
+import { GROUP_KEY_COLUMNS, GROUP_VALUE_COLUMNS, shardOfRow } from '../group-columns.js';
 
 // The shard groups' records in the SQLite file (docs/sqlite.md, "The group records"): a table of
 // their own, `lease_groups`, so no lease's name can meet a group record's, keyed by (group_name,
@@ -346,18 +346,9 @@ function fromRow(group: string, row: GroupRow, location: string): StoredGroupRec
       };
       break;
     }
-    case 'shard': {
-      const free = row.owner_slot === null && row.owner_session === null;
-      record = {
-        kind: 'shard',
-        index,
-        holderIdentity,
-        owner: free ? null : { slot: count('owner_slot', row.owner_slot), session: count('owner_session', row.owner_session) },
-        token: count('token', row.token),
-        acquireTime: time('acquire_time_ms', row.acquire_time_ms),
-      };
+    case 'shard':
+      record = shardOfRow(row, index, holderIdentity, { count, time });
       break;
-    }
     default:
       return bad('kind', row.kind, 'group, member or shard');
   }

@@ -349,6 +349,35 @@ describe('SqliteLeaseStore: the successor column', () => {
     }
   });
 
+  it("watch on a read-only store: another writer's create and update are each reported once, after the poll that sees the file move", async () => {
+    const clock = new FakeClock();
+    const path = fresh();
+    const writer = new SqliteLeaseStore(path);
+    await writer.create('other', rec({ holderIdentity: 'x' })); // the file and its table exist
+    const reader = new SqliteLeaseStore(path, { readonly: true, clock });
+    const seen: (string | null | undefined)[] = [];
+    const stop = reader.watch('w', (e) => seen.push(e.record === null ? null : e.record?.record.holderIdentity), undefined);
+    try {
+      await writer.create('w', rec({ holderIdentity: 'a' }));
+      await clock.advance(50);
+      assert.deepEqual(seen, ['a']);
+      const v = (await writer.get('w'))!.version;
+      await writer.update('w', rec({ holderIdentity: 'b' }), v);
+      await clock.advance(50);
+      await clock.advance(50); // no change: nothing more
+      assert.deepEqual(seen, ['a', 'b']);
+      // Another lease's write moves the file, not this row: no event.
+      const o = (await writer.get('other'))!.version;
+      await writer.update('other', rec({ holderIdentity: 'y' }), o);
+      await clock.advance(50);
+      assert.deepEqual(seen, ['a', 'b']);
+    } finally {
+      stop();
+      await reader.close();
+      await writer.close();
+    }
+  });
+
   it('watch: while a pollQuicklyWhile question is true a commit by another connection is seen after the quick wait, else after the slow one; it is asked before each wait', async () => {
     const clock = new FakeClock();
     const path = fresh();

@@ -357,78 +357,56 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
     const slowMs = opts.everyMs ?? WATCH_EVERY_MS;
     const quickMs = Math.min(slowMs, WATCH_EAGER_EVERY_MS);
     const poll = this.options.readonly ? this.readerPoll(name, onEvent) : this.writerPoll(name, onEvent);
-    let stopped = false;
-    let timer: Timer | null = null;
-    // A chain of single timers, not an interval: each wait is chosen when it starts.
-    const next = () => {
-      if (stopped) return;
-      timer = this.after(this.quickNow(name) ? quickMs : slowMs, () => {
-        timer = null;
-        poll();
-        next();
-      });
-    };
-    next();
-    return () => {
-      stopped = true;
-      timer?.cancel();
-    };
+    return this.pollChain(() => (this.quickNow(name) ? quickMs : slowMs), poll);
   }
 
-  /** A candidate's poll: `PRAGMA data_version` on its open connection. */
+  /** A candidate's poll: `PRAGMA data_version` on its open connection (writerChanged). */
   private writerPoll(name: string, onEvent: (e: WatchEvent) => void): () => void {
-    let generation = this.generation;
-    let stmt = this.db.prepare('PRAGMA data_version').pluck();
-    let lastData = stmt.get() as number;
-    let lastRow: string | null = versionOrNull(this.selectRow.get(name));
-    return () => {
-      if (!this.db.open) return;
-      try {
-        if (generation !== this.generation) {
-          generation = this.generation;
-          stmt = this.db.prepare('PRAGMA data_version').pluck();
-          lastData = NaN;
-        }
-        const v = stmt.get() as number;
-        if (v === lastData) return;
-        lastData = v;
-        const row = this.selectRow.get(name);
-        if (row) this.tellOversized(name, row);
-        const version = versionOrNull(row);
-        if (version === lastRow) return;
-        lastRow = version;
-        onEvent({ record: row ? { record: toRecord(row), version: version! } : null });
-      } catch {
-        // a busy or closed database: the elector's own retries cover it
-      }
-    };
+    const changed = this.writerChanged();
+    // A busy or closed database at a poll: the elector's own retries cover it.
+    return this.rowPoll(name, changed, () => this.selectRow.get(name), versionOrNull(this.selectRow.get(name)), onEvent);
   }
 
   /**
    * A reader's poll: it holds no connection, so it watches changeMark (the file's inode and the
-   * WAL index header in the -shm) and reads the row when that moved.
+   * WAL index header in the -shm: readerChanged) and reads the row when that moved.
    */
   private readerPoll(name: string, onEvent: (e: WatchEvent) => void): () => void {
-    let lastMark = changeMark(this.location);
+    const changed = this.readerChanged();
     let lastRow: string | null = null;
     try {
       lastRow = versionOrNull(this.readRow(name));
     } catch {
       // unreadable now: the first poll that reads it reports it
     }
+    // A busy or replaced file at a poll: the reader's own reads report it.
+    return this.rowPoll(name, changed, () => this.readRow(name), lastRow, onEvent);
+  }
+
+  /**
+   * The lease watch's poll on either side: once `changed` says the file moved, the row is read
+   * and reported when its version moved (a deletion as `record: null`). A read that fails is
+   * passed over: the next change reads it again.
+   */
+  private rowPoll(
+    name: string,
+    changed: () => boolean,
+    read: () => LeaseRow | undefined,
+    lastVersion: string | null,
+    onEvent: (e: WatchEvent) => void,
+  ): () => void {
+    let lastRow = lastVersion;
     return () => {
-      const mark = changeMark(this.location);
-      if (mark === lastMark) return;
-      lastMark = mark;
+      if (!changed()) return;
       try {
-        const row = this.readRow(name);
+        const row = read();
         if (row) this.tellOversized(name, row);
         const version = versionOrNull(row);
         if (version === lastRow) return;
         lastRow = version;
         onEvent({ record: row ? { record: toRecord(row), version: version! } : null });
       } catch {
-        // a busy or replaced file: the reader's own reads report it
+        // busy, closed or replaced: see each poll
       }
     };
   }
@@ -550,27 +528,17 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
     };
     const changed = this.options.readonly ? this.readerChanged() : this.writerChanged();
     let last = fingerprint();
-    let stopped = false;
-    let timer: Timer | null = null;
-    const next = () => {
-      if (stopped) return;
-      timer = this.after(opts.everyMs ?? WATCH_EVERY_MS, () => {
-        timer = null;
-        if (changed()) {
-          const now = fingerprint();
-          if (now !== last) {
-            last = now;
-            onChange();
-          }
+    return this.pollChain(
+      () => opts.everyMs ?? WATCH_EVERY_MS,
+      () => {
+        if (!changed()) return;
+        const now = fingerprint();
+        if (now !== last) {
+          last = now;
+          onChange();
         }
-        next();
-      });
-    };
-    next();
-    return () => {
-      stopped = true;
-      timer?.cancel();
-    };
+      },
+    );
   }
 
   /** A candidate's change detector: `PRAGMA data_version` on its connection, re-prepared after a reopen. */
@@ -671,6 +639,28 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
       }
     }
     return false;
+  }
+
+  /**
+   * Runs `poll` after each wait of `waitMs()` until the returned function is called: a chain of
+   * single timers, not an interval, so each wait is chosen when it starts. Both watches poll so.
+   */
+  private pollChain(waitMs: () => number, poll: () => void): () => void {
+    let stopped = false;
+    let timer: Timer | null = null;
+    const next = () => {
+      if (stopped) return;
+      timer = this.after(waitMs(), () => {
+        timer = null;
+        poll();
+        next();
+      });
+    };
+    next();
+    return () => {
+      stopped = true;
+      timer?.cancel();
+    };
   }
 
   /** A timer that never keeps the process alive (the elector's own timers do). */
