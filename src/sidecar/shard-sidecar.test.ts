@@ -147,6 +147,26 @@ describe('the sidecar in shard mode', () => {
     assert.ok(builds <= 8, `shards.json built ${builds} times for a leave of ${N} shards`);
   });
 
+  it('a leave of many shards with --drain-timeout sets one bound for the pass, not a timer per shard in the member and another in the drain', async () => {
+    const N = 64;
+    const DRAIN_MS = 3_333; // the bound's timers are the ones set for exactly this long
+    const w = world(N);
+    let bounds = 0;
+    const setTimer = w.clock.setTimer.bind(w.clock);
+    w.clock.setTimer = (fn, ms) => {
+      if (ms === DRAIN_MS) bounds++;
+      return setTimer(fn, ms);
+    };
+    const a = await w.add('a', { drainTimeoutMs: DRAIN_MS });
+    assert.ok(await w.advanceUntil(() => w.fileShards('a').length === N, 20_000));
+    bounds = 0;
+    const stopping = a.s.stop();
+    await w.clock.advance(DRAIN_MS + T.retryPeriodMs);
+    await stopping;
+    assert.deepEqual(w.file('a').owned, [], 'every shard given up');
+    assert.equal(bounds, 1, `drain bounds set for a leave of ${N} shards: ${bounds}`);
+  });
+
   it("a lost shard is written as not owned before its drain begins, and released only once the app posts that shard's token", async () => {
     const w = world(2);
     const seenAtDrain: number[][] = [];

@@ -187,7 +187,10 @@ export class ShardSidecar {
     // The gate of each lost shard (drainShard), when there is a file, a stream or an app to wait for.
     const gate =
       opts.statusDir !== undefined || opts.listen !== undefined || this.appDrainMs > 0
-        ? { drain: (shard: number, token: number) => this.drainShard(shard, token), drainTimeoutMs: this.appDrainMs > 0 ? this.appDrainMs : FILE_GATE_MS }
+        ? {
+            drain: (shard: number, token: number, bound: AbortSignal) => this.drainShard(shard, token, bound),
+            drainTimeoutMs: this.appDrainMs > 0 ? this.appDrainMs : FILE_GATE_MS,
+          }
         : {};
     this.member = new ShardMember({
       leaseDurationMs: opts.leaseDurationMs,
@@ -300,9 +303,10 @@ export class ShardSidecar {
    * be back); if it still fails, shards.json may list the shard with a validUntil ahead, and a
    * release would let the next owner start while this app still works on it: false, and the
    * member keeps the shard until it could have expired. Then every /shards stream is handed the
-   * loss, then the app's POST /shards/stopped is waited for (--drain-timeout).
+   * loss, then the app's POST /shards/stopped is waited for (--drain-timeout: `bound`, the
+   * member's one bound for every shard its pass gave up, so no timer per shard here).
    */
-  private async drainShard(shard: number, token: number): Promise<boolean> {
+  private async drainShard(shard: number, token: number, bound: AbortSignal): Promise<boolean> {
     // The pass's one publish (publishSoon) runs before the drains: where it wrote this loss, the
     // file holds it and is not built again for each shard (a leave of 2,048 shards built it
     // 2,048 times, docs/benchmarks.md "Shard writes at N = 4096").
@@ -329,7 +333,7 @@ export class ShardSidecar {
     }
     const started = this.clock.monotonic();
     this.log.info("draining: waiting for the app to say the shard's work stopped", { shard, token, boundMs: this.appDrainMs });
-    const stopped = await this.drains.wait(shard, token, this.appDrainMs);
+    const stopped = await this.drains.wait(shard, token, bound);
     if (stopped) {
       this.log.info("the app stopped the shard's work: releasing", { shard, token, waitedMs: Math.round(this.clock.monotonic() - started) });
     }
