@@ -180,6 +180,24 @@ describe('a shard group member', () => {
     assert.ok(batches.length <= 6, `releases and takes in a few batches, not ${batches.length}`);
   });
 
+  it('a leave of 600 shards: the loop is woken once their gates are over, not by each batch of releases (a turn is O(N))', async () => {
+    const w = world(1200);
+    // No store hints: the turns counted are the member's own wake-ups.
+    Object.assign(w.store, { watchGroup: undefined });
+    let turns = 0;
+    const a = await w.add('a', { listener: { onChange: () => turns++ } });
+    await w.add('b');
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 1200) && w.counts().join() === '600,600', 60_000));
+    turns = 0;
+    const stopped = a.m.stop();
+    await w.clock.advance(0);
+    await stopped;
+    // The turn that gives the shards up, and the one woken after their gates, which leaves:
+    // woken at each gate's end, the leaver ran a turn after each batch of releases (4 here).
+    assert.ok(turns <= 2, `${turns} turns of the leaver for one leave`);
+    await Promise.all([w.members[1]!.m.stop(), w.clock.advance(T.renewDeadlineMs)]);
+  });
+
   it('a leave of 64 shards: one drain bound for the pass, not one timer per shard; each shard released once its own drain answers, a slow one kept alone', async () => {
     const w = world(128);
     const DRAIN_MS = 7_777; // the bound's timers are the ones set for exactly this long

@@ -837,7 +837,15 @@ export class ShardMember {
       this.drainTimeoutMs,
       ended.map(({ s, e }) => drain && ((bound: AbortSignal) => drain(s, e.token, bound))),
     );
-    ended.forEach(({ s, e, end }, i) => void this.finishEnding(s, e, end, verdicts[i]!));
+    // The loop is woken once the pass's gates are over, not at each one's end: a batch of
+    // releases answers hundreds at once, and each wake-up ran a whole turn (O(N)) between two
+    // batches. A shard kept wakes it at once (its time is a wait the loop must know of).
+    let open = ended.length;
+    for (const [i, { s, e, end }] of ended.entries()) {
+      void this.finishEnding(s, e, end, verdicts[i]!).finally(() => {
+        if (--open === 0) this.wakeUp();
+      });
+    }
   }
 
   private async finishEnding(s: number, e: Ending, end: 'given up' | 'lost' | 'not ours', drained: Promise<boolean>): Promise<void> {
@@ -853,6 +861,7 @@ export class ShardMember {
         });
         // Its release is tried once it could have expired: the first round (a record not ours is left alone then).
         this.phases.keep(s, { session: e.session, token: e.token, untilMono, release: { end: end === 'given up' ? end : 'lost', round: 0 } });
+        this.wakeUp();
         return;
       }
       // A vanished record being written back is released once it is back (or not at all).
@@ -863,9 +872,9 @@ export class ShardMember {
       // the first turn whose list is fresh, instead of the shard waiting for the session to
       // expire in everyone's view (issue 43). The turn's line says so (releaseFailures).
       this.phases.keep(s, { session: e.session, token: e.token, untilMono: this.clock.monotonic(), release: { end, round: 1 } });
+      this.wakeUp();
     } finally {
       this.phases.endingOver(s, e);
-      this.wakeUp();
     }
   }
 
