@@ -153,11 +153,14 @@ export class ShardSidecar {
     // Counted, not listed: a pass that moves 2,048 shards calls these 2,048 times.
     const owned = () => this.member.ownedCount();
     const listener: ShardListener = {
+      // Not written at once: the pass's takes come back in batches, and shards.json (every owned
+      // shard's range, fsynced) is written once at the turn's end (onChange), not once per batch
+      // (a pass of 2,048 takes wrote 1 MB 8 times: docs/benchmarks.md). A gain told late is only
+      // work begun late.
       onShardGained: (term) => {
         m.shardChanges.inc({ group, event: 'gained' });
         m.shardsOwned.set({ group }, owned());
         this.drains.gained(term.shard, term.token);
-        this.publishSoon();
         extra.onShardGained?.(term);
       },
       // Before anything else happens to the shard: "not owned" reaches shards.json and the
