@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../testing/fake-clock.js';
-import { couldHaveExpiredAtMono, drainedWithin } from './end-of-term-rule.js';
+import { couldHaveExpiredAtMono, drainedEachWithin, drainedWithin } from './end-of-term-rule.js';
 
 describe('the end-of-term rule, shared by a lease’s gate and each shard’s', () => {
   it('a drain that resolves within its bound: stopped, and its timer does not outlive it', async () => {
@@ -9,6 +9,23 @@ describe('the end-of-term rule, shared by a lease’s gate and each shard’s', 
     assert.equal(await drainedWithin(clock, 1_000, async () => {}), true);
     assert.equal(await drainedWithin(clock, 1_000, async () => true), true);
     assert.equal(clock.pendingTimers(), 0);
+  });
+
+  it('drains ended together share one bound: one timer, each verdict its own and as soon as its drain answers, the rest aborted at the bound', async () => {
+    const clock = new FakeClock();
+    const aborted: boolean[] = [];
+    // Work that never says it stopped: only the bound ends the wait, and the wait hears of it.
+    const never = (bound: AbortSignal) => new Promise<void>(() => bound.addEventListener('abort', () => aborted.push(true)));
+    const verdicts = drainedEachWithin(clock, 1_000, [async () => {}, never, null, async () => false, never]);
+    assert.equal(clock.pendingTimers(), 1, 'one timer for five drains');
+    const early = await Promise.all([verdicts[0], verdicts[2], verdicts[3]]);
+    assert.deepEqual(early, [true, true, false], 'the quick ones answer before the bound');
+    const [late] = await Promise.all([Promise.all([verdicts[1], verdicts[4]]), clock.advance(1_000)]);
+    assert.deepEqual(late, [false, false], 'the slow ones are not stopped at the bound');
+    assert.equal(aborted.length, 2, 'their waits were told the bound passed');
+    const quick = drainedEachWithin(clock, 1_000, [async () => {}, async () => true]);
+    assert.deepEqual(await Promise.all(quick), [true, true]);
+    assert.equal(clock.pendingTimers(), 0, 'the timer does not outlive drains that all answered');
   });
 
   it('no drain, or a bound of 0: nothing to wait for', async () => {

@@ -32,6 +32,40 @@ export async function drainedWithin(clock: Clock, timeoutMs: number, drain: (() 
   }
 }
 
+/** One term's drain among several bounded together: given the signal that aborts at the shared bound. */
+export type BoundedDrain = (bound: AbortSignal) => Promise<boolean | void>;
+
+/**
+ * drainedWithin for many terms ended together (the shards a member's pass gives up): each
+ * drain's verdict as drainedWithin gives it, but one timer for them all, not one per term. At the
+ * bound the signal aborts, so the waits the drains began end with it (they need no timer of
+ * their own); the timer is cancelled once every drain has answered. Each verdict comes as soon as
+ * its own drain answers: a quick shard is not held back by a slow one.
+ */
+export function drainedEachWithin(clock: Clock, timeoutMs: number, drains: readonly (BoundedDrain | null | undefined)[]): Promise<boolean>[] {
+  if (timeoutMs === 0 || drains.every((d) => !d)) return drains.map(() => Promise.resolve(true));
+  const bound = new AbortController();
+  const timer = clock.setTimer(() => bound.abort(), timeoutMs);
+  const boundPassed = new Promise<false>((resolve) => bound.signal.addEventListener('abort', () => resolve(false), { once: true }));
+  let open = drains.length;
+  const answered = () => {
+    if (--open === 0) timer.cancel();
+  };
+  return drains.map((drain) => {
+    if (!drain) {
+      answered();
+      return Promise.resolve(true);
+    }
+    const stopped = Promise.resolve()
+      .then(() => drain(bound.signal))
+      .then(
+        (r) => r !== false,
+        () => false,
+      );
+    return Promise.race([stopped, boundPassed]).finally(answered);
+  });
+}
+
 /** When a term whose work was not seen to stop could have expired for the others: its last renewal (as sent) + the lease duration. */
 export function couldHaveExpiredAtMono(lastRenewalMono: number, leaseDurationMs: number): number {
   return lastRenewalMono + leaseDurationMs;

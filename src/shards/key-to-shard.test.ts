@@ -70,6 +70,14 @@ describe('keys to shards: FNV-1a 64 of the UTF-8 bytes, scaled to N', () => {
     assert.throws(() => shardSelector(3, 3), /shard must be a whole number from 0 to 2, got 3/);
   });
 
+  it("a shard's bounds are written out once per shard count, not at each call (shards.json lists them at every write)", () => {
+    const first = shardBounds(17, 4096);
+    assert.equal(shardBounds(17, 4096), first, 'the same bounds, not built again');
+    assert.ok(Object.isFrozen(first), 'shared bounds cannot be changed by a caller');
+    assert.notEqual(shardBounds(17, 2048).start, first.start, 'another count has its own bounds');
+    assert.deepEqual(shardBounds(17, 4096), first, 'and the first count again gives the same values');
+  });
+
   it("each shard's range as text, as shards.json lists it: start and end as the selector writes them, the last end 2^64", () => {
     assert.deepEqual(shardBounds(1, 3), {
       start: '0x5555555555555555',

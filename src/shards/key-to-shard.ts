@@ -72,12 +72,26 @@ export interface ShardBounds {
   selector: string;
 }
 
+/**
+ * The bounds already written out, for the last shard count asked (a process runs one group, or a
+ * few of one count): shards.json lists every owned shard's bounds at each write, and a pass of
+ * takes at N = 4096 writes it once per batch, each time 2 × N/M BigInt divisions and hex strings
+ * (docs/benchmarks.md, "Shard writes at N = 4096"). At most N entries, frozen: they are shared.
+ */
+let written: { shards: number; bounds: (ShardBounds | undefined)[] } = { shards: 0, bounds: [] };
+
 /** Shard `s` of `shards`: its range [start, end) and its selector, as text (shardRange gives the numbers). */
-export function shardBounds(s: number, shards: number): ShardBounds {
+export function shardBounds(s: number, shards: number): Readonly<ShardBounds> {
+  checkShard(s, shards);
+  if (written.shards !== shards) written = { shards, bounds: [] };
+  const known = written.bounds[s];
+  if (known) return known;
   const { from, to } = shardRange(s, shards);
   const start = boundHex(from);
   const end = boundHex(to);
-  return { start, end, selector: rangeSelector(start, end) };
+  const bounds = Object.freeze({ start, end, selector: rangeSelector(start, end) });
+  written.bounds[s] = bounds;
+  return bounds;
 }
 
 /**

@@ -180,6 +180,54 @@ describe('a shard group member', () => {
     assert.ok(batches.length <= 6, `releases and takes in a few batches, not ${batches.length}`);
   });
 
+  it('a leave of 600 shards: the loop is woken once their gates are over, not by each batch of releases (a turn is O(N))', async () => {
+    const w = world(1200);
+    // No store hints: the turns counted are the member's own wake-ups.
+    Object.assign(w.store, { watchGroup: undefined });
+    let turns = 0;
+    const a = await w.add('a', { listener: { onChange: () => turns++ } });
+    await w.add('b');
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 1200) && w.counts().join() === '600,600', 60_000));
+    turns = 0;
+    const stopped = a.m.stop();
+    await w.clock.advance(0);
+    await stopped;
+    // The turn that gives the shards up, and the one woken after their gates, which leaves:
+    // woken at each gate's end, the leaver ran a turn after each batch of releases (4 here).
+    assert.ok(turns <= 2, `${turns} turns of the leaver for one leave`);
+    await Promise.all([w.members[1]!.m.stop(), w.clock.advance(T.renewDeadlineMs)]);
+  });
+
+  it('a leave of 64 shards: one drain bound for the pass, not one timer per shard; each shard released once its own drain answers, a slow one kept alone', async () => {
+    const w = world(128);
+    const DRAIN_MS = 7_777; // the bound's timers are the ones set for exactly this long
+    let bounds = 0;
+    const setTimer = w.clock.setTimer.bind(w.clock);
+    w.clock.setTimer = (fn, ms) => {
+      if (ms === DRAIN_MS) bounds++;
+      return setTimer(fn, ms);
+    };
+    let slow = -1;
+    const a = await w.add('a', { drain: (s) => (s === slow ? new Promise<void>(() => {}) : Promise.resolve()), drainTimeoutMs: DRAIN_MS });
+    await w.add('b');
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 128) && w.counts().join() === '64,64', 60_000));
+    slow = a.m.snapshot().owned[0]!.shard;
+    bounds = 0;
+    const stopped = a.m.stop();
+    assert.ok(
+      await w.advanceUntil(() => w.counts()[1] === 127, 1_000, 10),
+      `the 63 shards whose app answered moved within a second, not after the slow one's bound: ${w.counts().join()}`,
+    );
+    assert.equal(bounds, 1, `one drain bound for the 64 shards the leave gave up, not ${bounds}`);
+    assert.ok(!w.owners().has(slow), 'the slow shard is not owned by anyone while its work may run');
+    assert.ok(
+      await w.advanceUntil(() => everyShardOnce(w.owners(), 128), DRAIN_MS + T.leaseDurationMs + 5_000),
+      'the slow shard moves once it could have expired',
+    );
+    await stopped;
+    await Promise.all([w.members[1]!.m.stop(), w.clock.advance(T.renewDeadlineMs)]);
+  });
+
   it('a crash (its heartbeats stop): its shards are owned by the others once its session could have expired, not before', async () => {
     const w = world(12);
     const link = new CutLink(w.store);

@@ -24,7 +24,7 @@ import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { EligibilityCheck } from '../holder/eligibility-check.js';
 import { boundedCall } from '../holder/bounded-call.js';
-import { couldHaveExpiredAtMono, drainedWithin, releaseWaitsForLock } from '../holder/end-of-term-rule.js';
+import { couldHaveExpiredAtMono, drainedEachWithin, releaseWaitsForLock } from '../holder/end-of-term-rule.js';
 import { LockWaits } from '../holder/lock-waits.js';
 import { ReleaseFailures } from './release-failures.js';
 import { GroupCache } from './group-cache.js';
@@ -83,9 +83,11 @@ export interface ShardMemberOptions extends Timings {
   listener?: ShardListener;
   /**
    * The end-of-term gate's drain for one shard: resolves once the work of `shard` under `token`
-   * has stopped, false when it cannot say. Default: none, no work to wait for.
+   * has stopped, false when it cannot say. `bound` aborts when drainTimeoutMs has passed (one
+   * bound for every shard the pass gave up): a wait the drain began may end then, with no timer
+   * of its own. Default: none, no work to wait for.
    */
-  drain?: (shard: number, token: number) => Promise<boolean | void>;
+  drain?: (shard: number, token: number, bound: AbortSignal) => Promise<boolean | void>;
   /** How long the gate waits for `drain`; past it the shard is kept until it could have expired. Default renewDeadline. */
   drainTimeoutMs?: number;
   /** Bound on one store call. Default renewDeadline / 2. */
@@ -565,7 +567,10 @@ export class ShardMember {
     const m = this.sessions.end();
     if (!m) return;
     this.log.warn('lost the shard group session', { slot: m.slot, session: m.session, reason, owned: this.phases.ownedCount() });
-    for (const s of this.phases.ownedShards()) this.endShard(s, reason, m, 'lost');
+    this.endShards(
+      this.phases.ownedShards().map((s) => ({ s, reason, end: 'lost' as const })),
+      m,
+    );
     this.wakeUp();
   }
 
@@ -685,13 +690,18 @@ export class ShardMember {
   /** Ends the planned shards through the gate, in the plan's order. */
   private endPlanned(steps: readonly EndStep[], m: Session): void {
     for (const e of steps) {
-      const s = e.shard;
       if (e.reason === 'deleted')
         // Nobody but a person (or a replaced store) deletes a shard's record: its owner says so,
         // writes it back (restoreVanished) and releases it through the gate.
-        this.log.warn('the record of an owned shard was deleted from the store: giving the shard up', { shard: s, token: this.phases.owned(s)!.token });
-      this.endShard(s, endReasonText(e), m, e.release ? 'given up' : 'not ours');
+        this.log.warn('the record of an owned shard was deleted from the store: giving the shard up', {
+          shard: e.shard,
+          token: this.phases.owned(e.shard)!.token,
+        });
     }
+    this.endShards(
+      steps.map((e) => ({ s: e.shard, reason: endReasonText(e), end: e.release ? ('given up' as const) : ('not ours' as const) })),
+      m,
+    );
   }
 
   /**
@@ -804,24 +814,43 @@ export class ShardMember {
   }
 
   /**
-   * The end-of-term gate for one shard: "not owned" first (the listener), then its work drains,
-   * then it is released; past the drain's bound it is kept until it could have expired (the last
-   * heartbeat before this moment + the lease duration), then released. `end`: given up or lost
+   * The end-of-term gate for the shards a pass gives up, each: "not owned" first (the listener),
+   * then its work drains, then it is released; past the drain's bound (one for the pass) it is
+   * kept until it could have expired (the last heartbeat before this moment + the lease
+   * duration), then released. `end`: given up or lost
    * (the session), both released alike but for whether the release's first try may wait on
    * another's lock (releaseWaitsForLock); 'not ours': another took the record, no release.
    */
-  private endShard(s: number, reason: string, m: Session, end: 'given up' | 'lost' | 'not ours'): void {
-    const e = this.phases.end(s, { slot: m.slot, session: m.session }, this.sessions.basis(m).mono);
-    if (!e) return;
-    this.log.debug('gives up shard', { shard: s, token: e.token, reason });
-    this.listener.onShardLost?.(s, e.token, reason);
-    void this.finishEnding(s, e, end);
+  private endShards(ends: readonly { s: number; reason: string; end: 'given up' | 'lost' | 'not ours' }[], m: Session): void {
+    const ended: { s: number; e: Ending; end: 'given up' | 'lost' | 'not ours' }[] = [];
+    for (const { s, reason, end } of ends) {
+      const e = this.phases.end(s, { slot: m.slot, session: m.session }, this.sessions.basis(m).mono);
+      if (!e) continue;
+      this.log.debug('gives up shard', { shard: s, token: e.token, reason });
+      this.listener.onShardLost?.(s, e.token, reason);
+      ended.push({ s, e, end });
+    }
+    // One bound for the pass (docs/design.md, "One bound per pass"); each shard's verdict its own.
+    const drain = this.opts.drain;
+    const verdicts = drainedEachWithin(
+      this.clock,
+      this.drainTimeoutMs,
+      ended.map(({ s, e }) => drain && ((bound: AbortSignal) => drain(s, e.token, bound))),
+    );
+    // The loop is woken once the pass's gates are over, not at each one's end: a batch of
+    // releases answers hundreds at once, and each wake-up ran a whole turn (O(N)) between two
+    // batches. A shard kept wakes it at once (its time is a wait the loop must know of).
+    let open = ended.length;
+    for (const [i, { s, e, end }] of ended.entries()) {
+      void this.finishEnding(s, e, end, verdicts[i]!).finally(() => {
+        if (--open === 0) this.wakeUp();
+      });
+    }
   }
 
-  private async finishEnding(s: number, e: Ending, end: 'given up' | 'lost' | 'not ours'): Promise<void> {
+  private async finishEnding(s: number, e: Ending, end: 'given up' | 'lost' | 'not ours', drained: Promise<boolean>): Promise<void> {
     try {
-      const drain = this.opts.drain;
-      const stopped = await drainedWithin(this.clock, this.drainTimeoutMs, drain && (() => drain(s, e.token)));
+      const stopped = await drained;
       if (!stopped) {
         const untilMono = couldHaveExpiredAtMono(e.renewedAtMono, this.timings.leaseDurationMs);
         this.log.error('the work of a shard did not finish within drainTimeoutMs: the shard is kept until it could have expired', {
@@ -832,6 +861,7 @@ export class ShardMember {
         });
         // Its release is tried once it could have expired: the first round (a record not ours is left alone then).
         this.phases.keep(s, { session: e.session, token: e.token, untilMono, release: { end: end === 'given up' ? end : 'lost', round: 0 } });
+        this.wakeUp();
         return;
       }
       // A vanished record being written back is released once it is back (or not at all).
@@ -842,9 +872,9 @@ export class ShardMember {
       // the first turn whose list is fresh, instead of the shard waiting for the session to
       // expire in everyone's view (issue 43). The turn's line says so (releaseFailures).
       this.phases.keep(s, { session: e.session, token: e.token, untilMono: this.clock.monotonic(), release: { end, round: 1 } });
+      this.wakeUp();
     } finally {
       this.phases.endingOver(s, e);
-      this.wakeUp();
     }
   }
 

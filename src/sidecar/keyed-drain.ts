@@ -104,14 +104,20 @@ export class KeyedDrain<K> {
     return { code: 200, body: this.wording.stopped(key, token) };
   }
 
-  /** True once the app said the work of `key` under `token` stopped; false when `boundMs` passed first. */
-  wait(key: K, token: number, boundMs: number): Promise<boolean> {
+  /**
+   * True once the app said the work of `key` under `token` stopped; false when the bound passed
+   * first: `boundMs` (a timer of its own), or `bound` aborting (a bound shared with other keys,
+   * the shard member's one per pass: no timer here).
+   */
+  wait(key: K, token: number, bound: number | AbortSignal): Promise<boolean> {
     if (!this.pending(key, token)) return Promise.resolve(true);
-    if (boundMs <= 0) return Promise.resolve(false);
+    if (typeof bound === 'number' ? bound <= 0 : bound.aborted) return Promise.resolve(false);
     return new Promise<boolean>((resolve) => {
       let timer: Timer | null = null;
+      const passed = () => done(false);
       const done = (stopped: boolean) => {
         timer?.cancel();
+        if (typeof bound !== 'number') bound.removeEventListener('abort', passed);
         if (this.waiters.get(key) === wake) this.waiters.delete(key);
         resolve(stopped);
       };
@@ -119,7 +125,8 @@ export class KeyedDrain<K> {
         if (!this.pending(key, token)) done(true);
       };
       this.waiters.set(key, wake);
-      timer = this.clock.setTimer(() => done(false), boundMs);
+      if (typeof bound === 'number') timer = this.clock.setTimer(passed, bound);
+      else bound.addEventListener('abort', passed, { once: true });
     });
   }
 }

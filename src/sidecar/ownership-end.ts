@@ -20,9 +20,13 @@ export interface OwedReport {
   work: string;
   /** What the log lines carry besides: the token, and the shard. */
   fields: LogFields;
+  /** The bound, as the log line says it. */
   boundMs: number;
-  /** True once the app said the work stopped; false when `boundMs` passed first. */
-  wait(boundMs: number): Promise<boolean>;
+  /**
+   * True once the app said the work stopped; false when the bound passed first (the leader's
+   * own `boundMs`; for a shard, the member's one bound for every shard its pass gave up).
+   */
+  wait(): Promise<boolean>;
 }
 
 export interface OwnershipEnd {
@@ -42,7 +46,7 @@ export async function endOwnership(end: OwnershipEnd, clock: Clock, log: Logger)
   if (owed === null) return true;
   const started = clock.monotonic();
   log.info(`draining: waiting for the app to say ${owed.work} stopped`, { ...owed.fields, boundMs: owed.boundMs });
-  const stopped = await owed.wait(owed.boundMs);
+  const stopped = await owed.wait();
   if (stopped) logReleasing(log, owed.work, { ...owed.fields, waitedMs: Math.round(clock.monotonic() - started) });
   return stopped;
 }

@@ -64,9 +64,9 @@ export class ShardDrains {
     return this.record.report(authorization, () => this.read(shards, tokens));
   }
 
-  /** True once the app said the work of `shard` under `token` stopped; false when `boundMs` passed first. */
-  wait(shard: number, token: number, boundMs: number): Promise<boolean> {
-    return this.record.wait(shard, token, boundMs);
+  /** True once the app said the work of `shard` under `token` stopped; false when the bound passed first (KeyedDrain.wait). */
+  wait(shard: number, token: number, bound: number | AbortSignal): Promise<boolean> {
+    return this.record.wait(shard, token, bound);
   }
 
   private read(shards: readonly string[], tokens: readonly string[]): StoppedReport<number> | StoppedAnswer {

@@ -124,6 +124,23 @@ describe('the sidecar in shard mode', () => {
     await w.stopAll();
   });
 
+  it('a pass of takes in several batches writes shards.json once, at its end, not once per batch', async () => {
+    // At N = 4096 each write of shards.json (1 MB, fsynced) cost more than the batch of takes
+    // it followed, and a pass of 2,048 takes wrote it 8 times (docs/benchmarks.md).
+    const N = 600; // 3 batches of takes (256 rows each at most)
+    const w = world(N);
+    const written = mock.method(ShardsPublisher.prototype, 'publish');
+    try {
+      await w.add('a');
+      assert.ok(await w.advanceUntil(() => w.fileShards('a').length === N, 20_000));
+      const partial = written.mock.calls.map((c) => c.arguments[0].owned.length).filter((n) => n > 0 && n < N);
+      assert.deepEqual(partial, [], 'no write of shards.json holds part of the pass');
+      await w.stopAll();
+    } finally {
+      written.mock.restore();
+    }
+  });
+
   it('a leave of many shards builds shards.json a few times, not once per shard', async () => {
     // Each lost shard's gate checks that the file holds its loss; the pass's one publish already
     // wrote every loss, so the gates do not build the file again: a leave of 2,048 shards at
@@ -145,6 +162,26 @@ describe('the sidecar in shard mode', () => {
     assert.equal(w.record(0)?.owner ?? null, null, 'released, not left to expire');
     const builds = built.mock.callCount();
     assert.ok(builds <= 8, `shards.json built ${builds} times for a leave of ${N} shards`);
+  });
+
+  it('a leave of many shards with --drain-timeout sets one bound for the pass, not a timer per shard in the member and another in the drain', async () => {
+    const N = 64;
+    const DRAIN_MS = 3_333; // the bound's timers are the ones set for exactly this long
+    const w = world(N);
+    let bounds = 0;
+    const setTimer = w.clock.setTimer.bind(w.clock);
+    w.clock.setTimer = (fn, ms) => {
+      if (ms === DRAIN_MS) bounds++;
+      return setTimer(fn, ms);
+    };
+    const a = await w.add('a', { drainTimeoutMs: DRAIN_MS });
+    assert.ok(await w.advanceUntil(() => w.fileShards('a').length === N, 20_000));
+    bounds = 0;
+    const stopping = a.s.stop();
+    await w.clock.advance(DRAIN_MS + T.retryPeriodMs);
+    await stopping;
+    assert.deepEqual(w.file('a').owned, [], 'every shard given up');
+    assert.equal(bounds, 1, `drain bounds set for a leave of ${N} shards: ${bounds}`);
   });
 
   it("a lost shard is written as not owned before its drain begins, and released only once the app posts that shard's token", async () => {

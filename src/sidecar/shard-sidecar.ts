@@ -154,11 +154,14 @@ export class ShardSidecar {
     // Counted, not listed: a pass that moves 2,048 shards calls these 2,048 times.
     const owned = () => this.member.ownedCount();
     const listener: ShardListener = {
+      // Not written at once: the pass's takes come back in batches, and shards.json (every owned
+      // shard's range, fsynced) is written once at the turn's end (onChange), not once per batch
+      // (a pass of 2,048 takes wrote 1 MB 8 times: docs/benchmarks.md). A gain told late is only
+      // work begun late.
       onShardGained: (term) => {
         m.shardChanges.inc({ group, event: 'gained' });
         m.shardsOwned.set({ group }, owned());
         this.drains.gained(term.shard, term.token);
-        this.publishSoon();
         extra.onShardGained?.(term);
       },
       // Before anything else happens to the shard: "not owned" reaches shards.json and the
@@ -188,7 +191,10 @@ export class ShardSidecar {
     // The gate of each lost shard (drainShard), when there is a file, a stream or an app to wait for.
     const gate =
       opts.statusDir !== undefined || opts.listen !== undefined || this.appDrainMs > 0
-        ? { drain: (shard: number, token: number) => this.drainShard(shard, token), drainTimeoutMs: this.appDrainMs > 0 ? this.appDrainMs : FILE_GATE_MS }
+        ? {
+            drain: (shard: number, token: number, bound: AbortSignal) => this.drainShard(shard, token, bound),
+            drainTimeoutMs: this.appDrainMs > 0 ? this.appDrainMs : FILE_GATE_MS,
+          }
         : {};
     this.member = new ShardMember({
       leaseDurationMs: opts.leaseDurationMs,
@@ -301,14 +307,15 @@ export class ShardSidecar {
    * be back); if it still fails, shards.json may list the shard with a validUntil ahead, and a
    * release would let the next owner start while this app still works on it: false, and the
    * member keeps the shard until it could have expired. Then every /shards stream is handed the
-   * loss, then the app's POST /shards/stopped is waited for (--drain-timeout).
+   * loss, then the app's POST /shards/stopped is waited for (--drain-timeout: `bound`, the
+   * member's one bound for every shard its pass gave up, so no timer per shard here).
    */
-  private drainShard(shard: number, token: number): Promise<boolean> {
+  private drainShard(shard: number, token: number, bound: AbortSignal): Promise<boolean> {
     return endOwnership(
       {
         written: () => this.lossWritten(shard, token),
         tellStreams: () => this.drainStreams(),
-        owed: () => this.owedReport(shard, token),
+        owed: () => this.owedReport(shard, token, bound),
       },
       this.clock,
       this.log,
@@ -332,7 +339,7 @@ export class ShardSidecar {
     return false;
   }
 
-  private owedReport(shard: number, token: number): OwedReport | null {
+  private owedReport(shard: number, token: number, bound: AbortSignal): OwedReport | null {
     if (this.appDrainMs <= 0) return null;
     if (!this.drains.pending(shard, token)) {
       // The app read the loss (shards.json or a stream) and reported before the gate reached
@@ -341,7 +348,7 @@ export class ShardSidecar {
       if (this.drains.reportedStopped(shard, token)) logReleasing(this.log, SHARD_WORK, { shard, token, waitedMs: 0 });
       return null;
     }
-    return { work: SHARD_WORK, fields: { shard, token }, boundMs: this.appDrainMs, wait: (ms) => this.drains.wait(shard, token, ms) };
+    return { work: SHARD_WORK, fields: { shard, token }, boundMs: this.appDrainMs, wait: () => this.drains.wait(shard, token, bound) };
   }
 
   /**

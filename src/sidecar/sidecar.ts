@@ -329,7 +329,7 @@ export class Sidecar {
       if (token === null) return null;
       // A term no file ever said leads (its first write failed): the app cannot have begun its work.
       if (this.publisher && !this.publisher.showed(token)) return null;
-      return { work: 'its leader work', fields: { token }, boundMs, wait: (ms) => this.drain.wait(ms) };
+      return { work: 'its leader work', fields: { token }, boundMs, wait: () => this.drain.wait(boundMs) };
     };
     return endOwnership(this.termEnd(owed), this.clock, this.log);
   }
