@@ -43,6 +43,9 @@ export function checkGroupRecord(group: string, record: GroupRecord, maxToken = 
   const token = (name: string, n: unknown) => {
     if (!isCount(n, maxToken)) refuse(`its ${name} ${String(n)} is not an integer from 0 to ${maxToken} (the largest this store holds)`);
   };
+  const leaseSeconds = (name: string, n: unknown) => {
+    if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0) refuse(`its ${name} ${String(n)} is not a positive number`);
+  };
   const identity = (id: unknown) => {
     if (typeof id !== 'string' || id.length > MAX_GROUP_IDENTITY || hasControl(id)) {
       refuse(
@@ -57,6 +60,7 @@ export function checkGroupRecord(group: string, record: GroupRecord, maxToken = 
         refuse(`its shard count ${String(record.shards)} is not an integer from 1 to ${MAX_SHARDS}`);
       if (!isDate(record.createdAt)) refuse('its createdAt is not a valid date');
       if (record.highWater !== undefined) token('highWater', record.highWater);
+      if (record.longestLeaseSeconds !== undefined) leaseSeconds('longestLeaseSeconds', record.longestLeaseSeconds);
       return;
     case 'member':
       if (!isCount(record.index, MAX_MEMBER_SLOTS - 1)) refuse(`a member slot's index is an integer from 0 to ${MAX_MEMBER_SLOTS - 1}`);
@@ -64,9 +68,7 @@ export function checkGroupRecord(group: string, record: GroupRecord, maxToken = 
       token('session', record.session);
       if (record.state !== 'active' && record.state !== 'leaving') refuse(`its state ${JSON.stringify(record.state)} is neither "active" nor "leaving"`);
       if (record.renewTime !== null && !isDate(record.renewTime)) refuse('its renewTime is neither null nor a valid date');
-      if (typeof record.leaseDurationSeconds !== 'number' || !Number.isFinite(record.leaseDurationSeconds) || record.leaseDurationSeconds <= 0) {
-        refuse(`its leaseDurationSeconds ${String(record.leaseDurationSeconds)} is not a positive number`);
-      }
+      leaseSeconds('leaseDurationSeconds', record.leaseDurationSeconds);
       return;
     case 'shard':
       if (!isCount(record.index, MAX_SHARDS - 1)) refuse(`a shard's index is an integer from 0 to ${MAX_SHARDS - 1}`);

@@ -4,8 +4,8 @@
  * algorithm lives in src/shards/.
  *
  * A group G has three kinds of record, each keyed by (kind, index):
- * - the group header (index 0): the shard count, written once, and the high-water token, raised
- *   by every member before it issues tokens;
+ * - the group header (index 0): the shard count, written once, the high-water token, raised
+ *   by every member before it issues tokens, and the longest lease any member announced;
  * - member slots (index 0 .. maxMembers − 1): a member's heartbeat and its session;
  * - shards (index 0 .. shards − 1): a shard's owner session and its fencing token.
  */
@@ -30,6 +30,14 @@ export interface GroupHeader {
    * existed (an upgrade): the members then start from the highest token they have seen.
    */
   highWater?: number;
+  /**
+   * The longest lease duration any member slot of the group announced, in seconds, as far as
+   * the members that raised it saw: raised by compare-and-swap as `highWater` is, never lowered,
+   * written back with the header. Every member waits out an absent shard, and a session it never
+   * saw announce a lease, for at least this long (docs/design.md, "The longest lease in the
+   * header"). Absent on a header written before it existed, or by a member that saw no slot.
+   */
+  longestLeaseSeconds?: number;
 }
 
 /** `leaving`: the member is giving its shards up (a stop, or its app not eligible) and takes none. */

@@ -58,9 +58,11 @@ export class GroupView {
    */
   private highestInGroup = 0;
   /**
-   * The longest lease duration any slot ever announced to this member: a replaced store (or a
-   * deleted slot) loses the slot of a member on a longer lease that may still work on a shard,
-   * and the absence wait must not shrink with it (seed 154 of the shard simulation).
+   * The longest lease duration any slot ever announced to this member, or the group header said
+   * one did (its longestLeaseSeconds, raised by the members that saw it: longest-lease.ts): a
+   * replaced store (or a deleted slot) loses the slot of a member on a longer lease that may
+   * still work on a shard, and the absence wait must not shrink with it (seed 154 of the shard
+   * simulation), nor be shorter for a member that never saw that slot (seed 1400).
    */
   private longestLeaseSeenMs = 0;
   /** When the last list this view holds was sent (its answer is at least this fresh). */
@@ -98,6 +100,7 @@ export class GroupView {
       if (r.kind === 'group') {
         this.header = v as VersionedGroupRecord<GroupHeader>;
         this.highestInGroup = Math.max(this.highestInGroup, r.highWater ?? 0);
+        this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, (r.longestLeaseSeconds ?? 0) * 1000);
       } else if (r.kind === 'member') slots.set(r.index, v as VersionedGroupRecord<MemberSlot>);
       else if (r.index < this.shardCount) shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
     }
@@ -163,6 +166,8 @@ export class GroupView {
       this.slotSeen.set(r.index, { content: slotContent(r), changedAtMono: this.clock.monotonic(), witnessed: true });
       this.sessionLeaseMs.set(sessionKey({ slot: r.index, session: r.session }), r.leaseDurationSeconds * 1000);
       this.bump(this.highestSession, r.index, r.session);
+      // Our own lease, announced: the header is raised to it in the same turn (keepHeader).
+      this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, r.leaseDurationSeconds * 1000);
     } else if (r.kind === 'shard') {
       this.shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
       this.absentSince.delete(r.index);
@@ -171,7 +176,16 @@ export class GroupView {
     } else {
       this.header = v as VersionedGroupRecord<GroupHeader>;
       this.highestInGroup = Math.max(this.highestInGroup, r.highWater ?? 0);
+      this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, (r.longestLeaseSeconds ?? 0) * 1000);
     }
+  }
+
+  /**
+   * The longest lease any slot announced to this member or the header held, ever (0 before any):
+   * what it raises the header's longestLeaseSeconds to.
+   */
+  get longestLeaseSeen(): number {
+    return this.longestLeaseSeenMs;
   }
 
   /** The highest shard token or header highWater this member ever saw in the group (0 before any). */
@@ -290,8 +304,9 @@ export class GroupView {
 
   /**
    * How long an absence is waited out: the longest lease duration any slot announces or ever
-   * announced to this member, this member's at least. A record deleted under a member with a
-   * longer lease may still be worked on for that long, its slot gone with the record or not.
+   * announced to this member, or the header ever held, this member's at least. A record deleted
+   * under a member with a longer lease may still be worked on for that long, its slot gone with
+   * the record or not.
    */
   private absenceWaitMs(): number {
     let ms = Math.max(this.leaseDurationMs, this.longestLeaseSeenMs);

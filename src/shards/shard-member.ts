@@ -35,6 +35,7 @@ import { MemberSession, type Session } from './member-session.js';
 import { ShardPhases, type Ending, type Owned } from './shard-phases.js';
 import { WriteBatches } from './write-batches.js';
 import { TokenBlock, raiseBase, raisedHeader, repairedHeader } from './token-blocks.js';
+import { longestLeaseField, raisedLongestLease } from './longest-lease.js';
 import { shardFact, shardFacts, slotFacts } from './turn-facts.js';
 import {
   planEnds,
@@ -393,13 +394,23 @@ export class ShardMember {
    * so a newcomer with another count is refused instead of founding a group of its own count
    * under the running members, and with the highest token or highWater this member saw. Present
    * with a highWater below that (written back by a member that saw less, or written before
-   * highWater existed), it is raised to it: the next raise of a block starts past it.
+   * highWater existed), it is raised to it: the next raise of a block starts past it. Its
+   * longestLeaseSeconds likewise, to the longest lease this member saw announced
+   * (longest-lease.ts): written back with it, raised when this member saw a longer one.
    */
   private async keepHeader(): Promise<void> {
     const h = this.view.groupHeader;
     const seen = this.view.highestSeen;
+    const longestMs = this.view.longestLeaseSeen;
     if (!h) {
-      const header: GroupHeader = { kind: 'group', index: 0, shards: this.shards, createdAt: this.clock.now(), highWater: seen };
+      const header: GroupHeader = {
+        kind: 'group',
+        index: 0,
+        shards: this.shards,
+        createdAt: this.clock.now(),
+        highWater: seen,
+        ...longestLeaseField(longestMs),
+      };
       try {
         const version = await this.call('create', (o) => this.store.createGroupRecord(this.group, header, o));
         this.view.wrote({ record: header, version });
@@ -415,11 +426,20 @@ export class ShardMember {
       }
       return;
     }
-    const repaired = repairedHeader(h.record, seen);
+    const raisedHigh = repairedHeader(h.record, seen);
+    const raisedLease = raisedLongestLease(raisedHigh ?? h.record, longestMs);
+    const repaired = raisedLease ?? raisedHigh;
     if (!repaired) return;
     try {
       const version = await this.call('update', (o) => this.store.updateGroupRecord(this.group, repaired, h.version, o));
       this.view.wrote({ record: repaired, version });
+      if (raisedLease)
+        this.log.info("raised the group header's longest lease to the longest this member saw announced", {
+          was: h.record.longestLeaseSeconds ?? null,
+          longestLeaseSeconds: raisedLease.longestLeaseSeconds,
+          why: 'a member that never saw that slot waits an absent shard out for it too',
+        });
+      if (!raisedHigh) return;
       if (h.record.highWater === undefined)
         this.log.info('the group header had no highWater (written before it existed): set it to the highest token seen', { highWater: repaired.highWater });
       else
@@ -452,7 +472,15 @@ export class ShardMember {
       this.headerWaitSaid = false;
       try {
         // A group whose header and every record are gone starts from what this member saw: 0 if nothing.
-        const header: GroupHeader = { kind: 'group', index: 0, shards: this.shards, createdAt: this.clock.now(), highWater: this.view.highestSeen };
+        // Its longest lease at least this member's own, which its slot announces next.
+        const header: GroupHeader = {
+          kind: 'group',
+          index: 0,
+          shards: this.shards,
+          createdAt: this.clock.now(),
+          highWater: this.view.highestSeen,
+          ...longestLeaseField(Math.max(this.view.longestLeaseSeen, this.timings.leaseDurationMs)),
+        };
         const version = await this.call('create', (o) => this.store.createGroupRecord(this.group, header, o));
         this.view.wrote({ record: header, version });
         this.log.info('created the shard group', { shards: this.shards });

@@ -268,6 +268,37 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
       assert.deepEqual(await s.listGroup(g), [{ record: contractHeader({ highWater: max }), version: v3 }]);
     });
 
+    it("the header's longestLeaseSeconds: absent reads absent (a header from before it), written reads back beside highWater, a raise from a stale version is a ConflictError, and no positive number is refused", async () => {
+      const g = fresh();
+      const v1 = await s.createGroupRecord(g, contractHeader({ highWater: 7 }));
+      const old = await one(g, { kind: 'group', index: 0 });
+      assert.deepEqual(old?.record, contractHeader({ highWater: 7 }), 'a header written without longestLeaseSeconds must read without it');
+      assert.equal('longestLeaseSeconds' in (old?.record ?? {}), false);
+      const v2 = await s.updateGroupRecord(g, contractHeader({ highWater: 7, longestLeaseSeconds: 30 }), v1);
+      assert.deepEqual(await s.listGroup(g), [{ record: contractHeader({ highWater: 7, longestLeaseSeconds: 30 }), version: v2 }]);
+      if (s.readGroupChanges) {
+        const changes = await s.readGroupChanges(g, undefined);
+        assert.deepEqual(
+          changes.records.map((v) => v.record),
+          [contractHeader({ highWater: 7, longestLeaseSeconds: 30 })],
+        );
+      }
+      // Two members raise it from the same version: one wins, the other must re-read.
+      await subject.writeElsewhere(g, contractHeader({ highWater: 7, longestLeaseSeconds: 60 }));
+      assert.equal(await codeOf(s.updateGroupRecord(g, contractHeader({ highWater: 7, longestLeaseSeconds: 45 }), v2)), 'LEASEHOLD_ERR_CONFLICT');
+      const now = await one(g, { kind: 'group', index: 0 });
+      assert.deepEqual(now?.record, contractHeader({ highWater: 7, longestLeaseSeconds: 60 }));
+      // A raise of highWater carries it, as the member writes it: both read back.
+      const v3 = await s.updateGroupRecord(g, contractHeader({ highWater: 9, longestLeaseSeconds: 60 }), now.version);
+      for (const bad of [0, -15, Number.NaN, Number.POSITIVE_INFINITY])
+        assert.equal(
+          await codeOf(s.updateGroupRecord(g, contractHeader({ highWater: 9, longestLeaseSeconds: bad }), v3)),
+          'LEASEHOLD_ERR_INVALID_RECORD',
+          `longestLeaseSeconds ${bad}`,
+        );
+      assert.deepEqual(await s.listGroup(g), [{ record: contractHeader({ highWater: 9, longestLeaseSeconds: 60 }), version: v3 }]);
+    });
+
     it('update from a version another writer has replaced is a ConflictError; the other write is kept', async () => {
       const g = fresh();
       const v1 = await s.createGroupRecord(g, contractShard(0));

@@ -67,8 +67,9 @@ class FaultyGroupLink implements GroupStore {
   /** The store was replaced: the next call fails, as the SQLite store's call that finds its file replaced. */
   reopened = false;
   /**
-   * The longest lease any slot announced in a read this link answered to its member: what the
-   * member could know of the others' leases, kept here apart from the member's own view.
+   * The longest lease any slot announced, or any group header held (longestLeaseSeconds), in a
+   * read this link answered to its member: what the member could know of the others' leases,
+   * kept here apart from the member's own view.
    */
   longestLeaseListedMs = 0;
   constructor(
@@ -116,9 +117,12 @@ class FaultyGroupLink implements GroupStore {
   /** The link is back after a cut: a watch on it resumes (WatchFedLink). */
   protected reconnected(): void {}
 
-  /** A read answered to the member: the leases its slots announce are known to it from now on. */
+  /** A read answered to the member: the leases its slots announce, and its header's longest, are known to it from now on. */
   protected listed(list: readonly VersionedGroupRecord[]): void {
-    for (const v of list) if (v.record.kind === 'member') this.longestLeaseListedMs = Math.max(this.longestLeaseListedMs, v.record.leaseDurationSeconds * 1000);
+    for (const { record: r } of list) {
+      const ms = r.kind === 'member' ? r.leaseDurationSeconds * 1000 : r.kind === 'group' ? (r.longestLeaseSeconds ?? 0) * 1000 : 0;
+      this.longestLeaseListedMs = Math.max(this.longestLeaseListedMs, ms);
+    }
   }
 
   /** As the elector simulation's link: slow, hung, failed, lost answers, late; a request already sent may still land. */
@@ -514,10 +518,13 @@ export async function runShardSimulation(seed: number, steps = 250, trace = fals
             if (now >= w.renewedAt + w.leaseMs * (1 - MAX_DRIFT * 1.1)) continue;
             // The documented limit (docs/shards.md, "Limits", "A longer lease lost with its slot"):
             // the store was replaced after the earlier owner gained the shard, taking its slot and
-            // the longer lease it announced, and this member never saw a slot announce a lease that
-            // long; its ownership had expired by the longest lease this member knew. Counted, not a
-            // violation (seed 1400: a member restarted at the replacement created the shards of a
-            // member on a 30 s lease cut off from the store, 15 s after it first listed the new file).
+            // the longer lease it announced with the header that carried it, and this member never
+            // saw a slot announce a lease that long nor a header hold it (no running member that saw
+            // it wrote the header back before this member's wait ended); its ownership had expired
+            // by the longest lease this member knew. Counted, not a violation. Seed 1400 was this
+            // before the header carried the longest lease: a member restarted at the replacement
+            // created the shards of a member on a 30 s lease cut off from the store, 15 s after it
+            // first listed the new file; the running members now write the 30 s back with the header.
             const lostWithSlot = w.gainedAt < replacedAt && knownLeaseMs < w.leaseMs && now >= w.renewedAt + knownLeaseMs * (1 - MAX_DRIFT * 1.1);
             if (lostWithSlot) count('two owners: a longer lease lost with its slot (documented limit)', m.name);
             else

@@ -29,6 +29,7 @@ import {
   MAX_SHARDS,
   recordKey,
   type GroupChanges,
+  type GroupHeader,
   type GroupRecord,
   type GroupWrite,
   type GroupWriteOutcome,
@@ -45,6 +46,8 @@ export const MEMBER_STATE_ANNOTATION = 'leasehold.io/member-state';
 export const OWNER_SESSION_ANNOTATION = 'leasehold.io/owner-session';
 export const SHARDS_ANNOTATION = 'leasehold.io/shards';
 export const HIGH_WATER_ANNOTATION = 'leasehold.io/high-water';
+/** The header's longest lease announced, in seconds (GroupHeader.longestLeaseSeconds); a version without it keeps it as another's annotation. */
+export const LONGEST_LEASE_ANNOTATION = 'leasehold.io/longest-lease-seconds';
 /**
  * A batch's requests in flight at once: three of the client's connections stay free, for the
  * group's watch, the heartbeat and the list, so neither of the last two queues behind a batch
@@ -265,11 +268,13 @@ function versionOf(lease: Lease): string {
 /** Our annotations set for `r` (the others, read, kept as they are): each kind's own, and none of another kind's. */
 function annotationsFor(r: GroupRecord, read: Record<string, string> | undefined): { annotations?: Record<string, string> } {
   const annotations = { ...read };
-  for (const a of [MEMBER_STATE_ANNOTATION, OWNER_SESSION_ANNOTATION, SHARDS_ANNOTATION, HIGH_WATER_ANNOTATION]) delete annotations[a];
+  for (const a of [MEMBER_STATE_ANNOTATION, OWNER_SESSION_ANNOTATION, SHARDS_ANNOTATION, HIGH_WATER_ANNOTATION, LONGEST_LEASE_ANNOTATION])
+    delete annotations[a];
   if (r.kind === 'member') annotations[MEMBER_STATE_ANNOTATION] = r.state;
   if (r.kind === 'shard' && r.owner) annotations[OWNER_SESSION_ANNOTATION] = `${r.owner.slot}/${r.owner.session}`;
   if (r.kind === 'group') annotations[SHARDS_ANNOTATION] = String(r.shards);
   if (r.kind === 'group' && r.highWater !== undefined) annotations[HIGH_WATER_ANNOTATION] = String(r.highWater);
+  if (r.kind === 'group' && r.longestLeaseSeconds !== undefined) annotations[LONGEST_LEASE_ANNOTATION] = String(r.longestLeaseSeconds);
   return Object.keys(annotations).length > 0 || read !== undefined ? { annotations } : {};
 }
 
@@ -321,11 +326,17 @@ function fromLease(group: string, key: Pick<GroupRecord, 'kind' | 'index'>, leas
       const shards = text !== undefined && /^\d{1,4}$/.test(text) ? Number(text) : 0;
       if (shards < 1 || shards > MAX_SHARDS) bad(SHARDS_ANNOTATION, text, `a shard count from 1 to ${MAX_SHARDS}`);
       const createdAt = parseMicroTime(spec.acquireTime) ?? bad('acquireTime', spec.acquireTime, 'a time');
+      const header: GroupHeader = { kind: 'group', index: 0, shards, createdAt };
       const high = annotations[HIGH_WATER_ANNOTATION];
-      if (high === undefined) return { kind: 'group', index: 0, shards, createdAt };
       // The store holds tokens up to int32 (a shard's is its Lease's leaseTransitions): the same bound here.
-      if (!/^\d{1,10}$/.test(high) || Number(high) > MAX_INT32) bad(HIGH_WATER_ANNOTATION, high, `an integer from 0 to ${MAX_INT32}`);
-      return { kind: 'group', index: 0, shards, createdAt, highWater: Number(high) };
+      if (high !== undefined && (!/^\d{1,10}$/.test(high) || Number(high) > MAX_INT32)) bad(HIGH_WATER_ANNOTATION, high, `an integer from 0 to ${MAX_INT32}`);
+      if (high !== undefined) header.highWater = Number(high);
+      const longest = annotations[LONGEST_LEASE_ANNOTATION];
+      // As a slot's leaseDurationSeconds: a positive number (written by String(), read back exactly).
+      if (longest !== undefined && !(/^\d{1,10}(\.\d{1,17})?$/.test(longest) && Number(longest) > 0))
+        bad(LONGEST_LEASE_ANNOTATION, longest, 'a positive number of seconds');
+      if (longest !== undefined) header.longestLeaseSeconds = Number(longest);
+      return header;
     }
     case 'member': {
       const state = annotations[MEMBER_STATE_ANNOTATION];

@@ -466,6 +466,8 @@ export class PostgresGroupStore {
       return value !== null && Number.isSafeInteger(n) && n >= 0 ? n : bad(column, value, `an integer from 0 to ${Number.MAX_SAFE_INTEGER}`);
     };
     const time = (column: string, value: string | null): Date | null => (value === null ? null : new Date(count(column, value)));
+    const leaseSeconds = (value: unknown): number =>
+      typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : bad('lease_duration_seconds', value, 'a positive number');
     const told = `${group}/${key}`;
     if (row.oversized === null) this.toldOversized.delete(told);
     else if (!this.toldOversized.has(told)) {
@@ -485,6 +487,7 @@ export class PostgresGroupStore {
           shards: count('shards', row.shards),
           createdAt: time('created_at_ms', row.created_at_ms) ?? bad('created_at_ms', null, 'a time'),
           ...(row.token === null ? {} : { highWater: count('token', row.token) }),
+          ...(row.lease_duration_seconds === null ? {} : { longestLeaseSeconds: leaseSeconds(row.lease_duration_seconds) }),
         };
         break;
       case 'member': {
@@ -528,8 +531,9 @@ function toValues(r: GroupRecord): unknown[] {
   const ms = (d: Date | null) => (d ? d.getTime() : null);
   switch (r.kind) {
     case 'group':
-      // The header's token column holds the group's high-water token (NULL: written before it existed).
-      return ['', null, null, null, null, r.highWater ?? null, null, null, null, r.shards, r.createdAt.getTime()];
+      // The header's token column holds the group's high-water token, its lease_duration_seconds the
+      // longest lease announced (each NULL: written before it existed; no new column, no migration).
+      return ['', null, null, null, r.longestLeaseSeconds ?? null, r.highWater ?? null, null, null, null, r.shards, r.createdAt.getTime()];
     case 'member':
       return [r.holderIdentity, r.session, r.state, ms(r.renewTime), r.leaseDurationSeconds, null, null, null, null, null, null];
     case 'shard':

@@ -273,8 +273,16 @@ function toValues(group: string, r: GroupRecord): Values {
   };
   switch (r.kind) {
     case 'group':
-      // The header's token column holds the group's high-water token (NULL: written before it existed).
-      return { ...values, shards: r.shards, created_at_ms: r.createdAt.getTime(), token: r.highWater ?? null };
+      // The header's token column holds the group's high-water token, and its lease_duration_seconds
+      // the longest lease announced (each NULL: written before it existed; no new column, so a
+      // file an older version made needs no migration, and an older version reading it ignores both).
+      return {
+        ...values,
+        shards: r.shards,
+        created_at_ms: r.createdAt.getTime(),
+        token: r.highWater ?? null,
+        lease_duration_seconds: r.longestLeaseSeconds ?? null,
+      };
     case 'member':
       return {
         ...values,
@@ -314,6 +322,8 @@ function fromRow(group: string, row: GroupRow, location: string): StoredGroupRec
     const d = new Date(typeof value === 'number' && Number.isSafeInteger(value) ? value : Number.NaN);
     return Number.isNaN(d.getTime()) ? bad(column, value, 'null or milliseconds since the epoch') : d;
   };
+  const leaseSeconds = (value: unknown): number =>
+    typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : bad('lease_duration_seconds', value, 'a positive number');
   const index = count('idx', row.idx);
   const version = count('version', row.version);
   const holderIdentity = typeof row.holder_identity === 'string' ? row.holder_identity : bad('holder_identity', row.holder_identity, 'a text');
@@ -328,6 +338,7 @@ function fromRow(group: string, row: GroupRow, location: string): StoredGroupRec
         shards: count('shards', row.shards),
         createdAt,
         ...(row.token === null ? {} : { highWater: count('token', row.token) }),
+        ...(row.lease_duration_seconds === null ? {} : { longestLeaseSeconds: leaseSeconds(row.lease_duration_seconds) }),
       };
       break;
     }
