@@ -23,7 +23,7 @@ import { recordKey, type GroupChanges, type GroupRecord, type GroupWrite, type G
 import { checkGroupWrites } from '../group-writes.js';
 import { checkGroupName, checkGroupRecord } from '../group-record-check.js';
 import { MAX_TEXT_BYTES, boundedColumn, oversizedColumn } from '../bounded-sql.js';
-import { GROUP_KEY_COLUMNS, GROUP_VALUE_COLUMNS, shardOfRow } from '../group-columns.js';
+import { GROUP_KEY_COLUMNS, GROUP_VALUE_COLUMNS, headerOfRow, memberOfRow, shardOfRow } from '../group-columns.js';
 import { HintThrottle, channelName } from './notify.js';
 import { GROUP_TABLE, groupAdminScript, groupCreateBlock } from './schema.js';
 
@@ -466,8 +466,7 @@ export class PostgresGroupStore {
       return value !== null && Number.isSafeInteger(n) && n >= 0 ? n : bad(column, value, `an integer from 0 to ${Number.MAX_SAFE_INTEGER}`);
     };
     const time = (column: string, value: string | null): Date | null => (value === null ? null : new Date(count(column, value)));
-    const leaseSeconds = (value: unknown): number =>
-      typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : bad('lease_duration_seconds', value, 'a positive number');
+    const readers = { count, time, bad };
     const told = `${group}/${key}`;
     if (row.oversized === null) this.toldOversized.delete(told);
     else if (!this.toldOversized.has(told)) {
@@ -480,32 +479,13 @@ export class PostgresGroupStore {
     let record: GroupRecord;
     switch (row.kind) {
       case 'group':
-        if (row.idx !== 0) bad('idx', row.idx, '0 (the group header)');
-        record = {
-          kind: 'group',
-          index: 0,
-          shards: count('shards', row.shards),
-          createdAt: time('created_at_ms', row.created_at_ms) ?? bad('created_at_ms', null, 'a time'),
-          ...(row.token === null ? {} : { highWater: count('token', row.token) }),
-          ...(row.lease_duration_seconds === null ? {} : { longestLeaseSeconds: leaseSeconds(row.lease_duration_seconds) }),
-        };
+        record = headerOfRow<string | number | null>(row, count('idx', row.idx), readers);
         break;
-      case 'member': {
-        const state = row.state === 'active' || row.state === 'leaving' ? row.state : bad('state', row.state, '"active" or "leaving"');
-        const duration = row.lease_duration_seconds;
-        record = {
-          kind: 'member',
-          index: count('idx', row.idx),
-          holderIdentity: row.holder_identity,
-          session: count('session', row.session),
-          state,
-          renewTime: time('renew_time_ms', row.renew_time_ms),
-          leaseDurationSeconds: typeof duration === 'number' && Number.isFinite(duration) ? duration : bad('lease_duration_seconds', duration, 'a number'),
-        };
+      case 'member':
+        record = memberOfRow<string | number | null>(row, count('idx', row.idx), row.holder_identity, readers);
         break;
-      }
       case 'shard':
-        record = shardOfRow<string | number | null>(row, count('idx', row.idx), row.holder_identity, { count, time });
+        record = shardOfRow<string | number | null>(row, count('idx', row.idx), row.holder_identity, readers);
         break;
       default:
         return bad('kind', row.kind, 'group, member or shard');

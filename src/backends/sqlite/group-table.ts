@@ -3,7 +3,7 @@ import { ConflictError, InvalidRecordError } from '../../errors.js';
 import { escapeControl } from '../../util/escape-control.js';
 import { MAX_NUMBER_BYTES, MAX_TEXT_BYTES, boundedColumn, oversizedColumn } from '../bounded-sql.js';
 import { recordKey, type GroupRecord } from '../group-store.js';
-import { GROUP_KEY_COLUMNS, GROUP_VALUE_COLUMNS, shardOfRow } from '../group-columns.js';
+import { GROUP_KEY_COLUMNS, GROUP_VALUE_COLUMNS, headerOfRow, memberOfRow, shardOfRow } from '../group-columns.js';
 
 // The shard groups' records in the SQLite file (docs/sqlite.md, "The group records"): a table of
 // their own, `lease_groups`, so no lease's name can meet a group record's, keyed by (group_name,
@@ -322,43 +322,20 @@ function fromRow(group: string, row: GroupRow, location: string): StoredGroupRec
     const d = new Date(typeof value === 'number' && Number.isSafeInteger(value) ? value : Number.NaN);
     return Number.isNaN(d.getTime()) ? bad(column, value, 'null or milliseconds since the epoch') : d;
   };
-  const leaseSeconds = (value: unknown): number =>
-    typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : bad('lease_duration_seconds', value, 'a positive number');
+  const readers = { count, time, bad };
   const index = count('idx', row.idx);
   const version = count('version', row.version);
   const holderIdentity = typeof row.holder_identity === 'string' ? row.holder_identity : bad('holder_identity', row.holder_identity, 'a text');
   let record: GroupRecord;
   switch (row.kind) {
-    case 'group': {
-      if (index !== 0) bad('idx', index, '0 (the group header)');
-      const createdAt = time('created_at_ms', row.created_at_ms) ?? bad('created_at_ms', null, 'a time');
-      record = {
-        kind: 'group',
-        index: 0,
-        shards: count('shards', row.shards),
-        createdAt,
-        ...(row.token === null ? {} : { highWater: count('token', row.token) }),
-        ...(row.lease_duration_seconds === null ? {} : { longestLeaseSeconds: leaseSeconds(row.lease_duration_seconds) }),
-      };
+    case 'group':
+      record = headerOfRow(row, index, readers);
       break;
-    }
-    case 'member': {
-      const state = row.state === 'active' || row.state === 'leaving' ? row.state : bad('state', row.state, '"active" or "leaving"');
-      const duration = row.lease_duration_seconds;
-      if (typeof duration !== 'number' || !Number.isFinite(duration)) bad('lease_duration_seconds', duration, 'a number');
-      record = {
-        kind: 'member',
-        index,
-        holderIdentity,
-        session: count('session', row.session),
-        state,
-        renewTime: time('renew_time_ms', row.renew_time_ms),
-        leaseDurationSeconds: duration as number,
-      };
+    case 'member':
+      record = memberOfRow(row, index, holderIdentity, readers);
       break;
-    }
     case 'shard':
-      record = shardOfRow(row, index, holderIdentity, { count, time });
+      record = shardOfRow(row, index, holderIdentity, readers);
       break;
     default:
       return bad('kind', row.kind, 'group, member or shard');
