@@ -80,12 +80,11 @@ export interface SuccessorClaimSupport {
 export interface CallOptions {
   signal?: AbortSignal;
   /**
-   * false: the call must not wait on a lock another client holds where that wait would block the
-   * process (SQLite's busy timeout, which better-sqlite3 waits out synchronously, its event loop
-   * and HTTP server stalled): it answers BackendUnavailableError at once instead, writing
-   * nothing, as when the wait ran out. A store whose waits never block the process (PostgreSQL,
-   * Kubernetes: asynchronous, bounded by `signal`) may ignore it. Default true. Releases that
-   * are retried use it (src/holder/end-of-term-rule.ts, releaseWaitsForLock).
+   * false: the call must not wait on a lock another client holds (SQLite's busy timeout): it
+   * answers BackendUnavailableError at once instead, writing nothing, as when the wait ran out.
+   * A store whose waits are bounded by `signal` alone (PostgreSQL, Kubernetes) may ignore it.
+   * Default true. Releases that are retried use it (src/holder/end-of-term-rule.ts,
+   * releaseWaitsForLock).
    */
   waitForLock?: boolean;
 }

@@ -33,12 +33,12 @@ export const SQLITE_BUSY_TIMEOUT_MS = 1_000;
 
 /**
  * How long a candidate's store calls may take, from its timings: a request (renewDeadline / 2,
- * as client-go), and SQLite's busy timeout. better-sqlite3's calls are synchronous, so a write
- * waiting on another process's lock holds the event loop and every timer, the renew deadline's
- * among them, for up to that long: a renewal begun just before the deadline makes "not leader"
- * (and `run`'s SIGKILL) that late. So the wait is at most what lies between the renew deadline
- * and the earliest moment another could lead, less the clock margin: whatever ends the term at
- * the deadline still comes the margin before the lease could expire (docs/guarantees.md).
+ * as client-go), and SQLite's busy timeout: how long a write waits on another process's lock.
+ * The SQLite store waits on its own timers, the event loop free (its write()), so the renew
+ * deadline's timer and `run`'s SIGKILL fire on time whatever a write waits for; the wait is still
+ * kept within what lies between the renew deadline and the earliest moment another could lead,
+ * less the clock margin, so a library caller's store settings that reinstate a synchronous wait
+ * (or a renewal landing late) stay inside the lease (docs/guarantees.md).
  */
 export function storeTimeouts(t: Timings): { requestTimeoutMs: number; busyTimeoutMs: number } {
   const room = t.leaseDurationMs - t.renewDeadlineMs - clockMarginMs(t.leaseDurationMs);

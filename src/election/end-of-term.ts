@@ -191,8 +191,8 @@ export class EndOfTerm {
           o.log.warn('release failed', { reason: describeError(err) });
           // Unanswered: this round ends here, whether or not the write waited on a lock. Asked
           // again at once the store (a lock still held) would most likely not answer either, and
-          // on SQLite each write allowed to wait spends the busy timeout synchronously: at most
-          // one such wait per round, as a renewal. The next round comes a retryPeriod later.
+          // on SQLite each write allowed to wait may spend the busy timeout: at most one such
+          // wait per round, as a renewal. The next round comes a retryPeriod later.
           return err instanceof BackendUnavailableError ? 'unanswered' : 'final';
         }
       }

@@ -83,9 +83,9 @@ export type ReleaseAttempt = 'released' | 'final' | 'unanswered';
  * a lock another client holds (CallOptions.waitForLock). Only the first round for a term given up
  * does, as any write does: a stop's or a move's release should land though a neighbour is writing
  * at that moment. A lost term's rounds (its store just failed to answer, or another holds the
- * record) and every later round never wait: on SQLite such a wait is the busy timeout, spent
- * synchronously, and a holder retrying each retryPeriod for the rest of its lease would stall its
- * process (a sidecar's /metrics and drain endpoint) most of that time. A round that does not wait
+ * record) and every later round never wait: on SQLite such a wait is up to the busy timeout, and
+ * a holder retrying each retryPeriod for the rest of its lease would spend most of that time
+ * waiting on a lock it has no reason to think is free. A round that does not wait
  * ends at its first unanswered write: asked again at once, the lock would still be held; the
  * next round comes a retryPeriod later.
  */

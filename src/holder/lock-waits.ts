@@ -1,15 +1,14 @@
 /**
  * Whether a holder's next write may wait on a lock another client holds (CallOptions.waitForLock),
  * for a lease's candidate and a shard member alike: not within a retryPeriod after a write of its
- * own that was allowed to wait went unanswered. On SQLite such a wait is the busy timeout, spent
- * synchronously (the whole process stalled: a sidecar's /metrics, its drain endpoint); a write
- * sent right after one the lock refused would most likely wait it out again, back to back, and a
- * shard member losing its session (its last heartbeat, then two takes of a member slot) once
- * stalled three busy timeouts in a row, a lease's step-down (its last renewal, then the release)
- * two. Paced so, a holder waits on a lock at most once per busy timeout plus a retryPeriod, as
- * its renewals do; a write that may not wait answers at once, unanswered, and is tried again at
- * its own pace. Stores whose waits never block the process (PostgreSQL, Kubernetes) ignore the
- * option, so there this changes nothing.
+ * own that was allowed to wait went unanswered. On SQLite such a wait is up to the busy timeout
+ * (once spent synchronously, the whole process stalled; the store now waits on its own timers,
+ * the event loop free); a write sent right after one the lock refused would most likely wait it
+ * out again, back to back: a shard member losing its session (its last heartbeat, then two takes
+ * of a member slot) once waited three busy timeouts in a row, a lease's step-down (its last
+ * renewal, then the release) two. Paced so, a holder waits on a lock at most once per busy
+ * timeout plus a retryPeriod, as its renewals do; a write that may not wait answers at once,
+ * unanswered, and is tried again at its own pace. PostgreSQL and Kubernetes ignore the option.
  */
 import type { Clock } from '../clock.js';
 import { BackendUnavailableError } from '../errors.js';

@@ -8,7 +8,7 @@
  * leasehold gives up on it and the server cancels it), and an observer blocked on the worker's
  * flock notes when it is let go. The margin: the last renewal's renew_time plus the lease
  * duration, minus that moment (the observer's own wake-up counted against it); printed each
- * round. Asserted: the median of the rounds this machine kept its timers on time
+ * round. Asserted: every round this machine kept its timers on time
  * (test/support/kill-margin.ts) above 0, the lease's expiry; not every round, nor the clock
  * margin, which one late wake-up on a busy machine (five test runs on two cores) may eat into.
  */
@@ -89,7 +89,7 @@ describe("leasehold run on PostgreSQL: the kill at the renew deadline comes befo
       assert.equal(row.holder_identity, 'a');
       assert.match(a.stderr(), /no successful renewal within renewDeadline/, a.stderr());
       const marginMs = Math.round(row.renew_time * 1000 + LEASE_MS - freedAt);
-      const latenessMs = probe.latenessIn(row.renew_time * 1000 + 1500, freedAt);
+      const latenessMs = await probe.latenessIn(row.renew_time * 1000 + 1500, freedAt);
       console.log(
         `round ${i}: the worker gone ${marginMs} ms before the lease could expire; a timer beside it at most ${latenessMs} ms late${latenessMs > JUDGED_LATENESS_MS ? ' (not judged)' : ''}`,
       );
@@ -101,13 +101,13 @@ describe("leasehold run on PostgreSQL: the kill at the renew deadline comes befo
     }
   }
 
-  it(`${JUDGED_WANTED} rounds on time: the worker is gone before the lease could expire (their median)`, { timeout: 240_000 }, async () => {
+  it(`${JUDGED_WANTED} rounds on time: the worker is gone before the lease could expire (each)`, { timeout: 240_000 }, async () => {
     await waitFor('the timer probe to tick', () => probe.ticking(), 30_000);
     const rounds: KillRound[] = [];
     for (let i = 0; i < MAX_ROUNDS && judgeKillRounds(rounds).judged.length < JUDGED_WANTED; i++) rounds.push(await round(i));
-    const { judged, medianMs } = judgeKillRounds(rounds);
-    console.log(`margins: ${judged.map((r) => r.marginMs).join(', ')} ms judged (median ${medianMs}; the clock margin ${clockMarginMs(LEASE_MS)} ms)`);
-    assert.ok(medianMs !== null, `no round had this machine's timers within ${JUDGED_LATENESS_MS} ms, none could be judged: ${JSON.stringify(rounds)}`);
-    assert.ok(medianMs > 0, `the worker outlived the lease: ${JSON.stringify(judged)}`);
+    const { judged, worstMs } = judgeKillRounds(rounds);
+    console.log(`margins: ${judged.map((r) => r.marginMs).join(', ')} ms judged (worst ${worstMs}; the clock margin ${clockMarginMs(LEASE_MS)} ms)`);
+    assert.ok(worstMs !== null, `no round had this machine's timers within ${JUDGED_LATENESS_MS} ms, none could be judged: ${JSON.stringify(rounds)}`);
+    assert.ok(worstMs > 0, `the worker outlived the lease: ${JSON.stringify(judged)}`);
   });
 });

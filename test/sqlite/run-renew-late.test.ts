@@ -1,17 +1,18 @@
 /**
- * `leasehold run`'s kill when a renewal waits on a locked file. better-sqlite3's calls are
- * synchronous: a renewal waiting on a file another process holds locked (its write lock, here
- * `BEGIN IMMEDIATE` held open) holds leasehold's event loop, and its timers, for up to the
- * store's busy timeout, so the step-down comes after the renew deadline. That wait is bounded by
- * what lies between the renew deadline and the lease's expiry less the clock margin
- * (storeTimeouts, src/config/election-options.ts): with the fixed 1 s it was, the step-down came
- * 810-900 ms late and CMD was gone 330-350 ms after the lease could have expired. One `leasehold
- * run` with the default grace period; its CMD a worker that ignores SIGTERM and holds an
- * exclusive flock for its life; an observer blocked on that flock notes when the worker is gone.
- * Printed each round: how late the step-down was heard, and how long before the lease could
- * expire (its last renewal's renewTime plus the lease duration) the worker was gone
- * (docs/guarantees.md, "Clocks and timers"). Judged: the rounds this machine kept its timers on
- * time (test/support/kill-margin.ts), by their median, until three such rounds ran.
+ * `leasehold run`'s kill when a renewal waits on a locked file (its write lock, here `BEGIN
+ * IMMEDIATE` held open by another process). SQLite's own busy handler waits synchronously,
+ * holding leasehold's event loop and its timers: the step-down came up to the busy timeout after
+ * the renew deadline, and past it under load (the handler counts the sleeps it asked for, not the
+ * time that passed). The store now waits on its own timers, so the step-down comes at the
+ * deadline; the wait is still bounded by what lies between the renew deadline and the lease's
+ * expiry less the clock margin (storeTimeouts, src/config/election-options.ts): with the fixed
+ * 1 s it was, the step-down came 810-900 ms late and CMD was gone 330-350 ms after the lease
+ * could have expired. One `leasehold run` with the default grace period; its CMD a worker that
+ * ignores SIGTERM and holds an exclusive flock for its life; an observer blocked on that flock
+ * notes when the worker is gone. Printed each round: how late the step-down was heard, and how
+ * long before the lease could expire (its last renewal's renewTime plus the lease duration) the
+ * worker was gone (docs/guarantees.md, "Clocks and timers"). Judged: the rounds this machine kept
+ * its timers on time (test/support/kill-margin.ts), every one of them, until three such rounds ran.
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -90,7 +91,7 @@ describe('leasehold run: the renew deadline heard late (a locked SQLite file), C
     const afterStepDownMs = Math.round(freedAt - Date.parse(stopped!.time));
     // How much later than the renew deadline the step-down was heard.
     const lateMs = Date.parse(stopped!.time) - (renewedAt + 1500);
-    const latenessMs = probe.latenessIn(renewedAt + 1500, freedAt);
+    const latenessMs = await probe.latenessIn(renewedAt + 1500, freedAt);
     console.log(
       `round ${i}: step-down ${lateMs} ms after the renew deadline; the worker gone ${afterStepDownMs} ms after it, ${marginMs} ms before the lease could expire; a timer beside it at most ${latenessMs} ms late${latenessMs > JUDGED_LATENESS_MS ? ' (not judged)' : ''}`,
     );
@@ -107,15 +108,15 @@ describe('leasehold run: the renew deadline heard late (a locked SQLite file), C
       await waitFor('the timer probe to tick', () => probe.ticking(), 30_000);
       const rounds = [];
       for (let i = 0; i < MAX_ROUNDS && judgeKillRounds(rounds).judged.length < JUDGED_WANTED; i++) rounds.push(await round(i));
-      const { judged, medianMs } = judgeKillRounds(rounds);
+      const { judged, worstMs } = judgeKillRounds(rounds);
       // A late timer on a busy machine delays the deadline's timer as it does the kill's.
       for (const r of judged)
         assert.ok(
           r.lateMs <= BUSY_MS + SCHEDULING_MS,
           `a step-down came ${r.lateMs} ms after the renew deadline (busy timeout ${BUSY_MS} ms): ${JSON.stringify(judged)}`,
         );
-      assert.ok(medianMs !== null, `no round had this machine's timers within ${JUDGED_LATENESS_MS} ms, none could be judged: ${JSON.stringify(rounds)}`);
-      assert.ok(medianMs > 0, `the worker outlived the lease (median margin of the judged rounds ≤ 0): ${JSON.stringify(judged)}`);
+      assert.ok(worstMs !== null, `no round had this machine's timers within ${JUDGED_LATENESS_MS} ms, none could be judged: ${JSON.stringify(rounds)}`);
+      assert.ok(worstMs > 0, `the worker outlived the lease in a judged round: ${JSON.stringify(judged)}`);
     },
   );
 });

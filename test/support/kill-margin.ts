@@ -13,7 +13,7 @@
  * other half is the kill's own effect: the worker's exit, its lock let go, the observer woken);
  * the others are printed, not judged.
  */
-import { start, type Proc } from './cli.js';
+import { start, waitFor, type Proc } from './cli.js';
 import { CLOCK_MARGIN_FIXED_MS } from '../../src/config/election-options.js';
 
 /** Blocks on DIR/worker.lock once worker `a` holds it, then prints the wall time it got it (ms). */
@@ -42,12 +42,17 @@ export function startObserver(work: string): Proc & { waiting: () => boolean; fr
 /** The latest a probe's tick may come in a judged round: half the timer allowance. */
 export const JUDGED_LATENESS_MS = CLOCK_MARGIN_FIXED_MS / 2;
 
-/** Ticks every 5 ms; prints `late <wall ms> <ms late>` for a tick later than 5 ms. */
+/**
+ * Ticks every 5 ms; prints `late <wall ms> <ms late>` for a tick later than 5 ms, and `at <wall
+ * ms>` every 10th tick, so a reader knows how far its output reaches.
+ */
 const PROBE = [
   'let due = performance.now() + 5;',
+  'let ticks = 0;',
   'const tick = () => {',
   '  const late = performance.now() - due;',
   '  if (late > 5) process.stdout.write(`late ${Date.now()} ${Math.round(late)}\\n`);',
+  '  else if (++ticks % 10 === 0) process.stdout.write(`at ${Date.now()}\\n`);',
   '  due = performance.now() + 5;',
   '  setTimeout(tick, 5);',
   '};',
@@ -57,16 +62,31 @@ const PROBE = [
 
 export interface TimerProbe extends Proc {
   ticking: () => boolean;
-  /** The latest any tick came whose wait overlapped [fromWall, toWall] (ms; 0: none past 5 ms). */
-  latenessIn: (fromWall: number, toWall: number) => number;
+  /**
+   * The latest any tick came whose wait overlapped [fromWall, toWall] (ms; 0: none past 5 ms),
+   * once the probe has ticked past `toWall`: a probe kept off the CPU over the window's end has
+   * not printed that tick yet, and read at once would say it was on time.
+   */
+  latenessIn: (fromWall: number, toWall: number) => Promise<number>;
 }
 
 export function startTimerProbe(): TimerProbe {
   const p = start(process.execPath, ['-e', PROBE]);
   return Object.assign(p, {
     ticking: () => p.stdout().includes('ticking'),
-    latenessIn: (fromWall: number, toWall: number) => latenessIn(p.stdout(), fromWall, toWall),
+    latenessIn: async (fromWall: number, toWall: number) => {
+      await waitFor('the timer probe to tick past the window', () => reachedMs(p.stdout()) >= toWall, 60_000, 5);
+      return latenessIn(p.stdout(), fromWall, toWall);
+    },
   });
+}
+
+/** The wall time of the probe's last whole line (0 before any). */
+export function reachedMs(probeOutput: string): number {
+  const end = probeOutput.lastIndexOf('\n');
+  if (end < 0) return 0;
+  const m = /^(?:at|late) (\d+)/.exec(probeOutput.slice(probeOutput.lastIndexOf('\n', end - 1) + 1, end));
+  return m ? Number(m[1]) : 0;
 }
 
 /** From a probe's output: the latest a tick came whose wait overlapped [fromWall, toWall] (ms). */
@@ -89,12 +109,11 @@ export interface KillRound {
 }
 
 /**
- * The verdict on `rounds`: the judged ones (the probe within JUDGED_LATENESS_MS), and whether
- * their median margin is above 0. One late wake-up of the observer can still sink one judged
- * round; the median cannot.
+ * The verdict on `rounds`: the judged ones (the probe within JUDGED_LATENESS_MS), and the worst
+ * margin among them. Every judged round must keep the worker's end before the expiry: a median
+ * would let one of three rounds with timers on time have CMD outlive the lease (hostile review).
  */
-export function judgeKillRounds<R extends KillRound>(rounds: R[]): { judged: R[]; medianMs: number | null } {
+export function judgeKillRounds<R extends KillRound>(rounds: R[]): { judged: R[]; worstMs: number | null } {
   const judged = rounds.filter((r) => r.latenessMs <= JUDGED_LATENESS_MS);
-  const margins = judged.map((r) => r.marginMs).sort((a, b) => a - b);
-  return { judged, medianMs: margins.length ? margins[Math.floor(margins.length / 2)]! : null };
+  return { judged, worstMs: judged.length ? Math.min(...judged.map((r) => r.marginMs)) : null };
 }

@@ -37,6 +37,9 @@ import {
   type StoredGroupRecord,
 } from './group-table.js';
 
+/** The pauses between two tries of a write the file's lock refused, then the last one over again: SQLite's own busy handler's first steps. */
+const LOCK_RETRY_MS = [1, 2, 5, 10, 15, 20, 25];
+
 /**
  * Leases in one SQLite file shared by processes on one machine.
  *
@@ -53,8 +56,9 @@ import {
  * Durability: WAL with synchronous=FULL fsyncs the log before COMMIT returns, so a write that
  * returned success survives a process crash and a power loss.
  *
- * better-sqlite3 is synchronous: a write waits on the busy timeout while another process holds
- * the write lock, blocking this process's event loop for at most that long (default 1 s).
+ * better-sqlite3 is synchronous, but a write does not wait on another process's write lock
+ * synchronously: it is refused at once and tried again on a timer, for at most the busy timeout
+ * (default 1 s) of wall time (write()), so the event loop stays free meanwhile.
  */
 export interface SqliteStoreOptions {
   /** How long a write waits for another process's write lock before failing. Default 1000 ms. */
@@ -676,21 +680,39 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
   }
 
   /**
-   * A write: run(), but with `waitForLock: false` (CallOptions) it does not wait on another
-   * process's write lock. better-sqlite3 waits out the busy timeout synchronously, the whole
-   * process stalled (a sidecar's HTTP server too), so the busy timeout is 0 for this one call and
-   * SQLITE_BUSY comes back at once, as BackendUnavailableError, nothing written.
+   * A write: run() with the file's lock waited for here, asynchronously, not by SQLite. Its own
+   * busy handler sleeps synchronously (the whole process stalled: timers, a sidecar's HTTP server,
+   * `run`'s kill) and counts the sleeps it asked for, not the time that passed, so under load a
+   * 448 ms busy timeout was seen to hold the event loop 870 ms, past the lease's expiry
+   * (docs/guarantees.md). So each try runs with busy_timeout 0 and SQLITE_BUSY comes back at once;
+   * the next try follows a few milliseconds later on a timer, until busyTimeoutMs of wall time has
+   * passed since the first or the call is cancelled (`signal`). A refused try wrote nothing (BEGIN
+   * IMMEDIATE takes the lock first), so trying the whole transaction again is what SQLite's own
+   * retry does. With `waitForLock: false` (CallOptions) there is one try only.
    */
-  private write<T>(op: string, opts: CallOptions | undefined, fn: () => T): T {
-    if (opts?.waitForLock !== false) return this.run(op, fn);
-    return this.run(op, () => {
-      this.db.pragma('busy_timeout = 0');
+  private async write<T>(op: string, opts: CallOptions | undefined, fn: () => T): Promise<T> {
+    const waitMs = opts?.waitForLock === false ? 0 : (this.options.busyTimeoutMs ?? 1000);
+    const until = performance.now() + waitMs;
+    for (let tries = 0; ; tries++) {
       try {
-        return fn();
-      } finally {
-        this.db.pragma(`busy_timeout = ${Math.round(this.options.busyTimeoutMs ?? 1000)}`);
+        return this.run(op, () => this.withoutBusyWait(fn));
+      } catch (err) {
+        const leftMs = until - performance.now();
+        if (!(err instanceof BackendUnavailableError) || leftMs <= 0) throw err;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(leftMs, LOCK_RETRY_MS[Math.min(tries, LOCK_RETRY_MS.length - 1)]!)));
+        throwIfAborted(opts);
       }
-    });
+    }
+  }
+
+  /** Runs `fn` with SQLite's busy handler off: a lock another connection holds is SQLITE_BUSY at once. */
+  private withoutBusyWait<T>(fn: () => T): T {
+    this.db.pragma('busy_timeout = 0');
+    try {
+      return fn();
+    } finally {
+      this.db.pragma(`busy_timeout = ${Math.round(this.options.busyTimeoutMs ?? 1000)}`);
+    }
   }
 
   /** Runs one statement or transaction, turning SQLite's errors into leasehold's. */
