@@ -20,9 +20,8 @@ import pg from 'pg';
 import { startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
-import { removeStaleCgroups } from '../../src/run/command-cgroup.js';
 import { clockMarginMs } from '../../src/config/election-options.js';
-import { WORKER } from '../support/run-session.js';
+import { WORKER, stopRunners } from '../support/run-session.js';
 import { JUDGED_LATENESS_MS, judgeKillRounds, startObserver, startTimerProbe, type KillRound } from '../support/kill-margin.js';
 
 const LEASE_MS = 2_000;
@@ -43,19 +42,9 @@ describe("leasehold run on PostgreSQL: the kill at the renew deadline comes befo
     await su.connect();
   });
   after(async () => {
-    for (const p of procs) {
-      p.kill('SIGKILL');
-      await p.exited;
-    }
+    await stopRunners(procs);
     await su?.end().catch(() => {});
     await server?.stop();
-    // Only this file's runners: a file beside it may hold a process the kernel cannot kill yet.
-    await waitFor(
-      "the cgroups of this file's runners gone to be removed",
-      () => removeStaleCgroups(undefined, new Set(procs.map((p) => p.pid))) === 0,
-      10_000,
-      20,
-    );
   });
 
   const probe = startTimerProbe();

@@ -20,9 +20,8 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
-import { removeStaleCgroups } from '../../src/run/command-cgroup.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
-import { WORKER, holdWriteLock } from '../support/run-session.js';
+import { WORKER, holdWriteLock, stopRunners } from '../support/run-session.js';
 import { JUDGED_LATENESS_MS, judgeKillRounds, startObserver, startTimerProbe, type KillRound } from '../support/kill-margin.js';
 import { clockMarginMs, storeTimeouts } from '../../src/config/election-options.js';
 
@@ -41,17 +40,7 @@ describe('leasehold run: the renew deadline heard late (a locked SQLite file), C
   const dir = scratchDir(() => procs);
   const db = join(dir.path, 'leases.db');
   after(async () => {
-    for (const p of procs) {
-      p.kill('SIGKILL');
-      await p.exited;
-    }
-    // Only this file's runners: a file beside it may hold a process the kernel cannot kill yet.
-    await waitFor(
-      "the cgroups of this file's runners gone to be removed",
-      () => removeStaleCgroups(undefined, new Set(procs.map((p) => p.pid))) === 0,
-      10_000,
-      20,
-    );
+    await stopRunners(procs);
   });
 
   const probe = startTimerProbe();

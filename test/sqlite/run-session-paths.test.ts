@@ -16,8 +16,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { isAlive, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
-import { removeStaleCgroups } from '../../src/run/command-cgroup.js';
-import { COMMANDS, SETSID, cgroupAvailable, deleteRecord, holdWriteLock, holder, takeLease, workerPid } from '../support/run-session.js';
+import { COMMANDS, SETSID, cgroupAvailable, deleteRecord, holdWriteLock, holder, takeLease, workerPid, stopRunners } from '../support/run-session.js';
 
 const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '300ms', '--grace-period', '300ms'];
 const CGROUP = cgroupAvailable();
@@ -39,17 +38,7 @@ describe("leasehold run: every way a term ends waits for the workers that left C
   const dir = scratchDir(() => procs);
   const db = join(dir.path, 'leases.db');
   after(async () => {
-    for (const p of procs) {
-      p.kill('SIGKILL');
-      await p.exited;
-    }
-    // Only this file's runners: a file beside it may hold a process the kernel cannot kill yet.
-    await waitFor(
-      "the cgroups of this file's runners gone to be removed",
-      () => removeStaleCgroups(undefined, new Set(procs.map((p) => p.pid))) === 0,
-      10_000,
-      20,
-    );
+    await stopRunners(procs);
     // A worker that escaped (a bug) is killed by PID.
     for (const pid of workers) {
       try {

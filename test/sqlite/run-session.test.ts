@@ -13,8 +13,7 @@ import { join } from 'node:path';
 import { isAlive, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { startHealthApp } from '../support/health-apps.js';
-import { removeStaleCgroups } from '../../src/run/command-cgroup.js';
-import { COMMANDS, SETSID, cgroupAvailable, holder, workerPid } from '../support/run-session.js';
+import { COMMANDS, SETSID, cgroupAvailable, holder, workerPid, stopRunners } from '../support/run-session.js';
 
 const T = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '300ms', '--grace-period', '300ms'];
 const CGROUP = cgroupAvailable();
@@ -28,17 +27,7 @@ describe("leasehold run: a worker that left CMD's process group is still waited 
   const db = join(dir.path, 'leases.db');
   after(async () => {
     // A leasehold killed by kill -9 leaves its CMD's cgroup behind, emptied by its watcher.
-    for (const p of procs) {
-      p.kill('SIGKILL');
-      await p.exited;
-    }
-    // Only this file's runners: a file beside it may hold a process the kernel cannot kill yet.
-    await waitFor(
-      "the cgroups of this file's runners gone to be removed",
-      () => removeStaleCgroups(undefined, new Set(procs.map((p) => p.pid))) === 0,
-      10_000,
-      20,
-    );
+    await stopRunners(procs);
     // A worker that escaped (the bug) is killed by PID.
     for (const pid of workers) {
       try {

@@ -11,10 +11,10 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { isAlive, pidWritten, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
+import { stopRunners } from '../support/run-session.js';
 import { freezer, freezerAvailable, type Freezer } from '../support/freezer.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
 import { startHealthApp } from '../support/health-apps.js';
-import { removeStaleCgroups } from '../../src/run/command-cgroup.js';
 
 const T = ['--lease-duration', '4s', '--renew-deadline', '3s', '--retry-period', '300ms', '--grace-period', '500ms'];
 /** CMD: a worker in its process group, then CMD itself, which SIGTERM ends at once. */
@@ -44,17 +44,7 @@ describe(
     after(async () => {
       for (const f of freezers) await f.remove();
       // A runner that left past the bound left its CMD's cgroup (if it had one) behind.
-      for (const p of procs) {
-        p.kill('SIGKILL');
-        await p.exited;
-      }
-      // Only this file's runners: a file beside it may hold a process the kernel cannot kill yet.
-      await waitFor(
-        "the cgroups of this file's runners gone to be removed",
-        () => removeStaleCgroups(undefined, new Set(procs.map((p) => p.pid))) === 0,
-        10_000,
-        20,
-      );
+      await stopRunners(procs);
     });
 
     /** A runner whose CMD's worker is frozen; resolves with the runner and the worker's PID. */

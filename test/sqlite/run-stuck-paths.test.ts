@@ -15,8 +15,7 @@ import { pidWritten, startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { freezer, freezerAvailable, type Freezer } from '../support/freezer.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
-import { removeStaleCgroups } from '../../src/run/command-cgroup.js';
-import { deleteRecord, holdWriteLock, takeLease } from '../support/run-session.js';
+import { deleteRecord, holdWriteLock, takeLease, stopRunners } from '../support/run-session.js';
 
 const GRACE_MS = 500;
 const T = ['--lease-duration', '4s', '--renew-deadline', '3s', '--retry-period', '300ms', '--grace-period', `${GRACE_MS}ms`];
@@ -49,17 +48,7 @@ describe(
     const db = join(dir.path, 'leases.db');
     after(async () => {
       for (const f of freezers) await f.remove();
-      for (const p of procs) {
-        p.kill('SIGKILL');
-        await p.exited;
-      }
-      // Only this file's runners: a file beside it may hold a process the kernel cannot kill yet.
-      await waitFor(
-        "the cgroups of this file's runners gone to be removed",
-        () => removeStaleCgroups(undefined, new Set(procs.map((p) => p.pid))) === 0,
-        10_000,
-        20,
-      );
+      await stopRunners(procs);
     });
 
     async function holder(lease: string): Promise<string | undefined> {

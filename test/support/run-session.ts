@@ -6,10 +6,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { REPO, start, type Proc } from './cli.js';
+import { REPO, start, waitFor, type Proc } from './cli.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
 import { ConflictError } from '../../src/errors.js';
-import { createCommandCgroup } from '../../src/run/command-cgroup.js';
+import { createCommandCgroup, removeStaleCgroups } from '../../src/run/command-cgroup.js';
 
 export const WORKER = join(REPO, 'test/support/session_worker.py');
 const SETPGID = join(REPO, 'test/support/setpgid_spawn.py');
@@ -102,4 +102,23 @@ export async function deleteRecord(db: string, lease: string): Promise<void> {
   const p = start('python3', ['-c', script.join('\n'), lease]);
   const exit = await p.exited;
   assert.equal(exit.code, 0, p.stderr());
+}
+
+/**
+ * A `run` test file's teardown: every process it started SIGKILLed and awaited, then the command
+ * cgroups its runners left (a leasehold killed by kill -9 leaves its CMD's behind, emptied by
+ * its watcher) removed once empty. Only this file's runners': a file beside it may hold a
+ * process the kernel cannot kill yet.
+ */
+export async function stopRunners(procs: readonly Proc[]): Promise<void> {
+  for (const p of procs) {
+    p.kill('SIGKILL');
+    await p.exited;
+  }
+  await waitFor(
+    "the cgroups of this file's runners gone to be removed",
+    () => removeStaleCgroups(undefined, new Set(procs.map((p) => p.pid))) === 0,
+    10_000,
+    20,
+  );
 }
