@@ -1,0 +1,45 @@
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ShardsPublisher, withoutUpdatedAt } from './shards-publisher.js';
+import { SHARDS_FILE, type ShardsStatus } from '../status/shards-status.js';
+
+const root = mkdtempSync(join(tmpdir(), 'leasehold-shards-publisher-'));
+after(() => rmSync(root, { recursive: true, force: true }));
+
+const base: ShardsStatus = {
+  group: 'g',
+  shards: 2,
+  members: 1,
+  identity: 'a',
+  owned: [{ shard: 0, fencingToken: 3, start: '0x0000000000000000', end: '0x8000000000000000', selector: 's' }],
+  ownedSelector: 's',
+  validUntil: '2026-12-06T00:00:10.000Z',
+  standingAside: { reason: 'app unhealthy', since: '2026-12-06T00:00:00.000Z' },
+  stoppedAt: null,
+  updatedAt: '2026-12-06T00:00:00.000Z',
+};
+
+describe('ShardsPublisher', () => {
+  it('writes the state serialised once, and skips a state that differs only in updatedAt', () => {
+    const dir = join(root, 'once');
+    const p = new ShardsPublisher(dir);
+    p.prepare();
+    assert.equal(p.publish(base), true);
+    assert.deepEqual(JSON.parse(readFileSync(join(dir, SHARDS_FILE), 'utf8')), base);
+    assert.equal(p.publish({ ...base, updatedAt: '2026-12-06T00:00:01.000Z' }), false, 'only updatedAt changed');
+    // Each other field, the nested times included, is part of the comparison.
+    assert.equal(p.publish({ ...base, standingAside: { ...base.standingAside!, since: base.updatedAt.replace('00.000', '01.000') } }), true);
+    assert.equal(p.publish({ ...base, validUntil: '2026-12-06T00:00:12.000Z' }), true);
+    assert.equal((JSON.parse(readFileSync(join(dir, SHARDS_FILE), 'utf8')) as ShardsStatus).validUntil, '2026-12-06T00:00:12.000Z');
+  });
+
+  it('withoutUpdatedAt removes the top-level line only, whatever else holds the same time', () => {
+    // A nested field with the same time and name must stay: only the top level has two spaces of indent.
+    const text = JSON.stringify({ a: { updatedAt: base.updatedAt }, updatedAt: base.updatedAt }, null, 2) + '\n';
+    assert.equal(withoutUpdatedAt(text, base.updatedAt), `{\n  "a": {\n    "updatedAt": "${base.updatedAt}"\n  },\n}\n`);
+    assert.throws(() => withoutUpdatedAt('{}\n', base.updatedAt), /no top-level updatedAt/);
+  });
+});
