@@ -4,7 +4,9 @@ import { connect, type Socket } from 'node:net';
 import { Registry } from 'prom-client';
 import { StatusServer } from './http-server.js';
 import type { LeaderStatus } from '../status/leader-status.js';
-import type { StreamCounters, StreamLimits } from './leader-stream.js';
+import { EventStreams, type StreamCounters, type StreamLimits } from './leader-stream.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 const status = (over: Partial<LeaderStatus> = {}): LeaderStatus => ({
   lease: 'l',
@@ -144,6 +146,30 @@ describe('GET /leader as a server-sent-events stream', () => {
     assert.equal(r.events[0]!.renewedAt, follower.renewedAt, 'the first event is what the files hold');
     r.close();
     await r.done;
+  });
+
+  it('with no stream open nothing is serialised; a stream that opens then starts on the last state published', async () => {
+    let bodies = 0;
+    const streams = new EventStreams<LeaderStatus>(counters, {}, { event: 'leader', path: '/leader', body: (s) => (bodies++, JSON.stringify(s)) });
+    const http = createServer((_req, res) => streams.open(res, status({ fencingToken: 99 })));
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    try {
+      for (let t = 1; t <= 5; t++) streams.publish(status({ fencingToken: t }));
+      assert.equal(bodies, 0, 'five states published to no stream built no event');
+      const r = await reader(`http://127.0.0.1:${(http.address() as AddressInfo).port}/`);
+      await until('the first event', () => r.events.length === 1);
+      assert.equal(r.events[0]!.fencingToken, 5, 'the last published state, not the current snapshot');
+      assert.equal(bodies, 1);
+      streams.publish(status({ fencingToken: 6 }));
+      await until('the next event', () => r.events.length === 2);
+      assert.equal(r.events[1]!.fencingToken, 6);
+      r.close();
+      await r.done;
+    } finally {
+      streams.endAll();
+      http.closeAllConnections();
+      await new Promise((resolve) => http.close(resolve));
+    }
   });
 
   it('sends the current state first, then one event per change; the old shape stays', async () => {

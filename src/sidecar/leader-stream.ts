@@ -87,6 +87,12 @@ export class EventStreams<S extends { updatedAt: string }> {
   private lastKey = '';
   /** The newest events, oldest first; the last one is the current state. */
   private readonly events: { seq: number; chunk: string }[] = [];
+  /**
+   * The state published last while no stream was open, not yet an event: it becomes one only
+   * when a stream opens, so a sidecar nobody streams from never serialises its states for
+   * nobody (a shard member's at N = 4096 is about 1 MB, on each heartbeat).
+   */
+  private unsent: S | null = null;
   private flushing = false;
   private heartbeat: NodeJS.Timeout | null = null;
 
@@ -133,7 +139,9 @@ export class EventStreams<S extends { updatedAt: string }> {
     // fresh snapshot: a standby's snapshot carries the leader's newest renewal, which the files
     // (written on each change of leadership, not on each renewal observed) do not, and a stream
     // must never run ahead of the files. `current` serves only before anything was published.
-    if (this.events.length === 0) this.publish(current);
+    if (this.unsent !== null) this.queue(this.unsent);
+    else if (this.events.length === 0) this.queue(current);
+    this.unsent = null;
     const newest = this.events.at(-1)!;
     this.streams.set(res, newest.seq);
     this.perClient.set(client, held + 1);
@@ -151,8 +159,16 @@ export class EventStreams<S extends { updatedAt: string }> {
     this.startHeartbeat();
   }
 
-  /** Queues one event for every stream when anything but updatedAt changed. */
+  /** Queues one event for every stream when anything but updatedAt changed; with none open, only keeps the state. */
   publish(status: S): void {
+    if (this.streams.size === 0) {
+      this.unsent = status;
+      return;
+    }
+    this.queue(status);
+  }
+
+  private queue(status: S): void {
     const key = JSON.stringify({ ...status, updatedAt: '' });
     if (key === this.lastKey && this.events.length > 0) return;
     this.lastKey = key;
