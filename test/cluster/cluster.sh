@@ -7,7 +7,8 @@
 #   test/cluster/cluster.sh up DIR     # prints the admin kubeconfig path when the node is Ready
 #   test/cluster/cluster.sh down DIR   # always safe to call, also after a failed `up`
 #
-# One cluster per machine: a second `up` while one runs fails at once and changes nothing.
+# One cluster per machine: a second `up` while one runs fails at once and changes nothing; one
+# left behind by a run cut off before its `down` (nothing of it runs) is torn down first.
 #
 # Network: pods live on a bridge this script creates (lh-br0, 10.244.77.0/24). The API server
 # listens on the bridge's address only; one DNAT rule sends the in-cluster address of
@@ -21,7 +22,9 @@ set -euo pipefail
 cmd="${1:?usage: cluster.sh up|down DIR}"
 dir="${2:?usage: cluster.sh up|down DIR}"
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
-BRIDGE=lh-br0
+# The bridge is the machine-wide claim (see claim); only the claim's own check names another.
+BRIDGE="${LEASEHOLD_CLUSTER_BRIDGE:-lh-br0}"
+if [[ "$BRIDGE" == lh-br0 ]]; then CHAIN=LEASEHOLD-CLUSTER; else CHAIN="LH-$BRIDGE"; fi
 NODE_IP=10.244.77.1
 POD_CIDR=10.244.77.0/24
 SERVICE_IP=10.96.0.1
@@ -67,11 +70,11 @@ down() {
   # Only the cluster that made the bridge removes it and its rules (see up).
   if [[ -f "$dir/network.owned" ]]; then
     ip link delete "$BRIDGE" 2>/dev/null || true
-    while iptables -t nat -D PREROUTING -j LEASEHOLD-CLUSTER 2>/dev/null; do :; done
-    while iptables -t nat -D OUTPUT -j LEASEHOLD-CLUSTER 2>/dev/null; do :; done
-    iptables -t nat -F LEASEHOLD-CLUSTER 2>/dev/null && iptables -t nat -X LEASEHOLD-CLUSTER 2>/dev/null || true
-    while iptables -D FORWARD -j LEASEHOLD-CLUSTER 2>/dev/null; do :; done
-    iptables -F LEASEHOLD-CLUSTER 2>/dev/null && iptables -X LEASEHOLD-CLUSTER 2>/dev/null || true
+    while iptables -t nat -D PREROUTING -j "$CHAIN" 2>/dev/null; do :; done
+    while iptables -t nat -D OUTPUT -j "$CHAIN" 2>/dev/null; do :; done
+    iptables -t nat -F "$CHAIN" 2>/dev/null && iptables -t nat -X "$CHAIN" 2>/dev/null || true
+    while iptables -D FORWARD -j "$CHAIN" 2>/dev/null; do :; done
+    iptables -F "$CHAIN" 2>/dev/null && iptables -X "$CHAIN" 2>/dev/null || true
   fi
   if [[ -f "$dir/sysctls.before" ]]; then
     while IFS='=' read -r key value; do sysctl -qw "$key=$value" 2>/dev/null || true; done <"$dir/sysctls.before"
@@ -116,6 +119,40 @@ current-context: local
 EOF
 }
 
+# Whether the cluster of folder $1 was left behind: none of its daemons, nor its `up`, runs
+# (a run cut off before its `down`). Unknown or running: not left behind.
+left_behind() {
+  local owner="$1" f pid
+  [[ -n "$owner" && -d "$owner/pids" ]] || return 1
+  for f in "$owner"/pids/*; do
+    [[ -f "$f" ]] || continue
+    pid="$(cat "$f")"
+    kill -0 "$pid" 2>/dev/null && return 1
+  done
+  return 0
+}
+
+# Creates the bridge, the machine-wide claim (atomic), named after $dir by its alias. When the
+# bridge exists, its owner's folder is in the alias: a cluster left behind by a run that never
+# ran `down` (nothing of it runs) is torn down first, so a cut-off session does not fail every
+# later one; a cluster that runs is never touched.
+claim() {
+  echo $$ >"$dir/pids/up"
+  if ! ip link add "$BRIDGE" type bridge 2>/dev/null; then
+    local owner
+    owner="$(cat "/sys/class/net/$BRIDGE/ifalias" 2>/dev/null || true)"
+    if ! left_behind "$owner"; then
+      log "another cluster is up on this machine (bridge $BRIDGE exists, folder ${owner:-unknown}): one at a time; wait for it, or run 'cluster.sh down' on its folder"
+      exit 1
+    fi
+    log "a cluster left behind in $owner (nothing of it runs): tearing it down first"
+    bash "$0" down "$owner"
+    ip link add "$BRIDGE" type bridge 2>/dev/null || { log "bridge $BRIDGE is still there after tearing down $owner: remove it with 'ip link delete $BRIDGE'"; exit 1; }
+  fi
+  ip link set dev "$BRIDGE" alias "$dir"
+  touch "$dir/network.owned"
+}
+
 up() {
   [[ ! -e "$dir" ]] || { log "$dir exists: run 'cluster.sh down $dir' first"; exit 1; }
   for tool in containerd runc ctr iptables ip openssl; do command -v "$tool" >/dev/null || { log "$tool is missing: run scripts/setup.sh"; exit 1; }; done
@@ -124,11 +161,7 @@ up() {
   # The node's address, port, iptables chains, host folders and sysctls are the machine's, so one
   # cluster at a time: creating the bridge is the claim (atomic). A second `up` stops here, before
   # it records or changes anything, and its `down` leaves the first cluster's network alone.
-  if ! ip link add "$BRIDGE" type bridge 2>/dev/null; then
-    log "another cluster is up on this machine (bridge $BRIDGE exists): one at a time; wait for it, or run 'cluster.sh down' on its folder"
-    exit 1
-  fi
-  touch "$dir/network.owned"
+  claim
   local bin images
   bin="$(bash "$repo/test/support/build-control-plane.sh" --node)"
   mapfile -t images < <(bash "$repo/test/image/build-image.sh"; bash "$repo/test/cluster/build-node-images.sh")
@@ -141,14 +174,14 @@ up() {
   log "network: bridge $BRIDGE $NODE_IP, DNAT $SERVICE_IP:443, nothing forwarded off the pod network"
   ip addr add "$NODE_IP/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
-  iptables -t nat -N LEASEHOLD-CLUSTER
-  iptables -t nat -A LEASEHOLD-CLUSTER -d "$SERVICE_IP" -p tcp --dport 443 -j DNAT --to-destination "$NODE_IP:$API_PORT"
-  iptables -t nat -I PREROUTING -j LEASEHOLD-CLUSTER
-  iptables -t nat -I OUTPUT -j LEASEHOLD-CLUSTER
-  iptables -N LEASEHOLD-CLUSTER
-  iptables -A LEASEHOLD-CLUSTER -s "$POD_CIDR" ! -d "$POD_CIDR" -j DROP
-  iptables -A LEASEHOLD-CLUSTER -d "$POD_CIDR" ! -s "$POD_CIDR" -j DROP
-  iptables -I FORWARD -j LEASEHOLD-CLUSTER
+  iptables -t nat -N "$CHAIN"
+  iptables -t nat -A "$CHAIN" -d "$SERVICE_IP" -p tcp --dport 443 -j DNAT --to-destination "$NODE_IP:$API_PORT"
+  iptables -t nat -I PREROUTING -j "$CHAIN"
+  iptables -t nat -I OUTPUT -j "$CHAIN"
+  iptables -N "$CHAIN"
+  iptables -A "$CHAIN" -s "$POD_CIDR" ! -d "$POD_CIDR" -j DROP
+  iptables -A "$CHAIN" -d "$POD_CIDR" ! -s "$POD_CIDR" -j DROP
+  iptables -I FORWARD -j "$CHAIN"
 
   log "certificates and tokens"
   local pki="$dir/pki"
@@ -264,5 +297,7 @@ EOF
 case "$cmd" in
   up) up ;;
   down) down ;;
+  # The claim alone, for test/cluster/claim.test.ts (with LEASEHOLD_CLUSTER_BRIDGE, a bridge of its own).
+  claim) mkdir -p "$dir/pids"; claim ;;
   *) echo "usage: cluster.sh up|down DIR" >&2; exit 2 ;;
 esac
