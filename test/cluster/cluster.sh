@@ -21,10 +21,14 @@
 set -euo pipefail
 cmd="${1:?usage: cluster.sh up|down DIR}"
 dir="${2:?usage: cluster.sh up|down DIR}"
+# Absolute, since the bridge's alias names it to whoever claims next, from anywhere.
+dir="$(realpath -m -- "$dir")"
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 # The bridge is the machine-wide claim (see claim); only the claim's own check names another.
 BRIDGE="${LEASEHOLD_CLUSTER_BRIDGE:-lh-br0}"
 if [[ "$BRIDGE" == lh-br0 ]]; then CHAIN=LEASEHOLD-CLUSTER; else CHAIN="LH-$BRIDGE"; fi
+# Claims of the bridge, and the teardown of one left behind, one at a time on this machine.
+CLAIM_LOCK="/run/lock/leasehold-cluster-$BRIDGE.lock"
 NODE_IP=10.244.77.1
 POD_CIDR=10.244.77.0/24
 SERVICE_IP=10.96.0.1
@@ -48,6 +52,9 @@ stop_pid() {
 down() {
   [[ -d "$dir" ]] || return 0
   log "tearing down $dir"
+  # While this runs, the folder is not left behind (left_behind): its daemons' pid files go
+  # before its bridge does, and a claim in between must not tear it down a second time.
+  mkdir -p "$dir/pids" && echo $$ >"$dir/pids/down"
   if [[ -f "$dir/admin.kubeconfig" && -f "$dir/pids/kube-apiserver" ]]; then
     # Pods first, while the kubelet runs, so their volumes are unmounted and sandboxes removed.
     timeout 60 "$dir/bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" delete pods --all -A --grace-period=0 --force --wait=true >/dev/null 2>&1 || true
@@ -62,7 +69,8 @@ down() {
   pkill -f "containerd-shim-runc-v2 .*-address $dir/containerd/containerd.sock" 2>/dev/null || true
   grep -F " $dir/" /proc/mounts | awk '{print $2}' | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
   if [[ -f "$dir/netns.before" ]]; then
-    comm -13 "$dir/netns.before" <(ls /run/netns 2>/dev/null | sort) | while read -r ns; do
+    # Only the pods' namespaces (containerd names them cni-*), should other software have made some since `up`.
+    comm -13 "$dir/netns.before" <(ls /run/netns 2>/dev/null | sort) | { grep '^cni-' || true; } | while read -r ns; do
       umount -l "/run/netns/$ns" 2>/dev/null || true
       ip netns delete "$ns" 2>/dev/null || rm -f "/run/netns/$ns"
     done
@@ -123,11 +131,12 @@ EOF
 # (a run cut off before its `down`). Unknown or running: not left behind.
 left_behind() {
   local owner="$1" f pid
-  [[ -n "$owner" && -d "$owner/pids" ]] || return 1
+  [[ "$owner" == /* && -d "$owner/pids" ]] || return 1
   for f in "$owner"/pids/*; do
     [[ -f "$f" ]] || continue
     pid="$(cat "$f")"
-    kill -0 "$pid" 2>/dev/null && return 1
+    # /proc, not kill -0: a process of another user is running too (kill -0 says EPERM).
+    [[ -n "$pid" && -d "/proc/$pid" ]] && return 1
   done
   return 0
 }
@@ -137,23 +146,37 @@ left_behind() {
 # ran `down` (nothing of it runs) is torn down first, so a cut-off session does not fail every
 # later one; a cluster that runs is never touched.
 claim() {
+  # An interface alias holds at most 255 bytes.
+  ((${#dir} <= 200)) || { log "$dir: the folder's path is longer than 200 bytes; use a shorter one"; exit 2; }
   echo $$ >"$dir/pids/up"
+  exec {lock}>"$CLAIM_LOCK"
+  flock -w 600 "$lock" || { log "waited 600 s for another claim of bridge $BRIDGE ($CLAIM_LOCK)"; exit 1; }
   if ! ip link add "$BRIDGE" type bridge 2>/dev/null; then
     local owner
     owner="$(cat "/sys/class/net/$BRIDGE/ifalias" 2>/dev/null || true)"
     if ! left_behind "$owner"; then
-      log "another cluster is up on this machine (bridge $BRIDGE exists, folder ${owner:-unknown}): one at a time; wait for it, or run 'cluster.sh down' on its folder"
+      if [[ -n "$owner" && ! -d "$owner" ]]; then
+        log "bridge $BRIDGE exists and names $owner, which is gone: if no cluster runs, remove the bridge ('ip link delete $BRIDGE') and the $CHAIN iptables chains"
+      elif [[ -z "$owner" ]]; then
+        log "bridge $BRIDGE exists and names no folder (made by hand or by an older cluster.sh): if no cluster runs, remove it ('ip link delete $BRIDGE') and the $CHAIN iptables chains"
+      else
+        log "another cluster is up on this machine (bridge $BRIDGE exists, folder $owner): one at a time; wait for it, or run 'cluster.sh down' on its folder"
+      fi
       exit 1
     fi
     log "a cluster left behind in $owner (nothing of it runs): tearing it down first"
     bash "$0" down "$owner"
     ip link add "$BRIDGE" type bridge 2>/dev/null || { log "bridge $BRIDGE is still there after tearing down $owner: remove it with 'ip link delete $BRIDGE'"; exit 1; }
   fi
-  ip link set dev "$BRIDGE" alias "$dir"
+  # Owned before it is named: if naming it fails, this folder's down still removes it.
   touch "$dir/network.owned"
+  ip link set dev "$BRIDGE" alias "$dir"
+  exec {lock}>&-
 }
 
 up() {
+  # Another bridge name is for `claim` alone: a second cluster would share this one's node address and ports.
+  [[ "$BRIDGE" == lh-br0 ]] || { log "LEASEHOLD_CLUSTER_BRIDGE is for 'cluster.sh claim' only (a test of the claim): unset it"; exit 2; }
   [[ ! -e "$dir" ]] || { log "$dir exists: run 'cluster.sh down $dir' first"; exit 1; }
   for tool in containerd runc ctr iptables ip openssl; do command -v "$tool" >/dev/null || { log "$tool is missing: run scripts/setup.sh"; exit 1; }; done
   [[ -x /usr/lib/cni/bridge ]] || { log "CNI plugins are missing: run scripts/setup.sh (containernetworking-plugins)"; exit 1; }
