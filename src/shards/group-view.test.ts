@@ -56,6 +56,37 @@ describe("a member's view of its group", () => {
     assert.equal(view.nextToken(0), 8, 'a new owner goes past the token seen');
   });
 
+  it('a session back in its slot and out of it again counts as live for a lease duration from the second time (chaos seed 1031)', async () => {
+    // The store replaced twice: the holder writes its shard's record back before its slot, so
+    // another member notices the session out of its slot; then the slot comes back with the same
+    // session, heartbeats on, and is gone again with the second replacement. Counted from the
+    // first notice, the session was over at once and its shard taken while its work still ran.
+    const clock = new FakeClock();
+    const view = new GroupView(clock, 1, LEASE_MS, POLL_GAP_MS);
+    const id = { slot: 4, session: 1 };
+    const shard: VersionedGroupRecord = {
+      record: { kind: 'shard', index: 0, holderIdentity: 'm4', owner: id, token: 65, acquireTime: null },
+      version: '1',
+    };
+    const slot = (v: string): VersionedGroupRecord => ({
+      record: { kind: 'member', index: 4, holderIdentity: 'm4', session: 1, state: 'active', renewTime: clock.now(), leaseDurationSeconds: 15 },
+      version: v,
+    });
+    view.observe([shard], clock.monotonic());
+    for (let i = 0; i < 16; i++) {
+      await clock.advance(2_000);
+      view.observe([slot(String(i)), shard], clock.monotonic());
+      assert.equal(view.live(id), true, 'in its slot and heartbeating');
+    }
+    view.observe([shard], clock.monotonic());
+    assert.equal(view.live(id), true, 'out of its slot again: counted from now, not from the first time');
+    await clock.advance(LEASE_MS - 1);
+    view.observe([shard], clock.monotonic());
+    assert.equal(view.live(id), true);
+    await clock.advance(1);
+    assert.equal(view.live(id), false);
+  });
+
   it('a live slot is free to the member that ended its session itself, and to nobody else: the next session, and that session still live for its shards', async () => {
     const clock = new FakeClock();
     const view = new GroupView(clock, 1, LEASE_MS, POLL_GAP_MS);

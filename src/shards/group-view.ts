@@ -7,7 +7,7 @@
  * Expiry is judged as client-go judges a lease's: on this member's monotonic clock, from the
  * moment it last saw a slot's content change (holder, session, state, heartbeat), never by
  * comparing a record's time with the local clock. A session that is no longer in its slot
- * (released, re-taken, the slot gone) counts from the moment this member first noticed, so
+ * (released, re-taken, the slot gone) counts from the moment this member noticed it leave (the last time), so
  * such a change can start the count but never end it early.
  */
 import type { Clock } from '../clock.js';
@@ -38,7 +38,7 @@ export class GroupView {
   /** Replaced whole by each list (observe): copying 4,096 entries into a kept map cost a turn its time. */
   private shards = new Map<number, VersionedGroupRecord<ShardRecord>>();
   private readonly slotSeen = new Map<number, SlotSeen>();
-  /** Sessions seen owning a shard but no longer in their slot: when first noticed. */
+  /** Sessions seen owning a shard but no longer in their slot: when first noticed since they were last seen in it. */
   private readonly goneSince = new Map<string, number>();
   /**
    * The lease duration each session announced in its slot (the last record seen with it, held
@@ -105,7 +105,11 @@ export class GroupView {
       else if (r.index < this.shardCount) shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
     }
     for (const [i, v] of slots) {
-      this.sessionLeaseMs.set(sessionKey({ slot: i, session: v.record.session }), v.record.leaseDurationSeconds * 1000);
+      const key = sessionKey({ slot: i, session: v.record.session });
+      this.sessionLeaseMs.set(key, v.record.leaseDurationSeconds * 1000);
+      // Back in its slot: should it leave it again (a store replaced twice), its lease duration
+      // counts from then, not from an earlier notice (chaos seed 1031 took a shard at once).
+      if (v.record.holderIdentity !== '') this.goneSince.delete(key);
       const content = slotContent(v.record);
       const seen = this.slotSeen.get(i);
       if (!seen || seen.content !== content) this.slotSeen.set(i, { content, changedAtMono: now, witnessed: !first || seen !== undefined });
@@ -219,7 +223,7 @@ export class GroupView {
   /**
    * Whether session `id` may still be acting, as far as this member can tell: in its slot and
    * seen to change within its lease duration, or out of its slot for less than a lease duration
-   * since this member first noticed.
+   * since this member noticed it leave (the last time: a session seen back in its slot starts over).
    */
   live(id: SessionId): boolean {
     const now = this.clock.monotonic();
