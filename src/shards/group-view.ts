@@ -69,6 +69,12 @@ export class GroupView {
   private listedAtMono: number | null = null;
   /** A change may have gone unseen since the last list (interruptAbsence): the next list starts every absence wait over. */
   private absenceInterrupted = false;
+  /**
+   * Moved on whenever the view's owner of a shard changes (another session, free, or the record
+   * gone or back): with the members counted, all a target rests on (TargetMemo). Another
+   * member's heartbeat does not move it.
+   */
+  private ownersEpochCount = 0;
 
   constructor(
     private readonly clock: Clock,
@@ -119,8 +125,10 @@ export class GroupView {
     for (const i of [...this.slotSeen.keys()]) if (!slots.has(i)) this.slotSeen.delete(i);
     this.slots.clear();
     for (const [i, v] of slots) this.slots.set(i, v);
+    let ownersMoved = false;
     for (let s = 0; s < this.shardCount; s++) {
       const v = shards.get(s);
+      if (!ownersMoved && !sameOwner(this.shards.get(s)?.record.owner, v?.record.owner)) ownersMoved = true;
       if (v) {
         this.absentSince.delete(s);
         this.bump(this.highestToken, s, v.record.token);
@@ -133,6 +141,7 @@ export class GroupView {
       } else if (gap || !this.absentSince.has(s)) this.absentSince.set(s, now);
     }
     this.shards = shards;
+    if (ownersMoved) this.ownersEpochCount++;
     // A session no shard names any more needs no memory: it never takes a shard again. Its key
     // made once per session, not once per shard (N strings per list at N = 4096).
     const namedBySlot = new Map<number, Set<number>>();
@@ -173,6 +182,7 @@ export class GroupView {
       // Our own lease, announced: the header is raised to it in the same turn (keepHeader).
       this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, r.leaseDurationSeconds * 1000);
     } else if (r.kind === 'shard') {
+      if (!sameOwner(this.shards.get(r.index)?.record.owner, r.owner)) this.ownersEpochCount++;
       this.shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
       this.absentSince.delete(r.index);
       this.bump(this.highestToken, r.index, r.token);
@@ -190,6 +200,11 @@ export class GroupView {
    */
   get longestLeaseSeen(): number {
     return this.longestLeaseSeenMs;
+  }
+
+  /** Moves on whenever a shard's owner changes in the view (ownersEpochCount). */
+  get ownersEpoch(): number {
+    return this.ownersEpochCount;
   }
 
   /** The highest shard token or header highWater this member ever saw in the group (0 before any). */
@@ -338,4 +353,10 @@ export class GroupView {
 /** Everything of a slot whose change shows its holder is alive (or gone). */
 function slotContent(r: MemberSlot): string {
   return JSON.stringify([r.holderIdentity, r.session, r.state, r.renewTime?.getTime() ?? null, r.leaseDurationSeconds]);
+}
+
+/** Whether two owners are the same session (or both none: free, or no record). */
+function sameOwner(a: SessionId | null | undefined, b: SessionId | null | undefined): boolean {
+  if (!a || !b) return !a && !b;
+  return a.slot === b.slot && a.session === b.session;
 }

@@ -37,13 +37,13 @@ import { WriteBatches } from './write-batches.js';
 import { TokenBlock, raiseBase, raisedHeader, repairedHeader } from './token-blocks.js';
 import { longestLeaseField, raisedLongestLease } from './longest-lease.js';
 import { shardFact, shardFacts, slotFacts } from './turn-facts.js';
+import { TargetMemo } from './target-memo.js';
 import {
   planEnds,
   planLost,
   planWrites,
   takeAllowed,
   takeRestsOnTime,
-  targetOf,
   type EndStep,
   type SessionFacts,
   type TurnFacts,
@@ -161,6 +161,8 @@ export class ShardMember {
    * shard whose work stopped but whose release the store did not answer is kept too, due at once.
    */
   private readonly phases = new ShardPhases();
+  /** The last target, kept while the members and the owners stay (another member's heartbeat moves neither). */
+  private readonly targets = new TargetMemo();
   /** Held shards whose vanished records are being written back (vanished-shards.ts): their release waits for it. */
   private readonly restoring = new Map<number, Promise<void>>();
   /**
@@ -611,7 +613,7 @@ export class ShardMember {
   private async reconcile(): Promise<void> {
     const m = this.mine!;
     const now = this.turnFacts(m);
-    const target = targetOf(this.group, now);
+    const target = this.targets.of(this.group, now, this.view.ownersEpoch);
     this.counts = { ...this.counts, members: target.members.length };
     this.endPlanned(planEnds(now, target), m);
     // Kept shards whose time has come are freed between the two halves: the takes see them free.

@@ -99,9 +99,16 @@ export interface TurnPlan {
  * takeAllowed leaves alone while it lives.
  */
 export function targetOf(group: string, facts: Pick<TurnFacts, 'me' | 'slots' | 'shards'>): Target {
-  const members: AssignedMember[] = facts.slots
-    .filter((v) => v.state === 'active' && (v.slot === facts.me.slot || v.witnessed))
-    .map((v) => ({ key: v.key, identity: v.identity }));
+  return targetFor(group, facts, countedMembers(facts));
+}
+
+/** The members the assignment counts (targetOf): the active live slots this member has seen written, and its own. */
+export function countedMembers(facts: Pick<TurnFacts, 'me' | 'slots'>): AssignedMember[] {
+  return facts.slots.filter((v) => v.state === 'active' && (v.slot === facts.me.slot || v.witnessed)).map((v) => ({ key: v.key, identity: v.identity }));
+}
+
+/** The target for `members` (countedMembers): a function of them, in their order, and of each shard's owner. */
+export function targetFor(group: string, facts: Pick<TurnFacts, 'shards'>, members: AssignedMember[]): Target {
   const keys = new Set(members.map((x) => x.key));
   const current = facts.shards.map((f) => (f.owner !== null && keys.has(f.owner) ? f.owner : null));
   return { members, owners: assignShards(group, facts.shards.length, members, current) };
