@@ -48,7 +48,12 @@ describe("a member's view of its group", () => {
     await clock.advance(100_000);
     view.observe([shard], clock.monotonic());
     assert.equal(view.live({ slot: 0, session: 3 }), true, 'never seen in its slot: counted from now');
-    await clock.advance(LEASE_MS - 1);
+    // Lists every 2 s, as a member's (a gap past the poll gap would start the count over).
+    for (let t = 2_000; t < LEASE_MS; t += 2_000) {
+      await clock.advance(2_000);
+      view.observe([shard], clock.monotonic());
+    }
+    await clock.advance(LEASE_MS - 1 - 14_000);
     view.observe([shard], clock.monotonic());
     assert.equal(view.live({ slot: 0, session: 3 }), true);
     await clock.advance(1);
@@ -80,11 +85,62 @@ describe("a member's view of its group", () => {
     }
     view.observe([shard], clock.monotonic());
     assert.equal(view.live(id), true, 'out of its slot again: counted from now, not from the first time');
-    await clock.advance(LEASE_MS - 1);
+    for (let t = 2_000; t < LEASE_MS; t += 2_000) {
+      await clock.advance(2_000);
+      view.observe([shard], clock.monotonic());
+    }
+    await clock.advance(LEASE_MS - 1 - 14_000);
     view.observe([shard], clock.monotonic());
     assert.equal(view.live(id), true);
     await clock.advance(1);
     assert.equal(view.live(id), false);
+  });
+
+  it('out of its slot, lists failing past the poll gap (it may have come back and heartbeated unseen): counted from the list after the gap', async () => {
+    // Seed 1031 with the observer's lists failing while the slot was back: the first notice is
+    // forgotten only when a list shows the session held again, and lists that fail for longer
+    // than the poll gap may hide exactly that (as they may hide a record: absentSince starts
+    // over), so that notice proves nothing about when the session last worked. (Hostile review.)
+    const clock = new FakeClock();
+    const view = new GroupView(clock, 1, LEASE_MS, POLL_GAP_MS);
+    const id = { slot: 4, session: 1 };
+    const shard: VersionedGroupRecord = {
+      record: { kind: 'shard', index: 0, holderIdentity: 'm4', owner: id, token: 65, acquireTime: null },
+      version: '1',
+    };
+    const slot = (v: string): VersionedGroupRecord => ({
+      record: { kind: 'member', index: 4, holderIdentity: 'm4', session: 1, state: 'active', renewTime: clock.now(), leaseDurationSeconds: 15 },
+      version: v,
+    });
+    view.observe([slot('1'), shard], clock.monotonic());
+    await clock.advance(2_000);
+    view.observe([shard], clock.monotonic()); // store replaced: out of its slot, noticed now
+    // This member's lists fail for 20 s; meanwhile the holder writes its slot back (same
+    // session) and heartbeats, then the store is replaced again.
+    await clock.advance(20_000);
+    view.observe([shard], clock.monotonic());
+    assert.equal(view.live(id), true, 'its holder heartbeated moments ago: it may still work for a lease duration');
+  });
+
+  it('a store replaced under this member (interruptAbsence) starts a session-out-of-its-slot count over too', async () => {
+    const clock = new FakeClock();
+    const view = new GroupView(clock, 1, LEASE_MS, POLL_GAP_MS);
+    const id = { slot: 4, session: 1 };
+    const shard: VersionedGroupRecord = {
+      record: { kind: 'shard', index: 0, holderIdentity: 'm4', owner: id, token: 65, acquireTime: null },
+      version: '1',
+    };
+    view.observe([shard], clock.monotonic());
+    for (let i = 0; i < 8; i++) {
+      await clock.advance(2_000);
+      view.observe([shard], clock.monotonic());
+    }
+    // Lists every 2 s throughout, but the store was replaced under this member between two of
+    // them: the slot may have been written back and heartbeated in the old store, unseen.
+    view.interruptAbsence();
+    await clock.advance(2_000);
+    view.observe([shard], clock.monotonic());
+    assert.equal(view.live(id), true, 'a replaced store may have hidden its slot back and heartbeating');
   });
 
   it('a live slot is free to the member that ended its session itself, and to nobody else: the next session, and that session still live for its shards', async () => {

@@ -125,6 +125,10 @@ export class GroupView {
     for (const i of [...this.slotSeen.keys()]) if (!slots.has(i)) this.slotSeen.delete(i);
     this.slots.clear();
     for (const [i, v] of slots) this.slots.set(i, v);
+    // A gap, or a store replaced under this member, may have hidden a session's return to its
+    // slot and its heartbeats (as it may hide a record: absentSince starts over below): a
+    // session out of its slot counts from now again, never from a notice made before.
+    if (gap) for (const k of this.goneSince.keys()) this.goneSince.set(k, now);
     let ownersMoved = false;
     for (let s = 0; s < this.shardCount; s++) {
       const v = shards.get(s);
