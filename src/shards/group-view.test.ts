@@ -7,6 +7,34 @@ import type { VersionedGroupRecord } from '../backends/group-store.js';
 const LEASE_MS = 15_000;
 const POLL_GAP_MS = 6_400;
 
+/**
+ * A view watching session 4/1 (m4, on its own lease of 15 s) own shard 0: its shard record, and
+ * its slot as a heartbeat writes it (renewTime now, so each one is a change the view sees).
+ */
+function m4OwnsShard0() {
+  const clock = new FakeClock();
+  const view = new GroupView(clock, 1, LEASE_MS, POLL_GAP_MS);
+  const id = { slot: 4, session: 1 };
+  const shard: VersionedGroupRecord = {
+    record: { kind: 'shard', index: 0, holderIdentity: 'm4', owner: id, token: 65, acquireTime: null },
+    version: '1',
+  };
+  const slot = (v: string): VersionedGroupRecord => ({
+    record: { kind: 'member', index: 4, holderIdentity: 'm4', session: 1, state: 'active', renewTime: clock.now(), leaseDurationSeconds: 15 },
+    version: v,
+  });
+  return { clock, view, id, shard, slot };
+}
+
+/** Lists `list` every 2 s, as a member does (no gap), for `ms`. */
+async function listEvery2s(clock: FakeClock, view: GroupView, list: () => VersionedGroupRecord[], ms: number): Promise<void> {
+  for (let t = 0; t < ms; t += 2_000) {
+    const step = Math.min(2_000, ms - t);
+    await clock.advance(step);
+    view.observe(list(), clock.monotonic());
+  }
+}
+
 describe("a member's view of its group", () => {
   it('an absent shard may be created after a lease duration of lists that kept seeing it absent', async () => {
     const clock = new FakeClock();
@@ -49,12 +77,7 @@ describe("a member's view of its group", () => {
     view.observe([shard], clock.monotonic());
     assert.equal(view.live({ slot: 0, session: 3 }), true, 'never seen in its slot: counted from now');
     // Lists every 2 s, as a member's (a gap past the poll gap would start the count over).
-    for (let t = 2_000; t < LEASE_MS; t += 2_000) {
-      await clock.advance(2_000);
-      view.observe([shard], clock.monotonic());
-    }
-    await clock.advance(LEASE_MS - 1 - 14_000);
-    view.observe([shard], clock.monotonic());
+    await listEvery2s(clock, view, () => [shard], LEASE_MS - 1);
     assert.equal(view.live({ slot: 0, session: 3 }), true);
     await clock.advance(1);
     assert.equal(view.live({ slot: 0, session: 3 }), false);
@@ -66,17 +89,7 @@ describe("a member's view of its group", () => {
     // another member notices the session out of its slot; then the slot comes back with the same
     // session, heartbeats on, and is gone again with the second replacement. Counted from the
     // first notice, the session was over at once and its shard taken while its work still ran.
-    const clock = new FakeClock();
-    const view = new GroupView(clock, 1, LEASE_MS, POLL_GAP_MS);
-    const id = { slot: 4, session: 1 };
-    const shard: VersionedGroupRecord = {
-      record: { kind: 'shard', index: 0, holderIdentity: 'm4', owner: id, token: 65, acquireTime: null },
-      version: '1',
-    };
-    const slot = (v: string): VersionedGroupRecord => ({
-      record: { kind: 'member', index: 4, holderIdentity: 'm4', session: 1, state: 'active', renewTime: clock.now(), leaseDurationSeconds: 15 },
-      version: v,
-    });
+    const { clock, view, id, shard, slot } = m4OwnsShard0();
     view.observe([shard], clock.monotonic());
     for (let i = 0; i < 16; i++) {
       await clock.advance(2_000);
@@ -85,12 +98,7 @@ describe("a member's view of its group", () => {
     }
     view.observe([shard], clock.monotonic());
     assert.equal(view.live(id), true, 'out of its slot again: counted from now, not from the first time');
-    for (let t = 2_000; t < LEASE_MS; t += 2_000) {
-      await clock.advance(2_000);
-      view.observe([shard], clock.monotonic());
-    }
-    await clock.advance(LEASE_MS - 1 - 14_000);
-    view.observe([shard], clock.monotonic());
+    await listEvery2s(clock, view, () => [shard], LEASE_MS - 1);
     assert.equal(view.live(id), true);
     await clock.advance(1);
     assert.equal(view.live(id), false);
@@ -101,17 +109,7 @@ describe("a member's view of its group", () => {
     // forgotten only when a list shows the session held again, and lists that fail for longer
     // than the poll gap may hide exactly that (as they may hide a record: absentSince starts
     // over), so that notice proves nothing about when the session last worked. (Hostile review.)
-    const clock = new FakeClock();
-    const view = new GroupView(clock, 1, LEASE_MS, POLL_GAP_MS);
-    const id = { slot: 4, session: 1 };
-    const shard: VersionedGroupRecord = {
-      record: { kind: 'shard', index: 0, holderIdentity: 'm4', owner: id, token: 65, acquireTime: null },
-      version: '1',
-    };
-    const slot = (v: string): VersionedGroupRecord => ({
-      record: { kind: 'member', index: 4, holderIdentity: 'm4', session: 1, state: 'active', renewTime: clock.now(), leaseDurationSeconds: 15 },
-      version: v,
-    });
+    const { clock, view, id, shard, slot } = m4OwnsShard0();
     view.observe([slot('1'), shard], clock.monotonic());
     await clock.advance(2_000);
     view.observe([shard], clock.monotonic()); // store replaced: out of its slot, noticed now
@@ -123,18 +121,9 @@ describe("a member's view of its group", () => {
   });
 
   it('a store replaced under this member (interruptAbsence) starts a session-out-of-its-slot count over too', async () => {
-    const clock = new FakeClock();
-    const view = new GroupView(clock, 1, LEASE_MS, POLL_GAP_MS);
-    const id = { slot: 4, session: 1 };
-    const shard: VersionedGroupRecord = {
-      record: { kind: 'shard', index: 0, holderIdentity: 'm4', owner: id, token: 65, acquireTime: null },
-      version: '1',
-    };
+    const { clock, view, id, shard } = m4OwnsShard0();
     view.observe([shard], clock.monotonic());
-    for (let i = 0; i < 8; i++) {
-      await clock.advance(2_000);
-      view.observe([shard], clock.monotonic());
-    }
+    await listEvery2s(clock, view, () => [shard], 16_000);
     // Lists every 2 s throughout, but the store was replaced under this member between two of
     // them: the slot may have been written back and heartbeated in the old store, unseen.
     view.interruptAbsence();
