@@ -71,6 +71,10 @@ describe('hostile and careless use of local mode', () => {
     assert.ok(next, `a leader with a token above ${first.token} on the new file; seen ${[...seen].join(', ')}`);
     assert.equal(next.id, first.c.id, 'the sitting leader, which remembers the history, recreated it');
     assert.equal(next.token, first.token + 1);
+    // The status files can show the new term before the sidecar's log line reaches this process's pipe.
+    await waitFor('the leader says the file was replaced', () => /was replaced or deleted/.test(first.c.proc.stderr()) || undefined, 10_000).catch(
+      () => undefined,
+    );
     assert.match(first.c.proc.stderr(), /was replaced or deleted/);
   });
 
