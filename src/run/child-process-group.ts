@@ -246,19 +246,21 @@ export class ChildProcessGroup {
   /**
    * SIGTERM to the session, SIGKILL after `graceMs` if the command has not exited; then waits
    * at most `killWaitMs` more for it to exit. Resolves with how it ended (null: it has not, a
-   * process the kernel cannot kill at once) and whether SIGKILL was needed.
+   * process the kernel cannot kill at once), whether SIGKILL was needed, and when it was sent
+   * (performance.now(); null when it was not).
    */
-  async terminate(graceMs: number, killWaitMs: number): Promise<{ result: ExitResult | null; killed: boolean }> {
-    if (this.done) return { result: await this.exited, killed: false };
+  async terminate(graceMs: number, killWaitMs: number): Promise<{ result: ExitResult | null; killed: boolean; killedAt: number | null }> {
+    if (this.done) return { result: await this.exited, killed: false, killedAt: null };
     this.signal('SIGTERM');
     let result = await this.exitWithin(graceMs);
-    const killed = result === null;
-    if (killed) {
+    let killedAt: number | null = null;
+    if (result === null) {
+      killedAt = performance.now();
       this.signal('SIGKILL');
       result = await this.exitWithin(killWaitMs);
     }
     // The command is gone (or cannot be killed yet); make sure nothing it started survives either.
     this.signal('SIGKILL');
-    return { result, killed };
+    return { result, killed: killedAt !== null, killedAt };
   }
 }

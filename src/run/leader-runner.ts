@@ -1,5 +1,5 @@
 import { describeError } from '../errors.js';
-import type { Logger } from '../log.js';
+import type { LogFields, Logger } from '../log.js';
 import { Sidecar, type SidecarOptions } from '../sidecar/sidecar.js';
 import type { LeadershipTerm } from '../election/candidate-loop.js';
 import type { LeaseRecord } from '../backends/lease-store.js';
@@ -362,12 +362,19 @@ export class LeaderRunner {
     const left = this.leftMs();
     const byDeadline = termEnded && this.killBy !== null ? Math.max(0, this.killBy - performance.now()) : Infinity;
     const graceMs = Math.min(this.opts.gracePeriodMs, left, byDeadline);
+    // The kill is due at killBy when that is what bounds the grace period (even if it has passed).
+    const dueInMs = graceMs === byDeadline ? this.killBy! - performance.now() : graceMs;
+    const killDue = { mono: performance.now() + dueInMs, wall: Date.now() + dueInMs };
     const stopping = child.terminate(graceMs, left - graceMs);
     this.childStop = stopping;
     const r = await stopping;
     this.childStop = null;
     if (this.child === child && !child.running) this.child = null;
-    const fields = { reason, pid: child.pid, code: r.result?.code, signal: r.result?.signal, gracePeriodMs: this.opts.gracePeriodMs };
+    const fields: LogFields = { reason, pid: child.pid, code: r.result?.code, signal: r.result?.signal, gracePeriodMs: this.opts.gracePeriodMs };
+    // When the SIGKILL was due and how late its timer sent it: the clock margin before the
+    // lease's expiry assumes a timer at most 50 ms late (docs/guarantees.md), and this says
+    // whether this machine kept to that when it mattered.
+    if (r.killedAt !== null) Object.assign(fields, { killDueAt: new Date(killDue.wall).toISOString(), killLateMs: Math.round(r.killedAt - killDue.mono) });
     if (!r.result) this.log.error('the command did not exit after SIGKILL (the kernel cannot kill it yet)', fields);
     else this.log.warn(r.killed ? 'command killed after grace period' : 'command stopped', fields);
   }

@@ -22,7 +22,7 @@ import { startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
 import { WORKER, holdWriteLock, stopRunners } from '../support/run-session.js';
-import { JUDGED_LATENESS_MS, judgeKillRounds, startObserver, startTimerProbe, type KillRound } from '../support/kill-margin.js';
+import { JUDGED_LATENESS_MS, judgeKillRounds, killLogged, startObserver, startTimerProbe, type KillRound } from '../support/kill-margin.js';
 import { clockMarginMs, storeTimeouts } from '../../src/config/election-options.js';
 
 const LEASE_MS = 2_000;
@@ -80,9 +80,15 @@ describe('leasehold run: the renew deadline heard late (a locked SQLite file), C
     const afterStepDownMs = Math.round(freedAt - Date.parse(stopped!.time));
     // How much later than the renew deadline the step-down was heard.
     const lateMs = Date.parse(stopped!.time) - (renewedAt + 1500);
-    const latenessMs = await probe.latenessIn(renewedAt + 1500, freedAt);
+    // The runner's own account of its SIGKILL: due the whole clock margin before the expiry,
+    // whatever the machine did; how late it was sent counts in the judging, as the probe's does.
+    const killed = await waitFor('the kill to be logged', () => killLogged(a.stderr()), 10_000);
+    const dueMarginMs = Math.round(renewedAt + LEASE_MS - Date.parse(killed.killDueAt));
+    assert.ok(dueMarginMs >= clockMarginMs(LEASE_MS) - 1, `the SIGKILL was due ${dueMarginMs} ms before the lease could expire, less than the clock margin`);
+    const probeLateMs = await probe.latenessIn(renewedAt + 1500, freedAt);
+    const latenessMs = Math.max(probeLateMs, killed.killLateMs);
     console.log(
-      `round ${i}: step-down ${lateMs} ms after the renew deadline; the worker gone ${afterStepDownMs} ms after it, ${marginMs} ms before the lease could expire; a timer beside it at most ${latenessMs} ms late${latenessMs > JUDGED_LATENESS_MS ? ' (not judged)' : ''}`,
+      `round ${i}: step-down ${lateMs} ms after the renew deadline; the worker gone ${afterStepDownMs} ms after it, ${marginMs} ms before the lease could expire (the SIGKILL due ${dueMarginMs} ms before, sent ${killed.killLateMs} ms late); a timer beside it at most ${probeLateMs} ms late${latenessMs > JUDGED_LATENESS_MS ? ' (not judged)' : ''}`,
     );
     a.kill('SIGTERM');
     await a.exited;

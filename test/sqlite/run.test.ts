@@ -58,7 +58,7 @@ describe('leasehold run -- CMD', () => {
       .stderr()
       .split('\n')
       .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as { time: string; msg: string; reason?: string; gracePeriodMs?: number });
+      .map((l) => JSON.parse(l) as { time: string; msg: string; reason?: string; gracePeriodMs?: number; killDueAt?: string; killLateMs?: number });
     const lost = lines.find((l) => l.msg === 'stopped leading')!;
     const killed = lines.find((l) => l.msg === 'command killed after grace period')!;
     assert.match(lost.reason!, /held by intruder/);
@@ -66,6 +66,10 @@ describe('leasehold run -- CMD', () => {
     const waited = Date.parse(killed.time) - Date.parse(lost.time);
     assert.ok(waited >= 380, `SIGKILL came ${waited} ms after the step-down; the grace is 400 ms`);
     assert.ok(waited < 400 + 1_000, `SIGKILL came ${waited} ms after the step-down`);
+    // The line says when the SIGKILL was due and how late it went: at most the grace after the step-down.
+    const dueAfterMs = Date.parse(killed.killDueAt!) - Date.parse(lost.time);
+    assert.ok(dueAfterMs >= 0 && dueAfterMs <= 400 + 1, `SIGKILL due ${dueAfterMs} ms after the step-down; the grace is 400 ms`);
+    assert.ok(killed.killLateMs! >= -1, `killLateMs ${killed.killLateMs}`);
     assert.equal(isAlive(p.pid), true, 'leasehold itself keeps campaigning');
   });
 

@@ -117,3 +117,16 @@ export function judgeKillRounds<R extends KillRound>(rounds: R[]): { judged: R[]
   const judged = rounds.filter((r) => r.latenessMs <= JUDGED_LATENESS_MS);
   return { judged, worstMs: judged.length ? Math.min(...judged.map((r) => r.marginMs)) : null };
 }
+
+/**
+ * From `leasehold run`'s log: when its SIGKILL at the grace period's end was due (wall time) and
+ * how late its timer sent it (ms), once that line is written.
+ */
+export function killLogged(stderr: string): { killDueAt: string; killLateMs: number } | undefined {
+  for (const line of stderr.split('\n')) {
+    if (!line.includes('command killed after grace period')) continue;
+    const l = JSON.parse(line) as { killDueAt?: string; killLateMs?: number };
+    if (typeof l.killDueAt === 'string' && typeof l.killLateMs === 'number') return { killDueAt: l.killDueAt, killLateMs: l.killLateMs };
+  }
+  return undefined;
+}
