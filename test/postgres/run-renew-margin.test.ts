@@ -25,7 +25,7 @@ import { scratchDir } from '../support/scratch.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 import { clockMarginMs } from '../../src/config/election-options.js';
 import { WORKER, stopRunners } from '../support/run-session.js';
-import { JUDGED_LATENESS_MS, judgeKillRounds, killLogged, startObserver, startTimerProbe, type KillRound } from '../support/kill-margin.js';
+import { JUDGED_LATENESS_MS, judgeKillRounds, killLogged, realtime, startObserver, startTimerProbe, type KillRound } from '../support/kill-margin.js';
 
 const LEASE_MS = 2_000;
 const T = ['--lease-duration', `${LEASE_MS}ms`, '--renew-deadline', '1500ms', '--retry-period', '300ms'];
@@ -58,7 +58,7 @@ describe("leasehold run on PostgreSQL: the kill at the renew deadline comes befo
     const work = join(dir.path, lease);
     mkdirSync(work);
     const backend = ['--backend', 'postgres', '--postgres-url', server.url(), '--lease', lease];
-    const a = startCli(['run', ...backend, '--identity', 'a', ...T, '--', 'python3', WORKER, work, 'a']);
+    const a = startCli(['run', ...backend, '--identity', 'a', ...T, '--', ...realtime(['python3', WORKER, work, 'a'])]);
     procs.push(a);
     const observer = startObserver(work);
     procs.push(observer);

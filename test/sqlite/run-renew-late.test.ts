@@ -22,7 +22,7 @@ import { startCli, waitFor, type Proc } from '../support/cli.js';
 import { scratchDir } from '../support/scratch.js';
 import { SqliteLeaseStore } from '../../src/backends/sqlite/store.js';
 import { WORKER, holdWriteLock, stopRunners } from '../support/run-session.js';
-import { JUDGED_LATENESS_MS, judgeKillRounds, killLogged, startObserver, startTimerProbe, type KillRound } from '../support/kill-margin.js';
+import { JUDGED_LATENESS_MS, judgeKillRounds, killLogged, realtime, startObserver, startTimerProbe, type KillRound } from '../support/kill-margin.js';
 import { clockMarginMs, storeTimeouts } from '../../src/config/election-options.js';
 
 const LEASE_MS = 2_000;
@@ -50,7 +50,7 @@ describe('leasehold run: the renew deadline heard late (a locked SQLite file), C
     const lease = `margin-${i}`;
     const work = join(dir.path, lease);
     mkdirSync(work);
-    const a = startCli(['run', '--db', db, '--lease', lease, '--identity', 'a', ...T, '--', 'python3', WORKER, work, 'a']);
+    const a = startCli(['run', '--db', db, '--lease', lease, '--identity', 'a', ...T, '--', ...realtime(['python3', WORKER, work, 'a'])]);
     procs.push(a);
     const observer = startObserver(work);
     procs.push(observer);
