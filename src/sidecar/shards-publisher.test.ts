@@ -36,6 +36,22 @@ describe('ShardsPublisher', () => {
     assert.equal((JSON.parse(readFileSync(join(dir, SHARDS_FILE), 'utf8')) as ShardsStatus).validUntil, '2026-12-06T00:00:12.000Z');
   });
 
+  it('compares a state with the one on disk field by field: one token, one shard, one count differing is written', () => {
+    const dir = join(root, 'fields');
+    const p = new ShardsPublisher(dir);
+    p.prepare();
+    assert.equal(p.publish(base), true);
+    const owned = (o: Partial<ShardsStatus['owned'][number]>) => ({ ...base, owned: [{ ...base.owned[0]!, ...o }] });
+    assert.equal(p.publish({ ...structuredClone(base), updatedAt: '2026-12-06T00:00:05.000Z' }), false, 'equal by value, not by identity');
+    assert.equal(p.publish(owned({ fencingToken: 4 })), true, 'a new token');
+    assert.equal((JSON.parse(readFileSync(join(dir, SHARDS_FILE), 'utf8')) as ShardsStatus).owned[0]!.fencingToken, 4);
+    assert.equal(p.publish(owned({ fencingToken: 4, shard: 1 })), true, 'another shard');
+    assert.equal(p.publish({ ...owned({ fencingToken: 4, shard: 1 }), members: 2 }), true, 'another member count');
+    assert.equal(p.publish({ ...base, owned: [] }), true, 'none owned');
+    assert.equal(p.publish({ ...base, owned: [], stoppedAt: base.updatedAt }), true, 'stopped');
+    assert.deepEqual(JSON.parse(readFileSync(join(dir, SHARDS_FILE), 'utf8')), { ...base, owned: [], stoppedAt: base.updatedAt });
+  });
+
   it('withoutUpdatedAt removes the top-level line only, whatever else holds the same time', () => {
     // A nested field with the same time and name must stay: only the top level has two spaces of indent.
     const text = JSON.stringify({ a: { updatedAt: base.updatedAt }, updatedAt: base.updatedAt }, null, 2) + '\n';
