@@ -133,6 +133,10 @@ export class GroupCache {
       // Every creation was a change, so a copy larger than the group holds a deleted record:
       // which one, only a full read tells. Rare (a record deleted by hand), so a second request.
       if (this.records.size === changes.total && !this.unexplained(refused)) return this.answer(changes.records);
+      // The copy holds changes its reader has not been given: should the full request fail, the
+      // next read must be a full one too, not the changes after them (quiet turns would take
+      // those in alone: docs/design.md).
+      this.cursor = undefined;
       changes = await readChanges(this.group, undefined, opts);
     }
     this.replace(changes.records);
