@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ShardsPublisher, withoutUpdatedAt } from './shards-publisher.js';
+import { ShardsPublisher, sameButUpdatedAt, withoutUpdatedAt } from './shards-publisher.js';
 import { SHARDS_FILE, type ShardsStatus } from '../status/shards-status.js';
 
 const root = mkdtempSync(join(tmpdir(), 'leasehold-shards-publisher-'));
@@ -50,6 +50,11 @@ describe('ShardsPublisher', () => {
     assert.equal(p.publish({ ...base, owned: [] }), true, 'none owned');
     assert.equal(p.publish({ ...base, owned: [], stoppedAt: base.updatedAt }), true, 'stopped');
     assert.deepEqual(JSON.parse(readFileSync(join(dir, SHARDS_FILE), 'utf8')), { ...base, owned: [], stoppedAt: base.updatedAt });
+    // As many fields, not the same ones: not the same state.
+    const a = { ...base, extra: undefined } as unknown as ShardsStatus;
+    const b = { ...base, other: 1 } as unknown as ShardsStatus;
+    assert.equal(sameButUpdatedAt(a, b), false);
+    assert.equal(sameButUpdatedAt(base, structuredClone(base)), true);
   });
 
   it('withoutUpdatedAt removes the top-level line only, whatever else holds the same time', () => {

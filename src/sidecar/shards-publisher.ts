@@ -59,7 +59,7 @@ export class ShardsPublisher {
  */
 export function sameButUpdatedAt(a: ShardsStatus, b: ShardsStatus): boolean {
   const keys = Object.keys(a) as (keyof ShardsStatus)[];
-  if (keys.length !== Object.keys(b).length) return false;
+  if (!sameKeys(a, b)) return false;
   for (const k of keys) {
     if (k === 'updatedAt') continue;
     if (k === 'owned' ? !sameEntries(a.owned, b.owned) : !sameValue(a[k], b[k])) return false;
@@ -72,11 +72,16 @@ function sameEntries(a: readonly object[], b: readonly object[]): boolean {
   for (let i = 0; i < a.length; i++) {
     const x = a[i] as Record<string, unknown>;
     const y = b[i] as Record<string, unknown>;
-    const keys = Object.keys(x);
-    if (keys.length !== Object.keys(y).length) return false;
-    for (const k of keys) if (x[k] !== y[k]) return false;
+    if (!sameKeys(x, y)) return false;
+    for (const k of Object.keys(x)) if (x[k] !== y[k]) return false;
   }
   return true;
+}
+
+/** The same field names, each present in both (a field set to undefined counts as present). */
+function sameKeys(a: object, b: object): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k));
 }
 
 function sameValue(a: unknown, b: unknown): boolean {
