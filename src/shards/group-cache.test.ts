@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { GroupCache } from './group-cache.js';
-import { ConflictError } from '../errors.js';
+import { BackendUnavailableError, ConflictError } from '../errors.js';
 import { MemoryGroupStore } from '../testing/memory-group-store.js';
 import { FakeClock } from '../testing/fake-clock.js';
 import { contractHeader, contractShard, contractSlot } from '../testing/group-store-contract.js';
@@ -139,6 +139,41 @@ describe('GroupCache', () => {
     await assert.rejects(writer.createGroupRecord('g', contractShard(5)), ConflictError);
     assert.deepEqual(byKey(await cache.read()), byKey(store.peek('g')));
     assert.equal(full(), 4);
+  });
+
+  it('a read whose full request fails after it took changes in makes the next read a full one', async () => {
+    const store = seeded(4);
+    let failFull = false;
+    const watched: GroupStore = {
+      backend: store.backend,
+      location: store.location,
+      listGroup: (g, o) => store.listGroup(g, o),
+      createGroupRecord: (g, r, o) => store.createGroupRecord(g, r, o),
+      updateGroupRecord: (g, r, v, o) => store.updateGroupRecord(g, r, v, o),
+      readGroupChanges: async (g, c, o) => {
+        if (c === undefined && failFull) {
+          failFull = false;
+          throw new BackendUnavailableError('the connection dropped');
+        }
+        return store.readGroupChanges(g, c, o);
+      },
+    };
+    const cache = new GroupCache(watched, 'g');
+    const writer = cache.writer();
+    assert.equal((await cache.readChanges()).changes, null, 'the first read is a full one');
+    // A write lost to a version set by hand below the cursor: the next read must read in full.
+    store.forge('g', contractShard(0, { token: 7 }), '1');
+    const stale = cache.snapshot().find((r) => r.record.kind === 'shard' && r.record.index === 0)!;
+    await assert.rejects(writer.updateGroupRecord('g', contractShard(0, { token: 2 }), stale.version), ConflictError);
+    // Meanwhile another member took shard 2: the read by change brings it, then its full request fails.
+    store.put('g', contractShard(2, { owner: { slot: 1, session: 2 }, holderIdentity: 'b' }));
+    failFull = true;
+    await assert.rejects(cache.readChanges(), BackendUnavailableError);
+    // Only a heartbeat since: the read that follows must not be the heartbeat alone.
+    store.put('g', contractSlot(1, { holderIdentity: 'b' }));
+    const next = await cache.readChanges();
+    assert.equal(next.changes, null, 'a full read: the take of shard 2 reaches its reader');
+    assert.deepEqual(byKey(next.all()), byKey(store.peek('g')));
   });
 
   it('a write lost to another member is explained by the next read by change: no full read', async () => {

@@ -25,8 +25,18 @@ import type { CallOptions } from '../backends/lease-store.js';
 import { recordKey, type GroupRecord, type GroupStore, type VersionedGroupRecord } from '../backends/group-store.js';
 import { notingRefusals } from './refused-writes.js';
 
+/** One read of the copy: what it brought, and the group it left. */
+export interface CacheRead {
+  /** The records the read brought, when it read by change; null when it read the whole group. */
+  readonly changes: readonly VersionedGroupRecord[] | null;
+  /** The group as this read left it; asked before the next read (it says so if not). */
+  all(): VersionedGroupRecord[];
+}
+
 export class GroupCache {
   private readonly records = new Map<string, VersionedGroupRecord>();
+  /** Moves on at each read: a CacheRead's all() must come before the next. */
+  private reads = 0;
   /** Where the next read continues from; undefined: the next read is a full one. */
   private cursor: string | undefined;
   /**
@@ -58,6 +68,17 @@ export class GroupCache {
     // The store's own list, untouched: not one await more than before this copy existed (the
     // shard simulator's fingerprint, whose store has no readGroupChanges, depends on it).
     if (!this.store.readGroupChanges) return this.store.listGroup(this.group, opts);
+    return this.serial(async () => (await this.readOnce(opts)).all());
+  }
+
+  /** Whether reads come by change (readChanges then says what changed); else each is a list. */
+  get byChange(): boolean {
+    return this.store.readGroupChanges !== undefined;
+  }
+
+  /** One read, as read() does, telling what it brought where it read by change (byChange only). */
+  readChanges(opts?: CallOptions): Promise<CacheRead> {
+    if (!this.store.readGroupChanges) throw new Error('readChanges needs a store that reads by change');
     return this.serial(() => this.readOnce(opts));
   }
 
@@ -75,6 +96,7 @@ export class GroupCache {
     return this.serial(async () => {
       this.refused = new Map();
       this.replace(await this.store.listGroup(this.group, opts));
+      this.reads++;
       return this.snapshot();
     });
   }
@@ -84,7 +106,19 @@ export class GroupCache {
     return [...this.records.values()];
   }
 
-  private async readOnce(opts: CallOptions | undefined): Promise<VersionedGroupRecord[]> {
+  /** What a read leaves: `changes` as it brought them (null: in full), the group on demand, before the next read. */
+  private answer(changes: readonly VersionedGroupRecord[] | null): CacheRead {
+    const read = ++this.reads;
+    return {
+      changes,
+      all: () => {
+        if (read !== this.reads) throw new Error('GroupCache: a read answer asked for the group after a later read');
+        return this.snapshot();
+      },
+    };
+  }
+
+  private async readOnce(opts: CallOptions | undefined): Promise<CacheRead> {
     const readChanges = this.store.readGroupChanges!.bind(this.store);
     // The refusals this read must explain: each came back before this read is sent, so the write
     // that won over it, if it went through the protocol, is one of the changes this read brings.
@@ -98,12 +132,16 @@ export class GroupCache {
       this.cursor = changes.cursor;
       // Every creation was a change, so a copy larger than the group holds a deleted record:
       // which one, only a full read tells. Rare (a record deleted by hand), so a second request.
-      if (this.records.size === changes.total && !this.unexplained(refused)) return this.snapshot();
+      if (this.records.size === changes.total && !this.unexplained(refused)) return this.answer(changes.records);
+      // The copy holds changes its reader has not been given: should the full request fail, the
+      // next read must be a full one too, not the changes after them (quiet turns would take
+      // those in alone: docs/design.md).
+      this.cursor = undefined;
       changes = await readChanges(this.group, undefined, opts);
     }
     this.replace(changes.records);
     this.cursor = changes.cursor;
-    return this.snapshot();
+    return this.answer(null);
   }
 
   private noteRefused(record: GroupRecord, expectedVersion: string | null): void {

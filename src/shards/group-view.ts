@@ -75,6 +75,18 @@ export class GroupView {
    * member's heartbeat does not move it.
    */
   private ownersEpochCount = 0;
+  /**
+   * Moved on at every change that can change a plan's facts other than by time passing
+   * (docs/design.md, "Quiet turns"): a whole-group observe, a write of a shard or the header, a
+   * slot write or heartbeat that changes more than the slot's heartbeat, an interrupted absence.
+   */
+  private structureEpochCount = 0;
+  /**
+   * A write of ours changed more than a heartbeat since the last whole observe: what observe
+   * derives from the whole group (a session no longer in its slot, named by a shard, counts
+   * from now) is owed, so the next read is observed whole, not as heartbeats.
+   */
+  private observeOwed = false;
 
   constructor(
     private readonly clock: Clock,
@@ -94,6 +106,8 @@ export class GroupView {
   /** Takes in one list, sent at `sentAtMono`. */
   observe(list: readonly VersionedGroupRecord[], sentAtMono: number): void {
     const now = this.clock.monotonic();
+    this.structureEpochCount++;
+    this.observeOwed = false;
     const first = this.listedAtMono === null;
     const gap = (this.listedAtMono !== null && sentAtMono - this.listedAtMono > this.pollGapMs) || this.absenceInterrupted;
     this.absenceInterrupted = false;
@@ -164,6 +178,39 @@ export class GroupView {
   }
 
   /**
+   * Takes in a read by change (`changes`, sent at `sentAtMono`) when it holds nothing but
+   * heartbeats: every record a held slot of this view with the same holder, session, state and
+   * lease duration, no gap since the last list, and no write of ours since the last whole
+   * observe that changed more than a heartbeat (observeOwed). Does to each slot what observe
+   * does to it; observe would do nothing else with such a read, no shard or header record having
+   * changed and nothing it derives from the whole group owed. False, and nothing changed,
+   * otherwise: the caller observes the whole group.
+   */
+  observeHeartbeats(changes: readonly VersionedGroupRecord[], sentAtMono: number): boolean {
+    if (this.listedAtMono === null || this.observeOwed || this.absenceInterrupted || sentAtMono - this.listedAtMono > this.pollGapMs) return false;
+    for (const v of changes) {
+      const r = v.record;
+      if (r.kind !== 'member' || r.holderIdentity === '') return false;
+      const held = this.slots.get(r.index)?.record;
+      if (!held || !sameSession(held, r)) return false;
+    }
+    const now = this.clock.monotonic();
+    this.listedAtMono = sentAtMono;
+    for (const v of changes) {
+      const r = v.record as MemberSlot;
+      const content = slotContent(r);
+      const seen = this.slotSeen.get(r.index)!;
+      if (seen.content !== content) {
+        // A session judged over, or a slot not seen written before, changes the plan's facts.
+        if (!seen.witnessed || !this.live({ slot: r.index, session: r.session })) this.structureEpochCount++;
+        this.slotSeen.set(r.index, { content, changedAtMono: now, witnessed: true });
+      }
+      this.slots.set(r.index, v as VersionedGroupRecord<MemberSlot>);
+    }
+    return true;
+  }
+
+  /**
    * How long session `id` counts as live once it stops changing: the longer of its announced
    * lease duration and this member's. A session this member never saw announce one (its slot
    * gone with a replaced store, a record written back by its holder: vanished-shards.ts) counts
@@ -179,6 +226,11 @@ export class GroupView {
   wrote(v: VersionedGroupRecord): void {
     const r = v.record;
     if (r.kind === 'member') {
+      const held = this.slots.get(r.index)?.record;
+      // Our heartbeat changes no fact of a plan; anything else of our slot may.
+      const quiet =
+        held !== undefined && sameSession(held, r) && r.holderIdentity !== '' && this.witnessed(r.index) && this.live({ slot: r.index, session: r.session });
+      if (!quiet) this.structureChanged();
       this.slots.set(r.index, v as VersionedGroupRecord<MemberSlot>);
       this.slotSeen.set(r.index, { content: slotContent(r), changedAtMono: this.clock.monotonic(), witnessed: true });
       this.sessionLeaseMs.set(sessionKey({ slot: r.index, session: r.session }), r.leaseDurationSeconds * 1000);
@@ -186,12 +238,14 @@ export class GroupView {
       // Our own lease, announced: the header is raised to it in the same turn (keepHeader).
       this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, r.leaseDurationSeconds * 1000);
     } else if (r.kind === 'shard') {
+      this.structureChanged();
       if (!sameOwner(this.shards.get(r.index)?.record.owner, r.owner)) this.ownersEpochCount++;
       this.shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
       this.absentSince.delete(r.index);
       this.bump(this.highestToken, r.index, r.token);
       this.highestInGroup = Math.max(this.highestInGroup, r.token);
     } else {
+      this.structureChanged();
       this.header = v as VersionedGroupRecord<GroupHeader>;
       this.highestInGroup = Math.max(this.highestInGroup, r.highWater ?? 0);
       this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, (r.longestLeaseSeconds ?? 0) * 1000);
@@ -209,6 +263,41 @@ export class GroupView {
   /** Moves on whenever a shard's owner changes in the view (ownersEpochCount). */
   get ownersEpoch(): number {
     return this.ownersEpochCount;
+  }
+
+  /** A write of ours changed more than a heartbeat: the plan's facts may have, and the next read is observed whole. */
+  private structureChanged(): void {
+    this.structureEpochCount++;
+    this.observeOwed = true;
+  }
+
+  /** Moves on at every change that can change a plan's facts other than by time (structureEpochCount). */
+  get structureEpoch(): number {
+    return this.structureEpochCount;
+  }
+
+  /**
+   * The earliest moment (monotonic) a judgment of time this view makes can flip, as things
+   * stand: a live session's end (in its slot or out of it), an absent shard's wait's end, the
+   * view's freshness for `freshMs`. Infinity when none can. Heartbeats only move these later.
+   */
+  nextFlipMono(freshMs: number): number {
+    let next = this.listedAtMono === null ? -Infinity : this.listedAtMono + freshMs;
+    for (const v of this.slots.values()) {
+      const r = v.record;
+      if (r.holderIdentity === '') continue;
+      const until = this.liveUntilMono({ slot: r.index, session: r.session });
+      if (until !== null) next = Math.min(next, until);
+    }
+    for (const [key, since] of this.goneSince) {
+      const [slot, session] = key.split('/').map(Number) as [number, number];
+      if (this.live({ slot, session })) next = Math.min(next, since + this.leaseOf({ slot, session }));
+    }
+    if (this.absentSince.size > 0) {
+      const wait = this.absenceWaitMs();
+      for (const since of this.absentSince.values()) if (this.clock.monotonic() - since < wait) next = Math.min(next, since + wait);
+    }
+    return next;
   }
 
   /** The highest shard token or header highWater this member ever saw in the group (0 before any). */
@@ -317,6 +406,7 @@ export class GroupView {
     const now = this.clock.monotonic();
     for (const s of this.absentSince.keys()) this.absentSince.set(s, now);
     this.absenceInterrupted = true;
+    this.structureEpochCount++;
   }
 
   /** A shard absent from the store for a lease duration of this member's lists: it may be created. */
@@ -357,6 +447,11 @@ export class GroupView {
 /** Everything of a slot whose change shows its holder is alive (or gone). */
 function slotContent(r: MemberSlot): string {
   return JSON.stringify([r.holderIdentity, r.session, r.state, r.renewTime?.getTime() ?? null, r.leaseDurationSeconds]);
+}
+
+/** Whether slot record `b` holds what `a` holds but its heartbeat: the same holder, session, state and lease duration. */
+function sameSession(a: MemberSlot, b: MemberSlot): boolean {
+  return a.holderIdentity === b.holderIdentity && a.session === b.session && a.state === b.state && a.leaseDurationSeconds === b.leaseDurationSeconds;
 }
 
 /** Whether two owners are the same session (or both none: free, or no record). */

@@ -106,9 +106,8 @@ export function ownedShardsSelector(owned: readonly number[], shards: number): s
   for (let i = 0; i < sorted.length;) {
     let j = i;
     while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++;
-    const from = shardRange(sorted[i]!, shards).from;
-    const to = shardRange(sorted[j]!, shards).to;
-    parts.push(rangeSelector(boundHex(from), boundHex(to)));
+    // The bounds written out already (shardBounds): a selector is made at every shards.json write.
+    parts.push(rangeSelector(shardBounds(sorted[i]!, shards).start, shardBounds(sorted[j]!, shards).end));
     i = j + 1;
   }
   return parts.length === 0 ? null : parts.join(' || ');

@@ -89,6 +89,11 @@ export class MemberSession {
     return this.session === m && this.clock.monotonic() < this.basis(m).mono + this.renewDeadlineMs;
   }
 
+  /** When `m`'s validity ends unless renewed (monotonic): valid(m) is false from then. */
+  validUntilMono(m: Session): number {
+    return this.basis(m).mono + this.renewDeadlineMs;
+  }
+
   /** When `m`'s validity ends unless renewed, as a wall time. */
   validUntil(m: Session): Date {
     return new Date(this.basis(m).wall.getTime() + this.renewDeadlineMs);

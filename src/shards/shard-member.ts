@@ -45,6 +45,7 @@ import {
   takeAllowed,
   takeRestsOnTime,
   type EndStep,
+  type ShardFacts,
   type SessionFacts,
   type TurnFacts,
   type TakeFreshness,
@@ -116,6 +117,8 @@ export interface ShardMemberSnapshot {
   running: boolean;
   /** When the loop last began a turn (this clock's monotonic ms); null before the first. */
   lastTurnMonotonic: number | null;
+  /** Turns with a session that planned, and that did not, their facts the settled plan's (docs/design.md, "Quiet turns"). */
+  turns: { planned: number; quiet: number };
 }
 
 /** Shards taken or released at once by one member: bounded, so a join of 512 shards is not 512 requests at once. */
@@ -124,6 +127,16 @@ const PARALLEL_WRITES = 16;
 const HINT_LIST_MS = 50;
 /** Raises of the header's highWater tried in one pass, a list between two: another member's raise won each time before. */
 const RAISE_ATTEMPTS = 3;
+
+/** What a plan that found nothing to do rested on (ShardMember.settledBasis). */
+interface Settled {
+  readonly session: Session;
+  readonly state: MemberState;
+  readonly stopping: boolean;
+  readonly epoch: number;
+  readonly moves: number;
+  readonly untilMono: number;
+}
 
 export class ShardMember {
   readonly group: string;
@@ -195,6 +208,10 @@ export class ShardMember {
   private headerWaitSaid = false;
   /** The absent shards the log last said this member waits to create. */
   private absentSaid = new Set<number>();
+  /** The last plan that found nothing to do, and what it rested on (docs/design.md, "Quiet turns"); null: plan at the next turn. */
+  private settled: Settled | null = null;
+  /** Turns with a session, by whether they planned: counted for the metrics. */
+  private readonly turnsBy = { planned: 0, quiet: 0 };
 
   constructor(private readonly opts: ShardMemberOptions) {
     let refuse: (err: InvalidConfigError) => void = () => {};
@@ -241,8 +258,8 @@ export class ShardMember {
   async start(): Promise<void> {
     if (this.life.loop) return;
     const sent = this.clock.monotonic();
-    const list = await this.call('list', (o) => this.cache.read(o));
-    this.view.observe(list, sent);
+    if (this.cache.byChange) this.view.observe((await this.call('list', (o) => this.cache.readChanges(o))).all(), sent);
+    else this.view.observe(await this.call('list', (o) => this.cache.read(o)), sent);
     this.checkHeader();
     const unwatch = this.store.watchGroup?.(this.group, () => this.hint());
     const unsubscribe = this.eligibility.subscribe(() => this.wakeUp());
@@ -290,6 +307,7 @@ export class ShardMember {
       // A loop that ended on its own leaves `loop` set until stop(): it is not running all the same.
       running: this.life.loop !== null && !this.life.ended,
       lastTurnMonotonic: this.lastTurnMono,
+      turns: { ...this.turnsBy },
     };
   }
 
@@ -325,10 +343,16 @@ export class ShardMember {
     if (this.listDue()) await this.list();
     if (!this.mine && !this.stopping && this.eligible()) await this.join();
     if (this.mine && this.view.freshWithin(this.requestTimeoutMs)) await this.keepHeader();
-    if (this.mine) await this.reconcile();
-    else await this.freeKept();
+    // A turn whose facts are the last settled plan's plans nothing and counts nothing new
+    // (docs/design.md, "Quiet turns"): after another member's heartbeat, most turns.
+    const quiet = this.mine !== null && this.planSettled(this.mine);
+    if (quiet) this.turnsBy.quiet++;
+    else if (this.mine) {
+      this.turnsBy.planned++;
+      await this.reconcile();
+    } else await this.freeKept();
     this.releaseFailures.tell(this.log);
-    this.countGroup();
+    if (!quiet) this.countGroup();
     this.listener.onChange?.();
   }
 
@@ -347,8 +371,11 @@ export class ShardMember {
     this.hinted = false;
     this.listTriedMono = sent;
     try {
-      const list = await this.call('list', (o) => this.cache.read(o));
-      this.view.observe(list, sent);
+      // A read that brought only heartbeats is taken in as such (docs/design.md, "Quiet turns").
+      if (this.cache.byChange) {
+        const read = await this.call('list', (o) => this.cache.readChanges(o));
+        if (read.changes === null || !this.view.observeHeartbeats(read.changes, sent)) this.view.observe(read.all(), sent);
+      } else this.view.observe(await this.call('list', (o) => this.cache.read(o)), sent);
       // Before anything ends: a held shard's vanished record is written back with its token.
       this.restoreVanished();
       // A shard whose record this list shows gone or taken ends before the list renews anything:
@@ -612,13 +639,19 @@ export class ShardMember {
    */
   private async reconcile(): Promise<void> {
     const m = this.mine!;
+    this.settled = null;
+    // What a settled plan rests on, as it stood before the facts were read: anything moving
+    // during the plan's writes and waits leaves it unsettled.
+    const basis = this.settledBasis(m);
     const now = this.turnFacts(m);
     const target = this.targets.of(this.group, now, this.view.ownersEpoch);
     this.counts = { ...this.counts, members: target.members.length };
-    this.endPlanned(planEnds(now, target), m);
+    const ends = planEnds(now, target);
+    this.endPlanned(ends, m);
     // Kept shards whose time has come are freed between the two halves: the takes see them free.
     await this.freeKept();
     const writes = planWrites(this.turnFacts(m), target);
+    if (ends.length === 0 && writes && writes.free.length === 0 && writes.take.length === 0) this.settle(basis, m);
     if (!writes) return;
     // Each freed from the version planned on: a record that changed since is not freed blindly.
     const strays = writes.free.map((s) => this.view.shard(s)!);
@@ -633,6 +666,41 @@ export class ShardMember {
     const block = await this.reserveTokens(due.length);
     if (!block) return;
     await inBatches(due, this.parallelWrites, (s) => this.take(s, m, block));
+  }
+
+  /**
+   * What a settled plan rests on, now: the view's structure, the phases, the session and its
+   * state, and the earliest moment a judgment of time in the plan's facts can flip (a live
+   * session's end, an absence waited out, the view's freshness, this session's validity).
+   */
+  private settledBasis(m: Session): Settled {
+    return {
+      session: m,
+      state: m.state,
+      stopping: this.stopping,
+      epoch: this.view.structureEpoch,
+      moves: this.phases.moves,
+      untilMono: Math.min(this.view.nextFlipMono(this.requestTimeoutMs), this.sessions.validUntilMono(m)),
+    };
+  }
+
+  /** The plan found nothing to do from `basis`: settled, if nothing it rests on moved meanwhile and nothing is ending, kept or restored. */
+  private settle(basis: Settled, m: Session): void {
+    const after = this.settledBasis(m);
+    const same =
+      after.session === basis.session &&
+      after.state === basis.state &&
+      after.stopping === basis.stopping &&
+      after.epoch === basis.epoch &&
+      after.moves === basis.moves;
+    if (same && this.phases.onlyOwned() && this.restoring.size === 0) this.settled = basis;
+  }
+
+  /** Whether a plan now would be the settled one: nothing it rests on moved, and no judgment of time can have flipped. */
+  private planSettled(m: Session): boolean {
+    const k = this.settled;
+    if (!k || this.restoring.size > 0 || this.clock.monotonic() >= k.untilMono) return false;
+    return k.session === m && k.state === m.state && k.stopping === this.stopping && k.epoch === this.view.structureEpoch && k.moves === this.phases.moves;
   }
 
   /**
@@ -757,7 +825,11 @@ export class ShardMember {
   private endLostShards(): void {
     const m = this.mine;
     if (!m) return;
-    this.endPlanned(planLost({ me: this.sessionFacts(m), shards: shardFacts(this.view), owned: this.phases.ownedShards() }), m);
+    // The facts of the owned shards only, which are all planLost reads: after every list, so not O(N).
+    const owned = this.phases.ownedShards();
+    const shards: ShardFacts[] = [];
+    for (const s of owned) shards[s] = shardFact(this.view, s);
+    this.endPlanned(planLost({ me: this.sessionFacts(m), shards, owned }), m);
   }
 
   /** The shards this member holds, with the session each is held by. */

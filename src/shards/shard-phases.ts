@@ -47,6 +47,13 @@ export class ShardPhases {
   private readonly byShard = new Map<number, Phase>();
   /** How many shards are owned: asked once per shard gained or lost, where a count over the map made a pass of N shards O(N²). */
   private ownedTotal = 0;
+  /** Moves on whenever a shard changes phase (or leaves them): a settled plan rests on none having moved. */
+  private movesCount = 0;
+
+  /** Moves on whenever a shard changes phase or is no longer held (movesCount). */
+  get moves(): number {
+    return this.movesCount;
+  }
 
   /** Shard `s` is owned now, with its new token. */
   own(s: number, o: Owned): void {
@@ -114,6 +121,11 @@ export class ShardPhases {
     if (this.byShard.get(s)?.phase === 'kept') this.remove(s);
   }
 
+  /** Whether every shard held is owned: none going through its gate, none kept. */
+  onlyOwned(): boolean {
+    return this.byShard.size === this.ownedTotal;
+  }
+
   /** Whether any shard is owned or going through its gate (a leaving member waits for none). */
   anyOwnedOrEnding(): boolean {
     for (const p of this.byShard.values()) if (p.phase !== 'kept') return true;
@@ -135,11 +147,13 @@ export class ShardPhases {
 
   private move(s: number, p: Phase): void {
     this.remove(s);
+    this.movesCount++;
     this.byShard.set(s, p);
     if (p.phase === 'owned') this.ownedTotal++;
   }
 
   private remove(s: number): void {
+    if (this.byShard.has(s)) this.movesCount++;
     if (this.byShard.get(s)?.phase === 'owned') this.ownedTotal--;
     this.byShard.delete(s);
   }

@@ -147,6 +147,7 @@ export class ShardMetrics extends SidecarMetrics {
   readonly groupMembers: Gauge<'group'>;
   /** The member's reads of the group (InstrumentedGroupStore): whole-group ones apart from reads of changes, and the records each brought. */
   readonly groupReads: Counter<'group' | 'read'>;
+  readonly shardTurns: Counter<'group' | 'turn'>;
   readonly groupRecordsRead: Counter<'group' | 'read'>;
 
   constructor(group: string, shards: number) {
@@ -182,6 +183,12 @@ export class ShardMetrics extends SidecarMetrics {
       labelNames: ['group', 'read'],
       registers,
     });
+    this.shardTurns = new Counter({
+      name: 'leasehold_shard_turns_total',
+      help: 'Turns of this member with a session: turn="planned" planned its shards, turn="quiet" did not, nothing but heartbeats having changed since a plan that found nothing to do.',
+      labelNames: ['group', 'turn'],
+      registers,
+    });
     this.groupRecordsRead = new Counter({
       name: 'leasehold_shard_group_records_read_total',
       help: 'Records of the group those reads brought, by read="full" or "changes".',
@@ -192,6 +199,7 @@ export class ShardMetrics extends SidecarMetrics {
       this.groupReads.inc({ group, read }, 0);
       this.groupRecordsRead.inc({ group, read }, 0);
     }
+    for (const turn of ['planned', 'quiet']) this.shardTurns.inc({ group, turn }, 0);
     this.shardsOwned.set({ group }, 0);
     this.shardChanges.inc({ group, event: 'gained' }, 0);
     this.shardChanges.inc({ group, event: 'lost' }, 0);

@@ -326,6 +326,7 @@ describe('the sidecar in shard mode', () => {
       'leasehold_shard_changes_total{group="workers",event="lost"} 0',
       'leasehold_shards_orphaned{group="workers"} 4',
       'leasehold_shard_group_members{group="workers"} 0',
+      'leasehold_shard_turns_total{group="workers",turn="quiet"} 0',
     ])
       assert.ok(text.includes(line), `${line} in:\n${text}`);
     // The member's reads (it has read once by now): both kinds, whether or not one came yet.
@@ -349,6 +350,13 @@ describe('the sidecar in shard mode', () => {
     // then reads of changes, which brought the records the two members wrote.
     assert.match(text, /leasehold_shard_group_reads_total\{group="workers",read="full"\} [1-9]/);
     assert.match(text, /leasehold_shard_group_records_read_total\{group="workers",read="changes"\} [1-9]/);
+    // Balanced, the turns after the other's heartbeats plan nothing new: they are quiet.
+    const planned = a.s.member.snapshot().turns.planned;
+    assert.ok(await w.advanceUntil(() => a.s.member.snapshot().turns.quiet >= 3, 20_000), JSON.stringify(a.s.member.snapshot().turns));
+    text = await metrics();
+    assert.match(text, /leasehold_shard_turns_total\{group="workers",turn="quiet"\} [1-9]/);
+    assert.match(text, new RegExp(`leasehold_shard_turns_total\\{group="workers",turn="planned"\\} ${a.s.member.snapshot().turns.planned}\n`));
+    assert.ok(a.s.member.snapshot().turns.planned >= planned);
     await w.stopAll();
   });
 

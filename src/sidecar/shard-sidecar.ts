@@ -127,6 +127,8 @@ export class ShardSidecar {
   private claim: StatusDirClaim | null = null;
   /** Each publish's number, and the last one every /shards stream was handed (see drainStreams). */
   private published = 0;
+  /** The member's turns already added to leasehold_shard_turns_total. */
+  private readonly turnsCounted = { planned: 0, quiet: 0 };
   /** A publish is queued for the end of this pass (publishSoon). */
   private publishQueued = false;
   private streamsHave = 0;
@@ -184,6 +186,10 @@ export class ShardSidecar {
         m.shardsOwned.set({ group }, s.owned.length);
         m.shardsOrphaned.set({ group }, s.orphaned);
         m.groupMembers.set({ group }, s.members);
+        for (const turn of ['planned', 'quiet'] as const) {
+          m.shardTurns.inc({ group, turn }, s.turns[turn] - this.turnsCounted[turn]);
+          this.turnsCounted[turn] = s.turns[turn];
+        }
         this.publishSoon();
         extra.onChange?.();
       },

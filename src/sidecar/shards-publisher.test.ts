@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ShardsPublisher, withoutUpdatedAt } from './shards-publisher.js';
+import { ShardsPublisher, sameButUpdatedAt, withoutUpdatedAt } from './shards-publisher.js';
 import { SHARDS_FILE, type ShardsStatus } from '../status/shards-status.js';
 
 const root = mkdtempSync(join(tmpdir(), 'leasehold-shards-publisher-'));
@@ -34,6 +34,27 @@ describe('ShardsPublisher', () => {
     assert.equal(p.publish({ ...base, standingAside: { ...base.standingAside!, since: base.updatedAt.replace('00.000', '01.000') } }), true);
     assert.equal(p.publish({ ...base, validUntil: '2026-12-06T00:00:12.000Z' }), true);
     assert.equal((JSON.parse(readFileSync(join(dir, SHARDS_FILE), 'utf8')) as ShardsStatus).validUntil, '2026-12-06T00:00:12.000Z');
+  });
+
+  it('compares a state with the one on disk field by field: one token, one shard, one count differing is written', () => {
+    const dir = join(root, 'fields');
+    const p = new ShardsPublisher(dir);
+    p.prepare();
+    assert.equal(p.publish(base), true);
+    const owned = (o: Partial<ShardsStatus['owned'][number]>) => ({ ...base, owned: [{ ...base.owned[0]!, ...o }] });
+    assert.equal(p.publish({ ...structuredClone(base), updatedAt: '2026-12-06T00:00:05.000Z' }), false, 'equal by value, not by identity');
+    assert.equal(p.publish(owned({ fencingToken: 4 })), true, 'a new token');
+    assert.equal((JSON.parse(readFileSync(join(dir, SHARDS_FILE), 'utf8')) as ShardsStatus).owned[0]!.fencingToken, 4);
+    assert.equal(p.publish(owned({ fencingToken: 4, shard: 1 })), true, 'another shard');
+    assert.equal(p.publish({ ...owned({ fencingToken: 4, shard: 1 }), members: 2 }), true, 'another member count');
+    assert.equal(p.publish({ ...base, owned: [] }), true, 'none owned');
+    assert.equal(p.publish({ ...base, owned: [], stoppedAt: base.updatedAt }), true, 'stopped');
+    assert.deepEqual(JSON.parse(readFileSync(join(dir, SHARDS_FILE), 'utf8')), { ...base, owned: [], stoppedAt: base.updatedAt });
+    // As many fields, not the same ones: not the same state.
+    const a = { ...base, extra: undefined } as unknown as ShardsStatus;
+    const b = { ...base, other: 1 } as unknown as ShardsStatus;
+    assert.equal(sameButUpdatedAt(a, b), false);
+    assert.equal(sameButUpdatedAt(base, structuredClone(base)), true);
   });
 
   it('withoutUpdatedAt removes the top-level line only, whatever else holds the same time', () => {

@@ -28,6 +28,7 @@ function snapshot(owned: number[], shards = 16): ShardMemberSnapshot {
     standingAside: null,
     running: true,
     lastTurnMonotonic: 0,
+    turns: { planned: 0, quiet: 0 },
   };
 }
 
