@@ -94,6 +94,11 @@ export interface ShardMemberOptions extends Timings {
   drainTimeoutMs?: number;
   /** Bound on one store call. Default renewDeadline / 2. */
   requestTimeoutMs?: number;
+  /**
+   * Greet each session that arrives in the group with a heartbeat at once (greetDue). Default
+   * true; false only replays the shard simulator's seeds found before greeting as they ran.
+   */
+  greetNewcomers?: boolean;
 }
 
 export interface ShardMemberSnapshot {
@@ -388,7 +393,7 @@ export class ShardMember {
       // A newcomer in the group: greeted with a heartbeat at the next turn (greetDue).
       if (this.view.sessionsArrived !== this.arrivalsGreeted) {
         this.arrivalsGreeted = this.view.sessionsArrived;
-        if (this.mine && !this.stopping) {
+        if (this.mine && !this.stopping && this.opts.greetNewcomers !== false) {
           this.greetDue = true;
           this.wakeUp();
         }
