@@ -87,6 +87,11 @@ export class GroupView {
    * from now) is owed, so the next read is observed whole, not as heartbeats.
    */
   private observeOwed = false;
+  /**
+   * How many sessions this view saw arrive in a slot after its first list (a newcomer's join, a
+   * member's rejoin): the member greets each with a heartbeat at once (ShardMember.greetDue).
+   */
+  private sessionsArrivedCount = 0;
 
   constructor(
     private readonly clock: Clock,
@@ -125,6 +130,9 @@ export class GroupView {
       else if (r.index < this.shardCount) shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
     }
     for (const [i, v] of slots) {
+      const before = this.slots.get(i)?.record;
+      if (!first && v.record.holderIdentity !== '' && (!before || before.holderIdentity !== v.record.holderIdentity || before.session !== v.record.session))
+        this.sessionsArrivedCount++;
       const key = sessionKey({ slot: i, session: v.record.session });
       this.sessionLeaseMs.set(key, v.record.leaseDurationSeconds * 1000);
       // Back in its slot: should it leave it again (a store replaced twice), its lease duration
@@ -269,6 +277,11 @@ export class GroupView {
   private structureChanged(): void {
     this.structureEpochCount++;
     this.observeOwed = true;
+  }
+
+  /** Sessions seen arriving in a slot after the first list (sessionsArrivedCount). */
+  get sessionsArrived(): number {
+    return this.sessionsArrivedCount;
   }
 
   /** Moves on at every change that can change a plan's facts other than by time (structureEpochCount). */

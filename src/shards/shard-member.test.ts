@@ -79,6 +79,23 @@ class CutLink implements GroupStore {
 const everyShardOnce = (owners: Map<number, string[]>, n: number) => owners.size === n && [...owners.values()].every((o) => o.length === 1);
 
 describe('a shard group member', () => {
+  it('a newcomer is greeted: every member heartbeats at its next turn, not at its own pace, so the newcomer counts it at once', async () => {
+    const w = world(12);
+    await w.add('a');
+    await w.add('b');
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 12) && w.counts().every((c) => c === 6), 60_000));
+    const slotOf = (id: string) => w.store.peek(G).find((r) => r.record.kind === 'member' && r.record.holderIdentity === id)!.version;
+    // Right after a's own heartbeat: at its own pace the next comes a retry period later.
+    const before = slotOf('a');
+    assert.ok(await w.advanceUntil(() => slotOf('a') !== before, 5_000, 10));
+    const beat = slotOf('a');
+    const joinedAt = w.clock.monotonic();
+    await w.add('c');
+    assert.ok(await w.advanceUntil(() => slotOf('a') !== beat, T.retryPeriodMs, 10), 'a heartbeat for the newcomer');
+    const after = w.clock.monotonic() - joinedAt;
+    assert.ok(after < T.retryPeriodMs / 4, `a greeted the newcomer ${after} ms after it joined`);
+  });
+
   it('alone: creates the group, waits a lease duration for shards never seen, then owns all of them, tokens 1 to 12 from one raise of highWater', async () => {
     const w = world(12);
     const a = await w.add('a');

@@ -94,6 +94,11 @@ export interface ShardMemberOptions extends Timings {
   drainTimeoutMs?: number;
   /** Bound on one store call. Default renewDeadline / 2. */
   requestTimeoutMs?: number;
+  /**
+   * Greet each session that arrives in the group with a heartbeat at once (greetDue). Default
+   * true; false only replays the shard simulator's seeds found before greeting as they ran.
+   */
+  greetNewcomers?: boolean;
 }
 
 export interface ShardMemberSnapshot {
@@ -210,6 +215,15 @@ export class ShardMember {
   private absentSaid = new Set<number>();
   /** The last plan that found nothing to do, and what it rested on (docs/design.md, "Quiet turns"); null: plan at the next turn. */
   private settled: Settled | null = null;
+  /**
+   * A session arrived in the group since this member's last heartbeat (a newcomer): it heartbeats
+   * at its next turn, not at its own pace, so the newcomer, which counts only the members it has
+   * seen write since it started, counts this one at once instead of taking shards meant for it
+   * and handing them back up to a retry period later.
+   */
+  private greetDue = false;
+  /** The view's count of arrived sessions this member has greeted up to. */
+  private arrivalsGreeted = 0;
   /** Turns with a session, by whether they planned: counted for the metrics. */
   private readonly turnsBy = { planned: 0, quiet: 0 };
 
@@ -376,6 +390,14 @@ export class ShardMember {
         const read = await this.call('list', (o) => this.cache.readChanges(o));
         if (read.changes === null || !this.view.observeHeartbeats(read.changes, sent)) this.view.observe(read.all(), sent);
       } else this.view.observe(await this.call('list', (o) => this.cache.read(o)), sent);
+      // A newcomer in the group: greeted with a heartbeat at the next turn (greetDue).
+      if (this.view.sessionsArrived !== this.arrivalsGreeted) {
+        this.arrivalsGreeted = this.view.sessionsArrived;
+        if (this.mine && !this.stopping && this.opts.greetNewcomers !== false) {
+          this.greetDue = true;
+          this.wakeUp();
+        }
+      }
       // Before anything ends: a held shard's vanished record is written back with its token.
       this.restoreVanished();
       // A shard whose record this list shows gone or taken ends before the list renews anything:
@@ -559,6 +581,7 @@ export class ShardMember {
   /** One heartbeat: the slot rewritten (renewTime, state) by compare-and-swap on its version. */
   private async heartbeat(state: MemberState): Promise<void> {
     const m = this.mine!;
+    this.greetDue = false;
     // Right before the write: a slot nobody touched would take a heartbeat of a session the
     // others may already have judged over, and bring it back to life.
     if (this.endIfExpired(m)) return;
@@ -1067,7 +1090,7 @@ export class ShardMember {
 
   private heartbeatDue(): boolean {
     const sent = this.mine?.heartbeatSentMono ?? null;
-    return sent === null || this.clock.monotonic() - sent >= this.timings.retryPeriodMs;
+    return this.greetDue || sent === null || this.clock.monotonic() - sent >= this.timings.retryPeriodMs;
   }
 
   private listDue(): boolean {

@@ -334,8 +334,16 @@ describe('the sidecar in shard mode', () => {
       for (const read of ['full', 'changes']) assert.match(text, new RegExp(`leasehold_shard_group_${series}\\{group="workers",read="${read}"\\} \\d+\n`));
     assert.ok(!text.includes('leasehold_app_eligible{'), 'no eligibility series without a health source');
     assert.ok(await w.advanceUntil(() => a.s.member.snapshot().owned.length === 4, 20_000));
-    await w.add('b', { statusDir: undefined });
-    assert.ok(await w.advanceUntil(() => a.s.member.snapshot().owned.length === 2, 20_000));
+    const b = await w.add('b', { statusDir: undefined });
+    // Balanced as a sees it: its two given up, b's two taken (until a has listed b's takes, a's
+    // count of shards without a live owner still holds the two it freed).
+    assert.ok(
+      await w.advanceUntil(
+        () => a.s.member.snapshot().owned.length === 2 && b.s.member.snapshot().owned.length === 2 && a.s.member.snapshot().orphaned === 0,
+        20_000,
+      ),
+      JSON.stringify(a.s.member.snapshot()),
+    );
     text = await metrics();
     for (const line of [
       'leasehold_shards_owned{group="workers"} 2',

@@ -385,8 +385,14 @@ interface Member {
 /**
  * `watchFed` forces whether the group reads from a watch's copy (else the seed draws it): the
  * seeds pinned before the watch-fed groups existed run as they were found with `false`.
+ * `greet: false` turns off the members' greeting of a newcomer, for the seeds pinned before it.
  */
-export async function runShardSimulation(seed: number, steps = 250, trace = false, opts: { watchFed?: boolean } = {}): Promise<ShardSimResult> {
+export async function runShardSimulation(
+  seed: number,
+  steps = 250,
+  trace = false,
+  opts: { watchFed?: boolean; greet?: boolean } = {},
+): Promise<ShardSimResult> {
   const rand = prng(seed);
   const appRand = prng(seed + 0x51ed);
   // Faults added later draw from their own stream, so the seeds pinned before them replay the
@@ -478,6 +484,7 @@ export async function runShardSimulation(seed: number, steps = 250, trace = fals
       shards,
       identity,
       maxMembers: 8,
+      ...(opts.greet === false ? { greetNewcomers: false } : {}),
       clock: proc,
       eligibility: m.health,
       log: trace ? createLogger({ level: 'debug', write: (line) => events.push(`${t()} ${m.name} ${line}`) }) : undefined,
