@@ -251,8 +251,11 @@ export class ChildProcessGroup {
    */
   async terminate(graceMs: number, killWaitMs: number): Promise<{ result: ExitResult | null; killed: boolean; killedAt: number | null }> {
     if (this.done) return { result: await this.exited, killed: false, killedAt: null };
+    // The grace counts from now, not from after the SIGTERM: sending it reads the session's
+    // processes, which takes a few ms on a busy machine, and the SIGKILL is due at a fixed moment.
+    const killAt = performance.now() + graceMs;
     this.signal('SIGTERM');
-    let result = await this.exitWithin(graceMs);
+    let result = await this.exitWithin(Math.max(0, killAt - performance.now()));
     let killedAt: number | null = null;
     if (result === null) {
       killedAt = performance.now();

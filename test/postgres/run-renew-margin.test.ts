@@ -9,11 +9,13 @@
  * flock notes when it is let go. The margin: the last renewal's renew_time plus the lease
  * duration, minus that moment (the observer's own wake-up counted against it); printed each
  * round. Asserted: in every round, the SIGKILL due (the runner's log) the whole clock margin
- * before the expiry; in every round this machine kept its timers on time, both a probe's
- * (test/support/kill-margin.ts) and the runner's own SIGKILL timer (its log), the worker gone
- * before the expiry. Not every round: one late wake-up on a busy machine (five test runs on two
- * cores) may eat into the margin, and CI once saw the runner's kill 60 ms late while the probe
- * beside it was 10 ms late at most.
+ * before the expiry; in every round this machine kept its timers on time (a probe's:
+ * test/support/kill-margin.ts), the worker gone before the expiry. Not every round: one late
+ * wake-up on a busy machine (five test runs on two cores) may eat into the margin. The worker
+ * and the observer run at a real-time priority where allowed, so their exit and wake-up are
+ * not what a round measures (CI saw the kill sent on time and the worker seen gone 30-40 ms
+ * later without it). The runner's own lateness (killLateMs) is printed, never an excuse: a
+ * runner late to hear its step-down is what the test is for.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -88,9 +90,8 @@ describe("leasehold run on PostgreSQL: the kill at the renew deadline comes befo
       // Whatever the machine did, the kill is due the whole clock margin before the expiry.
       assert.ok(dueMarginMs >= clockMarginMs(LEASE_MS) - 1, `the SIGKILL was due ${dueMarginMs} ms before the lease could expire, less than the clock margin`);
       const probeLateMs = await probe.latenessIn(row.renew_time * 1000 + 1500, freedAt);
-      // Judged on the later of the two: a timer in a process of its own on time says nothing of
-      // the runner's, which a busy machine may keep off the CPU alone.
-      const latenessMs = Math.max(probeLateMs, killed.killLateMs);
+      // Judged on the probe alone: the runner's lateness is leasehold's to keep small.
+      const latenessMs = probeLateMs;
       console.log(
         `round ${i}: the worker gone ${marginMs} ms before the lease could expire (the SIGKILL due ${dueMarginMs} ms before, sent ${killed.killLateMs} ms late); a timer beside it at most ${probeLateMs} ms late${latenessMs > JUDGED_LATENESS_MS ? ' (not judged)' : ''}`,
       );

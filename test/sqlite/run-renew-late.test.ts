@@ -81,12 +81,13 @@ describe('leasehold run: the renew deadline heard late (a locked SQLite file), C
     // How much later than the renew deadline the step-down was heard.
     const lateMs = Date.parse(stopped!.time) - (renewedAt + 1500);
     // The runner's own account of its SIGKILL: due the whole clock margin before the expiry,
-    // whatever the machine did; how late it was sent counts in the judging, as the probe's does.
+    // whatever the machine did. How late it went is printed, not an excuse: a runner that hears
+    // its step-down late (a store holding its event loop) is what this test is for.
     const killed = await waitFor('the kill to be logged', () => killLogged(a.stderr()), 10_000);
     const dueMarginMs = Math.round(renewedAt + LEASE_MS - Date.parse(killed.killDueAt));
     assert.ok(dueMarginMs >= clockMarginMs(LEASE_MS) - 1, `the SIGKILL was due ${dueMarginMs} ms before the lease could expire, less than the clock margin`);
     const probeLateMs = await probe.latenessIn(renewedAt + 1500, freedAt);
-    const latenessMs = Math.max(probeLateMs, killed.killLateMs);
+    const latenessMs = probeLateMs;
     console.log(
       `round ${i}: step-down ${lateMs} ms after the renew deadline; the worker gone ${afterStepDownMs} ms after it, ${marginMs} ms before the lease could expire (the SIGKILL due ${dueMarginMs} ms before, sent ${killed.killLateMs} ms late); a timer beside it at most ${probeLateMs} ms late${latenessMs > JUDGED_LATENESS_MS ? ' (not judged)' : ''}`,
     );

@@ -139,7 +139,12 @@ export function judgeKillRounds<R extends KillRound>(rounds: R[]): { judged: R[]
 export function killLogged(stderr: string): { killDueAt: string; killLateMs: number } | undefined {
   for (const line of stderr.split('\n')) {
     if (!line.includes('command killed after grace period')) continue;
-    const l = JSON.parse(line) as { killDueAt?: string; killLateMs?: number };
+    let l: { killDueAt?: unknown; killLateMs?: unknown };
+    try {
+      l = JSON.parse(line) as typeof l;
+    } catch {
+      continue; // not whole yet, or not a JSON line
+    }
     if (typeof l.killDueAt === 'string' && typeof l.killLateMs === 'number') return { killDueAt: l.killDueAt, killLateMs: l.killLateMs };
   }
   return undefined;
