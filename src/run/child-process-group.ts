@@ -246,11 +246,11 @@ export class ChildProcessGroup {
   /**
    * SIGTERM to the session, SIGKILL after `graceMs` if the command has not exited; then waits
    * at most `killWaitMs` more for it to exit. Resolves with how it ended (null: it has not, a
-   * process the kernel cannot kill at once), whether SIGKILL was needed, and when it was sent
-   * (performance.now(); null when it was not).
+   * process the kernel cannot kill at once), and when SIGKILL was sent (performance.now()), null
+   * when it was not needed.
    */
-  async terminate(graceMs: number, killWaitMs: number): Promise<{ result: ExitResult | null; killed: boolean; killedAt: number | null }> {
-    if (this.done) return { result: await this.exited, killed: false, killedAt: null };
+  async terminate(graceMs: number, killWaitMs: number): Promise<{ result: ExitResult | null; killedAt: number | null }> {
+    if (this.done) return { result: await this.exited, killedAt: null };
     // The grace counts from now, not from after the SIGTERM: sending it reads the session's
     // processes, which takes a few ms on a busy machine, and the SIGKILL is due at a fixed moment.
     const killAt = performance.now() + graceMs;
@@ -264,6 +264,6 @@ export class ChildProcessGroup {
     }
     // The command is gone (or cannot be killed yet); make sure nothing it started survives either.
     this.signal('SIGKILL');
-    return { result, killed: killedAt !== null, killedAt };
+    return { result, killedAt };
   }
 }

@@ -376,7 +376,7 @@ export class LeaderRunner {
     // whether this machine kept to that when it mattered.
     if (r.killedAt !== null) Object.assign(fields, { killDueAt: new Date(killDue.wall).toISOString(), killLateMs: Math.round(r.killedAt - killDue.mono) });
     if (!r.result) this.log.error('the command did not exit after SIGKILL (the kernel cannot kill it yet)', fields);
-    else this.log.warn(r.killed ? 'command killed after grace period' : 'command stopped', fields);
+    else this.log.warn(r.killedAt !== null ? 'command killed after grace period' : 'command stopped', fields);
   }
 
   private cancelRestart(): void {

@@ -19,24 +19,29 @@ function seeded(shards: number): MemoryGroupStore {
   return store;
 }
 
-/** The store, counting the reads by change that were full ones (no cursor). */
-function countingFullReads(store: MemoryGroupStore): { watched: GroupStore; full: () => number } {
-  const cursors: (string | undefined)[] = [];
-  const watched: GroupStore = {
+/** `store`, its reads by change through `readGroupChanges` (to count them, or to make them fail). */
+function readingThrough(store: MemoryGroupStore, readGroupChanges: NonNullable<GroupStore['readGroupChanges']>): GroupStore {
+  return {
     backend: store.backend,
     location: store.location,
     listGroup: (g, o) => store.listGroup(g, o),
     createGroupRecord: (g, r, o) => store.createGroupRecord(g, r, o),
     updateGroupRecord: (g, r, v, o) => store.updateGroupRecord(g, r, v, o),
     writeGroupRecords: (g, w, o) => store.writeGroupRecords(g, w, o),
-    readGroupChanges: async (g, c, o) => {
-      cursors.push(c);
-      const answer = await store.readGroupChanges(g, c, o);
-      // A full answer to a cursor counts too (the store could not continue from it).
-      if (c !== undefined && answer.full) cursors.push(undefined);
-      return answer;
-    },
+    readGroupChanges,
   };
+}
+
+/** The store, counting the reads by change that were full ones (no cursor). */
+function countingFullReads(store: MemoryGroupStore): { watched: GroupStore; full: () => number } {
+  const cursors: (string | undefined)[] = [];
+  const watched = readingThrough(store, async (g, c, o) => {
+    cursors.push(c);
+    const answer = await store.readGroupChanges(g, c, o);
+    // A full answer to a cursor counts too (the store could not continue from it).
+    if (c !== undefined && answer.full) cursors.push(undefined);
+    return answer;
+  });
   return { watched, full: () => cursors.filter((c) => c === undefined).length };
 }
 
@@ -46,18 +51,11 @@ describe('GroupCache', () => {
     const clock = new FakeClock();
     const cache = new GroupCache(store, 'g');
     const returned: number[] = [];
-    const counting: GroupStore = {
-      backend: store.backend,
-      location: store.location,
-      listGroup: (g, o) => store.listGroup(g, o),
-      createGroupRecord: (g, r, o) => store.createGroupRecord(g, r, o),
-      updateGroupRecord: (g, r, v, o) => store.updateGroupRecord(g, r, v, o),
-      readGroupChanges: async (g, c, o) => {
-        const answer = await store.readGroupChanges(g, c, o);
-        returned.push(answer.records.length);
-        return answer;
-      },
-    };
+    const counting = readingThrough(store, async (g, c, o) => {
+      const answer = await store.readGroupChanges(g, c, o);
+      returned.push(answer.records.length);
+      return answer;
+    });
     const counted = new GroupCache(counting, 'g');
     assert.deepEqual(byKey(await counted.read()), byKey(store.peek('g')));
     for (let beat = 1; beat <= 10; beat++) {
@@ -144,20 +142,13 @@ describe('GroupCache', () => {
   it('a read whose full request fails after it took changes in makes the next read a full one', async () => {
     const store = seeded(4);
     let failFull = false;
-    const watched: GroupStore = {
-      backend: store.backend,
-      location: store.location,
-      listGroup: (g, o) => store.listGroup(g, o),
-      createGroupRecord: (g, r, o) => store.createGroupRecord(g, r, o),
-      updateGroupRecord: (g, r, v, o) => store.updateGroupRecord(g, r, v, o),
-      readGroupChanges: async (g, c, o) => {
-        if (c === undefined && failFull) {
-          failFull = false;
-          throw new BackendUnavailableError('the connection dropped');
-        }
-        return store.readGroupChanges(g, c, o);
-      },
-    };
+    const watched = readingThrough(store, async (g, c, o) => {
+      if (c === undefined && failFull) {
+        failFull = false;
+        throw new BackendUnavailableError('the connection dropped');
+      }
+      return store.readGroupChanges(g, c, o);
+    });
     const cache = new GroupCache(watched, 'g');
     const writer = cache.writer();
     assert.equal((await cache.readChanges()).changes, null, 'the first read is a full one');

@@ -67,7 +67,7 @@ export class GroupCache {
   read(opts?: CallOptions): Promise<VersionedGroupRecord[]> {
     // The store's own list, untouched: not one await more than before this copy existed (the
     // shard simulator's fingerprint, whose store has no readGroupChanges, depends on it).
-    if (!this.store.readGroupChanges) return this.store.listGroup(this.group, opts);
+    if (!this.byChange) return this.store.listGroup(this.group, opts);
     return this.serial(async () => (await this.readOnce(opts)).all());
   }
 
@@ -78,7 +78,7 @@ export class GroupCache {
 
   /** One read, as read() does, telling what it brought where it read by change (byChange only). */
   readChanges(opts?: CallOptions): Promise<CacheRead> {
-    if (!this.store.readGroupChanges) throw new Error('readChanges needs a store that reads by change');
+    if (!this.byChange) throw new Error('readChanges needs a store that reads by change');
     return this.serial(() => this.readOnce(opts));
   }
 

@@ -7,6 +7,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../testing/fake-clock.js';
+import { prng } from '../../test/support/prng.js';
 import { GroupView, type SessionId } from './group-view.js';
 import type { MemberSlot, VersionedGroupRecord } from '../backends/group-store.js';
 
@@ -14,18 +15,6 @@ const LEASE_MS = 15_000;
 const POLL_GAP_MS = 6_400;
 const N = 12;
 const SLOTS = 4;
-
-/** A small seeded generator (mulberry32), so a failing step can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * A group as a store holds it: four slots (slot 3 on a 30 s lease), shards 0..N−1 owned round
@@ -82,7 +71,7 @@ function judgments(view: GroupView) {
 describe("a member's view takes in reads that bring only heartbeats", () => {
   for (const seed of [1, 2, 3, 4, 5]) {
     it(`judges as the view fed the whole group, at every list (seed ${seed})`, async () => {
-      const rand = rng(seed);
+      const rand = prng(seed);
       const clock = new FakeClock();
       const g = group(clock);
       const whole = new GroupView(clock, N, LEASE_MS, POLL_GAP_MS);

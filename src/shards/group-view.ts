@@ -292,24 +292,20 @@ export class GroupView {
   /**
    * The earliest moment (monotonic) a judgment of time this view makes can flip, as things
    * stand: a live session's end (in its slot or out of it), an absent shard's wait's end, the
-   * view's freshness for `freshMs`. Infinity when none can. Heartbeats only move these later.
+   * view's freshness for `freshMs`. −Infinity before the first list. Heartbeats only move these later.
    */
   nextFlipMono(freshMs: number): number {
     let next = this.listedAtMono === null ? -Infinity : this.listedAtMono + freshMs;
-    for (const v of this.slots.values()) {
-      const r = v.record;
-      if (r.holderIdentity === '') continue;
-      const until = this.liveUntilMono({ slot: r.index, session: r.session });
-      if (until !== null) next = Math.min(next, until);
-    }
-    for (const [key, since] of this.goneSince) {
+    const sessions: SessionId[] = [];
+    for (const { record: r } of this.slots.values()) if (r.holderIdentity !== '') sessions.push({ slot: r.index, session: r.session });
+    for (const key of this.goneSince.keys()) {
       const [slot, session] = key.split('/').map(Number) as [number, number];
-      if (this.live({ slot, session })) next = Math.min(next, since + this.leaseOf({ slot, session }));
+      sessions.push({ slot, session });
     }
-    if (this.absentSince.size > 0) {
-      const wait = this.absenceWaitMs();
-      for (const since of this.absentSince.values()) if (this.clock.monotonic() - since < wait) next = Math.min(next, since + wait);
-    }
+    for (const id of sessions) next = Math.min(next, this.liveUntilMono(id) ?? Infinity);
+    const now = this.clock.monotonic();
+    const wait = this.absenceWaitMs();
+    for (const since of this.absentSince.values()) if (now - since < wait) next = Math.min(next, since + wait);
     return next;
   }
 

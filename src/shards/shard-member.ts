@@ -709,20 +709,17 @@ export class ShardMember {
 
   /** The plan found nothing to do from `basis`: settled, if nothing it rests on moved meanwhile and nothing is ending, kept or restored. */
   private settle(basis: Settled, m: Session): void {
-    const after = this.settledBasis(m);
-    const same =
-      after.session === basis.session &&
-      after.state === basis.state &&
-      after.stopping === basis.stopping &&
-      after.epoch === basis.epoch &&
-      after.moves === basis.moves;
-    if (same && this.phases.onlyOwned() && this.restoring.size === 0) this.settled = basis;
+    if (this.stands(basis, m) && this.phases.onlyOwned() && this.restoring.size === 0) this.settled = basis;
   }
 
   /** Whether a plan now would be the settled one: nothing it rests on moved, and no judgment of time can have flipped. */
   private planSettled(m: Session): boolean {
     const k = this.settled;
-    if (!k || this.restoring.size > 0 || this.clock.monotonic() >= k.untilMono) return false;
+    return k !== null && this.restoring.size === 0 && this.clock.monotonic() < k.untilMono && this.stands(k, m);
+  }
+
+  /** Whether what `k` rested on stands: the same session and state, and neither the view's structure nor the phases moved. */
+  private stands(k: Settled, m: Session): boolean {
     return k.session === m && k.state === m.state && k.stopping === this.stopping && k.epoch === this.view.structureEpoch && k.moves === this.phases.moves;
   }
 
