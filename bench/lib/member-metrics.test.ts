@@ -13,11 +13,13 @@ leasehold_shard_group_reads_total{group="g",read="full"} ${o.fullReads}
 leasehold_shard_group_reads_total{group="g",read="changes"} ${o.changeReads}
 leasehold_shard_group_records_read_total{group="g",read="full"} ${o.fullRecords}
 leasehold_shard_group_records_read_total{group="g",read="changes"} ${o.changeRecords}
+leasehold_shard_turns_total{group="g",turn="planned"} 5
+leasehold_shard_turns_total{group="g",turn="quiet"} 17
 leasehold_shards_owned{group="g"} 8
 `;
 
 describe("a member's counts from its /metrics", () => {
-  it('requests by op and result, reads and records by kind; buckets and other series left out', () => {
+  it('requests by op and result, reads and records by kind, turns; buckets and other series left out', () => {
     const c = parseRequestCounts(metrics({ lists: 1, changes: 40, fullReads: 2, changeReads: 39, fullRecords: 38, changeRecords: 70 }));
     assert.deepEqual(Object.fromEntries(c), {
       'list ok': 1,
@@ -27,6 +29,8 @@ describe("a member's counts from its /metrics", () => {
       'reads changes': 39,
       'records full': 38,
       'records changes': 70,
+      'turns planned': 5,
+      'turns quiet': 17,
     });
   });
 

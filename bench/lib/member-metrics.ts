@@ -4,12 +4,14 @@
  * reads for the lists a member sends and to check the store's count of writes against the
  * members'; and a shard member's reads of its group (`leasehold_shard_group_reads_total` and
  * `leasehold_shard_group_records_read_total`, by `read` = full | changes), for its whole-group
- * reads and the records it read.
+ * reads and the records it read; and its turns (`leasehold_shard_turns_total`, by `turn` =
+ * planned | quiet).
  */
 
 /**
  * Counts by key: "op result" for requests (e.g. "list ok", "update conflict"); "reads full",
- * "reads changes", "records full", "records changes" for a member's reads of its group.
+ * "reads changes", "records full", "records changes" for a member's reads of its group; "turns
+ * planned", "turns quiet" for its turns.
  */
 export type RequestCounts = Map<string, number>;
 
@@ -25,7 +27,13 @@ const SERIES: { prefix: string; key: (line: string) => string | undefined }[] = 
   },
   { prefix: 'leasehold_shard_group_reads_total{', key: (line) => readKey('reads', line) },
   { prefix: 'leasehold_shard_group_records_read_total{', key: (line) => readKey('records', line) },
+  { prefix: 'leasehold_shard_turns_total{', key: (line) => turnKey(line) },
 ];
+
+function turnKey(line: string): string | undefined {
+  const turn = /turn="([^"]+)"/.exec(line)?.[1];
+  return turn ? `turns ${turn}` : undefined;
+}
 
 function readKey(what: string, line: string): string | undefined {
   const read = /read="([^"]+)"/.exec(line)?.[1];

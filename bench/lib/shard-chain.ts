@@ -90,6 +90,30 @@ export interface ChangeFigures {
   perShardMs?: number[];
   /** Leave and crash: ms until the M − 1 (or M) were balanced again. */
   balancedMs?: number;
+  /** Leave and crash: what the other members did from the signal until its shards were owned again. */
+  work?: ChangeWork;
+}
+
+/** The other members' work over a change, together: from their /metrics and /proc. */
+export interface ChangeWork {
+  /** CPU time, user and system. */
+  cpuSeconds: number;
+  /** Turns that planned, and turns that found nothing moved since a plan with nothing to do. */
+  planned: number;
+  quiet: number;
+  /** Reads of the group: whole-group ones and reads of changes, and the records they brought. */
+  fullReads: number;
+  changeReads: number;
+  records: number;
+  /** Store writes that landed (create, update, batch), lost their compare-and-swap, or failed. */
+  writes: number;
+  conflicts: number;
+  failed: number;
+}
+
+interface WorkMark {
+  counts: RequestCounts[];
+  ticks: number[];
 }
 
 export interface ShardCaseResult {
@@ -220,15 +244,36 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
     return { ms: Math.max(0, settled - t0), moved: movedShards(before, ownersNow(), N), fewest: ownedAt(files.latest([m.id]).get(m.id), Date.now()).length };
   };
 
+  const markWork = async (of: readonly Member[]): Promise<WorkMark> => ({
+    counts: await Promise.all(of.map(async (m) => (await requestCounts(await addressOf(m))) ?? new Map<string, number>())),
+    ticks: of.map((m) => cpuTicks(m.proc.pid)),
+  });
+  const workSince = async (of: readonly Member[], from: WorkMark): Promise<ChangeWork> => {
+    const to = await markWork(of);
+    const sum = (want: (k: string) => boolean) => to.counts.reduce((a, c, i) => a + countsBetween(from.counts[i]!, c, want), 0);
+    return {
+      cpuSeconds: to.ticks.reduce((a, t, i) => a + t - from.ticks[i]!, 0) / HZ,
+      planned: sum((k) => k === 'turns planned'),
+      quiet: sum((k) => k === 'turns quiet'),
+      fullReads: sum((k) => k === 'reads full'),
+      changeReads: sum((k) => k === 'reads changes'),
+      records: sum((k) => k.startsWith('records ')),
+      writes: sum((k) => /^(create|update|batch) ok$/.test(k)),
+      conflicts: sum((k) => k.endsWith(' conflict')),
+      failed: sum((k) => k.endsWith(' error')),
+    };
+  };
+
   /** SIGTERM or SIGKILL to `victim`: until every shard it owned is listed by another member, then balanced. */
   const leaveOrCrash = async (victim: Member, signal: 'SIGTERM' | 'SIGKILL'): Promise<ChangeFigures & { exit: string }> => {
     files.forget();
     files.poll();
     const before = ownersNow();
     const had = [...ownedAt(files.latest([victim.id]).get(victim.id), Date.now())];
+    const others = () => members.filter((x) => x !== victim);
+    const mark = await markWork(others());
     const t0 = Date.now();
     victim.proc.kill(signal);
-    const others = () => members.filter((x) => x !== victim);
     const timeout = signal === 'SIGKILL' ? DEFAULT_T.leaseMs + CHANGE_TIMEOUT_MS : CHANGE_TIMEOUT_MS;
     const again = await waitFor(
       `${label}: ${victim.id}'s shards owned by others after ${signal}`,
@@ -240,6 +285,7 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
       timeout,
       5,
     );
+    const work = await workSince(others(), mark);
     const exited = await victim.proc.exited;
     members.splice(members.indexOf(victim), 1);
     await waitFor(`${label}: balanced after ${victim.id} left`, isBalanced, CHANGE_TIMEOUT_MS, 5);
@@ -251,6 +297,7 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
       balancedMs: Math.max(0, settled - t0),
       moved: movedShards(before, ownersNow(), N),
       fewest: had.length,
+      work,
       exit: exited.signal ?? `exit ${exited.code}`,
     };
   };
@@ -282,11 +329,13 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
       const left = await leaveOrCrash(leaver, 'SIGTERM');
       if (quantile(left.perShardMs!.length ? left.perShardMs! : [0], 0.95) > GOALS.leaveP95Ms) keepLogs('leave', leaver);
       await sleep(QUIET_MS);
-      o.log(`${label} M=${M}: leave: the last of ${left.fewest} shards owned again after ${left.ms} ms, ${left.moved} moved; crash`);
+      o.log(
+        `${label} M=${M}: leave: the last of ${left.fewest} shards owned again after ${left.ms} ms, ${left.moved} moved; the others meanwhile: ${describeWork(left.work!)}; crash`,
+      );
       const crashing = members[0]!;
       const crashed = await leaveOrCrash(crashing, 'SIGKILL');
       if (crashed.ms > GOALS.crashMs) keepLogs('crash', crashing);
-      o.log(`${label} M=${M}: crash: its ${crashed.fewest} shards owned again after ${crashed.ms} ms`);
+      o.log(`${label} M=${M}: crash: its ${crashed.fewest} shards owned again after ${crashed.ms} ms; the others meanwhile: ${describeWork(crashed.work!)}`);
       results.push({ shards: N, members: M, growMs, idle: idleFigures, join: joined, leave: left, crash: crashed });
     }
   } finally {
@@ -298,4 +347,9 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
     clearTimeout(late);
   }
   return results;
+}
+
+/** One line of a change's work, for the bench's log. */
+export function describeWork(w: ChangeWork): string {
+  return `${w.cpuSeconds.toFixed(2)} s of CPU, ${w.planned} planned and ${w.quiet} quiet turns, ${w.fullReads} whole-group reads and ${w.changeReads} of changes (${w.records} records), ${w.writes} writes, ${w.conflicts} conflicts, ${w.failed} failed`;
 }
