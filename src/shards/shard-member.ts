@@ -36,7 +36,7 @@ import { ShardPhases, type Ending, type Owned } from './shard-phases.js';
 import { WriteBatches } from './write-batches.js';
 import { TokenBlock, raiseBase, raisedHeader, repairedHeader } from './token-blocks.js';
 import { longestLeaseField, raisedLongestLease } from './longest-lease.js';
-import { shardFact, shardFacts, slotFacts } from './turn-facts.js';
+import { shardFact, ShardFactsMemo, slotFacts } from './turn-facts.js';
 import { TargetMemo } from './target-memo.js';
 import {
   planEnds,
@@ -181,6 +181,8 @@ export class ShardMember {
   private readonly phases = new ShardPhases();
   /** The last target, kept while the members and the owners stay (another member's heartbeat moves neither). */
   private readonly targets = new TargetMemo();
+  /** The shards' facts while the view's structure and time stand (turn-facts.ts). */
+  private readonly facts = new ShardFactsMemo();
   /** Held shards whose vanished records are being written back (vanished-shards.ts): their release waits for it. */
   private readonly restoring = new Map<number, Promise<void>>();
   /**
@@ -375,7 +377,7 @@ export class ShardMember {
     const members = this.view.liveSlots().filter((v) => v.record.state === 'active').length;
     // Free, absent, or named by a session that is not live: each session judged once (shardFacts).
     let orphaned = 0;
-    for (const f of shardFacts(this.view)) if (!f.ownerLive) orphaned++;
+    for (const f of this.facts.of(this.view, this.clock.monotonic())) if (!f.ownerLive) orphaned++;
     this.counts = { members, orphaned };
   }
 
@@ -788,7 +790,7 @@ export class ShardMember {
     return {
       me: this.sessionFacts(m),
       stopping: this.stopping,
-      shards: shardFacts(this.view),
+      shards: this.facts.of(this.view, this.clock.monotonic()),
       slots: slotFacts(this.view),
       owned: this.phases.ownedShards(),
       ending: this.phases.endingShards(),
