@@ -16,7 +16,7 @@
  * the protected resource checks.
  */
 import { realClock, sleep, type Clock } from '../clock.js';
-import { BackendUnavailableError, ConflictError, InvalidConfigError, StoreReopenedError, describeError } from '../errors.js';
+import { BackendUnavailableError, ConflictError, InvalidConfigError, NotFoundError, StoreReopenedError, describeError } from '../errors.js';
 import { silentLogger, guardedLogger, type Logger } from '../log.js';
 import type { CallOptions } from '../backends/lease-store.js';
 import type { GroupHeader, GroupStore, MemberSlot, MemberState, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
@@ -764,6 +764,8 @@ export class ShardMember {
    * raise kept losing, or the store failed.
    */
   private async reserveTokens(count: number): Promise<TokenBlock | null> {
+    if (!this.view.groupHeader) return null;
+    if (this.store.raiseHighWater) return this.raiseInStore(count);
     for (let attempt = 0; attempt < RAISE_ATTEMPTS; attempt++) {
       const h = this.view.groupHeader;
       if (!h) return null;
@@ -783,6 +785,28 @@ export class ShardMember {
       }
     }
     return null;
+  }
+
+  /**
+   * Reserves `count` tokens by the store's own raise (GroupStore.raiseHighWater: SQLite,
+   * PostgreSQL): one transaction from the larger of the stored highWater and the highest this
+   * member saw, with no race to lose, so the members taking at once after a leave do not queue on
+   * the header one compare-and-swap at a time. Null, and no take this pass, when the store has no
+   * header (it is written back first), says another shard count (the next list refuses the
+   * group), or failed.
+   */
+  private async raiseInStore(count: number): Promise<TokenBlock | null> {
+    const raise = { atLeast: this.view.highestSeen, count, shards: this.shards };
+    try {
+      const { from, header } = await this.call('raise', (o) => this.store.raiseHighWater!(this.group, raise, o));
+      this.view.wrote(header);
+      return new TokenBlock(from, from + count);
+    } catch (err) {
+      this.writeFailed(err);
+      if (!(err instanceof NotFoundError) && !(err instanceof ConflictError))
+        this.log.warn('raising the group high-water token failed: no shard is taken until it is raised', { reason: describeError(err) });
+      return null;
+    }
   }
 
   /** The plain facts a plan is made from, now (turn-facts.ts). */
