@@ -387,10 +387,11 @@ export class ShardMember {
     this.hinted = false;
     this.listTriedMono = sent;
     try {
-      // A read that brought only heartbeats is taken in as such (docs/design.md, "Quiet turns").
+      // A read by change is taken in as such, in O(changes) (docs/design.md, "Quiet turns"); a
+      // whole read, or one the view cannot take so (a gap, a write of ours owed), observed whole.
       if (this.cache.byChange) {
         const read = await this.call('list', (o) => this.cache.readChanges(o));
-        if (read.changes === null || !this.view.observeHeartbeats(read.changes, sent)) this.view.observe(read.all(), sent);
+        if (read.changes === null || !this.view.observeChanges(read.changes, sent)) this.view.observe(read.all(), sent);
       } else this.view.observe(await this.call('list', (o) => this.cache.read(o)), sent);
       // A newcomer in the group: greeted with a heartbeat at the next turn (greetDue).
       if (this.view.sessionsArrived !== this.arrivalsGreeted) {
