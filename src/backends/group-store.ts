@@ -160,11 +160,39 @@ export interface GroupStore {
   writeGroupRecords?(group: string, writes: readonly GroupWrite[], opts?: CallOptions): Promise<GroupWriteOutcome[]>;
 
   /**
+   * Optional: raises the group header's highWater in one transaction, with no version to lose a
+   * race on (SQLite, PostgreSQL; docs/design.md, "A group-wide high-water token"): from the
+   * larger of the stored highWater and `raise.atLeast`, by `raise.count`, every other field as
+   * stored. Answers where the raise started (the tokens reserved are from + 1 to from + count,
+   * issued to nobody else) and the header as written. NotFoundError when the group has no header,
+   * ConflictError when it says another shard count than `raise.shards`, InvalidRecordError when
+   * the raise would pass the store's maxToken: nothing written in each case. A store without it
+   * is raised by compare-and-swap (updateGroupRecord), one member at a time.
+   */
+  raiseHighWater?(group: string, raise: HighWaterRaise, opts?: CallOptions): Promise<RaisedHighWater>;
+
+  /**
    * Optional: `onChange()` after any change of the group's records, as soon as the store can
    * tell. A hint only: late, lost or spurious calls must not matter, every decision is a list
    * and a compare-and-swap. `onHealth(true)`: every change from now on will be reported.
    */
   watchGroup?(group: string, onChange: () => void, onHealth?: (healthy: boolean) => void): () => void;
+}
+
+/** A raise of the header's highWater (GroupStore.raiseHighWater). */
+export interface HighWaterRaise {
+  /** The raise starts at least here: the highest token or highWater the member saw. */
+  atLeast: number;
+  /** How many tokens it reserves, at least 1. */
+  count: number;
+  /** The shard count the member's group has: a header saying another is not raised. */
+  shards: number;
+}
+
+/** What a raise wrote: the block is from + 1 to header.record.highWater. */
+export interface RaisedHighWater {
+  from: number;
+  header: VersionedGroupRecord<GroupHeader>;
 }
 
 /** One write of a batch: a create when `expectedVersion` is null, else a compare-and-swap from it. */

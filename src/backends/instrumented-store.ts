@@ -84,6 +84,7 @@ export class InstrumentedGroupStore implements GroupStore {
   watchGroup?: GroupStore['watchGroup'];
   readGroupChanges?: GroupStore['readGroupChanges'];
   writeGroupRecords?: GroupStore['writeGroupRecords'];
+  raiseHighWater?: GroupStore['raiseHighWater'];
 
   constructor(
     private readonly inner: GroupStore,
@@ -111,6 +112,9 @@ export class InstrumentedGroupStore implements GroupStore {
     if (batch)
       this.writeGroupRecords = (group: string, writes: readonly GroupWrite[], opts?: CallOptions): Promise<GroupWriteOutcome[]> =>
         timed(this.histogram, this.backend, 'batch', () => batch(group, writes, opts));
+    // Without it the member would raise the header by compare-and-swap, and lose races it need not.
+    const raise = inner.raiseHighWater?.bind(inner);
+    if (raise) this.raiseHighWater = (group, r, opts) => timed(this.histogram, this.backend, 'raise', () => raise(group, r, opts));
   }
 
   async listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {

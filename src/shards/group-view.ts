@@ -38,6 +38,11 @@ export class GroupView {
   /** Replaced whole by each list (observe): copying 4,096 entries into a kept map cost a turn its time. */
   private shards = new Map<number, VersionedGroupRecord<ShardRecord>>();
   private readonly slotSeen = new Map<number, SlotSeen>();
+  /**
+   * How many of `shards` name each session (slot → session → count), kept with them: what tells
+   * observeChanges, without a pass over all N, whether a session is still named by a shard.
+   */
+  private named = new Map<number, Map<number, number>>();
   /** Sessions seen owning a shard but no longer in their slot: when first noticed since they were last seen in it. */
   private readonly goneSince = new Map<string, number>();
   /**
@@ -77,14 +82,15 @@ export class GroupView {
   private ownersEpochCount = 0;
   /**
    * Moved on at every change that can change a plan's facts other than by time passing
-   * (docs/design.md, "Quiet turns"): a whole-group observe, a write of a shard or the header, a
-   * slot write or heartbeat that changes more than the slot's heartbeat, an interrupted absence.
+   * (docs/design.md, "Quiet turns"): a whole-group observe, a write or a read by change of a
+   * shard or the header, a slot write or read that changes more than the slot's heartbeat, a
+   * heartbeat that revives a session or is the first seen of its slot, an interrupted absence.
    */
   private structureEpochCount = 0;
   /**
    * A write of ours changed more than a heartbeat since the last whole observe: what observe
    * derives from the whole group (a session no longer in its slot, named by a shard, counts
-   * from now) is owed, so the next read is observed whole, not as heartbeats.
+   * from now) is owed, so the next read is observed whole, not by change.
    */
   private observeOwed = false;
   /**
@@ -170,52 +176,132 @@ export class GroupView {
     if (ownersMoved) this.ownersEpochCount++;
     // A session no shard names any more needs no memory: it never takes a shard again. Its key
     // made once per session, not once per shard (N strings per list at N = 4096).
-    const namedBySlot = new Map<number, Set<number>>();
-    for (const v of shards.values()) {
-      const o = v.record.owner;
-      if (!o) continue;
-      const sessions = namedBySlot.get(o.slot);
-      if (sessions) sessions.add(o.session);
-      else namedBySlot.set(o.slot, new Set([o.session]));
-    }
+    this.named = new Map();
+    for (const v of shards.values()) this.countNamed(v.record.owner, 1);
     const named = new Set<string>();
-    for (const [slot, sessions] of namedBySlot) for (const session of sessions) named.add(sessionKey({ slot, session }));
+    for (const [slot, sessions] of this.named) for (const session of sessions.keys()) named.add(sessionKey({ slot, session }));
     for (const k of [...this.goneSince.keys()]) if (!named.has(k)) this.goneSince.delete(k);
     const inSlots = new Set([...slots.values()].map((v) => sessionKey({ slot: v.record.index, session: v.record.session })));
     for (const k of [...this.sessionLeaseMs.keys()]) if (!named.has(k) && !inSlots.has(k)) this.sessionLeaseMs.delete(k);
   }
 
   /**
-   * Takes in a read by change (`changes`, sent at `sentAtMono`) when it holds nothing but
-   * heartbeats: every record a held slot of this view with the same holder, session, state and
-   * lease duration, no gap since the last list, and no write of ours since the last whole
-   * observe that changed more than a heartbeat (observeOwed). Does to each slot what observe
-   * does to it; observe would do nothing else with such a read, no shard or header record having
-   * changed and nothing it derives from the whole group owed. False, and nothing changed,
-   * otherwise: the caller observes the whole group.
+   * Takes in a read by change (`changes`, sent at `sentAtMono`: the records created or updated
+   * since the last read, never a deletion) in O(changes), leaving the view as observe would leave
+   * it given the last group with these records written over it. Exact because, between two
+   * observes, what observe derives from the whole group can change only where a record changed:
+   * every unchanged record already had its effect, and a session's standing (current, named by a
+   * shard) moves only with a changed slot or shard, whose sessions before and after are looked at
+   * again. So it refuses (false, nothing changed) only where observe would do more than that:
+   * before the first list, after a gap in the lists (the poll gap, an interrupted absence: every
+   * wait starts over), or after a write of ours that changed more than a heartbeat (observeOwed:
+   * what it derives, a session out of its slot counting from now, is a whole observe's).
+   *
+   * The structure epoch moves when anything but a heartbeat (a held slot's same holder, session,
+   * state and lease duration) changed, and for a heartbeat that revives a session judged over or
+   * is the first this member sees of its slot: a live, witnessed session's heartbeat changes no
+   * fact of a plan (docs/design.md, "Quiet turns").
    */
-  observeHeartbeats(changes: readonly VersionedGroupRecord[], sentAtMono: number): boolean {
+  observeChanges(changes: readonly VersionedGroupRecord[], sentAtMono: number): boolean {
     if (this.listedAtMono === null || this.observeOwed || this.absenceInterrupted || sentAtMono - this.listedAtMono > this.pollGapMs) return false;
-    for (const v of changes) {
-      const r = v.record;
-      if (r.kind !== 'member' || r.holderIdentity === '') return false;
-      const held = this.slots.get(r.index)?.record;
-      if (!held || !sameSession(held, r)) return false;
-    }
     const now = this.clock.monotonic();
     this.listedAtMono = sentAtMono;
+    let structure = false;
+    let ownersMoved = false;
+    // The sessions whose standing may have moved: a changed slot's before, a changed shard's owner before and after.
+    const touched: SessionId[] = [];
     for (const v of changes) {
-      const r = v.record as MemberSlot;
-      const content = slotContent(r);
-      const seen = this.slotSeen.get(r.index)!;
-      if (seen.content !== content) {
-        // A session judged over, or a slot not seen written before, changes the plan's facts.
-        if (!seen.witnessed || !this.live({ slot: r.index, session: r.session })) this.structureEpochCount++;
-        this.slotSeen.set(r.index, { content, changedAtMono: now, witnessed: true });
+      const r = v.record;
+      const held = r.kind === 'group' ? this.header : r.kind === 'member' ? this.slots.get(r.index) : this.shards.get(r.index);
+      // A read may bring a record again, unchanged (GroupChanges: "maybe a few more"; a re-read's
+      // records after its cursor): its version says so, and it has had its effect.
+      if (held?.version === v.version) continue;
+      if (r.kind === 'group') {
+        structure = true;
+        this.header = v as VersionedGroupRecord<GroupHeader>;
+        this.highestInGroup = Math.max(this.highestInGroup, r.highWater ?? 0);
+        this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, (r.longestLeaseSeconds ?? 0) * 1000);
+      } else if (r.kind === 'member') {
+        if (!this.slotChanged(v as VersionedGroupRecord<MemberSlot>, now, touched)) structure = true;
+      } else if (r.index < this.shardCount) {
+        const before = held as VersionedGroupRecord<ShardRecord> | undefined;
+        structure = true;
+        if (!sameOwner(before?.record.owner, r.owner)) {
+          ownersMoved = true;
+          this.countNamed(before?.record.owner, -1);
+          this.countNamed(r.owner, 1);
+          if (before?.record.owner) touched.push(before.record.owner);
+        }
+        this.shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
+        this.absentSince.delete(r.index);
+        this.bump(this.highestToken, r.index, r.token);
+        this.highestInGroup = Math.max(this.highestInGroup, r.token);
+        if (r.owner) {
+          this.bump(this.highestSession, r.owner.slot, r.owner.session);
+          touched.push(r.owner);
+        }
       }
-      this.slots.set(r.index, v as VersionedGroupRecord<MemberSlot>);
     }
+    // What observe's pass over the shards and its clean-up do, for the sessions that can have moved.
+    for (const id of touched) {
+      const key = sessionKey(id);
+      if (this.namedCount(id) === 0) {
+        this.goneSince.delete(key);
+        if (this.slots.get(id.slot)?.record.session !== id.session) this.sessionLeaseMs.delete(key);
+      } else if (!this.current(id) && !this.goneSince.has(key)) this.goneSince.set(key, now);
+    }
+    if (structure) this.structureEpochCount++;
+    if (ownersMoved) this.ownersEpochCount++;
     return true;
+  }
+
+  /**
+   * Does to slot record `v`, brought by a read by change, what observe does to it; adds the
+   * sessions whose standing it may move to `touched`. True when it was a heartbeat that changes
+   * no fact of a plan (observeChanges): its holder, session, state and lease duration unchanged,
+   * its session live and its slot witnessed before it.
+   */
+  private slotChanged(v: VersionedGroupRecord<MemberSlot>, now: number, touched: SessionId[]): boolean {
+    const r = v.record;
+    const id = { slot: r.index, session: r.session };
+    const before = this.slots.get(r.index)?.record;
+    const seen = this.slotSeen.get(r.index);
+    const content = slotContent(r);
+    if (before && r.holderIdentity !== '' && sameSession(before, r)) {
+      // A heartbeat: what else observe does to a slot holds already (its session's lease and
+      // standing, the highest session), the session being the one the slot held.
+      const quiet = seen!.content === content || (seen!.witnessed && this.live(id));
+      if (seen!.content !== content) this.slotSeen.set(r.index, { content, changedAtMono: now, witnessed: true });
+      this.slots.set(r.index, v);
+      return quiet;
+    }
+    if (r.holderIdentity !== '' && (!before || before.holderIdentity !== r.holderIdentity || before.session !== r.session)) this.sessionsArrivedCount++;
+    const key = sessionKey(id);
+    this.sessionLeaseMs.set(key, r.leaseDurationSeconds * 1000);
+    if (r.holderIdentity !== '') this.goneSince.delete(key);
+    if (!seen || seen.content !== content) this.slotSeen.set(r.index, { content, changedAtMono: now, witnessed: true });
+    this.slots.set(r.index, v);
+    this.bump(this.highestSession, r.index, r.session);
+    this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, r.leaseDurationSeconds * 1000);
+    // The session the slot held may be current no more. Its new one, if not current, was not
+    // before either (another session, or no slot record): what observe derives for it holds.
+    if (before) touched.push({ slot: r.index, session: before.session });
+    return false;
+  }
+
+  /** How many of the view's shards name session `id`. */
+  private namedCount(id: SessionId): number {
+    return this.named.get(id.slot)?.get(id.session) ?? 0;
+  }
+
+  /** One shard of the view names `o` more (+1) or no more (−1); nothing for no owner. */
+  private countNamed(o: SessionId | null | undefined, by: 1 | -1): void {
+    if (!o) return;
+    let sessions = this.named.get(o.slot);
+    if (!sessions) this.named.set(o.slot, (sessions = new Map<number, number>()));
+    const n = (sessions.get(o.session) ?? 0) + by;
+    if (n > 0) sessions.set(o.session, n);
+    else if (sessions.delete(o.session) && sessions.size === 0) this.named.delete(o.slot);
   }
 
   /**
@@ -247,7 +333,12 @@ export class GroupView {
       this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, r.leaseDurationSeconds * 1000);
     } else if (r.kind === 'shard') {
       this.structureChanged();
-      if (!sameOwner(this.shards.get(r.index)?.record.owner, r.owner)) this.ownersEpochCount++;
+      const before = this.shards.get(r.index)?.record.owner;
+      if (!sameOwner(before, r.owner)) {
+        this.ownersEpochCount++;
+        this.countNamed(before, -1);
+        this.countNamed(r.owner, 1);
+      }
       this.shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
       this.absentSince.delete(r.index);
       this.bump(this.highestToken, r.index, r.token);

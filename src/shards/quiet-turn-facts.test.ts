@@ -5,7 +5,7 @@
  * A model store under a group that does what members and people do (heartbeats, members going
  * silent and coming back, state changes, rejoins, releases, takes, records deleted by hand, the
  * store replaced, this member's own heartbeats, takes and rejoins told through `wrote`); one view
- * observes the whole group at every read, the other takes in reads of heartbeats as such; both
+ * observes the whole group at every read, the other takes in reads by change as such; both
  * must give the same facts at every step, and the second's facts must not move while its epoch
  * and moment stand. (Written by a hostile review of the quiet turns; it fails with the epoch's
  * move on a revived session taken out, or without observeOwed.)
@@ -162,7 +162,7 @@ describe("quiet turns: a plan's facts stand while the view's epoch and next flip
         const sent = clock.monotonic();
         const changes = store.changes();
         whole.observe(store.all(), sent);
-        if (store.deletedSince || !quiet.observeHeartbeats(changes, sent)) quiet.observe(store.all(), sent);
+        if (store.deletedSince || !quiet.observeChanges(changes, sent)) quiet.observe(store.all(), sent);
         store.deletedSince = false;
         const now = facts(quiet);
         assert.deepEqual(now, facts(whole), `step ${step}: the views differ\n${events.join('\n')}`);

@@ -8,19 +8,18 @@ import assert from 'node:assert/strict';
 import { FakeClock } from '../testing/fake-clock.js';
 import { MemoryGroupStore } from '../testing/memory-group-store.js';
 import { ManualHealth } from '../health/manual-health.js';
-import { InvalidConfigError } from '../errors.js';
+import { BackendUnavailableError, InvalidConfigError } from '../errors.js';
 import { ShardMember, type ShardMemberOptions } from './shard-member.js';
 import { MAX_BATCH_ROWS } from './write-batches.js';
-import type { GroupChanges, GroupRecord, GroupStore, VersionedGroupRecord } from '../backends/group-store.js';
+import type { GroupChanges, GroupRecord, GroupStore, HighWaterRaise, RaisedHighWater, VersionedGroupRecord } from '../backends/group-store.js';
 import type { CallOptions } from '../backends/lease-store.js';
 import type { Logger } from '../log.js';
 
 const T = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 const G = 'workers';
 
-function world(shards = 12) {
+function world<S extends MemoryGroupStore = MemoryGroupStore>(shards = 12, store: S = new MemoryGroupStore() as S) {
   const clock = new FakeClock();
-  const store = new MemoryGroupStore();
   const members: { m: ShardMember; events: string[] }[] = [];
   const add = async (identity: string, over: Partial<ShardMemberOptions> = {}) => {
     const events: string[] = [];
@@ -76,6 +75,22 @@ class CutLink implements GroupStore {
   }
 }
 
+/** A store that raises the header itself, in one step (GroupStore.raiseHighWater: SQLite, PostgreSQL); it counts raises of either kind. */
+class RaisingStore extends MemoryGroupStore {
+  raises = 0;
+  casRaises = 0;
+  refuseRaises = false;
+  async raiseHighWater(group: string, raise: HighWaterRaise): Promise<RaisedHighWater> {
+    this.raises++;
+    if (this.refuseRaises) throw new BackendUnavailableError('the raise found the file locked');
+    return this.raise(group, raise);
+  }
+  override async updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
+    if (record.kind === 'group') this.casRaises++;
+    return super.updateGroupRecord(group, record, expectedVersion, opts);
+  }
+}
+
 const everyShardOnce = (owners: Map<number, string[]>, n: number) => owners.size === n && [...owners.values()].every((o) => o.length === 1);
 
 describe('a shard group member', () => {
@@ -113,6 +128,27 @@ describe('a shard group member', () => {
     assert.equal(header?.record.kind === 'group' && header.record.shards, 12);
     assert.equal(header?.record.kind === 'group' && header.record.highWater, 12, 'the header holds the highest token issued');
     await a.m.stop();
+  });
+
+  it('on a store that raises the header itself: every token from its raises, none by compare-and-swap; while its raises fail, nothing is taken', async () => {
+    const w = world(12, new RaisingStore());
+    const [a] = [await w.add('a'), await w.add('b'), await w.add('c')];
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 12) && w.counts().join() === '4,4,4', 40_000));
+    assert.ok(w.store.raises > 0, 'the store raised the header');
+    assert.equal(w.store.casRaises, 0, 'no header write by compare-and-swap');
+    const tokens = w.members.flatMap(({ m }) => m.snapshot().owned.map((o) => o.token));
+    assert.equal(new Set(tokens).size, 12, 'no token issued twice');
+    const header = w.store.peek(G).find((v) => v.record.kind === 'group')!.record;
+    assert.ok(header.kind === 'group' && header.highWater! >= Math.max(...tokens), 'the header holds every token issued');
+    // a leaves while the store refuses raises: its shards stay free, then are taken once it raises again.
+    w.store.refuseRaises = true;
+    await a.m.stop();
+    await w.clock.advance(3 * T.retryPeriodMs);
+    assert.deepEqual(w.counts().slice(1), [4, 4], 'no take without a raise');
+    w.store.refuseRaises = false;
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 12) && w.counts().slice(1).join() === '6,6', 3 * T.retryPeriodMs, 10));
+    assert.equal(w.store.casRaises, 0);
+    await Promise.all(w.members.slice(1).map(({ m }) => m.stop()));
   });
 
   it('members joining one by one: balanced each time, only the newcomer’s share moves, never two owners, tokens grow', async () => {

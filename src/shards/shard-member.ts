@@ -16,7 +16,7 @@
  * the protected resource checks.
  */
 import { realClock, sleep, type Clock } from '../clock.js';
-import { BackendUnavailableError, ConflictError, InvalidConfigError, StoreReopenedError, describeError } from '../errors.js';
+import { BackendUnavailableError, ConflictError, InvalidConfigError, NotFoundError, StoreReopenedError, describeError } from '../errors.js';
 import { silentLogger, guardedLogger, type Logger } from '../log.js';
 import type { CallOptions } from '../backends/lease-store.js';
 import type { GroupHeader, GroupStore, MemberSlot, MemberState, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
@@ -36,7 +36,7 @@ import { ShardPhases, type Ending, type Owned } from './shard-phases.js';
 import { WriteBatches } from './write-batches.js';
 import { TokenBlock, raiseBase, raisedHeader, repairedHeader } from './token-blocks.js';
 import { longestLeaseField, raisedLongestLease } from './longest-lease.js';
-import { shardFact, shardFacts, slotFacts } from './turn-facts.js';
+import { shardFact, ShardFactsMemo, slotFacts } from './turn-facts.js';
 import { TargetMemo } from './target-memo.js';
 import {
   planEnds,
@@ -181,6 +181,8 @@ export class ShardMember {
   private readonly phases = new ShardPhases();
   /** The last target, kept while the members and the owners stay (another member's heartbeat moves neither). */
   private readonly targets = new TargetMemo();
+  /** The shards' facts while the view's structure and time stand (turn-facts.ts). */
+  private readonly facts = new ShardFactsMemo();
   /** Held shards whose vanished records are being written back (vanished-shards.ts): their release waits for it. */
   private readonly restoring = new Map<number, Promise<void>>();
   /**
@@ -375,7 +377,7 @@ export class ShardMember {
     const members = this.view.liveSlots().filter((v) => v.record.state === 'active').length;
     // Free, absent, or named by a session that is not live: each session judged once (shardFacts).
     let orphaned = 0;
-    for (const f of shardFacts(this.view)) if (!f.ownerLive) orphaned++;
+    for (const f of this.facts.of(this.view, this.clock.monotonic())) if (!f.ownerLive) orphaned++;
     this.counts = { members, orphaned };
   }
 
@@ -385,10 +387,11 @@ export class ShardMember {
     this.hinted = false;
     this.listTriedMono = sent;
     try {
-      // A read that brought only heartbeats is taken in as such (docs/design.md, "Quiet turns").
+      // A read by change is taken in as such, in O(changes) (docs/design.md, "Quiet turns"); a
+      // whole read, or one the view cannot take so (a gap, a write of ours owed), observed whole.
       if (this.cache.byChange) {
         const read = await this.call('list', (o) => this.cache.readChanges(o));
-        if (read.changes === null || !this.view.observeHeartbeats(read.changes, sent)) this.view.observe(read.all(), sent);
+        if (read.changes === null || !this.view.observeChanges(read.changes, sent)) this.view.observe(read.all(), sent);
       } else this.view.observe(await this.call('list', (o) => this.cache.read(o)), sent);
       // A newcomer in the group: greeted with a heartbeat at the next turn (greetDue).
       if (this.view.sessionsArrived !== this.arrivalsGreeted) {
@@ -762,6 +765,8 @@ export class ShardMember {
    * raise kept losing, or the store failed.
    */
   private async reserveTokens(count: number): Promise<TokenBlock | null> {
+    if (!this.view.groupHeader) return null;
+    if (this.store.raiseHighWater) return this.raiseInStore(count);
     for (let attempt = 0; attempt < RAISE_ATTEMPTS; attempt++) {
       const h = this.view.groupHeader;
       if (!h) return null;
@@ -783,12 +788,34 @@ export class ShardMember {
     return null;
   }
 
+  /**
+   * Reserves `count` tokens by the store's own raise (GroupStore.raiseHighWater: SQLite,
+   * PostgreSQL): one transaction from the larger of the stored highWater and the highest this
+   * member saw, with no race to lose, so the members taking at once after a leave do not queue on
+   * the header one compare-and-swap at a time. Null, and no take this pass, when the store has no
+   * header (it is written back first), says another shard count (the next list refuses the
+   * group), or failed.
+   */
+  private async raiseInStore(count: number): Promise<TokenBlock | null> {
+    const raise = { atLeast: this.view.highestSeen, count, shards: this.shards };
+    try {
+      const { from, header } = await this.call('raise', (o) => this.store.raiseHighWater!(this.group, raise, o));
+      this.view.wrote(header);
+      return new TokenBlock(from, from + count);
+    } catch (err) {
+      this.writeFailed(err);
+      if (!(err instanceof NotFoundError) && !(err instanceof ConflictError))
+        this.log.warn('raising the group high-water token failed: no shard is taken until it is raised', { reason: describeError(err) });
+      return null;
+    }
+  }
+
   /** The plain facts a plan is made from, now (turn-facts.ts). */
   private turnFacts(m: Session): TurnFacts {
     return {
       me: this.sessionFacts(m),
       stopping: this.stopping,
-      shards: shardFacts(this.view),
+      shards: this.facts.of(this.view, this.clock.monotonic()),
       slots: slotFacts(this.view),
       owned: this.phases.ownedShards(),
       ending: this.phases.endingShards(),

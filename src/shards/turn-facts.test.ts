@@ -2,14 +2,14 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../testing/fake-clock.js';
 import { GroupView, sessionKey } from './group-view.js';
-import { shardFact, shardFacts } from './turn-facts.js';
+import { shardFact, shardFacts, ShardFactsMemo } from './turn-facts.js';
 import type { VersionedGroupRecord } from '../backends/group-store.js';
 
 const N = 1000;
 
 /** A view of N shards owned in turn by two sessions, slot 0's live and slot 1's gone from its slot; one shard absent, one free. */
-function view(): GroupView {
-  const v = new GroupView(new FakeClock(), N, 15_000, 6_400);
+function view(clock = new FakeClock()): GroupView {
+  const v = new GroupView(clock, N, 15_000, 6_400);
   const list: VersionedGroupRecord[] = [
     {
       record: { kind: 'member', index: 0, holderIdentity: 'a', session: 1, state: 'active', renewTime: new Date(0), leaseDurationSeconds: 15 },
@@ -46,5 +46,38 @@ describe('the facts a turn is planned from', () => {
     };
     shardFacts(v);
     assert.equal(judged, 2, 'two sessions own the shards');
+  });
+});
+
+describe('the facts kept between asks', () => {
+  it("are computed once while the view's structure and time stand; a write, or the next flip, computes them again", async () => {
+    const clock = new FakeClock();
+    const v = view(clock);
+    const memo = new ShardFactsMemo();
+    // The same array back is facts not computed again; they must still be the facts as they are now.
+    const ask = () => {
+      const facts = memo.of(v, clock.monotonic());
+      assert.deepEqual(facts, shardFacts(v), 'the facts as they are now');
+      return facts;
+    };
+    const first = ask();
+    await clock.advance(1_000);
+    assert.equal(ask(), first, 'one second on: the same facts, not computed again');
+
+    // Our write of a shard moves the structure: computed again.
+    const rec = v.shard(1)!;
+    v.wrote({ record: { ...rec.record, owner: { slot: 0, session: 1 }, holderIdentity: 'a', token: 5_000 }, version: 'w1' });
+    const written = ask();
+    assert.notEqual(written, first);
+    assert.equal(written[1]!.owner, sessionKey({ slot: 0, session: 1 }));
+
+    // Slot 1's session, gone from its slot since the first list, is over a lease duration after it: its shards' facts flip.
+    assert.equal(written[3]!.ownerLive, true);
+    await clock.advance(13_999);
+    assert.equal(ask(), written, 'short of the flip: kept');
+    await clock.advance(1);
+    const flipped = ask();
+    assert.notEqual(flipped, written, 'at the flip: computed again');
+    assert.equal(flipped[3]!.ownerLive, false, "slot 1's session is over");
   });
 });

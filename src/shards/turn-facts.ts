@@ -32,6 +32,28 @@ export function shardFacts(view: GroupView): ShardFacts[] {
   return facts;
 }
 
+/**
+ * shardFacts kept between the asks of one turn and of the turns after it while they stand. The
+ * facts are a function of the view's structure and of time, and neither another member's
+ * heartbeat nor time short of the view's next flip moves them (docs/design.md, "Quiet turns";
+ * quiet-turn-facts.test.ts checks exactly that). A planned turn asked three times, each O(N): its
+ * two halves and the group's count; in a group of 32 that was a fifth of a member's work while
+ * shards moved.
+ */
+export class ShardFactsMemo {
+  private last: { epoch: number; untilMono: number; facts: readonly ShardFacts[] } | null = null;
+
+  /** shardFacts(view) now, computed again only when the view's structure epoch moved or its next flip came. */
+  of(view: GroupView, nowMono: number): readonly ShardFacts[] {
+    const l = this.last;
+    if (l && l.epoch === view.structureEpoch && nowMono < l.untilMono) return l.facts;
+    const facts = shardFacts(view);
+    // No freshness term: the facts of shards do not say whether the view is fresh.
+    this.last = { epoch: view.structureEpoch, untilMono: view.nextFlipMono(Infinity), facts };
+    return facts;
+  }
+}
+
 /** What the view says of shard `s`, now. */
 export function shardFact(view: GroupView, s: number): ShardFacts {
   const rec = view.shard(s)?.record;

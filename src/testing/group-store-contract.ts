@@ -268,6 +268,50 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
       assert.deepEqual(await s.listGroup(g), [{ record: contractHeader({ highWater: max }), version: v3 }]);
     });
 
+    it("the header's raise in one transaction, where the store has it: from the larger of highWater and atLeast, blocks that never overlap, refusals that write nothing", async (t) => {
+      if (!s.raiseHighWater) return t.skip('this store raises the header by compare-and-swap only (updateGroupRecord)');
+      const raise = s.raiseHighWater.bind(s);
+      const g = fresh();
+      const header = (over: Partial<GroupHeader> = {}) => contractHeader({ longestLeaseSeconds: 30, ...over });
+      assert.equal(await codeOf(raise(g, { atLeast: 0, count: 1, shards: 16 })), 'LEASEHOLD_ERR_NOT_FOUND', 'no header: nothing to raise');
+      assert.deepEqual(await s.listGroup(g), [], 'and nothing written');
+      const v1 = await s.createGroupRecord(g, header());
+      // A header from before highWater: the raise starts at atLeast, every other field as stored.
+      const first = await raise(g, { atLeast: 5, count: 3, shards: 16 });
+      assert.equal(first.from, 5);
+      assert.deepEqual(first.header.record, header({ highWater: 8 }));
+      assert.deepEqual(await s.listGroup(g), [first.header], 'the header as the raise answered it, version included');
+      assert.equal(
+        await codeOf(s.updateGroupRecord(g, header({ highWater: 100 }), v1)),
+        'LEASEHOLD_ERR_CONFLICT',
+        'a raise is a write: the version before it is stale',
+      );
+      // atLeast below the stored highWater: the stored one wins.
+      const second = await raise(g, { atLeast: 2, count: 2, shards: 16 });
+      assert.deepEqual([second.from, second.header.record.highWater], [8, 10]);
+      for (const [bad, code] of [
+        [{ atLeast: 0, count: 1, shards: 8 }, 'LEASEHOLD_ERR_CONFLICT'],
+        [{ atLeast: (s.maxToken ?? Number.MAX_SAFE_INTEGER) - 1, count: 2, shards: 16 }, 'LEASEHOLD_ERR_INVALID_RECORD'],
+        [{ atLeast: 0, count: 0, shards: 16 }, 'LEASEHOLD_ERR_INVALID_RECORD'],
+        [{ atLeast: -1, count: 1, shards: 16 }, 'LEASEHOLD_ERR_INVALID_RECORD'],
+      ] as const) {
+        assert.equal(await codeOf(raise(g, bad)), code, JSON.stringify(bad));
+        assert.deepEqual(await s.listGroup(g), [second.header], `${JSON.stringify(bad)} wrote nothing`);
+      }
+      // Raises at once, through this store and another instance where the subject opens one: none lost, no two blocks share a token.
+      const other = subject.reopen ? await subject.reopen() : s;
+      const raises = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => (i % 2 ? other : s).raiseHighWater!(g, { atLeast: 0, count: 1 + (i % 3), shards: 16 })),
+      );
+      const blocks = raises.map((r) => [r.from, r.header.record.highWater!] as const).sort((a, b) => a[0] - b[0]);
+      let next = 10;
+      for (const [from, to] of blocks) {
+        assert.equal(from, next, `blocks follow one another: ${JSON.stringify(blocks)}`);
+        next = to;
+      }
+      assert.deepEqual((await one(g, { kind: 'group', index: 0 }))?.record, header({ highWater: next }), 'the last block ends at the stored highWater');
+    });
+
     it("the header's longestLeaseSeconds: absent reads absent (a header from before it), written reads back beside highWater, a raise from a stale version is a ConflictError, and no positive number is refused", async () => {
       const g = fresh();
       const v1 = await s.createGroupRecord(g, contractHeader({ highWater: 7 }));

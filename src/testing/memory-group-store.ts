@@ -1,4 +1,4 @@
-import { ConflictError } from '../errors.js';
+import { ConflictError, NotFoundError } from '../errors.js';
 import { InjectedFaults } from './injected-faults.js';
 import type { CallOptions } from '../backends/lease-store.js';
 import {
@@ -8,8 +8,11 @@ import {
   type GroupStore,
   type GroupWrite,
   type GroupWriteOutcome,
+  type HighWaterRaise,
+  type RaisedHighWater,
   type VersionedGroupRecord,
 } from '../backends/group-store.js';
+import { checkRaise, raiseStored } from '../backends/high-water-raise.js';
 import { checkGroupWrites } from '../backends/group-writes.js';
 import { checkGroupName, checkGroupRecord } from '../backends/group-record-check.js';
 
@@ -111,6 +114,20 @@ export class MemoryGroupStore implements GroupStore {
     if (!row) throw new ConflictError(`${group} ${recordKey(record)} was deleted since it was read`);
     if (row.version !== expectedVersion) throw new ConflictError(`${group} ${recordKey(record)} changed since it was read`);
     return this.put(group, record);
+  }
+
+  /**
+   * The SQL stores' raise of the header's highWater (GroupStore.raiseHighWater), at one moment as
+   * their transaction makes it: for the simulation's links to a SQL store. Not raiseHighWater
+   * itself, so the unit tests' members raise by compare-and-swap, as on Kubernetes.
+   */
+  raise(group: string, raise: HighWaterRaise): RaisedHighWater {
+    checkRaise(group, raise, Number.MAX_SAFE_INTEGER);
+    const row = this.rows(group).get(recordKey({ kind: 'group', index: 0 }));
+    if (row?.record.kind !== 'group') throw new NotFoundError(`${group} has no header: its highWater was not raised`);
+    const { from, raised } = raiseStored(group, row.record, raise, Number.MAX_SAFE_INTEGER);
+    const version = this.put(group, raised);
+    return { from, header: { record: structuredClone(raised), version } };
   }
 
   /** A batch ('write' in `calls`): each write its own compare-and-swap, all at one moment, as a transaction would. */

@@ -94,6 +94,8 @@ class FaultyGroupLink implements GroupStore {
   updateGroupRecord(group: string, record: GroupRecord, expectedVersion: string, opts?: CallOptions): Promise<string> {
     return this.send('update', opts, () => this.mem.updateGroupRecord(group, record, expectedVersion));
   }
+  /** The SQL stores' raise of the header, in one transaction (GroupStore.raiseHighWater); a watch-fed link (Kubernetes) has none. */
+  raiseHighWater?: GroupStore['raiseHighWater'] = (group, raise, opts) => this.send('update', opts, async () => this.mem.raise(group, raise));
   watchGroup(group: string, onChange: () => void): () => void {
     let closed = false;
     const stop = this.mem.watchGroup(group, () => {
@@ -203,6 +205,8 @@ class FaultyGroupLink implements GroupStore {
  */
 class WatchFedLink extends FaultyGroupLink {
   readonly changesFromWatch = true;
+  /** Kubernetes has no raise of its own: the header is raised by compare-and-swap. */
+  override raiseHighWater = undefined;
   private copy: VersionedGroupRecord[];
   /** The highest version the copy's changes reach (versions are the store's one counter). */
   private copySeq: number;
@@ -386,12 +390,14 @@ interface Member {
  * `watchFed` forces whether the group reads from a watch's copy (else the seed draws it): the
  * seeds pinned before the watch-fed groups existed run as they were found with `false`.
  * `greet: false` turns off the members' greeting of a newcomer, for the seeds pinned before it.
+ * `storeRaise: false` leaves the SQL stores' links without their raise of the header
+ * (raiseHighWater): their members raise it by compare-and-swap, as before that raise existed.
  */
 export async function runShardSimulation(
   seed: number,
   steps = 250,
   trace = false,
-  opts: { watchFed?: boolean; greet?: boolean } = {},
+  opts: { watchFed?: boolean; greet?: boolean; storeRaise?: boolean } = {},
 ): Promise<ShardSimResult> {
   const rand = prng(seed);
   const appRand = prng(seed + 0x51ed);
@@ -473,6 +479,7 @@ export async function runShardSimulation(
           (f) => count(f, m.name),
         )
       : new FaultyGroupLink(mem, proc, base, rand, (f) => count(f, m.name));
+    if (opts.storeRaise === false) m.link.raiseHighWater = undefined;
     m.link.calm = calm;
     m.link.sync = sync;
     m.health = new ManualHealth({ failureThreshold: 1, successThreshold: 1, holdDownMs: rand() < 0.5 ? 0 : 5_000 }, proc);

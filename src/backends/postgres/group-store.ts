@@ -15,11 +15,31 @@
  */
 import type pg from 'pg';
 import { realClock } from '../../clock.js';
-import { BackendError, ConflictError, InvalidConfigError, InvalidRecordError, StoreOpenError, describeError, isLeaseholdError } from '../../errors.js';
+import {
+  BackendError,
+  ConflictError,
+  InvalidConfigError,
+  InvalidRecordError,
+  NotFoundError,
+  StoreOpenError,
+  describeError,
+  isLeaseholdError,
+} from '../../errors.js';
 import { escapeControl } from '../../util/escape-control.js';
 import type { Logger } from '../../log.js';
 import type { CallOptions } from '../lease-store.js';
-import { recordKey, type GroupChanges, type GroupRecord, type GroupWrite, type GroupWriteOutcome, type VersionedGroupRecord } from '../group-store.js';
+import {
+  recordKey,
+  type GroupChanges,
+  type GroupHeader,
+  type GroupRecord,
+  type GroupWrite,
+  type GroupWriteOutcome,
+  type HighWaterRaise,
+  type RaisedHighWater,
+  type VersionedGroupRecord,
+} from '../group-store.js';
+import { checkRaise, raiseStored } from '../high-water-raise.js';
 import { checkGroupWrites } from '../group-writes.js';
 import { checkGroupName, checkGroupRecord } from '../group-record-check.js';
 import { MAX_TEXT_BYTES, boundedColumn, oversizedColumn } from '../bounded-sql.js';
@@ -205,6 +225,42 @@ export class PostgresGroupStore {
       throw new ConflictError(`group ${group} record ${recordKey(record)} changed or was deleted since version ${expectedVersion} was read (${this.location})`);
     this.hintAfterCommit(group);
     return String(r.rows[0]!.version);
+  }
+
+  /**
+   * The header's highWater raised in one UPDATE: PostgreSQL reads the row and writes it under its
+   * row lock, so two raises run one after the other and neither loses (the compare-and-swap raise
+   * of 32 members lost most of theirs in a leave). A raise the UPDATE did not write (no header,
+   * another shard count, past the largest token) reads the header to say why.
+   */
+  async raiseHighWater(group: string, raise: HighWaterRaise, opts?: CallOptions): Promise<RaisedHighWater> {
+    checkGroupName(group);
+    checkRaise(group, raise, Number.MAX_SAFE_INTEGER);
+    this.refuseWrite('raise');
+    await this.ensureTable(opts);
+    const raised = `GREATEST(COALESCE(token, 0), $2::bigint) + $3::bigint`;
+    const r = await this.conn.query<GroupRow>(
+      'group raise',
+      `UPDATE ${this.qualified} SET token = ${raised}, version = txid_current()
+       WHERE group_name = $1 AND kind = 'group' AND idx = 0 AND shards = $4 AND ${raised} <= $5::bigint RETURNING ${ROW_COLUMNS}`,
+      [group, raise.atLeast, raise.count, raise.shards, Number.MAX_SAFE_INTEGER],
+      opts,
+    );
+    if (r.rows[0]) {
+      const header = this.fromRow(group, r.rows[0]) as VersionedGroupRecord<GroupHeader>;
+      this.hintAfterCommit(group);
+      return { from: header.record.highWater! - raise.count, header };
+    }
+    const now = await this.conn.query<GroupRow>(
+      'group raise',
+      `SELECT ${ROW_COLUMNS} FROM ${this.qualified} WHERE group_name = $1 AND kind = 'group' AND idx = 0`,
+      [group],
+      opts,
+    );
+    const stored = now.rows[0] ? this.fromRow(group, now.rows[0]).record : null;
+    if (stored?.kind !== 'group') throw new NotFoundError(`group ${group} has no header in ${this.location}: its highWater was not raised`);
+    raiseStored(group, stored, raise, Number.MAX_SAFE_INTEGER); // throws what kept the UPDATE from writing
+    throw new ConflictError(`group ${group}'s header changed while it was raised (${this.location}): nothing was written`);
   }
 
   /**

@@ -27,7 +27,7 @@ import type { Logger } from '../../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../lease-store.js';
 import { DEFAULT_POSTGRES_TABLE, describeTarget, parseTableName } from './config.js';
 import { PostgresConnection, codedError, connectionSettings, loadDriver } from './connection.js';
-import type { GroupStore } from '../group-store.js';
+import type { GroupStore, HighWaterRaise, RaisedHighWater } from '../group-store.js';
 import { HoldsGroupStore } from '../held-group-store.js';
 import { PostgresGroupStore } from './group-store.js';
 import { HintThrottle, channelName } from './notify.js';
@@ -126,6 +126,11 @@ export class PostgresLeaseStore extends HoldsGroupStore implements LeaseStore, G
   private readOnly = false;
   /** The shard groups' records (group-store.ts), on this store's connection: each group call goes to it (HoldsGroupStore). */
   protected readonly groups: PostgresGroupStore;
+
+  /** The header raised in one statement (PostgresGroupStore.raiseHighWater); Kubernetes has no such call. */
+  raiseHighWater(group: string, raise: HighWaterRaise, opts?: CallOptions): Promise<RaisedHighWater> {
+    return this.groups.raiseHighWater(group, raise, opts);
+  }
 
   private constructor(
     driver: typeof import('pg').default,

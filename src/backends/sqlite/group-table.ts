@@ -150,6 +150,7 @@ export interface StoredGroupChanges {
 /** The group records' statements on one connection (prepared once the table exists). */
 export class GroupTable {
   private readonly list: Database.Statement<[string], GroupRow>;
+  private readonly headerRow: Database.Statement<[string], GroupRow>;
   private readonly versionOf: Database.Statement<[string, string, number], number>;
   private readonly fingerprintOf: Database.Statement<[string], { n: number; v: number | null }>;
   private readonly listSince: Database.Statement<[string, number], GroupRow>;
@@ -163,6 +164,7 @@ export class GroupTable {
     private readonly location: string,
   ) {
     this.list = db.prepare(SELECT_LIST);
+    this.headerRow = db.prepare(`${SELECT_LIST} AND kind = 'group' AND idx = 0`);
     this.versionOf = db.prepare<[string, string, number], number>(`SELECT version FROM ${GROUP_TABLE} WHERE group_name = ? AND kind = ? AND idx = ?`).pluck();
     this.listSince = db.prepare(`${SELECT_LIST} AND version > ?`);
     // The counter, or (its row deleted) the largest version, which the next draw goes past.
@@ -213,6 +215,12 @@ export class GroupTable {
   fingerprint(group: string): string {
     const { n, v } = this.fingerprintOf.get(group)!;
     return `${n}/${v ?? '-'}`;
+  }
+
+  /** The group's header as stored, or undefined when it has none. */
+  header(group: string): StoredGroupRecord | undefined {
+    const row = this.headerRow.get(group);
+    return row ? fromRow(group, row, this.location) : undefined;
   }
 
   /** Inserts the record; ConflictError when one with its kind and index exists. Call inside a transaction. */
