@@ -80,4 +80,31 @@ describe('the facts kept between asks', () => {
     assert.notEqual(flipped, written, 'at the flip: computed again');
     assert.equal(flipped[3]!.ownerLive, false, "slot 1's session is over");
   });
+
+  it('a session that ends while the facts are judged still bounds them: they are judged again after its end', async () => {
+    // Judging N shards takes milliseconds (more without a JIT): here 10 ms pass at the k-th read
+    // of the clock, for every k the memo reaches. Slot 1's session, out of its slot since the first
+    // list, ends at 15,000; the facts are asked at 14,995, and again long after with nothing changed.
+    class SlowJudgment extends FakeClock {
+      reads = 0;
+      passesAt = Infinity;
+      passed = 0;
+      override monotonic(): number {
+        if (++this.reads >= this.passesAt) this.passed = 10;
+        return super.monotonic() + this.passed;
+      }
+    }
+    for (let k = 1; k <= 8; k++) {
+      const clock = new SlowJudgment();
+      const v = view(clock);
+      const memo = new ShardFactsMemo();
+      await clock.advance(14_995);
+      clock.reads = 0;
+      clock.passesAt = k;
+      memo.of(v, clock.monotonic());
+      clock.passesAt = Infinity;
+      await clock.advance(45_000);
+      assert.deepEqual(memo.of(v, clock.monotonic()), shardFacts(v), `time passing at read ${k}: the facts as they are now`);
+    }
+  });
 });

@@ -47,9 +47,13 @@ export class ShardFactsMemo {
   of(view: GroupView, nowMono: number): readonly ShardFacts[] {
     const l = this.last;
     if (l && l.epoch === view.structureEpoch && nowMono < l.untilMono) return l.facts;
+    // The next flip first, then the facts: a session ending while the facts are judged is then
+    // live in them and its end still bounds them. The other way round (a hostile review's find),
+    // the end passed before the flip was asked was in neither, and the facts kept a session live
+    // until the structure moved. No freshness term: the facts of shards do not say whether the view is fresh.
+    const untilMono = view.nextFlipMono(Infinity);
     const facts = shardFacts(view);
-    // No freshness term: the facts of shards do not say whether the view is fresh.
-    this.last = { epoch: view.structureEpoch, untilMono: view.nextFlipMono(Infinity), facts };
+    this.last = { epoch: view.structureEpoch, untilMono, facts };
     return facts;
   }
 }
