@@ -174,7 +174,30 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
     return balanced(files.latest(), ids(), N, Date.now());
   };
   const ownersNow = () => ownerMap(ownersOf(files.latest(), Date.now()));
-  const addressOf = async (m: Member) => (m.address ??= await waitFor(`${m.id}'s address`, () => /"listen":"([^"]+)"/.exec(m.proc.stderr())?.[1], 180_000, 50));
+  const addressOf = async (m: Member) => {
+    if (m.address) return m.address;
+    // A member that exits before it listens fails the case with what it said, not a wait of minutes;
+    // one that never listens, with what it said by then.
+    let gone: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+    void m.proc.exited.then((e) => (gone = e));
+    const said = () => m.proc.stderr().slice(-2000);
+    try {
+      m.address = await waitFor(
+        `${m.id}'s address`,
+        () => {
+          const at = /"listen":"([^"]+)"/.exec(m.proc.stderr())?.[1];
+          if (!at && gone) throw new Error(`${label}: ${m.id} exited (${gone.signal ?? `exit ${gone.code}`}) before it listened; it said:\n${said()}`);
+          return at;
+        },
+        180_000,
+        50,
+      );
+    } catch (err) {
+      if (gone) throw err;
+      throw new Error(`${label}: ${(err as Error).message}; ${m.id} (pid ${m.proc.pid}) said:\n${said()}`);
+    }
+    return m.address;
+  };
 
   /** Starts members until there are `count`, in batches so that start-up does not starve the members already running. */
   const grow = async (count: number): Promise<number> => {
