@@ -194,7 +194,7 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
       );
     } catch (err) {
       if (gone) throw err;
-      throw new Error(`${label}: ${(err as Error).message}; ${m.id} (pid ${m.proc.pid}) said:\n${said()}`);
+      throw new Error(`${label}: ${(err as Error).message}; ${m.id} (pid ${m.proc.pid}) said:\n${said()}`, { cause: err });
     }
     return m.address;
   };
