@@ -123,27 +123,3 @@ export function foreignLog(dbPath: string): string | null {
   }
   return `its -wal (${walPath}) is older than the database file and holds pages that would overwrite it: it is the log of another file (a database moved over ${dbPath} while a process kept the old file's log open?), and SQLite would read ${dbPath} through it and copy it in. Nothing was read or written. If ${dbPath} was replaced, move ${walPath} and ${dbPath}-shm away (they hold the old file's last writes); if they are its own (only its permissions changed after every process using it was killed), apply the log first: sqlite3 ${dbPath} 'PRAGMA wal_checkpoint(TRUNCATE)'`;
 }
-
-/** How long a log found older than its file may take to be written past it before foreignLog's answer stands (settledForeignLog). */
-export const LOG_SETTLE_MS = 3_000;
-
-/**
- * foreignLog, asked again until the log is written past the file or `waitMs` pass. In a live
- * database a checkpoint that cannot copy every frame (a reader holds an older snapshot: with
- * many processes on one file, most checkpoints) writes the file after the log's last write and
- * leaves pages in the log that differ from the file's, which is foreignLog's very sign, until the
- * next commit writes the log again. A process opening the file in that window was refused: the
- * shard bench's 32 members on one SQLite file met it in two runs of two. A live writer commits
- * within its retry period (2 s by default: heartbeats, renewals), so a log that stays older than
- * its file for LOG_SETTLE_MS has no writer, and the answer stands; a group whose members all
- * write less often can still be refused in that window, and the line says how to go on. Blocks
- * the caller (the stores open synchronously), and only when the first answer refuses.
- */
-export function settledForeignLog(dbPath: string, waitMs = LOG_SETTLE_MS, everyMs = 50): string | null {
-  const until = performance.now() + waitMs;
-  for (;;) {
-    const foreign = foreignLog(dbPath);
-    if (!foreign || performance.now() >= until) return foreign;
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, everyMs);
-  }
-}
