@@ -99,7 +99,14 @@ function logChangesFile(dbPath: string, wal: number): boolean {
  * file's inode changed (written, renamed over the path, chmod-ed) after the log's did, and the
  * log's committed pages differ from the file's. A file moved over the path after its log's last
  * write is the case this catches; a partial checkpoint, or a chmod of the file, just before every
- * process using it was killed is one it refuses wrongly, and the line says how to go on.
+ * process using it was killed is one it refuses wrongly, and the line says how to go on. So is a
+ * live database in the moment between a checkpoint that a reader's snapshot stopped (it writes
+ * the file after the log's last commit and leaves pages in the log) and the next commit: a
+ * process starting then exits 2 (the shard bench met it growing 8 members to 32 on one file at
+ * N = 4096) and may simply be started again. Waiting for the next commit is no cure: a process
+ * that kept a replaced file's log commits to it just the same. Telling the two apart needs
+ * evidence from the -shm (its checkpoint's nBackfill: the file's own log has every frame up to it
+ * copied in, and only later frames differ); not built.
  */
 export function foreignLog(dbPath: string): string | null {
   const walPath = `${dbPath}-wal`;
