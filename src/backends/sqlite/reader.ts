@@ -3,7 +3,7 @@ import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { StoreOpenError, describeError } from '../../errors.js';
 import { hasLeaseVersions } from './lease-version.js';
 import { selectRowSql, type RowColumns } from './row-select.js';
-import { settledForeignLog } from './wal-owner.js';
+import { foreignLog } from './wal-owner.js';
 import { refuseMountPoint } from './file-identity.js';
 
 // How a read-only tool (`leasehold status`, its --watch) reads the file: one connection per
@@ -39,7 +39,7 @@ export function readOnce<T>(path: string, busyTimeoutMs: number, read: (select: 
  */
 export function readConnection<T>(path: string, busyTimeoutMs: number, use: (db: Database.Database) => T): T {
   refuseMountPoint(path);
-  const foreign = settledForeignLog(path);
+  const foreign = foreignLog(path);
   if (foreign) throw new StoreOpenError(`the database file ${path}: ${foreign}`, { field: 'db' });
   let db: Database.Database;
   try {

@@ -18,7 +18,7 @@ import { encodeSuccessor, withSuccessor } from '../successor-column.js';
 import { checkLocalFilesystem, checkSqliteFile } from './file-check.js';
 import { MakeDirsError, makeDirs } from '../../util/make-dirs.js';
 import { describeIdentity, identityOf, mainAndShmOf, refuseMountPoint, sameFiles, unsafeReplacement, type FileIdentity } from './file-identity.js';
-import { settledForeignLog } from './wal-owner.js';
+import { foreignLog } from './wal-owner.js';
 import { escapeControl } from '../../util/escape-control.js';
 import { migrateLeaseVersion } from './lease-version.js';
 import { selectRowSql } from './row-select.js';
@@ -208,7 +208,7 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
       throw new StoreOpenError(`the database's directory ${err instanceof MakeDirsError ? err.message : describeError(err)}`, { cause: err, field: 'db' });
     }
     // Before SQLite opens it: opening would read the file through the log, and a checkpoint copy it in.
-    const foreign = settledForeignLog(path);
+    const foreign = foreignLog(path);
     if (foreign) throw new StoreOpenError(`the database file ${path}: ${foreign}`, { field: 'db' });
     let db: Database.Database;
     try {

@@ -5,9 +5,7 @@ import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { committedFrames, foreignLog, settledForeignLog } from './wal-owner.js';
+import { committedFrames, foreignLog } from './wal-owner.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-wal-owner-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -83,61 +81,5 @@ describe("foreignLog: a -wal that is not the database file's own", () => {
     const db = new Database(path, { readonly: true });
     assert.deepEqual(db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all(), ['t']);
     db.close();
-  });
-});
-
-describe('settledForeignLog: a live database between a checkpoint that could not finish and its next commit', () => {
-  /** A live WAL database whose last checkpoint stopped at a reader's snapshot: the file written after the log, pages left in the log. */
-  function partlyCheckpointed(): { path: string; close: () => void } {
-    const path = join(dir, `live-${++n}.db`);
-    const w = new Database(path);
-    w.pragma('journal_mode = WAL');
-    w.pragma('wal_autocheckpoint = 0');
-    w.exec('CREATE TABLE t (v)');
-    const insert = w.prepare('INSERT INTO t VALUES (?)');
-    for (let i = 0; i < 5; i++) insert.run(i);
-    const r = new Database(path);
-    r.exec('BEGIN');
-    r.prepare('SELECT count(*) FROM t').get(); // the reader's snapshot: the checkpoint stops there
-    for (let i = 0; i < 5; i++) insert.run(i);
-    // The file's times move by the kernel's coarse clock: the checkpoint's write a tick after the commit's.
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 30);
-    w.pragma('wal_checkpoint(PASSIVE)');
-    return {
-      path,
-      close: () => {
-        r.exec('COMMIT');
-        r.close();
-        w.close();
-      },
-    };
-  }
-
-  it('is not refused once a writer commits, though foreignLog alone refuses it; a log no one writes past is refused after the wait', async () => {
-    const live = partlyCheckpointed();
-    try {
-      assert.ok(foreignLog(live.path), "in a live database, the very sign foreignLog goes by (the shard bench's members were refused on it)");
-      // Another process commits 300 ms from now, while this one waits (synchronously, as a store opens).
-      const sqlite = createRequire(import.meta.url).resolve('better-sqlite3');
-      const writer = spawn(process.execPath, [
-        '-e',
-        `setTimeout(() => { const D = require(${JSON.stringify(sqlite)}); const d = new D(${JSON.stringify(live.path)}); d.prepare('INSERT INTO t VALUES (9)').run(); d.close(); }, 300)`,
-      ]);
-      const exited = new Promise((resolve) => writer.once('exit', resolve));
-      const t0 = performance.now();
-      assert.equal(settledForeignLog(live.path, 10_000, 20), null, 'the commit wrote the log past the file');
-      assert.ok(performance.now() - t0 >= 250, 'it waited for the commit');
-      assert.equal(await exited, 0);
-    } finally {
-      live.close();
-    }
-    const quiet = partlyCheckpointed();
-    try {
-      const t0 = performance.now();
-      assert.match(settledForeignLog(quiet.path, 300, 20) ?? '', /is older than the database file/);
-      assert.ok(performance.now() - t0 >= 300, 'refused once the wait passed with no commit');
-    } finally {
-      quiet.close();
-    }
   });
 });

@@ -99,7 +99,14 @@ function logChangesFile(dbPath: string, wal: number): boolean {
  * file's inode changed (written, renamed over the path, chmod-ed) after the log's did, and the
  * log's committed pages differ from the file's. A file moved over the path after its log's last
  * write is the case this catches; a partial checkpoint, or a chmod of the file, just before every
- * process using it was killed is one it refuses wrongly, and the line says how to go on.
+ * process using it was killed is one it refuses wrongly, and the line says how to go on. So is a
+ * live database in the moment between a checkpoint that a reader's snapshot stopped (it writes
+ * the file after the log's last commit and leaves pages in the log) and the next commit: a
+ * process starting then exits 2 (the shard bench met it growing 8 members to 32 on one file at
+ * N = 4096) and may simply be started again. Waiting for the next commit is no cure: a process
+ * that kept a replaced file's log commits to it just the same. Telling the two apart needs
+ * evidence from the -shm (its checkpoint's nBackfill: the file's own log has every frame up to it
+ * copied in, and only later frames differ); not built.
  */
 export function foreignLog(dbPath: string): string | null {
   const walPath = `${dbPath}-wal`;
@@ -122,28 +129,4 @@ export function foreignLog(dbPath: string): string | null {
     closeSync(wal);
   }
   return `its -wal (${walPath}) is older than the database file and holds pages that would overwrite it: it is the log of another file (a database moved over ${dbPath} while a process kept the old file's log open?), and SQLite would read ${dbPath} through it and copy it in. Nothing was read or written. If ${dbPath} was replaced, move ${walPath} and ${dbPath}-shm away (they hold the old file's last writes); if they are its own (only its permissions changed after every process using it was killed), apply the log first: sqlite3 ${dbPath} 'PRAGMA wal_checkpoint(TRUNCATE)'`;
-}
-
-/** How long a log found older than its file may take to be written past it before foreignLog's answer stands (settledForeignLog). */
-export const LOG_SETTLE_MS = 3_000;
-
-/**
- * foreignLog, asked again until the log is written past the file or `waitMs` pass. In a live
- * database a checkpoint that cannot copy every frame (a reader holds an older snapshot: with
- * many processes on one file, most checkpoints) writes the file after the log's last write and
- * leaves pages in the log that differ from the file's, which is foreignLog's very sign, until the
- * next commit writes the log again. A process opening the file in that window was refused: the
- * shard bench's 32 members on one SQLite file met it in two runs of two. A live writer commits
- * within its retry period (2 s by default: heartbeats, renewals), so a log that stays older than
- * its file for LOG_SETTLE_MS has no writer, and the answer stands; a group whose members all
- * write less often can still be refused in that window, and the line says how to go on. Blocks
- * the caller (the stores open synchronously), and only when the first answer refuses.
- */
-export function settledForeignLog(dbPath: string, waitMs = LOG_SETTLE_MS, everyMs = 50): string | null {
-  const until = performance.now() + waitMs;
-  for (;;) {
-    const foreign = foreignLog(dbPath);
-    if (!foreign || performance.now() >= until) return foreign;
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, everyMs);
-  }
 }
