@@ -12,6 +12,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../testing/fake-clock.js';
 import { prng } from '../../test/support/prng.js';
+import { ModelGroupRecords } from '../testing/model-group-records.js';
 import { GroupView, sessionKey, type SessionId } from './group-view.js';
 import { shardFacts, slotFacts } from './turn-facts.js';
 import type { GroupHeader, GroupRecord, MemberSlot, MemberState, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
@@ -26,42 +27,6 @@ const SEEDS = 40;
 const STEPS = 300;
 
 const recordKey = (r: GroupRecord) => `${r.kind}/${r.index}`;
-
-/** The group as a store holds it, with each record's change number (its version). */
-class ModelStore {
-  private version = 0;
-  private readonly records = new Map<string, { v: VersionedGroupRecord; seq: number }>();
-  /** A record was deleted since the last read: a copy would read in full (GroupCache). */
-  deletedSince = false;
-  private cursor = 0;
-
-  put(r: GroupRecord): VersionedGroupRecord {
-    const v = { record: r, version: String(++this.version) };
-    this.records.set(recordKey(r), { v, seq: this.version });
-    return v;
-  }
-
-  get<R extends GroupRecord>(key: string): R | undefined {
-    return this.records.get(key)?.v.record as R | undefined;
-  }
-
-  delete(key: string): boolean {
-    const gone = this.records.delete(key);
-    this.deletedSince ||= gone;
-    return gone;
-  }
-
-  all(): VersionedGroupRecord[] {
-    return [...this.records.values()].map((e) => e.v);
-  }
-
-  /** What changed since the last read, as a read by change brings it: maybe a few more (GroupChanges). */
-  changes(rand: () => number): VersionedGroupRecord[] {
-    const out = [...this.records.values()].filter((e) => e.seq > this.cursor || rand() < 0.02).map((e) => e.v);
-    this.cursor = this.version;
-    return out;
-  }
-}
 
 /** Every public answer of a view at this moment but its epochs (compared as moved or not). */
 function answers(v: GroupView, sessions: readonly SessionId[]) {
@@ -89,7 +54,7 @@ describe("a member's view takes in reads by change as a whole observe would", ()
       const rand = prng(seed);
       const pick = (n: number) => Math.floor(rand() * n);
       const clock = new FakeClock();
-      const store = new ModelStore();
+      const store = new ModelGroupRecords();
       const sessions = [1, 1, 1, 1, 0];
       const state: MemberState[] = ['active', 'active', 'active', 'active', 'active'];
       const held = [true, true, true, true, false];

@@ -14,9 +14,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../testing/fake-clock.js';
 import { prng } from '../../test/support/prng.js';
+import { ModelGroupRecords } from '../testing/model-group-records.js';
 import { GroupView } from './group-view.js';
 import { shardFacts, slotFacts } from './turn-facts.js';
-import type { GroupRecord, MemberSlot, MemberState, VersionedGroupRecord } from '../backends/group-store.js';
+import type { MemberSlot, MemberState, VersionedGroupRecord } from '../backends/group-store.js';
 
 const LEASE_MS = 15_000;
 const POLL_GAP_MS = 6_400;
@@ -26,46 +27,8 @@ const FRESH_MS = 5_000;
 const SEEDS = 60;
 const STEPS = 300;
 
-const recordKey = (r: GroupRecord) => `${r.kind}/${r.index}`;
-
 function facts(v: GroupView) {
   return { shards: shardFacts(v), slots: slotFacts(v), fresh: v.freshWithin(FRESH_MS) };
-}
-
-/** The group as a store holds it, with each record's change number (its version). */
-class ModelStore {
-  private version = 0;
-  private readonly records = new Map<string, { v: VersionedGroupRecord; seq: number }>();
-  /** A record was deleted since the last read: a copy would read in full (GroupCache). */
-  deletedSince = false;
-  private cursor = 0;
-
-  put(r: GroupRecord): VersionedGroupRecord {
-    const v = { record: r, version: String(++this.version) };
-    this.records.set(recordKey(r), { v, seq: this.version });
-    return v;
-  }
-
-  shard(s: number): GroupRecord | undefined {
-    return this.records.get(`shard/${s}`)?.v.record;
-  }
-
-  deleteShard(s: number): boolean {
-    const gone = this.records.delete(`shard/${s}`);
-    this.deletedSince ||= gone;
-    return gone;
-  }
-
-  all(): VersionedGroupRecord[] {
-    return [...this.records.values()].map((e) => e.v);
-  }
-
-  /** What changed since the last read, as a read by change brings it. */
-  changes(): VersionedGroupRecord[] {
-    const out = [...this.records.values()].filter((e) => e.seq > this.cursor).map((e) => e.v);
-    this.cursor = this.version;
-    return out;
-  }
 }
 
 describe("quiet turns: a plan's facts stand while the view's epoch and next flip do", () => {
@@ -74,7 +37,7 @@ describe("quiet turns: a plan's facts stand while the view's epoch and next flip
     it(`seed ${seed}`, async () => {
       const rand = prng(seed);
       const clock = new FakeClock();
-      const store = new ModelStore();
+      const store = new ModelGroupRecords();
       const sessions = [1, 1, 1, 1];
       const state: MemberState[] = ['active', 'active', 'active', 'active'];
       const held = [true, true, true, true];
@@ -119,12 +82,12 @@ describe("quiet turns: a plan's facts stand while the view's epoch and next flip
           events.push(`${step} m${o} rejoins`);
         } else if (r < 0.05) {
           const s = Math.floor(rand() * N);
-          const token = Math.max((store.shard(s) as { token?: number } | undefined)?.token ?? 0, 50) + step;
+          const token = Math.max((store.get(`shard/${s}`) as { token?: number } | undefined)?.token ?? 0, 50) + step;
           store.put({ kind: 'shard', index: s, holderIdentity: `m${o}`, owner: { slot: o, session: sessions[o]! }, token, acquireTime: null });
           events.push(`${step} m${o} takes ${s}`);
         } else if (r < 0.06) {
           const s = Math.floor(rand() * N);
-          if (store.deleteShard(s)) events.push(`${step} shard ${s} deleted`);
+          if (store.delete(`shard/${s}`)) events.push(`${step} shard ${s} deleted`);
         } else if (r < 0.08) {
           const i = Math.floor(rand() * SLOTS);
           if (silent.has(i)) silent.delete(i);

@@ -37,8 +37,7 @@ export function shardFacts(view: GroupView): ShardFacts[] {
  * facts are a function of the view's structure and of time, and neither another member's
  * heartbeat nor time short of the view's next flip moves them (docs/design.md, "Quiet turns";
  * quiet-turn-facts.test.ts checks exactly that). A planned turn asked three times, each O(N): its
- * two halves and the group's count; in a group of 32 that was a fifth of a member's work while
- * shards moved.
+ * two halves and the group's count; in a group of 32 every member did that after each other member's take.
  */
 export class ShardFactsMemo {
   private last: { epoch: number; untilMono: number; facts: readonly ShardFacts[] } | null = null;

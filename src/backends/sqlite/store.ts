@@ -562,7 +562,7 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
           return readConnection(this.location, this.options.busyTimeoutMs ?? 1000, (db) => readGroupFingerprint(db, group, this.location));
         // Read only: a watch never creates the table (a file no group has written has none). The
         // statements this connection prepared for the group records, once it has: preparing
-        // them at each change was a tenth of a shard member's work while its group was moving.
+        // them at each change was work repeated at every write while a shard group moved.
         const table = this.groupTable?.generation === this.generation ? this.groupTable.table : null;
         return `${this.generation}:${table ? table.fingerprint(group) : readGroupFingerprint(this.db, group, this.location)}`;
       } catch {
