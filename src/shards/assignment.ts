@@ -22,18 +22,13 @@ export function assignShards(group: string, shards: number, members: readonly As
   const target: (string | null)[] = new Array<string | null>(shards).fill(null);
   const m = members.length;
   if (m === 0) return target;
-  const base = Math.floor(shards / m);
-  const extra = shards % m;
-  const hashes = new Map(members.map((x) => [x.key, memberHash(group, x.identity, x.key)]));
+  const hashes = memberHashes(group, members);
   const held = new Map<string, number[]>(members.map((x) => [x.key, []]));
   for (let s = 0; s < shards; s++) {
     const o = owners[s];
     if (o != null) held.get(o)?.push(s);
   }
-  // The extra shard of the remainder goes to those that hold the most now (fewest moves), then
-  // by hash: every member orders them alike.
-  const order = [...members].sort((a, b) => held.get(b.key)!.length - held.get(a.key)!.length || hashes.get(b.key)! - hashes.get(a.key)! || cmp(a.key, b.key));
-  const quota = new Map(order.map((x, i) => [x.key, base + (i < extra ? 1 : 0)]));
+  const quota = quotasOf(shards, members, hashes, (key) => held.get(key)!.length);
   const room = new Map<string, number>();
   for (const x of members) {
     const h = hashes.get(x.key)!;
@@ -65,6 +60,28 @@ export function assignShards(group: string, shards: number, members: readonly As
     rooms[best]!--;
   }
   return target;
+}
+
+/**
+ * How many shards each member is assigned: floor(N/M), and one more for the first N mod M in
+ * order. The extra shards of the remainder go to those that hold the most now (fewest moves),
+ * then by hash: every member orders them alike. `held(key)`: how many shards member `key` owns.
+ */
+export function quotasOf(
+  shards: number,
+  members: readonly AssignedMember[],
+  hashes: ReadonlyMap<string, number>,
+  held: (key: string) => number,
+): Map<string, number> {
+  const base = Math.floor(shards / members.length);
+  const extra = shards % members.length;
+  const order = [...members].sort((a, b) => held(b.key) - held(a.key) || hashes.get(b.key)! - hashes.get(a.key)! || cmp(a.key, b.key));
+  return new Map(order.map((x, i) => [x.key, base + (i < extra ? 1 : 0)]));
+}
+
+/** The members' rendezvous seeds by key (memberHash). */
+export function memberHashes(group: string, members: readonly AssignedMember[]): Map<string, number> {
+  return new Map(members.map((x) => [x.key, memberHash(group, x.identity, x.key)]));
 }
 
 /** A member's 32-bit rendezvous seed: FNV-1a 32 of `group/identity/key`. */

@@ -88,6 +88,14 @@ export class GroupView {
    */
   private structureEpochCount = 0;
   /**
+   * The structure epoch at which it last moved for anything but shard records (a slot, an
+   * absence, a whole observe, a header raising the longest lease): every move after it changed
+   * shard records alone, listed in `shardMoves` (shardsChangedSince).
+   */
+  private shardOnlySinceEpoch = 0;
+  /** Since shardOnlySinceEpoch, each move's epoch and the shard it changed, as pairs [epoch, shard, epoch, shard, ...]. */
+  private shardMoves: number[] = [];
+  /**
    * A write of ours changed more than a heartbeat since the last whole observe: what observe
    * derives from the whole group (a session no longer in its slot, named by a shard, counts
    * from now) is owed, so the next read is observed whole, not by change.
@@ -117,7 +125,7 @@ export class GroupView {
   /** Takes in one list, sent at `sentAtMono`. */
   observe(list: readonly VersionedGroupRecord[], sentAtMono: number): void {
     const now = this.clock.monotonic();
-    this.structureEpochCount++;
+    this.structureMoved(null);
     this.observeOwed = false;
     const first = this.listedAtMono === null;
     const gap = (this.listedAtMono !== null && sentAtMono - this.listedAtMono > this.pollGapMs) || this.absenceInterrupted;
@@ -208,6 +216,10 @@ export class GroupView {
     this.listedAtMono = sentAtMono;
     let structure = false;
     let ownersMoved = false;
+    // Whether the read moved more than shard records (shardsChangedSince), and the shards it changed.
+    let beyondShards = false;
+    const longestBefore = this.longestLeaseSeenMs;
+    const changedShards: number[] = [];
     // The sessions whose standing may have moved: a changed slot's before, a changed shard's owner before and after.
     const touched: SessionId[] = [];
     for (const v of changes) {
@@ -222,10 +234,11 @@ export class GroupView {
         this.highestInGroup = Math.max(this.highestInGroup, r.highWater ?? 0);
         this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, (r.longestLeaseSeconds ?? 0) * 1000);
       } else if (r.kind === 'member') {
-        if (!this.slotChanged(v as VersionedGroupRecord<MemberSlot>, now, touched)) structure = true;
+        if (!this.slotChanged(v as VersionedGroupRecord<MemberSlot>, now, touched)) structure = beyondShards = true;
       } else if (r.index < this.shardCount) {
         const before = held as VersionedGroupRecord<ShardRecord> | undefined;
         structure = true;
+        changedShards.push(r.index);
         if (!sameOwner(before?.record.owner, r.owner)) {
           ownersMoved = true;
           this.countNamed(before?.record.owner, -1);
@@ -250,7 +263,9 @@ export class GroupView {
         if (this.slots.get(id.slot)?.record.session !== id.session) this.sessionLeaseMs.delete(key);
       } else if (!this.current(id) && !this.goneSince.has(key)) this.goneSince.set(key, now);
     }
-    if (structure) this.structureEpochCount++;
+    // A header that raised only highWater moves no fact of a shard; one that raised the longest
+    // lease moves every absence wait and every unannounced session's end.
+    if (structure) this.structureMoved(beyondShards || this.longestLeaseSeenMs !== longestBefore ? null : changedShards);
     if (ownersMoved) this.ownersEpochCount++;
     return true;
   }
@@ -324,7 +339,7 @@ export class GroupView {
       // Our heartbeat changes no fact of a plan; anything else of our slot may.
       const quiet =
         held !== undefined && sameSession(held, r) && r.holderIdentity !== '' && this.witnessed(r.index) && this.live({ slot: r.index, session: r.session });
-      if (!quiet) this.structureChanged();
+      if (!quiet) this.structureChanged(null);
       this.slots.set(r.index, v as VersionedGroupRecord<MemberSlot>);
       this.slotSeen.set(r.index, { content: slotContent(r), changedAtMono: this.clock.monotonic(), witnessed: true });
       this.sessionLeaseMs.set(sessionKey({ slot: r.index, session: r.session }), r.leaseDurationSeconds * 1000);
@@ -332,7 +347,7 @@ export class GroupView {
       // Our own lease, announced: the header is raised to it in the same turn (keepHeader).
       this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, r.leaseDurationSeconds * 1000);
     } else if (r.kind === 'shard') {
-      this.structureChanged();
+      this.structureChanged([r.index]);
       const before = this.shards.get(r.index)?.record.owner;
       if (!sameOwner(before, r.owner)) {
         this.ownersEpochCount++;
@@ -344,10 +359,11 @@ export class GroupView {
       this.bump(this.highestToken, r.index, r.token);
       this.highestInGroup = Math.max(this.highestInGroup, r.token);
     } else {
-      this.structureChanged();
+      const longestBefore = this.longestLeaseSeenMs;
       this.header = v as VersionedGroupRecord<GroupHeader>;
       this.highestInGroup = Math.max(this.highestInGroup, r.highWater ?? 0);
       this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, (r.longestLeaseSeconds ?? 0) * 1000);
+      this.structureChanged(this.longestLeaseSeenMs === longestBefore ? [] : null);
     }
   }
 
@@ -365,9 +381,42 @@ export class GroupView {
   }
 
   /** A write of ours changed more than a heartbeat: the plan's facts may have, and the next read is observed whole. */
-  private structureChanged(): void {
-    this.structureEpochCount++;
+  private structureChanged(shards: readonly number[] | null): void {
+    this.structureMoved(shards);
     this.observeOwed = true;
+  }
+
+  /**
+   * The structure epoch moves on: for the records of `shards` alone (none: a header raising only
+   * highWater), or for anything else (null). The list of moves is bounded: past a few times N
+   * entries it starts over as if something else had moved, and the memos compute again whole.
+   */
+  private structureMoved(shards: readonly number[] | null): void {
+    const epoch = ++this.structureEpochCount;
+    if (shards === null || this.shardMoves.length + 2 * shards.length > 4 * (this.shardCount + 64)) {
+      this.shardOnlySinceEpoch = epoch;
+      this.shardMoves = [];
+      return;
+    }
+    for (const s of shards) this.shardMoves.push(epoch, s);
+  }
+
+  /**
+   * The shards whose records changed since structure epoch `epoch`, when nothing else moved it
+   * since (an owner, a token, a record written or read by change; a header raising only
+   * highWater changes none); null when something else did (a slot beyond its heartbeat, an
+   * absence, a whole observe, the longest lease), or when the list no longer reaches back that
+   * far. A shard may be listed more than once. What the memos of a turn's facts and target
+   * (turn-facts.ts, target-memo.ts) patch instead of computing again in O(N).
+   */
+  shardsChangedSince(epoch: number): number[] | null {
+    if (epoch < this.shardOnlySinceEpoch || epoch > this.structureEpochCount) return null;
+    const moves = this.shardMoves;
+    let i = moves.length;
+    while (i >= 2 && moves[i - 2]! > epoch) i -= 2;
+    const shards: number[] = [];
+    for (; i < moves.length; i += 2) shards.push(moves[i + 1]!);
+    return shards;
   }
 
   /** Sessions seen arriving in a slot after the first list (sessionsArrivedCount). */
@@ -506,7 +555,7 @@ export class GroupView {
     const now = this.clock.monotonic();
     for (const s of this.absentSince.keys()) this.absentSince.set(s, now);
     this.absenceInterrupted = true;
-    this.structureEpochCount++;
+    this.structureMoved(null);
   }
 
   /** A shard absent from the store for a lease duration of this member's lists: it may be created. */

@@ -670,7 +670,7 @@ export class ShardMember {
     // during the plan's writes and waits leaves it unsettled.
     const basis = this.settledBasis(m);
     const now = this.turnFacts(m);
-    const target = this.targets.of(this.group, now, this.view.ownersEpoch);
+    const target = this.targets.of(this.group, now, this.view);
     this.counts = { ...this.counts, members: target.members.length };
     const ends = planEnds(now, target);
     this.endPlanned(ends, m);

@@ -107,4 +107,32 @@ describe('the facts kept between asks', () => {
       assert.deepEqual(memo.of(v, clock.monotonic()), shardFacts(v), `time passing at read ${k}: the facts as they are now`);
     }
   });
+  it('patch the shards a read changed, alone; a session those name anew bounds them all', async () => {
+    // A group with no member slot and every shard free: nothing in the view can flip, so the facts
+    // stand for ever. Then a read brings shard 3 naming a session this member never saw in a slot:
+    // live for a lease duration from now, and the facts kept must end with it.
+    const clock = new FakeClock();
+    const v = new GroupView(clock, 8, 15_000, 6_400);
+    const rec = (s: number, owner: { slot: number; session: number } | null): VersionedGroupRecord => ({
+      record: { kind: 'shard', index: s, holderIdentity: owner ? 'x' : '', owner, token: s + 1, acquireTime: null },
+      version: `v${s}-${owner?.session ?? 0}`,
+    });
+    v.observe(
+      Array.from({ length: 8 }, (_, s) => rec(s, null)),
+      0,
+    );
+    const memo = new ShardFactsMemo();
+    const first = memo.of(v, clock.monotonic());
+    await clock.advance(1_000);
+    assert.equal(v.observeChanges([rec(3, { slot: 5, session: 1 })], clock.monotonic()), true);
+    assert.deepEqual(v.shardsChangedSince(v.structureEpoch - 1), [3]);
+    const patched = memo.of(v, clock.monotonic());
+    assert.deepEqual(patched, shardFacts(v), 'the facts as they are now');
+    assert.equal(patched[3]!.ownerLive, true);
+    assert.equal(patched[4], first[4], "an unchanged shard's facts are kept, not judged again");
+    await clock.advance(15_000);
+    const over = memo.of(v, clock.monotonic());
+    assert.equal(over[3]!.ownerLive, false, 'judged again when the session named anew is over');
+    assert.deepEqual(over, shardFacts(v));
+  });
 });
