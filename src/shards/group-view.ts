@@ -11,7 +11,7 @@
  * such a change can start the count but never end it early.
  */
 import type { Clock } from '../clock.js';
-import type { GroupHeader, GroupRecord, MemberSlot, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
+import { recordKey, type GroupHeader, type GroupRecord, type MemberSlot, type ShardRecord, type VersionedGroupRecord } from '../backends/group-store.js';
 
 /** A member's session: its slot and the slot's session number. */
 export interface SessionId {
@@ -96,11 +96,19 @@ export class GroupView {
   /** Since shardOnlySinceEpoch, each move's epoch and the shard it changed, as pairs [epoch, shard, epoch, shard, ...]. */
   private shardMoves: number[] = [];
   /**
-   * A write of ours changed more than a heartbeat since the last whole observe: what observe
-   * derives from the whole group (a session no longer in its slot, named by a shard, counts
-   * from now) is owed, so the next read is observed whole, not by change.
+   * A write of our slot changed more than a heartbeat since the last whole observe (a rejoin):
+   * what observe derives from the whole group (our old session no longer in its slot, named by
+   * a shard, counts from now) is owed, so the next read is observed whole, not by change.
    */
   private observeOwed = false;
+  /**
+   * Our writes of shards and of the header since the last read, by record key, with the version
+   * each got. The view holds them until a read shows them; a read by change shows only what
+   * changed, so it is taken in as such only where the reader's copy holds each at the version the
+   * view holds (observeChanges' `copy`): a record of ours deleted before the read (by hand), which
+   * the copy never held, is then found by a whole observe, as it always was.
+   */
+  private writtenSinceRead = new Map<string, string>();
   /**
    * How many sessions this view saw arrive in a slot after its first list (a newcomer's join, a
    * member's rejoin): the member greets each with a heartbeat at once (ShardMember.greetDue).
@@ -127,6 +135,7 @@ export class GroupView {
     const now = this.clock.monotonic();
     this.structureMoved(null);
     this.observeOwed = false;
+    this.writtenSinceRead.clear();
     const first = this.listedAtMono === null;
     const gap = (this.listedAtMono !== null && sentAtMono - this.listedAtMono > this.pollGapMs) || this.absenceInterrupted;
     this.absenceInterrupted = false;
@@ -202,16 +211,21 @@ export class GroupView {
    * shard) moves only with a changed slot or shard, whose sessions before and after are looked at
    * again. So it refuses (false, nothing changed) only where observe would do more than that:
    * before the first list, after a gap in the lists (the poll gap, an interrupted absence: every
-   * wait starts over), or after a write of ours that changed more than a heartbeat (observeOwed:
-   * what it derives, a session out of its slot counting from now, is a whole observe's).
+   * wait starts over), after a write of our slot that changed more than a heartbeat (observeOwed:
+   * what it derives, a session out of its slot counting from now, is a whole observe's), and
+   * where `copy` (the reader's copy after this read: a record key's version there) does not hold
+   * a shard or header we wrote since the last read as the view will (writtenSinceRead: one
+   * deleted before the read, which the copy never held). Without `copy`, wherever we wrote one.
    *
    * The structure epoch moves when anything but a heartbeat (a held slot's same holder, session,
    * state and lease duration) changed, and for a heartbeat that revives a session judged over or
    * is the first this member sees of its slot: a live, witnessed session's heartbeat changes no
    * fact of a plan (docs/design.md, "Quiet turns").
    */
-  observeChanges(changes: readonly VersionedGroupRecord[], sentAtMono: number): boolean {
+  observeChanges(changes: readonly VersionedGroupRecord[], sentAtMono: number, copy?: (key: string) => string | undefined): boolean {
     if (this.listedAtMono === null || this.observeOwed || this.absenceInterrupted || sentAtMono - this.listedAtMono > this.pollGapMs) return false;
+    if (!this.copyHoldsOurWrites(changes, copy)) return false;
+    this.writtenSinceRead.clear();
     const now = this.clock.monotonic();
     this.listedAtMono = sentAtMono;
     let structure = false;
@@ -255,7 +269,34 @@ export class GroupView {
         }
       }
     }
-    // What observe's pass over the shards and its clean-up do, for the sessions that can have moved.
+    this.standingMoved(touched, now);
+    // A header that raised only highWater moves no fact of a shard; one that raised the longest
+    // lease moves every absence wait and every unannounced session's end.
+    if (structure) this.structureMoved(beyondShards || this.longestLeaseSeenMs !== longestBefore ? null : changedShards);
+    if (ownersMoved) this.ownersEpochCount++;
+    return true;
+  }
+
+  /**
+   * Whether the reader's copy after this read (`copy`: a record key's version there) holds each
+   * record we wrote since the last read as the view will: at the version `changes` bring for it,
+   * else at the one the view holds. Without a copy to ask, only when we wrote none.
+   */
+  private copyHoldsOurWrites(changes: readonly VersionedGroupRecord[], copy: ((key: string) => string | undefined) | undefined): boolean {
+    if (this.writtenSinceRead.size === 0) return true;
+    if (!copy) return false;
+    const brought = new Map(changes.map((v) => [recordKey(v.record), v.version]));
+    for (const key of this.writtenSinceRead.keys()) {
+      const [kind, index] = key.split('/') as [GroupRecord['kind'], string];
+      const held = kind === 'group' ? this.header : kind === 'member' ? this.slots.get(Number(index)) : this.shards.get(Number(index));
+      const want = brought.get(key) ?? held?.version;
+      if (want === undefined || copy(key) !== want) return false;
+    }
+    return true;
+  }
+
+  /** What observe's pass over the shards and its clean-up do, for the sessions whose standing a change can have moved. */
+  private standingMoved(touched: readonly SessionId[], now: number): void {
     for (const id of touched) {
       const key = sessionKey(id);
       if (this.namedCount(id) === 0) {
@@ -263,11 +304,6 @@ export class GroupView {
         if (this.slots.get(id.slot)?.record.session !== id.session) this.sessionLeaseMs.delete(key);
       } else if (!this.current(id) && !this.goneSince.has(key)) this.goneSince.set(key, now);
     }
-    // A header that raised only highWater moves no fact of a shard; one that raised the longest
-    // lease moves every absence wait and every unannounced session's end.
-    if (structure) this.structureMoved(beyondShards || this.longestLeaseSeenMs !== longestBefore ? null : changedShards);
-    if (ownersMoved) this.ownersEpochCount++;
-    return true;
   }
 
   /**
@@ -331,7 +367,11 @@ export class GroupView {
     return announced === undefined ? this.absenceWaitMs() : Math.max(this.leaseDurationMs, announced);
   }
 
-  /** A write of ours landed: the view holds it until the next list. */
+  /**
+   * A write of ours landed: the view holds it until the next list. A shard's or the header's is
+   * taken in as a read by change takes it in (its sessions' standing looked at again), so the next
+   * read may be one by change; our slot's, beyond a heartbeat, leaves a whole observe owed.
+   */
   wrote(v: VersionedGroupRecord): void {
     const r = v.record;
     if (r.kind === 'member') {
@@ -339,7 +379,7 @@ export class GroupView {
       // Our heartbeat changes no fact of a plan; anything else of our slot may.
       const quiet =
         held !== undefined && sameSession(held, r) && r.holderIdentity !== '' && this.witnessed(r.index) && this.live({ slot: r.index, session: r.session });
-      if (!quiet) this.structureChanged(null);
+      if (!quiet) this.structureChanged();
       this.slots.set(r.index, v as VersionedGroupRecord<MemberSlot>);
       this.slotSeen.set(r.index, { content: slotContent(r), changedAtMono: this.clock.monotonic(), witnessed: true });
       this.sessionLeaseMs.set(sessionKey({ slot: r.index, session: r.session }), r.leaseDurationSeconds * 1000);
@@ -347,23 +387,32 @@ export class GroupView {
       // Our own lease, announced: the header is raised to it in the same turn (keepHeader).
       this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, r.leaseDurationSeconds * 1000);
     } else if (r.kind === 'shard') {
-      this.structureChanged([r.index]);
+      this.structureMoved([r.index]);
+      this.writtenSinceRead.set(recordKey(r), v.version);
       const before = this.shards.get(r.index)?.record.owner;
+      const touched: SessionId[] = [];
       if (!sameOwner(before, r.owner)) {
         this.ownersEpochCount++;
         this.countNamed(before, -1);
         this.countNamed(r.owner, 1);
+        if (before) touched.push(before);
       }
       this.shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
       this.absentSince.delete(r.index);
       this.bump(this.highestToken, r.index, r.token);
       this.highestInGroup = Math.max(this.highestInGroup, r.token);
+      if (r.owner) {
+        this.bump(this.highestSession, r.owner.slot, r.owner.session);
+        touched.push(r.owner);
+      }
+      this.standingMoved(touched, this.clock.monotonic());
     } else {
       const longestBefore = this.longestLeaseSeenMs;
       this.header = v as VersionedGroupRecord<GroupHeader>;
       this.highestInGroup = Math.max(this.highestInGroup, r.highWater ?? 0);
       this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, (r.longestLeaseSeconds ?? 0) * 1000);
-      this.structureChanged(this.longestLeaseSeenMs === longestBefore ? [] : null);
+      this.structureMoved(this.longestLeaseSeenMs === longestBefore ? [] : null);
+      this.writtenSinceRead.set(recordKey(r), v.version);
     }
   }
 
@@ -381,8 +430,8 @@ export class GroupView {
   }
 
   /** A write of ours changed more than a heartbeat: the plan's facts may have, and the next read is observed whole. */
-  private structureChanged(shards: readonly number[] | null): void {
-    this.structureMoved(shards);
+  private structureChanged(): void {
+    this.structureMoved(null);
     this.observeOwed = true;
   }
 
