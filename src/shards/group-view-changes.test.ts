@@ -284,4 +284,41 @@ describe('GroupView.observeChanges refuses only where observe would do more', ()
     assert.equal(view.live(m1), true, 'no shard names it: nothing to wait out');
     assert.equal(view.liveUntilMono(m1), null);
   });
+
+  it("our take of a session's last shard forgets nothing before the read: that session naming itself again by then keeps its count", async () => {
+    // Session p (slot 1, session 1) has been out of its slot for longer than a lease when this
+    // member takes its last shard; before the next read p writes a record naming itself (a late
+    // write). A whole observe at that read finds p named all along and over at once; a view that
+    // forgot p at our write would count it from the read, live for a lease more.
+    const clock = new FakeClock();
+    const p = { slot: 1, session: 1 };
+    const me = { slot: 0, session: 1 };
+    const start = [slot(clock, 0), slot(clock, 1, 2), taken(0, p, 'a')];
+    const whole = new GroupView(clock, 2, LEASE_MS, POLL_GAP_MS);
+    const byChange = new GroupView(clock, 2, LEASE_MS, POLL_GAP_MS);
+    whole.observe(start, clock.monotonic());
+    byChange.observe(start, clock.monotonic());
+    let beats: VersionedGroupRecord[] = [];
+    for (let t = 0; t <= LEASE_MS; t += 2_000) {
+      await clock.advance(2_000);
+      beats = [slot(clock, 0), slot(clock, 1, 2)];
+      whole.observe([...beats, taken(0, p, 'a')], clock.monotonic());
+      assert.equal(byChange.observeChanges(beats, clock.monotonic()), true);
+    }
+    assert.equal(byChange.live(p), false, 'p is over');
+    const mine = taken(0, me, 'b');
+    whole.wrote(mine);
+    byChange.wrote(mine);
+    const late = taken(1, p, 'c');
+    await clock.advance(100);
+    whole.observe([...beats, mine, late], clock.monotonic());
+    const copy = new Map([['shard/0', 'b']]);
+    assert.equal(
+      byChange.observeChanges([late], clock.monotonic(), (k) => copy.get(k)),
+      true,
+    );
+    assert.equal(whole.live(p), false, 'a whole observe: p over at once');
+    assert.equal(byChange.live(p), false, 'by change: p over at once too');
+    assert.deepEqual(answers(byChange, [p, me]), answers(whole, [p, me]));
+  });
 });

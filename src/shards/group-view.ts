@@ -110,6 +110,12 @@ export class GroupView {
    */
   private writtenSinceRead = new Map<string, string>();
   /**
+   * The sessions our shard writes since the last read named or stopped naming: their standing
+   * (out of their slot from when, forgotten) is judged at the next read, as a whole observe then
+   * would judge it, not at the write (a session that names itself again by then keeps its count).
+   */
+  private touchedSinceRead: SessionId[] = [];
+  /**
    * How many sessions this view saw arrive in a slot after its first list (a newcomer's join, a
    * member's rejoin): the member greets each with a heartbeat at once (ShardMember.greetDue).
    */
@@ -136,6 +142,7 @@ export class GroupView {
     this.structureMoved(null);
     this.observeOwed = false;
     this.writtenSinceRead.clear();
+    this.touchedSinceRead = [];
     const first = this.listedAtMono === null;
     const gap = (this.listedAtMono !== null && sentAtMono - this.listedAtMono > this.pollGapMs) || this.absenceInterrupted;
     this.absenceInterrupted = false;
@@ -269,7 +276,8 @@ export class GroupView {
         }
       }
     }
-    this.standingMoved(touched, now);
+    this.standingMoved([...this.touchedSinceRead, ...touched], now);
+    this.touchedSinceRead = [];
     // A header that raised only highWater moves no fact of a shard; one that raised the longest
     // lease moves every absence wait and every unannounced session's end.
     if (structure) this.structureMoved(beyondShards || this.longestLeaseSeenMs !== longestBefore ? null : changedShards);
@@ -369,8 +377,9 @@ export class GroupView {
 
   /**
    * A write of ours landed: the view holds it until the next list. A shard's or the header's is
-   * taken in as a read by change takes it in (its sessions' standing looked at again), so the next
-   * read may be one by change; our slot's, beyond a heartbeat, leaves a whole observe owed.
+   * taken in as a read by change takes it in, its sessions' standing looked at again at the next
+   * read (touchedSinceRead), so that read may be one by change; our slot's, beyond a heartbeat,
+   * leaves a whole observe owed.
    */
   wrote(v: VersionedGroupRecord): void {
     const r = v.record;
@@ -390,12 +399,11 @@ export class GroupView {
       this.structureMoved([r.index]);
       this.writtenSinceRead.set(recordKey(r), v.version);
       const before = this.shards.get(r.index)?.record.owner;
-      const touched: SessionId[] = [];
       if (!sameOwner(before, r.owner)) {
         this.ownersEpochCount++;
         this.countNamed(before, -1);
         this.countNamed(r.owner, 1);
-        if (before) touched.push(before);
+        if (before) this.touchedSinceRead.push(before);
       }
       this.shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
       this.absentSince.delete(r.index);
@@ -403,9 +411,8 @@ export class GroupView {
       this.highestInGroup = Math.max(this.highestInGroup, r.token);
       if (r.owner) {
         this.bump(this.highestSession, r.owner.slot, r.owner.session);
-        touched.push(r.owner);
+        this.touchedSinceRead.push(r.owner);
       }
-      this.standingMoved(touched, this.clock.monotonic());
     } else {
       const longestBefore = this.longestLeaseSeenMs;
       this.header = v as VersionedGroupRecord<GroupHeader>;
