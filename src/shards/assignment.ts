@@ -32,13 +32,22 @@ export function assignShards(group: string, shards: number, members: readonly As
   const room = new Map<string, number>();
   for (const x of members) {
     const h = hashes.get(x.key)!;
-    // It keeps the shards it ranks highest, up to its quota. Each score computed once: a sort
-    // that scored both sides of each comparison cost most of a turn at N = 4096.
-    const mine = held.get(x.key)!.map((s) => ({ s, score: score(h, s) }));
-    mine.sort((a, b) => b.score - a.score || a.s - b.s);
-    const keep = mine.slice(0, quota.get(x.key));
-    for (const { s } of keep) target[s] = x.key;
-    room.set(x.key, quota.get(x.key)! - keep.length);
+    const q = quota.get(x.key)!;
+    const all = held.get(x.key)!;
+    // It keeps the shards it ranks highest, up to its quota: all of them when they fit (most
+    // members most of the time, and every member after a leave), with no shard scored. Else each
+    // score computed once: a sort that scored both sides of each comparison cost most of a turn
+    // at N = 4096.
+    const keep =
+      all.length <= q
+        ? all
+        : all
+            .map((s) => ({ s, score: score(h, s) }))
+            .sort((a, b) => b.score - a.score || a.s - b.s)
+            .slice(0, q)
+            .map((k) => k.s);
+    for (const s of keep) target[s] = x.key;
+    room.set(x.key, q - keep.length);
   }
   // Every other shard, in order, to the member with room that ranks it highest. By position in
   // `members`, without a lookup by key per shard and member.
