@@ -27,7 +27,7 @@ interface Kept {
  * A member's last target and what it was computed from. A target is a function of the members
  * counted (in their order) and each shard's owner, so a turn after a change that moved neither
  * (another member's heartbeat: most turns of an idle group) does not assign the shards again.
- * Nor does a change that conforms to it (docs/design.md, "A target that conforming changes keep"):
+ * Nor does a change that conforms to it (docs/design.md, "A turn after another member's take"):
  * a shard taken by the member it targets, or given up by a member it does not target, leaves
  * every member's kept shards and the greedy pass over the rest as they were, as long as the
  * quotas stand; so such changes are followed in O(changes + M log M) instead of assigning N
@@ -66,6 +66,8 @@ export class TargetMemo {
    * or the view cannot list them (`k` is then left half followed: the caller computes again).
    */
   private follow(k: Kept, facts: Pick<TurnFacts, 'shards'>, view: TargetBasis): boolean {
+    // Every owner change moves the structure epoch too (GroupView), so the shards listed since
+    // the epoch `k` was brought up to date at hold every owner change since.
     const changed = view.shardsChangedSince(k.structureEpoch);
     if (changed === null || changed.length > k.owners.length / 4) return false;
     const target = k.target.owners;
