@@ -88,13 +88,14 @@ export class GroupView {
    */
   private structureEpochCount = 0;
   /**
-   * The structure epoch at which it last moved for anything but shard records (a slot, an
-   * absence, a whole observe, a header raising the longest lease): every move after it changed
-   * shard records alone, listed in `shardMoves` (shardsChangedSince).
+   * The structure epoch at which it last moved for anything a list of shards and sessions cannot
+   * say (an absence, a whole observe, a slot write of ours, a change of the absence wait): every
+   * move after it changed shard records and the standing of sessions alone, listed in `moves`
+   * (changesSince).
    */
-  private shardOnlySinceEpoch = 0;
-  /** Since shardOnlySinceEpoch, each move's epoch and the shard it changed, as pairs [epoch, shard, epoch, shard, ...]. */
-  private shardMoves: number[] = [];
+  private listedSinceEpoch = 0;
+  /** Since listedSinceEpoch, each move's epoch and what it changed: a shard, or a session's key, as pairs [epoch, shard or key, ...]. */
+  private moves: (number | string)[] = [];
   /**
    * A write of our slot changed more than a heartbeat since the last whole observe (a rejoin):
    * what observe derives from the whole group (our old session no longer in its slot, named by
@@ -237,10 +238,11 @@ export class GroupView {
     this.listedAtMono = sentAtMono;
     let structure = false;
     let ownersMoved = false;
-    // Whether the read moved more than shard records (shardsChangedSince), and the shards it changed.
-    let beyondShards = false;
-    const longestBefore = this.longestLeaseSeenMs;
+    // What the read changed for changesSince: the shards, the sessions a slot's change moved; and
+    // whether it moved the absence wait (every absent shard's judgment and unannounced session's end).
+    const waitBefore = this.absenceWaitMs();
     const changedShards: number[] = [];
+    const changedSessions: string[] = [];
     // The sessions whose standing may have moved: a changed slot's before, a changed shard's owner before and after.
     const touched: SessionId[] = [];
     for (const v of changes) {
@@ -255,7 +257,7 @@ export class GroupView {
         this.highestInGroup = Math.max(this.highestInGroup, r.highWater ?? 0);
         this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, (r.longestLeaseSeconds ?? 0) * 1000);
       } else if (r.kind === 'member') {
-        if (!this.slotChanged(v as VersionedGroupRecord<MemberSlot>, now, touched)) structure = beyondShards = true;
+        if (!this.slotChanged(v as VersionedGroupRecord<MemberSlot>, now, touched, changedSessions)) structure = true;
       } else if (r.index < this.shardCount) {
         const before = held as VersionedGroupRecord<ShardRecord> | undefined;
         structure = true;
@@ -276,11 +278,21 @@ export class GroupView {
         }
       }
     }
+    // Our writes' sessions are judged now, as the whole observe this read used to be would judge
+    // them. One that starts counting out of its slot now (named by a record of ours, not in its
+    // slot: a write-back naming our ended session) gets an end: the structure moves, its key listed.
+    for (const id of this.touchedSinceRead) {
+      const key = sessionKey(id);
+      if (this.namedCount(id) > 0 && !this.current(id) && !this.goneSince.has(key)) {
+        structure = true;
+        changedSessions.push(key);
+      }
+    }
     this.standingMoved([...this.touchedSinceRead, ...touched], now);
     this.touchedSinceRead = [];
     // A header that raised only highWater moves no fact of a shard; one that raised the longest
-    // lease moves every absence wait and every unannounced session's end.
-    if (structure) this.structureMoved(beyondShards || this.longestLeaseSeenMs !== longestBefore ? null : changedShards);
+    // lease, or a slot announcing a longer one, moves every absence wait and every unannounced session's end.
+    if (structure) this.structureMoved(this.absenceWaitMs() !== waitBefore ? null : { shards: changedShards, sessions: changedSessions });
     if (ownersMoved) this.ownersEpochCount++;
     return true;
   }
@@ -318,9 +330,10 @@ export class GroupView {
    * Does to slot record `v`, brought by a read by change, what observe does to it; adds the
    * sessions whose standing it may move to `touched`. True when it was a heartbeat that changes
    * no fact of a plan (observeChanges): its holder, session, state and lease duration unchanged,
-   * its session live and its slot witnessed before it.
+   * its session live and its slot witnessed before it. Else the keys of the sessions whose
+   * judgment it may move (the slot's session before and now) go to `changed`.
    */
-  private slotChanged(v: VersionedGroupRecord<MemberSlot>, now: number, touched: SessionId[]): boolean {
+  private slotChanged(v: VersionedGroupRecord<MemberSlot>, now: number, touched: SessionId[], changed: string[]): boolean {
     const r = v.record;
     const id = { slot: r.index, session: r.session };
     const before = this.slots.get(r.index)?.record;
@@ -332,6 +345,7 @@ export class GroupView {
       const quiet = seen!.content === content || (seen!.witnessed && this.live(id));
       if (seen!.content !== content) this.slotSeen.set(r.index, { content, changedAtMono: now, witnessed: true });
       this.slots.set(r.index, v);
+      if (!quiet) changed.push(sessionKey(id));
       return quiet;
     }
     if (r.holderIdentity !== '' && (!before || before.holderIdentity !== r.holderIdentity || before.session !== r.session)) this.sessionsArrivedCount++;
@@ -345,6 +359,8 @@ export class GroupView {
     // The session the slot held may be current no more. Its new one, if not current, was not
     // before either (another session, or no slot record): what observe derives for it holds.
     if (before) touched.push({ slot: r.index, session: before.session });
+    changed.push(key);
+    if (before) changed.push(sessionKey({ slot: r.index, session: before.session }));
     return false;
   }
 
@@ -396,7 +412,7 @@ export class GroupView {
       // Our own lease, announced: the header is raised to it in the same turn (keepHeader).
       this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, r.leaseDurationSeconds * 1000);
     } else if (r.kind === 'shard') {
-      this.structureMoved([r.index]);
+      this.structureMoved({ shards: [r.index], sessions: [] });
       this.writtenSinceRead.set(recordKey(r), v.version);
       const before = this.shards.get(r.index)?.record.owner;
       if (!sameOwner(before, r.owner)) {
@@ -418,7 +434,7 @@ export class GroupView {
       this.header = v as VersionedGroupRecord<GroupHeader>;
       this.highestInGroup = Math.max(this.highestInGroup, r.highWater ?? 0);
       this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, (r.longestLeaseSeconds ?? 0) * 1000);
-      this.structureMoved(this.longestLeaseSeenMs === longestBefore ? [] : null);
+      this.structureMoved(this.longestLeaseSeenMs === longestBefore ? { shards: [], sessions: [] } : null);
       this.writtenSinceRead.set(recordKey(r), v.version);
     }
   }
@@ -443,36 +459,43 @@ export class GroupView {
   }
 
   /**
-   * The structure epoch moves on: for the records of `shards` alone (none: a header raising only
-   * highWater), or for anything else (null). The list of moves is bounded: past a few times N
-   * entries it starts over as if something else had moved, and the memos compute again whole.
+   * The structure epoch moves on: for the records of `changed.shards` and the judgment of the
+   * sessions keyed in `changed.sessions` alone (none: a header raising only highWater), or for
+   * anything else (null). The list of moves is bounded: past a few times N entries it starts
+   * over as if something else had moved, and the memos compute again whole.
    */
-  private structureMoved(shards: readonly number[] | null): void {
+  private structureMoved(changed: { shards: readonly number[]; sessions: readonly string[] } | null): void {
     const epoch = ++this.structureEpochCount;
-    if (shards === null || this.shardMoves.length + 2 * shards.length > 4 * (this.shardCount + 64)) {
-      this.shardOnlySinceEpoch = epoch;
-      this.shardMoves = [];
+    if (changed === null || this.moves.length + 2 * (changed.shards.length + changed.sessions.length) > 4 * (this.shardCount + 64)) {
+      this.listedSinceEpoch = epoch;
+      this.moves = [];
       return;
     }
-    for (const s of shards) this.shardMoves.push(epoch, s);
+    for (const s of changed.shards) this.moves.push(epoch, s);
+    for (const k of changed.sessions) this.moves.push(epoch, k);
   }
 
   /**
-   * The shards whose records changed since structure epoch `epoch`, when nothing else moved it
-   * since (an owner, a token, a record written or read by change; a header raising only
-   * highWater changes none); null when something else did (a slot beyond its heartbeat, an
-   * absence, a whole observe, the longest lease), or when the list no longer reaches back that
-   * far. A shard may be listed more than once. What the memos of a turn's facts and target
-   * (turn-facts.ts, target-memo.ts) patch instead of computing again in O(N).
+   * What changed since structure epoch `epoch`, when a list can say it: the shards whose records
+   * changed (an owner, a token; a header raising only highWater changes none) and the sessions
+   * whose judgment a slot's change may have moved (its session before and after: a state
+   * change, a rejoin, a release, a session revived). Null when anything else did (an absence,
+   * a whole observe, a slot write of ours, a change of the absence wait), or when the list no
+   * longer reaches back that far. Entries may repeat. What the memos of a turn's facts and
+   * target (turn-facts.ts, target-memo.ts) patch instead of computing again in O(N).
    */
-  shardsChangedSince(epoch: number): number[] | null {
-    if (epoch < this.shardOnlySinceEpoch || epoch > this.structureEpochCount) return null;
-    const moves = this.shardMoves;
+  changesSince(epoch: number): { shards: number[]; sessions: string[] } | null {
+    if (epoch < this.listedSinceEpoch || epoch > this.structureEpochCount) return null;
+    const moves = this.moves;
     let i = moves.length;
-    while (i >= 2 && moves[i - 2]! > epoch) i -= 2;
-    const shards: number[] = [];
-    for (; i < moves.length; i += 2) shards.push(moves[i + 1]!);
-    return shards;
+    while (i >= 2 && (moves[i - 2] as number) > epoch) i -= 2;
+    const changed = { shards: [] as number[], sessions: [] as string[] };
+    for (; i < moves.length; i += 2) {
+      const m = moves[i + 1]!;
+      if (typeof m === 'number') changed.shards.push(m);
+      else changed.sessions.push(m);
+    }
+    return changed;
   }
 
   /** Sessions seen arriving in a slot after the first list (sessionsArrivedCount). */

@@ -34,6 +34,7 @@ function facts(v: GroupView) {
 describe("quiet turns: a plan's facts stand while the view's epoch and next flip do", () => {
   let checked = 0;
   let patchableAsks = 0;
+  let sessionAsks = 0;
   for (let seed = 1; seed <= SEEDS; seed++) {
     it(`seed ${seed}`, async () => {
       const rand = prng(seed);
@@ -66,8 +67,9 @@ describe("quiet turns: a plan's facts stand while the view's epoch and next flip
       const memo = new ShardFactsMemo();
       let memoEpoch = -1;
       const askMemo = (step: number) => {
-        const patchable = quiet.shardsChangedSince(memoEpoch);
-        if (patchable !== null && patchable.length > 0) patchableAsks++;
+        const patchable = quiet.changesSince(memoEpoch);
+        if (patchable !== null && patchable.shards.length > 0) patchableAsks++;
+        if (patchable !== null && patchable.sessions.length > 0) sessionAsks++;
         assert.deepEqual(memo.of(quiet, clock.monotonic()), shardFacts(quiet), `step ${step}: the memo's facts differ\n${events.slice(-10).join('\n')}`);
         memoEpoch = quiet.structureEpoch;
       };
@@ -161,5 +163,7 @@ describe("quiet turns: a plan's facts stand while the view's epoch and next flip
     assert.ok(checked > SEEDS * 100, `${checked} checks in ${SEEDS} seeds`);
     console.log(`${patchableAsks} asks of the memo after shard records alone moved`);
     assert.ok(patchableAsks > SEEDS * 5, `${patchableAsks} asks of the memo that could patch`);
+    console.log(`${sessionAsks} asks of the memo after a slot's change moved sessions`);
+    assert.ok(sessionAsks > SEEDS * 5, `${sessionAsks} asks of the memo after a slot's change`);
   });
 });

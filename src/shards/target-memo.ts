@@ -5,7 +5,7 @@ import { countedMembers, countedOwners, type Target, type TurnFacts } from './tu
 export interface TargetBasis {
   readonly ownersEpoch: number;
   readonly structureEpoch: number;
-  shardsChangedSince(epoch: number): readonly number[] | null;
+  changesSince(epoch: number): { readonly shards: readonly number[] } | null;
 }
 
 /** A target and what it was computed from, followed since by the changes that conform to it. */
@@ -68,7 +68,8 @@ export class TargetMemo {
   private follow(k: Kept, facts: Pick<TurnFacts, 'shards'>, view: TargetBasis): boolean {
     // Every owner change moves the structure epoch too (GroupView), so the shards listed since
     // the epoch `k` was brought up to date at hold every owner change since.
-    const changed = view.shardsChangedSince(k.structureEpoch);
+    // A slot's change moves no counted owner the members' key has not: only the shards matter.
+    const changed = view.changesSince(k.structureEpoch)?.shards ?? null;
     if (changed === null || changed.length > k.owners.length / 4) return false;
     const target = k.target.owners;
     for (const s of changed) {
