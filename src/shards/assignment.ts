@@ -22,28 +22,32 @@ export function assignShards(group: string, shards: number, members: readonly As
   const target: (string | null)[] = new Array<string | null>(shards).fill(null);
   const m = members.length;
   if (m === 0) return target;
-  const base = Math.floor(shards / m);
-  const extra = shards % m;
-  const hashes = new Map(members.map((x) => [x.key, memberHash(group, x.identity, x.key)]));
+  const hashes = memberHashes(group, members);
   const held = new Map<string, number[]>(members.map((x) => [x.key, []]));
   for (let s = 0; s < shards; s++) {
     const o = owners[s];
     if (o != null) held.get(o)?.push(s);
   }
-  // The extra shard of the remainder goes to those that hold the most now (fewest moves), then
-  // by hash: every member orders them alike.
-  const order = [...members].sort((a, b) => held.get(b.key)!.length - held.get(a.key)!.length || hashes.get(b.key)! - hashes.get(a.key)! || cmp(a.key, b.key));
-  const quota = new Map(order.map((x, i) => [x.key, base + (i < extra ? 1 : 0)]));
+  const quota = quotasOf(shards, members, hashes, (key) => held.get(key)!.length);
   const room = new Map<string, number>();
   for (const x of members) {
     const h = hashes.get(x.key)!;
-    // It keeps the shards it ranks highest, up to its quota. Each score computed once: a sort
-    // that scored both sides of each comparison cost most of a turn at N = 4096.
-    const mine = held.get(x.key)!.map((s) => ({ s, score: score(h, s) }));
-    mine.sort((a, b) => b.score - a.score || a.s - b.s);
-    const keep = mine.slice(0, quota.get(x.key));
-    for (const { s } of keep) target[s] = x.key;
-    room.set(x.key, quota.get(x.key)! - keep.length);
+    const q = quota.get(x.key)!;
+    const all = held.get(x.key)!;
+    // It keeps the shards it ranks highest, up to its quota: all of them when they fit (most
+    // members most of the time, and every member after a leave), with no shard scored. Else each
+    // score computed once: a sort that scored both sides of each comparison cost most of a turn
+    // at N = 4096.
+    const keep =
+      all.length <= q
+        ? all
+        : all
+            .map((s) => ({ s, score: score(h, s) }))
+            .sort((a, b) => b.score - a.score || a.s - b.s)
+            .slice(0, q)
+            .map((k) => k.s);
+    for (const s of keep) target[s] = x.key;
+    room.set(x.key, q - keep.length);
   }
   // Every other shard, in order, to the member with room that ranks it highest. By position in
   // `members`, without a lookup by key per shard and member.
@@ -65,6 +69,28 @@ export function assignShards(group: string, shards: number, members: readonly As
     rooms[best]!--;
   }
   return target;
+}
+
+/**
+ * How many shards each member is assigned: floor(N/M), and one more for the first N mod M in
+ * order. The extra shards of the remainder go to those that hold the most now (fewest moves),
+ * then by hash: every member orders them alike. `held(key)`: how many shards member `key` owns.
+ */
+export function quotasOf(
+  shards: number,
+  members: readonly AssignedMember[],
+  hashes: ReadonlyMap<string, number>,
+  held: (key: string) => number,
+): Map<string, number> {
+  const base = Math.floor(shards / members.length);
+  const extra = shards % members.length;
+  const order = [...members].sort((a, b) => held(b.key) - held(a.key) || hashes.get(b.key)! - hashes.get(a.key)! || cmp(a.key, b.key));
+  return new Map(order.map((x, i) => [x.key, base + (i < extra ? 1 : 0)]));
+}
+
+/** The members' rendezvous seeds by key (memberHash). */
+export function memberHashes(group: string, members: readonly AssignedMember[]): Map<string, number> {
+  return new Map(members.map((x) => [x.key, memberHash(group, x.identity, x.key)]));
 }
 
 /** A member's 32-bit rendezvous seed: FNV-1a 32 of `group/identity/key`. */

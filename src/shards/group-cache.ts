@@ -31,6 +31,8 @@ export interface CacheRead {
   readonly changes: readonly VersionedGroupRecord[] | null;
   /** The group as this read left it; asked before the next read (it says so if not). */
   all(): VersionedGroupRecord[];
+  /** The version of record `key` (recordKey) in the group as this read left it, undefined when it holds none; asked before the next read. */
+  version(key: string): string | undefined;
 }
 
 export class GroupCache {
@@ -109,11 +111,18 @@ export class GroupCache {
   /** What a read leaves: `changes` as it brought them (null: in full), the group on demand, before the next read. */
   private answer(changes: readonly VersionedGroupRecord[] | null): CacheRead {
     const read = ++this.reads;
+    const current = () => {
+      if (read !== this.reads) throw new Error('GroupCache: a read answer asked for the group after a later read');
+    };
     return {
       changes,
       all: () => {
-        if (read !== this.reads) throw new Error('GroupCache: a read answer asked for the group after a later read');
+        current();
         return this.snapshot();
+      },
+      version: (key) => {
+        current();
+        return this.records.get(key)?.version;
       },
     };
   }

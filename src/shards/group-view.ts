@@ -11,7 +11,7 @@
  * such a change can start the count but never end it early.
  */
 import type { Clock } from '../clock.js';
-import type { GroupHeader, GroupRecord, MemberSlot, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
+import { recordKey, type GroupHeader, type GroupRecord, type MemberSlot, type ShardRecord, type VersionedGroupRecord } from '../backends/group-store.js';
 
 /** A member's session: its slot and the slot's session number. */
 export interface SessionId {
@@ -88,11 +88,34 @@ export class GroupView {
    */
   private structureEpochCount = 0;
   /**
-   * A write of ours changed more than a heartbeat since the last whole observe: what observe
-   * derives from the whole group (a session no longer in its slot, named by a shard, counts
-   * from now) is owed, so the next read is observed whole, not by change.
+   * The structure epoch at which it last moved for anything a list of shards and sessions cannot
+   * say (an absence, a whole observe, a slot write of ours, a change of the absence wait): every
+   * move after it changed shard records and the standing of sessions alone, listed in `moves`
+   * (changesSince).
+   */
+  private listedSinceEpoch = 0;
+  /** Since listedSinceEpoch, each move's epoch and what it changed: a shard, or a session's key, as pairs [epoch, shard or key, ...]. */
+  private moves: (number | string)[] = [];
+  /**
+   * A write of our slot changed more than a heartbeat since the last whole observe (a rejoin):
+   * what observe derives from the whole group (our old session no longer in its slot, named by
+   * a shard, counts from now) is owed, so the next read is observed whole, not by change.
    */
   private observeOwed = false;
+  /**
+   * Our writes of shards and of the header since the last read, by record key, with the version
+   * each got. The view holds them until a read shows them; a read by change shows only what
+   * changed, so it is taken in as such only where the reader's copy holds each at the version the
+   * view holds (observeChanges' `copy`): a record of ours deleted before the read (by hand), which
+   * the copy never held, is then found by a whole observe, as it always was.
+   */
+  private writtenSinceRead = new Map<string, string>();
+  /**
+   * The sessions our shard writes since the last read named or stopped naming: their standing
+   * (out of their slot from when, forgotten) is judged at the next read, as a whole observe then
+   * would judge it, not at the write (a session that names itself again by then keeps its count).
+   */
+  private touchedSinceRead: SessionId[] = [];
   /**
    * How many sessions this view saw arrive in a slot after its first list (a newcomer's join, a
    * member's rejoin): the member greets each with a heartbeat at once (ShardMember.greetDue).
@@ -117,8 +140,10 @@ export class GroupView {
   /** Takes in one list, sent at `sentAtMono`. */
   observe(list: readonly VersionedGroupRecord[], sentAtMono: number): void {
     const now = this.clock.monotonic();
-    this.structureEpochCount++;
+    this.structureMoved(null);
     this.observeOwed = false;
+    this.writtenSinceRead.clear();
+    this.touchedSinceRead = [];
     const first = this.listedAtMono === null;
     const gap = (this.listedAtMono !== null && sentAtMono - this.listedAtMono > this.pollGapMs) || this.absenceInterrupted;
     this.absenceInterrupted = false;
@@ -194,20 +219,30 @@ export class GroupView {
    * shard) moves only with a changed slot or shard, whose sessions before and after are looked at
    * again. So it refuses (false, nothing changed) only where observe would do more than that:
    * before the first list, after a gap in the lists (the poll gap, an interrupted absence: every
-   * wait starts over), or after a write of ours that changed more than a heartbeat (observeOwed:
-   * what it derives, a session out of its slot counting from now, is a whole observe's).
+   * wait starts over), after a write of our slot that changed more than a heartbeat (observeOwed:
+   * what it derives, a session out of its slot counting from now, is a whole observe's), and
+   * where `copy` (the reader's copy after this read: a record key's version there) does not hold
+   * a shard or header we wrote since the last read as the view will (writtenSinceRead: one
+   * deleted before the read, which the copy never held). Without `copy`, wherever we wrote one.
    *
    * The structure epoch moves when anything but a heartbeat (a held slot's same holder, session,
    * state and lease duration) changed, and for a heartbeat that revives a session judged over or
    * is the first this member sees of its slot: a live, witnessed session's heartbeat changes no
    * fact of a plan (docs/design.md, "Quiet turns").
    */
-  observeChanges(changes: readonly VersionedGroupRecord[], sentAtMono: number): boolean {
+  observeChanges(changes: readonly VersionedGroupRecord[], sentAtMono: number, copy?: (key: string) => string | undefined): boolean {
     if (this.listedAtMono === null || this.observeOwed || this.absenceInterrupted || sentAtMono - this.listedAtMono > this.pollGapMs) return false;
+    if (!this.copyHoldsOurWrites(changes, copy)) return false;
+    this.writtenSinceRead.clear();
     const now = this.clock.monotonic();
     this.listedAtMono = sentAtMono;
     let structure = false;
     let ownersMoved = false;
+    // What the read changed for changesSince: the shards, the sessions a slot's change moved; and
+    // whether it moved the absence wait (every absent shard's judgment and unannounced session's end).
+    const waitBefore = this.absenceWaitMs();
+    const changedShards: number[] = [];
+    const changedSessions: string[] = [];
     // The sessions whose standing may have moved: a changed slot's before, a changed shard's owner before and after.
     const touched: SessionId[] = [];
     for (const v of changes) {
@@ -222,10 +257,11 @@ export class GroupView {
         this.highestInGroup = Math.max(this.highestInGroup, r.highWater ?? 0);
         this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, (r.longestLeaseSeconds ?? 0) * 1000);
       } else if (r.kind === 'member') {
-        if (!this.slotChanged(v as VersionedGroupRecord<MemberSlot>, now, touched)) structure = true;
+        if (!this.slotChanged(v as VersionedGroupRecord<MemberSlot>, now, touched, changedSessions)) structure = true;
       } else if (r.index < this.shardCount) {
         const before = held as VersionedGroupRecord<ShardRecord> | undefined;
         structure = true;
+        changedShards.push(r.index);
         if (!sameOwner(before?.record.owner, r.owner)) {
           ownersMoved = true;
           this.countNamed(before?.record.owner, -1);
@@ -242,7 +278,45 @@ export class GroupView {
         }
       }
     }
-    // What observe's pass over the shards and its clean-up do, for the sessions that can have moved.
+    // Our writes' sessions are judged now, as the whole observe this read used to be would judge
+    // them. One that starts counting out of its slot now (named by a record of ours, not in its
+    // slot: a write-back naming our ended session) gets an end: the structure moves, its key listed.
+    for (const id of this.touchedSinceRead) {
+      const key = sessionKey(id);
+      if (this.namedCount(id) > 0 && !this.current(id) && !this.goneSince.has(key)) {
+        structure = true;
+        changedSessions.push(key);
+      }
+    }
+    this.standingMoved([...this.touchedSinceRead, ...touched], now);
+    this.touchedSinceRead = [];
+    // A header that raised only highWater moves no fact of a shard; one that raised the longest
+    // lease, or a slot announcing a longer one, moves every absence wait and every unannounced session's end.
+    if (structure) this.structureMoved(this.absenceWaitMs() !== waitBefore ? null : { shards: changedShards, sessions: changedSessions });
+    if (ownersMoved) this.ownersEpochCount++;
+    return true;
+  }
+
+  /**
+   * Whether the reader's copy after this read (`copy`: a record key's version there) holds each
+   * record we wrote since the last read as the view will: at the version `changes` bring for it,
+   * else at the one the view holds. Without a copy to ask, only when we wrote none.
+   */
+  private copyHoldsOurWrites(changes: readonly VersionedGroupRecord[], copy: ((key: string) => string | undefined) | undefined): boolean {
+    if (this.writtenSinceRead.size === 0) return true;
+    if (!copy) return false;
+    const brought = new Map(changes.map((v) => [recordKey(v.record), v.version]));
+    for (const key of this.writtenSinceRead.keys()) {
+      const [kind, index] = key.split('/') as [GroupRecord['kind'], string];
+      const held = kind === 'group' ? this.header : kind === 'member' ? this.slots.get(Number(index)) : this.shards.get(Number(index));
+      const want = brought.get(key) ?? held?.version;
+      if (want === undefined || copy(key) !== want) return false;
+    }
+    return true;
+  }
+
+  /** What observe's pass over the shards and its clean-up do, for the sessions whose standing a change can have moved. */
+  private standingMoved(touched: readonly SessionId[], now: number): void {
     for (const id of touched) {
       const key = sessionKey(id);
       if (this.namedCount(id) === 0) {
@@ -250,18 +324,16 @@ export class GroupView {
         if (this.slots.get(id.slot)?.record.session !== id.session) this.sessionLeaseMs.delete(key);
       } else if (!this.current(id) && !this.goneSince.has(key)) this.goneSince.set(key, now);
     }
-    if (structure) this.structureEpochCount++;
-    if (ownersMoved) this.ownersEpochCount++;
-    return true;
   }
 
   /**
    * Does to slot record `v`, brought by a read by change, what observe does to it; adds the
    * sessions whose standing it may move to `touched`. True when it was a heartbeat that changes
    * no fact of a plan (observeChanges): its holder, session, state and lease duration unchanged,
-   * its session live and its slot witnessed before it.
+   * its session live and its slot witnessed before it. Else the keys of the sessions whose
+   * judgment it may move (the slot's session before and now) go to `changed`.
    */
-  private slotChanged(v: VersionedGroupRecord<MemberSlot>, now: number, touched: SessionId[]): boolean {
+  private slotChanged(v: VersionedGroupRecord<MemberSlot>, now: number, touched: SessionId[], changed: string[]): boolean {
     const r = v.record;
     const id = { slot: r.index, session: r.session };
     const before = this.slots.get(r.index)?.record;
@@ -273,6 +345,7 @@ export class GroupView {
       const quiet = seen!.content === content || (seen!.witnessed && this.live(id));
       if (seen!.content !== content) this.slotSeen.set(r.index, { content, changedAtMono: now, witnessed: true });
       this.slots.set(r.index, v);
+      if (!quiet) changed.push(sessionKey(id));
       return quiet;
     }
     if (r.holderIdentity !== '' && (!before || before.holderIdentity !== r.holderIdentity || before.session !== r.session)) this.sessionsArrivedCount++;
@@ -286,6 +359,8 @@ export class GroupView {
     // The session the slot held may be current no more. Its new one, if not current, was not
     // before either (another session, or no slot record): what observe derives for it holds.
     if (before) touched.push({ slot: r.index, session: before.session });
+    changed.push(key);
+    if (before) changed.push(sessionKey({ slot: r.index, session: before.session }));
     return false;
   }
 
@@ -316,7 +391,12 @@ export class GroupView {
     return announced === undefined ? this.absenceWaitMs() : Math.max(this.leaseDurationMs, announced);
   }
 
-  /** A write of ours landed: the view holds it until the next list. */
+  /**
+   * A write of ours landed: the view holds it until the next list. A shard's or the header's is
+   * taken in as a read by change takes it in, its sessions' standing looked at again at the next
+   * read (touchedSinceRead), so that read may be one by change; our slot's, beyond a heartbeat,
+   * leaves a whole observe owed.
+   */
   wrote(v: VersionedGroupRecord): void {
     const r = v.record;
     if (r.kind === 'member') {
@@ -332,22 +412,30 @@ export class GroupView {
       // Our own lease, announced: the header is raised to it in the same turn (keepHeader).
       this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, r.leaseDurationSeconds * 1000);
     } else if (r.kind === 'shard') {
-      this.structureChanged();
+      this.structureMoved({ shards: [r.index], sessions: [] });
+      this.writtenSinceRead.set(recordKey(r), v.version);
       const before = this.shards.get(r.index)?.record.owner;
       if (!sameOwner(before, r.owner)) {
         this.ownersEpochCount++;
         this.countNamed(before, -1);
         this.countNamed(r.owner, 1);
+        if (before) this.touchedSinceRead.push(before);
       }
       this.shards.set(r.index, v as VersionedGroupRecord<ShardRecord>);
       this.absentSince.delete(r.index);
       this.bump(this.highestToken, r.index, r.token);
       this.highestInGroup = Math.max(this.highestInGroup, r.token);
+      if (r.owner) {
+        this.bump(this.highestSession, r.owner.slot, r.owner.session);
+        this.touchedSinceRead.push(r.owner);
+      }
     } else {
-      this.structureChanged();
+      const longestBefore = this.longestLeaseSeenMs;
       this.header = v as VersionedGroupRecord<GroupHeader>;
       this.highestInGroup = Math.max(this.highestInGroup, r.highWater ?? 0);
       this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, (r.longestLeaseSeconds ?? 0) * 1000);
+      this.structureMoved(this.longestLeaseSeenMs === longestBefore ? { shards: [], sessions: [] } : null);
+      this.writtenSinceRead.set(recordKey(r), v.version);
     }
   }
 
@@ -366,8 +454,48 @@ export class GroupView {
 
   /** A write of ours changed more than a heartbeat: the plan's facts may have, and the next read is observed whole. */
   private structureChanged(): void {
-    this.structureEpochCount++;
+    this.structureMoved(null);
     this.observeOwed = true;
+  }
+
+  /**
+   * The structure epoch moves on: for the records of `changed.shards` and the judgment of the
+   * sessions keyed in `changed.sessions` alone (none: a header raising only highWater), or for
+   * anything else (null). The list of moves is bounded: past a few times N entries it starts
+   * over as if something else had moved, and the memos compute again whole.
+   */
+  private structureMoved(changed: { shards: readonly number[]; sessions: readonly string[] } | null): void {
+    const epoch = ++this.structureEpochCount;
+    if (changed === null || this.moves.length + 2 * (changed.shards.length + changed.sessions.length) > 4 * (this.shardCount + 64)) {
+      this.listedSinceEpoch = epoch;
+      this.moves = [];
+      return;
+    }
+    for (const s of changed.shards) this.moves.push(epoch, s);
+    for (const k of changed.sessions) this.moves.push(epoch, k);
+  }
+
+  /**
+   * What changed since structure epoch `epoch`, when a list can say it: the shards whose records
+   * changed (an owner, a token; a header raising only highWater changes none) and the sessions
+   * whose judgment a slot's change may have moved (its session before and after: a state
+   * change, a rejoin, a release, a session revived). Null when anything else did (an absence,
+   * a whole observe, a slot write of ours, a change of the absence wait), or when the list no
+   * longer reaches back that far. Entries may repeat. What the memos of a turn's facts and
+   * target (turn-facts.ts, target-memo.ts) patch instead of computing again in O(N).
+   */
+  changesSince(epoch: number): { shards: number[]; sessions: string[] } | null {
+    if (epoch < this.listedSinceEpoch || epoch > this.structureEpochCount) return null;
+    const moves = this.moves;
+    let i = moves.length;
+    while (i >= 2 && (moves[i - 2] as number) > epoch) i -= 2;
+    const changed = { shards: [] as number[], sessions: [] as string[] };
+    for (; i < moves.length; i += 2) {
+      const m = moves[i + 1]!;
+      if (typeof m === 'number') changed.shards.push(m);
+      else changed.sessions.push(m);
+    }
+    return changed;
   }
 
   /** Sessions seen arriving in a slot after the first list (sessionsArrivedCount). */
@@ -506,7 +634,7 @@ export class GroupView {
     const now = this.clock.monotonic();
     for (const s of this.absentSince.keys()) this.absentSince.set(s, now);
     this.absenceInterrupted = true;
-    this.structureEpochCount++;
+    this.structureMoved(null);
   }
 
   /** A shard absent from the store for a lease duration of this member's lists: it may be created. */

@@ -16,8 +16,8 @@ import { FakeClock } from '../testing/fake-clock.js';
 import { prng } from '../../test/support/prng.js';
 import { ModelGroupRecords } from '../testing/model-group-records.js';
 import { GroupView } from './group-view.js';
-import { shardFacts, slotFacts } from './turn-facts.js';
-import type { MemberSlot, MemberState, VersionedGroupRecord } from '../backends/group-store.js';
+import { ShardFactsMemo, shardFacts, slotFacts } from './turn-facts.js';
+import type { GroupHeader, MemberSlot, MemberState, VersionedGroupRecord } from '../backends/group-store.js';
 
 const LEASE_MS = 15_000;
 const POLL_GAP_MS = 6_400;
@@ -33,6 +33,8 @@ function facts(v: GroupView) {
 
 describe("quiet turns: a plan's facts stand while the view's epoch and next flip do", () => {
   let checked = 0;
+  let patchableAsks = 0;
+  let sessionAsks = 0;
   for (let seed = 1; seed <= SEEDS; seed++) {
     it(`seed ${seed}`, async () => {
       const rand = prng(seed);
@@ -59,6 +61,18 @@ describe("quiet turns: a plan's facts stand while the view's epoch and next flip
       quiet.observe(store.all(), clock.monotonic());
       store.changes();
       let settled: { epoch: number; until: number; facts: ReturnType<typeof facts> } | null = null;
+      let header: GroupHeader = { kind: 'group', index: 0, shards: N, createdAt: clock.now(), highWater: 100, longestLeaseSeconds: 15 };
+      // The memo a member keeps over the view by change: equal to the facts judged anew at every
+      // step, whether it kept, patched or computed them again.
+      const memo = new ShardFactsMemo();
+      let memoEpoch = -1;
+      const askMemo = (step: number) => {
+        const patchable = quiet.changesSince(memoEpoch);
+        if (patchable !== null && patchable.shards.length > 0) patchableAsks++;
+        if (patchable !== null && patchable.sessions.length > 0) sessionAsks++;
+        assert.deepEqual(memo.of(quiet, clock.monotonic()), shardFacts(quiet), `step ${step}: the memo's facts differ\n${events.slice(-10).join('\n')}`);
+        memoEpoch = quiet.structureEpoch;
+      };
       const silent = new Set<number>();
       const events: string[] = [];
       const standing = () => settled !== null && settled.epoch === quiet.structureEpoch && clock.monotonic() < settled.until;
@@ -101,6 +115,11 @@ describe("quiet turns: a plan's facts stand while the view's epoch and next flip
           held[o] = false;
           store.put(slot(o));
           events.push(`${step} m${o} releases its slot`);
+        } else if (r < 0.13) {
+          // Another member's raise of the header: highWater alone, or now and then the longest lease too.
+          header = { ...header, highWater: header.highWater! + 5, longestLeaseSeconds: header.longestLeaseSeconds! + (r < 0.105 ? 20 : 0) };
+          store.put(header);
+          events.push(`${step} header ${header.highWater} ${header.longestLeaseSeconds}`);
         }
         // This member (slot 0): its heartbeat, now and then a take or a rejoin, told through wrote().
         if (rand() < 0.4 && !silent.has(0)) {
@@ -114,6 +133,7 @@ describe("quiet turns: a plan's facts stand while the view's epoch and next flip
           const s = Math.floor(rand() * N);
           ours(store.put({ kind: 'shard', index: s, holderIdentity: 'm0', owner: { slot: 0, session: sessions[0]! }, token: 200 + step, acquireTime: null }));
           events.push(`${step} m0 takes ${s}`);
+          askMemo(step);
         }
         if (rand() < 0.02) {
           sessions[0]!++;
@@ -129,6 +149,7 @@ describe("quiet turns: a plan's facts stand while the view's epoch and next flip
         store.deletedSince = false;
         const now = facts(quiet);
         assert.deepEqual(now, facts(whole), `step ${step}: the views differ\n${events.join('\n')}`);
+        askMemo(step);
         if (standing()) {
           checked++;
           assert.deepEqual(now, settled!.facts, `step ${step}: the epoch and next flip stand, the facts moved\n${events.slice(-10).join('\n')}`);
@@ -140,5 +161,9 @@ describe("quiet turns: a plan's facts stand while the view's epoch and next flip
   it('the property was put to the test: steps where the epoch and next flip stood', () => {
     console.log(`${checked} checks in ${SEEDS} seeds where the epoch and next flip stood`);
     assert.ok(checked > SEEDS * 100, `${checked} checks in ${SEEDS} seeds`);
+    console.log(`${patchableAsks} asks of the memo after shard records alone moved`);
+    assert.ok(patchableAsks > SEEDS * 5, `${patchableAsks} asks of the memo that could patch`);
+    console.log(`${sessionAsks} asks of the memo after a slot's change moved sessions`);
+    assert.ok(sessionAsks > SEEDS * 5, `${sessionAsks} asks of the memo after a slot's change`);
   });
 });

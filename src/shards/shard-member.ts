@@ -391,7 +391,7 @@ export class ShardMember {
       // whole read, or one the view cannot take so (a gap, a write of ours owed), observed whole.
       if (this.cache.byChange) {
         const read = await this.call('list', (o) => this.cache.readChanges(o));
-        if (read.changes === null || !this.view.observeChanges(read.changes, sent)) this.view.observe(read.all(), sent);
+        if (read.changes === null || !this.view.observeChanges(read.changes, sent, (k) => read.version(k))) this.view.observe(read.all(), sent);
       } else this.view.observe(await this.call('list', (o) => this.cache.read(o)), sent);
       // A newcomer in the group: greeted with a heartbeat at the next turn (greetDue).
       if (this.view.sessionsArrived !== this.arrivalsGreeted) {
@@ -670,7 +670,7 @@ export class ShardMember {
     // during the plan's writes and waits leaves it unsettled.
     const basis = this.settledBasis(m);
     const now = this.turnFacts(m);
-    const target = this.targets.of(this.group, now, this.view.ownersEpoch);
+    const target = this.targets.of(this.group, now, this.view);
     this.counts = { ...this.counts, members: target.members.length };
     const ends = planEnds(now, target);
     this.endPlanned(ends, m);

@@ -107,4 +107,63 @@ describe('the facts kept between asks', () => {
       assert.deepEqual(memo.of(v, clock.monotonic()), shardFacts(v), `time passing at read ${k}: the facts as they are now`);
     }
   });
+  it('patch the shards a read changed, alone; a session those name anew bounds them all', async () => {
+    // A group with no member slot and every shard free: nothing in the view can flip, so the facts
+    // stand for ever. Then a read brings shard 3 naming a session this member never saw in a slot:
+    // live for a lease duration from now, and the facts kept must end with it.
+    const clock = new FakeClock();
+    const v = new GroupView(clock, 8, 15_000, 6_400);
+    const rec = (s: number, owner: { slot: number; session: number } | null): VersionedGroupRecord => ({
+      record: { kind: 'shard', index: s, holderIdentity: owner ? 'x' : '', owner, token: s + 1, acquireTime: null },
+      version: `v${s}-${owner?.session ?? 0}`,
+    });
+    v.observe(
+      Array.from({ length: 8 }, (_, s) => rec(s, null)),
+      0,
+    );
+    const memo = new ShardFactsMemo();
+    const first = memo.of(v, clock.monotonic());
+    await clock.advance(1_000);
+    assert.equal(v.observeChanges([rec(3, { slot: 5, session: 1 })], clock.monotonic()), true);
+    assert.deepEqual(v.changesSince(v.structureEpoch - 1), { shards: [3], sessions: [] });
+    const patched = memo.of(v, clock.monotonic());
+    assert.deepEqual(patched, shardFacts(v), 'the facts as they are now');
+    assert.equal(patched[3]!.ownerLive, true);
+    assert.equal(patched[4], first[4], "an unchanged shard's facts are kept, not judged again");
+    await clock.advance(15_000);
+    const over = memo.of(v, clock.monotonic());
+    assert.equal(over[3]!.ownerLive, false, 'judged again when the session named anew is over');
+    assert.deepEqual(over, shardFacts(v));
+  });
+
+  it('a record of ours naming a session out of its slot gives that session an end at the next read, and the facts kept end with it', async () => {
+    // A write-back names the session that held the shard (vanished-shards.ts), which may be one
+    // that ended: out of its slot, it starts counting at the next read, as a whole observe there
+    // would start it. The read brings nothing new (our own record), yet the facts kept until then
+    // (nothing in the view could flip) must end with that session.
+    const clock = new FakeClock();
+    const v = new GroupView(clock, 4, 15_000, 6_400);
+    const free = (s: number): VersionedGroupRecord => ({
+      record: { kind: 'shard', index: s, holderIdentity: '', owner: null, token: s + 1, acquireTime: null },
+      version: `f${s}`,
+    });
+    v.observe([0, 1, 2, 3].map(free), 0);
+    const memo = new ShardFactsMemo();
+    memo.of(v, clock.monotonic());
+    await clock.advance(1_000);
+    const ours: VersionedGroupRecord = {
+      record: { kind: 'shard', index: 0, holderIdentity: 'a', owner: { slot: 5, session: 1 }, token: 9, acquireTime: null },
+      version: 'w0',
+    };
+    v.wrote(ours);
+    assert.equal(memo.of(v, clock.monotonic())[0]!.ownerLive, true);
+    await clock.advance(1_000);
+    assert.equal(
+      v.observeChanges([ours], clock.monotonic(), (k) => (k === 'shard/0' ? 'w0' : undefined)),
+      true,
+    );
+    await clock.advance(15_000);
+    assert.equal(shardFacts(v)[0]!.ownerLive, false, 'over a lease after the read');
+    assert.deepEqual(memo.of(v, clock.monotonic()), shardFacts(v), 'the facts kept ended with it');
+  });
 });

@@ -33,16 +33,23 @@ export function shardFacts(view: GroupView): ShardFacts[] {
 }
 
 /**
- * shardFacts kept between the asks of one turn and of the turns after it while they stand. The
- * facts are a function of the view's structure and of time, and neither another member's
- * heartbeat nor time short of the view's next flip moves them (docs/design.md, "Quiet turns";
- * quiet-turn-facts.test.ts checks exactly that). A planned turn asked three times, each O(N): its
- * two halves and the group's count; in a group of 32 every member did that after each other member's take.
+ * shardFacts kept between the asks of one turn and of the turns after it while they stand, and
+ * patched where only shard records moved. The facts are a function of the view's structure and of
+ * time, and neither another member's heartbeat nor time short of the view's next flip moves them
+ * (docs/design.md, "Quiet turns"; quiet-turn-facts.test.ts checks exactly that). A change of shard
+ * records (another member's take or release: GroupView.changesSince) moves the facts of those
+ * shards alone: the sessions it names or no longer names are the only ones whose standing it
+ * can move, and a session's standing is only read through the shards naming it, each one changed
+ * or already naming it (then its standing was already counted from that notice). A slot's change
+ * (a member leaving, rejoining, revived) moves the facts of the shards naming its session before
+ * and after, found by a pass over the kept facts that judges only those. In a group of 32, every
+ * member planned after each other member's take, each time in O(N), and judged all N again when
+ * a member left.
  */
 export class ShardFactsMemo {
   private last: { epoch: number; untilMono: number; facts: readonly ShardFacts[] } | null = null;
 
-  /** shardFacts(view) now, computed again only when the view's structure epoch moved or its next flip came. */
+  /** shardFacts(view) now: kept while the view's structure epoch and next flip stand, patched where only shards changed, else computed again. */
   of(view: GroupView, nowMono: number): readonly ShardFacts[] {
     const l = this.last;
     if (l && l.epoch === view.structureEpoch && nowMono < l.untilMono) return l.facts;
@@ -51,7 +58,23 @@ export class ShardFactsMemo {
     // the end passed before the flip was asked was in neither, and the facts kept a session live
     // until the structure moved. No freshness term: the facts of shards do not say whether the view is fresh.
     const untilMono = view.nextFlipMono(Infinity);
-    const facts = shardFacts(view);
+    const changed = l && nowMono < l.untilMono ? view.changesSince(l.epoch) : null;
+    let facts: ShardFacts[];
+    if (l && changed !== null && changed.shards.length < view.shardCount / 4) {
+      // The facts of the shards unchanged still hold (no flip since they were judged), but for
+      // those naming a session a slot's change moved: judged again, found by the key their facts
+      // hold. A session named anew, or revived, may end sooner than the old flip: the earlier of
+      // the two bounds them all.
+      facts = l.facts.slice();
+      if (changed.sessions.length > 0) {
+        const moved = new Set(changed.sessions);
+        for (let s = 0; s < facts.length; s++) if (facts[s]!.owner !== null && moved.has(facts[s]!.owner!)) facts[s] = shardFact(view, s);
+      }
+      for (const s of changed.shards) facts[s] = shardFact(view, s);
+      this.last = { epoch: view.structureEpoch, untilMono: Math.min(untilMono, l.untilMono), facts };
+      return facts;
+    }
+    facts = shardFacts(view);
     this.last = { epoch: view.structureEpoch, untilMono, facts };
     return facts;
   }

@@ -109,9 +109,13 @@ export function countedMembers(facts: Pick<TurnFacts, 'me' | 'slots'>): Assigned
 
 /** The target for `members` (countedMembers): a function of them, in their order, and of each shard's owner. */
 export function targetFor(group: string, facts: Pick<TurnFacts, 'shards'>, members: AssignedMember[]): Target {
+  return { members, owners: assignShards(group, facts.shards.length, members, countedOwners(facts, members)) };
+}
+
+/** Each shard's owner as the assignment counts it: its session key when that is one of `members`, else null. */
+export function countedOwners(facts: Pick<TurnFacts, 'shards'>, members: readonly AssignedMember[]): (string | null)[] {
   const keys = new Set(members.map((x) => x.key));
-  const current = facts.shards.map((f) => (f.owner !== null && keys.has(f.owner) ? f.owner : null));
-  return { members, owners: assignShards(group, facts.shards.length, members, current) };
+  return facts.shards.map((f) => (f.owner !== null && keys.has(f.owner) ? f.owner : null));
 }
 
 /**

@@ -45,4 +45,40 @@ export class ModelGroupRecords {
   }
 }
 
+/** One read of a ModelCopy: what the store brought, null in `changes` when the copy read whole, and the copy after it. */
+export interface ModelRead {
+  brought: VersionedGroupRecord[];
+  changes: VersionedGroupRecord[] | null;
+  /** The version of record `k` in the copy after this read (GroupCache's CacheRead.version). */
+  version(k: string): string | undefined;
+}
+
+/**
+ * A member's copy of the model's records, read as GroupCache reads the store: by change, and
+ * whole when the copy holds more records than the group (a deletion it can count). A record
+ * created and deleted between two reads (one of ours, deleted by hand before the read) is one
+ * the copy never held: no count shows it, and the view is what must notice.
+ */
+export class ModelCopy {
+  private readonly records = new Map<string, VersionedGroupRecord>();
+
+  constructor(private readonly store: ModelGroupRecords) {
+    for (const v of store.all()) this.records.set(key(v.record), v);
+  }
+
+  read(more?: () => number): ModelRead {
+    const brought = this.store.changes(more);
+    for (const v of brought) this.records.set(key(v.record), v);
+    const all = this.store.all();
+    const whole = this.records.size !== all.length;
+    if (whole) {
+      this.records.clear();
+      for (const v of all) this.records.set(key(v.record), v);
+    }
+    this.store.deletedSince = false;
+    const copy = new Map(this.records);
+    return { brought, changes: whole ? null : brought, version: (k) => copy.get(k)?.version };
+  }
+}
+
 const key = (r: GroupRecord) => `${r.kind}/${r.index}`;
