@@ -50,6 +50,15 @@ describe('the library’s ShardGroup', () => {
         ),
       );
     }
+    // The library's snapshot is the caller's own: the member's shared list stays as it was.
+    const snap = a.snapshot();
+    snap.owned.push({ shard: 99, token: 1 });
+    snap.owned[0]!.token = -1;
+    assert.deepEqual(
+      a.snapshot().owned.map((o) => o.shard),
+      a.owned.map((o) => o.shard),
+    );
+    assert.ok(a.snapshot().owned.every((o) => o.token > 0));
     assert.ok(
       handed.every((o) => o.selector === shardSelector(o.shard, 4) && o.start === shardBounds(o.shard, 4).start),
       'each ownership handed to the work carries its shard’s range and selector',

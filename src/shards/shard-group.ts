@@ -170,9 +170,11 @@ export class ShardGroup {
     );
   }
 
-  /** The member's whole state: session, members, validUntil, standing aside. */
-  snapshot(): ShardMemberSnapshot {
-    return this.member.snapshot();
+  /** The member's whole state: session, members, validUntil, standing aside. The caller's own copy, `owned` included. */
+  snapshot(): Omit<ShardMemberSnapshot, 'owned'> & { owned: { shard: number; token: number }[] } {
+    const s = this.member.snapshot();
+    // The member shares its owned list between snapshots (frozen): the library's caller gets one it may change.
+    return { ...s, owned: s.owned.map((o) => ({ ...o })) };
   }
 
   /** Which shard of this group `key` belongs to (shardOf(key, shards)). */

@@ -130,6 +130,27 @@ describe('a shard group member', () => {
     await a.m.stop();
   });
 
+  it('gives the same frozen owned list from snapshot to snapshot while no shard moves, and a new one once one does', async () => {
+    // shards.json is built from a snapshot at every turn: the list is built again only when a
+    // shard changes phase (a member owning 2,000 shards sorted them all at each turn).
+    const w = world(4);
+    const a = await w.add('a');
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 4, 30_000));
+    const list = a.m.snapshot().owned;
+    await w.clock.advance(5_000); // heartbeats and lists: no shard moves
+    assert.equal(a.m.snapshot().owned, list, 'the same list');
+    assert.ok(Object.isFrozen(list) && Object.isFrozen(list[0]), 'shared: frozen');
+    const b = await w.add('b');
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === 2 && b.m.snapshot().owned.length === 2, 30_000));
+    const after = a.m.snapshot().owned;
+    assert.notEqual(after, list, 'two shards moved: a new list');
+    assert.deepEqual(
+      after.map((o) => o.shard),
+      list.map((o) => o.shard).filter((s) => !b.m.snapshot().owned.some((o) => o.shard === s)),
+    );
+    await Promise.all([a.m.stop(), b.m.stop(), w.clock.advance(T.leaseDurationMs)]);
+  });
+
   it('on a store that raises the header itself: every token from its raises, none by compare-and-swap; while its raises fail, nothing is taken', async () => {
     const w = world(12, new RaisingStore());
     const [a] = [await w.add('a'), await w.add('b'), await w.add('c')];

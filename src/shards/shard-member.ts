@@ -115,7 +115,7 @@ export interface ShardMemberSnapshot {
    * session that is over): 0 once every shard has an owner. Counted at each turn's end.
    */
   orphaned: number;
-  owned: { shard: number; token: number }[];
+  owned: readonly { shard: number; token: number }[];
   /** When every owned shard stops counting unless a heartbeat renews it; null without a session. */
   validUntil: Date | null;
   standingAside: StandAside | null;
@@ -183,6 +183,8 @@ export class ShardMember {
   private readonly targets = new TargetMemo();
   /** The shards' facts while the view's structure and time stand (turn-facts.ts). */
   private readonly facts = new ShardFactsMemo();
+  /** The last owned list a snapshot gave, with the phases' moves it was built at (ownedList). */
+  private ownedMemo: { moves: number; list: readonly { shard: number; token: number }[] } | null = null;
   /** Held shards whose vanished records are being written back (vanished-shards.ts): their release waits for it. */
   private readonly restoring = new Map<number, Promise<void>>();
   /**
@@ -304,6 +306,23 @@ export class ShardMember {
     return this.phases.ownedCount();
   }
 
+  /**
+   * The owned shards and their tokens by shard number, built again only when a shard changed
+   * phase (ShardPhases.moves): a snapshot is taken at every turn for shards.json, and a member
+   * owning 2,000 shards built and sorted them all each time. Shared between snapshots: frozen.
+   */
+  private ownedList(): readonly { shard: number; token: number }[] {
+    const moves = this.phases.moves;
+    if (this.ownedMemo?.moves !== moves) {
+      const list = this.phases
+        .ownedEntries()
+        .map(([shard, o]) => Object.freeze({ shard, token: o.token }))
+        .sort((a, b) => a.shard - b.shard);
+      this.ownedMemo = { moves, list: Object.freeze(list) };
+    }
+    return this.ownedMemo.list;
+  }
+
   snapshot(): ShardMemberSnapshot {
     const m = this.mine;
     return {
@@ -314,10 +333,7 @@ export class ShardMember {
       state: m?.state ?? null,
       members: this.counts.members,
       orphaned: this.counts.orphaned,
-      owned: this.phases
-        .ownedEntries()
-        .map(([shard, o]) => ({ shard, token: o.token }))
-        .sort((a, b) => a.shard - b.shard),
+      owned: this.ownedList(),
       validUntil: m ? this.sessions.validUntil(m) : null,
       standingAside: this.eligibility.standingAside(),
       // A loop that ended on its own leaves `loop` set until stop(): it is not running all the same.

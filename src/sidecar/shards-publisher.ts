@@ -68,6 +68,8 @@ export function sameButUpdatedAt(a: ShardsStatus, b: ShardsStatus): boolean {
 }
 
 function sameEntries(a: readonly object[], b: readonly object[]): boolean {
+  // The same list (a member's owned part is kept while no shard moved: shards-status.ts).
+  if (a === b) return true;
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) {
     const x = a[i] as Record<string, unknown>;

@@ -65,6 +65,23 @@ describe("shards.json's ranges and selectors", () => {
     assert.equal(toShardsStatus(snapshot([]), now).ownedSelector, null, 'no shard: no selector (an empty one selects everything)');
   });
 
+  it('builds the owned part once per owned list the member gives, and again for another list or shard count', () => {
+    // A member gives the same frozen list until a shard changes phase (ShardMember.ownedList);
+    // a status is built at every turn, so the entries and the selector must not be built again.
+    const snap = snapshot([2, 3, 9, 15]);
+    const first = toShardsStatus(snap, now);
+    const again = toShardsStatus({ ...snap, members: 4 }, later);
+    assert.equal(again.owned, first.owned, 'the same entries, not built again');
+    assert.equal(again.ownedSelector, first.ownedSelector);
+    assert.ok(Object.isFrozen(first.owned) && Object.isFrozen(first.owned[0]), 'shared between statuses: frozen');
+    const other = toShardsStatus(snapshot([2, 3, 9, 15]), now);
+    assert.notEqual(other.owned, first.owned, 'another list (a shard moved): built again');
+    assert.deepEqual(other.owned, first.owned);
+    const wider = toShardsStatus({ ...snap, shards: 32 }, now);
+    assert.notEqual(wider.owned, first.owned, 'another shard count: other ranges');
+    assert.equal(wider.owned[0]!.start, '0x1000000000000000');
+  });
+
   it('readOwnedShards gives the selector only while the file counts', () => {
     const dir = mkdtempSync(join(tmpdir(), 'leasehold-shards-status-'));
     try {

@@ -47,6 +47,27 @@ export interface ShardsStatus {
   updatedAt: string;
 }
 
+/**
+ * The owned part of a status, kept per owned list: the member gives the same (frozen) list until
+ * a shard changes phase, and a status is built at every turn, so a member owning 2,000 shards
+ * built 2,000 entries and a selector each time for a file that had not changed.
+ */
+const ownedParts = new WeakMap<readonly { shard: number; token: number }[], { shards: number; part: Pick<ShardsStatus, 'owned' | 'ownedSelector'> }>();
+
+function ownedPart(owned: readonly { shard: number; token: number }[], shards: number): Pick<ShardsStatus, 'owned' | 'ownedSelector'> {
+  const known = ownedParts.get(owned);
+  if (known?.shards === shards) return known.part;
+  const part = {
+    owned: Object.freeze(owned.map((o) => Object.freeze({ shard: o.shard, fencingToken: o.token, ...shardBounds(o.shard, shards) }))) as OwnedShard[],
+    ownedSelector: ownedShardsSelector(
+      owned.map((o) => o.shard),
+      shards,
+    ),
+  };
+  ownedParts.set(owned, { shards, part });
+  return part;
+}
+
 /** What the sidecar publishes (shards.json, GET /shards): the member's view, times as ISO strings. */
 export function toShardsStatus(s: ShardMemberSnapshot, now: Date, stoppedAt: Date | null = null): ShardsStatus {
   return {
@@ -54,11 +75,7 @@ export function toShardsStatus(s: ShardMemberSnapshot, now: Date, stoppedAt: Dat
     shards: s.shards,
     members: s.members,
     identity: s.identity,
-    owned: s.owned.map((o) => ({ shard: o.shard, fencingToken: o.token, ...shardBounds(o.shard, s.shards) })),
-    ownedSelector: ownedShardsSelector(
-      s.owned.map((o) => o.shard),
-      s.shards,
-    ),
+    ...ownedPart(s.owned, s.shards),
     validUntil: s.validUntil?.toISOString() ?? null,
     standingAside: s.standingAside ? { reason: s.standingAside.reason, since: s.standingAside.since.toISOString() } : null,
     stoppedAt: stoppedAt?.toISOString() ?? null,
