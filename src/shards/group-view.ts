@@ -281,15 +281,12 @@ export class GroupView {
     // Our writes' sessions are judged now, as the whole observe this read used to be would judge
     // them. One that starts counting out of its slot now (named by a record of ours, not in its
     // slot: a write-back naming our ended session) gets an end: the structure moves, its key listed.
-    for (const id of this.touchedSinceRead) {
-      const key = sessionKey(id);
-      if (this.namedCount(id) > 0 && !this.current(id) && !this.goneSince.has(key)) {
-        structure = true;
-        changedSessions.push(key);
-      }
+    for (const key of this.standingMoved(this.touchedSinceRead, now)) {
+      structure = true;
+      changedSessions.push(key);
     }
-    this.standingMoved([...this.touchedSinceRead, ...touched], now);
     this.touchedSinceRead = [];
+    this.standingMoved(touched, now);
     // A header that raised only highWater moves no fact of a shard; one that raised the longest
     // lease, or a slot announcing a longer one, moves every absence wait and every unannounced session's end.
     if (structure) this.structureMoved(this.absenceWaitMs() !== waitBefore ? null : { shards: changedShards, sessions: changedSessions });
@@ -315,15 +312,23 @@ export class GroupView {
     return true;
   }
 
-  /** What observe's pass over the shards and its clean-up do, for the sessions whose standing a change can have moved. */
-  private standingMoved(touched: readonly SessionId[], now: number): void {
+  /**
+   * What observe's pass over the shards and its clean-up do, for the sessions whose standing a
+   * change can have moved. Returns the keys of those that start counting out of their slot now.
+   */
+  private standingMoved(touched: readonly SessionId[], now: number): string[] {
+    const started: string[] = [];
     for (const id of touched) {
       const key = sessionKey(id);
       if (this.namedCount(id) === 0) {
         this.goneSince.delete(key);
         if (this.slots.get(id.slot)?.record.session !== id.session) this.sessionLeaseMs.delete(key);
-      } else if (!this.current(id) && !this.goneSince.has(key)) this.goneSince.set(key, now);
+      } else if (!this.current(id) && !this.goneSince.has(key)) {
+        this.goneSince.set(key, now);
+        started.push(key);
+      }
     }
+    return started;
   }
 
   /**
