@@ -157,8 +157,9 @@ export function healthChecks(cluster: ClusterSession): void {
             const claimants = [...others, old].filter((p) => statusOf(p)?.isLeader === true);
             sampled++;
             assert.ok(claimants.length <= 1, `two claimants at once: ${claimants.join(', ')}`);
+            // A released Lease says "" (or nothing): that is no one leading yet, not another pod.
             const h = lease().holderIdentity;
-            return h !== undefined && h !== old && h;
+            return h !== undefined && h !== '' && h !== old && h;
           },
           30_000,
           50,
