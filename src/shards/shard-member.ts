@@ -30,7 +30,7 @@ import { ReleaseFailures } from './release-failures.js';
 import { GroupCache } from './group-cache.js';
 import { GroupView, sessionKey, type SessionId } from './group-view.js';
 import { fnv1a64 } from './key-to-shard.js';
-import { vanishedRecords, type HeldShard } from './vanished-shards.js';
+import { vanishedRecords } from './vanished-shards.js';
 import { MemberSession, type Session } from './member-session.js';
 import { ShardPhases, type Ending, type Owned } from './shard-phases.js';
 import { WriteBatches } from './write-batches.js';
@@ -895,11 +895,6 @@ export class ShardMember {
     this.endPlanned(planLost({ me: this.sessionFacts(m), shards, owned }), m);
   }
 
-  /** The shards this member holds, with the session each is held by. */
-  private held(): HeldShard[] {
-    return this.phases.held(this.mine);
-  }
-
   /**
    * Writes back, at once, the record of each held shard that the last list shows gone, so its
    * token is in the store before another member's absence wait for it ends (vanished-shards.ts).
@@ -909,9 +904,11 @@ export class ShardMember {
     // taken since, unseen, and its copy written back would erase the newer owner's record and,
     // naming a session that is over, be taken at once while that owner's work still runs
     // (shard seed 15). Its shards' tokens are in the header's highWater all the same.
-    const live = this.mine ? sessionKey(this.mine) : null;
-    const held = this.held().filter((h) => sessionKey(h.session) === live);
-    for (const rec of vanishedRecords(this.view, held, this.identity, this.clock.now())) {
+    const m = this.mine;
+    if (!m) return;
+    // Only the shards whose records the view does not list are looked at further.
+    const gone = this.phases.held(m, (s) => this.view.shard(s) === null).filter((h) => h.session.slot === m.slot && h.session.session === m.session);
+    for (const rec of vanishedRecords(this.view, gone, this.identity, this.clock.now())) {
       if (this.restoring.has(rec.index)) continue;
       const done = this.writeBack(rec).finally(() => this.restoring.delete(rec.index));
       this.restoring.set(rec.index, done);

@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ShardPhases } from './shard-phases.js';
+import { prng } from '../../test/support/prng.js';
 
 const A = { slot: 0, session: 1 };
 const OLD = { slot: 0, session: 0 };
@@ -86,5 +87,60 @@ describe('a member’s shard phases, in one map', () => {
       p.held(null).map((h) => h.shard),
       [7, 6],
     );
+  });
+
+  it('the lists, kept between moves, are those of the map as it stands after every change (random changes, a model beside)', () => {
+    const rand = prng(43);
+    const p = new ShardPhases();
+    // The model: each shard's phase, in the order it entered it.
+    const model = new Map<number, { phase: 'owned' | 'ending' | 'kept'; token: number }>();
+    const enter = (s: number, v: { phase: 'owned' | 'ending' | 'kept'; token: number }) => {
+      model.delete(s);
+      model.set(s, v);
+    };
+    const inPhase = (phase: string) => [...model].filter(([, v]) => v.phase === phase).map(([s]) => s);
+    let checks = 0;
+    for (let step = 0; step < 3000; step++) {
+      const s = Math.floor(rand() * 12);
+      const token = step + 1;
+      const op = rand();
+      if (op < 0.35) {
+        p.own(s, { token, version: `v${token}` });
+        enter(s, { phase: 'owned', token });
+      } else if (op < 0.6) {
+        if (p.end(s, A, step)) enter(s, { phase: 'ending', token: model.get(s)!.token });
+      } else if (op < 0.75) {
+        const t = model.get(s)?.token ?? token;
+        p.keep(s, { session: A, token: t, untilMono: step, release: { end: 'given up', round: 0 } });
+        enter(s, { phase: 'kept', token: t });
+      } else if (op < 0.88) {
+        const e = p.ending(s);
+        if (e) {
+          p.endingOver(s, e);
+          model.delete(s);
+        }
+      } else if (model.get(s)?.phase === 'kept') {
+        p.keptOver(s);
+        model.delete(s);
+      }
+      // Asked twice, as a turn does: the second answer comes from what the first built.
+      for (let ask = 0; ask < 2; ask++) {
+        assert.deepEqual(p.ownedShards(), inPhase('owned'), `step ${step}`);
+        assert.deepEqual([...p.endingShards()], inPhase('ending'), `step ${step}`);
+        assert.deepEqual([...p.keptShards()], inPhase('kept'), `step ${step}`);
+        assert.deepEqual(
+          p.keptEntries().map(([k]) => k),
+          inPhase('kept'),
+        );
+        const odd = (x: number) => x % 2 === 1;
+        assert.deepEqual(
+          p.held(A, odd).map((h) => [h.shard, h.token]),
+          [...inPhase('owned'), ...inPhase('ending'), ...inPhase('kept')].filter(odd).map((x) => [x, model.get(x)!.token]),
+        );
+        checks++;
+      }
+    }
+    assert.ok(checks === 6000);
+    assert.throws(() => (p.ownedShards() as number[]).push(99), 'the shared owned list is frozen');
   });
 });

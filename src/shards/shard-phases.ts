@@ -43,12 +43,28 @@ export interface Kept {
 
 type Phase = ({ phase: 'owned' } & Owned) | ({ phase: 'ending' } & Ending) | ({ phase: 'kept' } & Kept);
 
+/** What ShardPhases' lists give, kept between two moves. */
+interface PhaseLists {
+  owned: readonly number[];
+  ending: ReadonlySet<number>;
+  kept: ReadonlySet<number>;
+  endingEntries: readonly (readonly [number, Ending])[];
+  keptEntries: readonly (readonly [number, Kept])[];
+}
+
 export class ShardPhases {
   private readonly byShard = new Map<number, Phase>();
   /** How many shards are owned: asked once per shard gained or lost, where a count over the map made a pass of N shards O(N²). */
   private ownedTotal = 0;
   /** Moves on whenever a shard changes phase (or leaves them): a settled plan rests on none having moved. */
   private movesCount = 0;
+  /**
+   * Each phase's shards as the lists below give them, built at most once per move: a turn asks
+   * for them several times, and a member leaving with 2,000 shards going through their gates built
+   * them again (a pass over the map each, interpreted under --jitless) at every turn, while its
+   * releases waited for the same thread. Null: built at the next ask.
+   */
+  private lists: PhaseLists | null = null;
 
   /** Moves on whenever a shard changes phase or is no longer held (movesCount). */
   get moves(): number {
@@ -66,8 +82,8 @@ export class ShardPhases {
   }
 
   /** The owned shards, in the order gained. */
-  ownedShards(): number[] {
-    return this.shardsIn('owned');
+  ownedShards(): readonly number[] {
+    return this.phaseLists().owned;
   }
 
   ownedEntries(): [number, Owned][] {
@@ -93,8 +109,8 @@ export class ShardPhases {
     return p?.phase === 'ending' ? p : undefined;
   }
 
-  endingShards(): Set<number> {
-    return new Set(this.shardsIn('ending'));
+  endingShards(): ReadonlySet<number> {
+    return this.phaseLists().ending;
   }
 
   /** Ending shard `s` is kept until `untilMono`. */
@@ -103,12 +119,12 @@ export class ShardPhases {
   }
 
   /** The kept shards, in the order kept. */
-  keptEntries(): [number, Kept][] {
-    return this.entriesIn('kept');
+  keptEntries(): readonly (readonly [number, Kept])[] {
+    return this.phaseLists().keptEntries;
   }
 
-  keptShards(): Set<number> {
-    return new Set(this.shardsIn('kept'));
+  keptShards(): ReadonlySet<number> {
+    return this.phaseLists().kept;
   }
 
   /** The gate of `e` is over: shard `s` is not held any more (unless it was kept meanwhile). */
@@ -132,34 +148,57 @@ export class ShardPhases {
     return false;
   }
 
-  /** Every shard held, with the session holding it (owned ones by `current`): owned, then ending, then kept. */
-  held(current: SessionId | null): HeldShard[] {
-    const session = (p: Phase): SessionId | null => (p.phase === 'owned' ? current : p.session);
+  /**
+   * Every shard held that `only` accepts, with the session holding it (owned ones by `current`):
+   * owned, then ending, then kept. `only` is asked before anything is built: the member asks
+   * after every list for the few whose records are gone, of all it holds.
+   */
+  held(current: SessionId | null, only: (s: number) => boolean = () => true): HeldShard[] {
+    const l = this.phaseLists();
     const held: HeldShard[] = [];
-    for (const phase of ['owned', 'ending', 'kept'] as const) {
-      for (const [shard, p] of this.byShard) {
-        const s = p.phase === phase ? session(p) : null;
-        if (s) held.push({ shard, token: p.token, session: s });
-      }
-    }
+    if (current) for (const s of l.owned) if (only(s)) held.push({ shard: s, token: this.byShard.get(s)!.token, session: current });
+    for (const [shard, e] of l.endingEntries) if (only(shard)) held.push({ shard, token: e.token, session: e.session });
+    for (const [shard, k] of l.keptEntries) if (only(shard)) held.push({ shard, token: k.token, session: k.session });
     return held;
   }
 
   private move(s: number, p: Phase): void {
     this.remove(s);
     this.movesCount++;
+    this.lists = null;
     this.byShard.set(s, p);
     if (p.phase === 'owned') this.ownedTotal++;
   }
 
   private remove(s: number): void {
-    if (this.byShard.has(s)) this.movesCount++;
+    if (this.byShard.has(s)) {
+      this.movesCount++;
+      this.lists = null;
+    }
     if (this.byShard.get(s)?.phase === 'owned') this.ownedTotal--;
     this.byShard.delete(s);
   }
 
-  private shardsIn(phase: Phase['phase']): number[] {
-    return this.entriesIn(phase).map(([s]) => s);
+  /** The phases' lists as the map stands, in one pass; shared until the next move (frozen where that is possible). */
+  private phaseLists(): PhaseLists {
+    if (this.lists) return this.lists;
+    const owned: number[] = [];
+    const ending = new Set<number>();
+    const kept = new Set<number>();
+    const endingEntries: (readonly [number, Ending])[] = [];
+    const keptEntries: (readonly [number, Kept])[] = [];
+    for (const [s, p] of this.byShard) {
+      if (p.phase === 'owned') owned.push(s);
+      else if (p.phase === 'ending') {
+        ending.add(s);
+        endingEntries.push(Object.freeze([s, p] as const));
+      } else {
+        kept.add(s);
+        keptEntries.push(Object.freeze([s, p] as const));
+      }
+    }
+    this.lists = { owned: Object.freeze(owned), ending, kept, endingEntries: Object.freeze(endingEntries), keptEntries: Object.freeze(keptEntries) };
+    return this.lists;
   }
 
   private entriesIn<P extends Phase['phase']>(phase: P): [number, Extract<Phase, { phase: P }>][] {
