@@ -47,7 +47,20 @@ export function shardFacts(view: GroupView): ShardFacts[] {
  * a member left.
  */
 export class ShardFactsMemo {
-  private last: { epoch: number; untilMono: number; facts: readonly ShardFacts[] } | null = null;
+  /** `orphans`: how many of `facts` have no live owner, counted at the first ask and patched with the facts; null until asked. */
+  private last: { epoch: number; untilMono: number; facts: readonly ShardFacts[]; orphans: number | null } | null = null;
+
+  /** How many shards have no live owner now (free, absent, or named by a session that is not live): the facts' count, patched with them. */
+  orphans(view: GroupView, nowMono: number): number {
+    const facts = this.of(view, nowMono);
+    const l = this.last!;
+    if (l.orphans === null) {
+      let n = 0;
+      for (let s = 0; s < facts.length; s++) if (!facts[s]!.ownerLive) n++;
+      l.orphans = n;
+    }
+    return l.orphans;
+  }
 
   /** shardFacts(view) now: kept while the view's structure epoch and next flip stand, patched where only shards changed, else computed again. */
   of(view: GroupView, nowMono: number): readonly ShardFacts[] {
@@ -66,16 +79,23 @@ export class ShardFactsMemo {
       // hold. A session named anew, or revived, may end sooner than the old flip: the earlier of
       // the two bounds them all.
       facts = l.facts.slice();
+      let orphans = l.orphans;
+      const judge = (s: number) => {
+        const was = facts[s]!;
+        const now = shardFact(view, s);
+        facts[s] = now;
+        if (orphans !== null) orphans += Number(!now.ownerLive) - Number(!was.ownerLive);
+      };
       if (changed.sessions.length > 0) {
         const moved = new Set(changed.sessions);
-        for (let s = 0; s < facts.length; s++) if (facts[s]!.owner !== null && moved.has(facts[s]!.owner!)) facts[s] = shardFact(view, s);
+        for (let s = 0; s < facts.length; s++) if (facts[s]!.owner !== null && moved.has(facts[s]!.owner!)) judge(s);
       }
-      for (const s of changed.shards) facts[s] = shardFact(view, s);
-      this.last = { epoch: view.structureEpoch, untilMono: Math.min(untilMono, l.untilMono), facts };
+      for (const s of changed.shards) judge(s);
+      this.last = { epoch: view.structureEpoch, untilMono: Math.min(untilMono, l.untilMono), facts, orphans };
       return facts;
     }
     facts = shardFacts(view);
-    this.last = { epoch: view.structureEpoch, untilMono, facts };
+    this.last = { epoch: view.structureEpoch, untilMono, facts, orphans: null };
     return facts;
   }
 }

@@ -157,13 +157,19 @@ export function planWrites(facts: TurnFacts, target: Target): Omit<TurnPlan, 'en
   const me = facts.me.key;
   const active = facts.me.state === 'active';
   const owned = new Set(facts.owned);
+  const { shards, ending, kept } = facts;
+  const targets = target.owners;
   const free: number[] = [];
   const take: number[] = [];
-  for (let s = 0; s < facts.shards.length; s++) {
-    if (owned.has(s) || facts.ending.has(s) || facts.kept.has(s)) continue;
-    const mineHere = facts.shards[s]!.owner === me;
-    if (mineHere && (target.owners[s] !== me || !active)) free.push(s);
-    else if (target.owners[s] === me && active && !facts.stopping) take.push(s);
+  for (let s = 0; s < shards.length; s++) {
+    // A shard neither named by this session nor targeted to it is neither freed nor taken: told
+    // first, so the pass over N asks no set for most shards (members run interpreted).
+    const mineHere = shards[s]!.owner === me;
+    const targeted = targets[s] === me;
+    if (!mineHere && !targeted) continue;
+    if (owned.has(s) || ending.has(s) || kept.has(s)) continue;
+    if (mineHere && (!targeted || !active)) free.push(s);
+    else if (targeted && active && !facts.stopping) take.push(s);
   }
   return { free, take };
 }
