@@ -49,9 +49,11 @@ export class KubeClient {
   constructor(
     readonly conn: ClusterConnection,
     private readonly defaultTimeoutMs = 30_000,
+    /** Connections at most: MAX_SOCKETS but for the bench that measures what more in flight gives (bench/lib/kube-write-rate.ts). */
+    maxSockets = MAX_SOCKETS,
   ) {
     this.isHttps = conn.server.startsWith('https:');
-    const options = { keepAlive: true, maxSockets: MAX_SOCKETS, maxFreeSockets: 2 };
+    const options = { keepAlive: true, maxSockets, maxFreeSockets: 2 };
     this.agent = this.isHttps
       ? new HttpsAgent({
           ...options,
