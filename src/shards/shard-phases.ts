@@ -60,7 +60,7 @@ export class ShardPhases {
   private movesCount = 0;
   /**
    * Each phase's shards as the lists below give them, built at most once per move: a turn asks
-   * for them several times, and a member leaving with 2,000 shards going through their gates built
+   * for them several times, and a member leaving with 1,365 shards going through their gates built
    * them again (a pass over the map each, interpreted under --jitless) at every turn, while its
    * releases waited for the same thread. Null: built at the next ask.
    */
@@ -150,8 +150,8 @@ export class ShardPhases {
 
   /**
    * Every shard held that `only` accepts, with the session holding it (owned ones by `current`):
-   * owned, then ending, then kept. `only` is asked before anything is built: the member asks
-   * after every list for the few whose records are gone, of all it holds.
+   * owned, then ending, then kept. `only` is asked before a shard's entry is built: the member
+   * asks after every list for the few whose records are gone, of all it holds.
    */
   held(current: SessionId | null, only: (s: number) => boolean = () => true): HeldShard[] {
     const l = this.phaseLists();
