@@ -56,7 +56,9 @@ try {
     for (let r = 0; r < ROUNDS; r++) times.push(await pass(inFlight));
     times.sort((a, b) => a - b);
     const median = times[Math.floor(ROUNDS / 2)]!;
-    rows.push(`| ${inFlight} | ${median.toFixed(0)} (${times[0]!.toFixed(0)}-${times.at(-1)!.toFixed(0)}) | ${Math.round((N / median) * 1000).toLocaleString('en-US')} |`);
+    rows.push(
+      `| ${inFlight} | ${median.toFixed(0)} (${times[0]!.toFixed(0)}-${times.at(-1)!.toFixed(0)}) | ${Math.round((N / median) * 1000).toLocaleString('en-US')} |`,
+    );
     console.log(rows.at(-1));
   }
   console.log(`\n| in flight | ${N} updates, ms: median (min-max) of ${ROUNDS} | updates a second |\n| ---: | ---: | ---: |\n${rows.join('\n')}`);
