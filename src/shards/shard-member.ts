@@ -182,8 +182,6 @@ export class ShardMember {
   private readonly targets = new TargetMemo();
   /** The shards' facts while the view's structure and time stand (turn-facts.ts). */
   private readonly facts = new ShardFactsMemo();
-  /** The last owned list a snapshot gave, with the phases' moves it was built at (ownedList). */
-  private ownedMemo: { moves: number; list: readonly { shard: number; token: number }[] } | null = null;
   /** Held shards whose vanished records are being written back (vanished-shards.ts): their release waits for it. */
   private readonly restoring = new Map<number, Promise<void>>();
   /**
@@ -305,23 +303,6 @@ export class ShardMember {
     return this.phases.ownedCount();
   }
 
-  /**
-   * The owned shards and their tokens by shard number, built again only when a shard changed
-   * phase (ShardPhases.moves): a snapshot is taken at every turn for shards.json, and a member
-   * owning 2,000 shards built and sorted them all each time. Shared between snapshots: frozen.
-   */
-  private ownedList(): readonly { shard: number; token: number }[] {
-    const moves = this.phases.moves;
-    if (this.ownedMemo?.moves !== moves) {
-      const list = this.phases
-        .ownedEntries()
-        .map(([shard, o]) => Object.freeze({ shard, token: o.token }))
-        .sort((a, b) => a.shard - b.shard);
-      this.ownedMemo = { moves, list: Object.freeze(list) };
-    }
-    return this.ownedMemo.list;
-  }
-
   snapshot(): ShardMemberSnapshot {
     const m = this.mine;
     return {
@@ -332,7 +313,7 @@ export class ShardMember {
       state: m?.state ?? null,
       members: this.counts.members,
       orphaned: this.counts.orphaned,
-      owned: this.ownedList(),
+      owned: this.phases.ownedByShard(),
       validUntil: m ? this.sessions.validUntil(m) : null,
       standingAside: this.eligibility.standingAside(),
       // A loop that ended on its own leaves `loop` set until stop(): it is not running all the same.
@@ -886,8 +867,8 @@ export class ShardMember {
     const m = this.mine;
     if (!m) return;
     // After every list: the facts as the memo keeps them (patched where shards changed), read for
-    // the owned shards only. Judging each owned shard here (up to 2,048 at N = 4096, M = 2) was
-    // most of a taker's list.
+    // the owned shards only, instead of judging each owned shard's owner again after every list
+    // (up to 2,048 at N = 4096, M = 2).
     const shards = this.facts.of(this.view, this.clock.monotonic());
     this.endPlanned(planLost({ me: this.sessionFacts(m), shards, owned: this.phases.ownedShards() }), m);
   }

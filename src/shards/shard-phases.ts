@@ -50,6 +50,8 @@ interface PhaseLists {
   kept: ReadonlySet<number>;
   endingEntries: readonly (readonly [number, Ending])[];
   keptEntries: readonly (readonly [number, Kept])[];
+  /** Built at the first ask (ownedByShard). */
+  ownedByShard?: readonly { shard: number; token: number }[];
 }
 
 export class ShardPhases {
@@ -86,8 +88,15 @@ export class ShardPhases {
     return this.phaseLists().owned;
   }
 
-  ownedEntries(): [number, Owned][] {
-    return this.entriesIn('owned');
+  /**
+   * The owned shards and their tokens by shard number, frozen and shared until the next move: a
+   * snapshot is taken at every turn for shards.json, and a member owning 2,000 shards built and
+   * sorted them all each time.
+   */
+  ownedByShard(): readonly { shard: number; token: number }[] {
+    const l = this.phaseLists();
+    l.ownedByShard ??= Object.freeze(l.owned.map((shard) => Object.freeze({ shard, token: this.byShard.get(shard)!.token })).sort((a, b) => a.shard - b.shard));
+    return l.ownedByShard;
   }
 
   ownedCount(): number {
@@ -199,11 +208,5 @@ export class ShardPhases {
     }
     this.lists = { owned: Object.freeze(owned), ending, kept, endingEntries: Object.freeze(endingEntries), keptEntries: Object.freeze(keptEntries) };
     return this.lists;
-  }
-
-  private entriesIn<P extends Phase['phase']>(phase: P): [number, Extract<Phase, { phase: P }>][] {
-    const out: [number, Extract<Phase, { phase: P }>][] = [];
-    for (const [s, p] of this.byShard) if (p.phase === phase) out.push([s, p as Extract<Phase, { phase: P }>]);
-    return out;
   }
 }

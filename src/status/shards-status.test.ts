@@ -66,7 +66,7 @@ describe("shards.json's ranges and selectors", () => {
   });
 
   it('builds the owned part once per owned list the member gives, and again for another list or shard count', () => {
-    // A member gives the same frozen list until a shard changes phase (ShardMember.ownedList);
+    // A member gives the same frozen list until a shard changes phase (ShardPhases.ownedByShard);
     // a status is built at every turn, so the entries and the selector must not be built again.
     const snap = snapshot([2, 3, 9, 15]);
     const first = toShardsStatus(snap, now);
