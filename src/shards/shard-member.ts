@@ -16,16 +16,13 @@
  * the protected resource checks.
  */
 import { realClock, sleep, type Clock } from '../clock.js';
-import { BackendUnavailableError, ConflictError, InvalidConfigError, NotFoundError, StoreReopenedError, describeError } from '../errors.js';
+import { BackendUnavailableError, ConflictError, InvalidConfigError, NotFoundError, describeError } from '../errors.js';
 import { silentLogger, guardedLogger, type Logger } from '../log.js';
-import type { CallOptions } from '../backends/lease-store.js';
 import type { GroupHeader, GroupStore, MemberSlot, MemberState, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
 import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { EligibilityCheck } from '../holder/eligibility-check.js';
-import { boundedCall } from '../holder/bounded-call.js';
 import { couldHaveExpiredAtMono, drainedEachWithin, releaseWaitsForLock } from '../holder/end-of-term-rule.js';
-import { LockWaits } from '../holder/lock-waits.js';
 import { ReleaseFailures } from './release-failures.js';
 import { GroupCache } from './group-cache.js';
 import { GroupView, sessionKey, type SessionId } from './group-view.js';
@@ -33,7 +30,7 @@ import { fnv1a64 } from './key-to-shard.js';
 import { vanishedRecords } from './vanished-shards.js';
 import { MemberSession, type Session } from './member-session.js';
 import { ShardPhases, type Ending, type Owned } from './shard-phases.js';
-import { WriteBatches } from './write-batches.js';
+import { GroupCalls, inBatches } from './group-calls.js';
 import { TokenBlock, raiseBase, raisedHeader, repairedHeader } from './token-blocks.js';
 import { longestLeaseField, raisedLongestLease } from './longest-lease.js';
 import { shardFact, ShardFactsMemo, slotFacts } from './turn-facts.js';
@@ -125,8 +122,6 @@ export interface ShardMemberSnapshot {
   turns: { planned: number; quiet: number };
 }
 
-/** Shards taken or released at once by one member: bounded, so a join of 512 shards is not 512 requests at once. */
-const PARALLEL_WRITES = 16;
 /** A store's change hint is followed by a list at most this often. */
 const HINT_LIST_MS = 50;
 /** Raises of the header's highWater tried in one pass, a list between two: another member's raise won each time before. */
@@ -162,13 +157,11 @@ export class ShardMember {
    * member stands aside (it gives every shard up), one info line when it takes shards again.
    */
   private readonly eligibility: EligibilityCheck;
-  /** The shard writes of a pass in batches, where the store has them (write-batches.ts). */
-  private readonly batches: WriteBatches | null;
+  /** Its store calls: bounded, paced on others' locks, the shard writes in batches (group-calls.ts). */
+  private readonly calls: GroupCalls;
 
   /** This member's session (its slot, the slot's token, its validity and deadline): member-session.ts. */
   private readonly sessions: MemberSession;
-  /** Whether a write may wait on another's lock now: not right after one that waited went unanswered. */
-  private readonly lockWaits: LockWaits;
   /** Releases the store did not answer, said once a turn (not once per shard). */
   private readonly releaseFailures = new ReleaseFailures();
   /**
@@ -253,9 +246,7 @@ export class ShardMember {
     this.store = this.cache.writer();
     this.counts = { members: 0, orphaned: opts.shards };
     this.sessions = new MemberSession(this.clock, opts.renewDeadlineMs);
-    this.lockWaits = new LockWaits(this.clock, opts.retryPeriodMs);
-    const batch = this.store.writeGroupRecords?.bind(this.store);
-    this.batches = batch ? new WriteBatches((writes, waitForLock) => this.call('batch', (o) => batch(this.group, writes, o), waitForLock)) : null;
+    this.calls = new GroupCalls(this.store, opts.group, this.clock, this.requestTimeoutMs, opts.retryPeriodMs, () => this.view.interruptAbsence());
   }
 
   private get mine(): Session | null {
@@ -273,8 +264,8 @@ export class ShardMember {
   async start(): Promise<void> {
     if (this.life.loop) return;
     const sent = this.clock.monotonic();
-    if (this.cache.byChange) this.view.observe((await this.call('list', (o) => this.cache.readChanges(o))).all(), sent);
-    else this.view.observe(await this.call('list', (o) => this.cache.read(o)), sent);
+    if (this.cache.byChange) this.view.observe((await this.calls.call('list', (o) => this.cache.readChanges(o))).all(), sent);
+    else this.view.observe(await this.calls.call('list', (o) => this.cache.read(o)), sent);
     this.checkHeader();
     const unwatch = this.store.watchGroup?.(this.group, () => this.hint());
     const unsubscribe = this.eligibility.subscribe(() => this.wakeUp());
@@ -384,9 +375,9 @@ export class ShardMember {
       // A read by change is taken in as such, in O(changes) (docs/design.md, "Quiet turns"); a
       // whole read, or one the view cannot take so (a gap, a write of ours owed), observed whole.
       if (this.cache.byChange) {
-        const read = await this.call('list', (o) => this.cache.readChanges(o));
+        const read = await this.calls.call('list', (o) => this.cache.readChanges(o));
         if (read.changes === null || !this.view.observeChanges(read.changes, sent, (k) => read.version(k))) this.view.observe(read.all(), sent);
-      } else this.view.observe(await this.call('list', (o) => this.cache.read(o)), sent);
+      } else this.view.observe(await this.calls.call('list', (o) => this.cache.read(o)), sent);
       // A newcomer in the group: greeted with a heartbeat at the next turn (greetDue).
       if (this.view.sessionsArrived !== this.arrivalsGreeted) {
         this.arrivalsGreeted = this.view.sessionsArrived;
@@ -460,7 +451,7 @@ export class ShardMember {
         ...longestLeaseField(longestMs),
       };
       try {
-        const version = await this.call('create', (o) => this.store.createGroupRecord(this.group, header, o));
+        const version = await this.calls.call('create', (o) => this.store.createGroupRecord(this.group, header, o));
         this.view.wrote({ record: header, version });
         this.log.warn('the shard group header was deleted: wrote it back', {
           shards: this.shards,
@@ -479,7 +470,7 @@ export class ShardMember {
     const repaired = raisedLease ?? raisedHigh;
     if (!repaired) return;
     try {
-      const version = await this.call('update', (o) => this.store.updateGroupRecord(this.group, repaired, h.version, o));
+      const version = await this.calls.call('update', (o) => this.store.updateGroupRecord(this.group, repaired, h.version, o));
       this.view.wrote({ record: repaired, version });
       if (raisedLease)
         this.log.info("raised the group header's longest lease to the longest this member saw announced", {
@@ -529,7 +520,7 @@ export class ShardMember {
           highWater: this.view.highestSeen,
           ...longestLeaseField(Math.max(this.view.longestLeaseSeen, this.timings.leaseDurationMs)),
         };
-        const version = await this.call('create', (o) => this.store.createGroupRecord(this.group, header, o));
+        const version = await this.calls.call('create', (o) => this.store.createGroupRecord(this.group, header, o));
         this.view.wrote({ record: header, version });
         this.log.info('created the shard group', { shards: this.shards });
       } catch (err) {
@@ -559,7 +550,7 @@ export class ShardMember {
       leaseDurationSeconds: this.timings.leaseDurationMs / 1000,
     };
     try {
-      const version = await this.call(free.current ? 'update' : 'create', (o) =>
+      const version = await this.calls.call(free.current ? 'update' : 'create', (o) =>
         free.current ? this.store.updateGroupRecord(this.group, slot, free.current.version, o) : this.store.createGroupRecord(this.group, slot, o),
       );
       this.view.wrote({ record: slot, version });
@@ -594,7 +585,7 @@ export class ShardMember {
       leaseDurationSeconds: this.timings.leaseDurationMs / 1000,
     };
     try {
-      const version = await this.call('update', (o) => this.store.updateGroupRecord(this.group, slot, m.version, o));
+      const version = await this.calls.call('update', (o) => this.store.updateGroupRecord(this.group, slot, m.version, o));
       if (this.mine !== m) return; // the session ended while the heartbeat was in flight
       this.view.wrote({ record: slot, version });
       // The session's validity ended while the heartbeat was in flight: it may have landed after
@@ -677,7 +668,7 @@ export class ShardMember {
     const strays = writes.free.map((s) => this.view.shard(s)!);
     this.tellAbsent(writes.take);
     // A stray is given up, freed at each turn it is found, as the takes it came from are sent: waiting as they do.
-    await inBatches(strays, this.parallelWrites, async (v) => void (await this.free(v, m, releaseWaitsForLock('given up', 0))));
+    await inBatches(strays, this.calls.parallelWrites, async (v) => void (await this.free(v, m, releaseWaitsForLock('given up', 0))));
     // From a watch's copy, the takes that rest on time passing are confirmed by a read first.
     const takes = this.cache.fromWatch ? await this.confirmTimedTakes(writes.take, m) : writes.take;
     // One raise of the header's highWater for the takes allowed now; each is judged again before its write.
@@ -685,7 +676,7 @@ export class ShardMember {
     if (due.length === 0) return;
     const block = await this.reserveTokens(due.length);
     if (!block) return;
-    await inBatches(due, this.parallelWrites, (s) => this.take(s, m, block));
+    await inBatches(due, this.calls.parallelWrites, (s) => this.take(s, m, block));
   }
 
   /**
@@ -736,7 +727,7 @@ export class ShardMember {
     if (timed.length === 0) return takes;
     const sent = this.clock.monotonic();
     try {
-      const list = await this.call('list', (o) => this.cache.reread(o));
+      const list = await this.calls.call('list', (o) => this.cache.reread(o));
       this.view.observe(list, sent);
       this.restoreVanished();
       this.endLostShards();
@@ -767,7 +758,7 @@ export class ShardMember {
       const base = raiseBase(h.record, this.view.highestSeen);
       const raised = raisedHeader(h.record, base, count);
       try {
-        const version = await this.call('update', (o) => this.store.updateGroupRecord(this.group, raised, h.version, o));
+        const version = await this.calls.call('update', (o) => this.store.updateGroupRecord(this.group, raised, h.version, o));
         this.view.wrote({ record: raised, version });
         return new TokenBlock(base, base + count);
       } catch (err) {
@@ -793,7 +784,7 @@ export class ShardMember {
   private async raiseInStore(count: number): Promise<TokenBlock | null> {
     const raise = { atLeast: this.view.highestSeen, count, shards: this.shards };
     try {
-      const { from, header } = await this.call('raise', (o) => this.store.raiseHighWater!(this.group, raise, o));
+      const { from, header } = await this.calls.call('raise', (o) => this.store.raiseHighWater!(this.group, raise, o));
       this.view.wrote(header);
       return new TokenBlock(from, from + count);
     } catch (err) {
@@ -895,7 +886,7 @@ export class ShardMember {
 
   private async writeBack(rec: ShardRecord): Promise<void> {
     try {
-      const version = await this.call('create', (o) => this.store.createGroupRecord(this.group, rec, o));
+      const version = await this.calls.call('create', (o) => this.store.createGroupRecord(this.group, rec, o));
       this.view.wrote({ record: rec, version });
       const e = this.phases.ending(rec.index);
       if (e && e.token === rec.token && sessionKey(e.session) === sessionKey(rec.owner!)) e.version = version;
@@ -934,7 +925,7 @@ export class ShardMember {
       acquireTime: at.wall,
     };
     try {
-      const version = await this.writeShard(rec, v?.version ?? null, () => takeAllowed(shardFact(this.view, s), sessionKey(m), this.takeFreshness(m)));
+      const version = await this.calls.writeShard(rec, v?.version ?? null, () => takeAllowed(shardFact(this.view, s), sessionKey(m), this.takeFreshness(m)));
       if (version === null) return;
       this.view.wrote({ record: rec, version });
       // A take answered after the session ended is not announced: its record names a session
@@ -1023,7 +1014,7 @@ export class ShardMember {
     if (this.stopping || !this.view.freshWithin(this.requestTimeoutMs)) return;
     const now = this.clock.monotonic();
     const due = this.phases.keptEntries().filter(([, k]) => now >= k.untilMono);
-    await inBatches(due, this.parallelWrites, async ([s, k]) => {
+    await inBatches(due, this.calls.parallelWrites, async ([s, k]) => {
       const v = this.view.shard(s);
       // A release the store did not answer stays kept: the next fresh turn tries it again.
       if (!v || (await this.free(v, k.session, releaseWaitsForLock(k.release.end, k.release.round)))) this.phases.keptOver(s);
@@ -1045,7 +1036,7 @@ export class ShardMember {
     if (!v.record.owner || sessionKey(v.record.owner) !== sessionKey(session)) return true;
     const rec: ShardRecord = { ...v.record, holderIdentity: '', owner: null };
     try {
-      const version = (await this.writeShard(rec, v.version, undefined, waitForLock))!;
+      const version = (await this.calls.writeShard(rec, v.version, undefined, waitForLock))!;
       this.view.wrote({ record: rec, version });
       return true;
     } catch (err) {
@@ -1072,7 +1063,7 @@ export class ShardMember {
       leaseDurationSeconds: this.timings.leaseDurationMs / 1000,
     };
     try {
-      await this.call('update', (o) => this.store.updateGroupRecord(this.group, slot, m.version, o));
+      await this.calls.call('update', (o) => this.store.updateGroupRecord(this.group, slot, m.version, o));
       this.log.info('left the shard group', { slot: m.slot, session: m.session });
     } catch (err) {
       this.log.warn('releasing the member slot failed: it expires', { slot: m.slot, reason: describeError(err) });
@@ -1153,46 +1144,6 @@ export class ShardMember {
     await sleep(this.clock, Math.max(0, due - now), wake.signal);
     this.wake = null;
   }
-
-  /**
-   * A shard record's write (a create when `expected` is null): in a batch where the store has
-   * them, where `stillWanted` is asked again right before it is sent (null: withdrawn); else alone.
-   */
-  private writeShard(rec: ShardRecord, expected: string | null, stillWanted?: () => boolean, waitForLock = true): Promise<string | null> {
-    if (this.batches) return this.batches.write(rec, expected, stillWanted, waitForLock);
-    return this.call(
-      expected === null ? 'create' : 'update',
-      (o) => (expected === null ? this.store.createGroupRecord(this.group, rec, o) : this.store.updateGroupRecord(this.group, rec, expected, o)),
-      waitForLock,
-    );
-  }
-
-  /** Writes of a pass at once: every one where they go in batches (the batches bound them), else PARALLEL_WRITES. */
-  private get parallelWrites(): number {
-    return this.batches ? Infinity : PARALLEL_WRITES;
-  }
-
-  /**
-   * One store call, bounded in time. A write (any op but a list) waits on another's lock only if
-   * its caller allows it (`waitForLock`: releaseWaitsForLock) and lockWaits does: no other write
-   * that may wait is unanswered, and none went unanswered within a retryPeriod. At most one busy
-   * timeout in a row.
-   */
-  private call<T>(op: string, send: (opts: CallOptions) => Promise<T>, waitForLock = true): Promise<T> {
-    const bounded = (waits: boolean) =>
-      boundedCall(
-        this.clock,
-        this.requestTimeoutMs,
-        `${this.store.backend} group ${op}`,
-        (o) => send(waits ? o : { ...o, waitForLock: false }),
-        (e) => {
-          // Whichever call finds the store replaced, the absences this member saw before prove nothing.
-          if (e instanceof StoreReopenedError) this.view.interruptAbsence();
-        },
-      );
-    // A list is a read: it never waits on a writer's lock (SQLite's WAL).
-    return op === 'list' ? bounded(true) : this.lockWaits.send(waitForLock, bounded);
-  }
 }
 
 /** The reason onShardLost hears for a planned end. */
@@ -1209,8 +1160,4 @@ function endReasonText(e: EndStep): string {
     case 'moves':
       return `shard ${e.shard} moves to another member`;
   }
-}
-
-async function inBatches<T>(items: readonly T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
-  for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
