@@ -18,52 +18,26 @@
 import { realClock, sleep, type Clock } from '../clock.js';
 import { BackendUnavailableError, ConflictError, InvalidConfigError, NotFoundError, describeError } from '../errors.js';
 import { silentLogger, guardedLogger, type Logger } from '../log.js';
-import type { GroupHeader, GroupStore, MemberSlot, MemberState, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
+import type { GroupHeader, GroupStore, MemberSlot, MemberState, ShardRecord } from '../backends/group-store.js';
 import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { EligibilityCheck } from '../holder/eligibility-check.js';
-import { couldHaveExpiredAtMono, drainedEachWithin, releaseWaitsForLock } from '../holder/end-of-term-rule.js';
-import { ReleaseFailures } from './release-failures.js';
+import { releaseWaitsForLock } from '../holder/end-of-term-rule.js';
+import type { MemberContext, ShardListener } from './member-context.js';
+export type { ShardListener, ShardTerm } from './member-context.js';
+import { ShardTermEnds } from './shard-term-ends.js';
+import { WriteBacks } from './write-backs.js';
 import { GroupCache } from './group-cache.js';
 import { GroupView, sessionKey, type SessionId } from './group-view.js';
 import { fnv1a64 } from './key-to-shard.js';
-import { vanishedRecords } from './vanished-shards.js';
 import { MemberSession, type Session } from './member-session.js';
-import { ShardPhases, type Ending, type Owned } from './shard-phases.js';
+import { ShardPhases, type Owned } from './shard-phases.js';
 import { GroupCalls, inBatches } from './group-calls.js';
 import { TokenBlock, raiseBase, raisedHeader, repairedHeader } from './token-blocks.js';
 import { longestLeaseField, raisedLongestLease } from './longest-lease.js';
 import { shardFact, ShardFactsMemo, slotFacts } from './turn-facts.js';
 import { TargetMemo } from './target-memo.js';
-import {
-  planEnds,
-  planLost,
-  planWrites,
-  takeAllowed,
-  takeRestsOnTime,
-  type EndStep,
-  type SessionFacts,
-  type TurnFacts,
-  type TakeFreshness,
-} from './turn-plan.js';
-
-/** A shard this member owns: its token, and until when the ownership counts unless renewed. */
-export interface ShardTerm {
-  shard: number;
-  token: number;
-  validUntil: Date;
-}
-
-export interface ShardListener {
-  /** This member owns `term.shard` now, with a new token: start its work. */
-  onShardGained?(term: ShardTerm): void;
-  /** This member no longer owns `shard` (called before anything else happens): stop its work. */
-  onShardLost?(shard: number, token: number, reason: string): void;
-  /** A heartbeat succeeded: every owned shard's validUntil moved on. */
-  onRenewed?(validUntil: Date): void;
-  /** Anything a status shows changed (members, the slot, standing aside). */
-  onChange?(): void;
-}
+import { planEnds, planLost, planWrites, takeAllowed, takeRestsOnTime, type SessionFacts, type TurnFacts, type TakeFreshness } from './turn-plan.js';
 
 export interface ShardMemberOptions extends Timings {
   store: GroupStore;
@@ -150,7 +124,6 @@ export class ShardMember {
   private readonly cache: GroupCache;
   private readonly maxMembers: number;
   private readonly requestTimeoutMs: number;
-  private readonly drainTimeoutMs: number;
   private readonly listener: ShardListener;
   /**
    * The app's eligibility and its log lines (the lease's EligibilityCheck): one warn line when the
@@ -162,8 +135,6 @@ export class ShardMember {
 
   /** This member's session (its slot, the slot's token, its validity and deadline): member-session.ts. */
   private readonly sessions: MemberSession;
-  /** Releases the store did not answer, said once a turn (not once per shard). */
-  private readonly releaseFailures = new ReleaseFailures();
   /**
    * Each held shard's phase: owned, ending (through the gate), or kept (its work not seen to stop
    * in time: its record keeps naming the session that owned it until it could have expired, then
@@ -175,8 +146,10 @@ export class ShardMember {
   private readonly targets = new TargetMemo();
   /** The shards' facts while the view's structure and time stand (turn-facts.ts). */
   private readonly facts = new ShardFactsMemo();
-  /** Held shards whose vanished records are being written back (vanished-shards.ts): their release waits for it. */
-  private readonly restoring = new Map<number, Promise<void>>();
+  /** Held shards' vanished records written back (write-backs.ts): their release waits for it. */
+  private readonly writeBacks: WriteBacks;
+  /** The end of each given-up shard's term: the gate, the release, the kept shards (shard-term-ends.ts). */
+  private readonly ends: ShardTermEnds;
   /**
    * Where the member's life is: its loop (null before start() and once stop() has awaited it),
    * whether it is stopping (stop(), or a refusal), and whether the loop has returned (on stop, or
@@ -233,7 +206,6 @@ export class ShardMember {
     this.log = opts.log ? guardedLogger(opts.log) : silentLogger;
     this.maxMembers = opts.maxMembers ?? 64;
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
-    this.drainTimeoutMs = opts.drainTimeoutMs ?? opts.renewDeadlineMs;
     this.listener = opts.listener ?? {};
     this.eligibility = new EligibilityCheck(opts.eligibility ?? null, this.clock, this.log, {
       eligible: 'the app is eligible: taking shards',
@@ -247,6 +219,25 @@ export class ShardMember {
     this.counts = { members: 0, orphaned: opts.shards };
     this.sessions = new MemberSession(this.clock, opts.renewDeadlineMs);
     this.calls = new GroupCalls(this.store, opts.group, this.clock, this.requestTimeoutMs, opts.retryPeriodMs, () => this.view.interruptAbsence());
+    const ctx: MemberContext = {
+      group: this.group,
+      identity: this.identity,
+      shards: this.shards,
+      timings: this.timings,
+      clock: this.clock,
+      log: this.log,
+      requestTimeoutMs: this.requestTimeoutMs,
+      view: this.view,
+      store: this.store,
+      calls: this.calls,
+      phases: this.phases,
+      sessions: this.sessions,
+      listener: this.listener,
+      writeFailed: (err) => this.writeFailed(err),
+      wakeUp: () => this.wakeUp(),
+    };
+    this.writeBacks = new WriteBacks(ctx);
+    this.ends = new ShardTermEnds(ctx, this.writeBacks, opts.drain, opts.drainTimeoutMs ?? opts.renewDeadlineMs);
   }
 
   private get mine(): Session | null {
@@ -329,13 +320,13 @@ export class ShardMember {
       if (this.stopping && this.done()) break;
       await this.waitNext();
     }
-    this.releaseFailures.tell(this.log);
+    this.ends.tellFailures();
     await this.leave();
   }
 
   /** Stopping and nothing left to do but release the slot: no shard owned or going through its gate. */
   private done(): boolean {
-    return !this.phases.anyOwnedOrEnding() && this.restoring.size === 0;
+    return !this.phases.anyOwnedOrEnding() && this.writeBacks.size === 0;
   }
 
   private async turn(): Promise<void> {
@@ -354,7 +345,7 @@ export class ShardMember {
       this.turnsBy.planned++;
       await this.reconcile();
     } else await this.freeKept();
-    this.releaseFailures.tell(this.log);
+    this.ends.tellFailures();
     if (!quiet) this.countGroup();
     this.listener.onChange?.();
   }
@@ -635,7 +626,7 @@ export class ShardMember {
     const m = this.sessions.end();
     if (!m) return;
     this.log.warn('lost the shard group session', { slot: m.slot, session: m.session, reason, owned: this.phases.ownedCount() });
-    this.endShards(
+    this.ends.end(
       this.phases.ownedShards().map((s) => ({ s, reason, end: 'lost' as const })),
       m,
     );
@@ -658,7 +649,7 @@ export class ShardMember {
     const target = this.targets.of(this.group, now, this.view);
     this.counts = { ...this.counts, members: target.members.length };
     const ends = planEnds(now, target);
-    this.endPlanned(ends, m);
+    this.ends.endPlanned(ends, m);
     // Kept shards whose time has come are freed between the two halves: the takes see them free.
     await this.freeKept();
     const writes = planWrites(this.turnFacts(m), target);
@@ -668,7 +659,7 @@ export class ShardMember {
     const strays = writes.free.map((s) => this.view.shard(s)!);
     this.tellAbsent(writes.take);
     // A stray is given up, freed at each turn it is found, as the takes it came from are sent: waiting as they do.
-    await inBatches(strays, this.calls.parallelWrites, async (v) => void (await this.free(v, m, releaseWaitsForLock('given up', 0))));
+    await inBatches(strays, this.calls.parallelWrites, async (v) => void (await this.ends.free(v, m, releaseWaitsForLock('given up', 0))));
     // From a watch's copy, the takes that rest on time passing are confirmed by a read first.
     const takes = this.cache.fromWatch ? await this.confirmTimedTakes(writes.take, m) : writes.take;
     // One raise of the header's highWater for the takes allowed now; each is judged again before its write.
@@ -697,13 +688,13 @@ export class ShardMember {
 
   /** The plan found nothing to do from `basis`: settled, if nothing it rests on moved meanwhile and nothing is ending, kept or restored. */
   private settle(basis: Settled, m: Session): void {
-    if (this.stands(basis, m) && this.phases.onlyOwned() && this.restoring.size === 0) this.settled = basis;
+    if (this.stands(basis, m) && this.phases.onlyOwned() && this.writeBacks.size === 0) this.settled = basis;
   }
 
   /** Whether a plan now would be the settled one: nothing it rests on moved, and no judgment of time can have flipped. */
   private planSettled(m: Session): boolean {
     const k = this.settled;
-    return k !== null && this.restoring.size === 0 && this.clock.monotonic() < k.untilMono && this.stands(k, m);
+    return k !== null && this.writeBacks.size === 0 && this.clock.monotonic() < k.untilMono && this.stands(k, m);
   }
 
   /** Whether what `k` rested on stands: the same session and state, and neither the view's structure nor the phases moved. */
@@ -817,23 +808,6 @@ export class ShardMember {
     return { fresh: this.view.freshWithin(this.requestTimeoutMs), sessionValid: this.sessionValid(m) };
   }
 
-  /** Ends the planned shards through the gate, in the plan's order. */
-  private endPlanned(steps: readonly EndStep[], m: Session): void {
-    for (const e of steps) {
-      if (e.reason === 'deleted')
-        // Nobody but a person (or a replaced store) deletes a shard's record: its owner says so,
-        // writes it back (restoreVanished) and releases it through the gate.
-        this.log.warn('the record of an owned shard was deleted from the store: giving the shard up', {
-          shard: e.shard,
-          token: this.phases.owned(e.shard)!.token,
-        });
-    }
-    this.endShards(
-      steps.map((e) => ({ s: e.shard, reason: endReasonText(e), end: e.release ? ('given up' as const) : ('not ours' as const) })),
-      m,
-    );
-  }
-
   /**
    * One info line when shards this member is to take start waiting to be created (absent, not
    * yet a lease duration): else a new group owns nothing for 15 s with nothing said, as a lease
@@ -861,45 +835,7 @@ export class ShardMember {
     // the owned shards only, instead of judging each owned shard's owner again after every list
     // (up to 2,048 at N = 4096, M = 2).
     const shards = this.facts.of(this.view, this.clock.monotonic());
-    this.endPlanned(planLost({ me: this.sessionFacts(m), shards, owned: this.phases.ownedShards() }), m);
-  }
-
-  /**
-   * Writes back, at once, the record of each held shard that the last list shows gone, so its
-   * token is in the store before another member's absence wait for it ends (vanished-shards.ts).
-   */
-  private restoreVanished(): void {
-    // Only what the live session holds: a session that ended (lost) may have had its shards
-    // taken since, unseen, and its copy written back would erase the newer owner's record and,
-    // naming a session that is over, be taken at once while that owner's work still runs
-    // (shard seed 15). Its shards' tokens are in the header's highWater all the same.
-    const m = this.mine;
-    if (!m) return;
-    // Only the shards whose records the view does not list are looked at further.
-    const gone = this.phases.held(m, (s) => this.view.shard(s) === null).filter((h) => h.session.slot === m.slot && h.session.session === m.session);
-    for (const rec of vanishedRecords(this.view, gone, this.identity, this.clock.now())) {
-      if (this.restoring.has(rec.index)) continue;
-      const done = this.writeBack(rec).finally(() => this.restoring.delete(rec.index));
-      this.restoring.set(rec.index, done);
-    }
-  }
-
-  private async writeBack(rec: ShardRecord): Promise<void> {
-    try {
-      const version = await this.calls.call('create', (o) => this.store.createGroupRecord(this.group, rec, o));
-      this.view.wrote({ record: rec, version });
-      const e = this.phases.ending(rec.index);
-      if (e && e.token === rec.token && sessionKey(e.session) === sessionKey(rec.owner!)) e.version = version;
-      this.log.warn('the record of a shard this member held disappeared from the store: wrote it back with its token', {
-        shard: rec.index,
-        token: rec.token,
-        why: 'a member that never saw the token would create the shard again with it or a lower one',
-      });
-    } catch (err) {
-      // A conflict: the record is there again (another member created it); the next list shows it.
-      this.writeFailed(err);
-      if (!(err instanceof ConflictError)) this.log.warn('writing back a vanished shard record failed', { shard: rec.index, reason: describeError(err) });
-    }
+    this.ends.endPlanned(planLost({ me: this.sessionFacts(m), shards, owned: this.phases.ownedShards() }), m);
   }
 
   /**
@@ -945,108 +881,18 @@ export class ShardMember {
   }
 
   /**
-   * The end-of-term gate for the shards a pass gives up, each: "not owned" first (the listener),
-   * then its work drains, then it is released; past the drain's bound (one for the pass) it is
-   * kept until it could have expired (the last heartbeat before this moment + the lease
-   * duration), then released. `end`: given up or lost
-   * (the session), both released alike but for whether the release's first try may wait on
-   * another's lock (releaseWaitsForLock); 'not ours': another took the record, no release.
+   * Writes back, at once, the record of each held shard that the last list shows gone, so its
+   * token is in the store before another member's absence wait for it ends (write-backs.ts).
    */
-  private endShards(ends: readonly { s: number; reason: string; end: 'given up' | 'lost' | 'not ours' }[], m: Session): void {
-    const ended: { s: number; e: Ending; end: 'given up' | 'lost' | 'not ours' }[] = [];
-    for (const { s, reason, end } of ends) {
-      const e = this.phases.end(s, { slot: m.slot, session: m.session }, this.sessions.basis(m).mono);
-      if (!e) continue;
-      this.log.debug('gives up shard', { shard: s, token: e.token, reason });
-      this.listener.onShardLost?.(s, e.token, reason);
-      ended.push({ s, e, end });
-    }
-    // One bound for the pass (docs/design.md, "One bound per pass"); each shard's verdict its own.
-    const drain = this.opts.drain;
-    const verdicts = drainedEachWithin(
-      this.clock,
-      this.drainTimeoutMs,
-      ended.map(({ s, e }) => drain && ((bound: AbortSignal) => drain(s, e.token, bound))),
-    );
-    // The loop is woken once the pass's gates are over, not at each one's end: a batch of
-    // releases answers hundreds at once, and each wake-up ran a whole turn (O(N)) between two
-    // batches. A shard kept wakes it at once (its time is a wait the loop must know of).
-    let open = ended.length;
-    for (const [i, { s, e, end }] of ended.entries()) {
-      void this.finishEnding(s, e, end, verdicts[i]!).finally(() => {
-        if (--open === 0) this.wakeUp();
-      });
-    }
-  }
-
-  private async finishEnding(s: number, e: Ending, end: 'given up' | 'lost' | 'not ours', drained: Promise<boolean>): Promise<void> {
-    try {
-      const stopped = await drained;
-      if (!stopped) {
-        const untilMono = couldHaveExpiredAtMono(e.renewedAtMono, this.timings.leaseDurationMs);
-        this.log.error('the work of a shard did not finish within drainTimeoutMs: the shard is kept until it could have expired', {
-          shard: s,
-          token: e.token,
-          drainTimeoutMs: this.drainTimeoutMs,
-          holdMs: Math.max(0, Math.round(untilMono - this.clock.monotonic())),
-        });
-        // Its release is tried once it could have expired: the first round (a record not ours is left alone then).
-        this.phases.keep(s, { session: e.session, token: e.token, untilMono, release: { end: end === 'given up' ? end : 'lost', round: 0 } });
-        this.wakeUp();
-        return;
-      }
-      // A vanished record being written back is released once it is back (or not at all).
-      await this.restoring.get(s);
-      if (end === 'not ours' || (await this.free({ record: this.releasedRecord(s, e), version: e.version }, e.session, releaseWaitsForLock(end, 0)))) return;
-      // The app said the work stopped, but the store did not answer the release (cut off, or
-      // its session lost for that reason): kept, due at once, so the release is tried again at
-      // the first turn whose list is fresh, instead of the shard waiting for the session to
-      // expire in everyone's view (issue 43). The turn's line says so (releaseFailures).
-      this.phases.keep(s, { session: e.session, token: e.token, untilMono: this.clock.monotonic(), release: { end, round: 1 } });
-      this.wakeUp();
-    } finally {
-      this.phases.endingOver(s, e);
-    }
+  private restoreVanished(): void {
+    const m = this.mine;
+    if (m) this.writeBacks.restore(m);
   }
 
   /** Frees each kept shard whose time has come (not while leaving: its records expire with the session). */
-  private async freeKept(): Promise<void> {
-    if (this.stopping || !this.view.freshWithin(this.requestTimeoutMs)) return;
-    const now = this.clock.monotonic();
-    const due = this.phases.keptEntries().filter(([, k]) => now >= k.untilMono);
-    await inBatches(due, this.calls.parallelWrites, async ([s, k]) => {
-      const v = this.view.shard(s);
-      // A release the store did not answer stays kept: the next fresh turn tries it again.
-      if (!v || (await this.free(v, k.session, releaseWaitsForLock(k.release.end, k.release.round)))) this.phases.keptOver(s);
-    });
-  }
-
-  private releasedRecord(s: number, e: Ending): ShardRecord {
-    const cur = this.view.shard(s)?.record;
-    return { kind: 'shard', index: s, holderIdentity: this.identity, owner: e.session, token: e.token, acquireTime: cur?.acquireTime ?? null };
-  }
-
-  /**
-   * Writes shard `v` free (owner none, token kept), only from the version that names `session`.
-   * Returns whether that is settled: written, or not ours to free (it names another, or another
-   * wrote it since: a conflict); false when the store did not answer, so it may still name us.
-   * `waitForLock` false: the write must not wait on another's lock (releaseWaitsForLock).
-   */
-  private async free(v: VersionedGroupRecord<ShardRecord>, session: SessionId, waitForLock: boolean): Promise<boolean> {
-    if (!v.record.owner || sessionKey(v.record.owner) !== sessionKey(session)) return true;
-    const rec: ShardRecord = { ...v.record, holderIdentity: '', owner: null };
-    try {
-      const version = (await this.calls.writeShard(rec, v.version, undefined, waitForLock))!;
-      this.view.wrote({ record: rec, version });
-      return true;
-    } catch (err) {
-      // A conflict: another wrote it since (it is not ours to free any more). Anything else: the
-      // caller keeps it to try again (a stray of this session is found again by the next turn).
-      this.writeFailed(err);
-      if (err instanceof ConflictError) return true;
-      this.releaseFailures.note(v.record.index, describeError(err));
-      return false;
-    }
+  private freeKept(): Promise<void> {
+    if (this.stopping || !this.view.freshWithin(this.requestTimeoutMs)) return Promise.resolve();
+    return this.ends.freeKept();
   }
 
   /** Stopping: the slot released (holder none) once nothing is owned; a slot not ours any more is left. */
@@ -1143,21 +989,5 @@ export class ShardMember {
     this.wake = wake;
     await sleep(this.clock, Math.max(0, due - now), wake.signal);
     this.wake = null;
-  }
-}
-
-/** The reason onShardLost hears for a planned end. */
-function endReasonText(e: EndStep): string {
-  switch (e.reason) {
-    case 'deleted':
-      return `the record of shard ${e.shard} disappeared`;
-    case 'taken':
-      return `shard ${e.shard} was taken by ${e.holder || 'nobody'}`;
-    case 'leaving':
-      return 'the member is leaving the group';
-    case 'not eligible':
-      return 'the app is not eligible';
-    case 'moves':
-      return `shard ${e.shard} moves to another member`;
   }
 }
