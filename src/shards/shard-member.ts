@@ -16,28 +16,29 @@
  * the protected resource checks.
  */
 import { realClock, sleep, type Clock } from '../clock.js';
-import { BackendUnavailableError, ConflictError, InvalidConfigError, NotFoundError, describeError } from '../errors.js';
+import { BackendUnavailableError, ConflictError, InvalidConfigError, describeError } from '../errors.js';
 import { silentLogger, guardedLogger, type Logger } from '../log.js';
-import type { GroupHeader, GroupStore, MemberSlot, MemberState, ShardRecord } from '../backends/group-store.js';
+import type { GroupHeader, GroupStore, MemberSlot, MemberState } from '../backends/group-store.js';
 import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { EligibilityCheck } from '../holder/eligibility-check.js';
 import { releaseWaitsForLock } from '../holder/end-of-term-rule.js';
 import type { MemberContext, ShardListener } from './member-context.js';
 export type { ShardListener, ShardTerm } from './member-context.js';
+import { ShardTakes } from './shard-takes.js';
 import { ShardTermEnds } from './shard-term-ends.js';
 import { WriteBacks } from './write-backs.js';
 import { GroupCache } from './group-cache.js';
 import { GroupView, sessionKey, type SessionId } from './group-view.js';
 import { fnv1a64 } from './key-to-shard.js';
 import { MemberSession, type Session } from './member-session.js';
-import { ShardPhases, type Owned } from './shard-phases.js';
+import { ShardPhases } from './shard-phases.js';
 import { GroupCalls, inBatches } from './group-calls.js';
-import { TokenBlock, raiseBase, raisedHeader, repairedHeader } from './token-blocks.js';
+import { repairedHeader } from './token-blocks.js';
 import { longestLeaseField, raisedLongestLease } from './longest-lease.js';
 import { shardFact, ShardFactsMemo, slotFacts } from './turn-facts.js';
 import { TargetMemo } from './target-memo.js';
-import { planEnds, planLost, planWrites, takeAllowed, takeRestsOnTime, type SessionFacts, type TurnFacts, type TakeFreshness } from './turn-plan.js';
+import { planEnds, planLost, planWrites, takeRestsOnTime, type SessionFacts, type TurnFacts } from './turn-plan.js';
 
 export interface ShardMemberOptions extends Timings {
   store: GroupStore;
@@ -98,8 +99,6 @@ export interface ShardMemberSnapshot {
 
 /** A store's change hint is followed by a list at most this often. */
 const HINT_LIST_MS = 50;
-/** Raises of the header's highWater tried in one pass, a list between two: another member's raise won each time before. */
-const RAISE_ATTEMPTS = 3;
 
 /** What a plan that found nothing to do rested on (ShardMember.settledBasis). */
 interface Settled {
@@ -150,6 +149,8 @@ export class ShardMember {
   private readonly writeBacks: WriteBacks;
   /** The end of each given-up shard's term: the gate, the release, the kept shards (shard-term-ends.ts). */
   private readonly ends: ShardTermEnds;
+  /** The takes, each judged again before its write, and their token blocks (shard-takes.ts). */
+  private readonly takes: ShardTakes;
   /**
    * Where the member's life is: its loop (null before start() and once stop() has awaited it),
    * whether it is stopping (stop(), or a refusal), and whether the loop has returned (on stop, or
@@ -178,8 +179,6 @@ export class ShardMember {
   private noSlotSaid = false;
   /** Whether the log said this member waits for live members to write the group's header back. */
   private headerWaitSaid = false;
-  /** The absent shards the log last said this member waits to create. */
-  private absentSaid = new Set<number>();
   /** The last plan that found nothing to do, and what it rested on (docs/design.md, "Quiet turns"); null: plan at the next turn. */
   private settled: Settled | null = null;
   /**
@@ -237,6 +236,7 @@ export class ShardMember {
       wakeUp: () => this.wakeUp(),
     };
     this.writeBacks = new WriteBacks(ctx);
+    this.takes = new ShardTakes(ctx, () => this.list());
     this.ends = new ShardTermEnds(ctx, this.writeBacks, opts.drain, opts.drainTimeoutMs ?? opts.renewDeadlineMs);
   }
 
@@ -657,17 +657,17 @@ export class ShardMember {
     if (!writes) return;
     // Each freed from the version planned on: a record that changed since is not freed blindly.
     const strays = writes.free.map((s) => this.view.shard(s)!);
-    this.tellAbsent(writes.take);
+    this.takes.tellAbsent(writes.take);
     // A stray is given up, freed at each turn it is found, as the takes it came from are sent: waiting as they do.
     await inBatches(strays, this.calls.parallelWrites, async (v) => void (await this.ends.free(v, m, releaseWaitsForLock('given up', 0))));
     // From a watch's copy, the takes that rest on time passing are confirmed by a read first.
     const takes = this.cache.fromWatch ? await this.confirmTimedTakes(writes.take, m) : writes.take;
     // One raise of the header's highWater for the takes allowed now; each is judged again before its write.
-    const due = takes.filter((s) => takeAllowed(shardFact(this.view, s), sessionKey(m), this.takeFreshness(m)));
+    const due = takes.filter((s) => this.takes.allowed(s, m));
     if (due.length === 0) return;
-    const block = await this.reserveTokens(due.length);
+    const block = await this.takes.reserveTokens(due.length);
     if (!block) return;
-    await inBatches(due, this.calls.parallelWrites, (s) => this.take(s, m, block));
+    await inBatches(due, this.calls.parallelWrites, (s) => this.takes.take(s, m, block));
   }
 
   /**
@@ -734,58 +734,6 @@ export class ShardMember {
     }
   }
 
-  /**
-   * Reserves `count` tokens by raising the header's highWater by compare-and-swap (token-blocks.ts).
-   * A conflict (another member raised it first) reads the group again and retries from the new
-   * value. Null, and no take this pass, when there is no header (it is written back first), the
-   * raise kept losing, or the store failed.
-   */
-  private async reserveTokens(count: number): Promise<TokenBlock | null> {
-    if (!this.view.groupHeader) return null;
-    if (this.store.raiseHighWater) return this.raiseInStore(count);
-    for (let attempt = 0; attempt < RAISE_ATTEMPTS; attempt++) {
-      const h = this.view.groupHeader;
-      if (!h) return null;
-      const base = raiseBase(h.record, this.view.highestSeen);
-      const raised = raisedHeader(h.record, base, count);
-      try {
-        const version = await this.calls.call('update', (o) => this.store.updateGroupRecord(this.group, raised, h.version, o));
-        this.view.wrote({ record: raised, version });
-        return new TokenBlock(base, base + count);
-      } catch (err) {
-        this.writeFailed(err);
-        if (!(err instanceof ConflictError)) {
-          this.log.warn('raising the group high-water token failed: no shard is taken until it is raised', { reason: describeError(err) });
-          return null;
-        }
-        await this.list();
-      }
-    }
-    return null;
-  }
-
-  /**
-   * Reserves `count` tokens by the store's own raise (GroupStore.raiseHighWater: SQLite,
-   * PostgreSQL): one transaction from the larger of the stored highWater and the highest this
-   * member saw, with no race to lose, so the members taking at once after a leave do not queue on
-   * the header one compare-and-swap at a time. Null, and no take this pass, when the store has no
-   * header (it is written back first), says another shard count (the next list refuses the
-   * group), or failed.
-   */
-  private async raiseInStore(count: number): Promise<TokenBlock | null> {
-    const raise = { atLeast: this.view.highestSeen, count, shards: this.shards };
-    try {
-      const { from, header } = await this.calls.call('raise', (o) => this.store.raiseHighWater!(this.group, raise, o));
-      this.view.wrote(header);
-      return new TokenBlock(from, from + count);
-    } catch (err) {
-      this.writeFailed(err);
-      if (!(err instanceof NotFoundError) && !(err instanceof ConflictError))
-        this.log.warn('raising the group high-water token failed: no shard is taken until it is raised', { reason: describeError(err) });
-      return null;
-    }
-  }
-
   /** The plain facts a plan is made from, now (turn-facts.ts). */
   private turnFacts(m: Session): TurnFacts {
     return {
@@ -796,35 +744,12 @@ export class ShardMember {
       owned: this.phases.ownedShards(),
       ending: this.phases.endingShards(),
       kept: this.phases.keptShards(),
-      ...this.takeFreshness(m),
+      ...this.takes.freshness(m),
     };
   }
 
   private sessionFacts(m: Session): SessionFacts {
     return { slot: m.slot, key: sessionKey(m), state: m.state };
-  }
-
-  private takeFreshness(m: Session): TakeFreshness {
-    return { fresh: this.view.freshWithin(this.requestTimeoutMs), sessionValid: this.sessionValid(m) };
-  }
-
-  /**
-   * One info line when shards this member is to take start waiting to be created (absent, not
-   * yet a lease duration): else a new group owns nothing for 15 s with nothing said, as a lease
-   * absent is told. Said again only for shards absent anew (a record deleted later).
-   */
-  private tellAbsent(takes: readonly number[]): void {
-    const waiting = takes.filter((s) => !this.view.shard(s) && !this.view.absentLongEnough(s));
-    const fresh = waiting.filter((s) => !this.absentSaid.has(s));
-    this.absentSaid = new Set(waiting);
-    if (fresh.length === 0) return;
-    const waitMs = Math.max(...fresh.map((s) => this.view.absentWaitLeftMs(s)));
-    this.log.info('shards absent: creating them after a lease duration unless they appear', {
-      absent: fresh.length,
-      waitMs,
-      createsAt: new Date(this.clock.now().getTime() + waitMs).toISOString(),
-      why: 'a shard record never seen looks the same as one just deleted, whose owner may still be working on it',
-    });
   }
 
   /** Ends, without a release (not ours to free), each owned shard whose record the view shows gone or naming another session. */
@@ -836,48 +761,6 @@ export class ShardMember {
     // (up to 2,048 at N = 4096, M = 2).
     const shards = this.facts.of(this.view, this.clock.monotonic());
     this.ends.endPlanned(planLost({ me: this.sessionFacts(m), shards, owned: this.phases.ownedShards() }), m);
-  }
-
-  /**
-   * Takes shard `s` for session `m` if it is free, its owner's session is over, or it has been
-   * absent a lease duration, with the next token of `block`: past every token the group ever issued.
-   */
-  private async take(s: number, m: Session, block: TokenBlock): Promise<void> {
-    // Judged again for each take, not only when the turn was planned: a pause between two
-    // batches would otherwise judge another session over with a list from before the pause.
-    if (!takeAllowed(shardFact(this.view, s), sessionKey(m), this.takeFreshness(m))) return;
-    const token = block.take();
-    // A block is raised past every token this member saw, so past this record's; if a list
-    // since showed a higher one (a header written back lower), the take waits for the next raise.
-    if (token === null || token < this.view.nextToken(s)) return;
-    const v = this.view.shard(s);
-    const at = { mono: this.clock.monotonic(), wall: this.clock.now() };
-    const rec: ShardRecord = {
-      kind: 'shard',
-      index: s,
-      holderIdentity: this.identity,
-      owner: { slot: m.slot, session: m.session },
-      token,
-      acquireTime: at.wall,
-    };
-    try {
-      const version = await this.calls.writeShard(rec, v?.version ?? null, () => takeAllowed(shardFact(this.view, s), sessionKey(m), this.takeFreshness(m)));
-      if (version === null) return;
-      this.view.wrote({ record: rec, version });
-      // A take answered after the session ended is not announced: its record names a session
-      // that is over, and others take the shard once it could have expired.
-      if (this.mine !== m || !this.sessionValid(m)) return;
-      this.gained(s, m, { token: rec.token, version });
-    } catch (err) {
-      this.writeFailed(err);
-      if (!(err instanceof ConflictError)) this.log.warn('taking a shard failed', { shard: s, reason: describeError(err) });
-    }
-  }
-
-  private gained(s: number, m: Session, o: Owned): void {
-    this.phases.own(s, o);
-    this.log.debug('owns shard', { shard: s, token: o.token });
-    this.listener.onShardGained?.({ shard: s, token: o.token, validUntil: this.sessions.validUntil(m) });
   }
 
   /**
