@@ -8,6 +8,13 @@
  * every hint of a change (the other members' heartbeats included, at most every HINT_LIST_MS)
  * and at least once per retryPeriod.
  *
+ * This class is the member's life and pace (start, stop, the loop and its waits), its reads, and
+ * each turn's plan (turn-plan.ts decides; reconcile sends). The rest is in parts that share a
+ * MemberContext (member-context.ts), one job each: the session's writes (session-upkeep.ts), the
+ * group's header (header-keeper.ts), the takes (shard-takes.ts), the ends of shards' terms
+ * (shard-term-ends.ts), the write-backs of vanished records (write-backs.ts), the store calls
+ * (group-calls.ts).
+ *
  * What it guarantees, given a store with honest compare-and-swap and clock rates that agree:
  * a member says it owns a shard only while its session is valid (its last successful heartbeat
  * started + renewDeadline), and takes a shard only when it is free or its owner's session has
@@ -16,26 +23,25 @@
  * the protected resource checks.
  */
 import { realClock, sleep, type Clock } from '../clock.js';
-import { BackendUnavailableError, ConflictError, InvalidConfigError, describeError } from '../errors.js';
+import { BackendUnavailableError, InvalidConfigError, describeError } from '../errors.js';
 import { silentLogger, guardedLogger, type Logger } from '../log.js';
-import type { GroupHeader, GroupStore, MemberSlot, MemberState } from '../backends/group-store.js';
+import type { GroupStore, MemberState } from '../backends/group-store.js';
 import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { EligibilityCheck } from '../holder/eligibility-check.js';
 import { releaseWaitsForLock } from '../holder/end-of-term-rule.js';
 import type { MemberContext, ShardListener } from './member-context.js';
 export type { ShardListener, ShardTerm } from './member-context.js';
+import { HeaderKeeper } from './header-keeper.js';
+import { SessionUpkeep } from './session-upkeep.js';
 import { ShardTakes } from './shard-takes.js';
 import { ShardTermEnds } from './shard-term-ends.js';
 import { WriteBacks } from './write-backs.js';
 import { GroupCache } from './group-cache.js';
 import { GroupView, sessionKey, type SessionId } from './group-view.js';
-import { fnv1a64 } from './key-to-shard.js';
 import { MemberSession, type Session } from './member-session.js';
 import { ShardPhases } from './shard-phases.js';
 import { GroupCalls, inBatches } from './group-calls.js';
-import { repairedHeader } from './token-blocks.js';
-import { longestLeaseField, raisedLongestLease } from './longest-lease.js';
 import { shardFact, ShardFactsMemo, slotFacts } from './turn-facts.js';
 import { TargetMemo } from './target-memo.js';
 import { planEnds, planLost, planWrites, takeRestsOnTime, type SessionFacts, type TurnFacts } from './turn-plan.js';
@@ -121,7 +127,6 @@ export class ShardMember {
   private readonly view: GroupView;
   /** The group as read by change (group-cache.ts): what `list` reads instead of the whole group. */
   private readonly cache: GroupCache;
-  private readonly maxMembers: number;
   private readonly requestTimeoutMs: number;
   private readonly listener: ShardListener;
   /**
@@ -151,6 +156,10 @@ export class ShardMember {
   private readonly ends: ShardTermEnds;
   /** The takes, each judged again before its write, and their token blocks (shard-takes.ts). */
   private readonly takes: ShardTakes;
+  /** The session's writes: the join, the heartbeats, its end, the leave (session-upkeep.ts). */
+  private readonly upkeep: SessionUpkeep;
+  /** The group's header as the running members keep it (header-keeper.ts). */
+  private readonly header: HeaderKeeper;
   /**
    * Where the member's life is: its loop (null before start() and once stop() has awaited it),
    * whether it is stopping (stop(), or a refusal), and whether the loop has returned (on stop, or
@@ -176,18 +185,8 @@ export class ShardMember {
   /** What a status shows of the group as this member last counted it: its live active members, the shards without a live owner. Replaced whole. */
   private counts: { readonly members: number; readonly orphaned: number };
   private lastTurnMono: number | null = null;
-  private noSlotSaid = false;
-  /** Whether the log said this member waits for live members to write the group's header back. */
-  private headerWaitSaid = false;
   /** The last plan that found nothing to do, and what it rested on (docs/design.md, "Quiet turns"); null: plan at the next turn. */
   private settled: Settled | null = null;
-  /**
-   * A session arrived in the group since this member's last heartbeat (a newcomer): it heartbeats
-   * at its next turn, not at its own pace, so the newcomer, which counts only the members it has
-   * seen write since it started, counts this one at once instead of taking shards meant for it
-   * and handing them back up to a retry period later.
-   */
-  private greetDue = false;
   /** The view's count of arrived sessions this member has greeted up to. */
   private arrivalsGreeted = 0;
   /** Turns with a session, by whether they planned: counted for the metrics. */
@@ -203,7 +202,6 @@ export class ShardMember {
     this.timings = { leaseDurationMs: opts.leaseDurationMs, renewDeadlineMs: opts.renewDeadlineMs, retryPeriodMs: opts.retryPeriodMs };
     this.clock = opts.clock ?? realClock;
     this.log = opts.log ? guardedLogger(opts.log) : silentLogger;
-    this.maxMembers = opts.maxMembers ?? 64;
     this.requestTimeoutMs = opts.requestTimeoutMs ?? opts.renewDeadlineMs / 2;
     this.listener = opts.listener ?? {};
     this.eligibility = new EligibilityCheck(opts.eligibility ?? null, this.clock, this.log, {
@@ -238,6 +236,8 @@ export class ShardMember {
     this.writeBacks = new WriteBacks(ctx);
     this.takes = new ShardTakes(ctx, () => this.list());
     this.ends = new ShardTermEnds(ctx, this.writeBacks, opts.drain, opts.drainTimeoutMs ?? opts.renewDeadlineMs);
+    this.upkeep = new SessionUpkeep(ctx, this.ends, opts.maxMembers ?? 64, this.cache.fromWatch, () => this.list());
+    this.header = new HeaderKeeper(ctx);
   }
 
   private get mine(): Session | null {
@@ -257,7 +257,7 @@ export class ShardMember {
     const sent = this.clock.monotonic();
     if (this.cache.byChange) this.view.observe((await this.calls.call('list', (o) => this.cache.readChanges(o))).all(), sent);
     else this.view.observe(await this.calls.call('list', (o) => this.cache.read(o)), sent);
-    this.checkHeader();
+    this.header.check();
     const unwatch = this.store.watchGroup?.(this.group, () => this.hint());
     const unsubscribe = this.eligibility.subscribe(() => this.wakeUp());
     const loop = this.run().finally(() => {
@@ -321,7 +321,7 @@ export class ShardMember {
       await this.waitNext();
     }
     this.ends.tellFailures();
-    await this.leave();
+    await this.upkeep.leave();
   }
 
   /** Stopping and nothing left to do but release the slot: no shard owned or going through its gate. */
@@ -332,11 +332,11 @@ export class ShardMember {
   private async turn(): Promise<void> {
     this.lastTurnMono = this.clock.monotonic();
     const desired: MemberState = this.stopping || !this.eligible() ? 'leaving' : 'active';
-    if (this.mine) this.endIfExpired(this.mine);
-    if (this.mine && (this.heartbeatDue() || this.mine.state !== desired)) await this.heartbeat(desired);
+    if (this.mine) this.upkeep.endIfExpired(this.mine);
+    if (this.mine && (this.upkeep.heartbeatDue() || this.mine.state !== desired)) await this.upkeep.heartbeat(desired);
     if (this.listDue()) await this.list();
-    if (!this.mine && !this.stopping && this.eligible()) await this.join();
-    if (this.mine && this.view.freshWithin(this.requestTimeoutMs)) await this.keepHeader();
+    if (!this.mine && !this.stopping && this.eligible()) await this.upkeep.join();
+    if (this.mine && this.view.freshWithin(this.requestTimeoutMs)) await this.header.keep();
     // A turn whose facts are the last settled plan's plans nothing and counts nothing new
     // (docs/design.md, "Quiet turns"): after another member's heartbeat, most turns.
     const quiet = this.mine !== null && this.planSettled(this.mine);
@@ -373,7 +373,7 @@ export class ShardMember {
       if (this.view.sessionsArrived !== this.arrivalsGreeted) {
         this.arrivalsGreeted = this.view.sessionsArrived;
         if (this.mine && !this.stopping && this.opts.greetNewcomers !== false) {
-          this.greetDue = true;
+          this.upkeep.greet();
           this.wakeUp();
         }
       }
@@ -384,11 +384,11 @@ export class ShardMember {
       this.endLostShards();
       // A list answered after the session's validity ended must not renew it (its deadline
       // timer may simply not have fired yet).
-      if (this.mine) this.endIfExpired(this.mine);
+      if (this.mine) this.upkeep.endIfExpired(this.mine);
       const listedAt = this.cache.fromWatch ? this.heartbeatShown() : { mono: sent, wall: sentWall };
       if (listedAt) this.sessions.listed(listedAt);
-      this.renewed();
-      this.checkHeader();
+      this.upkeep.renewed();
+      this.header.check();
     } catch (err) {
       if (err instanceof InvalidConfigError) throw err;
       this.log.warn('listing the group failed', { reason: describeError(err) });
@@ -406,231 +406,6 @@ export class ShardMember {
     const m = this.mine;
     if (!m) return null;
     return this.view.slot(m.slot)?.version === m.version ? { mono: m.renewedAtMono, wall: m.renewedAt } : null;
-  }
-
-  /** A header that says another shard count: this member must not take part. */
-  private checkHeader(): void {
-    const h = this.view.groupHeader?.record;
-    if (h && h.shards !== this.shards) {
-      throw new InvalidConfigError(
-        `shard group ${this.group} has ${h.shards} shards, not ${this.shards}: every member of a group gives the same --shards (a group never has two counts)`,
-      );
-    }
-  }
-
-  /**
-   * Keeps the group's header as the running members know it. Deleted (by hand: it looks like a
-   * leader's Lease; or with a replaced SQLite file), it is written back with this member's count,
-   * so a newcomer with another count is refused instead of founding a group of its own count
-   * under the running members, and with the highest token or highWater this member saw. Present
-   * with a highWater below that (written back by a member that saw less, or written before
-   * highWater existed), it is raised to it: the next raise of a block starts past it. Its
-   * longestLeaseSeconds likewise, to the longest lease this member saw announced
-   * (longest-lease.ts): written back with it, raised when this member saw a longer one.
-   */
-  private async keepHeader(): Promise<void> {
-    const h = this.view.groupHeader;
-    const seen = this.view.highestSeen;
-    const longestMs = this.view.longestLeaseSeen;
-    if (!h) {
-      const header: GroupHeader = {
-        kind: 'group',
-        index: 0,
-        shards: this.shards,
-        createdAt: this.clock.now(),
-        highWater: seen,
-        ...longestLeaseField(longestMs),
-      };
-      try {
-        const version = await this.calls.call('create', (o) => this.store.createGroupRecord(this.group, header, o));
-        this.view.wrote({ record: header, version });
-        this.log.warn('the shard group header was deleted: wrote it back', {
-          shards: this.shards,
-          highWater: seen,
-          why: 'a group never has two counts (a newcomer reads its count there), and no token is issued twice (the next block starts past highWater)',
-        });
-      } catch (err) {
-        // Another member wrote it back first (a conflict): the next list reads it, and raises it if lower.
-        this.writeFailed(err);
-        if (!(err instanceof ConflictError)) this.log.warn('writing the group header back failed', { reason: describeError(err) });
-      }
-      return;
-    }
-    const raisedHigh = repairedHeader(h.record, seen);
-    const raisedLease = raisedLongestLease(raisedHigh ?? h.record, longestMs);
-    const repaired = raisedLease ?? raisedHigh;
-    if (!repaired) return;
-    try {
-      const version = await this.calls.call('update', (o) => this.store.updateGroupRecord(this.group, repaired, h.version, o));
-      this.view.wrote({ record: repaired, version });
-      if (raisedLease)
-        this.log.info("raised the group header's longest lease to the longest this member saw announced", {
-          was: h.record.longestLeaseSeconds ?? null,
-          longestLeaseSeconds: raisedLease.longestLeaseSeconds,
-          why: 'a member that never saw that slot waits an absent shard out for it too',
-        });
-      if (!raisedHigh) return;
-      if (h.record.highWater === undefined)
-        this.log.info('the group header had no highWater (written before it existed): set it to the highest token seen', { highWater: repaired.highWater });
-      else
-        this.log.warn('the group header held a highWater below a token this member saw: raised it', {
-          was: h.record.highWater,
-          highWater: repaired.highWater,
-          why: 'a header written back by a member that saw less would let a token be issued twice',
-        });
-    } catch (err) {
-      // A conflict: another member raised or rewrote it since; the next list shows it.
-      this.writeFailed(err);
-      if (!(err instanceof ConflictError)) this.log.warn('raising the group header failed', { reason: describeError(err) });
-    }
-  }
-
-  /** Takes a member slot: the group's header first when there is none, then a free slot, as a new session. */
-  private async join(): Promise<void> {
-    if (!this.view.freshWithin(this.requestTimeoutMs)) return;
-    if (!this.view.groupHeader) {
-      // Live member slots without a header: the header was deleted under running members, who
-      // write it back with their count within a retry period. Creating it here could give the
-      // group a second count; the newcomer waits (the slots of members long gone expire).
-      const live = this.view.liveSlots().length;
-      if (live > 0) {
-        if (!this.headerWaitSaid)
-          this.log.warn('the shard group has live members but no header: waiting for them to write it back before joining', { liveMembers: live });
-        this.headerWaitSaid = true;
-        return;
-      }
-      this.headerWaitSaid = false;
-      try {
-        // A group whose header and every record are gone starts from what this member saw: 0 if nothing.
-        // Its longest lease at least this member's own, which its slot announces next.
-        const header: GroupHeader = {
-          kind: 'group',
-          index: 0,
-          shards: this.shards,
-          createdAt: this.clock.now(),
-          highWater: this.view.highestSeen,
-          ...longestLeaseField(Math.max(this.view.longestLeaseSeen, this.timings.leaseDurationMs)),
-        };
-        const version = await this.calls.call('create', (o) => this.store.createGroupRecord(this.group, header, o));
-        this.view.wrote({ record: header, version });
-        this.log.info('created the shard group', { shards: this.shards });
-      } catch (err) {
-        if (!(err instanceof ConflictError)) this.log.warn('creating the group failed', { reason: describeError(err) });
-        this.writeFailed(err);
-        return;
-      }
-    }
-    const start = Number(fnv1a64(this.identity) % BigInt(this.maxMembers));
-    // The slot of this member's own ended session first: it knows that session is over.
-    const ended = this.sessions.ended;
-    const free = this.view.freeSlot(this.maxMembers, ended?.slot ?? start, ended && { ...ended, identity: this.identity });
-    if (!free) {
-      if (!this.noSlotSaid) this.log.warn('no free member slot: the group has as many members as --max-members', { maxMembers: this.maxMembers });
-      this.noSlotSaid = true;
-      return;
-    }
-    this.noSlotSaid = false;
-    const at = { mono: this.clock.monotonic(), wall: this.clock.now() };
-    const slot: MemberSlot = {
-      kind: 'member',
-      index: free.index,
-      holderIdentity: this.identity,
-      session: free.session,
-      state: 'active',
-      renewTime: at.wall,
-      leaseDurationSeconds: this.timings.leaseDurationMs / 1000,
-    };
-    try {
-      const version = await this.calls.call(free.current ? 'update' : 'create', (o) =>
-        free.current ? this.store.updateGroupRecord(this.group, slot, free.current.version, o) : this.store.createGroupRecord(this.group, slot, o),
-      );
-      this.view.wrote({ record: slot, version });
-      // From a watch's copy, the list part of a session's validity counts from the heartbeats it
-      // shows (heartbeatShown); the join is the first, and a new session owns no shard to miss.
-      if (this.cache.fromWatch) this.sessions.listed(at);
-      this.sessions.begin(slot.index, slot.session, version, at);
-      this.log.info('joined the shard group', { slot: slot.index, session: slot.session, shards: this.shards });
-      this.renewed();
-    } catch (err) {
-      this.writeFailed(err);
-      if (!(err instanceof ConflictError)) this.log.warn('taking a member slot failed', { slot: free.index, reason: describeError(err) });
-    }
-  }
-
-  /** One heartbeat: the slot rewritten (renewTime, state) by compare-and-swap on its version. */
-  private async heartbeat(state: MemberState): Promise<void> {
-    const m = this.mine!;
-    this.greetDue = false;
-    // Right before the write: a slot nobody touched would take a heartbeat of a session the
-    // others may already have judged over, and bring it back to life.
-    if (this.endIfExpired(m)) return;
-    const at = { mono: this.clock.monotonic(), wall: this.clock.now() };
-    m.heartbeatSentMono = at.mono;
-    const slot: MemberSlot = {
-      kind: 'member',
-      index: m.slot,
-      holderIdentity: this.identity,
-      session: m.session,
-      state,
-      renewTime: at.wall,
-      leaseDurationSeconds: this.timings.leaseDurationMs / 1000,
-    };
-    try {
-      const version = await this.calls.call('update', (o) => this.store.updateGroupRecord(this.group, slot, m.version, o));
-      if (this.mine !== m) return; // the session ended while the heartbeat was in flight
-      this.view.wrote({ record: slot, version });
-      // The session's validity ended while the heartbeat was in flight: it may have landed after
-      // the others judged the session over, so it ends here as if the deadline had fired first.
-      if (this.endIfExpired(m)) return;
-      if (at.mono + this.timings.renewDeadlineMs <= this.clock.monotonic()) return; // answered too late to count
-      Object.assign(m, { version, state, renewedAtMono: at.mono, renewedAt: at.wall });
-      this.renewed();
-    } catch (err) {
-      if (this.mine !== m) return;
-      if (err instanceof ConflictError) {
-        // An unanswered heartbeat of ours may have landed (the slot still holds our session):
-        // take its version and go on; anything else means the slot is no longer ours.
-        await this.list();
-        const now = this.view.slot(m.slot);
-        if (now && now.record.holderIdentity === this.identity && now.record.session === m.session) {
-          m.version = now.version;
-          m.heartbeatSentMono = null;
-          this.wakeUp();
-          return;
-        }
-        this.sessionLost(
-          now
-            ? `the member slot ${m.slot} was taken by another member (${now.record.holderIdentity || 'released'}, session ${now.record.session})`
-            : `the member slot ${m.slot} was deleted from the store (by hand?): its session is over`,
-        );
-        return;
-      }
-      this.log.warn('heartbeat failed', { reason: describeError(err) });
-    }
-  }
-
-  /** A heartbeat or a list succeeded: the session's deadline moves on, and the listener hears the new validUntil. */
-  private renewed(): void {
-    const validUntil = this.sessions.rearm(() =>
-      this.sessionLost(`no successful heartbeat and list within renewDeadline (${this.timings.renewDeadlineMs} ms)`),
-    );
-    if (validUntil) this.listener.onRenewed?.(validUntil);
-  }
-
-  /**
-   * The session is over: every owned shard ends at once, announced, then drained, then released
-   * by a compare-and-swap from the version this member last wrote (it lands only if nobody wrote
-   * the record since): the rule a lost lease term follows too (docs/design.md, "The end-of-term gate").
-   */
-  private sessionLost(reason: string): void {
-    const m = this.sessions.end();
-    if (!m) return;
-    this.log.warn('lost the shard group session', { slot: m.slot, session: m.session, reason, owned: this.phases.ownedCount() });
-    this.ends.end(
-      this.phases.ownedShards().map((s) => ({ s, reason, end: 'lost' as const })),
-      m,
-    );
-    this.wakeUp();
   }
 
   /**
@@ -778,54 +553,8 @@ export class ShardMember {
     return this.ends.freeKept();
   }
 
-  /** Stopping: the slot released (holder none) once nothing is owned; a slot not ours any more is left. */
-  private async leave(): Promise<void> {
-    const m = this.sessions.end();
-    if (!m) return;
-    const slot: MemberSlot = {
-      kind: 'member',
-      index: m.slot,
-      holderIdentity: '',
-      session: m.session,
-      state: 'leaving',
-      renewTime: this.clock.now(),
-      leaseDurationSeconds: this.timings.leaseDurationMs / 1000,
-    };
-    try {
-      await this.calls.call('update', (o) => this.store.updateGroupRecord(this.group, slot, m.version, o));
-      this.log.info('left the shard group', { slot: m.slot, session: m.session });
-    } catch (err) {
-      this.log.warn('releasing the member slot failed: it expires', { slot: m.slot, reason: describeError(err) });
-    }
-    this.listener.onChange?.();
-  }
-
-  /**
-   * Ends session `m` when its validity is over (its deadline passed, whether or not the deadline
-   * timer has fired yet): a session that has expired stays expired. After a pause, the overdue
-   * turn may run before the overdue deadline timer, and a store answering synchronously
-   * (better-sqlite3) would otherwise let its heartbeat renew a session the others took shards
-   * from. Returns whether it ended.
-   */
-  private endIfExpired(m: Session): boolean {
-    if (this.mine !== m || this.sessionValid(m)) return false;
-    this.sessionLost(
-      `the session's validity ended (no successful heartbeat and list within renewDeadline, ${this.timings.renewDeadlineMs} ms): it is not renewed, the member joins anew`,
-    );
-    return true;
-  }
-
-  private sessionValid(m: Session): boolean {
-    return this.sessions.valid(m);
-  }
-
   private eligible(): boolean {
     return this.eligibility.campaigning();
-  }
-
-  private heartbeatDue(): boolean {
-    const sent = this.mine?.heartbeatSentMono ?? null;
-    return this.greetDue || sent === null || this.clock.monotonic() - sent >= this.timings.retryPeriodMs;
   }
 
   private listDue(): boolean {
