@@ -6,7 +6,7 @@
  * one whose work was not seen to stop is held until it could have expired (its last renewal + the
  * lease duration), the one moment after which a next term may begin while its work may still run.
  * The callers differ only where the table there says: the lease's gate (end-of-term.ts) and each
- * shard's (src/shards/shard-member.ts).
+ * shard's (src/shards/shard-term-ends.ts).
  */
 import { sleep, type Clock, type Timer } from '../clock.js';
 

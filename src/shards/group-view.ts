@@ -118,7 +118,7 @@ export class GroupView {
   private touchedSinceRead: SessionId[] = [];
   /**
    * How many sessions this view saw arrive in a slot after its first list (a newcomer's join, a
-   * member's rejoin): the member greets each with a heartbeat at once (ShardMember.greetDue).
+   * member's rejoin): the member greets each with a heartbeat at once (SessionUpkeep.greetDue).
    */
   private sessionsArrivedCount = 0;
 

@@ -4,7 +4,7 @@
  * its slot, so a member that never saw that slot (it listed the group only after the slot was
  * lost with a replaced file, or deleted) still waits an absent shard out for it. A member raises
  * it by compare-and-swap when it has seen a longer lease than the header holds, and never lowers
- * it. Pure: the member (shard-member.ts) does the write.
+ * it. Pure: the member does the write (header-keeper.ts; the join, session-upkeep.ts).
  */
 import type { GroupHeader } from '../backends/group-store.js';
 

@@ -5,7 +5,7 @@
  * takes, and every token it issues comes from that block. A token so issued is past every token
  * any record ever held, whoever saw that record, so a record deleted by hand (or lost with a
  * replaced SQLite file) cannot have its token issued again while the header lasts. Pure: the
- * member (shard-member.ts) does the write.
+ * member (shard-takes.ts) does the write.
  */
 import type { GroupHeader } from '../backends/group-store.js';
 
