@@ -414,7 +414,7 @@ export class GroupView {
       this.slotSeen.set(r.index, { content: slotContent(r), changedAtMono: this.clock.monotonic(), witnessed: true });
       this.sessionLeaseMs.set(sessionKey({ slot: r.index, session: r.session }), r.leaseDurationSeconds * 1000);
       this.bump(this.highestSession, r.index, r.session);
-      // Our own lease, announced: the header is raised to it in the same turn (keepHeader).
+      // Our own lease, announced: the header is raised to it in the same turn (HeaderKeeper.keep).
       this.longestLeaseSeenMs = Math.max(this.longestLeaseSeenMs, r.leaseDurationSeconds * 1000);
     } else if (r.kind === 'shard') {
       this.structureMoved({ shards: [r.index], sessions: [] });

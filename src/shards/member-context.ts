@@ -3,8 +3,12 @@
  * member (shard-member.ts: its life, pacing, reads and plan) builds it once and hands it to each
  * part: the session's upkeep (session-upkeep.ts), the group's header (header-keeper.ts), the
  * takes (shard-takes.ts), the ends of shards' terms (shard-term-ends.ts) and the write-backs of
- * vanished records (write-backs.ts). Nothing here changes after construction: the mutable facts
- * live in the objects it names, each written by one part.
+ * vanished records (write-backs.ts); the store calls (group-calls.ts) are one of its members.
+ * Nothing here is replaced after construction. The objects it names are shared, not owned: the
+ * view is told of every part's writes (`wrote`), the phases are moved by the takes, the ends
+ * and the write-backs, the session by the upkeep and by the member's lists. Each runs on the
+ * one event loop, between awaits, so the order of a turn is what keeps them consistent; the
+ * member's turn (shard-member.ts) is that order.
  */
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
@@ -44,7 +48,10 @@ export interface MemberContext {
   readonly requestTimeoutMs: number;
   /** The group as this member last read it, and its own writes (group-view.ts). */
   readonly view: GroupView;
-  /** The store, through the read by change's writer (a refused write may show the copy stale). */
+  /**
+   * The store, through the read by change's writer (a refused write may show the copy stale).
+   * Called only inside `calls.call`, which bounds each call in time and paces it on others' locks.
+   */
   readonly store: GroupStore;
   readonly calls: GroupCalls;
   /** Each held shard's phase (shard-phases.ts). */

@@ -9,11 +9,14 @@
  * and at least once per retryPeriod.
  *
  * This class is the member's life and pace (start, stop, the loop and its waits), its reads, and
- * each turn's plan (turn-plan.ts decides; reconcile sends). The rest is in parts that share a
- * MemberContext (member-context.ts), one job each: the session's writes (session-upkeep.ts), the
- * group's header (header-keeper.ts), the takes (shard-takes.ts), the ends of shards' terms
- * (shard-term-ends.ts), the write-backs of vanished records (write-backs.ts), the store calls
- * (group-calls.ts).
+ * each turn's plan (turn-plan.ts decides; reconcile sends, in order). The rest is in parts that
+ * share a MemberContext (member-context.ts), one job each: the session's writes
+ * (session-upkeep.ts), the group's header (header-keeper.ts), the takes (shard-takes.ts), the ends
+ * of shards' terms (shard-term-ends.ts), the write-backs of vanished records (write-backs.ts);
+ * the store calls (group-calls.ts) are one of the context's members. Two parts call back into
+ * the member's list (`relist`): a heartbeat and a raise of the header that lost their race read
+ * the group again, and that list may end shards, renew the session or refuse the group
+ * (InvalidConfigError, out through the part) as any list does.
  *
  * What it guarantees, given a store with honest compare-and-swap and clock rates that agree:
  * a member says it owns a shard only while its session is valid (its last successful heartbeat
@@ -41,7 +44,8 @@ import { GroupCache } from './group-cache.js';
 import { GroupView, sessionKey, type SessionId } from './group-view.js';
 import { MemberSession, type Session } from './member-session.js';
 import { ShardPhases } from './shard-phases.js';
-import { GroupCalls, inBatches } from './group-calls.js';
+import { GroupCalls } from './group-calls.js';
+import { inBatches } from '../util/in-batches.js';
 import { shardFact, ShardFactsMemo, slotFacts } from './turn-facts.js';
 import { TargetMemo } from './target-memo.js';
 import { planEnds, planLost, planWrites, takeRestsOnTime, type SessionFacts, type TurnFacts } from './turn-plan.js';
@@ -423,12 +427,12 @@ export class ShardMember {
     const now = this.turnFacts(m);
     const target = this.targets.of(this.group, now, this.view);
     this.counts = { ...this.counts, members: target.members.length };
-    const ends = planEnds(now, target);
-    this.ends.endPlanned(ends, m);
+    const endSteps = planEnds(now, target);
+    this.ends.endPlanned(endSteps, m);
     // Kept shards whose time has come are freed between the two halves: the takes see them free.
     await this.freeKept();
     const writes = planWrites(this.turnFacts(m), target);
-    if (ends.length === 0 && writes && writes.free.length === 0 && writes.take.length === 0) this.settle(basis, m);
+    if (endSteps.length === 0 && writes && writes.free.length === 0 && writes.take.length === 0) this.settle(basis, m);
     if (!writes) return;
     // Each freed from the version planned on: a record that changed since is not freed blindly.
     const strays = writes.free.map((s) => this.view.shard(s)!);
@@ -436,9 +440,9 @@ export class ShardMember {
     // A stray is given up, freed at each turn it is found, as the takes it came from are sent: waiting as they do.
     await inBatches(strays, this.calls.parallelWrites, async (v) => void (await this.ends.free(v, m, releaseWaitsForLock('given up', 0))));
     // From a watch's copy, the takes that rest on time passing are confirmed by a read first.
-    const takes = this.cache.fromWatch ? await this.confirmTimedTakes(writes.take, m) : writes.take;
+    const toTake = this.cache.fromWatch ? await this.confirmTimedTakes(writes.take, m) : writes.take;
     // One raise of the header's highWater for the takes allowed now; each is judged again before its write.
-    const due = takes.filter((s) => this.takes.allowed(s, m));
+    const due = toTake.filter((s) => this.takes.allowed(s, m));
     if (due.length === 0) return;
     const block = await this.takes.reserveTokens(due.length);
     if (!block) return;
@@ -549,8 +553,7 @@ export class ShardMember {
 
   /** Frees each kept shard whose time has come (not while leaving: its records expire with the session). */
   private freeKept(): Promise<void> {
-    if (this.stopping || !this.view.freshWithin(this.requestTimeoutMs)) return Promise.resolve();
-    return this.ends.freeKept();
+    return this.ends.freeKept(this.stopping);
   }
 
   private eligible(): boolean {

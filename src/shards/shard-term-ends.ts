@@ -7,7 +7,7 @@
 import { ConflictError, describeError } from '../errors.js';
 import type { ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
 import { couldHaveExpiredAtMono, drainedEachWithin, releaseWaitsForLock } from '../holder/end-of-term-rule.js';
-import { inBatches } from './group-calls.js';
+import { inBatches } from '../util/in-batches.js';
 import { sessionKey, type SessionId } from './group-view.js';
 import type { MemberContext } from './member-context.js';
 import type { Session } from './member-session.js';
@@ -124,9 +124,13 @@ export class ShardTermEnds {
     }
   }
 
-  /** Frees each kept shard whose time has come; the caller asks only while not leaving and with a fresh view. */
-  async freeKept(): Promise<void> {
+  /**
+   * Frees each kept shard whose time has come: not while the member is `stopping` (leaving: its
+   * records expire with the session), nor from a view that is not fresh.
+   */
+  async freeKept(stopping: boolean): Promise<void> {
     const { phases, view } = this.ctx;
+    if (stopping || !view.freshWithin(this.ctx.requestTimeoutMs)) return;
     const now = this.ctx.clock.monotonic();
     const due = phases.keptEntries().filter(([, k]) => now >= k.untilMono);
     await inBatches(due, this.ctx.calls.parallelWrites, async ([s, k]) => {
