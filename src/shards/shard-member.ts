@@ -48,7 +48,7 @@ import { GroupCalls } from './group-calls.js';
 import { inBatches } from '../util/in-batches.js';
 import { shardFact, ShardFactsMemo, slotFacts } from './turn-facts.js';
 import { TargetMemo } from './target-memo.js';
-import { planEnds, planLost, planWrites, takeRestsOnTime, type SessionFacts, type TurnFacts } from './turn-plan.js';
+import { changesConcernPlan, planEnds, planLost, planWrites, takeRestsOnTime, type SessionFacts, type Target, type TurnFacts } from './turn-plan.js';
 
 export interface ShardMemberOptions extends Timings {
   store: GroupStore;
@@ -112,6 +112,8 @@ const HINT_LIST_MS = 50;
 
 /** What a plan that found nothing to do rested on (ShardMember.settledBasis). */
 interface Settled {
+  /** The target the plan was made for: a later turn whose target is this same object (TargetMemo) was asked nothing new of it. */
+  readonly target?: Target;
   readonly session: Session;
   readonly state: MemberState;
   readonly stopping: boolean;
@@ -342,15 +344,18 @@ export class ShardMember {
     if (!this.mine && !this.stopping && this.eligible()) await this.upkeep.join();
     if (this.mine && this.view.freshWithin(this.requestTimeoutMs)) await this.header.keep();
     // A turn whose facts are the last settled plan's plans nothing and counts nothing new
-    // (docs/design.md, "Quiet turns"): after another member's heartbeat, most turns.
-    const quiet = this.mine !== null && this.planSettled(this.mine);
+    // (docs/design.md, "Quiet turns"): after another member's heartbeat, most turns. One after
+    // changes that cannot concern this member's plan (other members' takes that conform to the
+    // target) plans nothing either, but counts what moved.
+    const settled = this.mine === null ? false : this.planSettled(this.mine);
+    const quiet = settled !== false;
     if (quiet) this.turnsBy.quiet++;
     else if (this.mine) {
       this.turnsBy.planned++;
       await this.reconcile();
     } else await this.freeKept();
     this.ends.tellFailures();
-    if (!quiet) this.countGroup();
+    if (settled !== 'unmoved') this.countGroup();
     this.listener.onChange?.();
   }
 
@@ -432,7 +437,7 @@ export class ShardMember {
     // Kept shards whose time has come are freed between the two halves: the takes see them free.
     await this.freeKept();
     const writes = planWrites(this.turnFacts(m), target);
-    if (endSteps.length === 0 && writes && writes.free.length === 0 && writes.take.length === 0) this.settle(basis, m);
+    if (endSteps.length === 0 && writes && writes.free.length === 0 && writes.take.length === 0) this.settle({ ...basis, target }, m);
     if (!writes) return;
     // Each freed from the version planned on: a record that changed since is not freed blindly.
     const strays = writes.free.map((s) => this.view.shard(s)!);
@@ -470,10 +475,40 @@ export class ShardMember {
     if (this.stands(basis, m) && this.phases.onlyOwned() && this.writeBacks.size === 0) this.settled = basis;
   }
 
-  /** Whether a plan now would be the settled one: nothing it rests on moved, and no judgment of time can have flipped. */
-  private planSettled(m: Session): boolean {
+  /**
+   * Whether a plan now would be the settled one, which found nothing to do: 'unmoved' when
+   * nothing it rests on moved and no judgment of time can have flipped; 'others' when, beyond
+   * that, only changes that cannot concern this member's plan came (othersMovedOnly); false: plan.
+   */
+  private planSettled(m: Session): 'unmoved' | 'others' | false {
     const k = this.settled;
-    return k !== null && this.writeBacks.size === 0 && this.clock.monotonic() < k.untilMono && this.stands(k, m);
+    if (k === null || this.writeBacks.size !== 0 || this.clock.monotonic() >= k.untilMono) return false;
+    if (this.stands(k, m)) return 'unmoved';
+    return this.othersMovedOnly(k, m) ? 'others' : false;
+  }
+
+  /**
+   * Whether the structure moved since the settled plan `k` only where that plan cannot change:
+   * the same session, state and phases; no slot's change (a member arriving, leaving or ending
+   * moves the judgment of sessions, and the members counted); the same target (TargetMemo gives
+   * the same object only when every owner change conformed to it); and no shard that changed is
+   * held here or names this session (changesConcernPlan says why that is enough), so from these
+   * facts it finds nothing to do, again. After a leave of a member of 32, the others' takes made each of
+   * the 31 plan again after every one of them, in O(N) each. When it holds, the settled plan is
+   * moved on to the structure as it stands, and to the nearer of its bound and the view's next
+   * flip now (a record naming a session out of its slot starts a wait of its own).
+   */
+  private othersMovedOnly(k: Settled, m: Session): boolean {
+    if (!k.target || k.session !== m || k.state !== m.state || k.stopping !== this.stopping || k.moves !== this.phases.moves) return false;
+    const changed = this.view.changesSince(k.epoch);
+    if (changed === null || changed.sessions.length > 0) return false;
+    const facts = this.turnFacts(m);
+    if (this.targets.of(this.group, facts, this.view) !== k.target) return false;
+    if (changesConcernPlan(changed.shards, facts, (s) => this.phases.holds(s))) return false;
+    const untilMono = Math.min(k.untilMono, this.view.nextFlipMono(this.requestTimeoutMs));
+    if (this.clock.monotonic() >= untilMono) return false;
+    this.settled = { ...k, epoch: this.view.structureEpoch, untilMono };
+    return true;
   }
 
   /** Whether what `k` rested on stands: the same session and state, and neither the view's structure nor the phases moved. */

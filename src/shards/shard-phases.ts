@@ -151,6 +151,11 @@ export class ShardPhases {
     return this.byShard.size === this.ownedTotal;
   }
 
+  /** Whether shard `s` is held here in any phase: owned, ending or kept. */
+  holds(s: number): boolean {
+    return this.byShard.has(s);
+  }
+
   /** Whether any shard is owned or going through its gate (a leaving member waits for none). */
   anyOwnedOrEnding(): boolean {
     for (const p of this.byShard.values()) if (p.phase !== 'kept') return true;

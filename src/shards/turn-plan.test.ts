@@ -10,7 +10,20 @@ import { MemoryGroupStore } from '../testing/memory-group-store.js';
 import { GroupView } from './group-view.js';
 import { ShardMember } from './shard-member.js';
 import { shardFact } from './turn-facts.js';
-import { planLost, planTurn, takeAllowed, takeRestsOnTime, targetOf, type ShardFacts, type SlotFacts, type TurnFacts, type TurnPlan } from './turn-plan.js';
+import { prng } from '../../test/support/prng.js';
+import {
+  changesConcernPlan,
+  planLost,
+  planTurn,
+  takeAllowed,
+  takeRestsOnTime,
+  targetOf,
+  type ShardFacts,
+  type SlotFacts,
+  type Target,
+  type TurnFacts,
+  type TurnPlan,
+} from './turn-plan.js';
 
 const G = 'workers';
 const ME = '0/1';
@@ -286,5 +299,50 @@ describe("what a list shows of this member's shards", () => {
     } finally {
       await m.stop();
     }
+  });
+});
+
+describe('a settled plan after changes that do not concern it (changesConcernPlan)', () => {
+  it('finds nothing to do again: random groups with nothing to do, random changes of their records', () => {
+    const rand = prng(4343);
+    const int = (n: number) => Math.floor(rand() * n);
+    const key = (i: number) => `${i}/1`;
+    let unconcerned = 0;
+    let concerned = 0;
+    for (let round = 0; round < 5000; round++) {
+      const n = 4 + int(60);
+      const members = 2 + int(3);
+      const leaving = rand() < 0.15;
+      const others = Array.from({ length: members - 1 }, (_, i) => key(i + 1));
+      /** A record neither this member's nor given to it: free, absent, or another member's (live or over). */
+      const notMine = (): ShardFacts => {
+        const r = rand();
+        if (r < 0.2) return free;
+        if (r < 0.3) return rand() < 0.5 ? absent : absentLong;
+        const o = others[int(others.length)]!;
+        return { present: true, owner: o, holder: o, ownerLive: rand() < 0.8, absentLongEnough: false };
+      };
+      // A group whose plan for this member is empty: every shard the target gives it is owned here
+      // (none while it leaves), and some the target gives nobody; no other record names it.
+      const owners = Array.from({ length: n }, () => (rand() < 0.15 ? null : key(int(members))));
+      const target: Target = { members: [key(0), ...others].map((k) => ({ key: k, identity: k })), owners };
+      const shards = owners.map((t) => ((t === ME || (t === null && rand() < 0.5)) && !leaving ? mine : notMine()));
+      const owned = shards.flatMap((f, s) => (f === mine ? [s] : []));
+      const before = facts({ me: { slot: 0, key: ME, state: leaving ? 'leaving' : 'active' }, shards, owned });
+      assert.deepEqual(planTurn(before, target), { end: [], free: [], take: [] }, 'the group as built has nothing to do');
+      // Some records change: to anything, this member's included.
+      const after = shards.slice();
+      const changed = Array.from({ length: 1 + int(4) }, () => int(n));
+      for (const s of changed) after[s] = rand() < 0.15 ? mine : notMine();
+      const now = { ...before, shards: after };
+      if (changesConcernPlan(changed, now, (s) => owned.includes(s))) {
+        concerned++;
+        continue;
+      }
+      unconcerned++;
+      assert.deepEqual(planTurn(now, target), { end: [], free: [], take: [] }, `round ${round}: shards ${changed.join(',')} changed`);
+    }
+    // Both answers were given often: the property was asked of many changes that concern nobody here.
+    assert.ok(unconcerned > 1000 && concerned > 300, `${unconcerned} unconcerned, ${concerned} concerned`);
   });
 });
