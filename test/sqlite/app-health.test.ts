@@ -149,7 +149,25 @@ describe('the app health of real sidecars on one SQLite file', () => {
       '1',
     ]);
     procs.push(c);
-    await waitFor('it leads', () => leadersByStatus([c])[0], 30_000, 10);
+    // It leads once its probes have found the app healthy for a lease duration (an absent lease
+    // is created only after that wait): a dozen probes in a row. On a loaded machine one of them
+    // may go unanswered within the 200 ms, a loss of health at a failure threshold of 1, and the
+    // default hold-down (30 s) then keeps it from leading before the flapping starts. Either way
+    // the flapping meets the hold-down, and a broken one lets it lead (and step down) again.
+    // Which came first is read from the log, which keeps both: status.json's isLeader may be gone
+    // again before a poll saw it.
+    const began = await waitFor(
+      'it leads, or stands aside first',
+      () => (logLines(c.proc, 'became leader').length > 0 ? 'led' : logLines(c.proc, 'standing aside')[0]),
+      30_000,
+      10,
+    );
+    const ledBefore = logLines(c.proc, 'became leader').length;
+    if (began !== 'led') {
+      // The app answers 200 until it flaps: the one failure it can have is a probe not answered in time.
+      assert.equal(began.reason, 'app unhealthy: no answer within 200 ms', 'standing aside before it led: only a probe late on a loaded machine');
+      console.log(`a probe went unanswered within 200 ms before it led (load): held down from ${String(began.since)}, it never led`);
+    }
     flapping.proc.kill('SIGUSR2');
     // Twenty flips of the app, each seen by the probes (four probes a second).
     const answers = () => [...flapping.proc.stdout().matchAll(/^answered \d+$/gm)].length;
@@ -158,10 +176,11 @@ describe('the app health of real sidecars on one SQLite file', () => {
     const stepDowns = logLines(c.proc, 'stopped leading');
     const terms = logLines(c.proc, 'became leader');
     assert.ok(stepDowns.length <= 1, `at most one step-down, got ${stepDowns.length}`);
-    assert.equal(terms.length, 1, 'it never led again');
+    assert.equal(terms.length, ledBefore, 'it never led again: no term began while the app flapped');
     const s = readStatus(c.statusDir)!;
     assert.equal(s.isLeader, false);
-    assert.match(s.standingAside!.reason, /^app (unhealthy: GET .*: status 503|healthy again, held down)/);
+    // Unhealthy for the last failure, a 503 or (on a loaded machine) a probe not answered in time.
+    assert.match(s.standingAside!.reason, /^app (unhealthy: (GET .*: status 503|no answer within 200 ms)|healthy again, held down)/);
   });
 
   it('a candidate whose app is not healthy yet never leads; it leads once the app is', { timeout: 60_000 }, async () => {

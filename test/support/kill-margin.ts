@@ -59,15 +59,25 @@ export const JUDGED_LATENESS_MS = CLOCK_MARGIN_FIXED_MS / 2;
 /**
  * Ticks every 5 ms; prints `late <wall ms> <ms late>` for a tick later than 5 ms, and `at <wall
  * ms>` every 10th tick, so a reader knows how far its output reaches.
+ *
+ * Each tick reads the clock once, and that one reading is its lateness, the time the next tick
+ * is due from, and the wall time it prints (the process's time origin plus it: within a
+ * millisecond of Date.now()). Read apart, a stop between the readings went unseen: with the
+ * next tick due from a second reading after the write, a SIGSTOP that landed after the lateness
+ * was measured (during the write, say) counted in no tick at all (a 201 ms stall read as 10 ms
+ * late), and a wall time read after the lateness could name a moment past the stall on a line
+ * written before the stall's own.
  */
 const PROBE = [
   'let due = performance.now() + 5;',
   'let ticks = 0;',
   'const tick = () => {',
-  '  const late = performance.now() - due;',
-  '  if (late > 5) process.stdout.write(`late ${Date.now()} ${Math.round(late)}\\n`);',
-  '  else if (++ticks % 10 === 0) process.stdout.write(`at ${Date.now()}\\n`);',
-  '  due = performance.now() + 5;',
+  '  const now = performance.now();',
+  '  const late = now - due;',
+  '  due = now + 5;',
+  '  const at = Math.round(performance.timeOrigin + now);',
+  '  if (late > 5) process.stdout.write(`late ${at} ${Math.round(late)}\\n`);',
+  '  else if (++ticks % 10 === 0) process.stdout.write(`at ${at}\\n`);',
   '  setTimeout(tick, 5);',
   '};',
   'setTimeout(tick, 5);',
@@ -79,7 +89,9 @@ export interface TimerProbe extends Proc {
   /**
    * The latest any tick came whose wait overlapped [fromWall, toWall] (ms; 0: none past 5 ms),
    * once the probe has ticked past `toWall`: a probe kept off the CPU over the window's end has
-   * not printed that tick yet, and read at once would say it was on time.
+   * not printed that tick yet, and read at once would say it was on time. A line past `toWall`
+   * was measured past it (one clock reading a tick), so the tick that waited across the
+   * window's end is printed by then, at that line or before it.
    */
   latenessIn: (fromWall: number, toWall: number) => Promise<number>;
 }
