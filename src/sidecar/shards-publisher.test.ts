@@ -1,10 +1,12 @@
-import { describe, it, after } from 'node:test';
+import { describe, it, after, mock } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import fs, { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ShardsPublisher, sameButUpdatedAt, withoutUpdatedAt } from './shards-publisher.js';
-import { SHARDS_FILE, type ShardsStatus } from '../status/shards-status.js';
+import { SHARDS_FILE, readOwnedShards, type ShardsStatus } from '../status/shards-status.js';
+import { writeFileAtomic } from '../util/atomic-file.js';
 
 const root = mkdtempSync(join(tmpdir(), 'leasehold-shards-publisher-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -23,6 +25,32 @@ const base: ShardsStatus = {
 };
 
 describe('ShardsPublisher', () => {
+  it('replaces shards.json without a sync to the disk; a file a crash left empty or torn reads as nothing owned', () => {
+    // Named imports of node:fs follow the module object once syncBuiltinESMExports has run.
+    const synced = mock.method(fs, 'fsyncSync');
+    syncBuiltinESMExports();
+    try {
+      const dir = join(root, 'unsynced');
+      const p = new ShardsPublisher(dir);
+      p.prepare(); // its probe of the directory is a durable write
+      synced.mock.resetCalls();
+      assert.equal(p.publish(base), true);
+      assert.equal(p.publish({ ...base, members: 2 }), true);
+      assert.equal(synced.mock.callCount(), 0, 'shards.json speaks of now: nothing in it holds after a power loss');
+      // What other status files keep: synced before the rename.
+      writeFileAtomic(dir, 'durable', 'x\n');
+      assert.equal(synced.mock.callCount(), 1);
+      const now = new Date(Date.parse(base.validUntil!) - 1000);
+      for (const left of ['', base.updatedAt, JSON.stringify(base).slice(0, 40)]) {
+        writeFileAtomic(dir, SHARDS_FILE, left);
+        assert.deepEqual(readOwnedShards(dir, now).owned, [], `a file holding ${JSON.stringify(left)}`);
+      }
+    } finally {
+      synced.mock.restore();
+      syncBuiltinESMExports();
+    }
+  });
+
   it('writes the state serialised once, and skips a state that differs only in updatedAt', () => {
     const dir = join(root, 'once');
     const p = new ShardsPublisher(dir);

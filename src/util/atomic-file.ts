@@ -15,8 +15,11 @@ const CREATE_EXCLUSIVE = constants.O_WRONLY | constants.O_CREAT | constants.O_EX
  * Mode 0644 whatever the umask, so an app running as another user can read it; a secret gets a
  * narrower `mode`, which the file has from its creation, before a byte is written. `gid`, when
  * given, is the file's group instead of the one it was created with (a setgid directory's).
+ * `durable` false: the content is not synced to the disk before the rename, for a file that
+ * speaks only of now, which every reader after a power loss must find out of date anyway
+ * (shards.json: its validUntil has passed; empty or torn, it reads as nothing owned).
  */
-export function writeFileAtomic(dir: string, name: string, content: string, mode = 0o644, gid?: number): void {
+export function writeFileAtomic(dir: string, name: string, content: string, mode = 0o644, gid?: number, durable = true): void {
   const tmp = join(dir, `.${name}.${randomBytes(12).toString('hex')}.tmp`);
   const fd = openSync(tmp, CREATE_EXCLUSIVE, mode);
   try {
@@ -24,7 +27,7 @@ export function writeFileAtomic(dir: string, name: string, content: string, mode
     if (gid !== undefined) fchownSync(fd, process.geteuid!(), gid);
     fchmodSync(fd, mode);
     writeWhole(fd, Buffer.from(content));
-    fsyncSync(fd);
+    if (durable) fsyncSync(fd);
   } catch (err) {
     closeSync(fd);
     rmSync(tmp, { force: true });
