@@ -25,21 +25,27 @@ const base: ShardsStatus = {
 };
 
 describe('ShardsPublisher', () => {
-  it('replaces shards.json without a sync to the disk; a file a crash left empty or torn reads as nothing owned', () => {
+  it('syncs shards.json only when it drops a shard it listed; a file a crash left empty or torn reads as nothing owned', () => {
     // Named imports of node:fs follow the module object once syncBuiltinESMExports has run.
     const synced = mock.method(fs, 'fsyncSync');
     syncBuiltinESMExports();
     try {
-      const dir = join(root, 'unsynced');
+      const dir = join(root, 'synced-on-loss');
       const p = new ShardsPublisher(dir);
       p.prepare(); // its probe of the directory is a durable write
-      synced.mock.resetCalls();
-      assert.equal(p.publish(base), true);
-      assert.equal(p.publish({ ...base, members: 2 }), true);
-      assert.equal(synced.mock.callCount(), 0, 'shards.json speaks of now: nothing in it holds after a power loss');
-      // What other status files keep: synced before the rename.
-      writeFileAtomic(dir, 'durable', 'x\n');
-      assert.equal(synced.mock.callCount(), 1);
+      const syncsOf = (status: ShardsStatus) => {
+        synced.mock.resetCalls();
+        assert.equal(p.publish(status), true);
+        return synced.mock.callCount();
+      };
+      const [s0] = base.owned;
+      const s1 = { ...s0!, shard: 1, fencingToken: 4 };
+      assert.equal(syncsOf(base), 2, 'the first write: what the disk held before is not known');
+      assert.equal(syncsOf({ ...base, owned: [s0!, s1] }), 0, 'a shard gained');
+      assert.equal(syncsOf({ ...base, owned: [s0!, s1], validUntil: '2026-12-06T00:00:12.000Z' }), 0, 'validUntil moved on');
+      assert.equal(syncsOf({ ...base, owned: [s0!, s1], members: 2, validUntil: '2026-12-06T00:00:12.000Z' }), 0, 'a count');
+      assert.equal(syncsOf({ ...base, owned: [s1], validUntil: '2026-12-06T00:00:12.000Z' }), 2, 'a shard lost: the file, then the rename');
+      assert.equal(syncsOf({ ...base, owned: [{ ...s1, fencingToken: 9 }], validUntil: '2026-12-06T00:00:12.000Z' }), 2, 'a token replaced');
       const now = new Date(Date.parse(base.validUntil!) - 1000);
       for (const left of ['', base.updatedAt, JSON.stringify(base).slice(0, 40)]) {
         writeFileAtomic(dir, SHARDS_FILE, left);

@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../util/atomic-file.js';
-import { SHARDS_FILE, type ShardsStatus } from '../status/shards-status.js';
+import { fsyncDir, writeFileAtomic } from '../util/atomic-file.js';
+import { SHARDS_FILE, type OwnedShard, type ShardsStatus } from '../status/shards-status.js';
 import { prepareStatusDir } from './status-publisher.js';
 
 /**
@@ -17,12 +17,16 @@ const LEADER_FILES = ['is-leader', 'status.json', 'fencing-token', 'holder'];
  * state or this one, never a mix. The member's sidecar (shard-sidecar.ts) calls publish() on
  * every change, a lost shard before its drain begins.
  *
- * Not synced to the disk (no fsync of the file nor of the directory): the app reads it through
- * the same kernel, which shows the rename at once, and after a power loss nothing in it holds
- * (its validUntil has passed; a file left empty or torn by the crash reads as nothing owned:
- * readOwnedShards). Each sync (two a publish) blocked the member's one thread on the disk: in a
- * graceful leave at N = 4096, M = 32 on SQLite, without them the others used a third less CPU
- * and the leave's p95 fell by a third (docs/benchmarks.md, "No plan after the others' takes").
+ * Synced to the disk (the file, then the directory's rename) only when it drops a shard it
+ * listed: after a power loss the disk may hold any state written since the last synced one, and
+ * each of those lists only shards the latest lists too, so no shard given up (then drained and
+ * released, and taken by another) comes back in a file whose validUntil may still be ahead after
+ * a quick reboot (a hostile review's find). Every other change (shards gained, a validUntil
+ * moved on, a count) goes unsynced: the app reads the file through the same kernel, which shows
+ * the rename at once, and a file a crash left empty or torn reads as nothing owned
+ * (readOwnedShards). Two syncs a publish blocked the member's one thread on the disk at every
+ * change: in a graceful leave at N = 4096, M = 32 on SQLite, without them the others used a
+ * third less CPU (docs/benchmarks.md, "No plan after the others' takes").
  */
 export class ShardsPublisher {
   private last = '';
@@ -50,13 +54,22 @@ export class ShardsPublisher {
     }
     // Until the write is done the disk may hold the last state: a failure must make the next
     // publish write, even a state equal to the one before.
+    const durable = this.lastStatus === null || dropsAShard(this.lastStatus.owned, status.owned);
     this.last = '';
     this.lastStatus = null;
-    writeFileAtomic(this.dir, SHARDS_FILE, text, undefined, undefined, false);
+    writeFileAtomic(this.dir, SHARDS_FILE, text, undefined, undefined, durable);
+    if (durable) fsyncDir(this.dir);
     this.last = key;
     this.lastStatus = status;
     return true;
   }
+}
+
+/** Whether `after` leaves out a shard, or a shard's token, that `before` lists: what a sync must make durable. */
+export function dropsAShard(before: readonly OwnedShard[], after: readonly OwnedShard[]): boolean {
+  if (before.length === 0) return false;
+  const listed = new Set(after.map((o) => `${o.shard}/${o.fencingToken}`));
+  return before.some((o) => !listed.has(`${o.shard}/${o.fencingToken}`));
 }
 
 /**
