@@ -16,6 +16,13 @@ import { scratchDir } from '../support/scratch.js';
 import type { AppEvent } from '../support/leader-app.js';
 
 const T = ['--lease-duration', '4s', '--renew-deadline', '3s', '--retry-period', '500ms'];
+/**
+ * The same with a lease long enough that a takeover on its expiry (at least the lease less a
+ * retry period after the stop) cannot pass for one on the release, however loaded the machine:
+ * a bound of 3 s on a 4 s lease once failed a release that took longer under CI's load.
+ */
+const LONG_LEASE_MS = 12_000;
+const LONG_T = ['--lease-duration', `${LONG_LEASE_MS / 1000}s`, '--renew-deadline', '3s', '--retry-period', '500ms'];
 /** The longest drain these timings allow: renew-deadline/2 − retry-period. */
 const DRAIN_MS = 1_000;
 /** How long the apps take to stop their leader work once told "not leader". */
@@ -42,7 +49,7 @@ describe('sidecar --drain-timeout: the release waits for the app', () => {
   const dir = scratchDir(() => procs);
   const db = join(dir.path, 'leases.db');
 
-  async function pair(lease: string, id: string, postStopped: boolean, stopAfterFile?: string): Promise<Pair> {
+  async function pair(lease: string, id: string, postStopped: boolean, stopAfterFile?: string, timings = T): Promise<Pair> {
     const statusDir = join(dir.path, `status-${id}`);
     const sidecar = startCli([
       'sidecar',
@@ -58,7 +65,7 @@ describe('sidecar --drain-timeout: the release waits for the app', () => {
       statusDir,
       '--drain-timeout',
       `${DRAIN_MS}ms`,
-      ...T,
+      ...timings,
     ]);
     procs.push(sidecar);
     const address = await waitFor(`${id}'s listen address`, () => /"listen":"([\d.:]+)"/.exec(sidecar.stderr())?.[1], 20_000);
@@ -80,9 +87,9 @@ describe('sidecar --drain-timeout: the release waits for the app', () => {
    * only once it tried each of its ways once (under CI's load the sidecar once exited before its
    * third way was answered).
    */
-  async function handoff(lease: string, postStopped: boolean, neighbour = false) {
+  async function handoff(lease: string, postStopped: boolean, neighbour = false, timings = T) {
     const roundFile = neighbour ? join(dir.path, `${lease}-neighbour-round`) : undefined;
-    const pairs = [await pair(lease, `${lease}-a`, postStopped, roundFile), await pair(lease, `${lease}-b`, postStopped, roundFile)];
+    const pairs = [await pair(lease, `${lease}-a`, postStopped, roundFile, timings), await pair(lease, `${lease}-b`, postStopped, roundFile, timings)];
     const old = await waitFor('a leader app working', () => pairs.find((p) => events(p.app).some((e) => e.event === 'start')), 30_000);
     const next = pairs.find((p) => p !== old)!;
     let intruder: Proc | undefined;
@@ -113,13 +120,13 @@ describe('sidecar --drain-timeout: the release waits for the app', () => {
   }
 
   it('the new leader app starts only after the old one said it stopped', { timeout: 90_000 }, async () => {
-    const h = await handoff('posted', true);
+    const h = await handoff('posted', true, false, LONG_T);
     assert.ok(h.stopped.at - h.signalledAt >= STOP_DELAY_MS, 'the old app took its time to stop');
     assert.ok(h.started.at >= h.stopped.at, `no overlap: the new app started ${(h.stopped.at - h.started.at).toFixed(1)} ms before the old one stopped`);
     assert.ok(h.started.token > h.stopped.token);
     assert.equal(events(h.old.app).find((e) => e.event === 'posted')?.code, 200, 'the POST was accepted');
     assert.match(h.old.sidecar.stderr(), /"msg":"the app stopped its leader work: releasing"/);
-    assert.ok(h.started.at - h.signalledAt < 3_000, 'a release, not an expiry (4 s lease)');
+    assert.ok(h.started.at - h.signalledAt < LONG_LEASE_MS - 500, `a release, not an expiry (${LONG_LEASE_MS / 1000} s lease)`);
 
     // The new leader's sidecar: its own term is still led, the old term never ended here.
     const url = `${h.next.url}/leader/stopped`;
