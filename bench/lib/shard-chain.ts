@@ -92,6 +92,12 @@ export interface ChangeFigures {
   balancedMs?: number;
   /** Leave and crash: what the other members did from the signal until its shards were owned again. */
   work?: ChangeWork;
+  /**
+   * Leave and crash: how long before the signal the one gone last heartbeat, from its last
+   * `shards.json` (validUntil less renewDeadline); null when it had none. A crash's time is the
+   * lease less this, plus what the others take after the expiry.
+   */
+  heartbeatBeforeMs?: number | null;
 }
 
 /** The other members' work over a change, together: from their /metrics and /proc. */
@@ -292,7 +298,8 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
     files.forget();
     files.poll();
     const before = ownersNow();
-    const had = [...ownedAt(files.latest([victim.id]).get(victim.id), Date.now())];
+    const last = files.latest([victim.id]).get(victim.id);
+    const had = [...ownedAt(last, Date.now())];
     const others = () => members.filter((x) => x !== victim);
     const mark = await markWork(others());
     const t0 = Date.now();
@@ -321,6 +328,7 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
       moved: movedShards(before, ownersNow(), N),
       fewest: had.length,
       work,
+      heartbeatBeforeMs: last?.validUntil == null ? null : t0 - (last.validUntil - DEFAULT_T.deadlineMs),
       exit: exited.signal ?? `exit ${exited.code}`,
     };
   };
@@ -358,7 +366,9 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
       const crashing = members[0]!;
       const crashed = await leaveOrCrash(crashing, 'SIGKILL');
       if (crashed.ms > GOALS.crashMs) keepLogs('crash', crashing);
-      o.log(`${label} M=${M}: crash: its ${crashed.fewest} shards owned again after ${crashed.ms} ms; the others meanwhile: ${describeWork(crashed.work!)}`);
+      o.log(
+        `${label} M=${M}: crash: its ${crashed.fewest} shards owned again after ${crashed.ms} ms${afterExpiry(crashed)}; the others meanwhile: ${describeWork(crashed.work!)}`,
+      );
       results.push({ shards: N, members: M, growMs, idle: idleFigures, join: joined, leave: left, crash: crashed });
     }
   } finally {
@@ -370,6 +380,17 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
     clearTimeout(late);
   }
   return results;
+}
+
+/**
+ * Where a crash's time went: the first shard owned again, and the last counted from the expiry
+ * (the victim's last heartbeat + the lease), which the kill's place in the retry period does not move.
+ */
+function afterExpiry(c: ChangeFigures): string {
+  const first = c.perShardMs?.length ? Math.min(...c.perShardMs) : null;
+  if (c.heartbeatBeforeMs == null || first === null) return '';
+  const expiry = DEFAULT_T.leaseMs - c.heartbeatBeforeMs;
+  return ` (its last heartbeat ${c.heartbeatBeforeMs} ms before the kill: the first after ${first} ms, the last ${c.ms - expiry} ms after the expiry)`;
 }
 
 /** One line of a change's work, for the bench's log. */
