@@ -113,7 +113,7 @@ const HINT_LIST_MS = 50;
 /** What a plan that found nothing to do rested on (ShardMember.settledBasis). */
 interface Settled {
   /** The target the plan was made for: a later turn whose target is this same object (TargetMemo) was asked nothing new of it. */
-  readonly target?: Target;
+  readonly target: Target;
   readonly session: Session;
   readonly state: MemberState;
   readonly stopping: boolean;
@@ -459,7 +459,7 @@ export class ShardMember {
    * state, and the earliest moment a judgment of time in the plan's facts can flip (a live
    * session's end, an absence waited out, the view's freshness, this session's validity).
    */
-  private settledBasis(m: Session): Settled {
+  private settledBasis(m: Session): Omit<Settled, 'target'> {
     return {
       session: m,
       state: m.state,
@@ -482,14 +482,14 @@ export class ShardMember {
    */
   private planSettled(m: Session): 'unmoved' | 'others' | false {
     const k = this.settled;
-    if (k === null || this.writeBacks.size !== 0 || this.clock.monotonic() >= k.untilMono) return false;
-    if (this.stands(k, m)) return 'unmoved';
+    if (k === null || this.writeBacks.size !== 0 || this.clock.monotonic() >= k.untilMono || !this.sameMember(k, m)) return false;
+    if (k.epoch === this.view.structureEpoch) return 'unmoved';
     return this.othersMovedOnly(k, m) ? 'others' : false;
   }
 
   /**
    * Whether the structure moved since the settled plan `k` only where that plan cannot change:
-   * the same session, state and phases; no slot's change (a member arriving, leaving or ending
+   * the same session, state and phases (the caller asks: sameMember); no slot's change (a member arriving, leaving or ending
    * moves the judgment of sessions, and the members counted); the same target (TargetMemo gives
    * the same object only when every owner change conformed to it); and no shard that changed is
    * held here or names this session (changesConcernPlan says why that is enough), so from these
@@ -499,7 +499,6 @@ export class ShardMember {
    * flip now (a record naming a session out of its slot starts a wait of its own).
    */
   private othersMovedOnly(k: Settled, m: Session): boolean {
-    if (!k.target || k.session !== m || k.state !== m.state || k.stopping !== this.stopping || k.moves !== this.phases.moves) return false;
     const changed = this.view.changesSince(k.epoch);
     if (changed === null || changed.sessions.length > 0) return false;
     const facts = this.turnFacts(m);
@@ -511,9 +510,14 @@ export class ShardMember {
     return true;
   }
 
-  /** Whether what `k` rested on stands: the same session and state, and neither the view's structure nor the phases moved. */
-  private stands(k: Settled, m: Session): boolean {
-    return k.session === m && k.state === m.state && k.stopping === this.stopping && k.epoch === this.view.structureEpoch && k.moves === this.phases.moves;
+  /** Whether what `k` rested on stands: the member as it was (sameMember), and the view's structure unmoved. */
+  private stands(k: Omit<Settled, 'target'>, m: Session): boolean {
+    return this.sameMember(k, m) && k.epoch === this.view.structureEpoch;
+  }
+
+  /** The same session, state and stopping as `k` rested on, and no phase moved since. */
+  private sameMember(k: Omit<Settled, 'target'>, m: Session): boolean {
+    return k.session === m && k.state === m.state && k.stopping === this.stopping && k.moves === this.phases.moves;
   }
 
   /**
