@@ -324,6 +324,36 @@ describe('a shard group member', () => {
     await stopping;
   });
 
+  it('a crash in a group of two: the other owns its shards when it judges the session could have expired, not at its next list', async () => {
+    const w = world(8);
+    const link = new CutLink(w.store);
+    await w.add('a', { store: link });
+    // b out of a's phase: its own turns (a list and a heartbeat each retry period) fall 700 ms off a's.
+    await w.clock.advance(700);
+    const b = (await w.add('b')).m;
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 8) && w.counts().join() === '4,4', 40_000));
+    // a's next heartbeat, then its process gone: b lists at once on the store's hint (HINT_LIST_MS).
+    const beats = () =>
+      w.store
+        .peek(G)
+        .filter((v) => v.record.kind === 'member' && v.record.holderIdentity === 'a')
+        .map((v) => v.version);
+    const before = beats().join();
+    assert.ok(await w.advanceUntil(() => beats().join() !== before, T.retryPeriodMs + 100, 10));
+    const beatAt = w.clock.monotonic();
+    assert.ok(await w.advanceUntil(() => b.snapshot().lastTurnMonotonic! >= beatAt + 50, 1_000, 10));
+    link.cut = true;
+    assert.ok(await w.advanceUntil(() => b.snapshot().owned.length === 8, 30_000, 10));
+    const after = w.clock.monotonic() - beatAt;
+    // b saw the heartbeat within a hint's list (50 ms) of it; nothing else wakes it near the
+    // expiry but its own pace (a list and a heartbeat each retry period): up to 2 s later.
+    assert.ok(after >= T.leaseDurationMs, `b took a's shards ${after} ms after a's last heartbeat, before the lease duration`);
+    assert.ok(after <= T.leaseDurationMs + 200, `b took a's shards ${after} ms after a's last heartbeat: it waited for its own pace past the expiry`);
+    const stopping = Promise.all(w.members.map(({ m }) => m.stop()));
+    await w.clock.advance(T.renewDeadlineMs);
+    await stopping;
+  });
+
   it('a newcomer after a crash long over takes its share at once: the dead slot it finds is no member of its assignment', async () => {
     // The dead member's slot keeps its holder until another takes the slot. A newcomer that
     // counted it as live (it cannot tell its age from one list) would assign it shards for a

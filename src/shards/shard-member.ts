@@ -639,6 +639,11 @@ export class ShardMember {
     if (heartbeatSent !== null) due = Math.min(due, heartbeatSent + this.timings.retryPeriodMs);
     if (this.hinted && this.listTriedMono !== null) due = Math.min(due, this.listTriedMono + HINT_LIST_MS);
     for (const [, k] of this.phases.keptEntries()) if (k.untilMono > now) due = Math.min(due, k.untilMono);
+    // A settled plan holds until a judgment of time in its facts can flip (a session it counts
+    // live could have expired, an absence waited out): the turn then plans at once, not at the
+    // next list or heartbeat. At M = 2 nothing else wakes a member near another's expiry.
+    const settledUntil = this.settled?.untilMono;
+    if (settledUntil !== undefined && settledUntil > now) due = Math.min(due, settledUntil);
     const wake = new AbortController();
     this.wake = wake;
     await sleep(this.clock, Math.max(0, due - now), wake.signal);
