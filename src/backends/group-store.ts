@@ -87,20 +87,32 @@ export interface VersionedGroupRecord<R extends GroupRecord = GroupRecord> {
 }
 
 /** The answer of GroupStore.readGroupChanges. */
-export interface GroupChanges {
+export type GroupChanges = ChangesRead & DeletionEvidence;
+
+/** What every answer of GroupStore.readGroupChanges carries. */
+export interface ChangesRead {
   /** When `full`, every record of the group; otherwise those written since the cursor, maybe a few more. */
   records: VersionedGroupRecord[];
   /** Opaque: where the next read continues from. */
   cursor: string;
   /** Whether `records` is the whole group: a record the caller holds that is not in it was deleted. */
   full: boolean;
-  /**
-   * How many records the group has at this read. Every creation is a change, so a caller whose
-   * copy, with these changes applied, holds more records than this has missed a deletion (and
-   * reads in full): a deletion is then seen at the next read, as a list would see it.
-   */
-  total: number;
 }
+
+/**
+ * How an answer shows that a record of the group was deleted, which no change shows (a deletion
+ * leaves no record behind to bring), read in the same snapshot as the changes. One of:
+ * - `total`: how many records the group has at this read. Every creation is a change, so a caller
+ *   whose copy, with these changes applied, holds more records than this has missed a deletion.
+ *   It costs the store a count of the group (PostgreSQL, Kubernetes, the in-memory store).
+ * - `deletionMark`: a value the store moves at every deletion of one of the group's records, by
+ *   anyone (null: no deletion recorded). The same mark at two reads means no record of the group
+ *   was deleted between them; a caller that does not know the mark before (its first read by
+ *   change) cannot tell. One step down an index where a count is a pass over the group (SQLite).
+ * Either way a caller reads in full when it sees a deletion: which record went, only a full read
+ * shows; a deletion is then gone from its copy at the next read, as from a list.
+ */
+export type DeletionEvidence = { total: number; deletionMark?: never } | { deletionMark: string | null; total?: never };
 
 /**
  * The contract every group store keeps, stated once as a suite (src/testing/group-store-contract.ts)
@@ -124,7 +136,7 @@ export interface GroupStore {
    * record created or written since the cursor is in `records`, as it is at this read (one written
    * before may be there too: the caller overwrites what it holds with each, in order). A deletion leaves no
    * change behind: only a `full` answer, the whole group, shows which record is gone, and
-   * `total` shows that one is, so a caller reads in full then (and at start). A cursor the store cannot continue
+   * its DeletionEvidence shows that one is, so a caller reads in full then (and at start). A cursor the store cannot continue
    * from (malformed, another file, another server) gets a full answer, never an error.
    */
   readGroupChanges?(group: string, cursor: string | undefined, opts?: CallOptions): Promise<GroupChanges>;

@@ -90,6 +90,40 @@ describe('GroupCache', () => {
     assert.equal(new GroupCache({ ...watched, changesFromWatch: true }, 'g').fromWatch, true);
   });
 
+  it('where the store marks deletions in place of a count (SQLite): a deletion shows by its mark, a creation in its place too; writes alone read no group', async () => {
+    const store = seeded(4);
+    let deletions = 0;
+    const del = (index: number) => {
+      store.delete('g', { kind: 'shard', index });
+      deletions++;
+    };
+    const { watched, full } = countingFullReads(store);
+    const marking = readingThrough(store, async (g, c, o) => {
+      const { records, cursor, full: whole } = await watched.readGroupChanges!(g, c, o);
+      return { records, cursor, full: whole, deletionMark: deletions === 0 ? null : `m${deletions}` };
+    });
+    const cache = new GroupCache(marking, 'g');
+    await cache.read();
+    for (let beat = 1; beat <= 5; beat++) {
+      store.put('g', contractSlot(1, { holderIdentity: 'b', renewTime: new Date(beat * 2_000) }));
+      await cache.read();
+    }
+    store.put('g', contractShard(9));
+    await cache.read();
+    assert.equal(full(), 1, 'writes and creations alone read the group in full');
+    // The count of records unchanged: only the mark tells.
+    del(3);
+    store.put('g', contractShard(10));
+    assert.deepEqual(byKey(await cache.read()), byKey(store.peek('g')));
+    assert.equal(full(), 2, 'the deletion was not read in full');
+    store.put('g', contractShard(11));
+    assert.deepEqual(byKey(await cache.read()), byKey(store.peek('g')));
+    assert.equal(full(), 2, 'a deletion shown once read the group in full again');
+    del(0);
+    assert.deepEqual(byKey(await cache.read()), byKey(store.peek('g')));
+    assert.equal(full(), 3);
+  });
+
   it('no full read by the clock: ten idle minutes of heartbeats read no whole group after the first (issue 43)', async () => {
     const store = seeded(256);
     const clock = new FakeClock();

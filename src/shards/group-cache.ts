@@ -4,9 +4,10 @@
  * asks it for the group where it listed the group before: an idle group then costs each read the
  * other members' heartbeats, not N + M + 1 records.
  *
- * A deletion leaves no change behind, only a smaller count of the group's records: a read that
- * finds the copy larger than the group reads it in full at once, so a deleted record is gone
- * from the copy at the next read, as from a list. A read is also a full one at start, whenever
+ * A deletion leaves no change behind, only its evidence (GroupStore's DeletionEvidence): a
+ * smaller count of the group's records than the copy holds, or a deletion mark moved since the
+ * last read. A read that finds either reads in full at once, so a deleted record is gone from the
+ * copy at the next read, as from a list. A read is also a full one at start, whenever
  * the store cannot continue from the cursor, and when the copy shows itself stale: a write the
  * store refused (`writer()` tells the copy) that a read sent after the refusal leaves holding the
  * record at the version the write expected (a create: still without the record). The stores
@@ -22,7 +23,7 @@
  * store's listGroup, sent now, not what the watch has told so far.
  */
 import type { CallOptions } from '../backends/lease-store.js';
-import { recordKey, type GroupRecord, type GroupStore, type VersionedGroupRecord } from '../backends/group-store.js';
+import { recordKey, type GroupChanges, type GroupRecord, type GroupStore, type VersionedGroupRecord } from '../backends/group-store.js';
 import { notingRefusals } from './refused-writes.js';
 
 /** One read of the copy: what it brought, and the group it left. */
@@ -41,6 +42,8 @@ export class GroupCache {
   private reads = 0;
   /** Where the next read continues from; undefined: the next read is a full one. */
   private cursor: string | undefined;
+  /** The store's deletion mark at the last read, where it gives one (null: none recorded); undefined: not known. */
+  private deletionMark: string | null | undefined;
   /**
    * Writes the store refused since the last read began, by record key: the version each expected
    * (null: a create). The next read must explain each, or it reads in full.
@@ -139,9 +142,9 @@ export class GroupCache {
     if (!changes.full) {
       for (const r of changes.records) this.records.set(recordKey(r.record), r);
       this.cursor = changes.cursor;
-      // Every creation was a change, so a copy larger than the group holds a deleted record:
-      // which one, only a full read tells. Rare (a record deleted by hand), so a second request.
-      if (this.records.size === changes.total && !this.unexplained(refused)) return this.answer(changes.records);
+      // Which record a deletion took, only a full read tells. Rare (a record deleted by hand),
+      // so a second request.
+      if (!this.deletionShown(changes) && !this.unexplained(refused)) return this.answer(changes.records);
       // The copy holds changes its reader has not been given: should the full request fail, the
       // next read must be a full one too, not the changes after them (quiet turns would take
       // those in alone: docs/design.md).
@@ -150,7 +153,18 @@ export class GroupCache {
     }
     this.replace(changes.records);
     this.cursor = changes.cursor;
+    this.deletionMark = changes.deletionMark;
     return this.answer(null);
+  }
+
+  /**
+   * Whether an answer by change, applied to the copy, shows a deletion the copy missed: every
+   * creation is a change, so a copy larger than the group's count holds a deleted record; a mark
+   * moved since the last read (or not known before it) says one was deleted.
+   */
+  private deletionShown(changes: GroupChanges): boolean {
+    if (changes.total !== undefined) return this.records.size !== changes.total;
+    return this.deletionMark === undefined || changes.deletionMark !== this.deletionMark;
   }
 
   private noteRefused(record: GroupRecord, expectedVersion: string | null): void {

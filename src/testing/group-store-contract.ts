@@ -488,6 +488,16 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
       };
       const keys = (c: GroupChanges) => c.records.map((r) => recordKey(r.record)).sort();
       /**
+       * Whether `next`, an answer by change from `before`'s cursor, shows a deletion since
+       * `before` to a copy that, with `next` applied, holds `held` records (DeletionEvidence):
+       * a count below it, or a deletion mark moved.
+       */
+      const deletionShown = (before: GroupChanges, next: GroupChanges, held: number): boolean => {
+        if (next.total !== undefined) return next.total !== held;
+        assert.notEqual(before.deletionMark, undefined, 'one read counts the records, the next marks deletions');
+        return next.deletionMark !== before.deletionMark;
+      };
+      /**
        * The next answer from `cursor`: one read, or, where the answers come from a watch's copy
        * (changesFromWatch), the first that makes `view` the list: another writer's write (or a
        * deletion) shows there once the watch brings it, not at the write.
@@ -498,7 +508,7 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
           const answer = await read(g, cursor);
           const list = sorted(await s.listGroup(g));
           const applied = sorted([...applyChanges(new Map(view), answer).values()]);
-          return JSON.stringify(applied) === JSON.stringify(list) && answer.total === list.length ? answer : undefined;
+          return JSON.stringify(applied) === JSON.stringify(list) && (answer.total === undefined || answer.total === list.length) ? answer : undefined;
         });
       };
 
@@ -507,7 +517,9 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
         if (!read) return;
         const g = fresh();
         const h = fresh();
-        assert.deepEqual(await read(g, undefined), { records: [], cursor: (await read(g, undefined)).cursor, full: true, total: 0 });
+        const none = await read(g, undefined);
+        assert.deepEqual({ records: none.records, full: none.full }, { records: [], full: true });
+        assert.ok(none.total === 0 || (none.total === undefined && none.deletionMark === null), 'a group never written shows a record or a deletion');
         await s.createGroupRecord(g, contractHeader());
         const slot = await s.createGroupRecord(g, contractSlot(0));
         await s.createGroupRecord(g, contractShard(3));
@@ -529,7 +541,9 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
         const next = await settled(read, g, idle.cursor, view);
         assert.equal(next.full, false, 'nothing was deleted, yet the store read the group in full');
         for (const k of ['member/0', 'shard/3', 'shard/7']) assert.ok(keys(next).includes(k), `${k} was written since the cursor but not read`);
-        assert.equal(next.total, (await s.listGroup(g)).length, "total is not the group's count of records");
+        const listed = await s.listGroup(g);
+        if (next.total !== undefined) assert.equal(next.total, listed.length, "total is not the group's count of records");
+        assert.equal(deletionShown(idle, next, listed.length), false, 'nothing was deleted, yet the answer shows a deletion');
         // Applied, the answer makes the view the list: another group's shard/0 would be one too many.
         assert.deepEqual(sorted([...applyChanges(view, next).values()]), sorted(await s.listGroup(g)));
         assert.deepEqual(await read(h, undefined).then((c) => c.records.map((r) => r.record)), [contractShard(0)]);
@@ -548,7 +562,7 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
         const next = await settled(read, g, before.cursor, view);
         applyChanges(view, next);
         if (!next.full) assert.ok(!keys(next).includes('shard/1'), 'a deleted record came back as a change');
-        assert.equal(next.total, 1, 'the count of records does not show the deletion');
+        assert.ok(deletionShown(before, next, 2), 'the answer does not show the deletion');
         const full = await read(g, undefined);
         assert.equal(full.full, true);
         assert.deepEqual(sorted(full.records), sorted(await s.listGroup(g)));
@@ -556,6 +570,47 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
           [...applyChanges(view, full).values()].map((r) => r.record),
           [contractSlot(0, { renewTime: later })],
         );
+      });
+
+      it("a deletion shows at the next read however many writes came with it, the group's newest record's too; another group's does not", async (t) => {
+        const read = changesOf(t);
+        if (!read) return;
+        const g = fresh();
+        const h = fresh();
+        await s.createGroupRecord(g, contractSlot(0));
+        for (const i of [1, 2, 3]) await s.createGroupRecord(g, contractShard(i));
+        await s.createGroupRecord(h, contractShard(0));
+        await s.createGroupRecord(h, contractShard(1));
+        let last = await read(g, undefined);
+        const view = applyChanges(new Map(), last);
+        /** The next answer from the last, applied: whether it showed a deletion. */
+        const step = async () => {
+          const next = await settled(read, g, last.cursor, view);
+          applyChanges(view, next);
+          const shown = next.full || deletionShown(last, next, view.size);
+          last = next.full ? next : { ...next, records: [] };
+          return shown;
+        };
+        // Another group's deletion, and writes of this group's: nothing deleted here.
+        await subject.deleteElsewhere(h, { kind: 'shard', index: 0 });
+        await subject.writeElsewhere(g, contractShard(1, { token: 2 }));
+        assert.equal(await step(), false, "another group's deletion showed in this group's answer");
+        // A deletion of the record written last (the group's newest version) with a write after it.
+        await subject.writeElsewhere(g, contractShard(2, { token: 2 }));
+        last = await read(g, last.cursor);
+        applyChanges(view, last);
+        await subject.deleteElsewhere(g, { kind: 'shard', index: 2 });
+        await subject.writeElsewhere(g, contractSlot(0, { renewTime: later }));
+        assert.equal(await step(), true, 'the deletion of the newest record did not show');
+        // Shown once: the next answer, after a full read, shows none.
+        last = await read(g, undefined);
+        view.clear();
+        applyChanges(view, last);
+        await subject.writeElsewhere(g, contractShard(3, { token: 2 }));
+        assert.equal(await step(), false, 'a deletion shown before showed again');
+        // One of an older record, with no write after it.
+        await subject.deleteElsewhere(g, { kind: 'shard', index: 1 });
+        assert.equal(await step(), true, 'a deletion with no write after it did not show');
       });
 
       it('a cursor from before a restart, or one no store issued, still gives an answer that makes the view the list', async (t) => {
@@ -728,6 +783,7 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
       const watchGroup = s.watchGroup.bind(s);
       const g = fresh();
       const h = fresh();
+      await s.createGroupRecord(g, contractShard(1));
       await s.createGroupRecord(g, contractSlot(0));
       await s.createGroupRecord(h, contractSlot(0));
       const connected = (healthy: () => boolean) => () => (healthy() || !subject.watchConnects ? true : undefined);
@@ -762,7 +818,8 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
         // Hints arrive in order of the writes: one for the other group's write would have come first.
         assert.equal(gCalls, g0 + 1, "the other group's write was hinted to this group's watch");
         const g1 = gCalls;
-        await subject.deleteElsewhere(g, { kind: 'member', index: 0 });
+        // Not the group's newest record: its deletion lowers no largest version.
+        await subject.deleteElsewhere(g, { kind: 'shard', index: 1 });
         await until('a hint for the deletion', () => (gCalls > g1 ? true : undefined));
         const g2 = gCalls;
         await subject.writeElsewhere(g, contractShard(4));

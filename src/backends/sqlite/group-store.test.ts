@@ -55,7 +55,16 @@ describe('SqliteLeaseStore as a group store, on a real file', () => {
       await store.create('lease', { holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: null, renewTime: new Date(), leaseTransitions: 1 });
       assert.deepEqual(tablesOf(path), LEASE_TABLES);
       assert.deepEqual(await store.listGroup('g'), []);
-      assert.deepEqual(tablesOf(path), ['lease_groups', 'lease_groups_version', 'lease_groups_version_insert', 'lease_groups_version_update', ...LEASE_TABLES]);
+      assert.deepEqual(tablesOf(path), [
+        'lease_groups',
+        'lease_groups_deletion',
+        'lease_groups_deletions',
+        'lease_groups_key_move',
+        'lease_groups_version',
+        'lease_groups_version_insert',
+        'lease_groups_version_update',
+        ...LEASE_TABLES,
+      ]);
       // A lease and a group of the same name never meet.
       await store.createGroupRecord('lease', contractSlot(0));
       assert.equal((await store.get('lease'))?.record.holderIdentity, 'a');
@@ -214,7 +223,8 @@ describe('SqliteLeaseStore as a group store, on a real file', () => {
       assert.equal(full.records.find((r) => r.record.kind === 'member')?.version, v0, 'the versions read before are still the versions');
       const v1 = await store.updateGroupRecord('g', contractSlot(0, { session: 2 }), v0);
       const next = await store.readGroupChanges('g', full.cursor);
-      assert.deepEqual(next, { records: [{ record: contractSlot(0, { session: 2 }), version: v1 }], cursor: v1, full: false, total: 65 });
+      // The deletion marks came with the index: the file's first group call made what it lacked.
+      assert.deepEqual(next, { records: [{ record: contractSlot(0, { session: 2 }), version: v1 }], cursor: v1, full: false, deletionMark: null });
       // The read goes through the index, so its cost is the changes', not the group's size.
       const plan = raw(path, (db) =>
         db
@@ -232,6 +242,51 @@ describe('SqliteLeaseStore as a group store, on a real file', () => {
     }
   });
 
+  it('a file made before deletion marks: a reader counts its records until a writer opens it, which adds them; then a deletion by hand moves the mark', async () => {
+    const path = fresh();
+    const first = new SqliteLeaseStore(path);
+    await first.createGroupRecord('g', contractSlot(0));
+    for (let i = 0; i < 3; i++) await first.createGroupRecord('g', contractShard(i));
+    await first.close();
+    // What the schema before them made: no deletions table, no trigger.
+    raw(path, (db) => db.exec('DROP TRIGGER lease_groups_deletion; DROP TRIGGER lease_groups_key_move; DROP TABLE lease_groups_deletions'));
+    const reader = new SqliteLeaseStore(path, { readonly: true });
+    const store = new SqliteLeaseStore(path);
+    try {
+      const counted = await reader.readGroupChanges('g', undefined);
+      assert.equal(counted.total, 4, 'a file without marks is counted');
+      raw(path, (db) => db.exec("DELETE FROM lease_groups WHERE kind = 'shard' AND idx = 0"));
+      const stillCounted = await reader.readGroupChanges('g', counted.cursor);
+      assert.deepEqual({ full: stillCounted.full, total: stillCounted.total }, { full: false, total: 3 }, 'the deletion shows in the count');
+      assert.deepEqual(tablesOf(path).includes('lease_groups_deletions'), false, 'the reader created the table');
+
+      const full = await store.readGroupChanges('g', undefined);
+      assert.deepEqual({ records: full.records.length, mark: full.deletionMark }, { records: 3, mark: null }, 'a writer made no marks');
+      // The reader too, now the file has them (a cursor is its store's own).
+      const idle = await reader.readGroupChanges('g', (await reader.readGroupChanges('g', undefined)).cursor);
+      assert.deepEqual({ full: idle.full, mark: idle.deletionMark, total: idle.total }, { full: false, mark: null, total: undefined });
+      // A process of the version before marks: its deletions (a sqlite3 shell's too) go through the file's trigger.
+      raw(path, (db) => db.exec("DELETE FROM lease_groups WHERE kind = 'shard' AND idx = 1"));
+      const after = await store.readGroupChanges('g', full.cursor);
+      assert.equal(after.full, false);
+      assert.ok(typeof after.deletionMark === 'string', `the deletion left no mark: ${String(after.deletionMark)}`);
+      // A record moved to another key by hand: gone from its old one, so marked as a deletion there.
+      raw(path, (db) => db.exec("UPDATE lease_groups SET idx = 7 WHERE kind = 'shard' AND idx = 2"));
+      const moved = await store.readGroupChanges('g', after.cursor);
+      assert.notEqual(moved.deletionMark, after.deletionMark, 'a key moved by hand left no mark');
+      assert.deepEqual(
+        moved.records.map((r) => `${r.record.kind}/${r.record.index}`),
+        ['shard/7'],
+      );
+      // The marks row deleted by hand reads as none: moved from the last, so shown too.
+      raw(path, (db) => db.exec('DELETE FROM lease_groups_deletions'));
+      assert.equal((await store.readGroupChanges('g', moved.cursor)).deletionMark, null);
+    } finally {
+      await reader.close();
+      await store.close();
+    }
+  });
+
   it('a cursor the file cannot continue from gets a full read: the file replaced, its counter reset below the cursor', async () => {
     const path = fresh();
     const store = new SqliteLeaseStore(path);
@@ -240,10 +295,10 @@ describe('SqliteLeaseStore as a group store, on a real file', () => {
       await store.createGroupRecord('g', contractShard(0));
       await store.createGroupRecord('g', contractShard(2));
       const cursor = (await store.readGroupChanges('g', undefined)).cursor;
-      // The counter row and the newest records deleted by hand: the next draw is below the cursor.
-      // (With only the newest deleted, it would be the cursor itself, and missed: a deletion,
-      // which the answer's count shows, as every deletion.)
-      raw(path, (db) => db.exec("DELETE FROM lease_groups_version; DELETE FROM lease_groups WHERE kind = 'shard'"));
+      // The newest records and then the counter row deleted by hand: the next draw is below the
+      // cursor. (With only the newest deleted, it would be past it: each deletion draws a version
+      // for its mark, as a write does.)
+      raw(path, (db) => db.exec("DELETE FROM lease_groups WHERE kind = 'shard'; DELETE FROM lease_groups_version"));
       await store.createGroupRecord('g', contractShard(1));
       const reset = await store.readGroupChanges('g', cursor);
       assert.equal(reset.full, true);
@@ -295,6 +350,7 @@ describe('SqliteLeaseStore as a group store, on a real file', () => {
     try {
       await writer.create('lease', { holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: null, renewTime: new Date(), leaseTransitions: 1 });
       const none = await reader.readGroupChanges('g', undefined);
+      // No table to read a mark from: a file no group has used counts its records (none).
       assert.deepEqual({ ...none, cursor: '' }, { records: [], cursor: '', full: true, total: 0 });
       assert.deepEqual(tablesOf(path), LEASE_TABLES, 'the reader created nothing');
       const v = await writer.createGroupRecord('g', contractSlot(0));

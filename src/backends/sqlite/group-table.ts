@@ -25,6 +25,10 @@ import { GROUP_KEY_COLUMNS, GROUP_VALUE_COLUMNS, headerOfRow, memberOfRow, shard
 
 export const GROUP_TABLE = 'lease_groups';
 const VERSION_TABLE = 'lease_groups_version';
+/** Per group, the version drawn at its last deletion of a record (the deletion mark: changesSince). */
+const DELETIONS_TABLE = 'lease_groups_deletions';
+const DELETION_TRIGGER = `${GROUP_TABLE}_deletion`;
+const KEY_MOVE_TRIGGER = `${GROUP_TABLE}_key_move`;
 const VERSION_INDEX = 'lease_groups_by_version';
 /** The index that finds a group's rows written since a version (changesSince). */
 export const CHANGES_INDEX = 'lease_groups_changes';
@@ -39,6 +43,15 @@ export const CHANGES_INDEX = 'lease_groups_changes';
 const DRAW = `INSERT INTO ${VERSION_TABLE} (id, last) VALUES (1, (SELECT coalesce(max(version), 0) FROM ${GROUP_TABLE}) + 1)
     ON CONFLICT (id) DO UPDATE SET last = last + 1;
   UPDATE ${GROUP_TABLE} SET version = (SELECT last FROM ${VERSION_TABLE} WHERE id = 1) WHERE rowid = NEW.rowid;`;
+
+/**
+ * Marks a deletion from OLD's group: draws a version, as a write does, and makes it the group's
+ * mark, past its last one even if the counter was reset by hand.
+ */
+const MARK_DELETION = `INSERT INTO ${VERSION_TABLE} (id, last) VALUES (1, (SELECT coalesce(max(version), 0) FROM ${GROUP_TABLE}) + 1)
+    ON CONFLICT (id) DO UPDATE SET last = last + 1;
+  INSERT INTO ${DELETIONS_TABLE} (group_name, last) VALUES (OLD.group_name, (SELECT last FROM ${VERSION_TABLE} WHERE id = 1))
+    ON CONFLICT (group_name) DO UPDATE SET last = max(excluded.last, last + 1);`;
 
 /** The tables and triggers, each created only when missing; run inside a BEGIN IMMEDIATE transaction. */
 export const GROUP_SCHEMA = [
@@ -74,8 +87,37 @@ END`,
   ${DRAW}
 END`,
   `CREATE INDEX IF NOT EXISTS ${CHANGES_INDEX} ON ${GROUP_TABLE} (group_name, version)`,
+  // A deletion leaves no row to bring as a change: it draws a version of its own and marks its
+  // group with it, so a read shows a deletion since the last by a mark one step down an index,
+  // where a count of the group's records is a pass over them (4,100 entries at N = 4096, in
+  // every read and at every change the watch sees). Any writer's deletion, a sqlite3 shell's
+  // included: the trigger is the file's. A group's mark only grows, even past a counter reset
+  // by hand (its row deleted); its own row deleted by hand reads as null, a move too. A REPLACE
+  // fires it only with recursive_triggers on, and then costs a full read, never a missed one.
+  `CREATE TABLE IF NOT EXISTS ${DELETIONS_TABLE} (group_name TEXT PRIMARY KEY, last INTEGER NOT NULL)`,
+  `CREATE TRIGGER IF NOT EXISTS ${DELETION_TRIGGER} AFTER DELETE ON ${GROUP_TABLE} FOR EACH ROW BEGIN
+  ${MARK_DELETION}
+END`,
+  // An UPDATE of a key column (by hand: no store writes one) takes the record from its old key:
+  // a deletion there, as a count of the group's records would show it.
+  `CREATE TRIGGER IF NOT EXISTS ${KEY_MOVE_TRIGGER} AFTER UPDATE OF group_name, kind, idx ON ${GROUP_TABLE} FOR EACH ROW
+  WHEN OLD.group_name IS NOT NEW.group_name OR OLD.kind IS NOT NEW.kind OR OLD.idx IS NOT NEW.idx BEGIN
+  ${MARK_DELETION}
+END`,
 ];
-const SCHEMA_OBJECTS = [GROUP_TABLE, VERSION_TABLE, VERSION_INDEX, `${GROUP_TABLE}_version_insert`, `${GROUP_TABLE}_version_update`, CHANGES_INDEX];
+const SCHEMA_OBJECTS = [
+  GROUP_TABLE,
+  VERSION_TABLE,
+  VERSION_INDEX,
+  `${GROUP_TABLE}_version_insert`,
+  `${GROUP_TABLE}_version_update`,
+  CHANGES_INDEX,
+  DELETIONS_TABLE,
+  DELETION_TRIGGER,
+  KEY_MOVE_TRIGGER,
+];
+/** What deletion marks need: a file made before them has none until a group store opens it to write. */
+const DELETION_OBJECTS = [DELETIONS_TABLE, DELETION_TRIGGER, KEY_MOVE_TRIGGER];
 
 /** Whether the file has every table and trigger of the group records (nothing to create). */
 export function hasGroupSchema(db: Database.Database): boolean {
@@ -84,6 +126,15 @@ export function hasGroupSchema(db: Database.Database): boolean {
     .pluck()
     .get(...SCHEMA_OBJECTS);
   return found === SCHEMA_OBJECTS.length;
+}
+
+/** Whether the file marks deletions (DELETIONS_TABLE and its trigger): else a read counts the group's records. */
+function marksDeletions(db: Database.Database): boolean {
+  const found = db
+    .prepare(`SELECT count(*) FROM sqlite_schema WHERE name IN (${DELETION_OBJECTS.map(() => '?').join(', ')})`)
+    .pluck()
+    .get(...DELETION_OBJECTS);
+  return found === DELETION_OBJECTS.length;
 }
 
 /** Whether the file has the records' table (a reader finds none in a file no group has used). */
@@ -143,8 +194,12 @@ export interface StoredGroupChanges {
   /** The counter as this read saw it: every version up to it has been read. */
   cursor: number;
   full: boolean;
-  /** The group's count of records at this read. */
-  total: number;
+  /**
+   * How a deletion since an earlier read shows (GroupStore's DeletionEvidence): the version drawn
+   * at the group's last deletion (null: none recorded), or in a file made before deletion marks
+   * and not yet opened by a group store to write, the group's count of records.
+   */
+  deletions: { mark: number | null } | { total: number };
 }
 
 /** The group records' statements on one connection (prepared once the table exists). */
@@ -152,7 +207,10 @@ export class GroupTable {
   private readonly list: Database.Statement<[string], GroupRow>;
   private readonly headerRow: Database.Statement<[string], GroupRow>;
   private readonly versionOf: Database.Statement<[string, string, number], number>;
-  private readonly fingerprintOf: Database.Statement<[string], { n: number; v: number | null }>;
+  /** The group's deletion mark, where the file marks deletions; null: it counts them instead. */
+  private readonly deletionMark: Database.Statement<[string], number> | null;
+  private readonly recordCount: Database.Statement<[string], number>;
+  private readonly fingerprintOf: Database.Statement<{ g: string }, { v: number | null; d: number | null }>;
   private readonly listSince: Database.Statement<[string, number], GroupRow>;
   private readonly counter: Database.Statement<[], number>;
   private readonly insert: Database.Statement<[Values]>;
@@ -173,7 +231,13 @@ export class GroupTable {
         `SELECT coalesce((SELECT CASE WHEN typeof(last) = 'integer' THEN last END FROM ${VERSION_TABLE} WHERE id = 1), (SELECT max(version) FROM ${GROUP_TABLE}), 0)`,
       )
       .pluck();
-    this.fingerprintOf = db.prepare(`SELECT count(*) AS n, max(version) AS v FROM ${GROUP_TABLE} WHERE group_name = ?`);
+    const marks = marksDeletions(db);
+    this.deletionMark = marks ? db.prepare<[string], number>(`SELECT last FROM ${DELETIONS_TABLE} WHERE group_name = ?`).pluck() : null;
+    this.recordCount = db.prepare<[string], number>(`SELECT count(*) FROM ${GROUP_TABLE} WHERE group_name = ?`).pluck();
+    // Both one step down an index, where the file marks deletions (a deletion of the group's
+    // record with the largest version lowers that, another's changes nothing else); else the count.
+    const deletions = marks ? `(SELECT last FROM ${DELETIONS_TABLE} WHERE group_name = @g)` : `(SELECT count(*) FROM ${GROUP_TABLE} WHERE group_name = @g)`;
+    this.fingerprintOf = db.prepare(`SELECT (SELECT max(version) FROM ${GROUP_TABLE} WHERE group_name = @g) AS v, ${deletions} AS d`);
     const named = COLUMNS.map((c) => `@${c}`).join(', ');
     this.insert = db.prepare(`INSERT INTO ${GROUP_TABLE} (${COLUMNS.join(', ')}) VALUES (${named}) ON CONFLICT (group_name, kind, idx) DO NOTHING`);
     this.update = db.prepare(
@@ -201,20 +265,21 @@ export class GroupTable {
         const records = rows.map((row) => fromRow(group, row, this.location));
         // A row written by hand with a version past the counter: continue past it, not before.
         const cursor = records.reduce((max, r) => Math.max(max, r.version), counter);
-        // Counted in the index, no row read: it tells the caller a deletion happened.
-        const total = full ? records.length : this.fingerprintOf.get(group)!.n;
-        return { records, cursor, full, total };
+        // In the same snapshot as the rows: a deletion committed after them moves it after them.
+        const deletions = this.deletionMark ? { mark: this.deletionMark.get(group) ?? null } : { total: full ? records.length : this.recordCount.get(group)! };
+        return { records, cursor, full, deletions };
       })
       .deferred();
   }
 
   /**
-   * What changes with every write to the group's records: their count, and their largest
-   * version, since every write draws a version past every version in the file.
+   * What changes with every write to the group's records: their largest version, since every
+   * write draws a version past every version in the file, and their deletion mark (in a file
+   * without marks, their count), since a deletion draws none of theirs.
    */
   fingerprint(group: string): string {
-    const { n, v } = this.fingerprintOf.get(group)!;
-    return `${n}/${v ?? '-'}`;
+    const { v, d } = this.fingerprintOf.get({ g: group })!;
+    return `${d ?? '-'}/${v ?? '-'}`;
   }
 
   /** The group's header as stored, or undefined when it has none. */
@@ -247,7 +312,7 @@ export function readGroup(db: Database.Database, group: string, location: string
 
 /** The group's changes (GroupTable.changesSince) through a reader's one-off connection. */
 export function readGroupChanges(db: Database.Database, group: string, since: number | undefined, location: string): StoredGroupChanges {
-  return hasGroupTable(db) ? new GroupTable(db, location).changesSince(group, since) : { records: [], cursor: 0, full: true, total: 0 };
+  return hasGroupTable(db) ? new GroupTable(db, location).changesSince(group, since) : { records: [], cursor: 0, full: true, deletions: { total: 0 } };
 }
 
 /** The fingerprint (GroupTable.fingerprint) through a reader's one-off connection. */

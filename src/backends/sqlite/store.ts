@@ -462,7 +462,10 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
       records: changes.records.map((s) => this.versioned(group, s)),
       cursor: this.groupVersion(changes.cursor),
       full: changes.full,
-      total: changes.total,
+      // A mark is a version of the file's counter: handed out as versions are, with the generation.
+      ...('mark' in changes.deletions
+        ? { deletionMark: changes.deletions.mark === null ? null : this.groupVersion(changes.deletions.mark) }
+        : { total: changes.deletions.total }),
     };
   }
 
@@ -550,8 +553,8 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
 
   /**
    * Hints at changes of the group's records, by the lease watch's means: a poll of `PRAGMA
-   * data_version` (a reader: changeMark), and on a change, the group's fingerprint (its count
-   * of records and largest version), so a write to another group is not a hint. Never healthy,
+   * data_version` (a reader: changeMark), and on a change, the group's fingerprint (its largest
+   * version and its deletion mark: GroupTable.fingerprint), so a write to another group is not a hint. Never healthy,
    * like the lease watch: members keep their timed lists. `opts.everyMs` replaces the interval.
    */
   watchGroup(group: string, onChange: () => void, _onHealth?: (healthy: boolean) => void, opts: { everyMs?: number } = {}): () => void {
