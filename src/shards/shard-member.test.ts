@@ -11,7 +11,7 @@ import { ManualHealth } from '../health/manual-health.js';
 import { BackendUnavailableError, InvalidConfigError } from '../errors.js';
 import { ShardMember, type ShardMemberOptions } from './shard-member.js';
 import { MAX_BATCH_ROWS } from './write-batches.js';
-import type { GroupChanges, GroupRecord, GroupStore, HighWaterRaise, RaisedHighWater, VersionedGroupRecord } from '../backends/group-store.js';
+import type { GroupChanges, GroupRecord, GroupStore, HighWaterRaise, RaisedHighWater, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
 import type { CallOptions } from '../backends/lease-store.js';
 import type { Logger } from '../log.js';
 
@@ -349,6 +349,44 @@ describe('a shard group member', () => {
     // expiry but its own pace (a list and a heartbeat each retry period): up to 2 s later.
     assert.ok(after >= T.leaseDurationMs, `b took a's shards ${after} ms after a's last heartbeat, before the lease duration`);
     assert.ok(after <= T.leaseDurationMs + 200, `b took a's shards ${after} ms after a's last heartbeat: it waited for its own pace past the expiry`);
+    const stopping = Promise.all(w.members.map(({ m }) => m.stop()));
+    await w.clock.advance(T.renewDeadlineMs);
+    await stopping;
+  });
+
+  it("a shard record naming this member's session for another member (a store replaced, numbers started over): it joins anew, and the shard waits a lease", async () => {
+    const w = world(8);
+    await w.add('a');
+    const b = (await w.add('b')).m;
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 8) && w.counts().join() === '4,4', 40_000));
+    const mine = b.snapshot().session!;
+    const s = w.members[0]!.m.snapshot().owned[0]!.shard;
+    // Another member held slot and session number of b's in a store since replaced, and writes
+    // its shard back into this one, still working on it (write-backs.ts).
+    const ghost: ShardRecord = {
+      kind: 'shard',
+      index: s,
+      holderIdentity: 'ghost',
+      owner: { slot: mine.slot, session: mine.session },
+      token: 100,
+      acquireTime: w.clock.now(),
+    };
+    w.store.put(G, ghost);
+    const putAt = w.clock.monotonic();
+    const record = () => w.store.peek(G).find((v) => v.record.kind === 'shard' && v.record.index === s)!.record as ShardRecord;
+    // Until the ghost's session could have expired, counted from when the members saw it: nobody takes it or frees it.
+    while (w.clock.monotonic() - putAt < T.leaseDurationMs - 500) {
+      await w.clock.advance(100);
+      assert.deepEqual(record(), ghost, `shard ${s}'s record was written ${w.clock.monotonic() - putAt} ms after the ghost's: its work may still run`);
+      assert.ok(!w.owners().has(s) || w.clock.monotonic() - putAt < 200, `shard ${s} owned by ${w.owners().get(s)?.join()} beside the ghost`);
+    }
+    const now = b.snapshot().session!;
+    assert.deepEqual({ slot: now.slot, later: now.session > mine.session }, { slot: mine.slot, later: true }, 'b kept the session another names');
+    assert.ok(
+      await w.advanceUntil(() => w.owners().get(s)?.length === 1, 5_000, 50),
+      `shard ${s} is not owned again once the ghost's session could have expired`,
+    );
+    assert.ok(record().token > 100);
     const stopping = Promise.all(w.members.map(({ m }) => m.stop()));
     await w.clock.advance(T.renewDeadlineMs);
     await stopping;

@@ -28,7 +28,7 @@
 import { realClock, sleep, type Clock } from '../clock.js';
 import { BackendUnavailableError, InvalidConfigError, describeError } from '../errors.js';
 import { silentLogger, guardedLogger, type Logger } from '../log.js';
-import type { GroupStore, MemberState } from '../backends/group-store.js';
+import type { GroupStore, MemberState, VersionedGroupRecord } from '../backends/group-store.js';
 import { JITTER_FACTOR, type Timings } from '../config/election-options.js';
 import type { Eligibility, StandAside } from '../health/eligibility.js';
 import { EligibilityCheck } from '../holder/eligibility-check.js';
@@ -374,10 +374,14 @@ export class ShardMember {
     try {
       // A read by change is taken in as such, in O(changes) (docs/design.md, "Quiet turns"); a
       // whole read, or one the view cannot take so (a gap, a write of ours owed), observed whole.
+      let brought: readonly VersionedGroupRecord[];
       if (this.cache.byChange) {
         const read = await this.calls.call('list', (o) => this.cache.readChanges(o));
-        if (read.changes === null || !this.view.observeChanges(read.changes, sent, (k) => read.version(k))) this.view.observe(read.all(), sent);
-      } else this.view.observe(await this.calls.call('list', (o) => this.cache.read(o)), sent);
+        if (read.changes !== null && this.view.observeChanges(read.changes, sent, (k) => read.version(k))) brought = read.changes;
+        else this.view.observe((brought = read.all()), sent);
+      } else this.view.observe((brought = await this.calls.call('list', (o) => this.cache.read(o))), sent);
+      // Before anything is judged from this read: a session of ours that another member's record names is not ours alone.
+      this.endIfNamedByAnother(brought);
       // A newcomer in the group: greeted with a heartbeat at the next turn (greetDue).
       if (this.view.sessionsArrived !== this.arrivalsGreeted) {
         this.arrivalsGreeted = this.view.sessionsArrived;
@@ -401,6 +405,29 @@ export class ShardMember {
     } catch (err) {
       if (err instanceof InvalidConfigError) throw err;
       this.log.warn('listing the group failed', { reason: describeError(err) });
+    }
+  }
+
+  /**
+   * Ends this member's session when a shard record the read brought names it (its slot and
+   * session number) for another member. Session numbers count up per slot in one store; a store
+   * replaced under the group starts them over where a member never saw the old ones. A member
+   * that held the same slot and number in the old store, still working, writes its shards back
+   * into the new one naming that number (write-backs.ts), and without this the member holding
+   * it now would take those shards as its own strays at once: chaos seed 574, where one was
+   * started while its old owner's work ran. Joining anew, this member draws a later number (the
+   * record counts in highestSession), and the record names a session out of its slot, which
+   * counts as live for a lease duration from then, as any.
+   */
+  private endIfNamedByAnother(records: readonly VersionedGroupRecord[]): void {
+    const m = this.mine;
+    if (!m) return;
+    for (const { record: r } of records) {
+      if (r.kind !== 'shard' || !r.owner || r.owner.slot !== m.slot || r.owner.session !== m.session || r.holderIdentity === this.identity) continue;
+      this.upkeep.lost(
+        `shard ${r.index}'s record names this session (slot ${m.slot}, session ${m.session}) for another member, ${r.holderIdentity || 'nobody'}: the same number held in a store replaced since; joining anew with a later one`,
+      );
+      return;
     }
   }
 
