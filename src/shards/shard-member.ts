@@ -80,6 +80,11 @@ export interface ShardMemberOptions extends Timings {
    * true; false only replays the shard simulator's seeds found before greeting as they ran.
    */
   greetNewcomers?: boolean;
+  /**
+   * Wake when a session's end or an absence's wait in the view can flip (waitNext). Default
+   * true; false only replays the shard simulator's seeds found before it as they ran.
+   */
+  wakeAtFlips?: boolean;
 }
 
 export interface ShardMemberSnapshot {
@@ -666,11 +671,15 @@ export class ShardMember {
     if (heartbeatSent !== null) due = Math.min(due, heartbeatSent + this.timings.retryPeriodMs);
     if (this.hinted && this.listTriedMono !== null) due = Math.min(due, this.listTriedMono + HINT_LIST_MS);
     for (const [, k] of this.phases.keptEntries()) if (k.untilMono > now) due = Math.min(due, k.untilMono);
-    // A settled plan holds until a judgment of time in its facts can flip (a session it counts
-    // live could have expired, an absence waited out): the turn then plans at once, not at the
-    // next list or heartbeat. At M = 2 nothing else wakes a member near another's expiry.
-    const settledUntil = this.settled?.untilMono;
-    if (settledUntil !== undefined && settledUntil > now) due = Math.min(due, settledUntil);
+    // When a judgment of time in the facts can flip (a session judged live could have expired,
+    // an absence waited out), the turn plans at once, not at the next list or heartbeat: at M = 2
+    // nothing else wakes a member near another's expiry. Not for the view's freshness (a
+    // settled plan's until, most often, in an idle group): a view going stale only ever takes
+    // writes away, so a plan then would be an O(N) one that finds nothing new.
+    if (this.mine && this.opts.wakeAtFlips !== false) {
+      const flip = this.view.nextFlipMono(Infinity);
+      if (flip > now) due = Math.min(due, flip);
+    }
     const wake = new AbortController();
     this.wake = wake;
     await sleep(this.clock, Math.max(0, due - now), wake.signal);

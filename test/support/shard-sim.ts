@@ -389,7 +389,8 @@ interface Member {
 /**
  * `watchFed` forces whether the group reads from a watch's copy (else the seed draws it): the
  * seeds pinned before the watch-fed groups existed run as they were found with `false`.
- * `greet: false` turns off the members' greeting of a newcomer, for the seeds pinned before it.
+ * `greet: false` turns off the members' greeting of a newcomer, for the seeds pinned before it;
+ * `wakeAtFlips: false` their wake when a session could have expired (ShardMemberOptions).
  * `storeRaise: false` leaves the SQL stores' links without their raise of the header
  * (raiseHighWater): their members raise it by compare-and-swap, as before that raise existed.
  */
@@ -397,7 +398,7 @@ export async function runShardSimulation(
   seed: number,
   steps = 250,
   trace = false,
-  opts: { watchFed?: boolean; greet?: boolean; storeRaise?: boolean } = {},
+  opts: { watchFed?: boolean; greet?: boolean; storeRaise?: boolean; wakeAtFlips?: boolean } = {},
 ): Promise<ShardSimResult> {
   const rand = prng(seed);
   const appRand = prng(seed + 0x51ed);
@@ -492,6 +493,7 @@ export async function runShardSimulation(
       identity,
       maxMembers: 8,
       ...(opts.greet === false ? { greetNewcomers: false } : {}),
+      ...(opts.wakeAtFlips === false ? { wakeAtFlips: false } : {}),
       clock: proc,
       eligibility: m.health,
       log: trace ? createLogger({ level: 'debug', write: (line) => events.push(`${t()} ${m.name} ${line}`) }) : undefined,
