@@ -106,9 +106,9 @@ export interface ChangesRead {
  *   whose copy, with these changes applied, holds more records than this has missed a deletion.
  *   It costs the store a count of the group (PostgreSQL, Kubernetes, the in-memory store).
  * - `deletionMark`: a value the store moves at every deletion of one of the group's records, by
- *   anyone (null: no deletion recorded). The same mark at two reads means no record of the group
- *   was deleted between them; a caller that does not know the mark before (its first read by
- *   change) cannot tell. One step down an index where a count is a pass over the group (SQLite).
+ *   anyone. The same mark at two reads means no record of the group was deleted between them;
+ *   null means the store cannot tell (it keeps no mark for the group: none written yet, or its
+ *   mark deleted by hand), nor can a caller that does not know the mark before. One step down an index where a count is a pass over the group (SQLite).
  * Either way a caller reads in full when it sees a deletion: which record went, only a full read
  * shows; a deletion is then gone from its copy at the next read, as from a list.
  */

@@ -100,7 +100,7 @@ describe('GroupCache', () => {
     const { watched, full } = countingFullReads(store);
     const marking = readingThrough(store, async (g, c, o) => {
       const { records, cursor, full: whole } = await watched.readGroupChanges!(g, c, o);
-      return { records, cursor, full: whole, deletionMark: deletions === 0 ? null : `m${deletions}` };
+      return { records, cursor, full: whole, deletionMark: `m${deletions}` };
     });
     const cache = new GroupCache(marking, 'g');
     await cache.read();
@@ -122,6 +122,15 @@ describe('GroupCache', () => {
     del(0);
     assert.deepEqual(byKey(await cache.read()), byKey(store.peek('g')));
     assert.equal(full(), 3);
+    // A store that cannot tell (no mark kept for the group: deleted by hand) reads in full each time.
+    const unknown = new GroupCache(
+      readingThrough(store, async (g, c, o) => ({ ...(await store.readGroupChanges(g, c, o)), total: undefined, deletionMark: null })),
+      'g',
+    );
+    store.clearCalls();
+    await unknown.read();
+    await unknown.read();
+    assert.deepEqual(store.calls, ['changes', 'changes', 'changes'], 'a read with no mark was taken as no deletion');
   });
 
   it('no full read by the clock: ten idle minutes of heartbeats read no whole group after the first (issue 43)', async () => {

@@ -42,7 +42,7 @@ export class GroupCache {
   private reads = 0;
   /** Where the next read continues from; undefined: the next read is a full one. */
   private cursor: string | undefined;
-  /** The store's deletion mark at the last read, where it gives one (null: none recorded); undefined: not known. */
+  /** The store's deletion mark at the last read, where it gives one; undefined: not known (null from the store is not known either). */
   private deletionMark: string | null | undefined;
   /**
    * Writes the store refused since the last read began, by record key: the version each expected
@@ -160,11 +160,11 @@ export class GroupCache {
   /**
    * Whether an answer by change, applied to the copy, shows a deletion the copy missed: every
    * creation is a change, so a copy larger than the group's count holds a deleted record; a mark
-   * moved since the last read (or not known before it) says one was deleted.
+   * moved since the last read, or not known then or now, may mean one was deleted.
    */
   private deletionShown(changes: GroupChanges): boolean {
     if (changes.total !== undefined) return this.records.size !== changes.total;
-    return this.deletionMark === undefined || changes.deletionMark !== this.deletionMark;
+    return this.deletionMark === undefined || changes.deletionMark === null || changes.deletionMark !== this.deletionMark;
   }
 
   private noteRefused(record: GroupRecord, expectedVersion: string | null): void {

@@ -518,7 +518,10 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
         const g = fresh();
         const h = fresh();
         const none = await read(g, undefined);
-        assert.deepEqual({ records: none.records, full: none.full }, { records: [], full: true });
+        assert.deepEqual(
+          { records: none.records, full: none.full, cursor: none.cursor },
+          { records: [], full: true, cursor: (await read(g, undefined)).cursor },
+        );
         assert.ok(none.total === 0 || (none.total === undefined && none.deletionMark === null), 'a group never written shows a record or a deletion');
         await s.createGroupRecord(g, contractHeader());
         const slot = await s.createGroupRecord(g, contractSlot(0));
@@ -563,6 +566,7 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
         applyChanges(view, next);
         if (!next.full) assert.ok(!keys(next).includes('shard/1'), 'a deleted record came back as a change');
         assert.ok(deletionShown(before, next, 2), 'the answer does not show the deletion');
+        if (next.total !== undefined) assert.equal(next.total, 1, "total is not the group's count of records");
         const full = await read(g, undefined);
         assert.equal(full.full, true);
         assert.deepEqual(sorted(full.records), sorted(await s.listGroup(g)));

@@ -60,6 +60,7 @@ describe('SqliteLeaseStore as a group store, on a real file', () => {
         'lease_groups_deletion',
         'lease_groups_deletions',
         'lease_groups_key_move',
+        'lease_groups_mark_seed',
         'lease_groups_version',
         'lease_groups_version_insert',
         'lease_groups_version_update',
@@ -224,7 +225,8 @@ describe('SqliteLeaseStore as a group store, on a real file', () => {
       const v1 = await store.updateGroupRecord('g', contractSlot(0, { session: 2 }), v0);
       const next = await store.readGroupChanges('g', full.cursor);
       // The deletion marks came with the index: the file's first group call made what it lacked.
-      assert.deepEqual(next, { records: [{ record: contractSlot(0, { session: 2 }), version: v1 }], cursor: v1, full: false, deletionMark: null });
+      assert.deepEqual(next, { records: [{ record: contractSlot(0, { session: 2 }), version: v1 }], cursor: v1, full: false, deletionMark: full.deletionMark });
+      assert.equal(typeof full.deletionMark, 'string', 'the group made before marks has none');
       // The read goes through the index, so its cost is the changes', not the group's size.
       const plan = raw(path, (db) =>
         db
@@ -249,7 +251,9 @@ describe('SqliteLeaseStore as a group store, on a real file', () => {
     for (let i = 0; i < 3; i++) await first.createGroupRecord('g', contractShard(i));
     await first.close();
     // What the schema before them made: no deletions table, no trigger.
-    raw(path, (db) => db.exec('DROP TRIGGER lease_groups_deletion; DROP TRIGGER lease_groups_key_move; DROP TABLE lease_groups_deletions'));
+    raw(path, (db) =>
+      db.exec('DROP TRIGGER lease_groups_deletion; DROP TRIGGER lease_groups_key_move; DROP TRIGGER lease_groups_mark_seed; DROP TABLE lease_groups_deletions'),
+    );
     const reader = new SqliteLeaseStore(path, { readonly: true });
     const store = new SqliteLeaseStore(path);
     try {
@@ -261,10 +265,11 @@ describe('SqliteLeaseStore as a group store, on a real file', () => {
       assert.deepEqual(tablesOf(path).includes('lease_groups_deletions'), false, 'the reader created the table');
 
       const full = await store.readGroupChanges('g', undefined);
-      assert.deepEqual({ records: full.records.length, mark: full.deletionMark }, { records: 3, mark: null }, 'a writer made no marks');
+      assert.equal(full.records.length, 3);
+      assert.equal(typeof full.deletionMark, 'string', 'a writer made no mark for the group');
       // The reader too, now the file has them (a cursor is its store's own).
       const idle = await reader.readGroupChanges('g', (await reader.readGroupChanges('g', undefined)).cursor);
-      assert.deepEqual({ full: idle.full, mark: idle.deletionMark, total: idle.total }, { full: false, mark: null, total: undefined });
+      assert.deepEqual({ full: idle.full, marked: typeof idle.deletionMark, total: idle.total }, { full: false, marked: 'string', total: undefined });
       // A process of the version before marks: its deletions (a sqlite3 shell's too) go through the file's trigger.
       raw(path, (db) => db.exec("DELETE FROM lease_groups WHERE kind = 'shard' AND idx = 1"));
       const after = await store.readGroupChanges('g', full.cursor);
@@ -278,9 +283,19 @@ describe('SqliteLeaseStore as a group store, on a real file', () => {
         moved.records.map((r) => `${r.record.kind}/${r.record.index}`),
         ['shard/7'],
       );
-      // The marks row deleted by hand reads as none: moved from the last, so shown too.
+      // The marks row deleted by hand reads as none: a reader cannot tell (GroupCache reads in full).
       raw(path, (db) => db.exec('DELETE FROM lease_groups_deletions'));
       assert.equal((await store.readGroupChanges('g', moved.cursor)).deletionMark, null);
+      // A new group's mark is there from its first record: 0 before any deletion.
+      await store.createGroupRecord('h', contractSlot(0));
+      const h = await store.readGroupChanges('h', undefined);
+      assert.equal(h.deletionMark?.replace(/^\d+\./, ''), '0');
+      // The deletion trigger dropped by hand while the store runs: made again at its next call,
+      // and every group's mark moves, so a deletion made meanwhile is not missed.
+      raw(path, (db) => db.exec("DROP TRIGGER lease_groups_deletion; DELETE FROM lease_groups WHERE group_name = 'h'"));
+      const repaired = await store.readGroupChanges('h', h.cursor);
+      assert.notEqual(repaired.deletionMark, h.deletionMark, 'a deletion made while its trigger was dropped left the mark');
+      assert.ok(tablesOf(path).includes('lease_groups_deletion'), 'the trigger was not made again');
     } finally {
       await reader.close();
       await store.close();

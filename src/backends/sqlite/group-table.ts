@@ -29,6 +29,7 @@ const VERSION_TABLE = 'lease_groups_version';
 const DELETIONS_TABLE = 'lease_groups_deletions';
 const DELETION_TRIGGER = `${GROUP_TABLE}_deletion`;
 const KEY_MOVE_TRIGGER = `${GROUP_TABLE}_key_move`;
+const MARK_SEED_TRIGGER = `${GROUP_TABLE}_mark_seed`;
 const VERSION_INDEX = 'lease_groups_by_version';
 /** The index that finds a group's rows written since a version (changesSince). */
 export const CHANGES_INDEX = 'lease_groups_changes';
@@ -92,11 +93,17 @@ END`,
   // where a count of the group's records is a pass over them (4,100 entries at N = 4096, in
   // every read and at every change the watch sees). Any writer's deletion, a sqlite3 shell's
   // included: the trigger is the file's. A group's mark only grows, even past a counter reset
-  // by hand (its row deleted); its own row deleted by hand reads as null, a move too. A REPLACE
-  // fires it only with recursive_triggers on, and then costs a full read, never a missed one.
+  // by hand (its row deleted). A REPLACE that conflicts on the key fires it only with
+  // recursive_triggers on, and costs a full read then; without, the key's new row is a change.
+  // What no mark shows (docs/design.md): a REPLACE by hand that conflicts on the rowid.
   `CREATE TABLE IF NOT EXISTS ${DELETIONS_TABLE} (group_name TEXT PRIMARY KEY, last INTEGER NOT NULL)`,
   `CREATE TRIGGER IF NOT EXISTS ${DELETION_TRIGGER} AFTER DELETE ON ${GROUP_TABLE} FOR EACH ROW BEGIN
   ${MARK_DELETION}
+END`,
+  // Every group written has a mark, 0 before its first deletion: a group without one (its row
+  // deleted by hand) reads as unknown, so the reader reads it in full, never as "none since".
+  `CREATE TRIGGER IF NOT EXISTS ${MARK_SEED_TRIGGER} AFTER INSERT ON ${GROUP_TABLE} FOR EACH ROW BEGIN
+  INSERT OR IGNORE INTO ${DELETIONS_TABLE} (group_name, last) VALUES (NEW.group_name, 0);
 END`,
   // An UPDATE of a key column (by hand: no store writes one) takes the record from its old key:
   // a deletion there, as a count of the group's records would show it.
@@ -104,6 +111,12 @@ END`,
   WHEN OLD.group_name IS NOT NEW.group_name OR OLD.kind IS NOT NEW.kind OR OLD.idx IS NOT NEW.idx BEGIN
   ${MARK_DELETION}
 END`,
+  // Run whenever any of these was missing (a file made before marks, or one whose marks or their
+  // triggers were dropped by hand): every group's mark moves past the counter, so it differs
+  // from any a reader holds from before, whatever was deleted while the marks were not kept.
+  `UPDATE ${DELETIONS_TABLE} SET last = max(last + 1, (SELECT coalesce(max(last), 0) FROM ${VERSION_TABLE}) + 1)`,
+  `INSERT OR IGNORE INTO ${DELETIONS_TABLE} (group_name, last)
+    SELECT DISTINCT group_name, (SELECT coalesce(max(last), 0) FROM ${VERSION_TABLE}) + 1 FROM ${GROUP_TABLE} WHERE true`,
 ];
 const SCHEMA_OBJECTS = [
   GROUP_TABLE,
@@ -115,9 +128,10 @@ const SCHEMA_OBJECTS = [
   DELETIONS_TABLE,
   DELETION_TRIGGER,
   KEY_MOVE_TRIGGER,
+  MARK_SEED_TRIGGER,
 ];
 /** What deletion marks need: a file made before them has none until a group store opens it to write. */
-const DELETION_OBJECTS = [DELETIONS_TABLE, DELETION_TRIGGER, KEY_MOVE_TRIGGER];
+const DELETION_OBJECTS = [DELETIONS_TABLE, DELETION_TRIGGER, KEY_MOVE_TRIGGER, MARK_SEED_TRIGGER];
 
 /** Whether the file has every table and trigger of the group records (nothing to create). */
 export function hasGroupSchema(db: Database.Database): boolean {
@@ -196,8 +210,9 @@ export interface StoredGroupChanges {
   full: boolean;
   /**
    * How a deletion since an earlier read shows (GroupStore's DeletionEvidence): the version drawn
-   * at the group's last deletion (null: none recorded), or in a file made before deletion marks
-   * and not yet opened by a group store to write, the group's count of records.
+   * at the group's last deletion (0 before any; null: the group has no mark, a reader cannot
+   * tell), or in a file made before deletion marks and not yet opened by a group store to write,
+   * the group's count of records.
    */
   deletions: { mark: number | null } | { total: number };
 }

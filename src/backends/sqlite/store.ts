@@ -140,7 +140,7 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
   /** The last oversized-values notice, so a row that keeps them is reported once. */
   private toldOversized: string | null = null;
   /** The group records' statements, and the generation of the file they were prepared on. */
-  private groupTable: { table: GroupTable; generation: number } | null = null;
+  private groupTable: { table: GroupTable; generation: number; schema: number } | null = null;
   /** The group rows reported holding values over their bound, so each is told once. */
   private readonly toldOversizedGroups = new Set<string>();
   /** Per lease, the callers' questions "poll quickly now?" (SuccessorClaimSupport.pollQuicklyWhile). */
@@ -627,7 +627,11 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
    * tutorial's table), in a BEGIN IMMEDIATE transaction, as migrate() creates the leases table.
    */
   private groups(): GroupTable {
-    if (this.groupTable?.generation === this.generation) return this.groupTable.table;
+    // The schema's version too: a trigger or table of the group records dropped by hand (or an
+    // older backup restored in place) is made again, and the statements prepared for what is
+    // there, not kept reading a deletion mark that no longer moves (or a table that is gone).
+    const schema = this.db.pragma('schema_version', { simple: true }) as number;
+    if (this.groupTable?.generation === this.generation && this.groupTable.schema === schema) return this.groupTable.table;
     if (!hasGroupSchema(this.db)) {
       this.db
         .transaction(() => {
@@ -635,8 +639,9 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
         })
         .immediate();
     }
-    this.groupTable = { table: new GroupTable(this.db, this.location), generation: this.generation };
-    return this.groupTable.table;
+    const table = new GroupTable(this.db, this.location);
+    this.groupTable = { table, generation: this.generation, schema: this.db.pragma('schema_version', { simple: true }) as number };
+    return table;
   }
 
   /**
