@@ -286,16 +286,43 @@ describe('SqliteLeaseStore as a group store, on a real file', () => {
       // The marks row deleted by hand reads as none: a reader cannot tell (GroupCache reads in full).
       raw(path, (db) => db.exec('DELETE FROM lease_groups_deletions'));
       assert.equal((await store.readGroupChanges('g', moved.cursor)).deletionMark, null);
-      // A new group's mark is there from its first record: 0 before any deletion.
+      // A new group's mark is there from its first record, before any deletion.
       await store.createGroupRecord('h', contractSlot(0));
-      const h = await store.readGroupChanges('h', undefined);
-      assert.equal(h.deletionMark?.replace(/^\d+\./, ''), '0');
+      await store.createGroupRecord('h', contractShard(0));
+      let h = await store.readGroupChanges('h', undefined);
+      assert.equal(typeof h.deletionMark, 'string');
+      /** The next read of h from the last: its mark moved (a deletion shown). */
+      const hMoved = async () => {
+        const next = await store.readGroupChanges('h', h.cursor);
+        const shown = next.deletionMark !== h.deletionMark;
+        h = next;
+        return shown;
+      };
+      // Its mark row deleted by hand with a record, then made again by the store's own create:
+      // past the counter, not the mark a reader holds.
+      raw(path, (db) =>
+        db.exec("DELETE FROM lease_groups WHERE group_name = 'h' AND kind = 'shard'; DELETE FROM lease_groups_deletions WHERE group_name = 'h'"),
+      );
+      await store.createGroupRecord('h', contractShard(1));
+      assert.equal(await hMoved(), true, 'a deletion with the mark row made again read as none');
+      // A REPLACE INTO a new key after a deletion, and an INSERT OR ABORT: the outer conflict
+      // policy does not reach the mark (it neither resets it nor fails).
+      raw(path, (db) => db.exec("DELETE FROM lease_groups WHERE group_name = 'h' AND kind = 'shard' AND idx = 1"));
+      raw(path, (db) => db.exec("REPLACE INTO lease_groups (group_name, kind, idx, holder_identity, token) VALUES ('h', 'shard', 5, '', 1)"));
+      assert.equal(await hMoved(), true, 'a REPLACE INTO after the deletion reset the mark');
+      raw(path, (db) => db.exec("INSERT OR ABORT INTO lease_groups (group_name, kind, idx, holder_identity, token) VALUES ('h', 'shard', 6, '', 1)"));
+      assert.equal(await hMoved(), false);
       // The deletion trigger dropped by hand while the store runs: made again at its next call,
       // and every group's mark moves, so a deletion made meanwhile is not missed.
-      raw(path, (db) => db.exec("DROP TRIGGER lease_groups_deletion; DELETE FROM lease_groups WHERE group_name = 'h'"));
-      const repaired = await store.readGroupChanges('h', h.cursor);
-      assert.notEqual(repaired.deletionMark, h.deletionMark, 'a deletion made while its trigger was dropped left the mark');
+      raw(path, (db) => db.exec("DROP TRIGGER lease_groups_deletion; DELETE FROM lease_groups WHERE group_name = 'h' AND idx = 5"));
+      assert.equal(await hMoved(), true, 'a deletion made while its trigger was dropped left the mark');
       assert.ok(tablesOf(path).includes('lease_groups_deletion'), 'the trigger was not made again');
+      // Dropped and made again by hand between two calls of the store: the schema moved under it.
+      raw(path, (db) => {
+        const sql = db.prepare("SELECT sql FROM sqlite_schema WHERE name = 'lease_groups_deletion'").pluck().get() as string;
+        db.exec(`DROP TRIGGER lease_groups_deletion; DELETE FROM lease_groups WHERE group_name = 'h' AND idx = 6; ${sql}`);
+      });
+      assert.equal(await hMoved(), true, 'a deletion made while its trigger was dropped and made again left the mark');
     } finally {
       await reader.close();
       await store.close();

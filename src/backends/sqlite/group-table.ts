@@ -100,10 +100,13 @@ END`,
   `CREATE TRIGGER IF NOT EXISTS ${DELETION_TRIGGER} AFTER DELETE ON ${GROUP_TABLE} FOR EACH ROW BEGIN
   ${MARK_DELETION}
 END`,
-  // Every group written has a mark, 0 before its first deletion: a group without one (its row
-  // deleted by hand) reads as unknown, so the reader reads it in full, never as "none since".
+  // Every group written has a mark, from its first record: a group without one (its row deleted
+  // by hand) reads as unknown, so the reader reads it in full, never as "none since". Past the
+  // counter, so a row made again differs from any mark a reader holds. An upsert, not OR IGNORE:
+  // the outer statement's conflict policy (a REPLACE INTO, an INSERT OR ABORT) would override it.
   `CREATE TRIGGER IF NOT EXISTS ${MARK_SEED_TRIGGER} AFTER INSERT ON ${GROUP_TABLE} FOR EACH ROW BEGIN
-  INSERT OR IGNORE INTO ${DELETIONS_TABLE} (group_name, last) VALUES (NEW.group_name, 0);
+  INSERT INTO ${DELETIONS_TABLE} (group_name, last) VALUES (NEW.group_name, (SELECT coalesce(max(last), 0) FROM ${VERSION_TABLE}) + 1)
+    ON CONFLICT (group_name) DO NOTHING;
 END`,
   // An UPDATE of a key column (by hand: no store writes one) takes the record from its old key:
   // a deletion there, as a count of the group's records would show it.
@@ -111,12 +114,21 @@ END`,
   WHEN OLD.group_name IS NOT NEW.group_name OR OLD.kind IS NOT NEW.kind OR OLD.idx IS NOT NEW.idx BEGIN
   ${MARK_DELETION}
 END`,
-  // Run whenever any of these was missing (a file made before marks, or one whose marks or their
-  // triggers were dropped by hand): every group's mark moves past the counter, so it differs
-  // from any a reader holds from before, whatever was deleted while the marks were not kept.
+];
+
+/**
+ * Moves every group's deletion mark past the counter, so it differs from any a reader holds from
+ * before, whatever was deleted while marks were not kept: run by a writer that finds a schema
+ * object missing (a file made before marks, marks or their triggers dropped by hand, an older
+ * backup restored in place) or the schema changed while it held its statements (dropped and
+ * made again by hand). Every reader then reads each group in full once. Inside the BEGIN
+ * IMMEDIATE that makes what is missing.
+ */
+export const MARKS_REPAIR = [
   `UPDATE ${DELETIONS_TABLE} SET last = max(last + 1, (SELECT coalesce(max(last), 0) FROM ${VERSION_TABLE}) + 1)`,
-  `INSERT OR IGNORE INTO ${DELETIONS_TABLE} (group_name, last)
-    SELECT DISTINCT group_name, (SELECT coalesce(max(last), 0) FROM ${VERSION_TABLE}) + 1 FROM ${GROUP_TABLE} WHERE true`,
+  `INSERT INTO ${DELETIONS_TABLE} (group_name, last)
+    SELECT group_name, (SELECT coalesce(max(last), 0) FROM ${VERSION_TABLE}) + 1 FROM ${GROUP_TABLE} WHERE true GROUP BY group_name
+    ON CONFLICT (group_name) DO NOTHING`,
 ];
 const SCHEMA_OBJECTS = [
   GROUP_TABLE,

@@ -40,6 +40,7 @@ import { checkGroupName, checkGroupRecord } from '../group-record-check.js';
 import { checkRaise, raiseStored } from '../high-water-raise.js';
 import {
   GROUP_SCHEMA,
+  MARKS_REPAIR,
   GroupTable,
   hasGroupSchema,
   oversizedGroupNotice,
@@ -140,7 +141,7 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
   /** The last oversized-values notice, so a row that keeps them is reported once. */
   private toldOversized: string | null = null;
   /** The group records' statements, and the generation of the file they were prepared on. */
-  private groupTable: { table: GroupTable; generation: number; schema: number } | null = null;
+  private groupTable: { table: GroupTable; generation: number; schema: number; schemaVersion: Database.Statement<[], number> } | null = null;
   /** The group rows reported holding values over their bound, so each is told once. */
   private readonly toldOversizedGroups = new Set<string>();
   /** Per lease, the callers' questions "poll quickly now?" (SuccessorClaimSupport.pollQuicklyWhile). */
@@ -630,17 +631,23 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
     // The schema's version too: a trigger or table of the group records dropped by hand (or an
     // older backup restored in place) is made again, and the statements prepared for what is
     // there, not kept reading a deletion mark that no longer moves (or a table that is gone).
-    const schema = this.db.pragma('schema_version', { simple: true }) as number;
-    if (this.groupTable?.generation === this.generation && this.groupTable.schema === schema) return this.groupTable.table;
-    if (!hasGroupSchema(this.db)) {
+    const held = this.groupTable?.generation === this.generation ? this.groupTable : null;
+    const schemaVersion = held?.schemaVersion ?? this.db.prepare<[], number>('PRAGMA schema_version').pluck();
+    if (held && held.schema === schemaVersion.get()) return held.table;
+    // Made where missing; and the deletion marks moved (MARKS_REPAIR) where something was, or the
+    // schema changed under this store (made again by hand), in one transaction. Not at every
+    // open: each member's start would make every other read its group in full.
+    const changedUnder = held !== null;
+    if (changedUnder || !hasGroupSchema(this.db)) {
       this.db
         .transaction(() => {
-          for (const statement of GROUP_SCHEMA) this.db.exec(statement);
+          if (!hasGroupSchema(this.db)) for (const statement of GROUP_SCHEMA) this.db.exec(statement);
+          for (const statement of MARKS_REPAIR) this.db.exec(statement);
         })
         .immediate();
     }
     const table = new GroupTable(this.db, this.location);
-    this.groupTable = { table, generation: this.generation, schema: this.db.pragma('schema_version', { simple: true }) as number };
+    this.groupTable = { table, generation: this.generation, schema: schemaVersion.get()!, schemaVersion };
     return table;
   }
 
