@@ -570,6 +570,7 @@ export class ShardMember {
     try {
       const list = await this.calls.call('list', (o) => this.cache.reread(o));
       this.view.observe(list, sent);
+      this.endIfNamedByAnother(list);
       this.restoreVanished();
       this.endLostShards();
       return takes;
