@@ -203,7 +203,11 @@ describe('a sidecar whose status files cannot be written', { skip: SKIP }, () =>
       await waitFor('b owns every shard', () => owned(b) === 4, 6 * LEASE_MS, 10);
       const ms = Date.now() - broken;
       t.diagnostic(`b owned every shard ${ms} ms after a's directory became read-only`);
-      assert.ok(ms <= LEASE_MS + 1_000, `b owned every shard ${ms} ms after a's directory became read-only (lease ${LEASE_MS} ms)`);
+      // a keeps its shards until they could have expired (its app cannot be told through the
+      // file), so this is about a lease: 1.8 to 2.3 s in CI runs, 3.1 s once in the Node 24 step
+      // beside the cluster tier. What it tells apart is a member that keeps renewing with no
+      // file its app can read (never), or one that waits out more than one more lease.
+      assert.ok(ms <= 2 * LEASE_MS, `b owned every shard ${ms} ms after a's directory became read-only (lease ${LEASE_MS} ms)`);
       assert.equal(owned(a), 0, "a's own file, read as its app reads it, lists no shard");
       const ready = await readyz(a);
       assert.equal(ready.code, 503);
