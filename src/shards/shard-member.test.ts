@@ -51,7 +51,13 @@ function world<S extends MemoryGroupStore = MemoryGroupStore>(shards = 12, store
     for (let t = 0; !cond() && t < maxMs; t += stepMs) await clock.advance(stepMs);
     return cond();
   };
-  return { clock, store, add, owners, counts, members, advanceUntil };
+  /** Stops every member, moving the clock on by `renewDeadlineMs` for what their stops wait out. */
+  const stopAll = async (renewDeadlineMs = T.renewDeadlineMs) => {
+    const stopping = Promise.all(members.map(({ m }) => m.stop()));
+    await clock.advance(renewDeadlineMs);
+    await stopping;
+  };
+  return { clock, store, add, owners, counts, members, advanceUntil, stopAll };
 }
 
 /** One member's network: while `cut`, its calls hang until their bound, as to a dead peer. */
@@ -319,9 +325,7 @@ describe('a shard group member', () => {
     assert.ok(tookAt - lastBeat >= T.leaseDurationMs, `b took a's shards ${tookAt - lastBeat} ms after a's last heartbeat, not before the lease duration`);
     assert.ok(tookAt - lastBeat <= T.leaseDurationMs + T.retryPeriodMs + 1_000, `and within a lease duration and a retry period (${tookAt - lastBeat} ms)`);
     assert.equal(a.m.snapshot().owned.length, 0, 'a stopped believing at its renew deadline');
-    const stopping = Promise.all(w.members.map(({ m }) => m.stop()));
-    await w.clock.advance(T.renewDeadlineMs);
-    await stopping;
+    await w.stopAll();
   });
 
   it('a crash in a group of two: the other owns its shards when it judges the session could have expired, not at its next list', async () => {
@@ -349,9 +353,7 @@ describe('a shard group member', () => {
     // expiry but its own pace (a list and a heartbeat each retry period): up to 2 s later.
     assert.ok(after >= T.leaseDurationMs, `b took a's shards ${after} ms after a's last heartbeat, before the lease duration`);
     assert.ok(after <= T.leaseDurationMs + 200, `b took a's shards ${after} ms after a's last heartbeat: it waited for its own pace past the expiry`);
-    const stopping = Promise.all(w.members.map(({ m }) => m.stop()));
-    await w.clock.advance(T.renewDeadlineMs);
-    await stopping;
+    await w.stopAll();
   });
 
   it("a shard record naming this member's session for another member (a store replaced, numbers started over): it joins anew, and the shard waits a lease", async () => {
@@ -387,9 +389,7 @@ describe('a shard group member', () => {
       `shard ${s} is not owned again once the ghost's session could have expired`,
     );
     assert.ok(record().token > 100);
-    const stopping = Promise.all(w.members.map(({ m }) => m.stop()));
-    await w.clock.advance(T.renewDeadlineMs);
-    await stopping;
+    await w.stopAll();
   });
 
   it('a newcomer after a crash long over takes its share at once: the dead slot it finds is no member of its assignment', async () => {
@@ -413,9 +413,7 @@ describe('a shard group member', () => {
     const took = w.clock.monotonic() - joined;
     assert.ok(took <= T.retryPeriodMs, `d had its share ${took} ms after it joined, within a retry period, not after the dead slot's lease duration`);
     assert.equal(d.m.snapshot().owned.length, 4);
-    const stopping = Promise.all(w.members.map(({ m }) => m.stop()));
-    await w.clock.advance(T.renewDeadlineMs);
-    await stopping;
+    await w.stopAll();
   });
 
   it('cut off until its session is over for itself, then healed: it releases what drained and takes its slot back, no wait for an expiry', async () => {
@@ -456,9 +454,7 @@ describe('a shard group member', () => {
       { slot: slot.slot, session: slot.session + 1 },
       'in its old slot, with the next session: the ended one is no member of anyone’s assignment',
     );
-    const stopping = Promise.all(w.members.map(({ m }) => m.stop()));
-    await w.clock.advance(t.renewDeadlineMs);
-    await stopping;
+    await w.stopAll(t.renewDeadlineMs);
   });
 
   it('its slot rewritten by hand at a version below its cursor: the heartbeat that loses reads the group in full, and the session goes on', async () => {
@@ -513,9 +509,7 @@ describe('a shard group member', () => {
     assert.ok(await w.advanceUntil(() => b.m.snapshot().owned.length === 0, 5_000, 10));
     assert.ok(await w.advanceUntil(() => b.m.snapshot().orphaned === 12, 5_000, 10), `orphaned ${b.m.snapshot().orphaned}`);
     assert.equal(b.m.snapshot().members, 0, 'a leaving member takes no shards: not counted');
-    const stopping = Promise.all(w.members.map(({ m }) => m.stop()));
-    await w.clock.advance(T.renewDeadlineMs);
-    await stopping;
+    await w.stopAll();
   });
 
   it('a group whose header says another shard count is refused at start, naming the rule', async () => {

@@ -45,6 +45,9 @@ const DRAW = `INSERT INTO ${VERSION_TABLE} (id, last) VALUES (1, (SELECT coalesc
     ON CONFLICT (id) DO UPDATE SET last = last + 1;
   UPDATE ${GROUP_TABLE} SET version = (SELECT last FROM ${VERSION_TABLE} WHERE id = 1) WHERE rowid = NEW.rowid;`;
 
+/** A version past the file's counter: past every version and mark drawn from it so far. */
+const PAST_COUNTER = `(SELECT coalesce(max(last), 0) FROM ${VERSION_TABLE}) + 1`;
+
 /**
  * Marks a deletion from OLD's group: draws a version, as a write does, and makes it the group's
  * mark, past its last one even if the counter was reset by hand.
@@ -105,7 +108,7 @@ END`,
   // counter, so a row made again differs from any mark a reader holds. An upsert, not OR IGNORE:
   // the outer statement's conflict policy (a REPLACE INTO, an INSERT OR ABORT) would override it.
   `CREATE TRIGGER IF NOT EXISTS ${MARK_SEED_TRIGGER} AFTER INSERT ON ${GROUP_TABLE} FOR EACH ROW BEGIN
-  INSERT INTO ${DELETIONS_TABLE} (group_name, last) VALUES (NEW.group_name, (SELECT coalesce(max(last), 0) FROM ${VERSION_TABLE}) + 1)
+  INSERT INTO ${DELETIONS_TABLE} (group_name, last) VALUES (NEW.group_name, ${PAST_COUNTER})
     ON CONFLICT (group_name) DO NOTHING;
 END`,
   // An UPDATE of a key column (by hand: no store writes one) takes the record from its old key:
@@ -125,9 +128,9 @@ END`,
  * IMMEDIATE that makes what is missing.
  */
 export const MARKS_REPAIR = [
-  `UPDATE ${DELETIONS_TABLE} SET last = max(last + 1, (SELECT coalesce(max(last), 0) FROM ${VERSION_TABLE}) + 1)`,
+  `UPDATE ${DELETIONS_TABLE} SET last = max(last + 1, ${PAST_COUNTER})`,
   `INSERT INTO ${DELETIONS_TABLE} (group_name, last)
-    SELECT group_name, (SELECT coalesce(max(last), 0) FROM ${VERSION_TABLE}) + 1 FROM ${GROUP_TABLE} WHERE true GROUP BY group_name
+    SELECT group_name, ${PAST_COUNTER} FROM ${GROUP_TABLE} WHERE true GROUP BY group_name
     ON CONFLICT (group_name) DO NOTHING`,
 ];
 const SCHEMA_OBJECTS = [
@@ -234,9 +237,10 @@ export class GroupTable {
   private readonly list: Database.Statement<[string], GroupRow>;
   private readonly headerRow: Database.Statement<[string], GroupRow>;
   private readonly versionOf: Database.Statement<[string, string, number], number>;
-  /** The group's deletion mark, where the file marks deletions; null: it counts them instead. */
-  private readonly deletionMark: Database.Statement<[string], number> | null;
-  private readonly recordCount: Database.Statement<[string], number>;
+  /** Whether the file marks deletions (marksDeletions); else the group's records are counted. */
+  private readonly marks: boolean;
+  /** The group's deletion mark where the file marks deletions, else its count of records. */
+  private readonly deletionsOf: Database.Statement<{ g: string }, number | null>;
   private readonly fingerprintOf: Database.Statement<{ g: string }, { v: number | null; d: number | null }>;
   private readonly listSince: Database.Statement<[string, number], GroupRow>;
   private readonly counter: Database.Statement<[], number>;
@@ -258,12 +262,13 @@ export class GroupTable {
         `SELECT coalesce((SELECT CASE WHEN typeof(last) = 'integer' THEN last END FROM ${VERSION_TABLE} WHERE id = 1), (SELECT max(version) FROM ${GROUP_TABLE}), 0)`,
       )
       .pluck();
-    const marks = marksDeletions(db);
-    this.deletionMark = marks ? db.prepare<[string], number>(`SELECT last FROM ${DELETIONS_TABLE} WHERE group_name = ?`).pluck() : null;
-    this.recordCount = db.prepare<[string], number>(`SELECT count(*) FROM ${GROUP_TABLE} WHERE group_name = ?`).pluck();
-    // Both one step down an index, where the file marks deletions (a deletion of the group's
-    // record with the largest version lowers that, another's changes nothing else); else the count.
-    const deletions = marks ? `(SELECT last FROM ${DELETIONS_TABLE} WHERE group_name = @g)` : `(SELECT count(*) FROM ${GROUP_TABLE} WHERE group_name = @g)`;
+    this.marks = marksDeletions(db);
+    // One step down an index where the file marks deletions, else a pass over the group's.
+    const deletions = this.marks
+      ? `(SELECT last FROM ${DELETIONS_TABLE} WHERE group_name = @g)`
+      : `(SELECT count(*) FROM ${GROUP_TABLE} WHERE group_name = @g)`;
+    this.deletionsOf = db.prepare<{ g: string }, number | null>(`SELECT ${deletions}`).pluck();
+    // A deletion of the group's record with the largest version lowers that; another's, only the deletions.
     this.fingerprintOf = db.prepare(`SELECT (SELECT max(version) FROM ${GROUP_TABLE} WHERE group_name = @g) AS v, ${deletions} AS d`);
     const named = COLUMNS.map((c) => `@${c}`).join(', ');
     this.insert = db.prepare(`INSERT INTO ${GROUP_TABLE} (${COLUMNS.join(', ')}) VALUES (${named}) ON CONFLICT (group_name, kind, idx) DO NOTHING`);
@@ -293,7 +298,9 @@ export class GroupTable {
         // A row written by hand with a version past the counter: continue past it, not before.
         const cursor = records.reduce((max, r) => Math.max(max, r.version), counter);
         // In the same snapshot as the rows: a deletion committed after them moves it after them.
-        const deletions = this.deletionMark ? { mark: this.deletionMark.get(group) ?? null } : { total: full ? records.length : this.recordCount.get(group)! };
+        const deletions = this.marks
+          ? { mark: this.deletionsOf.get({ g: group }) ?? null }
+          : { total: full ? records.length : this.deletionsOf.get({ g: group })! };
         return { records, cursor, full, deletions };
       })
       .deferred();
