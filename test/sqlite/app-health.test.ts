@@ -482,9 +482,16 @@ describe('leasehold run with --health-tcp', () => {
     await waitFor('the other campaigning', () => readStatus(runs[other]!.statusDir)?.standingAside === null, 10_000);
     const killedAt = Date.now();
     runs[first.identity]!.app.proc.kill('SIGKILL');
-    const next = await waitFor('the other command', () => (current(work)?.identity === other ? current(work) : undefined), FAILURE_MS + 10_000, 10);
+    // A release, not an expiry: the other sidecar leads before the lease could have expired after
+    // the failure was seen, and the first said it released. The command's start is waited for
+    // untimed: a bound on it (failure time + 2 s) measured python's start under load too, and
+    // failed at 3,545 ms beside other tests; the handoff's speed is the bench's.
+    await waitFor('the other sidecar leading', () => readStatus(runs[other]!.statusDir)?.isLeader === true, FAILURE_MS + 10_000, 10);
     const tookMs = Date.now() - killedAt;
-    assert.ok(tookMs <= FAILURE_MS + 1_000 + 1_000, `the other command within the failure time, a handoff and its start, took ${tookMs} ms`);
+    const leaseMs = Number.parseInt(TIMING.leaseDuration, 10) * 1000;
+    assert.ok(tookMs < FAILURE_MS + leaseMs, `the other sidecar led within ${FAILURE_MS} + ${leaseMs} ms (before an expiry), took ${tookMs} ms`);
+    await waitFor("the first sidecar's release line", () => /"msg":"released lease"/.test(runs[first.identity]!.proc.stderr()), 10_000);
+    const next = await waitFor('the other command', () => (current(work)?.identity === other ? current(work) : undefined), 10_000, 10);
     assert.ok(next.token > first.token);
     assert.equal(isAlive(first.pid), false, 'the first command was stopped');
     assert.equal(existsSync(join(work, 'violations')), false, 'never two commands at once');
