@@ -184,6 +184,18 @@ export interface GroupStore {
   raiseHighWater?(group: string, raise: HighWaterRaise, opts?: CallOptions): Promise<RaisedHighWater>;
 
   /**
+   * Optional: a raise of the header's highWater (raiseHighWater, by `takes.length`) and the shard
+   * writes its tokens are for, in one transaction (SQLite; docs/design.md, "A take's raise in its
+   * batch"): the members taking at once after a leave each wait for the file's lock once, not
+   * twice. `takes[i]` is written with token from + 1 + i (the token it carries is not read), each
+   * its own compare-and-swap as in writeGroupRecords: one that lost its race is reported in its
+   * place and its token is issued to nobody. Refused whole, nothing written, as raiseHighWater or
+   * writeGroupRecords would refuse, or when a write is not of a shard. A store without it raises,
+   * then writes the batch.
+   */
+  raiseAndTake?(group: string, raise: Omit<HighWaterRaise, 'count'>, takes: readonly GroupWrite[], opts?: CallOptions): Promise<RaisedAndTaken>;
+
+  /**
    * Optional: `onChange()` after any change of the group's records, as soon as the store can
    * tell. A hint only: late, lost or spurious calls must not matter, every decision is a list
    * and a compare-and-swap. `onHealth(true)`: every change from now on will be reported.
@@ -205,6 +217,11 @@ export interface HighWaterRaise {
 export interface RaisedHighWater {
   from: number;
   header: VersionedGroupRecord<GroupHeader>;
+}
+
+/** What raiseAndTake wrote: the raise, and each take's outcome in the order of the takes. */
+export interface RaisedAndTaken extends RaisedHighWater {
+  outcomes: GroupWriteOutcome[];
 }
 
 /** One write of a batch: a create when `expectedVersion` is null, else a compare-and-swap from it. */

@@ -85,6 +85,7 @@ export class InstrumentedGroupStore implements GroupStore {
   readGroupChanges?: GroupStore['readGroupChanges'];
   writeGroupRecords?: GroupStore['writeGroupRecords'];
   raiseHighWater?: GroupStore['raiseHighWater'];
+  raiseAndTake?: GroupStore['raiseAndTake'];
 
   constructor(
     private readonly inner: GroupStore,
@@ -115,6 +116,9 @@ export class InstrumentedGroupStore implements GroupStore {
     // Without it the member would raise the header by compare-and-swap, and lose races it need not.
     const raise = inner.raiseHighWater?.bind(inner);
     if (raise) this.raiseHighWater = (group, r, opts) => timed(this.histogram, this.backend, 'raise', () => raise(group, r, opts));
+    // Without it the member would raise, then write its takes: two waits for SQLite's lock.
+    const take = inner.raiseAndTake?.bind(inner);
+    if (take) this.raiseAndTake = (group, r, takes, opts) => timed(this.histogram, this.backend, 'take', () => take(group, r, takes, opts));
   }
 
   async listGroup(group: string, opts?: CallOptions): Promise<VersionedGroupRecord[]> {

@@ -33,6 +33,14 @@ export function notingRefusals(store: GroupStore, group: string, onRefused: Refu
       return outcomes;
     };
   }
+  if (store.raiseAndTake) {
+    const take = store.raiseAndTake.bind(store);
+    overrides.raiseAndTake = async (g, raise, takes, opts) => {
+      const answer = await take(g, raise, takes, opts);
+      if (g === group) answer.outcomes.forEach((o, i) => !o.written && takes[i] && onRefused(takes[i].record, takes[i].expectedVersion));
+      return answer;
+    };
+  }
   return new Proxy(store, {
     get(target, prop) {
       if (Object.hasOwn(overrides, prop)) return overrides[prop as keyof GroupStore];

@@ -312,6 +312,73 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
       assert.deepEqual((await one(g, { kind: 'group', index: 0 }))?.record, header({ highWater: next }), 'the last block ends at the stored highWater');
     });
 
+    it("a raise and the takes it is for in one call, where the store has it: tokens from the block in order, a lost take's token issued to nobody, refusals that write nothing", async (t) => {
+      if (!s.raiseAndTake) return t.skip('this store raises, then writes its takes (raiseHighWater, writeGroupRecords)');
+      const take = s.raiseAndTake.bind(s);
+      const g = fresh();
+      const mine = (i: number) => contractShard(i, { holderIdentity: 'b', owner: { slot: 1, session: 2 }, token: 0 });
+      assert.equal(await codeOf(take(g, { atLeast: 0, shards: 16 }, [{ record: mine(0), expectedVersion: null }])), 'LEASEHOLD_ERR_NOT_FOUND', 'no header');
+      assert.deepEqual(await s.listGroup(g), [], 'and nothing written');
+      await s.createGroupRecord(g, contractHeader({ highWater: 4 }));
+      const v1 = await s.createGroupRecord(g, contractShard(1, { holderIdentity: '', owner: null, token: 3 }));
+      const v2 = await s.createGroupRecord(g, contractShard(2, { holderIdentity: '', owner: null, token: 2 }));
+      await subject.writeElsewhere(g, contractShard(2, { token: 4 })); // shard 2 taken by another since v2 was read
+      const answer = await take(g, { atLeast: 6, shards: 16 }, [
+        { record: mine(0), expectedVersion: null },
+        { record: mine(2), expectedVersion: v2 },
+        { record: mine(1), expectedVersion: v1 },
+      ]);
+      assert.equal(answer.from, 6, 'from the larger of highWater (4) and atLeast (6)');
+      assert.equal(answer.header.record.highWater, 9, 'a block of one token per take');
+      assert.deepEqual(
+        answer.outcomes.map((o) => o.written),
+        [true, false, true],
+      );
+      const versions = answer.outcomes.map((o) => (o.written ? o.version : undefined));
+      assert.deepEqual(sorted(await s.listGroup(g)), [
+        answer.header,
+        { record: contractShard(0, { holderIdentity: 'b', owner: { slot: 1, session: 2 }, token: 7 }), version: versions[0]! },
+        { record: contractShard(1, { holderIdentity: 'b', owner: { slot: 1, session: 2 }, token: 9 }), version: versions[2]! },
+        (await one(g, { kind: 'shard', index: 2 }))!,
+      ]);
+      assert.deepEqual(
+        (await one(g, { kind: 'shard', index: 2 }))?.record,
+        contractShard(2, { token: 4 }),
+        "the lost take left the other's write; its token 8 is issued to nobody",
+      );
+      const before = sorted(await s.listGroup(g));
+      for (const [raise, takes, code] of [
+        [{ atLeast: 0, shards: 8 }, [{ record: mine(3), expectedVersion: null }], 'LEASEHOLD_ERR_CONFLICT'],
+        [{ atLeast: 0, shards: 16 }, [], 'LEASEHOLD_ERR_INVALID_RECORD'],
+        [{ atLeast: 0, shards: 16 }, [{ record: contractSlot(3), expectedVersion: null }], 'LEASEHOLD_ERR_INVALID_RECORD'],
+        [
+          { atLeast: 0, shards: 16 },
+          [
+            { record: mine(3), expectedVersion: null },
+            { record: mine(3), expectedVersion: null },
+          ],
+          'LEASEHOLD_ERR_INVALID_RECORD',
+        ],
+        [
+          { atLeast: (s.maxToken ?? Number.MAX_SAFE_INTEGER) - 1, shards: 16 },
+          [mine(3), mine(4)].map((record) => ({ record, expectedVersion: null })),
+          'LEASEHOLD_ERR_INVALID_RECORD',
+        ],
+      ] as const) {
+        assert.equal(await codeOf(take(g, raise, takes)), code, JSON.stringify({ raise, takes: takes.length }));
+        assert.deepEqual(sorted(await s.listGroup(g)), before, `${JSON.stringify(raise)} with ${takes.length} takes wrote nothing`);
+      }
+      // Calls at once, through this store and another instance where the subject opens one: no two blocks share a token.
+      const other = subject.reopen ? await subject.reopen() : s;
+      const calls = await Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          (i % 2 ? other : s).raiseAndTake!(g, { atLeast: 0, shards: 16 }, [{ record: mine(10 + i), expectedVersion: null }]),
+        ),
+      );
+      const froms = calls.map((c) => c.from).sort((a, b) => a - b);
+      assert.deepEqual(froms, [9, 10, 11, 12, 13, 14], 'blocks follow one another');
+    });
+
     it("the header's longestLeaseSeconds: absent reads absent (a header from before it), written reads back beside highWater, a raise from a stale version is a ConflictError, and no positive number is refused", async () => {
       const g = fresh();
       const v1 = await s.createGroupRecord(g, contractHeader({ highWater: 7 }));
