@@ -287,7 +287,7 @@ export async function shardChain(o: ShardChainOptions): Promise<ShardCaseResult[
       fullReads: sum((k) => k === 'reads full'),
       changeReads: sum((k) => k === 'reads changes'),
       records: sum((k) => k.startsWith('records ')),
-      writes: sum((k) => /^(create|update|batch) ok$/.test(k)),
+      writes: sum((k) => /^(create|update|batch|take) ok$/.test(k)),
       conflicts: sum((k) => k.endsWith(' conflict')),
       failed: sum((k) => k.endsWith(' error')),
     };

@@ -11,7 +11,18 @@ import { ManualHealth } from '../health/manual-health.js';
 import { BackendUnavailableError, InvalidConfigError } from '../errors.js';
 import { ShardMember, type ShardMemberOptions } from './shard-member.js';
 import { MAX_BATCH_ROWS } from './write-batches.js';
-import type { GroupChanges, GroupRecord, GroupStore, HighWaterRaise, RaisedHighWater, ShardRecord, VersionedGroupRecord } from '../backends/group-store.js';
+import type {
+  GroupChanges,
+  GroupRecord,
+  GroupStore,
+  GroupWrite,
+  GroupWriteOutcome,
+  HighWaterRaise,
+  RaisedAndTaken,
+  RaisedHighWater,
+  ShardRecord,
+  VersionedGroupRecord,
+} from '../backends/group-store.js';
 import type { CallOptions } from '../backends/lease-store.js';
 import type { Logger } from '../log.js';
 
@@ -97,6 +108,33 @@ class RaisingStore extends MemoryGroupStore {
   }
 }
 
+/**
+ * A store that raises the header and writes the takes in one call (GroupStore.raiseAndTake:
+ * SQLite); it counts those calls, and the takes (a shard written with an owner) sent any other way.
+ */
+class TakingStore extends RaisingStore {
+  takeCalls = 0;
+  takesElsewhere = 0;
+  async raiseAndTake(group: string, raise: Omit<HighWaterRaise, 'count'>, takes: readonly GroupWrite[], opts?: CallOptions): Promise<RaisedAndTaken> {
+    this.takeCalls++;
+    const { from, header } = this.raise(group, { ...raise, count: takes.length });
+    const outcomes = await super.writeGroupRecords(
+      group,
+      takes.map((w, i) => ({ ...w, record: { ...(w.record as ShardRecord), token: from + 1 + i } })),
+      opts,
+    );
+    return { from, header, outcomes };
+  }
+  override async writeGroupRecords(group: string, writes: readonly GroupWrite[], opts?: CallOptions): Promise<GroupWriteOutcome[]> {
+    this.takesElsewhere += writes.filter((w) => w.record.kind === 'shard' && w.record.owner !== null).length;
+    return super.writeGroupRecords(group, writes, opts);
+  }
+  override async createGroupRecord(group: string, record: GroupRecord, opts?: CallOptions): Promise<string> {
+    if (record.kind === 'shard' && record.owner !== null) this.takesElsewhere++;
+    return super.createGroupRecord(group, record, opts);
+  }
+}
+
 const everyShardOnce = (owners: Map<number, string[]>, n: number) => owners.size === n && [...owners.values()].every((o) => o.length === 1);
 
 describe('a shard group member', () => {
@@ -175,6 +213,24 @@ describe('a shard group member', () => {
     w.store.refuseRaises = false;
     assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 12) && w.counts().slice(1).join() === '6,6', 3 * T.retryPeriodMs, 10));
     assert.equal(w.store.casRaises, 0);
+    await Promise.all(w.members.slice(1).map(({ m }) => m.stop()));
+  });
+
+  it('on a store that raises and takes in one call: every take through it, one call per taker after a leave, tokens from its blocks', async () => {
+    const w = world(12, new TakingStore());
+    const [a] = [await w.add('a'), await w.add('b'), await w.add('c')];
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 12) && w.counts().join() === '4,4,4', 40_000));
+    assert.ok(w.store.takeCalls > 0, 'the store raised and took');
+    assert.deepEqual([w.store.takesElsewhere, w.store.raises, w.store.casRaises], [0, 0, 0], 'no take, and no raise, sent any other way');
+    const before = w.store.takeCalls;
+    await a.m.stop();
+    assert.ok(await w.advanceUntil(() => everyShardOnce(w.owners(), 12) && w.counts().slice(1).join() === '6,6', 3 * T.retryPeriodMs, 10));
+    assert.equal(w.store.takeCalls - before, 2, "a's 4 shards: one call for each of the two takers");
+    const tokens = w.members.slice(1).flatMap(({ m }) => m.snapshot().owned.map((o) => o.token));
+    assert.equal(new Set(tokens).size, 12, 'no token issued twice');
+    const header = w.store.peek(G).find((v) => v.record.kind === 'group')!.record;
+    assert.ok(header.kind === 'group' && header.highWater! >= Math.max(...tokens), 'the header holds every token issued');
+    assert.deepEqual([w.store.takesElsewhere, w.store.raises, w.store.casRaises], [0, 0, 0]);
     await Promise.all(w.members.slice(1).map(({ m }) => m.stop()));
   });
 

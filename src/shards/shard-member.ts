@@ -481,6 +481,8 @@ export class ShardMember {
     // One raise of the header's highWater for the takes allowed now; each is judged again before its write.
     const due = toTake.filter((s) => this.takes.allowed(s, m));
     if (due.length === 0) return;
+    // Where the store raises and takes in one transaction (SQLite), one call; else a raise, then the takes.
+    if (await this.takes.takeWithRaise(due, m)) return;
     const block = await this.takes.reserveTokens(due.length);
     if (!block) return;
     await inBatches(due, this.calls.parallelWrites, (s) => this.takes.take(s, m, block));

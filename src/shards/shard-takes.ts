@@ -5,12 +5,13 @@
  * is to take wait to be created.
  */
 import { ConflictError, NotFoundError, describeError } from '../errors.js';
-import type { ShardRecord } from '../backends/group-store.js';
+import type { RaisedAndTaken, ShardRecord } from '../backends/group-store.js';
 import { sessionKey } from './group-view.js';
 import type { MemberContext } from './member-context.js';
 import type { Session } from './member-session.js';
 import type { Owned } from './shard-phases.js';
 import { TokenBlock, raiseBase, raisedHeader } from './token-blocks.js';
+import { MAX_BATCH_ROWS } from './write-batches.js';
 import { shardFact } from './turn-facts.js';
 import { takeAllowed, type TakeFreshness } from './turn-plan.js';
 
@@ -109,6 +110,53 @@ export class ShardTakes {
         this.ctx.log.warn('raising the group high-water token failed: no shard is taken until it is raised', { reason: describeError(err) });
       return null;
     }
+  }
+
+  /**
+   * Takes `due` for session `m` by the store's raise and takes in one call (GroupStore.raiseAndTake:
+   * SQLite), at most MAX_BATCH_ROWS a call: each shard judged again right before its call, as
+   * take() judges it, its token the call's block in the order sent. False, nothing done, where the
+   * store has no such call: the caller reserves tokens, then takes. A call refused whole (no
+   * header, another shard count) or unanswered takes nothing this pass, as a failed raise.
+   */
+  async takeWithRaise(due: readonly number[], m: Session): Promise<boolean> {
+    const { view, store, calls, group, clock, sessions } = this.ctx;
+    if (!store.raiseAndTake) return false;
+    for (let i = 0; i < due.length; i += MAX_BATCH_ROWS) {
+      const now = due.slice(i, i + MAX_BATCH_ROWS).filter((s) => this.allowed(s, m));
+      if (now.length === 0) continue;
+      const acquireTime = clock.now();
+      // The token is the store's to fill in (from + 1 + the take's place): 0 here is never written.
+      const takes = now.map((s): { record: ShardRecord; expectedVersion: string | null } => ({
+        record: {
+          kind: 'shard',
+          index: s,
+          holderIdentity: this.ctx.identity,
+          owner: { slot: m.slot, session: m.session },
+          token: 0,
+          acquireTime,
+        },
+        expectedVersion: view.shard(s)?.version ?? null,
+      }));
+      let answer: RaisedAndTaken;
+      try {
+        answer = await calls.call('take', (o) => store.raiseAndTake!(group, { atLeast: view.highestSeen, shards: this.ctx.shards }, takes, o));
+      } catch (err) {
+        this.ctx.writeFailed(err);
+        if (!(err instanceof NotFoundError) && !(err instanceof ConflictError))
+          this.ctx.log.warn('taking shards failed: they are tried again at the next turn', { count: takes.length, reason: describeError(err) });
+        return true;
+      }
+      view.wrote(answer.header);
+      answer.outcomes.forEach((o, j) => {
+        if (!o.written) return this.ctx.writeFailed(new ConflictError(o.conflict));
+        const rec = { ...takes[j]!.record, token: answer.from + 1 + j };
+        view.wrote({ record: rec, version: o.version });
+        // As take(): a take answered after the session ended is not announced.
+        if (sessions.current === m && sessions.valid(m)) this.gained(rec.index, m, { token: rec.token, version: o.version });
+      });
+    }
+    return true;
   }
 
   /**
