@@ -5,7 +5,7 @@ import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { committedFrames, foreignLog } from './wal-owner.js';
+import { backfilledFrames, committedFrames, foreignLog } from './wal-owner.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leasehold-wal-owner-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -28,7 +28,69 @@ function killedWith(rows: number, order: 'db-then-wal' | 'wal-then-db', checkpoi
   return path;
 }
 
+/**
+ * A live database right after a checkpoint that a reader's snapshot stopped part way: the file
+ * written after the log's last commit, and a newer image of a page it holds still in the log.
+ * Returns the writer (open) and the path; the reader's snapshot is over.
+ */
+function afterPartialCheckpoint(): { path: string; w: Database.Database; copied: number } {
+  const path = join(dir, `live-${++n}.db`);
+  const w = new Database(path);
+  w.pragma('journal_mode = WAL');
+  w.pragma('wal_autocheckpoint = 0');
+  w.exec("CREATE TABLE t (v); INSERT INTO t VALUES ('a')");
+  const r = new Database(path, { readonly: true });
+  r.exec('BEGIN');
+  r.prepare('SELECT count(*) FROM t').get(); // the snapshot: a checkpoint copies no frame past it
+  w.prepare('UPDATE t SET v = ?').run('b');
+  // The checkpoint's write must come after the log's last one on the file system's clock (it
+  // ticks coarsely): waited for by writing a probe until its change time passes the log's.
+  const logChanged = fs.statSync(`${path}-wal`, { bigint: true }).ctimeNs;
+  const probe = join(dir, `probe-${n}`);
+  for (let i = 0; ; i++) {
+    fs.writeFileSync(probe, String(i));
+    if (fs.statSync(probe, { bigint: true }).ctimeNs > logChanged) break;
+  }
+  const [ck] = w.pragma('wal_checkpoint(PASSIVE)') as { log: number; checkpointed: number }[];
+  r.exec('COMMIT');
+  r.close();
+  assert.ok(ck!.checkpointed > 0 && ck!.checkpointed < ck!.log, `the checkpoint copied ${ck!.checkpointed} of ${ck!.log} frames`);
+  assert.ok(fs.statSync(path, { bigint: true }).ctimeNs > fs.statSync(`${path}-wal`, { bigint: true }).ctimeNs, 'the file changed after the log');
+  return { path, w, copied: ck!.checkpointed };
+}
+
 describe("foreignLog: a -wal that is not the database file's own", () => {
+  it("accepts a live database's log after a checkpoint a reader stopped part way: the -shm says which frames the file holds", () => {
+    const { path, w, copied } = afterPartialCheckpoint();
+    try {
+      const fd = fs.openSync(`${path}-wal`, 'r');
+      const salt = committedFrames(fd)!.salt;
+      fs.closeSync(fd);
+      assert.equal(backfilledFrames(`${path}-shm`, salt), copied, "the checkpoint's count: the create and the insert, not the update");
+      assert.equal(backfilledFrames(`${path}-shm`, Buffer.alloc(8)), null, "another generation's salt");
+      assert.equal(backfilledFrames(join(dir, 'absent-shm'), salt), null);
+      assert.equal(foreignLog(path), null);
+    } finally {
+      w.close();
+    }
+  });
+
+  it('still refuses a replaced file read through the old log with its own -shm, after a partial checkpoint', () => {
+    const { path, w } = afterPartialCheckpoint();
+    try {
+      // Another database moved over the path while the old file's log and -shm stay.
+      const other = join(dir, `other-${n}.db`);
+      const o = new Database(other);
+      o.exec("CREATE TABLE backup (v); INSERT INTO backup VALUES ('kept')");
+      o.close();
+      copyFileSync(other, `${path}.new`);
+      fs.renameSync(`${path}.new`, path);
+      assert.match(foreignLog(path) ?? '', /is older than the database file and holds pages that would overwrite it/);
+    } finally {
+      w.close();
+    }
+  });
+
   it('reads the committed frames as recovery would', () => {
     const path = killedWith(3, 'db-then-wal');
     const fd = fs.openSync(`${path}-wal`, 'r');

@@ -1,4 +1,5 @@
 import { closeSync, fstatSync, openSync, readSync, statSync, type BigIntStats } from 'node:fs';
+import { endianness } from 'node:os';
 
 // Whether the -wal beside a database file is another file's log. SQLite pairs a database with
 // the -wal beside it by name alone, and nothing in a -wal names its database: a file moved over
@@ -36,9 +37,10 @@ function checksum(data: Buffer, bigEndian: boolean, s: [number, number]): [numbe
  * The committed frames of the -wal open at `fd` as SQLite's recovery would find them: each
  * page's latest image (its offset in the -wal), the page size, and the database size in pages
  * after the last commit. Null when it holds no committed frame (empty, a bad header).
- * Reads one frame at a time: the memory used does not grow with the log.
+ * Reads one frame at a time: the memory used does not grow with the log. `lastCommit`: the
+ * number of the last committed frame (1 is the first); `salt`: the header's, as the -shm holds it.
  */
-export function committedFrames(fd: number): { pageSize: number; pages: Map<number, number>; dbPages: number } | null {
+export function committedFrames(fd: number): { pageSize: number; pages: Map<number, number>; dbPages: number; lastCommit: number; salt: Buffer } | null {
   const header = Buffer.alloc(WAL_HEADER);
   if (readSync(fd, header, 0, WAL_HEADER, 0) < WAL_HEADER) return null;
   const magic = header.readUInt32BE(0);
@@ -53,7 +55,8 @@ export function committedFrames(fd: number): { pageSize: number; pages: Map<numb
   const pending = new Map<number, number>();
   const pages = new Map<number, number>();
   let dbPages = 0;
-  for (let at = WAL_HEADER; readSync(fd, frame, 0, frame.length, at) === frame.length; at += frame.length) {
+  let lastCommit = 0;
+  for (let at = WAL_HEADER, n = 1; readSync(fd, frame, 0, frame.length, at) === frame.length; at += frame.length, n++) {
     if (!frame.subarray(8, 16).equals(salt)) break;
     sum = checksum(frame.subarray(0, 8), bigEndian, sum);
     sum = checksum(frame.subarray(FRAME_HEADER), bigEndian, sum);
@@ -64,23 +67,66 @@ export function committedFrames(fd: number): { pageSize: number; pages: Map<numb
       for (const [page, offset] of pending) pages.set(page, offset);
       pending.clear();
       dbPages = commitSize;
+      lastCommit = n;
     }
   }
-  return pages.size === 0 ? null : { pageSize, pages, dbPages };
+  return pages.size === 0 ? null : { pageSize, pages, dbPages, lastCommit, salt: Buffer.from(salt) };
 }
 
-/** True when writing the committed frames of the log open at `wal` into `dbPath` would change it (a page or its size). */
+const SHM_HEADER = 136;
+/** WalIndexHdr.iVersion, the -shm's format (SQLite's WALINDEX_MAX_VERSION). */
+const SHM_VERSION = 3007000;
+
+/**
+ * How many frames of the log whose header salt is `salt` a checkpoint copied into the database
+ * file (WalCkptInfo.nBackfill in the -shm beside it), or null when the -shm does not tell: absent,
+ * unreadable, not initialised, its two header copies torn apart by a writer, or describing
+ * another generation of the log (another salt). The -shm is SQLite's shared memory, in the
+ * host's byte order; read only, never written.
+ */
+export function backfilledFrames(shmPath: string, salt: Buffer): number | null {
+  let fd: number;
+  try {
+    fd = openSync(shmPath, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const b = Buffer.alloc(SHM_HEADER);
+    if (readSync(fd, b, 0, SHM_HEADER, 0) < SHM_HEADER) return null;
+    const u32 = (at: number) => (endianness() === 'LE' ? b.readUInt32LE(at) : b.readUInt32BE(at));
+    // The header is written twice (0 and 48) so a reader can tell a torn copy; the salt as the log's header holds it, byte for byte.
+    if (u32(0) !== SHM_VERSION || b[12] !== 1 || !b.subarray(0, 48).equals(b.subarray(48, 96)) || !b.subarray(32, 40).equals(salt)) return null;
+    const mxFrame = u32(16);
+    const nBackfill = u32(96);
+    return nBackfill <= mxFrame ? nBackfill : null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * True when writing the committed frames of the log open at `wal` into `dbPath` would change it
+ * (a page or its size). Where the -shm says a checkpoint copied the log only part way (a reader's
+ * snapshot stopped it at nBackfill), only the pages whose latest frame is within the copied ones
+ * are compared: a checkpoint copies each page's latest frame or nothing of it, so every such page
+ * is in the file as that frame has it, and the others may be older there or absent. Nor the
+ * size: a checkpoint sets it only when it copies the whole log.
+ */
 function logChangesFile(dbPath: string, wal: number): boolean {
   const log = committedFrames(wal);
   if (!log) return false;
+  const backfilled = backfilledFrames(`${dbPath}-shm`, log.salt);
+  const partial = backfilled !== null && backfilled > 0 && backfilled < log.lastCommit;
+  const frameOf = (offset: number) => (offset - WAL_HEADER - FRAME_HEADER) / (FRAME_HEADER + log.pageSize) + 1;
   const db = statOrNull(dbPath);
-  if (!db || db.size !== BigInt(log.dbPages) * BigInt(log.pageSize)) return true;
+  if (!db || (!partial && db.size !== BigInt(log.dbPages) * BigInt(log.pageSize))) return true;
   const main = openSync(dbPath, 'r');
   try {
     const a = Buffer.alloc(log.pageSize);
     const b = Buffer.alloc(log.pageSize);
     for (const [page, offset] of log.pages) {
-      if (page > log.dbPages) continue;
+      if (page > log.dbPages || (partial && frameOf(offset) > backfilled)) continue;
       readSync(wal, a, 0, a.length, offset);
       if (readSync(main, b, 0, b.length, (page - 1) * log.pageSize) !== b.length || !a.equals(b)) return true;
     }
@@ -98,15 +144,20 @@ function logChangesFile(dbPath: string, wal: number): boolean {
  * that change was a checkpoint that already copied every page the log holds. So: the database
  * file's inode changed (written, renamed over the path, chmod-ed) after the log's did, and the
  * log's committed pages differ from the file's. A file moved over the path after its log's last
- * write is the case this catches; a partial checkpoint, or a chmod of the file, just before every
- * process using it was killed is one it refuses wrongly, and the line says how to go on. So is a
- * live database in the moment between a checkpoint that a reader's snapshot stopped (it writes
- * the file after the log's last commit and leaves pages in the log) and the next commit: a
- * process starting then exits 2 (the shard bench met it growing 8 members to 32 on one file at
- * N = 4096) and may simply be started again. Waiting for the next commit is no cure: a process
- * that kept a replaced file's log commits to it just the same. Telling the two apart needs
- * evidence from the -shm (its checkpoint's nBackfill: the file's own log has every frame up to it
- * copied in, and only later frames differ); not built.
+ * write is the case this catches; a chmod of the file just before every process using it was
+ * killed is one it refuses wrongly, and the line says how to go on.
+ *
+ * A checkpoint that a reader's snapshot stopped part way writes the file after the log's last
+ * commit and leaves newer pages in the log: a live database looks so until the next commit. The
+ * -shm beside it tells that case (backfilledFrames): its nBackfill frames were copied into the
+ * file, so only they are compared; the later ones are newer than the file. Before, a process
+ * starting in that moment exited 2: the shard bench met it growing to 32 members on one file at
+ * N = 4096, twice. A replaced file's old log keeps its own -shm, whose copied frames are the old
+ * file's pages and differ from the new one's (the tests hold both); a -shm that does not describe
+ * this log (absent, another salt, torn) leaves the whole log compared, as before. What stays
+ * open: a replacement equal to the old file in every page the checkpoint copied (a copy taken
+ * then), or an old log whose copied pages were all written again since, leaves nothing that
+ * differs to compare, and is accepted.
  */
 export function foreignLog(dbPath: string): string | null {
   const walPath = `${dbPath}-wal`;
