@@ -43,20 +43,35 @@ function afterPartialCheckpoint(): { path: string; w: Database.Database; copied:
   r.exec('BEGIN');
   r.prepare('SELECT count(*) FROM t').get(); // the snapshot: a checkpoint copies no frame past it
   w.prepare('UPDATE t SET v = ?').run('b');
-  // The checkpoint's write must come after the log's last one on the file system's clock (it
-  // ticks coarsely): waited for by writing a probe until its change time passes the log's.
+  try {
+    pastLogChange(path);
+    const [ck] = w.pragma('wal_checkpoint(PASSIVE)') as { log: number; checkpointed: number }[];
+    r.exec('COMMIT');
+    r.close();
+    assert.ok(ck!.checkpointed > 0 && ck!.checkpointed < ck!.log, `the checkpoint copied ${ck!.checkpointed} of ${ck!.log} frames`);
+    assert.ok(fs.statSync(path, { bigint: true }).ctimeNs > fs.statSync(`${path}-wal`, { bigint: true }).ctimeNs, 'the file changed after the log');
+    return { path, w, copied: ck!.checkpointed };
+  } catch (err) {
+    if (r.open) r.close();
+    w.close();
+    throw err;
+  }
+}
+
+/**
+ * Waits until the file system's clock (it ticks coarsely) has passed the last change of `path`'s
+ * log, so the next change of the file comes after it: by writing a probe until its change time
+ * does, for at most 5 s.
+ */
+function pastLogChange(path: string): void {
   const logChanged = fs.statSync(`${path}-wal`, { bigint: true }).ctimeNs;
   const probe = join(dir, `probe-${n}`);
-  for (let i = 0; ; i++) {
+  const until = Date.now() + 5_000;
+  for (let i = 0; Date.now() < until; i++) {
     fs.writeFileSync(probe, String(i));
-    if (fs.statSync(probe, { bigint: true }).ctimeNs > logChanged) break;
+    if (fs.statSync(probe, { bigint: true }).ctimeNs > logChanged) return;
   }
-  const [ck] = w.pragma('wal_checkpoint(PASSIVE)') as { log: number; checkpointed: number }[];
-  r.exec('COMMIT');
-  r.close();
-  assert.ok(ck!.checkpointed > 0 && ck!.checkpointed < ck!.log, `the checkpoint copied ${ck!.checkpointed} of ${ck!.log} frames`);
-  assert.ok(fs.statSync(path, { bigint: true }).ctimeNs > fs.statSync(`${path}-wal`, { bigint: true }).ctimeNs, 'the file changed after the log');
-  return { path, w, copied: ck!.checkpointed };
+  assert.fail("the file system's clock did not pass the log's last change within 5 s");
 }
 
 describe("foreignLog: a -wal that is not the database file's own", () => {
@@ -85,6 +100,25 @@ describe("foreignLog: a -wal that is not the database file's own", () => {
       o.close();
       copyFileSync(other, `${path}.new`);
       fs.renameSync(`${path}.new`, path);
+      assert.match(foreignLog(path) ?? '', /is older than the database file and holds pages that would overwrite it/);
+    } finally {
+      w.close();
+    }
+  });
+
+  it('still refuses a copy of the same database taken after more commits and moved over the path: it holds a page as a frame past the checkpoint has it', () => {
+    const { path, w } = afterPartialCheckpoint();
+    try {
+      w.prepare('UPDATE t SET v = ?').run('state2');
+      // A backup of the database as it stood then: its file and log copied, the log applied.
+      const backup = join(dir, `backup-${n}.db`);
+      for (const f of ['', '-wal']) copyFileSync(path + f, backup + f);
+      const b = new Database(backup);
+      b.pragma('wal_checkpoint(TRUNCATE)');
+      b.close();
+      w.prepare('UPDATE t SET v = ?').run('state3');
+      pastLogChange(path);
+      fs.renameSync(backup, path);
       assert.match(foreignLog(path) ?? '', /is older than the database file and holds pages that would overwrite it/);
     } finally {
       w.close();

@@ -100,6 +100,8 @@ export function backfilledFrames(shmPath: string, salt: Buffer): number | null {
     const mxFrame = u32(16);
     const nBackfill = u32(96);
     return nBackfill <= mxFrame ? nBackfill : null;
+  } catch {
+    return null; // unreadable (a directory, an I/O error): it tells nothing
   } finally {
     closeSync(fd);
   }
@@ -108,10 +110,12 @@ export function backfilledFrames(shmPath: string, salt: Buffer): number | null {
 /**
  * True when writing the committed frames of the log open at `wal` into `dbPath` would change it
  * (a page or its size). Where the -shm says a checkpoint copied the log only part way (a reader's
- * snapshot stopped it at nBackfill), only the pages whose latest frame is within the copied ones
- * are compared: a checkpoint copies each page's latest frame or nothing of it, so every such page
- * is in the file as that frame has it, and the others may be older there or absent. Nor the
- * size: a checkpoint sets it only when it copies the whole log.
+ * snapshot stopped it at nBackfill), the pages whose latest frame is within the copied ones are
+ * compared: a checkpoint copies each page's latest frame or nothing of it, so every such page is
+ * in the file as that frame has it. The others may be older there, or absent, but never as a
+ * committed frame past nBackfill has them: a file that holds one of those pages (a copy of the
+ * database taken after more commits, checkpointed: a hostile review's case) is not the one the
+ * checkpoint wrote. Not the size: a checkpoint sets it only when it copies the whole log.
  */
 function logChangesFile(dbPath: string, wal: number): boolean {
   const log = committedFrames(wal);
@@ -125,10 +129,20 @@ function logChangesFile(dbPath: string, wal: number): boolean {
   try {
     const a = Buffer.alloc(log.pageSize);
     const b = Buffer.alloc(log.pageSize);
+    const fileHas = (page: number, offset: number) => {
+      readSync(wal, a, 0, a.length, offset);
+      return readSync(main, b, 0, b.length, (page - 1) * log.pageSize) === b.length && a.equals(b);
+    };
     for (const [page, offset] of log.pages) {
       if (page > log.dbPages || (partial && frameOf(offset) > backfilled)) continue;
-      readSync(wal, a, 0, a.length, offset);
-      if (readSync(main, b, 0, b.length, (page - 1) * log.pageSize) !== b.length || !a.equals(b)) return true;
+      if (!fileHas(page, offset)) return true;
+    }
+    if (!partial) return false;
+    const header = Buffer.alloc(4);
+    for (let f = backfilled + 1; f <= log.lastCommit; f++) {
+      const at = WAL_HEADER + (f - 1) * (FRAME_HEADER + log.pageSize);
+      readSync(wal, header, 0, 4, at);
+      if (fileHas(header.readUInt32BE(0), at + FRAME_HEADER)) return true;
     }
     return false;
   } finally {
@@ -144,20 +158,23 @@ function logChangesFile(dbPath: string, wal: number): boolean {
  * that change was a checkpoint that already copied every page the log holds. So: the database
  * file's inode changed (written, renamed over the path, chmod-ed) after the log's did, and the
  * log's committed pages differ from the file's. A file moved over the path after its log's last
- * write is the case this catches; a chmod of the file just before every process using it was
- * killed is one it refuses wrongly, and the line says how to go on.
+ * write is the case this catches. It refuses wrongly a chmod of the file just before every
+ * process using it was killed, a process killed in the middle of a checkpoint (pages copied,
+ * nBackfill not yet stored), and a later frame that rewrote a page byte for byte as the file has
+ * it; the line says how to go on.
  *
  * A checkpoint that a reader's snapshot stopped part way writes the file after the log's last
- * commit and leaves newer pages in the log: a live database looks so until the next commit. The
- * -shm beside it tells that case (backfilledFrames): its nBackfill frames were copied into the
- * file, so only they are compared; the later ones are newer than the file. Before, a process
- * starting in that moment exited 2: the shard bench met it growing to 32 members on one file at
- * N = 4096, twice. A replaced file's old log keeps its own -shm, whose copied frames are the old
- * file's pages and differ from the new one's (the tests hold both); a -shm that does not describe
- * this log (absent, another salt, torn) leaves the whole log compared, as before. What stays
- * open: a replacement equal to the old file in every page the checkpoint copied (a copy taken
- * then), or an old log whose copied pages were all written again since, leaves nothing that
- * differs to compare, and is accepted.
+ * commit and leaves newer pages in the log: a live database's ctimes look so until its next
+ * commit, and the -shm says so until its next checkpoint. The -shm tells that case
+ * (backfilledFrames): the pages whose latest frame is among its nBackfill copied ones must be in
+ * the file as those frames have them, and no page of the file may be as a later committed frame
+ * has it (logChangesFile). Before, a process starting in that moment exited 2: the shard bench met
+ * it growing to 32 members on one file at N = 4096, twice. A replaced file's old log keeps its
+ * own -shm: a file unrelated to it differs in the copied pages, and a copy of the same database
+ * taken after more commits holds a later frame's page (the tests hold both). A -shm that does not
+ * describe this log (absent, another salt, torn, unreadable) leaves the whole log compared, as
+ * before. What stays open: a replacement equal to the old file in every copied page and in no
+ * later frame's (a copy taken right at that checkpoint), which is that file's own history.
  */
 export function foreignLog(dbPath: string): string | null {
   const walPath = `${dbPath}-wal`;
