@@ -234,6 +234,21 @@ describe('a shard group member', () => {
     await Promise.all(w.members.slice(1).map(({ m }) => m.stop()));
   });
 
+  it('on a store that raises and takes in one call: a pass of more takes than a batch holds goes in calls of at most MAX_BATCH_ROWS, tokens one block each', async () => {
+    const n = 2 * MAX_BATCH_ROWS + 88;
+    const w = world(n, new TakingStore());
+    const a = await w.add('a');
+    assert.ok(await w.advanceUntil(() => a.m.snapshot().owned.length === n, 40_000));
+    assert.equal(w.store.takeCalls, 3, `${n} shards created in one pass: ${MAX_BATCH_ROWS}, ${MAX_BATCH_ROWS}, 88`);
+    const tokens = a.m.snapshot().owned.map((o) => o.token);
+    assert.deepEqual(
+      [...tokens].sort((x, y) => x - y),
+      Array.from({ length: n }, (_, i) => i + 1),
+      'tokens 1 to N, each once',
+    );
+    await a.m.stop();
+  });
+
   it('members joining one by one: balanced each time, only the newcomer’s share moves, never two owners, tokens grow', async () => {
     const w = world(12);
     const a = await w.add('a');

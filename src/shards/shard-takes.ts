@@ -122,7 +122,11 @@ export class ShardTakes {
   async takeWithRaise(due: readonly number[], m: Session): Promise<boolean> {
     const { view, store, calls, group, clock, sessions } = this.ctx;
     if (!store.raiseAndTake) return false;
+    // No header to raise (one deleted, written back first): no take this pass, as reserveTokens.
+    if (!view.groupHeader) return true;
     for (let i = 0; i < due.length; i += MAX_BATCH_ROWS) {
+      // The heartbeat's turn, and the event loop's, between two calls (as WriteBatches gives it).
+      if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
       const now = due.slice(i, i + MAX_BATCH_ROWS).filter((s) => this.allowed(s, m));
       if (now.length === 0) continue;
       const acquireTime = clock.now();
