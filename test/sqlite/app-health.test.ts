@@ -405,13 +405,16 @@ describe('the app health of real sidecars on one SQLite file', () => {
 
   it('SIGTERM while the app is held down: the sidecar exits at once, not at the end of the hold-down', { timeout: 60_000 }, async () => {
     const held = await app('ok');
+    // A probe's timeout with room for a loaded machine: with one failure enough and a minute's
+    // hold-down, one slow answer at the start (200 ms was once too short beside CI's other
+    // tiers) held the candidate aside for the whole test. The kill below is refused at once.
     const c = startSidecar(dir.path, 'held', ['--db', db, '--lease', 'health-held'], TIMING, [
       '--health-http',
       held.url,
       '--health-period',
-      '250ms',
+      '1s',
       '--health-timeout',
-      '200ms',
+      '1s',
       '--health-failure-threshold',
       '1',
       '--health-hold-down',
