@@ -81,7 +81,11 @@ describe("foreignLog: a -wal that is not the database file's own", () => {
       const fd = fs.openSync(`${path}-wal`, 'r');
       const salt = committedFrames(fd)!.salt;
       fs.closeSync(fd);
-      assert.equal(backfilledFrames(`${path}-shm`, salt), copied, "the checkpoint's count: the create and the insert, not the update");
+      assert.deepEqual(
+        backfilledFrames(`${path}-shm`, salt),
+        { copied, attempted: copied },
+        "the checkpoint's count: the create and the insert, not the update",
+      );
       assert.equal(backfilledFrames(`${path}-shm`, Buffer.alloc(8)), null, "another generation's salt");
       assert.equal(backfilledFrames(join(dir, 'absent-shm'), salt), null);
       assert.equal(foreignLog(path), null);
@@ -101,6 +105,31 @@ describe("foreignLog: a -wal that is not the database file's own", () => {
       copyFileSync(other, `${path}.new`);
       fs.renameSync(`${path}.new`, path);
       assert.match(foreignLog(path) ?? '', /is older than the database file and holds pages that would overwrite it/);
+    } finally {
+      w.close();
+    }
+  });
+
+  it("accepts its own log when a checkpoint copies pages while it reads: the -shm's move is seen and the reads done again", () => {
+    const { path, w } = afterPartialCheckpoint();
+    try {
+      // The -shm as the check's first read finds it, before a checkpoint that then copies the rest.
+      copyFileSync(`${path}-shm`, `${path}.shm-before`);
+      w.prepare('UPDATE t SET v = ?').run('state2');
+      pastLogChange(path);
+      w.pragma('wal_checkpoint(PASSIVE)');
+      const real = fs.openSync;
+      let shmOpens = 0;
+      fs.openSync = (p: fs.PathLike, ...rest: unknown[]) =>
+        (real as (...a: unknown[]) => number)(String(p) === `${path}-shm` && ++shmOpens === 1 ? `${path}.shm-before` : p, ...rest);
+      syncBuiltinESMExports();
+      try {
+        assert.equal(foreignLog(path), null);
+        assert.ok(shmOpens >= 3, `the -shm read ${shmOpens} times: before, after, and again`);
+      } finally {
+        fs.openSync = real;
+        syncBuiltinESMExports();
+      }
     } finally {
       w.close();
     }

@@ -77,14 +77,21 @@ const SHM_HEADER = 136;
 /** WalIndexHdr.iVersion, the -shm's format (SQLite's WALINDEX_MAX_VERSION). */
 const SHM_VERSION = 3007000;
 
+/** What the -shm says of the checkpoints of one log: frames copied into the file, and frames perhaps copied. */
+export interface Backfill {
+  /** WalCkptInfo.nBackfill: every frame up to it is in the file (each page's latest among them). */
+  copied: number;
+  /** The larger of it and nBackfillAttempted, which a checkpoint sets before it copies: frames up to it may be in the file. */
+  attempted: number;
+}
+
 /**
- * How many frames of the log whose header salt is `salt` a checkpoint copied into the database
- * file (WalCkptInfo.nBackfill in the -shm beside it), or null when the -shm does not tell: absent,
- * unreadable, not initialised, its two header copies torn apart by a writer, or describing
- * another generation of the log (another salt). The -shm is SQLite's shared memory, in the
- * host's byte order; read only, never written.
+ * What the -shm beside a log whose header salt is `salt` says of its checkpoints, or null when it
+ * does not tell: absent, unreadable, not initialised, its two header copies torn apart by a
+ * writer, or describing another generation of the log (another salt). The -shm is SQLite's
+ * shared memory, in the host's byte order; read only, never written.
  */
-export function backfilledFrames(shmPath: string, salt: Buffer): number | null {
+export function backfilledFrames(shmPath: string, salt: Buffer): Backfill | null {
   let fd: number;
   try {
     fd = openSync(shmPath, 'r');
@@ -97,9 +104,8 @@ export function backfilledFrames(shmPath: string, salt: Buffer): number | null {
     const u32 = (at: number) => (endianness() === 'LE' ? b.readUInt32LE(at) : b.readUInt32BE(at));
     // The header is written twice (0 and 48) so a reader can tell a torn copy; the salt as the log's header holds it, byte for byte.
     if (u32(0) !== SHM_VERSION || b[12] !== 1 || !b.subarray(0, 48).equals(b.subarray(48, 96)) || !b.subarray(32, 40).equals(salt)) return null;
-    const mxFrame = u32(16);
-    const nBackfill = u32(96);
-    return nBackfill <= mxFrame ? nBackfill : null;
+    const copied = u32(96);
+    return copied <= u32(16) ? { copied, attempted: Math.max(copied, u32(128)) } : null;
   } catch {
     return null; // unreadable (a directory, an I/O error): it tells nothing
   } finally {
@@ -107,21 +113,57 @@ export function backfilledFrames(shmPath: string, salt: Buffer): number | null {
   }
 }
 
+const sameBackfill = (a: Backfill | null, b: Backfill | null) => a?.copied === b?.copied && a?.attempted === b?.attempted;
+
+/** Reads of the log and the -shm tried while a checkpoint moves the -shm under them; the last without the later frames' check. */
+const TRIES = 4;
+
 /**
  * True when writing the committed frames of the log open at `wal` into `dbPath` would change it
  * (a page or its size). Where the -shm says a checkpoint copied the log only part way (a reader's
  * snapshot stopped it at nBackfill), the pages whose latest frame is within the copied ones are
  * compared: a checkpoint copies each page's latest frame or nothing of it, so every such page is
  * in the file as that frame has it. The others may be older there, or absent, but never as a
- * committed frame past nBackfill has them: a file that holds one of those pages (a copy of the
- * database taken after more commits, checkpointed: a hostile review's case) is not the one the
- * checkpoint wrote. Not the size: a checkpoint sets it only when it copies the whole log.
+ * committed frame past the ones a checkpoint may have copied has them: a file that holds one of
+ * those pages (a copy of the database taken after more commits, checkpointed: a hostile review's
+ * case) is not the one the checkpoint wrote. Not the size: a checkpoint sets it only when it
+ * copies the whole log.
+ *
+ * A live database's checkpoint may run while this reads: it sets nBackfillAttempted before it
+ * copies and nBackfill after. So the log is read after the -shm, and the -shm read again after
+ * the file: when either moved, the reads are done again (a second review's find: a page copied
+ * past the nBackfill read refused the file's own log). A -shm still moving after TRIES reads is
+ * a log that something checkpoints all the time: the last read drops the later frames' check.
  */
 function logChangesFile(dbPath: string, wal: number): boolean {
-  const log = committedFrames(wal);
-  if (!log) return false;
-  const backfilled = backfilledFrames(`${dbPath}-shm`, log.salt);
-  const partial = backfilled !== null && backfilled > 0 && backfilled < log.lastCommit;
+  const shm = `${dbPath}-shm`;
+  for (let tries = 1; ; tries++) {
+    const salt = walSalt(wal);
+    const before = backfilledFrames(shm, salt);
+    const log = committedFrames(wal);
+    if (!log) return false;
+    // A restart of the log between the two reads: the -shm read described the one before.
+    const backfill = log.salt.equals(salt) ? before : null;
+    const changes = comparedWith(dbPath, wal, log, backfill, tries < TRIES);
+    if (tries >= TRIES || sameBackfill(backfill, backfilledFrames(shm, log.salt))) return changes;
+  }
+}
+
+/** The salt in the log's header as it is now (a restart writes a new one), or 8 zero bytes when it cannot be read. */
+function walSalt(wal: number): Buffer {
+  const header = Buffer.alloc(WAL_HEADER);
+  return readSync(wal, header, 0, WAL_HEADER, 0) === WAL_HEADER ? Buffer.from(header.subarray(16, 24)) : Buffer.alloc(8);
+}
+
+/** logChangesFile's comparison for one read of the log and the -shm (`backfill`, null: none that describes it). */
+function comparedWith(
+  dbPath: string,
+  wal: number,
+  log: NonNullable<ReturnType<typeof committedFrames>>,
+  backfill: Backfill | null,
+  laterFrames: boolean,
+): boolean {
+  const partial = backfill !== null && backfill.copied > 0 && backfill.copied < log.lastCommit;
   const frameOf = (offset: number) => (offset - WAL_HEADER - FRAME_HEADER) / (FRAME_HEADER + log.pageSize) + 1;
   const db = statOrNull(dbPath);
   if (!db || (!partial && db.size !== BigInt(log.dbPages) * BigInt(log.pageSize))) return true;
@@ -134,12 +176,12 @@ function logChangesFile(dbPath: string, wal: number): boolean {
       return readSync(main, b, 0, b.length, (page - 1) * log.pageSize) === b.length && a.equals(b);
     };
     for (const [page, offset] of log.pages) {
-      if (page > log.dbPages || (partial && frameOf(offset) > backfilled)) continue;
+      if (page > log.dbPages || (partial && frameOf(offset) > backfill.copied)) continue;
       if (!fileHas(page, offset)) return true;
     }
-    if (!partial) return false;
+    if (!partial || !laterFrames) return false;
     const header = Buffer.alloc(4);
-    for (let f = backfilled + 1; f <= log.lastCommit; f++) {
+    for (let f = backfill.attempted + 1; f <= log.lastCommit; f++) {
       const at = WAL_HEADER + (f - 1) * (FRAME_HEADER + log.pageSize);
       readSync(wal, header, 0, 4, at);
       if (fileHas(header.readUInt32BE(0), at + FRAME_HEADER)) return true;
@@ -159,22 +201,25 @@ function logChangesFile(dbPath: string, wal: number): boolean {
  * file's inode changed (written, renamed over the path, chmod-ed) after the log's did, and the
  * log's committed pages differ from the file's. A file moved over the path after its log's last
  * write is the case this catches. It refuses wrongly a chmod of the file just before every
- * process using it was killed, a process killed in the middle of a checkpoint (pages copied,
- * nBackfill not yet stored), and a later frame that rewrote a page byte for byte as the file has
- * it; the line says how to go on.
+ * process using it was killed, a process killed in the middle of a log's first checkpoint (pages
+ * copied, nothing yet stored in the -shm to say so), and a later frame that rewrote a page byte
+ * for byte as the file has it; the line says how to go on.
  *
  * A checkpoint that a reader's snapshot stopped part way writes the file after the log's last
  * commit and leaves newer pages in the log: a live database's ctimes look so until its next
  * commit, and the -shm says so until its next checkpoint. The -shm tells that case
  * (backfilledFrames): the pages whose latest frame is among its nBackfill copied ones must be in
- * the file as those frames have them, and no page of the file may be as a later committed frame
- * has it (logChangesFile). Before, a process starting in that moment exited 2: the shard bench met
+ * the file as those frames have them, and no page of the file may be as a committed frame past
+ * the ones a checkpoint may have copied has it, read again while a checkpoint moves the -shm
+ * (logChangesFile). Before, a process starting in that moment exited 2: the shard bench met
  * it growing to 32 members on one file at N = 4096, twice. A replaced file's old log keeps its
  * own -shm: a file unrelated to it differs in the copied pages, and a copy of the same database
  * taken after more commits holds a later frame's page (the tests hold both). A -shm that does not
  * describe this log (absent, another salt, torn, unreadable) leaves the whole log compared, as
  * before. What stays open: a replacement equal to the old file in every copied page and in no
- * later frame's (a copy taken right at that checkpoint), which is that file's own history.
+ * later frame's page: a copy taken right at that checkpoint, which is that file's own history,
+ * or such a copy changed elsewhere only in pages the old log wrote again later, whose changes the
+ * old log would then overwrite (a second review's case). Stop every process before restoring.
  */
 export function foreignLog(dbPath: string): string | null {
   const walPath = `${dbPath}-wal`;
