@@ -138,8 +138,6 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
   private refused: string | null = null;
   /** Bumped on every reopen, so a watch re-prepares its statements. */
   private generation = 0;
-  /** The busy handler's two settings for withoutBusyWait, prepared on the connection of `generation`. */
-  private busy: { generation: number; off: Database.Statement; on: Database.Statement } | null = null;
   /** The table has the `successor` column (a writer adds it; a reader may find an older table). */
   private hasSuccessor = false;
   /** The last oversized-values notice, so a row that keeps them is reported once. */
@@ -796,30 +794,14 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
     }
   }
 
-  /**
-   * Runs `fn` with SQLite's busy handler off: a lock another connection holds is SQLITE_BUSY at
-   * once. The two PRAGMA statements are prepared once per connection: `db.pragma()` prepares
-   * anew at each call, and at N = 4096, M = 32 those two prepares per write were about 4 % of the
-   * members' time in a leave (a CPU profile of the bench's leave).
-   */
+  /** Runs `fn` with SQLite's busy handler off: a lock another connection holds is SQLITE_BUSY at once. */
   private withoutBusyWait<T>(fn: () => T): T {
-    const busy = this.busyPragmas();
-    busy.off.get();
+    this.db.pragma('busy_timeout = 0');
     try {
       return fn();
     } finally {
-      busy.on.get();
+      this.db.pragma(`busy_timeout = ${Math.round(this.options.busyTimeoutMs ?? 1000)}`);
     }
-  }
-
-  private busyPragmas(): { generation: number; off: Database.Statement; on: Database.Statement } {
-    if (this.busy?.generation !== this.generation)
-      this.busy = {
-        generation: this.generation,
-        off: this.db.prepare('PRAGMA busy_timeout = 0'),
-        on: this.db.prepare(`PRAGMA busy_timeout = ${Math.round(this.options.busyTimeoutMs ?? 1000)}`),
-      };
-    return this.busy;
   }
 
   /** Runs one statement or transaction, turning SQLite's errors into leasehold's. */
