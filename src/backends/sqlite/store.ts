@@ -510,15 +510,7 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
     this.refuseWrite('group raise');
     return this.write('group raise', opts, () => {
       const table = this.groups();
-      return this.db
-        .transaction(() => {
-          const stored = table.header(group);
-          if (!stored || stored.record.kind !== 'group')
-            throw new NotFoundError(`group ${group} has no header in ${this.location}: its highWater was not raised`);
-          const { from, raised } = raiseStored(group, stored.record, raise, Number.MAX_SAFE_INTEGER);
-          return { from, header: { record: raised, version: this.groupVersion(table.replace(group, raised, stored.version)) } };
-        })
-        .immediate();
+      return this.db.transaction(() => this.raiseIn(table, group, raise, '')).immediate();
     });
   }
 
@@ -558,16 +550,21 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
       const table = this.groups();
       return this.db
         .transaction(() => {
-          const stored = table.header(group);
-          if (!stored || stored.record.kind !== 'group')
-            throw new NotFoundError(`group ${group} has no header in ${this.location}: its highWater was not raised, nothing was taken`);
-          const { from, raised } = raiseStored(group, stored.record, full, Number.MAX_SAFE_INTEGER);
-          const header = { record: raised, version: this.groupVersion(table.replace(group, raised, stored.version)) };
+          const { from, header } = this.raiseIn(table, group, full, ', nothing was taken');
           const outcomes = takes.map((w, i) => this.writeInBatch(table, group, { ...w, record: { ...(w.record as ShardRecord), token: from + 1 + i } }));
           return { from, header, outcomes };
         })
         .immediate();
     });
+  }
+
+  /** The header's raise inside the caller's transaction (raiseHighWater, raiseAndTake): read, raised and written with no other writer between. */
+  private raiseIn(table: GroupTable, group: string, raise: HighWaterRaise, refused: string): RaisedHighWater {
+    const stored = table.header(group);
+    if (!stored || stored.record.kind !== 'group')
+      throw new NotFoundError(`group ${group} has no header in ${this.location}: its highWater was not raised${refused}`);
+    const { from, raised } = raiseStored(group, stored.record, raise, Number.MAX_SAFE_INTEGER);
+    return { from, header: { record: raised, version: this.groupVersion(table.replace(group, raised, stored.version)) } };
   }
 
   /** One write of a batch, inside its transaction: its own compare-and-swap, a lost one reported in its place. */
