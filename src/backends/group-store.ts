@@ -185,7 +185,7 @@ export interface GroupStore {
 
   /**
    * Optional: a raise of the header's highWater (raiseHighWater, by `takes.length`) and the shard
-   * writes its tokens are for, in one transaction (SQLite; docs/design.md, "A take's raise in its
+   * writes its tokens are for, in one transaction (SQLite, PostgreSQL; docs/design.md, "A take's raise in its
    * batch"): the members taking at once after a leave each wait for the file's lock once, not
    * twice. `takes[i]` is written with token from + 1 + i (the token it carries is not read), each
    * its own compare-and-swap as in writeGroupRecords: one that lost its race is reported in its

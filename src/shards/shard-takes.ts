@@ -114,7 +114,7 @@ export class ShardTakes {
 
   /**
    * Takes `due` for session `m` by the store's raise and takes in one call (GroupStore.raiseAndTake:
-   * SQLite), at most MAX_BATCH_ROWS a call: each shard judged again right before its call, as
+   * SQLite, PostgreSQL), at most MAX_BATCH_ROWS a call: each shard judged again right before its call, as
    * take() judges it, its token the call's block in the order sent. False, nothing done, where the
    * store has no such call: the caller reserves tokens, then takes. A call refused whole (no
    * header, another shard count) or unanswered takes nothing this pass, as a failed raise.

@@ -36,6 +36,7 @@ import {
   type GroupWrite,
   type GroupWriteOutcome,
   type HighWaterRaise,
+  type RaisedAndTaken,
   type RaisedHighWater,
   type VersionedGroupRecord,
 } from '../group-store.js';
@@ -96,6 +97,44 @@ const BATCH_TYPES: Record<(typeof GROUP_VALUE_COLUMNS)[number], string> = {
 };
 /** Every column the store reads and writes: a table without one is refused, naming it. */
 const COLUMNS = [...GROUP_KEY_COLUMNS, ...GROUP_VALUE_COLUMNS, 'version'];
+
+/** The header's highWater raised: from the larger of its own and the raise's start, by the count (each a parameter). */
+function raised(atLeast: string, count: string): string {
+  return `GREATEST(COALESCE(token, 0), ${atLeast}::bigint) + ${count}::bigint`;
+}
+
+/** The header row of group `g` with shard count `shards`, if raised by `count` from `atLeast` it stays at most `max`. */
+function raiseWhere(g: string, atLeast: string, count: string, shards: string, max: string): string {
+  return `group_name = ${g} AND kind = 'group' AND idx = 0 AND shards = ${shards} AND ${raised(atLeast, count)} <= ${max}::bigint`;
+}
+
+/**
+ * A batch's steps for a WITH (its parameters: PostgresGroupStore.batchOf): the writes unnested
+ * as `w`, each update a compare-and-swap on its expected version, each create an INSERT ... ON
+ * CONFLICT DO NOTHING. `joined`: a step each write is joined to (the raise), so nothing is
+ * written without its row; `token`: the token written in place of the record's.
+ */
+function batchSteps(qualified: string, joined: string, token: string | null): string {
+  const value = (c: string) => (c === 'token' && token !== null ? token : `w.${c}`);
+  const from = joined ? `w, ${joined}` : 'w';
+  return `w AS (
+         SELECT * FROM unnest($2::int[], $3::text[], $4::int[], $5::bigint[], ${GROUP_VALUE_COLUMNS.map((c, i) => `$${i + 6}::${BATCH_TYPES[c]}[]`).join(', ')})
+           AS w(ord, kind, idx, expected, ${GROUP_VALUE_COLUMNS.join(', ')})
+       ), updated AS (
+         UPDATE ${qualified} t SET ${GROUP_VALUE_COLUMNS.map((c) => `${c} = ${value(c)}`).join(', ')}, version = txid_current()
+         FROM ${from} WHERE w.expected IS NOT NULL AND t.group_name = $1 AND t.kind = w.kind AND t.idx = w.idx AND t.version = w.expected
+         RETURNING w.ord, t.version
+       ), created AS (
+         INSERT INTO ${qualified} (group_name, kind, idx, ${GROUP_VALUE_COLUMNS.join(', ')}, version)
+         SELECT $1, w.kind, w.idx, ${GROUP_VALUE_COLUMNS.map(value).join(', ')}, txid_current() FROM ${from} WHERE w.expected IS NULL
+         ON CONFLICT (group_name, kind, idx) DO NOTHING
+         RETURNING kind, idx, version
+       )`;
+}
+
+/** What a batch's steps wrote: each written row's place in the batch and its new version. */
+const BATCH_OUTCOMES = `SELECT ord, version FROM updated
+       UNION ALL SELECT w.ord, created.version FROM created JOIN w ON w.expected IS NULL AND w.kind = created.kind AND w.idx = created.idx`;
 
 interface GroupRow {
   kind: string;
@@ -238,29 +277,16 @@ export class PostgresGroupStore {
     checkRaise(group, raise, Number.MAX_SAFE_INTEGER);
     this.refuseWrite('raise');
     await this.ensureTable(opts);
-    const raised = `GREATEST(COALESCE(token, 0), $2::bigint) + $3::bigint`;
     const r = await this.conn.query<GroupRow>(
       'group raise',
-      `UPDATE ${this.qualified} SET token = ${raised}, version = txid_current()
-       WHERE group_name = $1 AND kind = 'group' AND idx = 0 AND shards = $4 AND ${raised} <= $5::bigint RETURNING ${ROW_COLUMNS}`,
+      `UPDATE ${this.qualified} SET token = ${raised('$2', '$3')}, version = txid_current() WHERE ${raiseWhere('$1', '$2', '$3', '$4', '$5')} RETURNING ${ROW_COLUMNS}`,
       [group, raise.atLeast, raise.count, raise.shards, Number.MAX_SAFE_INTEGER],
       opts,
     );
-    if (r.rows[0]) {
-      const header = this.fromRow(group, r.rows[0]) as VersionedGroupRecord<GroupHeader>;
-      this.hintAfterCommit(group);
-      return { from: header.record.highWater! - raise.count, header };
-    }
-    const now = await this.conn.query<GroupRow>(
-      'group raise',
-      `SELECT ${ROW_COLUMNS} FROM ${this.qualified} WHERE group_name = $1 AND kind = 'group' AND idx = 0`,
-      [group],
-      opts,
-    );
-    const stored = now.rows[0] ? this.fromRow(group, now.rows[0]).record : null;
-    if (stored?.kind !== 'group') throw new NotFoundError(`group ${group} has no header in ${this.location}: its highWater was not raised`);
-    raiseStored(group, stored, raise, Number.MAX_SAFE_INTEGER); // throws what kept the UPDATE from writing
-    throw new ConflictError(`group ${group}'s header changed while it was raised (${this.location}): nothing was written`);
+    if (!r.rows[0]) return this.refusedRaise(group, raise, '', opts);
+    const header = this.fromRow(group, r.rows[0]) as VersionedGroupRecord<GroupHeader>;
+    this.hintAfterCommit(group);
+    return { from: header.record.highWater! - raise.count, header };
   }
 
   /**
@@ -275,6 +301,76 @@ export class PostgresGroupStore {
     this.refuseWrite('batch');
     if (writes.length === 0) return [];
     await this.ensureTable(opts);
+    const batch = this.batchOf(group, writes);
+    const r = await this.conn.query<{ ord: number; version: string }>(
+      'group batch',
+      `WITH ${batchSteps(this.qualified, '', null)} ${BATCH_OUTCOMES}`,
+      batch.params,
+      opts,
+    );
+    for (const row of r.rows) batch.outcomes[row.ord] = { written: true, version: String(row.version) };
+    if (r.rows.length > 0) this.hintAfterCommit(group);
+    return this.outcomesOf(group, writes, batch.outcomes);
+  }
+
+  /**
+   * The raise and the takes it reserves tokens for in one statement, so one transaction
+   * (GroupStore.raiseAndTake): the header's UPDATE as raiseHighWater's, and the batch's writes
+   * joined to its one returned row, each take with token from + 1 + its place. The takes' rows
+   * are locked only once the join has that row, so the header's row lock comes first: the
+   * members taking at once after a leave queue on it once, where they queued for the raise and
+   * then sent their batches (docs/benchmarks.md). No row returned: the header was not raised and
+   * nothing was written (no take can join); the header is read to say why.
+   */
+  async raiseAndTake(group: string, raise: Omit<HighWaterRaise, 'count'>, takes: readonly GroupWrite[], opts?: CallOptions): Promise<RaisedAndTaken> {
+    checkGroupName(group);
+    const full = { ...raise, count: takes.length };
+    checkRaise(group, full, Number.MAX_SAFE_INTEGER);
+    checkGroupWrites(group, takes);
+    const notShard = takes.find((w) => w.record.kind !== 'shard');
+    if (notShard) throw new InvalidRecordError(`group ${group}: the takes were not written: record ${recordKey(notShard.record)} is not a shard's`);
+    this.refuseWrite('take');
+    await this.ensureTable(opts);
+    const batch = this.batchOf(group, takes);
+    const n = batch.params.length;
+    const [atLeast, count, shards, max] = [n + 1, n + 2, n + 3, n + 4].map((i) => `$${i}`) as [string, string, string, string];
+    const r = await this.conn.query<GroupRow & { take_ord: number | null; take_version: string | null }>(
+      'group take',
+      `WITH raised AS (
+         UPDATE ${this.qualified} SET token = ${raised(atLeast, count)}, version = txid_current()
+         WHERE ${raiseWhere('$1', atLeast, count, shards, max)} RETURNING ${ROW_COLUMNS}
+       ), ${batchSteps(this.qualified, 'raised', `raised.token - ${count}::bigint + 1 + w.ord`)}
+       SELECT raised.*, o.ord AS take_ord, o.version::text AS take_version
+       FROM raised LEFT JOIN (${BATCH_OUTCOMES}) o ON true`,
+      [...batch.params, full.atLeast, full.count, full.shards, Number.MAX_SAFE_INTEGER],
+      opts,
+    );
+    if (!r.rows[0]) return this.refusedRaise(group, full, ', nothing was taken', opts);
+    const header = this.fromRow(group, r.rows[0]) as VersionedGroupRecord<GroupHeader>;
+    for (const row of r.rows) if (row.take_ord !== null) batch.outcomes[row.take_ord] = { written: true, version: String(row.take_version) };
+    this.hintAfterCommit(group);
+    return { from: header.record.highWater! - full.count, header, outcomes: this.outcomesOf(group, takes, batch.outcomes) };
+  }
+
+  /** A raise the UPDATE did not write: the header read, and what kept the UPDATE from writing thrown. */
+  private async refusedRaise(group: string, raise: HighWaterRaise, refused: string, opts?: CallOptions): Promise<never> {
+    const now = await this.conn.query<GroupRow>(
+      'group raise',
+      `SELECT ${ROW_COLUMNS} FROM ${this.qualified} WHERE group_name = $1 AND kind = 'group' AND idx = 0`,
+      [group],
+      opts,
+    );
+    const stored = now.rows[0] ? this.fromRow(group, now.rows[0]).record : null;
+    if (stored?.kind !== 'group') throw new NotFoundError(`group ${group} has no header in ${this.location}: its highWater was not raised${refused}`);
+    raiseStored(group, stored, raise, Number.MAX_SAFE_INTEGER); // throws what kept the UPDATE from writing
+    throw new ConflictError(`group ${group}'s header changed while it was raised (${this.location}): nothing was written`);
+  }
+
+  /**
+   * A batch's parameters ($1 the group, then the writes as arrays: batchSteps' order), and its
+   * outcomes so far: a version this store never issued is a conflict, left unsent.
+   */
+  private batchOf(group: string, writes: readonly GroupWrite[]): { params: unknown[]; outcomes: (GroupWriteOutcome | undefined)[] } {
     const outcomes: (GroupWriteOutcome | undefined)[] = writes.map(({ record, expectedVersion }) =>
       expectedVersion !== null && !issued(expectedVersion)
         ? { written: false, conflict: `group ${group} record ${recordKey(record)}: version ${JSON.stringify(expectedVersion)} is not one this store issued` }
@@ -291,32 +387,14 @@ export class PostgresGroupStore {
       sent.map((w) => w.expectedVersion),
       ...GROUP_VALUE_COLUMNS.map((_, i) => array(i)),
     ];
-    const w = (c: string) => `w.${c}`;
-    const r = await this.conn.query<{ ord: number; version: string }>(
-      'group batch',
-      `WITH w AS (
-         SELECT * FROM unnest($2::int[], $3::text[], $4::int[], $5::bigint[], ${GROUP_VALUE_COLUMNS.map((c, i) => `$${i + 6}::${BATCH_TYPES[c]}[]`).join(', ')})
-           AS w(ord, kind, idx, expected, ${GROUP_VALUE_COLUMNS.join(', ')})
-       ), updated AS (
-         UPDATE ${this.qualified} t SET ${GROUP_VALUE_COLUMNS.map((c) => `${c} = ${w(c)}`).join(', ')}, version = txid_current()
-         FROM w WHERE w.expected IS NOT NULL AND t.group_name = $1 AND t.kind = w.kind AND t.idx = w.idx AND t.version = w.expected
-         RETURNING w.ord, t.version
-       ), created AS (
-         INSERT INTO ${this.qualified} (group_name, kind, idx, ${GROUP_VALUE_COLUMNS.join(', ')}, version)
-         SELECT $1, w.kind, w.idx, ${GROUP_VALUE_COLUMNS.map(w).join(', ')}, txid_current() FROM w WHERE w.expected IS NULL
-         ON CONFLICT (group_name, kind, idx) DO NOTHING
-         RETURNING kind, idx, version
-       )
-       SELECT ord, version FROM updated
-       UNION ALL SELECT w.ord, created.version FROM created JOIN w ON w.expected IS NULL AND w.kind = created.kind AND w.idx = created.idx`,
-      params,
-      opts,
-    );
-    for (const row of r.rows) outcomes[row.ord] = { written: true, version: String(row.version) };
-    if (r.rows.length > 0) this.hintAfterCommit(group);
+    return { params, outcomes };
+  }
+
+  /** Each write's outcome: the one found, else the conflict that kept its row from being written. */
+  private outcomesOf(group: string, writes: readonly GroupWrite[], found: readonly (GroupWriteOutcome | undefined)[]): GroupWriteOutcome[] {
     return writes.map(
       ({ record, expectedVersion }, i) =>
-        outcomes[i] ?? {
+        found[i] ?? {
           written: false,
           conflict:
             expectedVersion === null

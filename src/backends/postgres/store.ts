@@ -27,7 +27,7 @@ import type { Logger } from '../../log.js';
 import type { CallOptions, LeaseRecord, LeaseStore, SuccessorClaimSupport, VersionedRecord, WatchEvent } from '../lease-store.js';
 import { DEFAULT_POSTGRES_TABLE, describeTarget, parseTableName } from './config.js';
 import { PostgresConnection, codedError, connectionSettings, loadDriver } from './connection.js';
-import type { GroupStore, HighWaterRaise, RaisedHighWater } from '../group-store.js';
+import type { GroupStore, GroupWrite, HighWaterRaise, RaisedAndTaken, RaisedHighWater } from '../group-store.js';
 import { HoldsGroupStore } from '../held-group-store.js';
 import { PostgresGroupStore } from './group-store.js';
 import { HintThrottle, channelName } from './notify.js';
@@ -130,6 +130,11 @@ export class PostgresLeaseStore extends HoldsGroupStore implements LeaseStore, G
   /** The header raised in one statement (PostgresGroupStore.raiseHighWater); Kubernetes has no such call. */
   raiseHighWater(group: string, raise: HighWaterRaise, opts?: CallOptions): Promise<RaisedHighWater> {
     return this.groups.raiseHighWater(group, raise, opts);
+  }
+
+  /** The raise and its takes in one statement (PostgresGroupStore.raiseAndTake). */
+  raiseAndTake(group: string, raise: Omit<HighWaterRaise, 'count'>, takes: readonly GroupWrite[], opts?: CallOptions): Promise<RaisedAndTaken> {
+    return this.groups.raiseAndTake(group, raise, takes, opts);
   }
 
   private constructor(
