@@ -174,30 +174,36 @@ describe('SqliteLeaseStore on a real file', () => {
     // that passed: under load a 448 ms busy timeout held a sidecar's event loop 870 ms, its renew
     // deadline's timer and `run`'s SIGKILL with it. Here the lock is let go by a timer that can
     // only fire while the write waits: a write that blocked the loop would run out its busy
-    // timeout first and fail.
+    // timeout first and fail. Twice: the connection's first write, and a later one. SQLite applies
+    // a PRAGMA's setting when it prepares the statement, so a switch prepared once per connection
+    // (c3ee318, reverted) left the handler on for the first write, the one right after preparing.
     const path = fresh();
     const s = new SqliteLeaseStore(path, { busyTimeoutMs: 3000 });
-    const v = await s.create('x', rec());
-    const blocker = new Database(path);
-    blocker.exec('BEGIN IMMEDIATE');
-    const events: string[] = [];
-    const letGo = setTimeout(() => {
-      events.push('timer fired');
-      blocker.exec('ROLLBACK');
-    }, 20);
-    try {
-      const write = s.update('x', rec({ holderIdentity: 'b' }), v).then(
-        () => events.push('written'),
-        (e: { code: string }) => events.push(`refused ${e.code}`),
-      );
-      events.push('write sent');
-      await write;
-    } finally {
-      clearTimeout(letGo);
-      if (blocker.inTransaction) blocker.exec('ROLLBACK');
-      blocker.close();
-    }
-    assert.deepEqual(events, ['write sent', 'timer fired', 'written']);
+    const blocked = async (write: () => Promise<unknown>): Promise<string[]> => {
+      const blocker = new Database(path);
+      blocker.exec('BEGIN IMMEDIATE');
+      const events: string[] = [];
+      const letGo = setTimeout(() => {
+        events.push('timer fired');
+        blocker.exec('ROLLBACK');
+      }, 20);
+      try {
+        const written = write().then(
+          () => events.push('written'),
+          (e: { code: string }) => events.push(`refused ${e.code}`),
+        );
+        events.push('write sent');
+        await written;
+      } finally {
+        clearTimeout(letGo);
+        if (blocker.inTransaction) blocker.exec('ROLLBACK');
+        blocker.close();
+      }
+      return events;
+    };
+    let v = '';
+    assert.deepEqual(await blocked(async () => (v = await s.create('x', rec()))), ['write sent', 'timer fired', 'written'], "the connection's first write");
+    assert.deepEqual(await blocked(() => s.update('x', rec({ holderIdentity: 'b' }), v)), ['write sent', 'timer fired', 'written'], 'a later write');
     assert.equal((await s.get('x'))!.record.holderIdentity, 'b');
     await s.close();
   });
