@@ -327,12 +327,13 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
         { record: mine(0), expectedVersion: null },
         { record: mine(2), expectedVersion: v2 },
         { record: mine(1), expectedVersion: v1 },
+        { record: mine(3), expectedVersion: 'not-a-version' },
       ]);
       assert.equal(answer.from, 6, 'from the larger of highWater (4) and atLeast (6)');
-      assert.equal(answer.header.record.highWater, 9, 'a block of one token per take');
+      assert.equal(answer.header.record.highWater, 10, 'a block of one token per take, the unsent one too');
       assert.deepEqual(
         answer.outcomes.map((o) => o.written),
-        [true, false, true],
+        [true, false, true, false],
       );
       const versions = answer.outcomes.map((o) => (o.written ? o.version : undefined));
       assert.deepEqual(sorted(await s.listGroup(g)), [
@@ -344,7 +345,7 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
       assert.deepEqual(
         (await one(g, { kind: 'shard', index: 2 }))?.record,
         contractShard(2, { token: 4 }),
-        "the lost take left the other's write; its token 8 is issued to nobody",
+        "the lost take left the other's write; its token 8 is issued to nobody, nor 10, the one of a version this store never issued",
       );
       const before = sorted(await s.listGroup(g));
       for (const [raise, takes, code] of [
@@ -376,7 +377,13 @@ export function groupStoreContract(storeName: string, open: () => Promise<GroupC
         ),
       );
       const froms = calls.map((c) => c.from).sort((a, b) => a - b);
-      assert.deepEqual(froms, [9, 10, 11, 12, 13, 14], 'blocks follow one another');
+      assert.deepEqual(froms, [10, 11, 12, 13, 14, 15], 'blocks follow one another');
+      for (const [i, c] of calls.entries())
+        assert.equal(
+          ((await one(g, { kind: 'shard', index: 10 + i }))?.record as ShardRecord | undefined)?.token,
+          c.from + 1,
+          `call ${i}'s take has its own block's token`,
+        );
     });
 
     it("the header's longestLeaseSeconds: absent reads absent (a header from before it), written reads back beside highWater, a raise from a stale version is a ConflictError, and no positive number is refused", async () => {

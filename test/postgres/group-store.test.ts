@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { PostgresLeaseStore } from '../../src/backends/postgres/store.js';
 import { createStatements, groupAdminScript } from '../../src/backends/postgres/schema.js';
 import pg from 'pg';
-import { contractShard, contractSlot } from '../../src/testing/group-store-contract.js';
+import { contractHeader, contractShard, contractSlot } from '../../src/testing/group-store-contract.js';
 import type { Logger } from '../../src/log.js';
 import { startPostgres } from '../support/postgres.js';
 import { GroupCache } from '../../src/shards/group-cache.js';
@@ -265,6 +265,42 @@ describe('PostgreSQL as a group store, on a real server', () => {
         answer.records.map((r) => r.record),
         [contractSlot(0)],
       );
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a header the reader refuses is not raised, and no take is written: the refusal names its column', async () => {
+    // The raise's row is parsed after the statement commits: a header written by hand that the
+    // reader refuses must keep the UPDATE from matching, or the takes joined to it are written
+    // and the member, told the call failed, never learns it owns them.
+    const pg = await server;
+    const db = await freshDatabase(true);
+    const store = await PostgresLeaseStore.open({ url: db.url, table: 'public.leases' });
+    try {
+      await store.createGroupRecord('g', contractHeader({ highWater: 4 }));
+      const free = await store.createGroupRecord('g', contractShard(1, { holderIdentity: '', owner: null, token: 3 }));
+      const rows = () =>
+        pg.sql("SELECT kind, idx, holder_identity, token, version FROM public.lease_groups WHERE group_name = 'g' ORDER BY kind, idx", db.name);
+      const take = [{ record: contractShard(1, { holderIdentity: 'b', owner: { slot: 1, session: 2 }, token: 0 }), expectedVersion: free }];
+      for (const [set, column] of [
+        ['created_at_ms = NULL', 'created_at_ms'],
+        ['created_at_ms = -1', 'created_at_ms'],
+        ['token = -1', 'token'],
+        ["lease_duration_seconds = 'NaN'", 'lease_duration_seconds'],
+        ["lease_duration_seconds = 'Infinity'", 'lease_duration_seconds'],
+        ['lease_duration_seconds = 0', 'lease_duration_seconds'],
+      ] as const) {
+        pg.sql(`UPDATE public.lease_groups SET ${set} WHERE group_name = 'g' AND kind = 'group'`, db.name);
+        const before = rows();
+        const refused = (e: { code: string; message: string }) => e.code === 'LEASEHOLD_ERR_INVALID_RECORD' && e.message.includes(`holds ${column} `);
+        await assert.rejects(store.raiseAndTake('g', { atLeast: 0, shards: 16 }, take), refused, set);
+        await assert.rejects(store.raiseHighWater('g', { atLeast: 0, count: 1, shards: 16 }), refused, set);
+        assert.equal(rows(), before, `${set}: nothing written`);
+        pg.sql("UPDATE public.lease_groups SET created_at_ms = 0, token = 4, lease_duration_seconds = NULL WHERE group_name = 'g' AND kind = 'group'", db.name);
+      }
+      const taken = await store.raiseAndTake('g', { atLeast: 0, shards: 16 }, take);
+      assert.deepEqual([taken.from, taken.outcomes[0]?.written], [4, true], 'the header put right, the take goes through');
     } finally {
       await store.close();
     }

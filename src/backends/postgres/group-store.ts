@@ -103,9 +103,19 @@ function raised(atLeast: string, count: string): string {
   return `GREATEST(COALESCE(token, 0), ${atLeast}::bigint) + ${count}::bigint`;
 }
 
-/** The header row of group `g` with shard count `shards`, if raised by `count` from `atLeast` it stays at most `max`. */
+/**
+ * A header row the reader takes (headerOfRow, fromRow's count and time): its creation time an
+ * integer from 0 up, its highWater absent or from 0 up, its longest lease absent or a positive
+ * finite number (PostgreSQL orders NaN above Infinity). The raise writes only such a header:
+ * the row is parsed after the statement has committed, and a raise that wrote takes and then
+ * found the header unreadable would leave them owned by a member that was told it failed.
+ */
+const HEADER_READABLE = `created_at_ms BETWEEN 0 AND ${Number.MAX_SAFE_INTEGER} AND (token IS NULL OR token >= 0)
+  AND (lease_duration_seconds IS NULL OR (lease_duration_seconds > 0 AND lease_duration_seconds < 'Infinity'::float8))`;
+
+/** The header row of group `g` with shard count `shards`, readable, if raised by `count` from `atLeast` it stays at most `max`. */
 function raiseWhere(g: string, atLeast: string, count: string, shards: string, max: string): string {
-  return `group_name = ${g} AND kind = 'group' AND idx = 0 AND shards = ${shards} AND ${raised(atLeast, count)} <= ${max}::bigint`;
+  return `group_name = ${g} AND kind = 'group' AND idx = 0 AND shards = ${shards} AND ${raised(atLeast, count)} <= ${max}::bigint AND ${HEADER_READABLE}`;
 }
 
 /**
@@ -283,7 +293,7 @@ export class PostgresGroupStore {
       [group, raise.atLeast, raise.count, raise.shards, Number.MAX_SAFE_INTEGER],
       opts,
     );
-    if (!r.rows[0]) return this.refusedRaise(group, raise, '', opts);
+    if (!r.rows[0]) return this.refusedRaise('group raise', group, raise, '', opts);
     const header = this.fromRow(group, r.rows[0]) as VersionedGroupRecord<GroupHeader>;
     this.hintAfterCommit(group);
     return { from: header.record.highWater! - raise.count, header };
@@ -345,17 +355,21 @@ export class PostgresGroupStore {
       [...batch.params, full.atLeast, full.count, full.shards, Number.MAX_SAFE_INTEGER],
       opts,
     );
-    if (!r.rows[0]) return this.refusedRaise(group, full, ', nothing was taken', opts);
+    if (!r.rows[0]) return this.refusedRaise('group take', group, full, ', nothing was taken', opts);
     const header = this.fromRow(group, r.rows[0]) as VersionedGroupRecord<GroupHeader>;
     for (const row of r.rows) if (row.take_ord !== null) batch.outcomes[row.take_ord] = { written: true, version: String(row.take_version) };
     this.hintAfterCommit(group);
     return { from: header.record.highWater! - full.count, header, outcomes: this.outcomesOf(group, takes, batch.outcomes) };
   }
 
-  /** A raise the UPDATE did not write: the header read, and what kept the UPDATE from writing thrown. */
-  private async refusedRaise(group: string, raise: HighWaterRaise, refused: string, opts?: CallOptions): Promise<never> {
+  /**
+   * A raise the UPDATE did not write: the header read (by `op`, the call's own), and what kept
+   * the UPDATE from writing thrown: no header, another shard count, past the largest token, or
+   * a header the reader refuses (fromRow's InvalidRecordError).
+   */
+  private async refusedRaise(op: string, group: string, raise: HighWaterRaise, refused: string, opts?: CallOptions): Promise<never> {
     const now = await this.conn.query<GroupRow>(
-      'group raise',
+      op,
       `SELECT ${ROW_COLUMNS} FROM ${this.qualified} WHERE group_name = $1 AND kind = 'group' AND idx = 0`,
       [group],
       opts,
