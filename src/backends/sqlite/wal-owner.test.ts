@@ -74,6 +74,18 @@ function pastLogChange(path: string): void {
   assert.fail("the file system's clock did not pass the log's last change within 5 s");
 }
 
+/** The salt in the header of `path`'s log (a writer starting the log over writes a new one). */
+function readFirstSalt(path: string): Buffer {
+  const fd = fs.openSync(`${path}-wal`, 'r');
+  try {
+    const header = Buffer.alloc(32);
+    fs.readSync(fd, header, 0, 32, 0);
+    return header.subarray(16, 24);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 describe("foreignLog: a -wal that is not the database file's own", () => {
   it("accepts a live database's log after a checkpoint a reader stopped part way: the -shm says which frames the file holds", () => {
     const { path, w, copied } = afterPartialCheckpoint();
@@ -149,6 +161,44 @@ describe("foreignLog: a -wal that is not the database file's own", () => {
       pastLogChange(path);
       fs.renameSync(backup, path);
       assert.match(foreignLog(path) ?? '', /is older than the database file and holds pages that would overwrite it/);
+    } finally {
+      w.close();
+    }
+  });
+
+  it("accepts its own log when a writer starts it over while it reads: a complete checkpoint, then the next commit from the log's first frame", () => {
+    // The shard bench met this growing to 32 members on one file at N = 4096 (twice after the
+    // -shm's partial case was fixed): the file newer than the log right after a checkpoint that
+    // copied the whole log, then, while the new member read, the next commit started the log
+    // over (a new salt, its frames from the first) with pages the file does not hold yet.
+    const path = join(dir, `restart-${++n}.db`);
+    const w = new Database(path);
+    try {
+      w.pragma('journal_mode = WAL');
+      w.pragma('wal_autocheckpoint = 0');
+      w.exec("CREATE TABLE t (v); INSERT INTO t VALUES ('a')");
+      w.prepare('UPDATE t SET v = ?').run('b');
+      pastLogChange(path);
+      const [ck] = w.pragma('wal_checkpoint(PASSIVE)') as { log: number; checkpointed: number }[];
+      assert.equal(ck!.checkpointed, ck!.log, 'the checkpoint copied the whole log');
+      assert.ok(fs.statSync(path, { bigint: true }).ctimeNs > fs.statSync(`${path}-wal`, { bigint: true }).ctimeNs, 'the file changed after the log');
+      const saltBefore = readFirstSalt(path);
+      const real = fs.openSync;
+      let shmOpens = 0;
+      // The commit comes once the check has begun: at its first read of the -shm.
+      fs.openSync = (p: fs.PathLike, ...rest: unknown[]) => {
+        if (String(p) === `${path}-shm` && ++shmOpens === 1) w.prepare('UPDATE t SET v = ?').run('c');
+        return (real as (...a: unknown[]) => number)(p, ...rest);
+      };
+      syncBuiltinESMExports();
+      try {
+        assert.equal(foreignLog(path), null);
+      } finally {
+        fs.openSync = real;
+        syncBuiltinESMExports();
+      }
+      assert.ok(shmOpens >= 1, 'the check read the -shm');
+      assert.notDeepEqual(readFirstSalt(path), saltBefore, 'the commit started the log over');
     } finally {
       w.close();
     }
