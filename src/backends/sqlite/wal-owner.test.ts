@@ -167,7 +167,7 @@ describe("foreignLog: a -wal that is not the database file's own", () => {
   });
 
   it("accepts its own log when a writer starts it over while it reads: a complete checkpoint, then the next commit from the log's first frame", () => {
-    // The shard bench met this growing to 32 members on one file at N = 4096 (twice after the
+    // The shard bench met this growing to 32 members on one file at N = 4096 (again after the
     // -shm's partial case was fixed): the file newer than the log right after a checkpoint that
     // copied the whole log, then, while the new member read, the next commit started the log
     // over (a new salt, its frames from the first) with pages the file does not hold yet.
@@ -185,9 +185,11 @@ describe("foreignLog: a -wal that is not the database file's own", () => {
       const saltBefore = readFirstSalt(path);
       const real = fs.openSync;
       let shmOpens = 0;
+      let walOpens = 0;
       // The commit comes once the check has begun: at its first read of the -shm.
       fs.openSync = (p: fs.PathLike, ...rest: unknown[]) => {
         if (String(p) === `${path}-shm` && ++shmOpens === 1) w.prepare('UPDATE t SET v = ?').run('c');
+        if (String(p) === `${path}-wal`) walOpens++;
         return (real as (...a: unknown[]) => number)(p, ...rest);
       };
       syncBuiltinESMExports();
@@ -198,10 +200,36 @@ describe("foreignLog: a -wal that is not the database file's own", () => {
         syncBuiltinESMExports();
       }
       assert.ok(shmOpens >= 1, 'the check read the -shm');
+      assert.equal(walOpens, 2, 'the log found written while it was compared, and checked again from the path');
       assert.notDeepEqual(readFirstSalt(path), saltBefore, 'the commit started the log over');
     } finally {
       w.close();
     }
+  });
+
+  it("still refuses another file's log whose permissions change while it is checked: a chmod writes nothing", () => {
+    const path = killedWith(3, 'db-then-wal');
+    const other = join(dir, `other-chmod-${n}.db`);
+    const o = new Database(other);
+    o.exec("CREATE TABLE backup (v); INSERT INTO backup VALUES ('kept')");
+    o.close();
+    pastLogChange(path);
+    copyFileSync(other, path);
+    const real = fs.openSync;
+    let chmods = 0;
+    // At the check's first read of the -shm (absent here): the log's ctime moves, its mtime not.
+    fs.openSync = (p: fs.PathLike, ...rest: unknown[]) => {
+      if (String(p) === `${path}-shm` && chmods++ === 0) fs.chmodSync(`${path}-wal`, 0o600);
+      return (real as (...a: unknown[]) => number)(p, ...rest);
+    };
+    syncBuiltinESMExports();
+    try {
+      assert.match(foreignLog(path) ?? '', /is older than the database file and holds pages that would overwrite it/);
+    } finally {
+      fs.openSync = real;
+      syncBuiltinESMExports();
+    }
+    assert.ok(chmods >= 1, "the log's permissions changed during the check");
   });
 
   it('reads the committed frames as recovery would', () => {

@@ -218,7 +218,10 @@ function comparedWith(
  * describe this log (absent, another salt, torn, unreadable) leaves the whole log compared, as
  * before. A log written while it is compared (a commit, or the first commit after a checkpoint
  * that copied it all, which starts the log over with pages the file does not hold yet) is one in
- * use: its times are judged again, and a log newer than the file is taken, as at the start.
+ * use: the whole check runs again from the path, and a log as new as the file or newer is
+ * taken, as at the start; one written during each of LOG_IN_USE_TRIES checks is taken too. So a
+ * process still on an old file that commits to its log while a newcomer checks it gets the log
+ * taken, as it did when it committed just before the check: such a writer is not detected.
  * What stays open: a replacement equal to the old file in every copied page and in no
  * later frame's page: a copy taken right at that checkpoint, which is that file's own history,
  * or such a copy changed elsewhere only in pages the old log wrote again later, whose changes the
@@ -226,6 +229,31 @@ function comparedWith(
  */
 export function foreignLog(dbPath: string): string | null {
   const walPath = `${dbPath}-wal`;
+  for (let tries = 1; tries <= LOG_IN_USE_TRIES; tries++) {
+    const verdict = judgeLog(dbPath, walPath);
+    if (verdict === 'foreign')
+      return `its -wal (${walPath}) is older than the database file and holds pages that would overwrite it: it is the log of another file (a database moved over ${dbPath} while a process kept the old file's log open?), and SQLite would read ${dbPath} through it and copy it in. Nothing was read or written. If ${dbPath} was replaced, move ${walPath} and ${dbPath}-shm away (they hold the old file's last writes); if they are its own (only its permissions changed after every process using it was killed), apply the log first: sqlite3 ${dbPath} 'PRAGMA wal_checkpoint(TRUNCATE)'`;
+    if (verdict === 'own') return null;
+  }
+  // Written during every check: a log in use, as the first test of times would take it.
+  return null;
+}
+
+/**
+ * Checks of the log that found it written while they compared it, before it is taken as one in
+ * use. Each is a whole check again, from the path: the log there may be another inode by then.
+ */
+const LOG_IN_USE_TRIES = 4;
+
+/**
+ * One check of the -wal at `walPath` (foreignLog): 'own' when it may be applied (or there is
+ * none), 'foreign' when it is another file's, 'written' when it was written while it was
+ * compared. The commit after a checkpoint that copied the whole log starts it over (a new
+ * salt, frames from the first) with pages the file does not hold yet: read so, a live log
+ * looked foreign, and the shard bench's 32nd member exited 2. A write sets the log's mtime
+ * (its ctime moves too for a chmod, a link or a rename, which write nothing), or its size.
+ */
+function judgeLog(dbPath: string, walPath: string): 'own' | 'foreign' | 'written' {
   // Opened once and read only through this descriptor: the last connection's close checkpoints
   // its log into the file (the file's ctime moves past the log's) and then deletes the log, which
   // an open descriptor still reads whole.
@@ -233,24 +261,17 @@ export function foreignLog(dbPath: string): string | null {
   try {
     wal = openSync(walPath, 'r');
   } catch {
-    return null;
+    return 'own';
   }
   try {
-    for (let tries = 1; ; tries++) {
-      const log = fstatSync(wal, { bigint: true });
-      const db = statOrNull(dbPath);
-      if (!db || log.size <= WAL_HEADER) return null;
-      if (db.ctimeNs <= log.ctimeNs) return null;
-      if (!logChangesFile(dbPath, wal)) return null;
-      // Written while it was compared: a log in use, not a stale one. The commit after a
-      // checkpoint that copied the whole log starts it over (a new salt, frames from the first)
-      // with pages the file does not hold yet; read that way, the live log looked foreign, and
-      // the shard bench's 32nd member exited 2. Its times say so: they are judged again.
-      const after = fstatSync(wal, { bigint: true });
-      if ((after.ctimeNs === log.ctimeNs && after.size === log.size) || tries >= TRIES) break;
-    }
+    const log = fstatSync(wal, { bigint: true });
+    const db = statOrNull(dbPath);
+    if (!db || log.size <= WAL_HEADER) return 'own';
+    if (db.ctimeNs <= log.ctimeNs) return 'own';
+    if (!logChangesFile(dbPath, wal)) return 'own';
+    const after = fstatSync(wal, { bigint: true });
+    return after.mtimeNs === log.mtimeNs && after.size === log.size ? 'foreign' : 'written';
   } finally {
     closeSync(wal);
   }
-  return `its -wal (${walPath}) is older than the database file and holds pages that would overwrite it: it is the log of another file (a database moved over ${dbPath} while a process kept the old file's log open?), and SQLite would read ${dbPath} through it and copy it in. Nothing was read or written. If ${dbPath} was replaced, move ${walPath} and ${dbPath}-shm away (they hold the old file's last writes); if they are its own (only its permissions changed after every process using it was killed), apply the log first: sqlite3 ${dbPath} 'PRAGMA wal_checkpoint(TRUNCATE)'`;
 }
