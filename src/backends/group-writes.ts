@@ -6,7 +6,8 @@
 import { ConflictError, InvalidRecordError } from '../errors.js';
 import { throwIfAborted } from '../abort.js';
 import type { CallOptions } from './lease-store.js';
-import { recordKey, type GroupStore, type GroupWrite, type GroupWriteOutcome } from './group-store.js';
+import { recordKey, type GroupStore, type GroupWrite, type GroupWriteOutcome, type HighWaterRaise } from './group-store.js';
+import { checkRaise } from './high-water-raise.js';
 import { checkGroupName, checkGroupRecord } from './group-record-check.js';
 
 /**
@@ -23,6 +24,20 @@ export function checkGroupWrites(group: string, writes: readonly GroupWrite[], m
       throw new InvalidRecordError(`group ${group}: the batch was not written: it writes record ${key} twice (one write per record in a batch)`);
     keys.add(key);
   }
+}
+
+/**
+ * Refuses a raise and its takes (GroupStore.raiseAndTake) before anything is written, as every
+ * store that has the call must: the raise of one token per take as raiseHighWater checks it, the
+ * takes as a batch's writes, and each of them a shard's. Returns the raise with its count.
+ */
+export function checkRaiseAndTakes(group: string, raise: Omit<HighWaterRaise, 'count'>, takes: readonly GroupWrite[]): HighWaterRaise {
+  const full = { ...raise, count: takes.length };
+  checkRaise(group, full, Number.MAX_SAFE_INTEGER);
+  checkGroupWrites(group, takes);
+  const notShard = takes.find((w) => w.record.kind !== 'shard');
+  if (notShard) throw new InvalidRecordError(`group ${group}: the takes were not written: record ${recordKey(notShard.record)} is not a shard's`);
+  return full;
 }
 
 /**

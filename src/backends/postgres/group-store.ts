@@ -41,7 +41,7 @@ import {
   type VersionedGroupRecord,
 } from '../group-store.js';
 import { checkRaise, raiseStored } from '../high-water-raise.js';
-import { checkGroupWrites } from '../group-writes.js';
+import { checkGroupWrites, checkRaiseAndTakes } from '../group-writes.js';
 import { checkGroupName, checkGroupRecord } from '../group-record-check.js';
 import { MAX_TEXT_BYTES, boundedColumn, oversizedColumn } from '../bounded-sql.js';
 import { GROUP_KEY_COLUMNS, GROUP_VALUE_COLUMNS, headerOfRow, memberOfRow, shardOfRow } from '../group-columns.js';
@@ -334,11 +334,7 @@ export class PostgresGroupStore {
    */
   async raiseAndTake(group: string, raise: Omit<HighWaterRaise, 'count'>, takes: readonly GroupWrite[], opts?: CallOptions): Promise<RaisedAndTaken> {
     checkGroupName(group);
-    const full = { ...raise, count: takes.length };
-    checkRaise(group, full, Number.MAX_SAFE_INTEGER);
-    checkGroupWrites(group, takes);
-    const notShard = takes.find((w) => w.record.kind !== 'shard');
-    if (notShard) throw new InvalidRecordError(`group ${group}: the takes were not written: record ${recordKey(notShard.record)} is not a shard's`);
+    const full = checkRaiseAndTakes(group, raise, takes);
     this.refuseWrite('take');
     await this.ensureTable(opts);
     const batch = this.batchOf(group, takes);

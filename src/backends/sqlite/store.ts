@@ -37,7 +37,7 @@ import {
   type ShardRecord,
   type VersionedGroupRecord,
 } from '../group-store.js';
-import { checkGroupWrites } from '../group-writes.js';
+import { checkGroupWrites, checkRaiseAndTakes } from '../group-writes.js';
 import { checkGroupName, checkGroupRecord } from '../group-record-check.js';
 import { checkRaise, raiseStored } from '../high-water-raise.js';
 import {
@@ -540,11 +540,7 @@ export class SqliteLeaseStore implements LeaseStore, GroupStore {
    */
   async raiseAndTake(group: string, raise: Omit<HighWaterRaise, 'count'>, takes: readonly GroupWrite[], opts?: CallOptions): Promise<RaisedAndTaken> {
     throwIfAborted(opts);
-    const full = { ...raise, count: takes.length };
-    checkRaise(group, full, Number.MAX_SAFE_INTEGER);
-    checkGroupWrites(group, takes);
-    const notShard = takes.find((w) => w.record.kind !== 'shard');
-    if (notShard) throw new InvalidRecordError(`group ${group}: the takes were not written: record ${recordKey(notShard.record)} is not a shard's`);
+    const full = checkRaiseAndTakes(group, raise, takes);
     this.refuseWrite('group take');
     return this.write('group take', opts, () => {
       const table = this.groups();
